@@ -1,0 +1,30 @@
+"""nsopt: one-step nonsmooth problems of contact mechanics and switched systems, seen as optimization problems.
+
+>>> import nsopt
+>>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+>>> sol = nsopt.solve(p, method="pgs")
+>>> sol.status.value, round(sol.z[0], 6), round(sol.z[1], 6)
+('solved', 1.333333, 2.333333)
+"""
+
+from .exceptions import (FormatError, MethodNotFound, NotApplicable, NsoptError, NsoptWarning,
+                         OptionError, ProblemError, SolverError)
+from .problems import (AVI, LCP, MLCP, Block, Equality, FrictionContact, GenericMechanical,
+                       GlobalFrictionContact, Relay)
+from .result import Solution, Status
+from .solve import methods, solve
+
+__version__ = "0.1.0"
+
+__all__ = ["solve", "methods", "Solution", "Status", "LCP", "MLCP", "Relay", "Equality", "AVI",
+           "FrictionContact", "GlobalFrictionContact", "GenericMechanical", "Block", "NsoptError",
+           "ProblemError", "MethodNotFound", "OptionError", "NotApplicable", "SolverError",
+           "FormatError", "NsoptWarning"]
+
+
+def __getattr__(name):  # nsopt.io loads h5py lazily
+    if name == "io":
+        import importlib
+
+        return importlib.import_module(".io", __name__)
+    raise AttributeError(name)

@@ -1,0 +1,1 @@
+"""Problem file readers and writers."""

@@ -1,0 +1,98 @@
+"""The ``auto`` policy, documented in one place.
+
+For each problem kind, ``POLICY`` lists the methods ``method="auto"`` tries, in order. A method is
+skipped when it is not registered (optional backend missing) or its ``applies`` check rejects the
+instance (e.g. ``qp`` needs a symmetric positive semidefinite M; enumeration needs a small problem);
+it is abandoned for the next one when its result does not reach ``tol`` (max_iter, stalled fixed
+point, Newton line-search failure, ray termination). Every attempt is recorded in
+``Solution.trace`` as ``(method, status, error, seconds, note)``, so the user sees the path taken.
+The returned solution is the first that reaches ``tol``, else the attempt with the smallest error.
+
+=========  ======================================================================================
+kind       order
+=========  ======================================================================================
+lcp        qp (symmetric PSD M) → lemke (n <= 3000) → newton-fb → pgs
+mlcp       qp (symmetric PSD structure) → enum (m <= 16) → lemke → newton-fb → pgs
+relay      qp (symmetric PSD M) → lemke → pgs
+equality   linear
+avi        qp (symmetric PSD M) → lemke
+fc2d       nsgs → lemke → nsn-ac → nsn-fb
+fc3d       nsgs → nsn-ac → socp-fp → nsn-fb → prox
+gfc2d      nsgs → nsn-ac
+gfc3d      nsgs → nsn-ac → socp-fp → nsn-fb
+gmp        nsgs
+=========  ======================================================================================
+
+NSGS leads for friction contact because it is cheap per sweep and Siconos' own default, so the
+numbers compare; a Newton method takes over when NSGS stalls (typically on stiff or badly
+conditioned problems such as RockPile), warm-started from NSGS' best iterate where it accepts one.
+"""
+
+from __future__ import annotations
+
+import time
+
+from . import registry
+from .exceptions import NotApplicable, OptionError
+from .result import Solution, Status
+
+POLICY: dict[str, tuple[str, ...]] = {
+    "lcp": ("qp", "lemke", "newton-fb", "pgs"),
+    "mlcp": ("qp", "enum", "lemke", "newton-fb", "pgs"),
+    "relay": ("qp", "lemke", "pgs"),
+    "equality": ("linear",),
+    "avi": ("qp", "lemke"),
+    "fc2d": ("nsgs", "lemke", "nsn-ac", "nsn-fb"),
+    "fc3d": ("nsgs", "nsn-ac", "socp-fp", "nsn-fb", "prox"),
+    "gfc2d": ("nsgs", "nsn-ac"),
+    "gfc3d": ("nsgs", "nsn-ac", "socp-fp", "nsn-fb"),
+    "gmp": ("nsgs",),
+}
+
+_WARM = {"z": "z0", "r": "r0"}
+
+
+def solve_auto(problem, kind, tol, max_iter, options) -> Solution:
+    from .solve import run_method
+
+    candidates = [registry._REGISTRY[(kind, m)] for m in POLICY.get(kind, ()) if (kind, m) in registry._REGISTRY]
+    if not candidates:
+        candidates = registry.for_kind(kind)
+    used = set()
+    for info in candidates:
+        used.update(k for k in options if k in info.options)
+    unknown = [k for k in options if k not in used]
+    if unknown:
+        raise OptionError(f"option(s) {unknown} are accepted by none of the methods auto tries for {kind}: "
+                          f"{[i.name for i in candidates]}")
+    trace, best = [], None
+    t_all = time.perf_counter()
+    for info in candidates:
+        note = ""
+        why = info.applies(problem) if info.applies is not None else None
+        if why:
+            trace.append((info.name, "skipped", float("nan"), 0.0, why))
+            continue
+        opts = {k: v for k, v in options.items() if k in info.options}
+        if best is not None:  # warm start from the best iterate so far, where the method takes one
+            for var, opt in _WARM.items():
+                if opt in info.options and opt not in opts and getattr(best, var) is not None:
+                    opts[opt] = getattr(best, var)
+                    note = f"warm start from {best.method}"
+        t0 = time.perf_counter()
+        try:
+            sol = run_method(problem, kind, info, tol, max_iter, opts)
+        except NotApplicable as e:
+            trace.append((info.name, "skipped", float("nan"), time.perf_counter() - t0, str(e)))
+            continue
+        trace.append((info.name, sol.status.value, sol.error, sol.solve_time, note or sol.message))
+        if best is None or sol.error < best.error:
+            best = sol
+        if sol.status is Status.SOLVED:
+            break
+    if best is None:
+        raise NotApplicable(f"no method of the auto policy applies to this {kind} problem: {trace}")
+    best.trace = trace
+    best.solve_time = time.perf_counter() - t_all
+    best.method = f"auto:{best.method}"
+    return best

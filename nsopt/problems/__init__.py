@@ -1,0 +1,11 @@
+"""One-step nonsmooth problems as immutable, validated data objects (Siconos conventions)."""
+
+from .avi import AVI
+from .friction import FrictionContact, GlobalFrictionContact
+from .gmp import Block, GenericMechanical
+from .lcp import LCP
+from .mlcp import MLCP
+from .relay import Equality, Relay
+
+__all__ = ["LCP", "MLCP", "Relay", "Equality", "AVI", "FrictionContact", "GlobalFrictionContact",
+           "GenericMechanical", "Block"]

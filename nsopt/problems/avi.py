@@ -1,0 +1,62 @@
+"""Affine variational inequality over a polyhedron."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._base import EPS, Problem, as_matrix, as_vector, check_input, matvec
+
+
+class AVI(Problem):
+    r"""Affine variational inequality (Siconos ``AffineVariationalInequalities``).
+
+    Find :math:`z \in K = \{z : Hz \ge k\}` with :math:`(Mz + q)^\top (y - z) \ge 0` for all :math:`y \in K`.
+    (Siconos stores the polyhedron as :math:`\{z : Hz \le K\}`; nsopt's readers flip the sign.)
+
+    Error measure: the natural map with the Euclidean projection on K,
+    :math:`\|z - \Pi_K(z - (Mz + q))\|_2 / \|q\|_2` (divided when :math:`\|q\| >` DBL_EPSILON), computed
+    with a small QP; Siconos 4.4 has no AVI error function of its own to compare with.
+    """
+
+    kind = "avi"
+    _fields = ("M", "q", "H", "k")
+
+    def __init__(self, M, q, H, k):
+        M = as_matrix(M, "M", "AVI", square=True)
+        n = M.shape[0]
+        q = as_vector(q, "q", "AVI", size=n)
+        H = as_matrix(H, "H", "AVI", shape=(None, n))
+        k = as_vector(k, "k", "AVI", size=H.shape[0])
+        self.M, self.q, self.H, self.k = M, q, H, k
+        self._freeze()
+
+    @property
+    def size(self) -> int:
+        return self.q.shape[0]
+
+    def w(self, z) -> np.ndarray:
+        return matvec(self.M, check_input(z, "z", "AVI", self.size)) + self.q
+
+    def project(self, y) -> np.ndarray:
+        """Euclidean projection on K = {z : Hz >= k}, by the dual QP: min ||x - y||^2, Hx >= k."""
+        from scipy.optimize import minimize
+
+        y = np.asarray(y, dtype=float)
+        H = np.asarray(self.H.toarray() if hasattr(self.H, "toarray") else self.H)
+        if np.all(H @ y >= self.k - 1e-15):
+            return y.copy()
+        # dual: max_{l >= 0} -1/2 ||H^T l||^2 + l^T (H y - k); x = y + H^T l
+        G, c = H @ H.T, H @ y - self.k
+        res = minimize(lambda l: 0.5 * l @ G @ l - c @ l, np.zeros(len(c)), jac=lambda l: G @ l - c,
+                       bounds=[(0, None)] * len(c), method="L-BFGS-B", options={"ftol": 1e-15, "gtol": 1e-13})
+        return y + H.T @ res.x
+
+    def error(self, z, w=None) -> float:
+        z = check_input(z, "z", "AVI", self.size)
+        w = matvec(self.M, z) + self.q
+        e = float(np.linalg.norm(z - self.project(z - w)))
+        nq = float(np.linalg.norm(self.q))
+        return e / nq if nq > EPS else e
+
+    def __repr__(self):
+        return f"AVI(n={self.size}, constraints={self.H.shape[0]})"

@@ -1,0 +1,204 @@
+"""Friction-contact problems: local (FC2D/FC3D) and global."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..exceptions import ProblemError
+from ._base import EPS, Problem, as_matrix, as_vector, check_input, matvec
+from .cones import natural_map_sq
+
+
+def _check_dim(dim, owner):
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or int(dim) not in (2, 3):
+        raise ProblemError("dim", f"must be 2 or 3, got {dim!r}", owner)
+    return int(dim)
+
+
+def _check_mu(mu, nc, owner):
+    mu = as_vector(mu, "mu", owner)
+    if mu.shape[0] == 1 and nc != 1:
+        mu = np.full(nc, mu[0])
+        mu.setflags(write=False)
+    if mu.shape[0] != nc:
+        raise ProblemError("mu", f"has {mu.shape[0]} entries, expected one per contact ({nc})", owner)
+    if np.any(mu < 0):
+        i = int(np.flatnonzero(mu < 0)[0])
+        raise ProblemError("mu", f"friction coefficient must be >= 0, got mu[{i}] = {mu[i]}", owner)
+    return mu
+
+
+class FrictionContact(Problem):
+    r"""Local friction-contact problem (Siconos ``FrictionContactProblem``), dimension 2 or 3.
+
+    Unknowns ordered contact by contact, normal first then tangents: :math:`r_a = (r_{N,a}, r_{T,a})`.
+
+    .. math::
+        u = Wr + q,\qquad \hat u_a = u_a + \mu_a \|u_{T,a}\| e_N,\qquad
+        K_{\mu_a} \ni r_a \perp \hat u_a \in K^*_{\mu_a}\quad\text{for every contact } a,
+
+    Coulomb's law written with De Saxcé's modified velocity :math:`\hat u`, on the cone
+    :math:`K_\mu = \{r : \|r_T\| \le \mu r_N\}` and its dual :math:`K^*_\mu = K_{1/\mu}`.
+
+    Error measure (Siconos ``fc3d_compute_error`` / ``fc2d_compute_error``, norm = :math:`\|q\|_2`):
+    :math:`\sqrt{\sum_a \|r_a - P_{K_{\mu_a}}(r_a - \hat u_a)\|^2} / \max(\|q\|, \|r\|, \|u\|)`,
+    the division only when that maximum exceeds DBL_EPSILON.
+    """
+
+    _fields = ("dim", "W", "q", "mu")
+
+    def __init__(self, dim, W, q, mu):
+        owner = "FrictionContact"
+        dim = _check_dim(dim, owner)
+        W = as_matrix(W, "W", owner, square=True)
+        n = W.shape[0]
+        if n % dim:
+            raise ProblemError("W", f"size {n} is not a multiple of dim = {dim}", owner)
+        q = as_vector(q, "q", owner, size=n)
+        mu = _check_mu(mu, n // dim, owner)
+        self.dim, self.W, self.q, self.mu = dim, W, q, mu
+        self._freeze()
+
+    @property
+    def kind(self) -> str:
+        return f"fc{self.dim}d"
+
+    @property
+    def nc(self) -> int:
+        """Number of contacts."""
+        return self.mu.shape[0]
+
+    @property
+    def size(self) -> int:
+        return self.q.shape[0]
+
+    def u(self, r) -> np.ndarray:
+        """Local velocity u = Wr + q."""
+        return matvec(self.W, check_input(r, "r", "FrictionContact", self.size)) + self.q
+
+    def error(self, r, u=None) -> float:
+        """Siconos' friction-contact error of r (u recomputed as Wr + q, as Siconos does)."""
+        r = check_input(r, "r", "FrictionContact", self.size)
+        u = matvec(self.W, r) + self.q
+        return _fc_error(r, u, self.mu, self.dim, float(np.linalg.norm(self.q)))
+
+    def __repr__(self):
+        return f"FrictionContact(dim={self.dim}, nc={self.nc}, {'sparse' if sp.issparse(self.W) else 'dense'})"
+
+
+def _fc_error(r, u, mu, dim, norm):
+    e = np.sqrt(natural_map_sq(r, u, mu, dim))
+    scale = max(norm, float(np.linalg.norm(r)), float(np.linalg.norm(u)))
+    return float(e / scale) if scale > EPS else float(e)
+
+
+class GlobalFrictionContact(Problem):
+    r"""Global friction-contact problem (Siconos ``GlobalFrictionContactProblem``), Siconos' signs exactly.
+
+    .. math::
+        M v = q + H r,\qquad u = H^\top v + b,\qquad
+        K_{\mu_a} \ni r_a \perp u_a + \mu_a \|u_{T,a}\| e_N \in K^*_{\mu_a},
+
+    with M (ndof x ndof, symmetric positive definite in mechanics), H (ndof x dim*nc).
+
+    Error measure (Siconos 4.4 ``gfc3d_compute_error``): e1 + e2 with
+    :math:`e_1 = \|q + Hr - Mv\| / \max(\|q\|, \|Mv\|, \|Hr\|)` and
+    :math:`e_2` = the natural-map term of :class:`FrictionContact` on :math:`(r, u = H^\top v + b)`
+    divided by :math:`\max(\|u\|, \|r\|)` (each division only above DBL_EPSILON).
+    For dim = 2 Siconos 4.4 has no global error function; as Siconos does, nsopt evaluates the
+    FC2D error of r on the local problem :meth:`local` (W = HᵀM⁻¹H, q_loc = HᵀM⁻¹q + b, norm = ||q_loc||).
+    """
+
+    _fields = ("dim", "M", "H", "q", "b", "mu")
+
+    def __init__(self, M, H, q, b, mu, dim=3):
+        owner = "GlobalFrictionContact"
+        dim = _check_dim(dim, owner)
+        M = as_matrix(M, "M", owner, square=True)
+        ndof = M.shape[0]
+        H = as_matrix(H, "H", owner, shape=(ndof, None))
+        m = H.shape[1]
+        if m % dim:
+            raise ProblemError("H", f"number of columns {m} is not a multiple of dim = {dim}", owner)
+        q = as_vector(q, "q", owner, size=ndof)
+        b = as_vector(b, "b", owner, size=m)
+        mu = _check_mu(mu, m // dim, owner)
+        self.dim, self.M, self.H, self.q, self.b, self.mu = dim, M, H, q, b, mu
+        self._freeze()
+
+    @property
+    def kind(self) -> str:
+        return f"gfc{self.dim}d"
+
+    @property
+    def nc(self) -> int:
+        return self.mu.shape[0]
+
+    @property
+    def ndof(self) -> int:
+        return self.q.shape[0]
+
+    @property
+    def size(self) -> int:
+        return self.b.shape[0]
+
+    def factor_M(self):
+        """Sparse LU factorisation of M (SuperLU), computed once; never a dense inverse."""
+        def make():
+            from scipy.sparse.linalg import splu
+
+            try:
+                return splu(sp.csc_matrix(self.M))
+            except RuntimeError as e:
+                raise ProblemError("M", f"is singular: {e}", "GlobalFrictionContact") from None
+        return self.cached("splu_M", make)
+
+    def v(self, r) -> np.ndarray:
+        """Global velocity v = M⁻¹(q + Hr)."""
+        r = check_input(r, "r", "GlobalFrictionContact", self.size)
+        return self.factor_M().solve(self.q + matvec(self.H, r))
+
+    def u(self, v) -> np.ndarray:
+        """Local velocity u = Hᵀv + b."""
+        v = check_input(v, "v", "GlobalFrictionContact", self.ndof)
+        return matvec(self.H.T, v) + self.b
+
+    def local(self) -> FrictionContact:
+        """The local (condensed) problem: W = HᵀM⁻¹H, q_loc = HᵀM⁻¹q + b (sparse when M⁻¹H is)."""
+        def make():
+            lu = self.factor_M()
+            H = self.H
+            Hd = H.toarray() if sp.issparse(H) else np.asarray(H)
+            X = lu.solve(Hd) if Hd.shape[1] else np.zeros_like(Hd)  # M^-1 H, column by column
+            if sp.issparse(H):
+                X[np.abs(X) < 1e-300] = 0.0
+                W = (H.T @ sp.csr_matrix(X)).tocsr()
+            else:
+                W = Hd.T @ X
+            qloc = Hd.T @ lu.solve(np.asarray(self.q)) + self.b
+            return FrictionContact(self.dim, W, qloc, self.mu)
+        return self.cached("local", make)
+
+    def error(self, r, v=None, u=None) -> float:
+        """Siconos' global error of (r, v); u is recomputed as Hᵀv + b. For dim 2: the local FC2D error of r."""
+        r = check_input(r, "r", "GlobalFrictionContact", self.size)
+        if self.dim == 2:
+            return self.local().error(r)
+        if v is None:
+            v = self.v(r)
+        v = check_input(v, "v", "GlobalFrictionContact", self.ndof)
+        Mv, Hr = matvec(self.M, v), matvec(self.H, r)
+        e1 = float(np.linalg.norm(self.q + Hr - Mv))
+        s1 = max(float(np.linalg.norm(self.q)), float(np.linalg.norm(Mv)), float(np.linalg.norm(Hr)))
+        if s1 > EPS:
+            e1 /= s1
+        u = matvec(self.H.T, v) + self.b
+        e2 = float(np.sqrt(natural_map_sq(r, u, self.mu, self.dim)))
+        s2 = max(float(np.linalg.norm(u)), float(np.linalg.norm(r)))
+        if s2 > EPS:
+            e2 /= s2
+        return e1 + e2
+
+    def __repr__(self):
+        return f"GlobalFrictionContact(dim={self.dim}, nc={self.nc}, ndof={self.ndof})"

@@ -1,0 +1,50 @@
+"""Linear complementarity problem."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._base import EPS, Problem, as_matrix, as_vector, check_input, matvec
+
+
+class LCP(Problem):
+    r"""Linear complementarity problem (Siconos ``LinearComplementarityProblem``).
+
+    .. math::  w = Mz + q,\qquad 0 \le z \perp w \ge 0.
+
+    Parameters
+    ----------
+    M : (n, n) array_like or scipy.sparse matrix (kept sparse)
+    q : (n,) array_like
+
+    Error measure (Siconos ``lcp_compute_error``):
+    :math:`\|\min(z, w)\|_2 / \|q\|_2`, the division only when :math:`\|q\|_2 >` DBL_EPSILON.
+    """
+
+    kind = "lcp"
+    _fields = ("M", "q")
+
+    def __init__(self, M, q):
+        M = as_matrix(M, "M", "LCP", square=True)
+        q = as_vector(q, "q", "LCP", size=M.shape[0])
+        self.M, self.q = M, q
+        self._freeze()
+
+    @property
+    def size(self) -> int:
+        return self.q.shape[0]
+
+    def w(self, z) -> np.ndarray:
+        """w = Mz + q."""
+        return matvec(self.M, check_input(z, "z", "LCP", self.size)) + self.q
+
+    def error(self, z, w=None) -> float:
+        """Siconos' LCP error of z (w is recomputed as Mz + q, as Siconos does)."""
+        z = check_input(z, "z", "LCP", self.size)
+        w = matvec(self.M, z) + self.q
+        e = float(np.linalg.norm(z - np.maximum(0.0, z - w)))
+        nq = float(np.linalg.norm(self.q))
+        return e / nq if nq > EPS else e
+
+    def __repr__(self):
+        return f"LCP(n={self.size}, {'sparse' if hasattr(self.M, 'nnz') else 'dense'})"

@@ -1,0 +1,89 @@
+"""Relay problem and the equality problem."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..exceptions import ProblemError
+from ._base import Problem, as_matrix, as_vector, check_input, matvec
+
+
+class Relay(Problem):
+    r"""Relay problem (Siconos ``RelayProblem``): a box-constrained affine variational inequality.
+
+    .. math::  w = Mz + q,\qquad -w \in N_{[lb, ub]}(z),
+
+    i.e. for each i: lb_i < z_i < ub_i and w_i = 0, or z_i = lb_i and w_i >= 0, or z_i = ub_i and w_i <= 0.
+
+    Error measure (Siconos ``relay_compute_error``): :math:`\|z - \Pi_{[lb,ub]}(z - w)\|_2 / (1 + \|q\|_2)`.
+    """
+
+    kind = "relay"
+    _fields = ("M", "q", "lb", "ub")
+
+    def __init__(self, M, q, lb, ub):
+        M = as_matrix(M, "M", "Relay", square=True)
+        n = M.shape[0]
+        q = as_vector(q, "q", "Relay", size=n)
+        lb = np.array(lb, dtype=float).reshape(-1) if np.ndim(lb) else np.full(n, float(lb))
+        ub = np.array(ub, dtype=float).reshape(-1) if np.ndim(ub) else np.full(n, float(ub))
+        for name, v in (("lb", lb), ("ub", ub)):
+            if v.shape[0] != n:
+                raise ProblemError(name, f"has {v.shape[0]} entries, expected {n}", "Relay")
+            if np.any(np.isnan(v)):
+                raise ProblemError(name, "has nan entries", "Relay")
+        bad = np.flatnonzero(lb > ub)
+        if bad.size:
+            i = int(bad[0])
+            raise ProblemError("lb", f"lb > ub at index {i} ({lb[i]} > {ub[i]})", "Relay")
+        lb.setflags(write=False)
+        ub.setflags(write=False)
+        self.M, self.q, self.lb, self.ub = M, q, lb, ub
+        self._freeze()
+
+    @property
+    def size(self) -> int:
+        return self.q.shape[0]
+
+    def w(self, z) -> np.ndarray:
+        return matvec(self.M, check_input(z, "z", "Relay", self.size)) + self.q
+
+    def error(self, z, w=None) -> float:
+        z = check_input(z, "z", "Relay", self.size)
+        w = matvec(self.M, z) + self.q
+        e = float(np.linalg.norm(z - np.clip(z - w, self.lb, self.ub)))
+        return e / (1.0 + float(np.linalg.norm(self.q)))
+
+    def __repr__(self):
+        return f"Relay(n={self.size})"
+
+
+class Equality(Problem):
+    r"""Linear equality problem :math:`Mz + q = 0` (Siconos' equality block).
+
+    Error measure: :math:`\|Mz + q\|_2 / (1 + \|q\|_2)`; Siconos has no standalone equality error
+    function, and this is the normalisation its generic-mechanical blocks use for the other kinds
+    (inside a :class:`GenericMechanical` problem an equality block is judged by max |w_i|, as Siconos does).
+    """
+
+    kind = "equality"
+    _fields = ("M", "q")
+
+    def __init__(self, M, q):
+        M = as_matrix(M, "M", "Equality", square=True)
+        q = as_vector(q, "q", "Equality", size=M.shape[0])
+        self.M, self.q = M, q
+        self._freeze()
+
+    @property
+    def size(self) -> int:
+        return self.q.shape[0]
+
+    def w(self, z) -> np.ndarray:
+        return matvec(self.M, check_input(z, "z", "Equality", self.size)) + self.q
+
+    def error(self, z, w=None) -> float:
+        return float(np.linalg.norm(self.w(z))) / (1.0 + float(np.linalg.norm(self.q)))
+
+    def __repr__(self):
+        return f"Equality(n={self.size})"

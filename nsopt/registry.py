@@ -1,0 +1,98 @@
+"""The one registry of methods, keyed by (problem kind, method name), filled by :func:`register`."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .exceptions import MethodNotFound
+from .result import Status
+
+
+@dataclass
+class Outcome:
+    """What a method returns to :func:`nsopt.solve`: its iterate and how it stopped.
+
+    ``x`` maps the problem's variable names (``z``, ``r``, ``v``, ...) to vectors; ``status`` is the
+    method's own view (SOLVED when its criterion was met), which ``solve`` re-judges by the error
+    measure. ``nit`` counts the method's main iterations (sweeps, pivots, Newton steps).
+    """
+
+    x: dict
+    status: Status = Status.SOLVED
+    nit: int = 0
+    history: list | None = None
+    message: str = ""
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    kind: str
+    name: str
+    func: Callable
+    summary: str
+    options: tuple[str, ...]
+    applies: Callable | None = None   # problem -> None or a reason why not (cheap structural check)
+
+
+_REGISTRY: dict[tuple[str, str], MethodInfo] = {}
+COMMON = ("tol", "max_iter", "history", "callback")
+
+
+def register(kinds, name: str, summary: str, *, applies: Callable | None = None):
+    """Decorator: register ``func(problem, *, tol, max_iter, history, callback, **options) -> Outcome``.
+
+    ``kinds`` is a kind or a tuple of kinds (``"lcp"``, ``"fc3d"``, ...). Options are the function's
+    keyword-only parameters; their defaults are the method's defaults.
+    """
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+
+    def deco(func):
+        sig = inspect.signature(func)
+        opts = tuple(p.name for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY)
+        missing = [c for c in COMMON if c not in opts]
+        if missing:
+            raise TypeError(f"method {name!r} must accept the common options {missing}")
+        for k in kinds:
+            if (k, name) in _REGISTRY:
+                raise ValueError(f"method {name!r} registered twice for kind {k!r}")
+            _REGISTRY[(k, name)] = MethodInfo(k, name, func, summary, opts, applies)
+        return func
+
+    return deco
+
+
+def get(kind: str, name: str) -> MethodInfo:
+    try:
+        return _REGISTRY[(kind, name)]
+    except KeyError:
+        valid = sorted(n for (k, n) in _REGISTRY if k == kind)
+        others = sorted({k for (k, n) in _REGISTRY if n == name})
+        hint = f" ({name!r} exists for: {', '.join(others)})" if others else ""
+        raise MethodNotFound(f"unknown method {name!r} for a {kind} problem{hint}; "
+                             f"valid methods: {', '.join(['auto'] + valid)}") from None
+
+
+def for_kind(kind: str) -> list[MethodInfo]:
+    return [m for (k, _), m in sorted(_REGISTRY.items()) if k == kind]
+
+
+def kinds() -> list[str]:
+    return sorted({k for k, _ in _REGISTRY})
+
+
+def as_x0(x0, size, name):
+    """Initial guess: zeros when None, else a float copy of the right size."""
+    from .exceptions import OptionError
+
+    if x0 is None:
+        return np.zeros(size)
+    a = np.array(x0, dtype=float).reshape(-1)
+    if a.shape[0] != size or not np.all(np.isfinite(a)):
+        raise OptionError(f"{name}: initial guess must be a finite vector of size {size}, got shape {np.shape(x0)}")
+    return a
