@@ -1,0 +1,46 @@
+"""Shared test fixtures: the Siconos corpus through one setting (NSOPT_DATA)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from nsopt.data import ENV, corpus_files, data_dir, has_data
+
+REQUIRE = os.environ.get("NSOPT_REQUIRE_DATA") == "1"   # .ci/run sets it: a missing corpus is a failure
+
+
+def need_corpus():
+    """Skip (or fail, under NSOPT_REQUIRE_DATA=1) when the shared corpus folder is absent."""
+    if has_data():
+        return
+    msg = f"shared Siconos corpus not found at {data_dir()} (set {ENV} to the siconos-data folder)"
+    if REQUIRE:
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+@pytest.fixture
+def corpus():
+    need_corpus()
+    return data_dir()
+
+
+def corpus_params(*folders):
+    """pytest params over the corpus files of some folders (ids 'folder/file'); one skipping param when absent."""
+    files = [f for fo in folders for f in corpus_files(fo)]
+    if not files:
+        return [pytest.param(None, id="no-corpus", marks=pytest.mark.corpus)]
+    return [pytest.param(f, id=f"{f.parent.name}/{f.name}", marks=pytest.mark.corpus) for f in files]
+
+
+def reference_entries(kind=None):
+    if not has_data():
+        return []
+    idx = data_dir() / "reference" / "index.json"
+    if not idx.is_file():
+        return []
+    entries = json.loads(idx.read_text())
+    return [e for e in entries if kind is None or e["kind"] == kind]
