@@ -45,11 +45,21 @@ class AVI(Problem):
         H = np.asarray(self.H.toarray() if hasattr(self.H, "toarray") else self.H)
         if np.all(H @ y >= self.k - 1e-15):
             return y.copy()
-        # dual: max_{l >= 0} -1/2 ||H^T l||^2 + l^T (H y - k); x = y + H^T l
+        # dual: min_{l >= 0} 1/2 ||H^T l||^2 + l^T (H y - k), x = y + H^T l; then an exact polish on
+        # the active set (H_A x = k_A) so the projection is accurate to rounding, not to L-BFGS' tolerance
         G, c = H @ H.T, H @ y - self.k
-        res = minimize(lambda l: 0.5 * l @ G @ l - c @ l, np.zeros(len(c)), jac=lambda l: G @ l - c,
+        res = minimize(lambda l: 0.5 * l @ G @ l + c @ l, np.zeros(len(c)), jac=lambda l: G @ l + c,
                        bounds=[(0, None)] * len(c), method="L-BFGS-B", options={"ftol": 1e-15, "gtol": 1e-13})
-        return y + H.T @ res.x
+        lam = res.x
+        x = y + H.T @ lam
+        act = lam > 1e-12 * max(1.0, float(np.max(lam, initial=0.0)))
+        if np.any(act):
+            HA = H[act]
+            la, *_ = np.linalg.lstsq(HA @ HA.T, self.k[act] - HA @ y, rcond=None)
+            xa = y + HA.T @ la
+            if np.all(la >= -1e-14) and np.all(H @ xa >= self.k - 1e-12 * (1 + np.abs(self.k))):
+                x = xa
+        return x
 
     def error(self, z, w=None) -> float:
         z = check_input(z, "z", "AVI", self.size)

@@ -1,0 +1,165 @@
+"""Problem objects: validation (typed errors naming the field), immutability, sparsity, error measures."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import nsopt
+from nsopt import generate as g
+from nsopt.exceptions import ProblemError
+from nsopt.problems import (AVI, LCP, MLCP, Block, Equality, FrictionContact, GenericMechanical,
+                            GlobalFrictionContact, Relay)
+from nsopt.problems.cones import project_coulomb
+
+I2 = np.eye(2)
+
+
+@pytest.mark.parametrize("make, field, match", [
+    (lambda: LCP(np.ones((2, 3)), [1, 1]), "M", "must be square"),
+    (lambda: LCP(I2, [1, 1, 1]), "q", "has 3 entries, expected 2"),
+    (lambda: LCP([[1, np.nan], [0, 1]], [1, 1]), "M", "non-finite"),
+    (lambda: LCP(I2, [1, np.inf]), "q", "non-finite"),
+    (lambda: LCP(sp.csr_matrix(([np.inf], ([0], [0])), shape=(2, 2)), [1, 1]), "M", "non-finite"),
+    (lambda: LCP("abc", [1]), "M", "not a numeric matrix"),
+    (lambda: Relay(I2, [0, 0], [0, 1], [1, 0]), "lb", "lb > ub at index 1"),
+    (lambda: Relay(I2, [0, 0], [0, 0, 0], [1, 1]), "lb", "has 3 entries"),
+    (lambda: FrictionContact(4, np.eye(8), np.zeros(8), [0.1, 0.1]), "dim", "must be 2 or 3"),
+    (lambda: FrictionContact(3, np.eye(4), np.zeros(4), [0.1]), "W", "not a multiple of dim"),
+    (lambda: FrictionContact(3, np.eye(3), np.zeros(3), [-0.1]), "mu", "must be >= 0"),
+    (lambda: FrictionContact(3, np.eye(6), np.zeros(6), [0.1, 0.2, 0.3]), "mu", "one per contact"),
+    (lambda: GlobalFrictionContact(np.eye(4), np.ones((3, 3)), np.zeros(4), np.zeros(3), [0.1]), "H", "does not match"),
+    (lambda: GlobalFrictionContact(np.eye(4), np.ones((4, 4)), np.zeros(4), np.zeros(4), [0.1], 3), "H", "not a multiple"),
+    (lambda: MLCP.from_matrix(np.eye(3), np.zeros(3), 4), "n", "outside"),
+    (lambda: MLCP(I2, I2, np.ones((2, 3)), np.ones((2, 2)), [0, 0], [0, 0]), "C", "does not match"),
+    (lambda: AVI(I2, [0, 0], np.ones((3, 3)), [0, 0, 0]), "H", "does not match"),
+    (lambda: GenericMechanical(np.eye(4), np.zeros(4), [("lcp", 1), ("fc3d", 3, -1.0)]), "blocks[1].mu", ">= 0"),
+    (lambda: GenericMechanical(np.eye(4), np.zeros(4), [("lcp", 2)]), "blocks", "add up to 2"),
+    (lambda: GenericMechanical(np.eye(4), np.zeros(4), [("foo", 4)]), "blocks[0].kind", "unknown block kind"),
+])
+def test_bad_input_raises_typed_error_naming_the_field(make, field, match):
+    with pytest.raises(ProblemError, match=match) as ei:
+        make()
+    assert ei.value.field == field
+    assert isinstance(ei.value, ValueError) and isinstance(ei.value, nsopt.NsoptError)
+
+
+def test_problems_are_immutable_and_arrays_read_only():
+    p = LCP(I2, [1.0, 2.0])
+    with pytest.raises(AttributeError, match="immutable"):
+        p.q = np.zeros(2)
+    with pytest.raises(ValueError):
+        p.q[0] = 5.0
+    with pytest.raises(ValueError):
+        p.M[0, 0] = 5.0
+
+
+def test_sparse_input_stays_sparse():
+    n = 3000
+    W = sp.random(n, n, density=1e-3, random_state=0, format="csr") + sp.identity(n, format="csr")
+    p = FrictionContact(3, W, np.zeros(n), 0.3)
+    assert sp.issparse(p.W) and p.W.shape == (n, n)
+    assert p.nc == 1000 and p.kind == "fc3d"
+    assert LCP(W, np.zeros(n)).M.nnz == W.nnz
+
+
+def test_scalar_mu_broadcasts_and_kinds():
+    p = FrictionContact(2, np.eye(4), np.zeros(4), 0.5)
+    assert p.kind == "fc2d" and np.all(p.mu == 0.5)
+    gp, _ = g.global_friction_contact(seed=0)
+    assert gp.kind == "gfc3d"
+
+
+def test_lcp_error_murty():
+    # Murty's example: M=[[2,1],[1,2]], q=[-5,-6], z*=[4/3,7/3]
+    p = LCP([[2, 1], [1, 2]], [-5, -6])
+    assert p.error([4 / 3, 7 / 3]) < 1e-15
+    # error = ||min(z, w)|| / ||q||: at z = 0, w = q, min = q -> error 1
+    assert p.error([0, 0]) == pytest.approx(1.0)
+
+
+def test_lcp_error_not_normalised_when_q_is_zero():
+    p = LCP(I2, [0.0, 0.0])
+    assert p.error([-1.0, 0.0]) == pytest.approx(1.0)
+
+
+def test_coulomb_projection_cases():
+    mu = np.array([0.5, 0.5, 0.5])
+    X = np.array([[1.0, 0.1, 0.0],     # inside the cone: unchanged
+                  [-1.0, 0.1, 0.0],    # in the polar cone: 0
+                  [0.0, 1.0, 0.0]])    # projected on the boundary
+    P = project_coulomb(X, mu)
+    assert np.allclose(P[0], X[0]) and np.allclose(P[1], 0)
+    assert np.linalg.norm(P[2, 1:]) == pytest.approx(0.5 * P[2, 0])
+    # the projection is the closest point: compare to a brute-force search on the boundary
+    t = np.linspace(0, 3, 30001)
+    d = (t - 0.0) ** 2 + (0.5 * t - 1.0) ** 2
+    assert P[2, 0] == pytest.approx(t[np.argmin(d)], abs=1e-4)
+
+
+@pytest.mark.parametrize("gen", [g.lcp, g.mlcp, g.relay, g.friction_contact, g.global_friction_contact])
+def test_generated_problems_have_zero_error_at_their_solution(gen):
+    for seed in range(5):
+        p, s = gen(seed=seed)
+        e = p.error(s["r"], s["v"]) if "v" in s else p.error(s.get("z", s.get("r")))
+        assert e < 1e-12
+
+
+def test_generated_fc2d_zero_error():
+    p, s = g.friction_contact(7, dim=2, seed=3)
+    assert p.error(s["r"]) < 1e-13
+    # a perturbed reaction has a positive error
+    assert p.error(s["r"] + 0.1) > 1e-3
+
+
+def test_global_local_reformulation_consistent():
+    gp, s = g.global_friction_contact(nc=3, ndof=10, seed=2)
+    loc = gp.local()
+    assert np.allclose(loc.u(s["r"]), s["u"])
+    assert np.allclose(gp.v(s["r"]), s["v"])
+    gs = GlobalFrictionContact(sp.csr_matrix(gp.M), sp.csr_matrix(gp.H), gp.q, gp.b, gp.mu, 3)
+    assert np.allclose(gs.local().u(s["r"]), s["u"])
+    assert gs.error(s["r"], s["v"]) < 1e-12
+
+
+def test_mlcp_abcd_and_matrix_forms_agree():
+    p, s = g.mlcp(2, 3, seed=4)
+    q = np.asarray(p.q)
+    p2 = MLCP(p.A, p.B, p.C, p.D, q[:2], q[2:])
+    assert p2 == p
+    assert p2.error(s["z"]) == p.error(s["z"]) < 1e-12
+
+
+def test_mlcp_blocks_interleaved():
+    M = np.diag([1.0, 2.0, 3.0])
+    p = MLCP.from_matrix(M, [-1.0, 1.0, -3.0], 1, blocks_rows=[0, 1, 2, 3], blocks_is_comp=[1, 0, 1])
+    assert list(p.is_eq) == [False, True, False]
+    z = np.array([1.0, -0.5, 1.0])
+    assert p.error(z) < 1e-15
+
+
+def test_gmp_error_max_over_blocks():
+    W = np.eye(4)
+    p = GenericMechanical(W, [-1.0, -2.0, 0.0, 0.0], [Block("lcp", 1), Block("fc3d", 3, mu=0.5)])
+    r = np.array([1.0, 2.0, 0.0, 0.0])  # u = r + q = [0, 0, 0, 0]
+    assert p.error(r) == 0.0
+    assert p.error(np.zeros(4)) > 0
+
+
+def test_avi_error_box():
+    M = np.eye(2)
+    p = AVI(M, [-3.0, 0.5], np.vstack([np.eye(2), -np.eye(2)]), [-1, -1, -1, -1])   # box [-1, 1]^2
+    assert p.error([1.0, -0.5]) < 1e-9
+    assert p.error([0.0, 0.0]) > 0.1
+
+
+def test_problem_equality():
+    p1, _ = g.friction_contact(seed=1)
+    p2 = FrictionContact(3, sp.csr_matrix(p1.W), p1.q, p1.mu)
+    assert p1 == p2
+    assert p1 != FrictionContact(3, p1.W, p1.q, p1.mu * 2)
+
+
+def test_equality_linear_solve():
+    p = Equality([[2.0, 0], [0, 4.0]], [1.0, 1.0])
+    s = nsopt.solve(p)
+    assert s.success and np.allclose(s.z, [-0.5, -0.25]) and s.error < 1e-15
