@@ -1,1 +1,648 @@
-"""(filled in by its issue)."""
+r"""Semismooth Newton methods for friction contact: Alart–Curnier, Fischer–Burmeister, proximal point.
+
+Methods
+-------
+``nsn-ac`` (fc2d, fc3d, gfc2d, gfc3d)
+    Semismooth Newton on the Alart–Curnier function [1]_ [2]_, contact by contact
+    (normal first, :math:`\rho_N, \rho_T > 0`)
+
+    .. math::
+        \phi_N = r_N - \max(0, r_N - \rho_N u_N),\qquad
+        \phi_T = r_T - P_{D(\mu\max(0, r_N - \rho_N u_N))}(r_T - \rho_T u_T),
+
+    whose zeros are the solutions of Coulomb's law; an element of the generalised Jacobian gives
+    the Newton matrix :math:`J = A + B W` (A, B block diagonal, ``dim x dim`` per contact),
+    assembled sparse on a fixed pattern and factorised by SuperLU (the column ordering is computed
+    once and reused). Globalised by a non-monotone Armijo line search on
+    :math:`\tfrac12\|\phi\|^2`; when the line search fails, projected Gauss–Seidel sweeps
+    (projected fixed-point steps per contact) are taken instead; a singular matrix is regularised.
+``nsn-fb`` (fc2d, fc3d, gfc3d)
+    The same with the Fischer–Burmeister function of the second-order cone (Jordan algebra,
+    Fukushima, Luo & Tseng [3]_) on De Saxcé's modified velocity
+    :math:`\hat u = u + \mu\|u_T\| e_N`: with :math:`x = (\mu r_N, r_T)`,
+    :math:`y = (\hat u_N, \mu \hat u_T)`, :math:`\phi = x + y - (x^2 + y^2)^{1/2}`.
+``prox`` (fc3d)
+    Proximal point outer loop [4]_: at :math:`r_k`, solve the regularised problem
+    :math:`W + \sigma I,\ q - \sigma r_k` by ``nsn-ac`` (a well-conditioned Newton matrix even when
+    W is singular), set :math:`r_{k+1}` to its solution, and adapt :math:`\sigma`.
+
+Global problems (gfc2d, gfc3d) are solved on the global system: unknowns :math:`(v, r)`,
+residual :math:`(Mv - Hr - q,\ \phi(r, H^\top v + b))`, sparse Newton matrix
+:math:`\begin{pmatrix} M & -H \\ B H^\top & A \end{pmatrix}`.
+
+Never raises on non-convergence: the iterate with the smallest error comes back with a status.
+
+References
+----------
+.. [1] P. Alart, A. Curnier, A mixed formulation for frictional contact problems prone to Newton
+   like solution methods, CMAME 92 (1991).
+.. [2] P. Christensen, A. Klarbring, J. Pang, N. Strömberg, Formulation and comparison of
+   algorithms for frictional contact problems, IJNME 42 (1998).
+.. [3] M. Fukushima, Z.-Q. Luo, P. Tseng, Smoothing functions for second-order-cone
+   complementarity problems, SIAM J. Optim. 12 (2002).
+.. [4] V. Acary, F. Cadoux, C. Lemaréchal, J. Malick, A formulation of the linear discrete Coulomb
+   friction problem via convex optimization, ZAMM 91 (2011); Siconos ``fc3d_proximal``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import splu
+
+from ..exceptions import OptionError
+from ..problems._base import EPS
+from ..problems.cones import natural_map_sq
+from ..registry import Outcome, as_x0, register
+from ..result import Status
+from . import _newton_kernels as K
+
+_DENSE_MAX = 240          # dense LAPACK path for W dense and n <= this
+_LS = ("armijo", "nonmonotone", "none")
+
+
+# ============================================================================ helpers
+
+
+def _fc_err(r, u, mu, dim, qnorm):
+    """Siconos' friction-contact error (as FrictionContact.error) from r and u."""
+    e = np.sqrt(natural_map_sq(r, u, mu, dim))
+    s = max(qnorm, float(np.linalg.norm(r)), float(np.linalg.norm(u)))
+    return float(e / s) if s > EPS else float(e)
+
+
+def _diag_blocks(W, nc, dim):
+    """The diagonal dim x dim blocks of W (dense or sparse) as an (nc, dim, dim) array."""
+    n = nc * dim
+    if sp.issparse(W):
+        Wc = W.tocsr()
+        D = np.zeros((nc, dim, dim))
+        for l in range(dim):
+            for m in range(dim):
+                D[:, l, m] = np.asarray(Wc[np.arange(l, n, dim), np.arange(m, n, dim)]).reshape(-1)
+        return D
+    Wd = np.asarray(W)
+    idx = np.arange(n).reshape(nc, dim)
+    return Wd[idx[:, :, None], idx[:, None, :]]
+
+
+def _rho_from_blocks(Wd, rho, mu):
+    """(rho_N, rho_T, rho_pgs) per contact. ``rho`` scalar, a pair, or "auto" (split spectral norm)."""
+    nc, dim = Wd.shape[0], Wd.shape[1]
+    S = 0.5 * (Wd + np.transpose(Wd, (0, 2, 1)))
+    lmax = np.linalg.eigvalsh(S)[:, -1] if nc else np.zeros(0)
+    good = lmax > 0
+    fill = float(np.median(lmax[good])) if np.any(good) else 1.0
+    lmax = np.where(good, lmax, fill)
+    rho_pgs = 1.0 / lmax
+    if isinstance(rho, str):
+        if rho != "auto":
+            raise OptionError(f"rho must be a positive number, a pair, or 'auto', got {rho!r}")
+        wN = Wd[:, 0, 0]
+        wN = np.where(wN > 0, wN, lmax)
+        if dim > 1:
+            lT = np.linalg.eigvalsh(S[:, 1:, 1:])[:, -1]
+            lT = np.where(lT > 0, lT, lmax)
+        else:
+            lT = lmax
+        return 1.0 / wN, 1.0 / lT, rho_pgs
+    vals = np.atleast_1d(np.asarray(rho, dtype=float))
+    if vals.size not in (1, 2) or not np.all(np.isfinite(vals)) or np.any(vals <= 0):
+        raise OptionError(f"rho must be a positive number, a pair (rho_N, rho_T), or 'auto', got {rho!r}")
+    rN = np.full(nc, vals[0])
+    rT = np.full(nc, vals[-1])
+    return rN, rT, rho_pgs
+
+
+def _check_common(line_search, max_iter, default):
+    if line_search not in _LS:
+        raise OptionError(f"line_search must be one of {_LS}, got {line_search!r}")
+    return default if max_iter is None else int(max_iter)
+
+
+class _Pattern:
+    """Fixed CSR pattern of J = A + B W (W's block rows plus the diagonal blocks) and LU reuse."""
+
+    def __init__(self, W, nc, dim):
+        n = nc * dim
+        W = sp.csr_matrix(W)
+        W.sum_duplicates()
+        W.sort_indices()
+        self.W = W
+        self.Wdata = np.ascontiguousarray(W.data, dtype=float)
+        self.Windices = W.indices.astype(np.int64)
+        self.Windptr = W.indptr.astype(np.int64)
+        # union of the columns of the dim rows of each contact, plus the diagonal block
+        cols_per = []
+        wpos = np.empty(W.nnz, dtype=np.int64)
+        dpos = np.empty(n, dtype=np.int64)
+        indptr = [0]
+        indices = []
+        for a in range(nc):
+            lo, hi = W.indptr[a * dim], W.indptr[a * dim + dim]
+            c = np.union1d(W.indices[lo:hi], np.arange(a * dim, a * dim + dim))
+            cols_per.append(c)
+            for m in range(dim):
+                p0, p1 = W.indptr[a * dim + m], W.indptr[a * dim + m + 1]
+                wpos[p0:p1] = np.searchsorted(c, W.indices[p0:p1])
+            dpos[a * dim:(a + 1) * dim] = np.searchsorted(c, np.arange(a * dim, a * dim + dim))
+            for _ in range(dim):
+                indices.append(c)
+                indptr.append(indptr[-1] + c.size)
+        self.indptr = np.asarray(indptr, dtype=np.int64)
+        self.indices = np.concatenate(indices).astype(np.int32) if indices else np.zeros(0, np.int32)
+        self.wpos, self.dpos = wpos, dpos
+        self.diag_idx = np.array([self.indptr[i] + dpos[i] for i in range(n)], dtype=np.int64)
+        self.data = np.zeros(self.indices.size)
+        self.n = n
+        self.perm = None          # column ordering of J^T (computed by the first factorisation)
+
+    def factor(self, shift=0.0):
+        """LU of J (stored as the CSC matrix J^T); returns a solve(b) callable or None if singular.
+
+        The first call orders the columns by COLAMD; later calls reuse that ordering (the pattern
+        is fixed), permuting the values through a precomputed index map.
+        """
+        n = self.n
+        data = self.data
+        if shift:
+            data = data.copy()
+            data[self.diag_idx] += shift
+        try:
+            if self.perm is None:
+                Jt = sp.csc_matrix((data, self.indices, self.indptr.astype(np.int32)), shape=(n, n))
+                lu = splu(Jt, permc_spec="COLAMD")
+                perm = lu.perm_c.copy()
+                tmp = sp.csc_matrix((np.arange(data.size, dtype=float) + 1.0, self.indices,
+                                     self.indptr.astype(np.int32)), shape=(n, n))[:, perm]
+                self.pmap = tmp.data.astype(np.int64) - 1
+                self.pind, self.pptr = tmp.indices, tmp.indptr
+                self.perm = perm
+                return lambda b: lu.solve(b, trans="T")
+            Jp = sp.csc_matrix((data[self.pmap], self.pind, self.pptr), shape=(n, n))
+            lu = splu(Jp, permc_spec="NATURAL")
+        except RuntimeError:
+            return None
+        perm = self.perm
+        # Jp = J^T P, so J x = b  <=>  Jp^T x = P^T b = b[perm]
+        return lambda b: lu.solve(b[perm], trans="T")
+
+
+class _Local:
+    """One local friction-contact system u = W r + q + sigma (r - rc) and its Newton machinery."""
+
+    def __init__(self, problem, formulation, rho):
+        self.dim, self.nc = problem.dim, problem.nc
+        self.n = problem.size
+        self.mu = np.ascontiguousarray(problem.mu, dtype=float)
+        self.q = np.ascontiguousarray(problem.q, dtype=float)
+        self.qnorm = float(np.linalg.norm(self.q))
+        W = problem.W
+        self.dense = (not sp.issparse(W)) and self.n <= _DENSE_MAX
+        if self.dense:
+            self.Wd = np.ascontiguousarray(W, dtype=float)
+            self.pat = None
+            Wcsr = sp.csr_matrix(self.Wd)
+        else:
+            self.pat = problem.cached("newton_pattern", lambda: _Pattern(W, self.nc, self.dim))
+            Wcsr = self.pat.W
+        self.Wcsr = Wcsr
+        self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
+                    Wcsr.indptr.astype(np.int64))
+        blocks = problem.cached("newton_diag_blocks", lambda: _diag_blocks(W, self.nc, self.dim))
+        self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(blocks, rho, self.mu)
+        self.formulation = formulation
+        self.A = np.zeros((self.nc, self.dim, self.dim))
+        self.B = np.zeros((self.nc, self.dim, self.dim))
+        self.phi = np.zeros(self.n)
+        self.sigma, self.rc = 0.0, None
+
+    def matvec(self, x):
+        return self.Wd @ x if self.dense else self.Wcsr @ x
+
+    def u(self, r):
+        u = self.matvec(r) + self.q
+        if self.sigma:
+            u += self.sigma * (r - self.rc)
+        return u
+
+    def merit(self, r, u, out):
+        if self.formulation == "ac":
+            return K.ac_phi(r, u, self.mu, self.rhoN, self.rhoT, self.dim, out)
+        return K.fb_phi(r, u, self.mu, self.dim, out)
+
+    def jac(self, r, u):
+        if self.formulation == "ac":
+            return K.ac_jac(r, u, self.mu, self.rhoN, self.rhoT, self.dim, self.phi, self.A, self.B)
+        return K.fb_jac(r, u, self.mu, self.dim, self.phi, self.A, self.B)
+
+    def direction(self, shift=0.0):
+        """Solve J d = -phi (J = A + B (W + sigma I)); None when singular even after regularisation."""
+        A = self.A + self.sigma * self.B if self.sigma else self.A
+        if self.dense:
+            nc, dim = self.nc, self.dim
+            J = np.einsum("alm,amj->alj", self.B, self.Wd.reshape(nc, dim, self.n)).reshape(self.n, self.n)
+            idx = np.arange(self.n).reshape(nc, dim)
+            J[idx[:, :, None], idx[:, None, :]] += A
+            for s in (shift, 1e-10, 1e-6):
+                try:
+                    Js = J + s * np.eye(self.n) if s else J
+                    d = np.linalg.solve(Js, -self.phi)
+                    if np.all(np.isfinite(d)):
+                        return d
+                except np.linalg.LinAlgError:
+                    pass
+            return None
+        pat = self.pat
+        K.assemble_csr(pat.Wdata, pat.Windptr, self.dim, A, self.B, pat.wpos, pat.dpos, pat.indptr, pat.data)
+        for s in (shift, 1e-10, 1e-6):
+            solve = pat.factor(s)
+            if solve is not None:
+                d = solve(-self.phi)
+                if np.all(np.isfinite(d)):
+                    return d
+        return None
+
+    def pgs(self, r, nsweeps=1, inner=10):
+        """Projected Gauss-Seidel sweeps on the (regularised) system, in place."""
+        if self.sigma:    # W + sigma I, q - sigma rc
+            Wc = (self.Wcsr + self.sigma * sp.identity(self.n, format="csr")).tocsr()
+            Wc.sort_indices()
+            data, ind, ptr = Wc.data, Wc.indices.astype(np.int64), Wc.indptr.astype(np.int64)
+            q = self.q - self.sigma * self.rc
+            rho = 1.0 / (1.0 / self.rho_pgs + self.sigma)
+        else:
+            data, ind, ptr = self.csr
+            q, rho = self.q, self.rho_pgs
+        K.pgs_sweeps(data, ind, ptr, q, self.mu, self.dim, rho, r, nsweeps, inner)
+
+
+def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callback,
+                  deadline=None, memory=5, stall=None):
+    """Globalised semismooth Newton on a _Local system. Returns (best_r, status, nit, hist, info)."""
+    n = sys.n
+    u = sys.u(r)
+    hist = [] if history else None
+    best_r, best_err = r.copy(), np.inf
+    merits = []
+    phi_t = np.empty(n)
+    n_fallback = n_reg = 0
+    status = Status.MAX_ITER
+    nit = 0
+    since_best = 0
+    for k in range(max_iter + 1):
+        err = err_fn(r, u)
+        if hist is not None:
+            hist.append(err)
+        if err < best_err:
+            if err < 0.999 * best_err:
+                since_best = 0
+            best_err, best_r = err, r.copy()
+        else:
+            since_best += 1
+        if callback is not None:
+            try:
+                callback(k, {"r": r.copy()}, err)
+            except StopIteration:
+                status = Status.CALLBACK_STOP
+                break
+        if not np.isfinite(err):
+            status = Status.NUMERICAL_ERROR
+            break
+        if err <= tol:
+            status = Status.SOLVED
+            break
+        if k == max_iter:
+            break
+        if deadline is not None and time.perf_counter() > deadline:
+            status = Status.TIME_LIMIT
+            break
+        if stall is not None and since_best >= stall:
+            status = Status.STALLED
+            break
+        nit = k + 1
+        f0 = sys.jac(r, u)
+        merits.append(f0)
+        d = sys.direction()
+        accepted = False
+        if d is not None:
+            Wd = sys.matvec(d)
+            if sys.sigma:
+                Wd += sys.sigma * d
+            if line_search == "none":
+                t, accepted = 1.0, True
+            else:
+                fref = max(merits[-memory:]) if line_search == "nonmonotone" else f0
+                t = 1.0
+                while t >= 1e-10:
+                    ft = sys.merit(r + t * d, u + t * Wd, phi_t)
+                    if np.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
+                        accepted = True
+                        break
+                    t *= 0.5
+            if accepted:
+                r = r + t * d
+        else:
+            n_reg += 1
+        if not accepted:
+            n_fallback += 1
+            merits.clear()
+            sys.pgs(r, nsweeps=3)
+        u = sys.u(r)
+    info = {"fallback_steps": n_fallback, "singular": n_reg}
+    return best_r, best_err, status, nit, hist, info
+
+
+def _local_solve(problem, formulation, *, tol, max_iter, history, callback, r0, rho, line_search,
+                 time_limit, default_iter=200):
+    max_iter = _check_common(line_search, max_iter, default_iter)
+    r = as_x0(r0, problem.size, "r0")
+    if problem.size == 0:
+        return Outcome(x={"r": r}, status=Status.SOLVED, nit=0, history=[0.0] if history else None)
+    sys = _Local(problem, formulation, rho)
+    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
+
+    def err_fn(r, u):
+        return _fc_err(r, u, sys.mu, sys.dim, sys.qnorm)
+
+    best_r, best_err, status, nit, hist, info = _newton_local(
+        sys, r, tol=tol, max_iter=max_iter, line_search=line_search, err_fn=err_fn, history=history,
+        callback=callback, deadline=deadline)
+    msg = f"{formulation.upper()} Newton: error {best_err:.3g} after {nit} iterations"
+    return Outcome(x={"r": best_r}, status=status, nit=nit, history=hist, message=msg, info=info)
+
+
+# ============================================================================ global problems
+
+
+class _Global:
+    """Newton on the global system (v, r): F = (M v - H r - q, phi(r, H^T v + b))."""
+
+    def __init__(self, problem, formulation, rho):
+        self.p = problem
+        self.dim, self.nc, self.m, self.ndof = problem.dim, problem.nc, problem.size, problem.ndof
+        self.M = sp.csr_matrix(problem.M)
+        self.H = sp.csr_matrix(problem.H)
+        self.Ht = self.H.T.tocsr()
+        self.q = np.asarray(problem.q, float)
+        self.b = np.asarray(problem.b, float)
+        self.mu = np.ascontiguousarray(problem.mu, float)
+        self.formulation = formulation
+        # rho from the diagonal blocks of H^T diag(M)^-1 H (exact when M is diagonal)
+        dM = self.M.diagonal()
+        dM = np.where(np.abs(dM) > 0, np.abs(dM), 1.0)
+        Wapprox = (self.Ht @ sp.diags(1.0 / dM) @ self.H).tocsr()
+        blocks = _diag_blocks(Wapprox, self.nc, self.dim)
+        self.rhoN, self.rhoT, _ = _rho_from_blocks(blocks, rho, self.mu)
+        self.A = np.zeros((self.nc, self.dim, self.dim))
+        self.B = np.zeros((self.nc, self.dim, self.dim))
+        self.phi = np.zeros(self.m)
+        self.perm = None
+        bi = np.arange(self.nc, dtype=np.int32)
+        self._bsr = (bi, np.arange(self.nc + 1, dtype=np.int32))
+
+    def merit_phi(self, r, u, out):
+        if self.formulation == "ac":
+            return K.ac_phi(r, u, self.mu, self.rhoN, self.rhoT, self.dim, out)
+        return K.fb_phi(r, u, self.mu, self.dim, out)
+
+    def jac(self, r, u):
+        if self.formulation == "ac":
+            return K.ac_jac(r, u, self.mu, self.rhoN, self.rhoT, self.dim, self.phi, self.A, self.B)
+        return K.fb_jac(r, u, self.mu, self.dim, self.phi, self.A, self.B)
+
+    def direction(self, F):
+        m, dim = self.m, self.dim
+        ind, ptr = self._bsr
+        Ab = sp.bsr_matrix((self.A, ind, ptr), shape=(m, m)).tocsr()
+        Bb = sp.bsr_matrix((self.B, ind, ptr), shape=(m, m)).tocsr()
+        J = sp.bmat([[self.M, -self.H], [Bb @ self.Ht, Ab]], format="csc")
+        N = J.shape[0]
+        for s in (0.0, 1e-10, 1e-6):
+            Js = J + s * sp.identity(N, format="csc") if s else J
+            try:
+                if self.perm is None:
+                    lu = splu(Js, permc_spec="COLAMD")
+                    self.perm = lu.perm_c.copy()
+                    d = lu.solve(-F)
+                else:
+                    lu = splu(Js[:, self.perm], permc_spec="NATURAL")
+                    y = lu.solve(-F)
+                    d = np.empty_like(y)
+                    d[self.perm] = y
+            except RuntimeError:
+                continue
+            if np.all(np.isfinite(d)):
+                return d
+        del dim
+        return None
+
+
+def _global_solve(problem, formulation, *, tol, max_iter, history, callback, r0, v0, rho,
+                  line_search, time_limit, default_iter=200):
+    max_iter = _check_common(line_search, max_iter, default_iter)
+    r = as_x0(r0, problem.size, "r0")
+    if problem.size == 0:
+        v = problem.factor_M().solve(np.asarray(problem.q, float))
+        return Outcome(x={"r": r, "v": v}, status=Status.SOLVED, history=[0.0] if history else None)
+    g = _Global(problem, formulation, rho)
+    v = as_x0(v0, problem.ndof, "v0") if v0 is not None else problem.v(r)
+    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
+    hist = [] if history else None
+    best = (np.inf, r.copy(), v.copy())
+    merits = []
+    status, nit, n_fb = Status.MAX_ITER, 0, 0
+    memory = 5
+    phi_t = np.empty(g.m)
+    for k in range(max_iter + 1):
+        u = g.Ht @ v + g.b
+        err = problem.error(r, v)
+        if hist is not None:
+            hist.append(err)
+        if err < best[0]:
+            best = (err, r.copy(), v.copy())
+        if callback is not None:
+            try:
+                callback(k, {"r": r.copy(), "v": v.copy()}, err)
+            except StopIteration:
+                status = Status.CALLBACK_STOP
+                break
+        if not np.isfinite(err):
+            status = Status.NUMERICAL_ERROR
+            break
+        if err <= tol:
+            status = Status.SOLVED
+            break
+        if k == max_iter:
+            break
+        if deadline is not None and time.perf_counter() > deadline:
+            status = Status.TIME_LIMIT
+            break
+        nit = k + 1
+        res1 = g.M @ v - g.H @ r - g.q
+        f0 = g.jac(r, u) + 0.5 * float(res1 @ res1)
+        merits.append(f0)
+        d = g.direction(np.concatenate([res1, g.phi]))
+        accepted = False
+        if d is not None:
+            dv, dr = d[:g.ndof], d[g.ndof:]
+            du = g.Ht @ dv
+            Mdv, Hdr = g.M @ dv, g.H @ dr
+            fref = max(merits[-memory:]) if line_search == "nonmonotone" else f0
+            t = 1.0
+            while t >= 1e-10:
+                if line_search == "none":
+                    accepted = True
+                    break
+                rt = res1 + t * (Mdv - Hdr)
+                ft = g.merit_phi(r + t * dr, u + t * du, phi_t) + 0.5 * float(rt @ rt)
+                if np.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
+                    accepted = True
+                    break
+                t *= 0.5
+            if accepted:
+                r, v = r + t * dr, v + t * dv
+        if not accepted:
+            # fallback: a projected step on the condensed problem, then v from r
+            n_fb += 1
+            merits.clear()
+            x = (r - g.rhoN.repeat(g.dim) * g.phi)
+            from ..problems.cones import project_coulomb
+            r = project_coulomb(x.reshape(-1, g.dim), g.mu).reshape(-1)
+            v = problem.v(r)
+    err, r, v = best
+    # v from r exactly (e1 = 0 up to rounding) when that is not worse
+    v2 = problem.v(r)
+    e2 = problem.error(r, v2)
+    if e2 <= err:
+        v, err = v2, e2
+    if err <= tol:
+        status = Status.SOLVED
+    msg = f"{formulation.upper()} Newton (global): error {err:.3g} after {nit} iterations"
+    return Outcome(x={"r": r, "v": v}, status=status, nit=nit, history=hist, message=msg,
+                   info={"fallback_steps": n_fb})
+
+
+# ============================================================================ registered methods
+
+
+@register(("fc2d", "fc3d"), "nsn-ac", "semismooth Newton on the Alart-Curnier function, sparse LU, line search")
+def nsn_ac(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho="auto",
+           line_search="nonmonotone", time_limit=None):
+    """Alart–Curnier semismooth Newton.
+
+    Options
+    -------
+    r0 : initial reaction (warm start), default 0.
+    rho : "auto" (per contact: rho_N = 1/W_aa[N,N], rho_T = 1/lambda_max(W_aa[T,T])), a positive
+        scalar, or a pair (rho_N, rho_T).
+    line_search : "nonmonotone" (Armijo against the max of the last 5 merits), "armijo", "none".
+    max_iter : Newton iterations (default 200).
+    time_limit : wall-clock budget in seconds (None: none); status TIME_LIMIT when hit.
+    """
+    return _local_solve(problem, "ac", tol=tol, max_iter=max_iter, history=history, callback=callback,
+                        r0=r0, rho=rho, line_search=line_search, time_limit=time_limit)
+
+
+@register(("fc2d", "fc3d"), "nsn-fb", "semismooth Newton on the Fischer-Burmeister SOC function (De Saxce)")
+def nsn_fb(problem, *, tol, max_iter, history=False, callback=None, r0=None, line_search="nonmonotone",
+           time_limit=None):
+    """Fischer–Burmeister semismooth Newton (SOC Jordan algebra, De Saxcé's modified velocity).
+
+    Options as ``nsn-ac`` (no rho).
+    """
+    return _local_solve(problem, "fb", tol=tol, max_iter=max_iter, history=history, callback=callback,
+                        r0=r0, rho=1.0, line_search=line_search, time_limit=time_limit)
+
+
+@register(("gfc2d", "gfc3d"), "nsn-ac", "Alart-Curnier semismooth Newton on the global sparse system (v, r)")
+def gnsn_ac(problem, *, tol, max_iter, history=False, callback=None, r0=None, v0=None, rho="auto",
+            line_search="nonmonotone", time_limit=None):
+    """Alart–Curnier Newton on the global system (M v = q + H r, u = H^T v + b); options as fc3d."""
+    return _global_solve(problem, "ac", tol=tol, max_iter=max_iter, history=history, callback=callback,
+                         r0=r0, v0=v0, rho=rho, line_search=line_search, time_limit=time_limit)
+
+
+@register("gfc3d", "nsn-fb", "Fischer-Burmeister semismooth Newton on the global sparse system (v, r)")
+def gnsn_fb(problem, *, tol, max_iter, history=False, callback=None, r0=None, v0=None,
+            line_search="nonmonotone", time_limit=None):
+    """Fischer–Burmeister Newton on the global system."""
+    return _global_solve(problem, "fb", tol=tol, max_iter=max_iter, history=history, callback=callback,
+                         r0=r0, v0=v0, rho=1.0, line_search=line_search, time_limit=time_limit)
+
+
+@register("fc3d", "prox", "proximal point outer loop (W + sigma I) with an inner Alart-Curnier Newton")
+def prox(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho="auto", sigma=None,
+         inner_iter=30, line_search="nonmonotone", time_limit=None):
+    """Proximal point method: r_{k+1} solves the problem with W + sigma I, q - sigma r_k (inner nsn-ac).
+
+    Options
+    -------
+    sigma : initial proximal parameter (default: 1e-2 x the mean diagonal of W, at least tiny);
+        divided by 10 after an inner solve that converged fast, multiplied by 10 after one that failed.
+    inner_iter : Newton iterations per inner solve.
+    max_iter : outer iterations (default 200). Other options as ``nsn-ac``.
+    """
+    max_iter = _check_common(line_search, max_iter, 200)
+    r = as_x0(r0, problem.size, "r0")
+    if problem.size == 0:
+        return Outcome(x={"r": r}, status=Status.SOLVED, history=[0.0] if history else None)
+    sys = _Local(problem, "ac", rho)
+    dW = 1.0 / sys.rho_pgs
+    sig = float(sigma) if sigma is not None else 1e-2 * float(np.mean(dW))
+    if not (np.isfinite(sig) and sig > 0):
+        raise OptionError(f"sigma must be a positive number, got {sigma!r}")
+    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
+    mu, dim, qn = sys.mu, sys.dim, sys.qnorm
+    Wm = sys.matvec
+    q = sys.q
+
+    def outer_err(r):
+        return _fc_err(r, Wm(r) + q, mu, dim, qn)
+
+    def inner_err(r, u):  # natural map of the regularised problem, unnormalised-ish
+        return _fc_err(r, u, mu, dim, qn)
+
+    hist = [] if history else None
+    best_err, best_r = np.inf, r.copy()
+    status, nit, inner_total = Status.MAX_ITER, 0, 0
+    err = outer_err(r)
+    for k in range(max_iter + 1):
+        if hist is not None:
+            hist.append(err)
+        if err < best_err:
+            best_err, best_r = err, r.copy()
+        if callback is not None:
+            try:
+                callback(k, {"r": r.copy()}, err)
+            except StopIteration:
+                status = Status.CALLBACK_STOP
+                break
+        if err <= tol:
+            status = Status.SOLVED
+            break
+        if k == max_iter:
+            break
+        if deadline is not None and time.perf_counter() > deadline:
+            status = Status.TIME_LIMIT
+            break
+        nit = k + 1
+        sys.sigma, sys.rc = sig, r.copy()
+        itol = max(min(0.1 * err, 1e-2), 0.1 * tol)
+        rn, ie, st, ni, _, _ = _newton_local(sys, r.copy(), tol=itol, max_iter=inner_iter,
+                                              line_search=line_search, err_fn=inner_err, history=False,
+                                              callback=None, deadline=deadline)
+        inner_total += ni
+        e_new = outer_err(rn)
+        if st is Status.SOLVED or e_new < err:
+            r, err = rn, e_new
+            if ni <= 8:
+                sig = max(sig / 10.0, 1e-14 * float(np.mean(dW)))
+        else:
+            sig *= 10.0
+    sys.sigma, sys.rc = 0.0, None
+    msg = f"PROX: error {best_err:.3g} after {nit} outer / {inner_total} Newton iterations"
+    return Outcome(x={"r": best_r}, status=status, nit=nit, history=hist, message=msg,
+                   info={"newton_iterations": inner_total, "sigma": sig})

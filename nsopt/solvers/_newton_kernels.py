@@ -1,0 +1,378 @@
+"""Numba kernels of the friction-contact semismooth Newton methods (:mod:`nsopt.solvers.newton`).
+
+Per contact ``a`` (``dim`` = 2 or 3, normal first) each formulation gives a residual block
+``phi_a(r_a, u_a)`` and an element of its generalised Jacobian as two ``dim x dim`` blocks
+``A_a = d phi_a / d r_a`` and ``B_a = d phi_a / d u_a``; with ``u = W r + q`` the Newton matrix is
+``J = A + B W`` (A, B block diagonal). ``assemble_csr`` fills J's values on a fixed CSR pattern
+(the block rows of W plus the diagonal blocks) so the pattern, and the LU ordering, never change.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+# ----------------------------------------------------------------------------- Alart-Curnier
+
+
+@njit(cache=True)
+def ac_phi(r, u, mu, rhoN, rhoT, dim, phi):
+    """Alart-Curnier residual (Christensen's radius mu * max(0, r_N - rho_N u_N)); returns 1/2||phi||^2."""
+    nc = mu.shape[0]
+    f = 0.0
+    for a in range(nc):
+        i0 = a * dim
+        xN = r[i0] - rhoN[a] * u[i0]
+        pN = xN if xN > 0.0 else 0.0
+        phi[i0] = r[i0] - pN
+        R = mu[a] * pN
+        nx = 0.0
+        for k in range(1, dim):
+            x = r[i0 + k] - rhoT[a] * u[i0 + k]
+            nx += x * x
+        nx = math.sqrt(nx)
+        if nx <= R:
+            for k in range(1, dim):
+                phi[i0 + k] = rhoT[a] * u[i0 + k]
+        else:
+            s = R / nx
+            for k in range(1, dim):
+                x = r[i0 + k] - rhoT[a] * u[i0 + k]
+                phi[i0 + k] = r[i0 + k] - s * x
+        for k in range(dim):
+            f += phi[i0 + k] * phi[i0 + k]
+    return 0.5 * f
+
+
+@njit(cache=True)
+def ac_jac(r, u, mu, rhoN, rhoT, dim, phi, A, B):
+    """Alart-Curnier residual and a generalised Jacobian element (blocks A = dphi/dr, B = dphi/du)."""
+    nc = mu.shape[0]
+    f = 0.0
+    for a in range(nc):
+        i0 = a * dim
+        for k in range(dim):
+            for m in range(dim):
+                A[a, k, m] = 0.0
+                B[a, k, m] = 0.0
+        xN = r[i0] - rhoN[a] * u[i0]
+        active = xN > 0.0
+        pN = xN if active else 0.0
+        phi[i0] = r[i0] - pN
+        if active:
+            B[a, 0, 0] = rhoN[a]
+        else:
+            A[a, 0, 0] = 1.0
+        R = mu[a] * pN
+        nx = 0.0
+        for k in range(1, dim):
+            x = r[i0 + k] - rhoT[a] * u[i0 + k]
+            nx += x * x
+        nx = math.sqrt(nx)
+        if nx <= R and R > 0.0:   # stick
+            for k in range(1, dim):
+                phi[i0 + k] = rhoT[a] * u[i0 + k]
+                B[a, k, k] = rhoT[a]
+        elif nx <= R:               # R = 0 and x_T = 0: phi_T = r_T
+            for k in range(1, dim):
+                phi[i0 + k] = r[i0 + k]
+                A[a, k, k] = 1.0
+        else:                       # slide (or take-off when R = 0)
+            s = R / nx
+            for k in range(1, dim):
+                x = r[i0 + k] - rhoT[a] * u[i0 + k]
+                phi[i0 + k] = r[i0 + k] - s * x
+            for k in range(1, dim):
+                nk = (r[i0 + k] - rhoT[a] * u[i0 + k]) / nx
+                for m in range(1, dim):
+                    nm = (r[i0 + m] - rhoT[a] * u[i0 + m]) / nx
+                    P = (1.0 if k == m else 0.0) - nk * nm      # (I - n n^T)
+                    A[a, k, m] = (1.0 if k == m else 0.0) - s * P
+                    B[a, k, m] = s * P * rhoT[a]
+                if active:
+                    A[a, k, 0] = -mu[a] * nk
+                    B[a, k, 0] = mu[a] * rhoN[a] * nk
+        for k in range(dim):
+            f += phi[i0 + k] * phi[i0 + k]
+    return 0.5 * f
+
+
+# ----------------------------------------------------------------------------- Fischer-Burmeister
+
+
+@njit(cache=True)
+def _soc_sqrt(w, dim, z):
+    """z = w^(1/2) in the Jordan algebra of the Lorentz cone (w in the cone); returns lambda_min(w)."""
+    nw = 0.0
+    for k in range(1, dim):
+        nw += w[k] * w[k]
+    nw = math.sqrt(nw)
+    l1 = w[0] - nw
+    l2 = w[0] + nw
+    s1 = math.sqrt(l1) if l1 > 0.0 else 0.0
+    s2 = math.sqrt(l2) if l2 > 0.0 else 0.0
+    z[0] = 0.5 * (s1 + s2)
+    if nw > 0.0:
+        c = 0.5 * (s2 - s1) / nw
+        for k in range(1, dim):
+            z[k] = c * w[k]
+    else:
+        for k in range(1, dim):
+            z[k] = 0.0
+    return l1
+
+
+@njit(cache=True)
+def _arrow_solve(z, X, dim, out):
+    """out = L_z^{-1} X for the arrow matrix L_z = [[z0, zb^T], [zb, z0 I]] (z interior), X dim x dim."""
+    z0 = z[0]
+    nz2 = 0.0
+    for k in range(1, dim):
+        nz2 += z[k] * z[k]
+    det = z0 * z0 - nz2
+    # L_z^{-1} = 1/(z0 det) [[z0^2, -z0 zb^T], [-z0 zb, det I + zb zb^T]]
+    for c in range(dim):
+        zx = 0.0
+        for k in range(1, dim):
+            zx += z[k] * X[k, c]
+        out[0, c] = (z0 * X[0, c] - zx) / det
+        for k in range(1, dim):
+            out[k, c] = (-z0 * z[k] * X[0, c] + det * X[k, c] + z[k] * zx) / (z0 * det)
+
+
+@njit(cache=True)
+def fb_phi(r, u, mu, dim, phi):
+    """Fischer-Burmeister residual on (x, y) = ((mu r_N, r_T), (u_N + mu||u_T||, mu u_T)); returns 1/2||phi||^2.
+
+    x in K_1, y in K_1, x.y = 0  <=>  r in K_mu, u + mu||u_T|| e_N in K_mu^*, r.(u + mu||u_T|| e_N) = 0.
+    Frictionless contacts (mu = 0): phi_N = FB(r_N, u_N) (scalar), phi_T = r_T.
+    """
+    nc = mu.shape[0]
+    x = np.empty(dim)
+    y = np.empty(dim)
+    w = np.empty(dim)
+    z = np.empty(dim)
+    f = 0.0
+    for a in range(nc):
+        i0 = a * dim
+        m = mu[a]
+        if m == 0.0:
+            phi[i0] = r[i0] + u[i0] - math.sqrt(r[i0] * r[i0] + u[i0] * u[i0])
+            for k in range(1, dim):
+                phi[i0 + k] = r[i0 + k]
+        else:
+            nuT = 0.0
+            for k in range(1, dim):
+                nuT += u[i0 + k] * u[i0 + k]
+            nuT = math.sqrt(nuT)
+            x[0] = m * r[i0]
+            y[0] = u[i0] + m * nuT
+            for k in range(1, dim):
+                x[k] = r[i0 + k]
+                y[k] = m * u[i0 + k]
+            w[0] = 0.0
+            for k in range(dim):
+                w[0] += x[k] * x[k] + y[k] * y[k]
+            for k in range(1, dim):
+                w[k] = 2.0 * (x[0] * x[k] + y[0] * y[k])
+            _soc_sqrt(w, dim, z)
+            for k in range(dim):
+                phi[i0 + k] = x[k] + y[k] - z[k]
+        for k in range(dim):
+            f += phi[i0 + k] * phi[i0 + k]
+    return 0.5 * f
+
+
+@njit(cache=True)
+def fb_jac(r, u, mu, dim, phi, A, B):
+    """Fischer-Burmeister residual and a generalised Jacobian element (A = dphi/dr, B = dphi/du).
+
+    Where z = (x^2 + y^2)^(1/2) is on the cone boundary the Jacobian of the smoothed function
+    (x^2 + y^2 + eps^2 e)^(1/2) is used, eps small: an approximation of an element of the
+    B-subdifferential (Fukushima, Luo & Tseng 2002; Pan & Chen).
+    """
+    nc = mu.shape[0]
+    x = np.empty(dim)
+    y = np.empty(dim)
+    w = np.empty(dim)
+    z = np.empty(dim)
+    Lx = np.empty((dim, dim))
+    Ly = np.empty((dim, dim))
+    Jx = np.empty((dim, dim))
+    Jy = np.empty((dim, dim))
+    D = np.zeros((dim, dim))
+    f = 0.0
+    for a in range(nc):
+        i0 = a * dim
+        m = mu[a]
+        for k in range(dim):
+            for l in range(dim):
+                A[a, k, l] = 0.0
+                B[a, k, l] = 0.0
+        if m == 0.0:
+            rn, un = r[i0], u[i0]
+            s = math.sqrt(rn * rn + un * un)
+            phi[i0] = rn + un - s
+            if s > 1e-300:
+                A[a, 0, 0] = 1.0 - rn / s
+                B[a, 0, 0] = 1.0 - un / s
+            else:
+                A[a, 0, 0] = 1.0 - 1.0 / math.sqrt(2.0)
+                B[a, 0, 0] = 1.0 - 1.0 / math.sqrt(2.0)
+            for k in range(1, dim):
+                phi[i0 + k] = r[i0 + k]
+                A[a, k, k] = 1.0
+        else:
+            nuT = 0.0
+            for k in range(1, dim):
+                nuT += u[i0 + k] * u[i0 + k]
+            nuT = math.sqrt(nuT)
+            x[0] = m * r[i0]
+            y[0] = u[i0] + m * nuT
+            for k in range(1, dim):
+                x[k] = r[i0 + k]
+                y[k] = m * u[i0 + k]
+            w[0] = 0.0
+            for k in range(dim):
+                w[0] += x[k] * x[k] + y[k] * y[k]
+            for k in range(1, dim):
+                w[k] = 2.0 * (x[0] * x[k] + y[0] * y[k])
+            l1 = _soc_sqrt(w, dim, z)
+            for k in range(dim):
+                phi[i0 + k] = x[k] + y[k] - z[k]
+            thr = 1e-10 * w[0]
+            if l1 <= thr:   # boundary or zero: smoothed Jacobian
+                eps2 = max(thr, 1e-20) if w[0] > 0.0 else 1e-20
+                w[0] += eps2
+                _soc_sqrt(w, dim, z)
+            # arrow matrices
+            for k in range(dim):
+                for l in range(dim):
+                    Lx[k, l] = 0.0
+                    Ly[k, l] = 0.0
+            for k in range(dim):
+                Lx[k, k] = x[0]
+                Ly[k, k] = y[0]
+            for k in range(1, dim):
+                Lx[0, k] = x[k]
+                Lx[k, 0] = x[k]
+                Ly[0, k] = y[k]
+                Ly[k, 0] = y[k]
+            _arrow_solve(z, Lx, dim, Jx)
+            _arrow_solve(z, Ly, dim, Jy)
+            for k in range(dim):
+                for l in range(dim):
+                    Jx[k, l] = (1.0 if k == l else 0.0) - Jx[k, l]
+                    Jy[k, l] = (1.0 if k == l else 0.0) - Jy[k, l]
+            # x = S r, S = diag(mu, 1, ..): A = Jx S
+            for k in range(dim):
+                A[a, k, 0] = Jx[k, 0] * m
+                for l in range(1, dim):
+                    A[a, k, l] = Jx[k, l]
+            # y = T uhat(u), T = diag(1, mu, ..), d uhat/du = [[1, mu uT^T/||uT||], [0, I]]
+            for k in range(dim):
+                for l in range(dim):
+                    D[k, l] = 0.0
+            D[0, 0] = 1.0
+            for k in range(1, dim):
+                D[k, k] = m
+                if nuT > 0.0:
+                    D[0, k] = m * u[i0 + k] / nuT
+            for k in range(dim):
+                for l in range(dim):
+                    s = 0.0
+                    for p in range(dim):
+                        s += Jy[k, p] * D[p, l]
+                    B[a, k, l] = s
+        for k in range(dim):
+            f += phi[i0 + k] * phi[i0 + k]
+    return 0.5 * f
+
+
+# ----------------------------------------------------------------------------- assembly, sweeps
+
+
+@njit(cache=True)
+def assemble_csr(Wdata, Windptr, dim, A, B, wpos, dpos, Jindptr, Jdata):
+    """J = A + B W on J's CSR pattern (rows of a contact share one column pattern).
+
+    ``wpos[p]`` = offset, within its contact's row pattern, of W's p-th stored entry;
+    ``dpos[a*dim + l]`` = offset of column a*dim + l (the diagonal block) in contact a's pattern.
+    """
+    nc = A.shape[0]
+    Jdata[:] = 0.0
+    for a in range(nc):
+        for l in range(dim):
+            row = a * dim + l
+            base = Jindptr[row]
+            for m in range(dim):
+                bl = B[a, l, m]
+                if bl != 0.0:
+                    wr = a * dim + m
+                    for p in range(Windptr[wr], Windptr[wr + 1]):
+                        Jdata[base + wpos[p]] += bl * Wdata[p]
+            for m in range(dim):
+                Jdata[base + dpos[a * dim + m]] += A[a, l, m]
+
+
+@njit(cache=True)
+def project_cone(x, mu, dim):
+    """In-place projection of x (length dim) on K_mu = {||x_T|| <= mu x_N}."""
+    nT = 0.0
+    for k in range(1, dim):
+        nT += x[k] * x[k]
+    nT = math.sqrt(nT)
+    if mu * nT <= -x[0]:
+        for k in range(dim):
+            x[k] = 0.0
+    elif nT <= mu * x[0]:
+        return
+    else:
+        pN = (mu * nT + x[0]) / (mu * mu + 1.0)
+        x[0] = pN
+        c = mu * pN / nT
+        for k in range(1, dim):
+            x[k] *= c
+
+
+@njit(cache=True)
+def pgs_sweeps(Wdata, Windices, Windptr, q, mu, dim, rho, r, nsweeps, inner):
+    """Projected Gauss-Seidel sweeps on u = W r + q (in place on r): per contact, ``inner`` projected
+    fixed-point steps r_a <- P_K(r_a - rho_a (u_a + mu ||u_T,a|| e_N)) with u_a kept exact."""
+    nc = mu.shape[0]
+    ua = np.empty(dim)
+    x = np.empty(dim)
+    Waa = np.empty((dim, dim))
+    for _ in range(nsweeps):
+        for a in range(nc):
+            i0 = a * dim
+            for l in range(dim):
+                s = q[i0 + l]
+                for m in range(dim):
+                    Waa[l, m] = 0.0
+                for p in range(Windptr[i0 + l], Windptr[i0 + l + 1]):
+                    j = Windices[p]
+                    s += Wdata[p] * r[j]
+                    if i0 <= j < i0 + dim:
+                        Waa[l, j - i0] = Wdata[p]
+                ua[l] = s
+            for _it in range(inner):
+                nT = 0.0
+                for k in range(1, dim):
+                    nT += ua[k] * ua[k]
+                nT = math.sqrt(nT)
+                x[0] = r[i0] - rho[a] * (ua[0] + mu[a] * nT)
+                for k in range(1, dim):
+                    x[k] = r[i0 + k] - rho[a] * ua[k]
+                project_cone(x, mu[a], dim)
+                ch = 0.0
+                for k in range(dim):
+                    d = x[k] - r[i0 + k]
+                    ch += d * d
+                    for l in range(dim):
+                        ua[l] += Waa[l, k] * d
+                    r[i0 + k] = x[k]
+                if ch == 0.0:
+                    break
