@@ -1,0 +1,476 @@
+"""Numba kernels of the Gauss–Seidel family (PGS/PSOR sweeps, NSGS over contacts, local contact solvers).
+
+Kept few and simply typed (float64 arrays, int64 index arrays, Python scalars) so that the first
+compilation is short and cached on disk (``cache=True``); ``fastmath`` stays off so that the error
+computed inside the loop equals the problem's own error measure.
+
+Conventions
+-----------
+* Matrices come in compressed form ``(ptr, idx, val)``: CSR for the PGS sweeps (row i of M), CSC for
+  NSGS (column j of W), NSGS keeping ``u = Wr + q`` up to date with one column update per contact
+  (the same cost as the row products of a textbook sweep, but u is exact at the end of each sweep,
+  so the Siconos error is available in O(n) after every sweep).
+* Local friction-contact problem of one contact: ``u = W r + q`` (W = the diagonal block ``W_aa``,
+  q = ``q_loc``), find r in the Coulomb cone K_mu with ``u + mu ||u_T|| e_N`` in the dual cone,
+  orthogonal to r.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+EPS = np.finfo(np.float64).eps
+
+# status codes shared with the Python side
+OK, MAXIT, NUMERR, CALLBACK = 0, 1, 2, 3
+
+
+# ----------------------------------------------------------------------------------------------
+# PGS / PSOR on a box-constrained linear problem: lo <= z <= hi, w = Mz + q, -w in N_[lo,hi](z)
+# (LCP: [0, inf); MLCP equality rows: (-inf, inf), exact 1-D solve; relay: [lb, ub]).
+# ----------------------------------------------------------------------------------------------
+@njit(cache=True)
+def pgs_sweeps(ptr, idx, val, diag, q, lo, hi, z, omega, nsweeps):
+    """``nsweeps`` Gauss–Seidel sweeps in place on z: z_i <- clip(z_i - omega (Mz + q)_i / M_ii, lo_i, hi_i)."""
+    n = q.shape[0]
+    for _ in range(nsweeps):
+        for i in range(n):
+            w = q[i]
+            for p in range(ptr[i], ptr[i + 1]):
+                w += val[p] * z[idx[p]]
+            zi = z[i] - omega * w / diag[i]
+            if zi < lo[i]:
+                zi = lo[i]
+            elif zi > hi[i]:
+                zi = hi[i]
+            z[i] = zi
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# Coulomb cone helpers (Siconos' projectionOnCone and the natural map with De Saxce's shift)
+# ----------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _proj_cone(dim, mu, x, out):
+    """out = P_{K_mu}(x) for one contact (x, out of length dim)."""
+    xN = x[0]
+    nT2 = 0.0
+    for i in range(1, dim):
+        nT2 += x[i] * x[i]
+    nT = math.sqrt(nT2)
+    if mu * nT <= -xN:
+        for i in range(dim):
+            out[i] = 0.0
+    elif nT <= mu * xN:
+        for i in range(dim):
+            out[i] = x[i]
+    else:
+        pN = (mu * nT + xN) / (mu * mu + 1.0)
+        out[0] = pN
+        s = mu * pN / nT
+        for i in range(1, dim):
+            out[i] = s * x[i]
+
+
+@njit(cache=True)
+def _nat_map_sq(dim, mu, r, u, x, px):
+    """||r - P_K(r - u - mu ||u_T|| e_N)||^2 for one contact (x, px: work arrays)."""
+    uT2 = 0.0
+    for i in range(1, dim):
+        uT2 += u[i] * u[i]
+    for i in range(dim):
+        x[i] = r[i] - u[i]
+    x[0] -= mu * math.sqrt(uT2)
+    _proj_cone(dim, mu, x, px)
+    s = 0.0
+    for i in range(dim):
+        d = r[i] - px[i]
+        s += d * d
+    return s
+
+
+@njit(cache=True)
+def fc_error(dim, r, u, mu, normq, x, px):
+    """Siconos' friction-contact error of (r, u): the natural map over max(||q||, ||r||, ||u||)."""
+    nc = mu.shape[0]
+    e = 0.0
+    nr = 0.0
+    nu = 0.0
+    for a in range(nc):
+        e += _nat_map_sq(dim, mu[a], r[a * dim:(a + 1) * dim], u[a * dim:(a + 1) * dim], x, px)
+    for i in range(r.shape[0]):
+        nr += r[i] * r[i]
+        nu += u[i] * u[i]
+    e = math.sqrt(e)
+    scale = max(normq, math.sqrt(nr), math.sqrt(nu))
+    if scale > EPS:
+        return e / scale
+    return e
+
+
+# ----------------------------------------------------------------------------------------------
+# Local solvers for one contact
+# ----------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _solve3(A, b, x):
+    """x = A^{-1} b for a 3x3 A by Gaussian elimination with partial pivoting; False if singular."""
+    M = np.empty((3, 4))
+    for i in range(3):
+        for j in range(3):
+            M[i, j] = A[i, j]
+        M[i, 3] = b[i]
+    scale = 0.0
+    for i in range(3):
+        for j in range(3):
+            scale = max(scale, abs(A[i, j]))
+    if scale == 0.0:
+        return False
+    for k in range(3):
+        p = k
+        for i in range(k + 1, 3):
+            if abs(M[i, k]) > abs(M[p, k]):
+                p = i
+        if abs(M[p, k]) <= 1e-14 * scale:
+            return False
+        if p != k:
+            for j in range(4):
+                t = M[k, j]
+                M[k, j] = M[p, j]
+                M[p, j] = t
+        for i in range(k + 1, 3):
+            f = M[i, k] / M[k, k]
+            for j in range(k, 4):
+                M[i, j] -= f * M[k, j]
+    for i in range(2, -1, -1):
+        s = M[i, 3]
+        for j in range(i + 1, 3):
+            s -= M[i, j] * x[j]
+        x[i] = s / M[i, i]
+    return True
+
+
+@njit(cache=True)
+def _ac_residual(W, q, mu, rhoN, rhoT, r, phi, J, want_J):
+    """Alart–Curnier function phi(r) (and a generalised Jacobian J when want_J) for one 3-D contact."""
+    u0 = q[0] + W[0, 0] * r[0] + W[0, 1] * r[1] + W[0, 2] * r[2]
+    u1 = q[1] + W[1, 0] * r[0] + W[1, 1] * r[1] + W[1, 2] * r[2]
+    u2 = q[2] + W[2, 0] * r[0] + W[2, 1] * r[1] + W[2, 2] * r[2]
+    tN = r[0] - rhoN * u0
+    t1 = r[1] - rhoT * u1
+    t2 = r[2] - rhoT * u2
+    if tN > 0.0:
+        phi[0] = rhoN * u0
+        R = mu * tN
+        if want_J:
+            for j in range(3):
+                J[0, j] = rhoN * W[0, j]
+    else:
+        phi[0] = r[0]
+        R = 0.0
+        if want_J:
+            J[0, 0] = 1.0
+            J[0, 1] = 0.0
+            J[0, 2] = 0.0
+    nt = math.sqrt(t1 * t1 + t2 * t2)
+    if nt <= R:
+        phi[1] = rhoT * u1
+        phi[2] = rhoT * u2
+        if want_J:
+            for j in range(3):
+                J[1, j] = rhoT * W[1, j]
+                J[2, j] = rhoT * W[2, j]
+    else:
+        e1 = t1 / nt
+        e2 = t2 / nt
+        phi[1] = r[1] - R * e1
+        phi[2] = r[2] - R * e2
+        if want_J:
+            # dR/dr
+            dR0 = 0.0
+            dR1 = 0.0
+            dR2 = 0.0
+            if tN > 0.0:
+                dR0 = mu * (1.0 - rhoN * W[0, 0])
+                dR1 = -mu * rhoN * W[0, 1]
+                dR2 = -mu * rhoN * W[0, 2]
+            c = R / nt
+            # dt/dr (2x3): rows (1, 2) of I - rhoT W
+            for j in range(3):
+                dt1 = (1.0 if j == 1 else 0.0) - rhoT * W[1, j]
+                dt2 = (1.0 if j == 2 else 0.0) - rhoT * W[2, j]
+                # (I - e e^T) dt
+                pr = e1 * dt1 + e2 * dt2
+                g1 = dt1 - e1 * pr
+                g2 = dt2 - e2 * pr
+                dRj = dR0 if j == 0 else (dR1 if j == 1 else dR2)
+                J[1, j] = (1.0 if j == 1 else 0.0) - e1 * dRj - c * g1
+                J[2, j] = (1.0 if j == 2 else 0.0) - e2 * dRj - c * g2
+    return phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
+
+
+@njit(cache=True)
+def _local_err3(W, q, mu, r, u, x, px):
+    """Unnormalised natural-map residual of one 3-D contact."""
+    for i in range(3):
+        u[i] = q[i] + W[i, 0] * r[0] + W[i, 1] * r[1] + W[i, 2] * r[2]
+    return math.sqrt(_nat_map_sq(3, mu, r, u, x, px))
+
+
+@njit(cache=True)
+def local_fc3d(W, q, mu, r, tol, maxit, wk, J):
+    """Solve one 3-D contact in place on r (warm start): hybrid Alart–Curnier Newton / projected fixed point.
+
+    Returns the number of local iterations (negative when the local tolerance was not reached).
+    ``wk`` is a work array of length >= 24, ``J`` a 3x3 work matrix.
+    """
+    qN = q[0]
+    # take-off: r = 0 solves the contact iff q_N >= 0
+    if qN >= 0.0:
+        r[0] = 0.0
+        r[1] = 0.0
+        r[2] = 0.0
+        return 0
+    WNN = W[0, 0]
+    if mu == 0.0:
+        r[0] = -qN / WNN
+        r[1] = 0.0
+        r[2] = 0.0
+        return 0
+    phi = wk[0:3]
+    d = wk[3:6]
+    rt = wk[6:9]
+    u = wk[9:12]
+    x = wk[12:15]
+    px = wk[15:18]
+    best = wk[18:21]
+    mq = wk[21:24]
+    nq = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2])
+    # stick: W r = -q with r inside the cone gives u = 0
+    mq[0] = -q[0]
+    mq[1] = -q[1]
+    mq[2] = -q[2]
+    if _solve3(W, mq, rt):
+        if rt[0] >= 0.0 and math.sqrt(rt[1] * rt[1] + rt[2] * rt[2]) <= mu * rt[0]:
+            r[0] = rt[0]
+            r[1] = rt[1]
+            r[2] = rt[2]
+            return 0
+    # slide: semismooth Newton on the Alart–Curnier function
+    rhoN = 1.0 / WNN
+    wT = 0.5 * (W[1, 1] + W[2, 2])
+    rhoT = 1.0 / wT if wT > 0.0 else rhoN
+    if r[0] <= 0.0:  # a cold start on the cone: normal part of the frictionless solution
+        r[0] = -qN / WNN
+        r[1] = 0.0
+        r[2] = 0.0
+    scale = max(nq * rhoN, math.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]))
+    atol = tol * scale
+    it = 0
+    for attempt in range(3):
+        f = _ac_residual(W, q, mu, rhoN, rhoT, r, phi, J, True)
+        kn = 0
+        while kn < maxit:
+            if math.sqrt(f) <= atol:
+                return it
+            it += 1
+            kn += 1
+            phi[0] = -phi[0]
+            phi[1] = -phi[1]
+            phi[2] = -phi[2]
+            if not _solve3(J, phi, d):
+                break
+            t = 1.0
+            ok = False
+            for _ls in range(30):
+                for i in range(3):
+                    rt[i] = r[i] + t * d[i]
+                ft = _ac_residual(W, q, mu, rhoN, rhoT, rt, mq, J, False)
+                if ft <= (1.0 - 1e-4 * t) * f:
+                    ok = True
+                    break
+                t *= 0.5
+            if not ok:
+                break
+            r[0] = rt[0]
+            r[1] = rt[1]
+            r[2] = rt[2]
+            f = _ac_residual(W, q, mu, rhoN, rhoT, r, phi, J, True)
+        if math.sqrt(f) <= atol:
+            return it
+        if attempt == 2:
+            break
+        # fallback: projected fixed point r <- P_K(r - rho (u + mu ||u_T|| e_N)), keep the best iterate
+        rho = 1.0 / max(WNN, W[1, 1], W[2, 2])
+        bestv = _local_err3(W, q, mu, r, u, x, px)
+        best[0] = r[0]
+        best[1] = r[1]
+        best[2] = r[2]
+        for k in range(20 * maxit):
+            for i in range(3):
+                u[i] = q[i] + W[i, 0] * r[0] + W[i, 1] * r[1] + W[i, 2] * r[2]
+            uT = math.sqrt(u[1] * u[1] + u[2] * u[2])
+            x[0] = r[0] - rho * (u[0] + mu * uT)
+            x[1] = r[1] - rho * u[1]
+            x[2] = r[2] - rho * u[2]
+            _proj_cone(3, mu, x, r)
+            e = _local_err3(W, q, mu, r, u, x, px)
+            if e < bestv:
+                bestv = e
+                best[0] = r[0]
+                best[1] = r[1]
+                best[2] = r[2]
+            if e <= tol * max(nq, 1e-300):
+                break
+        r[0] = best[0]
+        r[1] = best[1]
+        r[2] = best[2]
+        it += 1
+    return -max(it, 1)
+
+
+@njit(cache=True)
+def local_fc2d(W, q, mu, r, tol, maxit, wk):
+    """Solve one 2-D contact exactly by enumerating take-off / stick / slide (both directions).
+
+    Falls back to a projected fixed point when no case is consistent (degenerate local W).
+    Returns the number of local iterations (0 for an exact case, negative on failure).
+    """
+    qN, qT = q[0], q[1]
+    if qN >= 0.0:
+        r[0] = 0.0
+        r[1] = 0.0
+        return 0
+    W00, W01, W10, W11 = W[0, 0], W[0, 1], W[1, 0], W[1, 1]
+    if mu == 0.0:
+        r[0] = -qN / W00
+        r[1] = 0.0
+        return 0
+    det = W00 * W11 - W01 * W10
+    sc = max(abs(W00), abs(W11), abs(W01), abs(W10))
+    if abs(det) > 1e-14 * sc * sc:
+        rN = (-qN * W11 + qT * W01) / det
+        rT = (-qT * W00 + qN * W10) / det
+        if rN >= 0.0 and abs(rT) <= mu * rN:
+            r[0] = rN
+            r[1] = rT
+            return 0
+    small = 1e-14 * max(abs(qN), abs(qT))
+    for s in (1.0, -1.0):  # r_T = s mu r_N, u_N = 0, s u_T <= 0
+        den = W00 + s * mu * W01
+        if den > 0.0:
+            rN = -qN / den
+            uT = (W10 + s * mu * W11) * rN + qT
+            if rN >= 0.0 and s * uT <= small:
+                r[0] = rN
+                r[1] = s * mu * rN
+                return 0
+    # degenerate: projected fixed point
+    x = wk[0:2]
+    px = wk[2:4]
+    u = wk[4:6]
+    rho = 1.0 / max(W00, W11)
+    nq = math.sqrt(qN * qN + qT * qT)
+    for k in range(maxit * 20):
+        u[0] = qN + W00 * r[0] + W01 * r[1]
+        u[1] = qT + W10 * r[0] + W11 * r[1]
+        x[0] = r[0] - rho * (u[0] + mu * abs(u[1]))
+        x[1] = r[1] - rho * u[1]
+        _proj_cone(2, mu, x, r)
+        u[0] = qN + W00 * r[0] + W01 * r[1]
+        u[1] = qT + W10 * r[0] + W11 * r[1]
+        if math.sqrt(_nat_map_sq(2, mu, r, u, x, px)) <= tol * nq:
+            return k + 1
+    return -1
+
+
+# ----------------------------------------------------------------------------------------------
+# NSGS over contacts
+# ----------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _matvec_csc(ptr, idx, val, r, q, u):
+    for i in range(u.shape[0]):
+        u[i] = q[i]
+    for j in range(r.shape[0]):
+        rj = r[j]
+        if rj != 0.0:
+            for p in range(ptr[j], ptr[j + 1]):
+                u[idx[p]] += val[p] * rj
+
+
+@njit(cache=True)
+def nsgs_fc(dim, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, seed, tol, max_iter,
+            local_tol, local_max_iter, omega, normq, resync, hist):
+    """NSGS sweeps for a friction-contact problem, in place on r (and u = Wr + q, kept exact).
+
+    ``ptr, idx, val``: W in CSC; ``Wd``: the diagonal blocks (nc, dim, dim); ``order``: the contact
+    order of a sweep (int64, shuffled each sweep when ``shuffle``). Stops when the Siconos error
+    (computed on u recomputed from scratch, hence equal to ``problem.error``) is <= tol.
+    Returns (sweeps, error, status, local_failures); ``hist[k]`` = error after sweep k.
+    """
+    nc = mu.shape[0]
+    n = nc * dim
+    rl = np.empty(dim)
+    ql = np.empty(dim)
+    dl = np.empty(dim)
+    wk = np.empty(32)
+    J = np.empty((3, 3))
+    x = np.empty(dim)
+    px = np.empty(dim)
+    if shuffle:
+        np.random.seed(seed)
+    _matvec_csc(ptr, idx, val, r, q, u)
+    err = fc_error(dim, r, u, mu, normq, x, px)
+    if not math.isfinite(err):
+        return 0, err, NUMERR, 0
+    if err <= tol:
+        return 0, err, OK, 0
+    failures = 0
+    for it in range(max_iter):
+        if shuffle:
+            np.random.shuffle(order)
+        for k in range(nc):
+            a = order[k]
+            i0 = a * dim
+            W = Wd[a]
+            for i in range(dim):
+                s = u[i0 + i]
+                for j in range(dim):
+                    s -= W[i, j] * r[i0 + j]
+                ql[i] = s
+                rl[i] = r[i0 + i]
+            if dim == 3:
+                st = local_fc3d(W, ql, mu[a], rl, local_tol, local_max_iter, wk, J)
+            else:
+                st = local_fc2d(W, ql, mu[a], rl, local_tol, local_max_iter, wk)
+            if st < 0:
+                failures += 1
+            for i in range(dim):
+                v = rl[i]
+                if omega != 1.0:
+                    v = omega * v + (1.0 - omega) * r[i0 + i]
+                dl[i] = v - r[i0 + i]
+                r[i0 + i] = v
+            for i in range(dim):
+                di = dl[i]
+                if di != 0.0:
+                    c = i0 + i
+                    for p in range(ptr[c], ptr[c + 1]):
+                        u[idx[p]] += val[p] * di
+        err = fc_error(dim, r, u, mu, normq, x, px)
+        if err <= tol or (resync > 0 and (it + 1) % resync == 0) or not math.isfinite(err):
+            _matvec_csc(ptr, idx, val, r, q, u)  # remove the drift of the incremental updates
+            err = fc_error(dim, r, u, mu, normq, x, px)
+        if it < hist.shape[0]:
+            hist[it] = err
+        if not math.isfinite(err):
+            return it + 1, err, NUMERR, failures
+        if err <= tol:
+            return it + 1, err, OK, failures
+    _matvec_csc(ptr, idx, val, r, q, u)
+    err = fc_error(dim, r, u, mu, normq, x, px)
+    if max_iter > 0 and max_iter - 1 < hist.shape[0]:
+        hist[max_iter - 1] = err
+    return max_iter, err, MAXIT, failures
