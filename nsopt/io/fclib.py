@@ -1,0 +1,293 @@
+"""FCLIB HDF5 files (https://frictionlesscontactlibrary.github.io): local and global friction contact.
+
+Layout read and written:
+
+* ``/fclib_local``: ``spacedim``, ``W`` (matrix), ``vectors/q``, ``vectors/mu``
+  -> :class:`~nsopt.problems.FrictionContact` (u = W r + q);
+* ``/fclib_global``: ``spacedim``, ``M``, ``H`` (matrices), ``vectors/f``, ``vectors/w``,
+  ``vectors/mu`` -> :class:`~nsopt.problems.GlobalFrictionContact` with Siconos' q = f, b = w
+  (M v = H r + f, u = Hᵀ v + w);
+* a matrix is a group ``nzmax, m, n, nz, p, i, x``: ``nz >= 0`` triplet (i rows, p columns),
+  ``nz = -1`` compressed columns, ``nz = -2`` compressed rows;
+* optional ``/solution`` (``r``, ``u``, ``v``) and ``/guesses`` (``number_of_guesses``, ``1``,
+  ``2``, ...), returned by ``read_fclib(path, with_solution=True)``.
+
+FCLIB's extra linear constraints (local ``V``/``R``/``s``, global ``G``/``b``) and the rolling
+variants (``/fclib_local_rolling``, ``/fclib_global_rolling``) are not supported: FormatError.
+h5py is imported lazily.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..exceptions import FormatError, ProblemError
+from ..problems import FrictionContact, GlobalFrictionContact
+
+__all__ = ["read_fclib", "write_fclib", "fclib_kind", "is_hdf5"]
+
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+
+
+def is_hdf5(path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(8) == HDF5_MAGIC
+    except OSError:
+        return False
+
+
+def _h5py():
+    try:
+        import h5py
+    except ImportError as e:  # pragma: no cover
+        raise ImportError("reading FCLIB files needs h5py (pip install h5py)") from e
+    return h5py
+
+
+def _open(path):
+    h5py = _h5py()
+    try:
+        return h5py.File(path, "r")
+    except (OSError, ValueError) as e:
+        raise FormatError(path, f"not a readable HDF5 file ({e})") from e
+
+
+def fclib_kind(path) -> str:
+    """``"fc2d"``/``"fc3d"`` (local), ``"gfc2d"``/``"gfc3d"`` (global), or raise FormatError."""
+    with _open(path) as h:
+        return _kind(h, path)
+
+
+def _kind(h, path):
+    for grp, fmt in (("fclib_local", "fc{}d"), ("fclib_global", "gfc{}d")):
+        if grp in h:
+            dim = _scalar(h, f"{grp}/spacedim", path)
+            if dim == 5:
+                raise FormatError(path, f"/{grp}/spacedim = 5: rolling friction contact is not supported")
+            if dim not in (2, 3):
+                raise FormatError(path, f"/{grp}/spacedim must be 2 or 3, got {dim}")
+            return fmt.format(dim)
+    for grp in ("fclib_local_rolling", "fclib_global_rolling"):
+        if grp in h:
+            raise FormatError(path, f"/{grp}: rolling friction contact is not supported")
+    raise FormatError(path, "HDF5 file without an FCLIB group (/fclib_local or /fclib_global)")
+
+
+def _dataset(h, name, path):
+    h5py = _h5py()
+    try:
+        obj = h[name]
+    except (KeyError, ValueError, OSError) as e:
+        raise FormatError(path, f"missing /{name}") from e
+    if not isinstance(obj, h5py.Dataset):
+        raise FormatError(path, f"/{name} is not a dataset")
+    try:
+        return obj[()]
+    except (OSError, ValueError, TypeError) as e:
+        raise FormatError(path, f"cannot read /{name} ({e})") from e
+
+
+def _scalar(h, name, path) -> int:
+    a = np.asarray(_dataset(h, name, path)).reshape(-1)
+    if a.size < 1:
+        raise FormatError(path, f"/{name} is empty")
+    try:
+        v = a[0]
+        if not np.isfinite(v) or float(v) != int(v):
+            raise ValueError
+        return int(v)
+    except (TypeError, ValueError, OverflowError):
+        raise FormatError(path, f"/{name} must be an integer, got {a[0]!r}") from None
+
+
+def _vector(h, name, path, size=None):
+    a = np.asarray(_dataset(h, name, path))
+    if a.dtype.kind not in "fiu":
+        raise FormatError(path, f"/{name} is not numeric (dtype {a.dtype})")
+    a = a.astype(float).reshape(-1)
+    if size is not None and a.size != size:
+        raise FormatError(path, f"/{name} has {a.size} entries, expected {size}")
+    return a
+
+
+def _matrix(h, name, path):
+    """A FCLIB matrix group -> scipy CSR (never densified)."""
+    m = _scalar(h, f"{name}/m", path)
+    n = _scalar(h, f"{name}/n", path)
+    nz = _scalar(h, f"{name}/nz", path)
+    if m < 0 or n < 0:
+        raise FormatError(path, f"/{name}: negative size {m}x{n}")
+    x = _vector(h, f"{name}/x", path)
+    ii = np.asarray(_dataset(h, f"{name}/i", path)).reshape(-1)
+    pp = np.asarray(_dataset(h, f"{name}/p", path)).reshape(-1)
+    if ii.dtype.kind not in "iu" or pp.dtype.kind not in "iu":
+        raise FormatError(path, f"/{name}: index arrays i, p must be integers")
+    ii, pp = ii.astype(np.int64), pp.astype(np.int64)
+    try:
+        if nz >= 0:
+            if nz > min(x.size, ii.size, pp.size):
+                raise FormatError(path, f"/{name}: nz = {nz} but only {min(x.size, ii.size, pp.size)} "
+                                        "stored entries")
+            I, J, X = ii[:nz], pp[:nz], x[:nz]
+            if nz and (I.min() < 0 or I.max() >= m or J.min() < 0 or J.max() >= n):
+                raise FormatError(path, f"/{name}: triplet index out of range for {m}x{n}")
+            A = sp.coo_matrix((X, (I, J)), shape=(m, n)).tocsr()
+        elif nz in (-1, -2):
+            outer, inner = (n, m) if nz == -1 else (m, n)
+            if pp.size < outer + 1:
+                raise FormatError(path, f"/{name}: pointer array p has {pp.size} entries, "
+                                        f"needs {outer + 1}")
+            p = pp[:outer + 1]
+            nnz = int(p[-1])
+            if p[0] != 0 or np.any(np.diff(p) < 0) or nnz > min(ii.size, x.size):
+                raise FormatError(path, f"/{name}: inconsistent compressed pointers p")
+            idx = ii[:nnz]
+            if nnz and (idx.min() < 0 or idx.max() >= inner):
+                raise FormatError(path, f"/{name}: index out of range for {m}x{n}")
+            cls = sp.csc_matrix if nz == -1 else sp.csr_matrix
+            A = cls((x[:nnz], idx, p), shape=(m, n)).tocsr()
+        else:
+            raise FormatError(path, f"/{name}/nz = {nz}: expected >= 0 (triplet), -1 (CSC) or -2 (CSR)")
+    except (ValueError, IndexError) as e:
+        raise FormatError(path, f"/{name}: invalid sparse matrix ({e})") from e
+    A.sum_duplicates()
+    return A
+
+
+def read_fclib(path, *, with_solution: bool = False):
+    """Read an FCLIB file: a FrictionContact (``/fclib_local``) or GlobalFrictionContact
+    (``/fclib_global``, q = f, b = w).
+
+    with_solution: also return a dict ``{"solution": {...} or None, "guesses": [{...}, ...]}``
+    with the optional stored vectors (``r``, ``u``, and ``v`` for global problems), as
+    ``(problem, extras)``.
+    """
+    with _open(path) as h:
+        kind = _kind(h, path)
+        try:
+            if kind.startswith("fc"):
+                problem = _read_local(h, path)
+            else:
+                problem = _read_global(h, path)
+        except ProblemError as e:
+            raise FormatError(path, f"invalid problem data: {e}") from e
+        if not with_solution:
+            return problem
+        extras = {"solution": _read_vectors(h, "solution", path), "guesses": []}
+        if "guesses" in h:
+            ng = _scalar(h, "guesses/number_of_guesses", path) if "guesses/number_of_guesses" in h else 0
+            for k in range(1, max(ng, 0) + 1):
+                g = _read_vectors(h, f"guesses/{k}", path)
+                if g is not None:
+                    extras["guesses"].append(g)
+        return problem, extras
+
+
+def _read_vectors(h, grp, path):
+    if grp not in h:
+        return None
+    out = {}
+    for name in ("r", "u", "v"):
+        if f"{grp}/{name}" in h:
+            out[name] = _vector(h, f"{grp}/{name}", path)
+    return out
+
+
+def _read_local(h, path):
+    g = "fclib_local"
+    for extra in ("V", "R", "vectors/s"):
+        if f"{g}/{extra}" in h:
+            raise FormatError(path, f"/{g}/{extra}: FCLIB local problems with extra linear "
+                                    "constraints (V, R, s) are not supported")
+    dim = _scalar(h, f"{g}/spacedim", path)
+    W = _matrix(h, f"{g}/W", path)
+    q = _vector(h, f"{g}/vectors/q", path, size=W.shape[0])
+    mu = _vector(h, f"{g}/vectors/mu", path)
+    return FrictionContact(dim, W, q, mu)
+
+
+def _read_global(h, path):
+    g = "fclib_global"
+    if f"{g}/G" in h or f"{g}/vectors/b" in h:
+        raise FormatError(path, f"/{g}/G, /{g}/vectors/b: FCLIB global problems with extra "
+                                "linear constraints are not supported")
+    dim = _scalar(h, f"{g}/spacedim", path)
+    M = _matrix(h, f"{g}/M", path)
+    H = _matrix(h, f"{g}/H", path)
+    f = _vector(h, f"{g}/vectors/f", path, size=M.shape[0])
+    w = _vector(h, f"{g}/vectors/w", path, size=H.shape[1])
+    mu = _vector(h, f"{g}/vectors/mu", path)
+    return GlobalFrictionContact(M, H, f, w, mu, dim=dim)
+
+
+# ----------------------------------------------------------------------------------------------
+# writer
+# ----------------------------------------------------------------------------------------------
+
+def _write_matrix(grp, A):
+    A = sp.csr_matrix(A)
+    A.sum_duplicates()
+    A.sort_indices()
+    m, n = A.shape
+    i32 = np.int32
+    grp.create_dataset("nzmax", data=np.array([A.nnz], dtype=i32))
+    grp.create_dataset("m", data=np.array([m], dtype=i32))
+    grp.create_dataset("n", data=np.array([n], dtype=i32))
+    grp.create_dataset("nz", data=np.array([-2], dtype=i32))      # compressed rows
+    grp.create_dataset("p", data=A.indptr.astype(i32))
+    grp.create_dataset("i", data=A.indices.astype(i32))
+    grp.create_dataset("x", data=A.data.astype(float))
+
+
+def write_fclib(problem, path, *, solution=None, guesses=None, title="", description="",
+                math_info=""):
+    """Write a FrictionContact (``/fclib_local``) or GlobalFrictionContact (``/fclib_global``,
+    f = q, w = b) problem in FCLIB's layout (matrices in compressed-row form, nz = -2).
+
+    solution: optional dict of vectors (``r``, ``u``, ``v``) stored in ``/solution``;
+    guesses: optional list of such dicts stored in ``/guesses``.
+    """
+    h5py = _h5py()
+    if isinstance(problem, FrictionContact):
+        local = True
+    elif isinstance(problem, GlobalFrictionContact):
+        local = False
+    else:
+        raise TypeError(f"write_fclib writes FrictionContact or GlobalFrictionContact problems, "
+                        f"not {type(problem).__name__}")
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with h5py.File(tmp, "w") as h:
+        g = h.create_group("fclib_local" if local else "fclib_global")
+        g.create_dataset("spacedim", data=np.array([problem.dim], dtype=np.int32))
+        vec = g.create_group("vectors")
+        if local:
+            _write_matrix(g.create_group("W"), problem.W)
+            vec.create_dataset("q", data=np.asarray(problem.q, dtype=float))
+        else:
+            _write_matrix(g.create_group("M"), problem.M)
+            _write_matrix(g.create_group("H"), problem.H)
+            vec.create_dataset("f", data=np.asarray(problem.q, dtype=float))
+            vec.create_dataset("w", data=np.asarray(problem.b, dtype=float))
+        vec.create_dataset("mu", data=np.asarray(problem.mu, dtype=float))
+        info = g.create_group("info")
+        for name, val in (("title", title), ("description", description), ("math_info", math_info)):
+            info.create_dataset(name, data=np.bytes_(val or ""))
+        if solution is not None:
+            s = h.create_group("solution")
+            for k, v in solution.items():
+                s.create_dataset(k, data=np.asarray(v, dtype=float))
+        if guesses:
+            gg = h.create_group("guesses")
+            gg.create_dataset("number_of_guesses", data=np.array([len(guesses)], dtype=np.int32))
+            for k, gs in enumerate(guesses, start=1):
+                sg = gg.create_group(str(k))
+                for name, v in gs.items():
+                    sg.create_dataset(name, data=np.asarray(v, dtype=float))
+    os.replace(tmp, path)
+    return path
