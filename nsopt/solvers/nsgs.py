@@ -244,31 +244,54 @@ def _box_block_solve(Mkk, extra, ql, rk, tol, maxit):
     return False
 
 
-@register("gmp", "nsgs",
-          "Gauss–Seidel over the blocks (equality solved, LCP/relay by projected Gauss–Seidel, "
-          "contacts by the NSGS local solvers)")
-def nsgs_gmp(problem, *, tol, max_iter, history=False, callback=None, r0=None, local_tol=1e-13,
-             local_max_iter=10):
-    """NSGS for a generic mechanical problem. Options: ``r0``, ``local_tol``, ``local_max_iter``."""
-    _check_opts(1.0, local_tol, local_max_iter, 0)
-    max_iter = DEFAULT_MAX_ITER if max_iter is None else int(max_iter)
-    r = as_x0(r0, problem.size, "r0")
-    blocks = _gmp_split(problem)
-    q = np.asarray(problem.q)
+def _gmp_reduced(problem):
+    """Siconos' SUBS_EQ: the equality blocks eliminated by a Schur complement (dense, cached).
+
+    Returns None when there is no equality block, no other block, M_EE is singular or too large;
+    else (reduced GenericMechanical on the other blocks, E rows, O rows, LU of M_EE, M_EO).
+    """
+    def make():
+        from scipy.linalg import lu_factor, lu_solve
+
+        from ..problems import GenericMechanical
+
+        blocks = problem.blocks
+        if not any(b.kind == "equality" for b in blocks) or all(b.kind == "equality" for b in blocks):
+            return None
+        if problem.size > 3000:
+            return None
+        eq = np.zeros(problem.size, dtype=bool)
+        for b, s in problem.slices():
+            eq[s] = b.kind == "equality"
+        E, O = np.flatnonzero(eq), np.flatnonzero(~eq)
+        M = problem.M.toarray() if sp.issparse(problem.M) else np.asarray(problem.M)
+        MEE, MEO, MOE, MOO = M[np.ix_(E, E)], M[np.ix_(E, O)], M[np.ix_(O, E)], M[np.ix_(O, O)]
+        if np.linalg.cond(MEE) > 1e12:
+            return None
+        lu = lu_factor(MEE)
+        q = np.asarray(problem.q)
+        S = MOO - MOE @ lu_solve(lu, MEO)
+        qr = q[O] - MOE @ lu_solve(lu, q[E])
+        red = GenericMechanical(S, qr, [b for b in blocks if b.kind != "equality"])
+        return red, E, O, lu, MEO, q[E]
+    return problem.cached("gs_gmp_subs_eq", make)
+
+
+def _gmp_loop(P, r, tol, max_iter, hist, callback, local_tol, local_max_iter, full):
+    """Gauss–Seidel sweeps over the blocks of P in place on r; ``full(r)`` -> (r of the original
+    problem, its error)."""
+    blocks = _gmp_split(P)
+    q = np.asarray(P.q)
     wk = np.empty(32)
     J = np.empty((3, 3))
-    hist = [] if history else None
-    err = problem.error(r)
-    status, nit, message = Status.MAX_ITER, 0, ""
+    rf, err = full(r)
     if err <= tol:
-        return Outcome(x={"r": r}, status=Status.SOLVED, nit=0, history=hist, info={"error": err})
+        return rf, err, Status.SOLVED, 0, "the initial guess solves the problem"
     for b, s, rows, Mkk, extra in blocks:
         if b.kind in ("fc2d", "fc3d") and not Mkk[0, 0] > 0:
-            return Outcome(x={"r": r}, status=Status.NUMERICAL_ERROR, nit=0, history=hist,
-                           message=f"{b.kind} block at rows {s.start}:{s.stop} has W_NN <= 0")
+            return rf, err, Status.NUMERICAL_ERROR, 0, f"{b.kind} block at rows {s.start}:{s.stop} has W_NN <= 0"
         if b.kind in ("lcp", "relay") and np.any(extra[3] <= 0):
-            return Outcome(x={"r": r}, status=Status.NUMERICAL_ERROR, nit=0, history=hist,
-                           message=f"{b.kind} block at rows {s.start}:{s.stop} has a diagonal entry <= 0")
+            return rf, err, Status.NUMERICAL_ERROR, 0, f"{b.kind} block at rows {s.start}:{s.stop} has a diagonal entry <= 0"
     for it in range(max_iter):
         for b, s, rows, Mkk, extra in blocks:
             rk = r[s]
@@ -291,21 +314,72 @@ def nsgs_gmp(problem, *, tol, max_iter, history=False, callback=None, r0=None, l
                 K.local_fc2d(Mkk, ql, float(b.mu), x, float(local_tol), int(local_max_iter), wk)
                 r[s] = x
         nit = it + 1
-        err = problem.error(r)
+        rf, err = full(r)
         if hist is not None:
             hist.append(err)
         if not np.isfinite(err):
-            status, message = Status.NUMERICAL_ERROR, f"non-finite iterate after {nit} sweeps"
-            break
+            return rf, err, Status.NUMERICAL_ERROR, nit, f"non-finite iterate after {nit} sweeps"
         if err <= tol:
-            status, message = Status.SOLVED, f"error {err:.3g} <= tol after {nit} sweeps"
-            break
+            return rf, err, Status.SOLVED, nit, f"error {err:.3g} <= tol after {nit} sweeps"
         if callback is not None:
             try:
-                callback(nit, {"r": r.copy()}, err)
+                callback(nit, {"r": rf.copy()}, err)
             except StopIteration:
-                status, message = Status.CALLBACK_STOP, f"stopped by the callback after {nit} sweeps"
-                break
-    else:
-        message = f"no convergence in {max_iter} sweeps (error {err:.3g})"
-    return Outcome(x={"r": r}, status=status, nit=nit, history=hist, message=message, info={"error": err})
+                return rf, err, Status.CALLBACK_STOP, nit, f"stopped by the callback after {nit} sweeps"
+    return rf, err, Status.MAX_ITER, max_iter, f"no convergence in {max_iter} sweeps (error {err:.3g})"
+
+
+@register("gmp", "nsgs",
+          "Gauss–Seidel over the blocks (equalities substituted or solved, LCP/relay by projected "
+          "Gauss–Seidel, contacts by the NSGS local solvers)")
+def nsgs_gmp(problem, *, tol, max_iter, history=False, callback=None, r0=None, local_tol=1e-13,
+             local_max_iter=10, equalities="substitute"):
+    """NSGS for a generic mechanical problem, converging on :meth:`GenericMechanical.error`.
+
+    Options: ``r0``; ``local_tol``, ``local_max_iter`` (local solvers); ``equalities``:
+    ``"substitute"`` (default, Siconos' SUBS_EQ: the equality blocks are eliminated once by a
+    Schur complement and recovered after each sweep; falls back to ``"gs"`` when M_EE is singular
+    or the problem is large) or ``"gs"`` (each equality block solved in turn within the sweep,
+    Siconos' default NSGS).
+    """
+    _check_opts(1.0, local_tol, local_max_iter, 0)
+    if equalities not in ("substitute", "gs"):
+        raise OptionError(f"nsgs: equalities must be 'substitute' or 'gs', got {equalities!r}")
+    max_iter = DEFAULT_MAX_ITER if max_iter is None else int(max_iter)
+    r = as_x0(r0, problem.size, "r0")
+    hist = [] if history else None
+    if equalities == "substitute" and all(b.kind == "equality" for b in problem.blocks):
+        try:  # only equalities: one linear solve
+            if sp.issparse(problem.M):
+                from scipy.sparse.linalg import spsolve
+
+                x = np.asarray(spsolve(sp.csc_matrix(problem.M), -np.asarray(problem.q))).reshape(-1)
+            else:
+                x = np.linalg.solve(np.asarray(problem.M), -np.asarray(problem.q))
+            err = problem.error(x)
+            if np.isfinite(err) and err <= tol:
+                return Outcome(x={"r": x}, status=Status.SOLVED, nit=1, history=[err] if history else None,
+                               message="only equality blocks: one linear solve", info={"error": err})
+        except (np.linalg.LinAlgError, RuntimeError, ValueError):
+            pass
+    red = _gmp_reduced(problem) if equalities == "substitute" else None
+    if red is None:
+        rf, err, status, nit, message = _gmp_loop(problem, r, tol, max_iter, hist, callback, local_tol,
+                                                  local_max_iter, lambda x: (x, problem.error(x)))
+        return Outcome(x={"r": rf}, status=status, nit=nit, history=hist, message=message,
+                       info={"error": err})
+    from scipy.linalg import lu_solve
+
+    P, E, O, lu, MEO, qE = red
+    rf = r.copy()
+
+    def full(rO):
+        rf[O] = rO
+        rf[E] = -lu_solve(lu, qE + MEO @ rO)
+        return rf, problem.error(rf)
+
+    rO = r[O].copy()
+    rf, err, status, nit, message = _gmp_loop(P, rO, tol, max_iter, hist, callback, local_tol,
+                                              local_max_iter, full)
+    return Outcome(x={"r": rf.copy()}, status=status, nit=nit, history=hist,
+                   message=message + " (equalities substituted)", info={"error": err})
