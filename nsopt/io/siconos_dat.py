@@ -635,13 +635,16 @@ def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: 
                   _vec_line(problem.lb), _vec_line(problem.ub)]
     elif kind == "mlcp":
         br = problem.blocks_rows
-        bc = problem.blocks_is_comp
-        if br is None:
-            br = [0, problem.n, problem.size] if 0 < problem.n < problem.size else [0, problem.size]
-            bc = [0, 1] if len(br) == 3 else [0 if problem.n else 1]
-        parts += [f"1\n0\n{problem.n}\n{problem.m}\n", " ".join(str(int(x)) for x in br) + " \n",
-                  " ".join(str(int(x)) for x in bc) + " \n", mat(problem.M, 1, "M"),
-                  _vec_line(problem.q)]
+        if br is None:   # storage type 2: A, B, C, D row by row, then a, b
+            parts.append(f"0\n1\n{problem.n}\n{problem.m}\n")
+            for X in (problem.A, problem.B, problem.C, problem.D):
+                parts.extend(_vec_line(row) for row in np.asarray(X))
+            parts += [_vec_line(problem.a), _vec_line(problem.b)]
+        else:            # storage type 1: blocks, M, q
+            parts += [f"1\n0\n{problem.n}\n{problem.m}\n",
+                      " ".join(str(int(x)) for x in br) + " \n",
+                      " ".join(str(int(x)) for x in problem.blocks_is_comp) + " \n",
+                      mat(problem.M, 1, "M"), _vec_line(problem.q)]
     elif kind in ("fc2d", "fc3d"):
         parts += [f"{problem.dim}\n{problem.nc}\n", mat(problem.W, problem.dim, "W"),
                   _vec_line(problem.q), _vec_line(problem.mu)]
