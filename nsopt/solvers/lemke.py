@@ -37,7 +37,7 @@ Reductions to an LCP (used by the ``lemke`` method of the other kinds):
   :math:`0 \le x \perp Mx + (q + M\,lb) + y \ge 0`, :math:`0 \le y \perp (ub - lb) - x \ge 0`
   (a one-sided bound gives one row, a free component :math:`z = x^+ - x^-` two).
 * MLCP: the free variables are eliminated by the Schur complement when the equality block A is
-  square and well conditioned, :math:`u = -A^{-1}(Cv + a)`, LCP in v with matrix
+  square and not numerically singular (condition number below 1e14, Siconos' choice up to that guard), :math:`u = -A^{-1}(Cv + a)`, LCP in v with matrix
   :math:`B - DA^{-1}C`; otherwise (``reduction="split"``) :math:`u = u^+ - u^-` and the equality rows
   are doubled with opposite signs (LCP of size 2n + m).
 * AVI over :math:`K = \{z: Hz \ge k\}`: its KKT system :math:`Mz + q - H^\top\lambda = 0`,
@@ -367,6 +367,16 @@ def lemke_lcp(M, q, *, max_iter=None, piv_tol=1e-12, tie_tol=1e-11, cover=None, 
         if hist is not None:
             hist.append(err_fn(z))
         return z, Status.SOLVED, 0, hist, "q >= 0: z = 0", info
+    if n == 1 and cover is None:  # closed form (also keeps the compiled kernel to one array layout)
+        m11, q1 = float(M[0, 0]), float(q[0])
+        if m11 > 0:
+            z = np.array([-q1 / m11])
+            if hist is not None:
+                hist.append(err_fn(z))
+            return z, Status.SOLVED, 1, hist, "z0 left the basis", {"pivots": 1}
+        info.update(ray=np.ones(1), ray_w=np.array([m11]), ray_z0=0.0, certificate=True, z0=-q1)
+        return np.zeros(1), Status.INFEASIBLE, 1, hist, ("secondary ray: y = info['ray'] >= 0 with "
+                                                          "M^T y <= 0, q^T y < 0 proves the LCP infeasible"), info
     if cover is None:
         cover = np.ones(n)
     else:
@@ -526,7 +536,7 @@ def relay_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None
 # MLCP and AVI
 # --------------------------------------------------------------------------------------------
 
-def mlcp_to_lcp(M, q, is_eq, reduction="auto", cond_max=1e12):
+def mlcp_to_lcp(M, q, is_eq, reduction="auto", cond_max=1e14):
     """MLCP (free rows/columns ``is_eq``) -> LCP. Returns (Mlcp, qlcp, back, how) with z = back(x)."""
     M = np.asarray(M, float)
     q = np.asarray(q, float)
