@@ -46,7 +46,7 @@ def _diag_blocks(W, nc, dim):
         np.add.at(D, (bi[m], C.row[m] % dim, C.col[m] % dim), C.data[m])
         return D
     Wd = np.asarray(W)
-    return np.ascontiguousarray(Wd.reshape(nc, dim, nc, dim).diagonal(axis1=0, axis2=2).transpose(2, 0, 1))
+    return np.array(Wd.reshape(nc, dim, nc, dim).diagonal(axis1=0, axis2=2).transpose(2, 0, 1), order="C")
 
 
 def fc_split(problem):
