@@ -98,11 +98,14 @@ def _sniff(path, tk: Tokens) -> str:
     from .siconos_dat import _FLOAT_OK
 
     best = None
+    closest = None       # the failure that got furthest into the file
     for kind in ("gmp", "mlcp", "fc3d", "gfc3d", "relay", "lcp"):
         tk.pos = 0
         try:
             p = READERS[kind](path, _tokens=tk)
-        except FormatError:
+        except FormatError as e:
+            if closest is None or tk.pos > closest[0]:
+                closest = (tk.pos, kind, e)
             continue
         left = sum(1 for t in tk.toks[tk.pos:] if _FLOAT_OK.match(t))
         k = p.kind
@@ -111,9 +114,14 @@ def _sniff(path, tk: Tokens) -> str:
         if left == 0:
             break
     if best is None:
-        raise FormatError(path, "unknown file: not an FCLIB HDF5 file and no Siconos reader "
-                                "(lcp, mlcp, relay, friction contact, global friction contact, "
-                                "generic mechanical) can parse it", line=1)
+        pos, kind, err = closest
+        msg = str(err).split(": ", 1)[1] if ": " in str(err) else str(err)
+        if pos == 0:
+            raise FormatError(path, "unknown file: not an FCLIB HDF5 file and no Siconos reader "
+                                    "(lcp, mlcp, relay, friction contact, global friction contact, "
+                                    "generic mechanical) can parse it", line=1) from None
+        raise FormatError(path, f"unknown or corrupt file: no Siconos reader parses it (read as "
+                                f"{kind}: {msg})", line=err.line) from err
     return best[1]
 
 
