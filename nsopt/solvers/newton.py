@@ -280,7 +280,7 @@ class _Local:
 
 
 def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callback,
-                  deadline=None, memory=5, stall=None):
+                  deadline=None, memory=5, stall=None, switch=20):
     """Globalised semismooth Newton on a _Local system. Returns (best_r, status, nit, hist, info)."""
     n = sys.n
     u = sys.u(r)
@@ -288,20 +288,20 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
     best_r, best_err = r.copy(), np.inf
     merits = []
     phi_t = np.empty(n)
-    n_fallback = n_reg = 0
+    n_fallback = n_reg = n_switch = 0
     status = Status.MAX_ITER
     nit = 0
     since_best = 0
+    bests = []
     for k in range(max_iter + 1):
         err = err_fn(r, u)
         if hist is not None:
             hist.append(err)
         if err < best_err:
-            if err < 0.999 * best_err:
-                since_best = 0
             best_err, best_r = err, r.copy()
-        else:
-            since_best += 1
+        bests.append(best_err)
+        # stalled: the best error has not halved over the last `stall` iterations
+        since_best = stall if (stall is not None and len(bests) > stall and best_err > 0.5 * bests[-1 - stall]) else 0
         if callback is not None:
             try:
                 callback(k, {"r": r.copy()}, err)
@@ -322,6 +322,12 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
         if stall is not None and since_best >= stall:
             status = Status.STALLED
             break
+        if switch and k and k % switch == 0 and len(bests) > switch and best_err > 0.5 * bests[-1 - switch] \
+                and line_search != "none":
+            # slow progress: alternate monotone / non-monotone acceptance, restart the memory
+            line_search = "armijo" if line_search == "nonmonotone" else "nonmonotone"
+            merits.clear()
+            n_switch += 1
         nit = k + 1
         f0 = sys.jac(r, u)
         merits.append(f0)
@@ -351,12 +357,12 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
             merits.clear()
             sys.pgs(r, nsweeps=3)
         u = sys.u(r)
-    info = {"fallback_steps": n_fallback, "singular": n_reg}
+    info = {"fallback_steps": n_fallback, "singular": n_reg, "line_search_switches": n_switch}
     return best_r, best_err, status, nit, hist, info
 
 
 def _local_solve(problem, formulation, *, tol, max_iter, history, callback, r0, rho, line_search,
-                 time_limit, default_iter=200):
+                 time_limit, hybrid=True, stall=40, default_iter=1000):
     max_iter = _check_common(line_search, max_iter, default_iter)
     r = as_x0(r0, problem.size, "r0")
     if problem.size == 0:
@@ -369,8 +375,19 @@ def _local_solve(problem, formulation, *, tol, max_iter, history, callback, r0, 
 
     best_r, best_err, status, nit, hist, info = _newton_local(
         sys, r, tol=tol, max_iter=max_iter, line_search=line_search, err_fn=err_fn, history=history,
-        callback=callback, deadline=deadline)
+        callback=callback, deadline=deadline, stall=stall if hybrid else None)
     msg = f"{formulation.upper()} Newton: error {best_err:.3g} after {nit} iterations"
+    if status is Status.STALLED and nit < max_iter:
+        # hybrid: the plain Newton stalled -> proximal regularisation from the best iterate
+        out = _prox_loop(sys, best_r, tol=tol, max_iter=max(1, max_iter - nit), sigma=None, inner_iter=30,
+                         line_search=line_search, history=history, callback=callback, deadline=deadline)
+        if out.history is not None and hist is not None:
+            hist = hist + out.history
+        info.update(prox_outer=out.nit, prox_newton=out.info["newton_iterations"])
+        nit += out.info["newton_iterations"]
+        if out.info["best_error"] <= best_err:
+            best_r, best_err, status = out.x["r"], out.info["best_error"], out.status
+        msg += f"; stalled, proximal continuation: error {best_err:.3g}"
     return Outcome(x={"r": best_r}, status=status, nit=nit, history=hist, message=msg, info=info)
 
 
@@ -530,7 +547,7 @@ def _global_solve(problem, formulation, *, tol, max_iter, history, callback, r0,
 
 @register(("fc2d", "fc3d"), "nsn-ac", "semismooth Newton on the Alart-Curnier function, sparse LU, line search")
 def nsn_ac(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho="auto",
-           line_search="nonmonotone", time_limit=None):
+           line_search="nonmonotone", hybrid=True, time_limit=None):
     """Alart–Curnier semismooth Newton.
 
     Options
@@ -539,22 +556,25 @@ def nsn_ac(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho
     rho : "auto" (per contact: rho_N = 1/W_aa[N,N], rho_T = 1/lambda_max(W_aa[T,T])), a positive
         scalar, or a pair (rho_N, rho_T).
     line_search : "nonmonotone" (Armijo against the max of the last 5 merits), "armijo", "none".
-    max_iter : Newton iterations (default 200).
+    hybrid : when the Newton iterates stall (40 iterations without a 0.1 % decrease of the best
+        error), continue with proximal-point iterations (``prox``: W + sigma I, inner AC Newton) from
+        the best iterate; False: plain Newton until max_iter.
+    max_iter : Newton iterations (default 1000).
     time_limit : wall-clock budget in seconds (None: none); status TIME_LIMIT when hit.
     """
     return _local_solve(problem, "ac", tol=tol, max_iter=max_iter, history=history, callback=callback,
-                        r0=r0, rho=rho, line_search=line_search, time_limit=time_limit)
+                        r0=r0, rho=rho, line_search=line_search, time_limit=time_limit, hybrid=hybrid)
 
 
 @register(("fc2d", "fc3d"), "nsn-fb", "semismooth Newton on the Fischer-Burmeister SOC function (De Saxce)")
 def nsn_fb(problem, *, tol, max_iter, history=False, callback=None, r0=None, line_search="nonmonotone",
-           time_limit=None):
+           hybrid=True, time_limit=None):
     """Fischer–Burmeister semismooth Newton (SOC Jordan algebra, De Saxcé's modified velocity).
 
     Options as ``nsn-ac`` (no rho).
     """
     return _local_solve(problem, "fb", tol=tol, max_iter=max_iter, history=history, callback=callback,
-                        r0=r0, rho=1.0, line_search=line_search, time_limit=time_limit)
+                        r0=r0, rho=1.0, line_search=line_search, time_limit=time_limit, hybrid=hybrid)
 
 
 @register(("gfc2d", "gfc3d"), "nsn-ac", "Alart-Curnier semismooth Newton on the global sparse system (v, r)")
@@ -573,6 +593,67 @@ def gnsn_fb(problem, *, tol, max_iter, history=False, callback=None, r0=None, v0
                          r0=r0, v0=v0, rho=1.0, line_search=line_search, time_limit=time_limit)
 
 
+def _prox_loop(sys, r, *, tol, max_iter, sigma, inner_iter, line_search, history, callback, deadline):
+    """Proximal point iterations on a _Local system (sys.sigma / sys.rc are set here and reset after)."""
+    dW = 1.0 / sys.rho_pgs
+    sig = float(sigma) if sigma is not None else 1e-2 * float(np.mean(dW))
+    if not (np.isfinite(sig) and sig > 0):
+        raise OptionError(f"sigma must be a positive number, got {sigma!r}")
+    sys.sigma = 0.0
+    mu, dim, qn = sys.mu, sys.dim, sys.qnorm
+
+    def outer_err(r):
+        return _fc_err(r, sys.u(r), mu, dim, qn)
+
+    def inner_err(r, u):
+        return _fc_err(r, u, mu, dim, qn)
+
+    hist = [] if history else None
+    best_err, best_r = np.inf, r.copy()
+    status, nit, inner_total = Status.MAX_ITER, 0, 0
+    err = outer_err(r)
+    try:
+        for k in range(max_iter + 1):
+            if hist is not None:
+                hist.append(err)
+            if err < best_err:
+                best_err, best_r = err, r.copy()
+            if callback is not None:
+                try:
+                    callback(k, {"r": r.copy()}, err)
+                except StopIteration:
+                    status = Status.CALLBACK_STOP
+                    break
+            if err <= tol:
+                status = Status.SOLVED
+                break
+            if k == max_iter:
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                status = Status.TIME_LIMIT
+                break
+            nit = k + 1
+            sys.sigma, sys.rc = sig, r.copy()
+            itol = max(min(0.1 * err, 1e-2), 0.1 * tol)
+            rn, ie, st, ni, _, _ = _newton_local(sys, r.copy(), tol=itol, max_iter=inner_iter,
+                                                  line_search=line_search, err_fn=inner_err, history=False,
+                                                  callback=None, deadline=deadline)
+            sys.sigma = 0.0
+            inner_total += ni
+            e_new = outer_err(rn)
+            if st is Status.SOLVED or e_new < err:
+                r, err = rn, e_new
+                if ni <= 8:
+                    sig = max(sig / 10.0, 1e-14 * float(np.mean(dW)))
+            else:
+                sig *= 10.0
+    finally:
+        sys.sigma, sys.rc = 0.0, None
+    msg = f"PROX: error {best_err:.3g} after {nit} outer / {inner_total} Newton iterations"
+    return Outcome(x={"r": best_r}, status=status, nit=nit, history=hist, message=msg,
+                   info={"newton_iterations": inner_total, "sigma": sig, "best_error": best_err})
+
+
 @register("fc3d", "prox", "proximal point outer loop (W + sigma I) with an inner Alart-Curnier Newton")
 def prox(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho="auto", sigma=None,
          inner_iter=30, line_search="nonmonotone", time_limit=None):
@@ -580,9 +661,10 @@ def prox(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho="
 
     Options
     -------
-    sigma : initial proximal parameter (default: 1e-2 x the mean diagonal of W, at least tiny);
-        divided by 10 after an inner solve that converged fast, multiplied by 10 after one that failed.
-    inner_iter : Newton iterations per inner solve.
+    sigma : initial proximal parameter (default: 1e-2 x the mean of lambda_max(W_aa));
+        divided by 10 after an inner solve that converged in few steps, multiplied by 10 after
+        one that neither converged nor decreased the error.
+    inner_iter : Newton iterations per inner solve (default 30).
     max_iter : outer iterations (default 200). Other options as ``nsn-ac``.
     """
     max_iter = _check_common(line_search, max_iter, 200)
@@ -590,59 +672,6 @@ def prox(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho="
     if problem.size == 0:
         return Outcome(x={"r": r}, status=Status.SOLVED, history=[0.0] if history else None)
     sys = _Local(problem, "ac", rho)
-    dW = 1.0 / sys.rho_pgs
-    sig = float(sigma) if sigma is not None else 1e-2 * float(np.mean(dW))
-    if not (np.isfinite(sig) and sig > 0):
-        raise OptionError(f"sigma must be a positive number, got {sigma!r}")
     deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
-    mu, dim, qn = sys.mu, sys.dim, sys.qnorm
-    Wm = sys.matvec
-    q = sys.q
-
-    def outer_err(r):
-        return _fc_err(r, Wm(r) + q, mu, dim, qn)
-
-    def inner_err(r, u):  # natural map of the regularised problem, unnormalised-ish
-        return _fc_err(r, u, mu, dim, qn)
-
-    hist = [] if history else None
-    best_err, best_r = np.inf, r.copy()
-    status, nit, inner_total = Status.MAX_ITER, 0, 0
-    err = outer_err(r)
-    for k in range(max_iter + 1):
-        if hist is not None:
-            hist.append(err)
-        if err < best_err:
-            best_err, best_r = err, r.copy()
-        if callback is not None:
-            try:
-                callback(k, {"r": r.copy()}, err)
-            except StopIteration:
-                status = Status.CALLBACK_STOP
-                break
-        if err <= tol:
-            status = Status.SOLVED
-            break
-        if k == max_iter:
-            break
-        if deadline is not None and time.perf_counter() > deadline:
-            status = Status.TIME_LIMIT
-            break
-        nit = k + 1
-        sys.sigma, sys.rc = sig, r.copy()
-        itol = max(min(0.1 * err, 1e-2), 0.1 * tol)
-        rn, ie, st, ni, _, _ = _newton_local(sys, r.copy(), tol=itol, max_iter=inner_iter,
-                                              line_search=line_search, err_fn=inner_err, history=False,
-                                              callback=None, deadline=deadline)
-        inner_total += ni
-        e_new = outer_err(rn)
-        if st is Status.SOLVED or e_new < err:
-            r, err = rn, e_new
-            if ni <= 8:
-                sig = max(sig / 10.0, 1e-14 * float(np.mean(dW)))
-        else:
-            sig *= 10.0
-    sys.sigma, sys.rc = 0.0, None
-    msg = f"PROX: error {best_err:.3g} after {nit} outer / {inner_total} Newton iterations"
-    return Outcome(x={"r": best_r}, status=status, nit=nit, history=hist, message=msg,
-                   info={"newton_iterations": inner_total, "sigma": sig})
+    return _prox_loop(sys, r, tol=tol, max_iter=max_iter, sigma=sigma, inner_iter=int(inner_iter),
+                      line_search=line_search, history=history, callback=callback, deadline=deadline)
