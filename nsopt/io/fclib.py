@@ -57,6 +57,25 @@ def _open(path):
         raise FormatError(path, f"not a readable HDF5 file ({e})") from e
 
 
+def _guarded(fn):
+    """HDF5 libraries report corrupt containers with many exception types (RuntimeError, KeyError,
+    OSError, ...): every one becomes a FormatError naming the file."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(path, *args, **kwargs):
+        try:
+            return fn(path, *args, **kwargs)
+        except FormatError:
+            raise
+        except (ImportError, MemoryError, KeyboardInterrupt):
+            raise
+        except Exception as e:
+            raise FormatError(path, f"corrupt HDF5/FCLIB file ({type(e).__name__}: {e})") from e
+    return wrapper
+
+
+@_guarded
 def fclib_kind(path) -> str:
     """``"fc2d"``/``"fc3d"`` (local), ``"gfc2d"``/``"gfc3d"`` (global), or raise FormatError."""
     with _open(path) as h:
@@ -159,6 +178,7 @@ def _matrix(h, name, path):
     return A
 
 
+@_guarded
 def read_fclib(path, *, with_solution: bool = False):
     """Read an FCLIB file: a FrictionContact (``/fclib_local``) or GlobalFrictionContact
     (``/fclib_global``, q = f, b = w).

@@ -270,7 +270,9 @@ def _parse_sbm(tk: Tokens, what, size0, size1, line):
     A.sum_duplicates()
     rb = tuple(int(x) for x in np.diff(np.concatenate([[0], bs0])))
     cb = tuple(int(x) for x in np.diff(np.concatenate([[0], bs1])))
-    return A, MatrixInfo(1, (size0, size1), rb, cb, line)
+    info = MatrixInfo(1, (size0, size1), rb, cb, line)
+    info.filled_rows = filled1 - 1     # Siconos' GMP reader takes one sub-problem per filled block row
+    return A, info
 
 
 def _parse_sparse(tk: Tokens, what, size0, size1, line):
@@ -364,6 +366,25 @@ def _vector(tk, n, what):
     return tk.floats(n, what)
 
 
+def _text_reader(fn):
+    """Public reader: tokenizes the file once, and turns any unexpected low-level error into a
+    FormatError naming the file and the line reached (a safety net: the parsers check as they go)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(path, *, _tokens=None):
+        tk = _tokens or Tokens(path)
+        try:
+            return fn(path, _tokens=tk)
+        except FormatError:
+            raise
+        except (ProblemError, ArithmeticError, LookupError, TypeError, ValueError) as e:
+            raise FormatError(tk.path, f"corrupt file ({type(e).__name__}: {e})",
+                              line=tk.line()) from e
+    return wrapper
+
+
+@_text_reader
 def read_lcp(path, *, _tokens=None) -> LCP:
     """Siconos LinearComplementarityProblem file: ``n``, M, q."""
     tk = _tokens or Tokens(path)
@@ -375,6 +396,7 @@ def read_lcp(path, *, _tokens=None) -> LCP:
     return _build(tk, lambda: LCP(M, q))
 
 
+@_text_reader
 def read_relay(path, *, _tokens=None) -> Relay:
     """Siconos RelayProblem file: ``n``, M, q, lb, ub."""
     tk = _tokens or Tokens(path)
@@ -388,6 +410,7 @@ def read_relay(path, *, _tokens=None) -> Relay:
     return _build(tk, lambda: Relay(M, q, lb, ub))
 
 
+@_text_reader
 def read_mlcp(path, *, _tokens=None) -> MLCP:
     """Siconos MixedLinearComplementarityProblem file (storage type 1 = M with blocks, 2 = A,B,C,D)."""
     tk = _tokens or Tokens(path)
@@ -437,6 +460,7 @@ def _fc_header(tk: Tokens, what):
     return dim, nc
 
 
+@_text_reader
 def read_friction_contact(path, *, _tokens=None) -> FrictionContact:
     """Siconos FrictionContactProblem file: ``dim nc``, M, q, mu."""
     tk = _tokens or Tokens(path)
@@ -450,6 +474,7 @@ def read_friction_contact(path, *, _tokens=None) -> FrictionContact:
     return _build(tk, lambda: FrictionContact(dim, M, q, mu))
 
 
+@_text_reader
 def read_global_friction_contact(path, *, _tokens=None) -> GlobalFrictionContact:
     """Siconos GlobalFrictionContactProblem file: ``dim nc``, M, H, q, b, mu."""
     tk = _tokens or Tokens(path)
@@ -468,6 +493,7 @@ def read_global_friction_contact(path, *, _tokens=None) -> GlobalFrictionContact
     return _build(tk, lambda: GlobalFrictionContact(M, H, q, b, mu, dim=dim))
 
 
+@_text_reader
 def read_gmp(path, *, _tokens=None) -> GenericMechanical:
     """Siconos GenericMechanicalProblem file: M (sparse-block: one sub-problem per block row), q,
     then per block its type (0 LCP, 2 equality, 4 FC3D + mu)."""
@@ -480,7 +506,7 @@ def read_gmp(path, *, _tokens=None) -> GenericMechanical:
         tk.fail(f"M must be square, got {M.shape[0]}x{M.shape[1]}", line=info.line)
     q = _vector(tk, M.shape[1], "q")
     blocks = []
-    for k, size in enumerate(info.row_blocks):
+    for k, size in enumerate(info.row_blocks[:getattr(info, "filled_rows", len(info.row_blocks))]):
         tline = tk.line()
         t = tk.int(f"type of sub-problem {k}")
         kind = GMP_TYPES.get(t)
