@@ -54,9 +54,18 @@ def fc_split(problem):
     a contact has W_NN <= 0 (no Gauss–Seidel step possible); computed once, cached on the problem."""
     def make():
         W = problem.W
-        C = W.tocsc(copy=True) if sp.issparse(W) else sp.csc_matrix(np.asarray(W))
-        C.sum_duplicates()
-        C.sort_indices()
+        if sp.issparse(W):
+            C = W.tocsc(copy=True)
+            C.sum_duplicates()
+            C.sort_indices()
+            ptr, idx, val = C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data
+        else:  # dense: CSC arrays straight from the nonzero pattern of the transpose (cheaper than scipy)
+            AT = np.asarray(W).T
+            mask = AT != 0.0
+            ptr = np.zeros(AT.shape[0] + 1, dtype=np.int64)
+            np.cumsum(mask.sum(axis=1), out=ptr[1:])
+            idx = np.nonzero(mask)[1].astype(np.int64)
+            val = AT[mask]
         D = _diag_blocks(W, problem.nc, problem.dim)
         bad = np.flatnonzero(~(D[:, 0, 0] > 0.0))
         msg = None
@@ -64,8 +73,7 @@ def fc_split(problem):
             a = int(bad[0])
             msg = (f"contact {a} has W_NN = {D[a, 0, 0]:g} <= 0 (W[{a * problem.dim},{a * problem.dim}]): "
                    "the local problem of NSGS is not solvable")
-        return (C.indptr.astype(np.int64), C.indices.astype(np.int64),
-                np.ascontiguousarray(C.data, dtype=np.float64), D,
+        return (ptr, idx, np.array(val, dtype=np.float64, order="C"), D,
                 float(np.linalg.norm(problem.q)), msg)
     return problem.cached("gs_fc_csc", make)
 
