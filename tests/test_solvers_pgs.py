@@ -117,3 +117,28 @@ def test_bad_z0():
     p, _ = g.lcp(n=3, seed=0)
     with pytest.raises(OptionError, match="z0"):
         nsopt.solve(p, method="pgs", z0=[1.0, 2.0])
+
+
+# ---------------------------------------------------------------- Siconos corpus
+from conftest import corpus_params  # noqa: E402
+
+
+@pytest.mark.parametrize("path", corpus_params("lcp", "mlcp", "relay"))
+@pytest.mark.parametrize("method", ["pgs", "psor"])
+def test_corpus_box_problems(path, method, corpus):
+    """Every corpus file: solved to 1e-8 when the diagonal allows a Gauss–Seidel sweep, else a
+    NUMERICAL_ERROR status with a message (never an exception)."""
+    io = pytest.importorskip("nsopt.io")
+    if not hasattr(io, "load"):
+        pytest.skip("nsopt.io.load not available yet")
+    try:
+        p = io.load(path)
+    except nsopt.FormatError as e:
+        pytest.skip(f"not loadable: {e}")
+    sol = nsopt.solve(p, method=method, tol=TOL, max_iter=10000)
+    d = np.asarray(p.M.diagonal() if sp.issparse(p.M) else np.diag(p.M))
+    if np.any(d == 0):
+        assert sol.status is Status.NUMERICAL_ERROR and "diagonal" in sol.message
+    else:
+        assert sol.status is Status.SOLVED, sol
+        assert p.error(sol.z) <= TOL
