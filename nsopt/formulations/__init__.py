@@ -1,0 +1,53 @@
+"""Convex formulations of the one-step nonsmooth problems, as inspectable CVXPY programs.
+
+>>> import nsopt, nsopt.generate as g
+>>> p, _ = g.lcp(5, seed=1)
+>>> f = nsopt.formulations.LCPasQP(p)      # doctest: +SKIP
+>>> print(f.explain())                     # doctest: +SKIP
+>>> sol = f.solve()                        # the same Solution as nsopt.solve(p, method="qp")
+
+=====================  ==========================================  =================
+class                  program                                     nsopt method
+=====================  ==========================================  =================
+LCPasQP                min 1/2 z'Mz + q'z, z >= 0                 lcp "qp"
+MLCPasQP               same, equality variables free               mlcp "qp"
+RelayAsQP              same over the box [lb, ub]                  relay "qp"
+AVIasQP                same over {Hz >= k}                         avi "qp"
+FCasSOCP               SOCP + fixed point on s = mu ||u_T||        fc2d/fc3d "socp-fp"
+FCTresca               cylinder SOCP + fixed point g = mu r_N      fc2d/fc3d "socp-tresca"
+GFCPrimalSOCP          min 1/2 v'Mv - q'v, H'v + b + s~ in K*      gfc2d/gfc3d "socp-fp"
+=====================  ==========================================  =================
+
+The derivations (program, KKT, why KKT = the problem, when it fails, a worked example) are in the
+project's ``formulations/*.md``.
+"""
+
+from ._base import ACCURATE, DEFAULT_SOLVER, Formulation, check_symmetric_psd
+from .avi import AVIasQP
+from .fc import FCasSOCP, FCTresca
+from .gfc import GFCPrimalSOCP
+from .lcp import BoxQP, LCPasQP
+from .mlcp import MLCPasQP
+from .relay import RelayAsQP
+
+__all__ = ["Formulation", "BoxQP", "LCPasQP", "MLCPasQP", "RelayAsQP", "AVIasQP", "FCasSOCP",
+           "FCTresca", "GFCPrimalSOCP", "check_symmetric_psd", "ACCURATE", "DEFAULT_SOLVER",
+           "formulation_for"]
+
+
+def formulation_for(problem, method=None, **kw):
+    """The formulation object nsopt uses for ``problem`` (and method, for friction contact)."""
+    k = problem.kind
+    if k == "lcp":
+        return LCPasQP(problem, **kw)
+    if k == "mlcp":
+        return MLCPasQP(problem, **kw)
+    if k == "relay":
+        return RelayAsQP(problem, **kw)
+    if k == "avi":
+        return AVIasQP(problem, **kw)
+    if k in ("fc2d", "fc3d"):
+        return FCTresca(problem, **kw) if method == "socp-tresca" else FCasSOCP(problem, **kw)
+    if k in ("gfc2d", "gfc3d"):
+        return GFCPrimalSOCP(problem, **kw)
+    raise TypeError(f"no convex formulation for a {k} problem")
