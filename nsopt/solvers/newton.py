@@ -362,7 +362,7 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
 
 
 def _local_solve(problem, formulation, *, tol, max_iter, history, callback, r0, rho, line_search,
-                 time_limit, hybrid=True, stall=40, default_iter=1000):
+                 time_limit, hybrid=True, stall=100, default_iter=1000):
     max_iter = _check_common(line_search, max_iter, default_iter)
     r = as_x0(r0, problem.size, "r0")
     if problem.size == 0:
@@ -379,7 +379,7 @@ def _local_solve(problem, formulation, *, tol, max_iter, history, callback, r0, 
     msg = f"{formulation.upper()} Newton: error {best_err:.3g} after {nit} iterations"
     if status is Status.STALLED and nit < max_iter:
         # hybrid: the plain Newton stalled -> proximal regularisation from the best iterate
-        out = _prox_loop(sys, best_r, tol=tol, max_iter=max(1, max_iter - nit), sigma=None, inner_iter=30,
+        out = _prox_loop(sys, best_r, tol=tol, max_iter=max(1, min(200, max_iter - nit)), sigma=None, inner_iter=30,
                          line_search=line_search, history=history, callback=callback, deadline=deadline)
         if out.history is not None and hist is not None:
             hist = hist + out.history

@@ -1,0 +1,219 @@
+"""Semismooth Newton (nsn-ac, nsn-fb) and proximal point (prox) for friction contact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import nsopt
+from nsopt import generate
+from nsopt.exceptions import OptionError
+from nsopt.problems import FrictionContact, GlobalFrictionContact
+from nsopt.result import Status
+
+from conftest import corpus_params, reference_entries
+
+TOL = 1e-10
+
+
+def _fc(nc, dim, seed, states=None, sparse=False, mu=0.5):
+    p, sol = generate.friction_contact(nc=nc, dim=dim, seed=seed, mu=mu, states=states)
+    if sparse:
+        p = FrictionContact(dim, sp.csr_matrix(p.W), p.q, p.mu)
+    return p, sol
+
+
+# ------------------------------------------------------------------ generated problems
+
+@pytest.mark.parametrize("method", ["nsn-ac", "nsn-fb"])
+@pytest.mark.parametrize("dim", [2, 3])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_generated_local(method, dim, sparse, seed):
+    p, _ = _fc(12, dim, seed, sparse=sparse)
+    s = nsopt.solve(p, method=method, tol=TOL)
+    assert s.success, s
+    assert p.error(s.r) <= TOL
+
+
+@pytest.mark.parametrize("states", [[0] * 8, [1] * 8, [2] * 8, [0, 1, 2, 0, 1, 2, 0, 1]],
+                         ids=["take-off", "stick", "slide", "mixed"])
+@pytest.mark.parametrize("method", ["nsn-ac", "nsn-fb", "prox"])
+def test_generated_states(states, method):
+    p, sol = _fc(8, 3, 7, states=states)
+    s = nsopt.solve(p, method=method, tol=TOL)
+    assert s.success and p.error(s.r) <= TOL
+    R = s.r.reshape(-1, 3)  # reactions in the cone
+    assert np.all(np.linalg.norm(R[:, 1:], axis=1) <= p.mu * R[:, 0] + 1e-8)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_generated_prox(seed):
+    p, _ = _fc(15, 3, seed, sparse=True)
+    s = nsopt.solve(p, method="prox", tol=TOL)
+    assert s.success and p.error(s.r) <= TOL
+
+
+def test_frictionless_and_mixed_mu():
+    mu = np.array([0.0, 0.3, 1.0, 0.0, 0.5, 2.0])
+    p, _ = generate.friction_contact(nc=6, dim=3, seed=3, mu=mu)
+    for m in ("nsn-ac", "nsn-fb", "prox"):
+        s = nsopt.solve(p, method=m, tol=TOL)
+        assert s.success and p.error(s.r) <= TOL, (m, s)
+
+
+@pytest.mark.parametrize("method", ["nsn-ac", "nsn-fb"])
+@pytest.mark.parametrize("seed", range(3))
+def test_generated_global3d(method, seed):
+    p, _ = generate.global_friction_contact(nc=6, ndof=30, seed=seed)
+    s = nsopt.solve(p, method=method, tol=TOL)
+    assert s.success and p.error(s.r, s.v) <= TOL
+
+
+def test_generated_global_sparse_and_2d():
+    p, _ = generate.global_friction_contact(nc=5, ndof=25, seed=4)
+    ps = GlobalFrictionContact(sp.csr_matrix(p.M), sp.csr_matrix(p.H), p.q, p.b, p.mu, 3)
+    s = nsopt.solve(ps, method="nsn-ac", tol=TOL)
+    assert s.success and ps.error(s.r, s.v) <= TOL
+    p2, _ = generate.global_friction_contact(nc=5, ndof=20, dim=2, seed=1)
+    s2 = nsopt.solve(p2, method="nsn-ac", tol=TOL)
+    assert s2.success and p2.error(s2.r) <= TOL
+
+
+def test_larger_sparse_fc3d():
+    """A sparse banded W (many contacts): the fixed-pattern LU path with the reused ordering."""
+    rng = np.random.default_rng(5)
+    nc, dim = 150, 3
+    n = nc * dim
+    B = sp.random(n, n, density=4.0 / n, random_state=rng) + sp.eye(n)
+    W = (B @ B.T + sp.eye(n)).tocsr()
+    p, _ = generate.friction_contact(nc=nc, dim=dim, seed=rng, W=W, mu=0.6)
+    p = FrictionContact(dim, W, p.q, p.mu)
+    for m in ("nsn-ac", "nsn-fb", "prox"):
+        s = nsopt.solve(p, method=m, tol=TOL)
+        assert s.success and p.error(s.r) <= TOL, (m, s)
+
+
+# ------------------------------------------------------------------ options and robustness
+
+def test_options_rho_and_line_search():
+    p, _ = _fc(6, 3, 1)
+    for rho in (1.0, (1.0, 2.0), "auto"):
+        for ls in ("nonmonotone", "armijo"):
+            s = nsopt.solve(p, method="nsn-ac", tol=TOL, rho=rho, line_search=ls)
+            assert s.success, (rho, ls, s)
+    s = nsopt.solve(p, method="nsn-ac", tol=TOL, line_search="none", max_iter=30)   # pure Newton
+    assert isinstance(s.status, Status) and np.isfinite(s.error)
+    with pytest.raises(OptionError):
+        nsopt.solve(p, method="nsn-ac", rho=-1.0)
+    with pytest.raises(OptionError):
+        nsopt.solve(p, method="nsn-ac", rho="big")
+    with pytest.raises(OptionError):
+        nsopt.solve(p, method="nsn-fb", line_search="wolfe")
+    with pytest.raises(OptionError):
+        nsopt.solve(p, method="prox", sigma=0.0)
+    with pytest.raises(OptionError):
+        nsopt.solve(p, method="nsn-ac", r0=np.zeros(5))
+
+
+def test_warm_start_history_callback():
+    p, sol = _fc(6, 3, 2)
+    s = nsopt.solve(p, method="nsn-ac", tol=TOL, r0=sol["r"])
+    assert s.success and s.nit == 0
+    s = nsopt.solve(p, method="nsn-fb", tol=TOL, history=True)
+    assert s.history is not None and s.history[-1] <= TOL and len(s.history) == s.nit + 1
+
+    def cb(k, x, err):
+        if k == 1:
+            raise StopIteration
+    s = nsopt.solve(p, method="nsn-ac", tol=1e-30, callback=cb)
+    assert s.status is Status.CALLBACK_STOP
+    s = nsopt.solve(p, method="nsn-ac", tol=1e-30, max_iter=0)
+    assert s.status is Status.MAX_ITER and np.isfinite(s.error)
+
+
+def test_never_abort_singular_and_infeasible():
+    """Singular W, a zero W, and a problem with no solution: a status, never an exception."""
+    dim, nc = 3, 4
+    rng = np.random.default_rng(0)
+    G = rng.standard_normal((12, 5))
+    q = rng.standard_normal(12)
+    for W in (G @ G.T, np.zeros((12, 12)), -np.eye(12)):
+        p = FrictionContact(dim, W, q, 0.5)
+        for m in ("nsn-ac", "nsn-fb", "prox"):
+            s = nsopt.solve(p, method=m, tol=1e-8, max_iter=50)
+            assert isinstance(s.status, Status) and np.all(np.isfinite(s.r))
+    p = FrictionContact(dim, sp.csr_matrix((12, 12)), q, 0.5)
+    s = nsopt.solve(p, method="nsn-ac", tol=1e-8, max_iter=20)
+    assert np.all(np.isfinite(s.r))
+
+
+def test_time_limit_and_empty():
+    p, _ = _fc(10, 3, 0)
+    s = nsopt.solve(p, method="nsn-ac", tol=1e-30, time_limit=0.0)
+    assert s.status is Status.TIME_LIMIT
+    e = FrictionContact(3, np.zeros((0, 0)), np.zeros(0), np.zeros(0))
+    assert nsopt.solve(e, method="nsn-ac").success
+
+
+def test_methods_listed():
+    p, _ = _fc(2, 3, 0)
+    assert {"nsn-ac", "nsn-fb", "prox"} <= set(nsopt.methods(p))
+    g, _ = generate.global_friction_contact(nc=2, ndof=6, seed=0)
+    assert {"nsn-ac", "nsn-fb"} <= set(nsopt.methods(g))
+
+
+# ------------------------------------------------------------------ corpus (Siconos anchors at 1e-8)
+
+SLOW = {"RockPile_tob1.dat"}            # benchmark only (benchmarks/bench_newton.py)
+_solved: dict = {}
+
+
+def _load(path):
+    from nsopt.io import load
+    return load(path)
+
+
+def _corpus(folders):
+    return [p for p in corpus_params(*folders) if not (p.values[0] is not None and p.values[0].name in SLOW)]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", _corpus(["fc3d"]))
+@pytest.mark.parametrize("method", ["nsn-ac", "nsn-fb", "prox"])
+def test_corpus_fc3d(path, method, corpus):
+    p = _load(path)
+    s = nsopt.solve(p, method=method, tol=1e-8, time_limit=20)
+    assert isinstance(s.status, Status) and np.isfinite(s.error)
+    assert s.error == pytest.approx(p.error(s.r), rel=1e-12, abs=1e-300)
+    _solved.setdefault(("fc3d", method), set())
+    if s.success:
+        _solved[("fc3d", method)].add(path.name)
+    # every fc3d file but RockPile is solved by Siconos' NSN-AC and PROX; nsopt solves each of them
+    assert s.success, f"{method} on {path.name}: {s}"
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", _corpus(["gfc3d", "gfc2d"]))
+@pytest.mark.parametrize("method", ["nsn-ac", "nsn-fb"])
+def test_corpus_global(path, method, corpus):
+    p = _load(path)
+    if method == "nsn-fb" and p.kind == "gfc2d":
+        pytest.skip("nsn-fb is registered for gfc3d only")
+    if method == "nsn-fb" and p.nc > 200:
+        pytest.skip("large global FB solve: benchmark only")
+    s = nsopt.solve(p, method=method, tol=1e-8, time_limit=20)
+    assert s.success, f"{method} on {path.name}: {s}"
+    assert p.error(s.r, s.v) <= 1e-8
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", _corpus(["fc2d"]))
+def test_corpus_fc2d(path, corpus):
+    p = _load(path)
+    s = nsopt.solve(p, method="nsn-ac", tol=1e-8, max_iter=300, time_limit=20)
+    assert isinstance(s.status, Status) and np.isfinite(s.error)
+    ref = {e["problem"]: e for e in reference_entries("fc2d")}.get(f"fc2d/{path.name}")
+    if ref is not None and ref["converged"]:
+        assert s.success, f"nsn-ac on {path.name}: {s}"
