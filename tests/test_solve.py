@@ -83,7 +83,7 @@ def test_callback_stop(murty):
 
 def test_status_judged_by_error_not_by_solver(murty):
     # tol so tight that no method reaches it: never SOLVED
-    s = nsopt.solve(murty, method="pgs", tol=1e-300, max_iter=50)
+    s = nsopt.solve(murty, method="pgs", tol=1e-300, max_iter=10)  # PGS hits error 0.0 exactly by ~30 sweeps
     assert not s.success
 
 
