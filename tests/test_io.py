@@ -310,3 +310,20 @@ def test_siconos_reads_nsopt_files(tmp_path):
             np.testing.assert_array_equal(d[f"{key}::mu"], p.mu)
         if hasattr(p, "b") and p.kind.startswith("gfc"):
             np.testing.assert_array_equal(d[f"{key}::b"], p.b)
+
+
+def test_global_detected_when_ndof_equals_local_size(tmp_path):
+    """A global problem whose ndof equals dim * nc, in Siconos' FrictionContact folder under a name
+    that does not say global (as Siconos' problem-check2.dat): the content decides."""
+    d = tmp_path / "FrictionContact"
+    d.mkdir()
+    gfc = g.global_friction_contact(3, 9, dim=3, seed=3)[0]
+    f = io.write_siconos_dat(gfc, d / "problem-check.dat", storage="sparse")
+    with open(f, "a") as fh:
+        fh.write("1\n")                   # a trailing flag, as in Siconos' files
+    assert io.detect_kind(f) == "gfc3d" and io.load(f) == gfc
+    fc = g.friction_contact(3, 3, seed=3)[0]
+    f = io.write_siconos_dat(fc, d / "problem-local.dat", storage="sbm")
+    with open(f, "a") as fh:
+        fh.write("0\n")
+    assert io.detect_kind(f) == "fc3d" and io.load(f) == fc

@@ -66,7 +66,27 @@ def _friction_kind(path, tk: Tokens, global_hint: bool) -> str:
     nc = tk.size("number of contacts")
     tk.int("M storage type")
     size0 = tk.size("M rows")
-    return f"fc{dim}d" if size0 == dim * nc else f"gfc{dim}d"
+    if size0 != dim * nc:
+        return f"gfc{dim}d"
+    # ambiguous (ndof = dim * nc, a name that does not say global): the reading that accounts
+    # for the file's numbers best; a local problem when both do equally well
+    left = {}
+    for kind in (f"fc{dim}d", f"gfc{dim}d"):
+        tk.pos = 0
+        try:
+            READERS[kind](path, _tokens=tk)
+        except FormatError:
+            continue
+        left[kind] = _numbers_left(tk)
+    if f"gfc{dim}d" in left and left[f"gfc{dim}d"] < left.get(f"fc{dim}d", float("inf")):
+        return f"gfc{dim}d"
+    return f"fc{dim}d"
+
+
+def _numbers_left(tk: Tokens) -> int:
+    from .siconos_dat import _FLOAT_OK
+
+    return sum(1 for t in tk.toks[tk.pos:] if _FLOAT_OK.match(t))
 
 
 def detect_kind(path) -> str:
@@ -95,8 +115,6 @@ def detect_kind(path) -> str:
 
 def _sniff(path, tk: Tokens) -> str:
     """Content-based guess: the reader that parses the file and leaves the fewest numbers unread."""
-    from .siconos_dat import _FLOAT_OK
-
     best = None
     closest = None       # the failure that got furthest into the file
     for kind in ("gmp", "mlcp", "fc3d", "gfc3d", "relay", "lcp"):
@@ -107,7 +125,7 @@ def _sniff(path, tk: Tokens) -> str:
             if closest is None or tk.pos > closest[0]:
                 closest = (tk.pos, kind, e)
             continue
-        left = sum(1 for t in tk.toks[tk.pos:] if _FLOAT_OK.match(t))
+        left = _numbers_left(tk)
         k = p.kind
         if best is None or left < best[0]:
             best = (left, k)
