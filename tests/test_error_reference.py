@@ -68,4 +68,5 @@ def summary():
 
 if __name__ == "__main__":  # pragma: no cover
     for k, d in summary().items():
-        print(f"{k:6s} n={d['n']:3d}  max rel dev {d['max_rel']:.2e}  max abs dev {d['max_abs']:.2e}")
+        print(f"{k:6s} n={d['n']:3d}  max rel dev {d['max_rel']:.2e}  "
+              f"max abs dev {d['max_abs']:.2e}")

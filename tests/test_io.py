@@ -1,5 +1,6 @@
-"""nsopt.io: every corpus file loads to the right kind and sizes; FCLIB and Siconos .dat round trips
-(whole corpus and generated problems); files nsopt writes are read by Siconos itself (when installed)."""
+"""nsopt.io: every corpus file loads to the right kind and sizes; FCLIB and Siconos .dat round
+trips (whole corpus and generated problems); files nsopt writes are read by Siconos itself (when
+installed)."""
 
 from __future__ import annotations
 
@@ -141,7 +142,8 @@ def test_fclib_solution_and_guesses(corpus, tmp_path):
     p, extra = io.read_fclib(path, with_solution=True)
     assert set(extra["solution"]) == {"r", "u", "v"}
     assert len(extra["guesses"]) == 1 and extra["guesses"][0]["v"].shape == (p.ndof,)
-    out = io.write_fclib(p, tmp_path / "s.hdf5", solution=extra["solution"], guesses=extra["guesses"])
+    out = io.write_fclib(p, tmp_path / "s.hdf5", solution=extra["solution"],
+                         guesses=extra["guesses"])
     p2, extra2 = io.read_fclib(out, with_solution=True)
     assert p2 == p
     for k, v in extra["solution"].items():
@@ -171,7 +173,8 @@ def test_siconos_dat_roundtrip_corpus(path, corpus, tmp_path):
 def _generated():
     return [g.lcp(8, seed=1)[0], g.lcp(6, seed=2, matrix="psd")[0], g.mlcp(3, 4, seed=1)[0],
             g.relay(5, seed=3)[0], g.friction_contact(4, dim=3, seed=1)[0],
-            g.friction_contact(3, dim=2, seed=2)[0], g.global_friction_contact(3, 10, dim=3, seed=1)[0],
+            g.friction_contact(3, dim=2, seed=2)[0],
+            g.global_friction_contact(3, 10, dim=3, seed=1)[0],
             g.global_friction_contact(2, 6, dim=2, seed=2)[0]]
 
 
@@ -274,10 +277,12 @@ def test_siconos_reads_nsopt_files(tmp_path):
 
     tools = data_dir().parent / "tools"
     if not _siconos_available() or not (tools / "siconos_bench.py").is_file():
-        pytest.skip("Siconos (python3-siconos for /usr/bin/python3) or siconos_bench.py not available")
+        pytest.skip("Siconos (python3-siconos for /usr/bin/python3) or siconos_bench.py "
+                    "not available")
     probs = {}
     jobs = []
-    lcp, fc3, fc2 = g.lcp(6, seed=4)[0], g.friction_contact(4, 3, seed=5)[0], g.friction_contact(3, 2, seed=6)[0]
+    lcp = g.lcp(6, seed=4)[0]
+    fc3, fc2 = g.friction_contact(4, 3, seed=5)[0], g.friction_contact(3, 2, seed=6)[0]
     gfc = g.global_friction_contact(3, 9, dim=3, seed=7)[0]
     m0 = g.mlcp(2, 3, seed=8)[0]
     mlcp = MLCP.from_matrix(m0.M, m0.q, 2, blocks_rows=[0, 2, 5], blocks_is_comp=[0, 1])
@@ -294,8 +299,9 @@ def test_siconos_reads_nsopt_files(tmp_path):
         probs[key] = p
     (tmp_path / "jobs.json").write_text(json.dumps(jobs))
     (tmp_path / "dump.py").write_text(_SICONOS_SCRIPT)
-    r = subprocess.run([SICONOS_PY, str(tmp_path / "dump.py"), str(tmp_path / "jobs.json"), str(tools),
-                        str(tmp_path / "out.npz")], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([SICONOS_PY, str(tmp_path / "dump.py"), str(tmp_path / "jobs.json"),
+                        str(tools), str(tmp_path / "out.npz")],
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     d = np.load(tmp_path / "out.npz")
     for key, p in probs.items():

@@ -1,6 +1,6 @@
-"""Corrupt, truncated, garbled and unknown files: nsopt.io raises FormatError naming the file (and the
-line for text files), never a bare IndexError/ValueError/KeyError, never hangs, and never allocates
-memory for sizes the file cannot back."""
+"""Corrupt, truncated, garbled and unknown files: nsopt.io raises FormatError naming the file (and
+the line for text files), never a bare IndexError/ValueError/KeyError, never hangs, and never
+allocates memory for sizes the file cannot back."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from nsopt.data import data_dir, has_data
 
 # small corpus files covering every reader and storage: dense, SBM, CSparse triplet and CSC
 SAMPLES = [
-    ("lcp", "lcp/lcp_CPS_1.dat"), ("lcp", "lcp/lcp_ortiz_block.dat"), ("mlcp", "mlcp/m2n1_mlcp.dat"),
+    ("lcp", "lcp/lcp_CPS_1.dat"), ("lcp", "lcp/lcp_ortiz_block.dat"),
+    ("mlcp", "mlcp/m2n1_mlcp.dat"),
     ("mlcp", "mlcp/RCD_mlcp.dat"), ("relay", "relay/relay_2x2.dat"),
     ("fc2d", "fc2d/FrictionContactProblem00031.dat"), ("fc3d", "fc3d/FC3D_Example1_SBM.dat"),
     ("fc3d", "fc3d/Rover4396.dat"), ("gfc3d", "gfc3d/GFC3D_Example1.dat"),
@@ -94,8 +95,8 @@ def test_garbled_bytes(tmp_path, i, flips):
     _load_or_format_error(dst, kind, detect=True)
 
 
-GARBAGE = ["abc", "-1", "-7", "0", "1e999", "nan", "inf", "99999999999", "1.5", "3", ":", "col", "1_0",
-           "0x10", "\x00", "-0", "2147483648"]
+GARBAGE = ["abc", "-1", "-7", "0", "1e999", "nan", "inf", "99999999999", "1.5", "3", ":", "col",
+           "1_0", "0x10", "\x00", "-0", "2147483648"]
 
 
 @pytest.mark.corpus
@@ -117,7 +118,8 @@ def test_random_binary_and_text(tmp_path):
     rng = np.random.default_rng(0)
     for k in range(20):
         f = tmp_path / f"junk{k}.dat"
-        f.write_bytes(rng.integers(0, 256, size=int(rng.integers(0, 400)), dtype=np.uint8).tobytes())
+        size = int(rng.integers(0, 400))
+        f.write_bytes(rng.integers(0, 256, size=size, dtype=np.uint8).tobytes())
         with pytest.raises(FormatError):
             io.load(f)
     for text in ("", "\n\n", "hello world\n", "3 0 3 3 3 3 1 2", "1 2 3 4 5 6 7 8 9 10 11 12"):

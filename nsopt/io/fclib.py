@@ -1,4 +1,5 @@
-"""FCLIB HDF5 files (https://frictionlesscontactlibrary.github.io): local and global friction contact.
+"""FCLIB HDF5 files (https://frictionlesscontactlibrary.github.io): local and global friction
+contact.
 
 Layout read and written:
 
@@ -87,7 +88,8 @@ def _kind(h, path):
         if grp in h:
             dim = _scalar(h, f"{grp}/spacedim", path)
             if dim == 5:
-                raise FormatError(path, f"/{grp}/spacedim = 5: rolling friction contact is not supported")
+                raise FormatError(path, f"/{grp}/spacedim = 5: rolling friction contact is not "
+                                        "supported")
             if dim not in (2, 3):
                 raise FormatError(path, f"/{grp}/spacedim must be 2 or 3, got {dim}")
             return fmt.format(dim)
@@ -150,8 +152,8 @@ def _matrix(h, name, path):
     try:
         if nz >= 0:
             if nz > min(x.size, ii.size, pp.size):
-                raise FormatError(path, f"/{name}: nz = {nz} but only {min(x.size, ii.size, pp.size)} "
-                                        "stored entries")
+                stored = min(x.size, ii.size, pp.size)
+                raise FormatError(path, f"/{name}: nz = {nz} but only {stored} stored entries")
             I, J, X = ii[:nz], pp[:nz], x[:nz]
             if nz and (I.min() < 0 or I.max() >= m or J.min() < 0 or J.max() >= n):
                 raise FormatError(path, f"/{name}: triplet index out of range for {m}x{n}")
@@ -171,7 +173,8 @@ def _matrix(h, name, path):
             cls = sp.csc_matrix if nz == -1 else sp.csr_matrix
             A = cls((x[:nnz], idx, p), shape=(m, n)).tocsr()
         else:
-            raise FormatError(path, f"/{name}/nz = {nz}: expected >= 0 (triplet), -1 (CSC) or -2 (CSR)")
+            raise FormatError(path, f"/{name}/nz = {nz}: expected >= 0 (triplet), -1 (CSC) or "
+                                    "-2 (CSR)")
     except (ValueError, IndexError) as e:
         raise FormatError(path, f"/{name}: invalid sparse matrix ({e})") from e
     A.sum_duplicates()
@@ -200,7 +203,8 @@ def read_fclib(path, *, with_solution: bool = False):
             return problem
         extras = {"solution": _read_vectors(h, "solution", path), "guesses": []}
         if "guesses" in h:
-            ng = _scalar(h, "guesses/number_of_guesses", path) if "guesses/number_of_guesses" in h else 0
+            key = "guesses/number_of_guesses"
+            ng = _scalar(h, key, path) if key in h else 0
             for k in range(1, max(ng, 0) + 1):
                 g = _read_vectors(h, f"guesses/{k}", path)
                 if g is not None:

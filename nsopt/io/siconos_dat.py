@@ -1,8 +1,8 @@
 """Siconos ``.dat`` text files: readers and writers.
 
-The layout follows Siconos' own serialisation (``numerics/src``): a problem header (sizes, dimension,
-number of contacts), one or more ``NumericsMatrix`` blocks, then the vectors, all whitespace
-separated. A ``NumericsMatrix`` is written as ``storage size0 size1`` followed by
+The layout follows Siconos' own serialisation (``numerics/src``): a problem header (sizes,
+dimension, number of contacts), one or more ``NumericsMatrix`` blocks, then the vectors, all
+whitespace separated. A ``NumericsMatrix`` is written as ``storage size0 size1`` followed by
 
 * storage 0 (dense): ``size0 size1`` again, then the ``size0*size1`` entries in column-major order;
 * storage 1 (sparse block, SBM): ``nbblocks`` (0 = an all-zero matrix, nothing more), the numbers of
@@ -240,8 +240,8 @@ def _parse_sbm(tk: Tokens, what, size0, size1, line):
     index1 = tk.ints(filled1, f"{what} SBM block-row pointers")
     index2 = tk.ints(filled2, f"{what} SBM block-column indices")
     if index1[0] != 0 or np.any(np.diff(index1) < 0) or index1[-1] > filled2:
-        tk.fail(f"{what} SBM block-row pointers {index1[:8].tolist()}... must increase from 0 to at "
-                f"most {filled2}")
+        tk.fail(f"{what} SBM block-row pointers {index1[:8].tolist()}... must increase from 0 "
+                f"to at most {filled2}")
     if filled2 and (index2.min() < 0 or index2.max() >= bn1):
         tk.fail(f"{what} SBM block-column index out of range [0, {bn1})")
     if int(index1[-1]) > nbblocks:
@@ -271,7 +271,7 @@ def _parse_sbm(tk: Tokens, what, size0, size1, line):
     rb = tuple(int(x) for x in np.diff(np.concatenate([[0], bs0])))
     cb = tuple(int(x) for x in np.diff(np.concatenate([[0], bs1])))
     info = MatrixInfo(1, (size0, size1), rb, cb, line)
-    info.filled_rows = filled1 - 1     # Siconos' GMP reader takes one sub-problem per filled block row
+    info.filled_rows = filled1 - 1     # Siconos' GMP reader: one sub-problem per filled block row
     return A, info
 
 
@@ -368,7 +368,8 @@ def _vector(tk, n, what):
 
 def _text_reader(fn):
     """Public reader: tokenizes the file once, and turns any unexpected low-level error into a
-    FormatError naming the file and the line reached (a safety net: the parsers check as they go)."""
+    FormatError naming the file and the line reached (a safety net: the parsers check as they
+    go)."""
     import functools
 
     @functools.wraps(fn)
@@ -412,7 +413,7 @@ def read_relay(path, *, _tokens=None) -> Relay:
 
 @_text_reader
 def read_mlcp(path, *, _tokens=None) -> MLCP:
-    """Siconos MixedLinearComplementarityProblem file (storage type 1 = M with blocks, 2 = A,B,C,D)."""
+    """Siconos MixedLinearComplementarityProblem file (storage 1: M with blocks, 2: A, B, C, D)."""
     tk = _tokens or Tokens(path)
     st1 = tk.int("MLCP isStorageType1")
     st2 = tk.int("MLCP isStorageType2")
@@ -536,15 +537,18 @@ READERS = {"lcp": read_lcp, "mlcp": read_mlcp, "relay": read_relay,
 
 
 def read_siconos_dat(path, kind: str):
-    """Read a Siconos ``.dat`` file of a known kind (lcp, mlcp, relay, fc2d, fc3d, gfc2d, gfc3d, gmp)."""
+    """Read a Siconos ``.dat`` file of a known kind (lcp, mlcp, relay, fc2d, fc3d, gfc2d, gfc3d,
+    gmp)."""
     try:
         reader = READERS[kind]
     except KeyError:
-        raise FormatError(path, f"unknown problem kind {kind!r}; expected one of {sorted(READERS)}") from None
+        raise FormatError(path, f"unknown problem kind {kind!r}; expected one of "
+                                f"{sorted(READERS)}") from None
     p = reader(path)
     want_dim = {"fc2d": 2, "fc3d": 3, "gfc2d": 2, "gfc3d": 3}.get(kind)
     if want_dim is not None and p.dim != want_dim:
-        raise FormatError(path, f"expected a {kind} problem but the file holds dimension {p.dim}", line=1)
+        raise FormatError(path, f"expected a {kind} problem but the file holds dimension {p.dim}",
+                          line=1)
     return p
 
 
@@ -582,7 +586,7 @@ def _write_sbm(A, row_blocks, col_blocks) -> str:
     cmap = np.searchsorted(bs1, np.arange(s1), side="right")
     coo = A.tocoo()
     pairs = set(zip(rmap[coo.row].tolist(), cmap[coo.col].tolist()))
-    for d in range(min(len(bs0), len(bs1))):     # keep diagonal blocks (Siconos solvers expect them)
+    for d in range(min(len(bs0), len(bs1))):     # keep diagonal blocks (Siconos solvers use them)
         if row_blocks[d] == col_blocks[d]:
             pairs.add((d, d))
     pairs = sorted(pairs)
