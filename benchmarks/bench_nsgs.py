@@ -139,6 +139,8 @@ def main(argv=None):
     ap.add_argument("--no-siconos", action="store_true", help="nsopt only")
     ap.add_argument("--folders", nargs="+", default=["fc3d", "fc2d", "gfc3d"],
                     help="folders of the nsopt per-problem table (Siconos is compared on fc3d)")
+    ap.add_argument("--siconos-folders", nargs="+", default=["fc3d"],
+                    help="folders Siconos NSGS also runs on (default fc3d; fc2d, gfc3d add columns to table 3)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     a = ap.parse_args(argv)
     data = (a.data or data_dir()).resolve()
@@ -147,8 +149,8 @@ def main(argv=None):
     a.out.mkdir(parents=True, exist_ok=True)
     bench = a.siconos_bench or (ROOT / ".." / "shared" / "tools" / "siconos_bench.py").resolve()
 
-    sic = {} if a.no_siconos else run_siconos(data, ["fc3d"], a.timeout, a.max_iter,
-                                              a.out / "siconos_nsgs_fc3d.csv", bench)
+    sic = {} if a.no_siconos else run_siconos(data, a.siconos_folders, a.timeout, a.max_iter,
+                                              a.out / "siconos_nsgs.csv", bench)
     warm_up()
 
     rows = []
@@ -220,12 +222,18 @@ def main(argv=None):
 
     # 3. per-problem table for the note
     print("\n## nsopt NSGS per problem (tol 1e-8, max_iter %d)\n" % a.max_iter)
-    print(f"| {'problem':55s} | contacts | status | error | sweeps | time |")
-    print(f"|{'-' * 57}|---------:|--------|------:|-------:|-----:|")
+    print(f"| {'problem':55s} | contacts | status | error | sweeps | time | Siconos NSGS |")
+    print(f"|{'-' * 57}|---------:|--------|------:|-------:|-----:|--------------|")
     for r in rows:
         err = r.get("error")
+        sic_txt = "-"
+        if r.get("siconos_status"):
+            e = r.get("siconos_error")
+            sic_txt = (f"{r['siconos_status']} {float(e):.1e} {r.get('siconos_sweeps', '')} sw "
+                       f"{fmt_t(r.get('siconos_time_s'))}" if e else r["siconos_status"])
         print(f"| {r['problem']:55s} | {r.get('contacts', ''):>8} | {r.get('status', '')} | "
-              f"{(f'{err:.1e}' if err is not None else '-')} | {r.get('sweeps', '')} | {fmt_t(r.get('time_s'))} |")
+              f"{(f'{err:.1e}' if err is not None else '-')} | {r.get('sweeps', '')} | {fmt_t(r.get('time_s'))} "
+              f"| {sic_txt} |")
     print(f"\nCSV: {a.out / 'bench_nsgs.csv'}, {a.out / 'bench_nsgs_fixed.csv'}")
 
 
