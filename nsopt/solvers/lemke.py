@@ -147,22 +147,33 @@ def _ratio_test(Binv, beta, col, dense, basis, z0var, initial, piv_tol, tie_tol,
     if nc == 0:
         return -1
     sgn = -1.0 if initial else 1.0
-    # first key: the ratio
+    # first key: the ratio. Ties: relative closeness of the ratios, or both rows degenerate
+    # (beta ~ 0 at the noise level of the unit-scaled data)
     best = vals[0]
-    for k in range(1, nc):
+    kb = 0
+    bmax = 1.0
+    for k in range(nc):
         if vals[k] < best:
             best = vals[k]
-    lim = best + tie_tol * max(1.0, abs(best))
+            kb = k
+        if abs(beta[cand[k]]) > bmax:
+            bmax = abs(beta[cand[k]])
+    zero = tie_tol * bmax
+    bzero = abs(beta[cand[kb]]) <= zero
+    lim = best + tie_tol * abs(best)
+    # move the tied candidates to the front, keeping the others after them (for the z0 check)
     m = 0
     for k in range(nc):
-        if vals[k] <= lim:
+        if vals[k] <= lim or (bzero and abs(beta[cand[k]]) <= zero):
+            t = cand[m]
             cand[m] = cand[k]
+            cand[k] = t
             m += 1
     if m == 1:
         return cand[0]
-    if not initial:  # z0 among the ties: let it leave, which ends the path with a solution
-        for k in range(m):
-            if basis[cand[k]] == z0var:
+    if not initial:  # z0 tied, or at zero: let it leave, which ends the path with a solution
+        for k in range(nc):
+            if basis[cand[k]] == z0var and (k < m or abs(beta[cand[k]]) <= zero):
                 return cand[k]
     # lexicographic tie-break on the columns of B^-1
     j = 0
@@ -289,17 +300,24 @@ class _Tableau:
         return int(_lemke_run(self.MF, self.cover, self.Binv, self.beta, self.dense, self.basis,
                               self.pos, self.state, int(nsteps), float(piv_tol), float(tie_tol), self.col))
 
+    unscale = 1.0
+
     def z(self):
         n = self.n
         z = np.zeros(n)
         for r, v in enumerate(self.basis):
             if n <= v < 2 * n:
                 z[v - n] = self.beta[r]
-        return z
+        return z * self.unscale
+
+    def basic_z(self):
+        n = self.n
+        b = self.basis
+        return np.sort(b[(b >= n) & (b < 2 * n)] - n)
 
     def z0(self):
         r = self.pos[2 * self.n]
-        return float(self.beta[r]) if r >= 0 else 0.0
+        return float(self.beta[r]) * self.b if r >= 0 else 0.0
 
     def ray(self):
         """Direction (w, z, z0) of the secondary ray from the last entering column."""
@@ -318,9 +336,10 @@ def _lcp_error(M, q, z):
     return e / nq if nq > np.finfo(float).eps else e
 
 
-def _polish(M, q, z):
-    """Re-solve M_JJ z_J = -q_J on the support J of z (the final basis); None if singular."""
-    J = np.flatnonzero(z > 0)
+def _polish(M, q, z, J=None):
+    """Re-solve M_JJ z_J = -q_J on the final basis J (default: the support of z); None if singular."""
+    if J is None:
+        J = np.flatnonzero(z > 0)
     if J.size == 0:
         return None
     try:
@@ -347,7 +366,7 @@ def farkas_certificate(M, q, y, tol=1e-9):
     return bool(np.all(y >= -tol) and np.all(MTy <= tol * scale) and float(q @ y) < -tol * qs)
 
 
-def lemke_lcp(M, q, *, max_iter=None, piv_tol=1e-12, tie_tol=1e-11, cover=None, history=False,
+def lemke_lcp(M, q, *, max_iter=None, piv_tol=1e-12, tie_tol=1e-13, cover=None, history=False,
               callback=None, err_fn=None, xname="z", to_x=None, polish_tol=1e-14):
     """Core Lemke on dense (M, q). Returns (z, status, nit, hist, message, info).
 
@@ -383,7 +402,12 @@ def lemke_lcp(M, q, *, max_iter=None, piv_tol=1e-12, tie_tol=1e-11, cover=None, 
         cover = np.asarray(cover, dtype=float).reshape(-1)
         if cover.shape[0] != n or not np.all(cover > 0) or not np.all(np.isfinite(cover)):
             raise OptionError(f"cover: the covering vector must be a positive finite vector of size {n}")
-    T = _Tableau(M, q, cover)
+    # the LCP is homogeneous: z solves (M, q) iff z' = a z / b solves (M / a, q / b); pivoting on
+    # unit-scaled data makes the tie and pivot tolerances scale free
+    a = float(np.max(np.abs(M))) or 1.0
+    b = float(np.max(np.abs(q))) or 1.0
+    T = _Tableau(M / a, q / b, cover)
+    T.unscale, T.b = b / a, b
     step = 1 if (history or callback is not None) else max_iter
     code = 0
     while T.state[1] < max_iter:
@@ -407,11 +431,19 @@ def lemke_lcp(M, q, *, max_iter=None, piv_tol=1e-12, tie_tol=1e-11, cover=None, 
     if code == 1:
         err = _lcp_error(M, q, z)
         if err > polish_tol:  # one direct solve on the final basis removes the pivoting round-off
-            zp = _polish(M, q, z)
-            if zp is not None and _lcp_error(M, q, zp) < err:
-                z = zp
-                info["polished"] = True
+            for J in (T.basic_z(), None):
+                zp = _polish(M, q, z, J)
+                if zp is not None:
+                    ep = _lcp_error(M, q, zp)
+                    if ep < err:
+                        z, err = zp, ep
+                        info["polished"] = True
         return z, Status.SOLVED, nit, hist, "z0 left the basis", info
+    if code == 2 and abs(T.z0()) <= tie_tol * b and _lcp_error(M, q, z) <= 1e-12:
+        # degenerate end: z0 already reached 0 (the current point solves the LCP) but its row
+        # cannot block the last entering column
+        info["z0"] = T.z0()
+        return z, Status.SOLVED, nit, hist, "z0 reached 0 (degenerate end of the path)", info
     if code == 2:
         rw, rz, rz0 = T.ray()
         cert = farkas_certificate(M, q, rz)
@@ -442,7 +474,7 @@ def _dense(M, what):
 
 @register("lcp", "lemke", "lexicographic Lemke (covering vector e); secondary ray -> infeasibility certificate")
 def lcp_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
-              tie_tol=1e-11, cover=None, restarts=2):
+              tie_tol=1e-13, cover=None, restarts=2):
     """Lexicographic Lemke for the LCP (see the module docstring).
 
     Options: ``z0`` is ignored (Lemke starts from the artificial basis); ``max_iter`` pivots
@@ -515,7 +547,7 @@ def relay_to_lcp(M, q, lb, ub):
 
 @register("relay", "lemke", "Lemke on the LCP reformulation of the box VI (z = lb + x, upper multiplier y)")
 def relay_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
-                tie_tol=1e-11):
+                tie_tol=1e-13):
     """Relay by Lemke on its LCP reformulation (module docstring); ``z0`` is ignored."""
     M = _dense(problem.M, "M")
     q = np.asarray(problem.q, float)
@@ -589,7 +621,7 @@ def mlcp_to_lcp(M, q, is_eq, reduction="auto", cond_max=1e14):
 
 @register("mlcp", "lemke", "Lemke on the LCP reduction (Schur complement of A, or u = u+ - u-)")
 def mlcp_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
-               tie_tol=1e-11, reduction="auto"):
+               tie_tol=1e-13, reduction="auto"):
     """MLCP by Lemke: ``reduction`` "auto" (Schur complement when A is well conditioned, else split),
     "schur" or "split" (module docstring). When the Schur reduction does not reach ``tol``
     (``auto``), the split reduction is tried as well. ``z0`` is ignored."""
@@ -630,7 +662,7 @@ def avi_to_mlcp(M, q, H, k):
 
 @register("avi", "lemke", "Lemke on the KKT system of the AVI (MLCP -> LCP, Schur complement when M is invertible)")
 def avi_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
-              tie_tol=1e-11, reduction="auto"):
+              tie_tol=1e-13, reduction="auto"):
     """AVI by Lemke on its KKT MLCP (module docstring); ``z0`` is ignored. Siconos uses Cao–Ferris."""
     M = _dense(problem.M, "M")
     H = _dense(problem.H, "H")
@@ -694,7 +726,7 @@ def fc2d_to_lcp(W, q, mu):
 
 @register("fc2d", "lemke", "Lemke on the 2D Coulomb LCP (r_T = beta - mu r_N, 3 pairs per contact)")
 def fc2d_lemke(problem, *, tol, max_iter, history=False, callback=None, r0=None, piv_tol=1e-12,
-               tie_tol=1e-11):
+               tie_tol=1e-13):
     """FC2D by Lemke on the LCP of Coulomb's law (module docstring); ``r0`` is ignored."""
     W = _dense(problem.W, "W")
     q = np.asarray(problem.q, float)
