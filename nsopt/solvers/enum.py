@@ -195,6 +195,7 @@ def _enumerate(problem, eq, comp, tol, max_iter, history, callback, z0):
             break
         step = 1 if callback is not None else left
         code = int(_enum_run(M, q, eq, comp, np.int64(guess), state, step, cheap_tol, z))
+        solved = False
         if code == 1:
             e = problem.error(z)
             if e < best_e:
@@ -202,14 +203,15 @@ def _enumerate(problem, eq, comp, tol, max_iter, history, callback, z0):
             if hist is not None:
                 hist.append(e)
             if e <= tol:
-                status, msg = Status.SOLVED, f"solution on support {int(state[2])} visited"
-                break
+                status, msg, solved = Status.SOLVED, f"solution on support {int(state[2])} visited", True
         if callback is not None:
             try:
                 callback(int(state[2]), {"z": best_z.copy()}, best_e)
             except StopIteration:
                 status, msg = Status.CALLBACK_STOP, "stopped by the callback"
                 break
+        if solved:
+            break
         if code == 2:
             status = Status.STALLED if best_e > tol else Status.SOLVED
             msg = ("all 2^%d supports visited: no complementary basic solution "
