@@ -12,7 +12,9 @@ EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_example_runs(script):
-    env = dict(os.environ, MPLBACKEND="Agg")
+    root = str(script.parent.parent)
+    env = dict(os.environ, MPLBACKEND="Agg",
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
                        cwd=script.parent)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
