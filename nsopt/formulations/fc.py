@@ -25,7 +25,11 @@ from ..result import Status
 from ._base import Anderson, Formulation, quad_matrix, sym_part
 
 DEFAULT_MAX_ITER = 200
-STALL_WINDOW = 30      # no 1% decrease of the best error over this many iterations -> STALLED
+STALL_WINDOW = 60     # no decrease of the best error over this many iterations -> STALLED
+PLAIN_AFTER = 12      # Anderson without progress for this many iterations -> plain fixed point ...
+PLAIN_SPAN = 25       # ... for this many iterations (a slow drift towards a contact's kink), then again
+SAFEGUARD_ON = "residual" # merit of the safeguard: "error" (the problem's) or "residual" (||g(x) - x||)
+SAFEGUARD = 1.0      # an accelerated step whose error exceeds SAFEGUARD x the previous one is undone
 G_FLOOR = 1e-12      # smallest Tresca threshold, relative to the largest (scaled) one
 _TOL_KEYS = {"CLARABEL": ("tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio")}
 
@@ -42,6 +46,7 @@ def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var
     x = np.asarray(x0, float).copy()
     best_sol, best_e, best_k = None, np.inf, -1
     e_prev, last_plain, restarts = np.inf, None, 0
+    plain_left, last_switch, switches = 0, 0, 0
     errs = []
     status, msg = Status.MAX_ITER, ""
     k = 0
@@ -77,13 +82,22 @@ def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var
         if not np.isfinite(e):
             status, msg = Status.NUMERICAL_ERROR, f"non-finite error at iteration {k}"
             break
-        if acc.m > 0 and e > e_prev and acc.dF and last_plain is not None:
+        merit = e if SAFEGUARD_ON == "error" else step
+        if acc.m > 0 and merit > SAFEGUARD * e_prev and acc.dF and last_plain is not None:
             acc.restart()               # the accelerated step made things worse: undo it
             restarts += 1
             x, e_prev = last_plain, np.inf
             continue
-        e_prev, last_plain = e, gx
-        x = acc.step(x, gx)
+        e_prev, last_plain = merit, gx
+        if plain_left > 0:          # plain iterations: follow a slow linear drift up to its kink
+            plain_left -= 1
+            x = gx
+        elif acc.m > 0 and k - best_k >= PLAIN_AFTER and k - last_switch >= PLAIN_AFTER:
+            acc.restart()
+            plain_left, last_switch, switches = PLAIN_SPAN, k, switches + 1
+            x = gx
+        else:
+            x = acc.step(x, gx)
         if k - best_k >= STALL_WINDOW:
             window = errs[-STALL_WINDOW:]
             lo, hi = min(window), max(window)
@@ -95,8 +109,8 @@ def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var
             break
     else:
         msg = f"max_iter = {max_iter} fixed-point iterations reached, best error {best_e:.2e}"
-    if restarts:
-        msg += f" ({restarts} Anderson restart(s))"
+    if restarts or switches:
+        msg += f" ({restarts} Anderson restart(s), {switches} plain stretch(es))"
     return best_sol, best_e, status, k, msg
 
 
@@ -224,10 +238,8 @@ class FCasSOCP(_FCBase):
         return g, {"r": r}, info
 
     def initial(self, r0=None):
-        """x0 from a guess r0 (s from its velocity), else 0 (the frictionless-shift start)."""
-        if r0 is None:
-            return np.zeros(self.problem.size)
-        r0 = np.asarray(r0, float)
+        """x0 from a guess r0 (s from its velocity u = W r0 + q); default r0 = 0, i.e. s = mu ||q_T||."""
+        r0 = np.zeros(self.problem.size) if r0 is None else np.asarray(r0, float)
         g = self.shift(self.velocity(r0))
         if self.A is not None:
             g = g + matvec(self.A, r0)

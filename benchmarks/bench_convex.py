@@ -1,0 +1,208 @@
+"""Benchmark of nsopt's convex formulations (issue 3), one command:
+
+    python benchmarks/bench_convex.py                      # fc3d folder, CLARABEL and SCS, + Siconos ACLMFP
+    python benchmarks/bench_convex.py --solvers CLARABEL --no-siconos --files Capsules-i101-404.dat
+
+Part 1 (the fc3d table): every problem of the shared fc3d folder solved by ``socp-fp`` (SOCP + the
+Anderson-accelerated fixed point on s = mu ||u_T||) with each conic solver: contacts, error reached
+(nsopt's Siconos error measure), fixed-point iterations, time inside the conic solver, total time;
+Siconos' ACLMFP (its convex-relaxation fixed point) in the same run through
+``../shared/tools/siconos_bench.py`` (``/usr/bin/python3``; skipped cleanly when unavailable) and
+the time ratio nsopt / Siconos on the problems with >= 50 contacts.
+
+Part 2 (the compiled-once re-solve): on one problem (default Capsules-i101-404, 225 contacts), the
+time per fixed-point iteration when the compiled program is re-solved with new parameter values,
+versus rebuilding the CVXPY program each iteration (ratio measured in this run), and the share of
+the re-solve time spent inside the conic solver (vs CVXPY's parameter application and data
+conversion).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import nsopt  # noqa: E402
+from nsopt.data import corpus_files, data_dir  # noqa: E402
+
+SICONOS_BENCH = ROOT.parent / "shared" / "tools" / "siconos_bench.py"
+
+
+def run_siconos(folder, files, timeout):
+    """Siconos' ACLMFP on the folder: {file name: (status, error, iterations, seconds)} or None."""
+    py = "/usr/bin/python3"
+    if not (os.path.exists(py) and SICONOS_BENCH.is_file()):
+        print(f"# Siconos ACLMFP skipped: {py} or {SICONOS_BENCH} not found")
+        return None
+    chk = subprocess.run([py, "-c", "import siconos.numerics"], capture_output=True)
+    if chk.returncode:
+        print("# Siconos ACLMFP skipped: siconos.numerics not importable by /usr/bin/python3")
+        return None
+    out = Path(tempfile.mkdtemp()) / "aclmfp.csv"
+    cmd = [py, str(SICONOS_BENCH), "--data", str(data_dir()), "--folders", folder, "--solvers", "ACLMFP",
+           "--tol", "1e-8", "--timeout", str(timeout), "--out", str(out)]
+    print("# running:", " ".join(cmd), flush=True)
+    subprocess.run(cmd, capture_output=True, text=True)
+    res = {}
+    if out.is_file():
+        with open(out) as fh:
+            for row in csv.DictReader(fh):
+                name = Path(row["file"]).name
+                err = float(row["err_check"]) if row["err_check"] else float("nan")
+                it = int(row["iterations"]) if row["iterations"] else -1
+                res[name] = (row["status"], err, it, float(row["time_s"]))
+    shutil.rmtree(out.parent, ignore_errors=True)
+    return res
+
+
+def fc3d_table(args):
+    files = corpus_files(args.folder)
+    if args.files:
+        files = [f for f in files if f.name in args.files]
+    if not files:
+        print(f"no problem files in {data_dir() / args.folder}")
+        return
+    sic = None if args.no_siconos else run_siconos(args.folder, files, args.timeout)
+    import cvxpy as cp  # warm-up: CVXPY's first solve pays one-off imports and initialisation
+
+    w = cp.Variable(2)
+    for s in args.solvers:
+        cp.Problem(cp.Minimize(cp.sum_squares(w)), [cp.norm(w) <= w[0] + 1]).solve(solver=s)
+    rows = []
+    head = f"{'problem':44s} {'nc':>4s}"
+    for s in args.solvers:
+        head += f" | {s[:8]:>8s} {'error':>8s} {'fp_it':>5s} {'solver_s':>8s} {'total_s':>8s}"
+    if sic is not None:
+        head += f" | {'ACLMFP':>7s} {'error':>8s} {'it':>5s} {'time_s':>8s}"
+    print(head)
+    print("-" * len(head))
+    for f in files:
+        p = nsopt.io.load(f)
+        line = f"{f.name[:44]:44s} {p.nc:4d}"
+        row = {"name": f.name, "nc": p.nc}
+        for s in args.solvers:
+            sol = nsopt.solve(p, method="socp-fp", solver=s, max_iter=args.max_iter)
+            t = sol.info.get("timings", {})
+            row[s] = (sol.error, sol.nit, t.get("solver", float("nan")), sol.solve_time, sol.status.value)
+            line += (f" | {sol.status.value[:8]:>8s} {sol.error:8.1e} {sol.nit:5d} "
+                     f"{t.get('solver', float('nan')):8.3f} {sol.solve_time:8.3f}")
+        if sic is not None:
+            st, err, it, ts = sic.get(f.name, ("absent", float("nan"), -1, float("nan")))
+            row["siconos"] = (st, err, it, ts)
+            line += f" | {st[:7]:>7s} {err:8.1e} {it:5d} {ts:8.3f}"
+        print(line, flush=True)
+        rows.append(row)
+    print()
+    for s in args.solvers:
+        ok = sum(1 for r in rows if r[s][0] <= 1e-8)
+        print(f"socp-fp + {s}: {ok}/{len(rows)} problems to error <= 1e-8; "
+              f"not reached (Newton fallback needed): "
+              f"{', '.join(r['name'] for r in rows if r[s][0] > 1e-8) or 'none'}")
+    if sic is not None:
+        ok = sum(1 for r in rows if r["siconos"][0] == "ok")
+        print(f"Siconos ACLMFP: {ok}/{len(rows)} ok")
+        print("\nTime ratio nsopt socp-fp / Siconos ACLMFP on problems with >= 50 contacts "
+              "(< 1: nsopt faster; Siconos not ok counts its time until it stopped):")
+        for s in args.solvers:
+            parts, wins, tot = [], 0, 0
+            for r in rows:
+                if r["nc"] < 50:
+                    continue
+                ts = r["siconos"][3]
+                ratio = r[s][3] / ts if ts and np.isfinite(ts) and ts > 0 else float("nan")
+                tot += 1
+                wins += ratio < 1
+                parts.append(f"{r['name'][:26]}={ratio:.3g}")
+            print(f"  {s}: faster on {wins}/{tot}: " + ", ".join(parts))
+
+
+def resolve_benchmark(args):
+    """Compiled-once re-solve vs rebuilding the program each fixed-point iteration."""
+    import cvxpy as cp
+
+    from nsopt.formulations import FCasSOCP
+    from nsopt.formulations._base import quad_matrix, run_program
+
+    f = data_dir() / args.folder / args.resolve_problem
+    if not f.is_file():
+        print(f"# re-solve benchmark skipped: {f} not found")
+        return
+    p = nsopt.io.load(f)
+    n_it = args.resolve_iterations
+    print(f"\nCompiled-once re-solve on {f.name} ({p.nc} contacts), {n_it} plain fixed-point iterations, "
+          f"solver {args.resolve_solver}:")
+    # (a) the formulation: compiled once, parameters updated
+    form = FCasSOCP(p, solver=args.resolve_solver)
+    x = np.zeros(p.size)
+    t_first = time.perf_counter()
+    g, _, _ = form.image(x)              # first solve includes the compilation
+    t_first = time.perf_counter() - t_first
+    form.timings.update(cvxpy=0.0, solver=0.0, solves=0)
+    xs = [x, g]
+    t0 = time.perf_counter()
+    for _ in range(n_it):
+        g, _, _ = form.image(g)
+        xs.append(g)
+    t_param = (time.perf_counter() - t0) / n_it
+    share = form.time_share()
+    # (b) rebuild: a fresh CVXPY program with the linear term as a constant, same iterates
+    P = quad_matrix(form.P)
+    mu = np.asarray(p.mu)
+    t_build = t_solver_b = 0.0
+    t0 = time.perf_counter()
+    for k in range(n_it):
+        c = form.dd * form.q_data + xs[k + 1]
+        r = cp.Variable(p.size)
+        R = cp.reshape(r, (p.nc, 3), order="C")
+        prob = cp.Problem(cp.Minimize(0.5 * cp.quad_form(r, cp.psd_wrap(P)) + c @ r),
+                          [cp.SOC(cp.multiply(mu, R[:, 0]), R[:, 1:], axis=1)])
+        _, wall, inside = run_program(prob, form.solver, form.solver_options, warm_start=False)
+        t_solver_b += inside
+    t_rebuild = (time.perf_counter() - t0) / n_it
+    print(f"  first solve (compiles the program): {t_first * 1e3:8.1f} ms")
+    print(f"  re-solve with parameters          : {t_param * 1e3:8.1f} ms / iteration "
+          f"({share * 100:.0f}% of it inside {form.solver}, "
+          f"{(1 - share) * 100:.0f}% in CVXPY: parameter application + data conversion)")
+    print(f"  rebuild the program each iteration: {t_rebuild * 1e3:8.1f} ms / iteration "
+          f"({t_solver_b / n_it / t_rebuild * 100:.0f}% inside the solver)")
+    print(f"  ratio rebuild / re-solve          : {t_rebuild / t_param:8.2f}x")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--folder", default="fc3d")
+    ap.add_argument("--files", nargs="*", help="only these file names")
+    ap.add_argument("--solvers", nargs="+", default=["CLARABEL", "SCS"])
+    ap.add_argument("--max-iter", type=int, default=None, help="fixed-point iterations (default 200)")
+    ap.add_argument("--no-siconos", action="store_true", help="do not run Siconos' ACLMFP")
+    ap.add_argument("--timeout", type=float, default=75.0, help="Siconos per-solve wall limit (s)")
+    ap.add_argument("--resolve-problem", default="Capsules-i101-404.dat")
+    ap.add_argument("--resolve-solver", default="CLARABEL")
+    ap.add_argument("--resolve-iterations", type=int, default=20)
+    ap.add_argument("--skip-table", action="store_true")
+    ap.add_argument("--skip-resolve", action="store_true")
+    args = ap.parse_args(argv)
+    if not data_dir().is_dir():
+        print(f"shared corpus not found at {data_dir()} (set NSOPT_DATA)")
+        return 0
+    if not args.skip_table:
+        fc3d_table(args)
+    if not args.skip_resolve:
+        resolve_benchmark(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
