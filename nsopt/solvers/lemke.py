@@ -303,11 +303,10 @@ class _Tableau:
     unscale = 1.0
 
     def z(self):
-        n = self.n
+        n, b = self.n, self.basis
         z = np.zeros(n)
-        for r, v in enumerate(self.basis):
-            if n <= v < 2 * n:
-                z[v - n] = self.beta[r]
+        zb = (b >= n) & (b < 2 * n)
+        z[b[zb] - n] = self.beta[zb]
         return z * self.unscale
 
     def basic_z(self):
@@ -324,8 +323,7 @@ class _Tableau:
         n = self.n
         d = np.zeros(2 * n + 1)
         d[self.state[0]] = 1.0
-        for r, v in enumerate(self.basis):
-            d[v] = -self.col[r]
+        d[self.basis] = -self.col
         return d[:n], d[n:2 * n], float(d[2 * n])
 
 
