@@ -114,6 +114,18 @@ def test_history_callback_and_budget():
     assert s.status is Status.MAX_ITER and s.nit == 2
 
 
+def test_size_guard():
+    import scipy.sparse as sp
+
+    from nsopt.exceptions import NotApplicable
+    from nsopt.solvers.lemke import MAX_LCP
+
+    big = nsopt.LCP(sp.identity(MAX_LCP + 1, format="csr"), -np.ones(MAX_LCP + 1))
+    assert "lemke" not in nsopt.methods(big)
+    with pytest.raises(NotApplicable, match=f"size {MAX_LCP}"):
+        nsopt.solve(big, method="lemke")
+
+
 def test_bad_cover():
     p, _ = g.lcp(4, seed=0)
     with pytest.raises(OptionError, match="covering vector"):
@@ -160,7 +172,7 @@ def test_avi_box_as_polyhedron():
     H = np.vstack([np.eye(n), -np.eye(n)])
     k = np.concatenate([p.lb, -np.asarray(p.ub)])
     a = nsopt.AVI(p.M, p.q, H, k)
-    s = nsopt.solve(a, method="lemke", tol=1e-6)
+    s = nsopt.solve(a, method="lemke", tol=1e-10)
     assert s.success, s.error
     assert s.info["kkt_error"] <= 1e-12
     np.testing.assert_allclose(s.z, sol["z"], atol=1e-9)
@@ -173,9 +185,25 @@ def test_avi_bounded_polytope_nonsymmetric():
     H = rng.standard_normal((m, n))
     k = -rng.uniform(0.5, 1.5, m)          # 0 is interior
     q = 3 * rng.standard_normal(n)
-    s = nsopt.solve(nsopt.AVI(M, q, H, k), method="lemke", tol=1e-6)
+    s = nsopt.solve(nsopt.AVI(M, q, H, k), method="lemke", tol=1e-10)
     assert s.info["kkt_error"] <= 1e-12 and np.all(H @ s.z >= k - 1e-10)
     assert s.success, s.error
+
+
+def test_avi_singular_M_linear_program():
+    """M = 0: the AVI is the LP min q^T z over a bounded polytope; the KKT MLCP has a singular A,
+    so the split reduction (z = z+ - z-) is used; its LCP matrix is skew, hence copositive-plus."""
+    rng = np.random.default_rng(2)
+    n, m = 3, 8
+    H = np.vstack([np.eye(n), -np.eye(n), rng.standard_normal((m - 2 * n, n))])
+    k = -np.ones(m)
+    q = rng.standard_normal(n)
+    s = nsopt.solve(nsopt.AVI(np.zeros((n, n)), q, H, k), method="lemke", tol=1e-10)
+    assert s.info["reduction"] == "split" and s.info["kkt_error"] <= 1e-12
+    from scipy.optimize import linprog
+
+    lp = linprog(q, A_ub=-H, b_ub=-k, bounds=[(None, None)] * n)
+    assert q @ s.z == pytest.approx(lp.fun, abs=1e-9)
 
 
 @FAST

@@ -31,6 +31,10 @@ touch the :math:`k` "dense" columns (``k`` = number of basic ``z`` plus ``z_0``)
 :math:`O(nk)` instead of the :math:`O(n^2)` of the full tableau (Siconos keeps the full
 :math:`n \times 2(n+1)` tableau). The pivot loop is compiled with numba.
 
+Size guard: an LCP (after reduction) larger than ``MAX_LCP`` = 10000 is refused with
+:class:`~nsopt.exceptions.NotApplicable` (the dense tableau alone would take 800 MB); sparse
+input is densified (with a warning above n = 2000).
+
 Reductions to an LCP (used by the ``lemke`` method of the other kinds):
 
 * Relay, box :math:`[lb, ub]`: :math:`z = lb + x` and the upper-bound multiplier :math:`y`,
@@ -466,11 +470,37 @@ def _dense(M, what):
     return np.asarray(M, dtype=float)
 
 
+MAX_LCP = 10_000   # dense tableau: n^2 doubles (800 MB at the limit)
+
+
+def _lcp_size(problem):
+    k = problem.kind
+    if k == "relay":
+        lb, ub = np.asarray(problem.lb), np.asarray(problem.ub)
+        return int(problem.size + np.sum(np.isfinite(lb) & np.isfinite(ub)) + np.sum(~np.isfinite(lb) & ~np.isfinite(ub)))
+    if k == "mlcp":
+        return problem.m
+    if k == "avi":
+        return int(problem.H.shape[0])
+    if k == "fc2d":
+        return 3 * problem.nc
+    return problem.size
+
+
+def _too_big(problem):
+    n = _lcp_size(problem)
+    if n > MAX_LCP:
+        return (f"Lemke works on a dense {n} x {n} tableau ({8 * n * n / 1e9:.1f} GB); the limit is an LCP "
+                f"of size {MAX_LCP} (use newton-fb, pgs or nsgs)")
+    return None
+
+
 # --------------------------------------------------------------------------------------------
 # LCP
 # --------------------------------------------------------------------------------------------
 
-@register("lcp", "lemke", "lexicographic Lemke (covering vector e); secondary ray -> infeasibility certificate")
+@register("lcp", "lemke", "lexicographic Lemke (covering vector e); secondary ray -> infeasibility certificate",
+          applies=_too_big)
 def lcp_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
               tie_tol=1e-13, cover=None, restarts=2):
     """Lexicographic Lemke for the LCP (see the module docstring).
@@ -543,7 +573,8 @@ def relay_to_lcp(M, q, lb, ub):
     return Ml, ql, T, c
 
 
-@register("relay", "lemke", "Lemke on the LCP reformulation of the box VI (z = lb + x, upper multiplier y)")
+@register("relay", "lemke", "Lemke on the LCP reformulation of the box VI (z = lb + x, upper multiplier y)",
+          applies=_too_big)
 def relay_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
                 tie_tol=1e-13):
     """Relay by Lemke on its LCP reformulation (module docstring); ``z0`` is ignored."""
@@ -617,7 +648,8 @@ def mlcp_to_lcp(M, q, is_eq, reduction="auto", cond_max=1e14):
     return Ml, ql, back2, "split"
 
 
-@register("mlcp", "lemke", "Lemke on the LCP reduction (Schur complement of A, or u = u+ - u-)")
+@register("mlcp", "lemke", "Lemke on the LCP reduction (Schur complement of A, or u = u+ - u-)",
+          applies=_too_big)
 def mlcp_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
                tie_tol=1e-13, reduction="auto"):
     """MLCP by Lemke: ``reduction`` "auto" (Schur complement when A is well conditioned, else split),
@@ -658,7 +690,8 @@ def avi_to_mlcp(M, q, H, k):
     return Mm, qm, is_eq
 
 
-@register("avi", "lemke", "Lemke on the KKT system of the AVI (MLCP -> LCP, Schur complement when M is invertible)")
+@register("avi", "lemke", "Lemke on the KKT system of the AVI (MLCP -> LCP, Schur complement when M is invertible)",
+          applies=_too_big)
 def avi_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
               tie_tol=1e-13, reduction="auto"):
     """AVI by Lemke on its KKT MLCP (module docstring); ``z0`` is ignored. Siconos uses Cao–Ferris."""
@@ -722,7 +755,8 @@ def fc2d_to_lcp(W, q, mu):
     return Ml, ql, P
 
 
-@register("fc2d", "lemke", "Lemke on the 2D Coulomb LCP (r_T = beta - mu r_N, 3 pairs per contact)")
+@register("fc2d", "lemke", "Lemke on the 2D Coulomb LCP (r_T = beta - mu r_N, 3 pairs per contact)",
+          applies=_too_big)
 def fc2d_lemke(problem, *, tol, max_iter, history=False, callback=None, r0=None, piv_tol=1e-12,
                tie_tol=1e-13):
     """FC2D by Lemke on the LCP of Coulomb's law (module docstring); ``r0`` is ignored."""
