@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -13,25 +15,50 @@ def project_coulomb(X: np.ndarray, mu: np.ndarray) -> np.ndarray:
     """
     xN = X[:, 0]
     xT = X[:, 1:]
-    nT = np.sqrt(np.sum(xT * xT, axis=1))
-    P = X.copy()
+    nT = np.sqrt(np.einsum("ij,ij->i", xT, xT))
     polar = mu * nT <= -xN
-    inside = (~polar) & (nT <= mu * xN)
-    side = ~(polar | inside)
-    P[polar] = 0.0
-    if np.any(side):
-        m = mu[side]
-        pN = (m * nT[side] + xN[side]) / (m * m + 1.0)
-        P[side, 0] = pN
-        P[side, 1:] = (m * pN / nT[side])[:, None] * xT[side]
+    inside = nT <= mu * xN
+    pN = (mu * nT + xN) / (mu * mu + 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(nT > 0.0, mu * pN / nT, 0.0)
+    # branch order as Siconos: polar first, then inside, else the boundary
+    keep = np.where(polar, 0.0, np.where(inside, 1.0, 0.0))
+    bnd = ~(polar | inside)
+    P = X * keep[:, None]
+    P[:, 0] += np.where(bnd, pN, 0.0)
+    P[:, 1:] += np.where(bnd, scale, 0.0)[:, None] * xT
     return P
+
+
+def _natural_map_sq_small(r, u, mu, dim) -> float:
+    """The same sum with plain floats: a few contacts cost less than numpy's per-call overhead."""
+    r, u, mu = r.tolist(), u.tolist(), mu.tolist()
+    tot = 0.0
+    for a, m in enumerate(mu):
+        i = a * dim
+        rT, uT = r[i + 1:i + dim], u[i + 1:i + dim]
+        xN = r[i] - u[i] - m * math.sqrt(sum(t * t for t in uT))
+        xT = [ri - ui for ri, ui in zip(rT, uT)]
+        nT = math.sqrt(sum(t * t for t in xT))
+        if m * nT <= -xN:
+            pN, pT = 0.0, [0.0] * (dim - 1)
+        elif nT <= m * xN:
+            pN, pT = xN, xT
+        else:
+            pN = (m * nT + xN) / (m * m + 1.0)
+            pT = [m * pN * t / nT for t in xT]
+        tot += (r[i] - pN) ** 2 + sum((a_ - b_) ** 2 for a_, b_ in zip(rT, pT))
+    return tot
 
 
 def natural_map_sq(r: np.ndarray, u: np.ndarray, mu: np.ndarray, dim: int) -> float:
     """sum_a ||r_a - P_K(r_a - u_a - mu_a ||u_T,a|| e_N)||^2 (rho = 1): the unnormalised FC error squared."""
+    if mu.shape[0] <= 8:
+        return _natural_map_sq_small(r, u, mu, dim)
     R = r.reshape(-1, dim)
     U = u.reshape(-1, dim)
+    UT = U[:, 1:]
     X = R - U
-    X[:, 0] -= mu * np.sqrt(np.sum(U[:, 1:] ** 2, axis=1))
+    X[:, 0] -= mu * np.sqrt(np.einsum("ij,ij->i", UT, UT))
     D = R - project_coulomb(X, mu)
-    return float(np.sum(D * D))
+    return float(np.einsum("ij,ij->", D, D))

@@ -93,6 +93,28 @@ def _fc_error(r, u, mu, dim, norm):
     return float(e / scale) if scale > EPS else float(e)
 
 
+def _diagonal_or_none(M):
+    """The diagonal of M when M is diagonal, else None."""
+    if sp.issparse(M):
+        C = sp.coo_matrix(M)
+        if np.all(C.row == C.col) or not np.any(C.data[C.row != C.col]):
+            return np.asarray(M.diagonal(), dtype=float)
+        return None
+    d = np.diag(M)
+    return d.copy() if np.count_nonzero(M - np.diag(d)) == 0 else None
+
+
+class _DiagonalSolve:
+    """Drop-in for a SuperLU object when M is diagonal: ``solve(b) = b / d``."""
+
+    def __init__(self, d):
+        self.d = d
+
+    def solve(self, b):
+        b = np.asarray(b, dtype=float)
+        return b / self.d if b.ndim == 1 else b / self.d[:, None]
+
+
 class GlobalFrictionContact(Problem):
     r"""Global friction-contact problem (Siconos ``GlobalFrictionContactProblem``), Siconos' signs exactly.
 
@@ -144,10 +166,16 @@ class GlobalFrictionContact(Problem):
         return self.b.shape[0]
 
     def factor_M(self):
-        """Sparse LU factorisation of M (SuperLU), computed once; never a dense inverse."""
+        """Sparse LU factorisation of M (SuperLU), computed once; never a dense inverse.
+        A diagonal M (lumped masses, common in DEM) is solved by division."""
         def make():
             from scipy.sparse.linalg import splu
 
+            d = _diagonal_or_none(self.M)
+            if d is not None:
+                if np.any(d == 0):
+                    raise ProblemError("M", "is singular (zero on the diagonal)", "GlobalFrictionContact")
+                return _DiagonalSolve(d)
             try:
                 return splu(sp.csc_matrix(self.M))
             except RuntimeError as e:
@@ -169,6 +197,11 @@ class GlobalFrictionContact(Problem):
         def make():
             lu = self.factor_M()
             H = self.H
+            if isinstance(lu, _DiagonalSolve) and sp.issparse(H):   # W = H^T D^-1 H stays sparse
+                Hc = sp.csr_matrix(H)
+                W = (Hc.T @ sp.diags(1.0 / lu.d) @ Hc).tocsr()
+                qloc = matvec(Hc.T, lu.solve(np.asarray(self.q))) + self.b
+                return FrictionContact(self.dim, W, qloc, self.mu)
             Hd = H.toarray() if sp.issparse(H) else np.asarray(H)
             X = lu.solve(Hd) if Hd.shape[1] else np.zeros_like(Hd)  # M^-1 H, column by column
             if sp.issparse(H):
