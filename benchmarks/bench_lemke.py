@@ -162,7 +162,8 @@ def generated(args):
     for n in args.sizes:
         rs = [r["ratio"] for r in rows if r["n"] == n and r["ratio"]]
         if rs:
-            print(f"# n = {n:5d}: median ratio nsopt/Siconos = {statistics.median(rs):.2f} over {len(rs)} problems")
+            print(f"# n = {n:5d}: median ratio nsopt/Siconos = {statistics.median(rs):.2f} "
+                  f"over {len(rs)} problems")
     big = [r["ratio"] for r in rows if r["n"] >= 300 and r["ratio"]]
     if big:
         print(f"# median ratio nsopt/Siconos at n >= 300: {statistics.median(big):.2f} "
@@ -206,10 +207,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000])
     ap.add_argument("--seeds", type=int, default=3, help="problems per size (P and SPD alternately)")
-    ap.add_argument("--corpus", action="store_true", help="also compare on lcp, relay, mlcp, fc2d of the corpus")
+    ap.add_argument("--corpus", action="store_true",
+                    help="also compare on lcp, relay, mlcp, fc2d of the corpus")
     ap.add_argument("--profile", action="store_true", help="cProfile nsopt's Lemke on the largest problem")
     ap.add_argument("--no-siconos", action="store_true")
-    ap.add_argument("--data", default=None, help="corpus root (default: NSOPT_DATA or ../shared/siconos-data)")
+    ap.add_argument("--data", default=None,
+                    help="corpus root (default: NSOPT_DATA or ../shared/siconos-data)")
     ap.add_argument("--timeout", type=float, default=120)
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")

@@ -53,4 +53,5 @@ if files:
         p = nsopt.io.load(f)
         s = nsopt.solve(p, method="lemke")
         note = "" if s.success else f"  -> newton-fb: {nsopt.solve(p, method='newton-fb').status}"
-        print(f"  {f.name:28s} n={p.size:3d}  {s.status.value:8s} error {s.error:.1e}  pivots {s.nit:3d}{note}")
+        print(f"  {f.name:28s} n={p.size:3d}  {s.status.value:8s} error {s.error:.1e}  "
+              f"pivots {s.nit:3d}{note}")

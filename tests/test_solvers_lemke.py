@@ -44,7 +44,8 @@ def test_p_matrix_lcp_solved_to_1e_12(n, seed):
 def test_degenerate_lcp_does_not_cycle(n, seed, kind, frac):
     """z_i = w_i = 0 on a fraction of the indices: ties in the ratio test at every step."""
     rng = np.random.default_rng(seed)
-    M = {"p": g.p_matrix, "psd": lambda n, r: g.psd_matrix(n, r, max(1, n // 2)), "spd": g.spd_matrix}[kind](n, rng)
+    make = {"p": g.p_matrix, "psd": lambda n, r: g.psd_matrix(n, r, max(1, n // 2)), "spd": g.spd_matrix}
+    M = make[kind](n, rng)
     z, w = g.complementary_pair(n, rng, degenerate=frac)
     p = nsopt.LCP(M, w - M @ z)
     s = nsopt.solve(p, method="lemke", max_iter=10 * n + 100)
@@ -96,7 +97,8 @@ def test_sparse_and_scaled_inputs():
         q = scale_q * np.asarray(p.q)
         s = nsopt.solve(nsopt.LCP(sp.csr_matrix(scale_M * np.asarray(p.M)), q), method="lemke", tol=1e-12)
         assert s.success, (scale_M, scale_q, s.error)
-        np.testing.assert_allclose(s.z, sol["z"] * scale_q / scale_M, rtol=1e-8, atol=1e-12 * scale_q / scale_M)
+        zs = sol["z"] * scale_q / scale_M
+        np.testing.assert_allclose(s.z, zs, rtol=1e-8, atol=1e-12 * scale_q / scale_M)
 
 
 def test_history_callback_and_budget():

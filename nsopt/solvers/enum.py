@@ -220,7 +220,8 @@ def _enumerate(problem, eq, comp, tol, max_iter, history, callback, z0):
     return Outcome({"z": best_z}, status, int(state[2]), hist, msg, {"visited": int(state[2])})
 
 
-@register("lcp", "enum", f"enumeration of the 2^n complementary bases (n <= {MAX_PAIRS})", applies=_too_big)
+@register("lcp", "enum", f"enumeration of the 2^n complementary bases (n <= {MAX_PAIRS})",
+          applies=_too_big)
 def lcp_enum(problem, *, tol, max_iter, history=False, callback=None, z0=None):
     """Enumerate the supports J of z (module docstring); ``max_iter`` bounds the number visited
     (default 2^n); ``z0``: the enumeration starts from its support. When every support has been
@@ -231,7 +232,8 @@ def lcp_enum(problem, *, tol, max_iter, history=False, callback=None, z0=None):
                       history, callback, z0)
 
 
-@register("mlcp", "enum", f"enumeration of the 2^m complementary bases, free variables always basic (m <= {MAX_PAIRS})",
+@register("mlcp", "enum",
+          f"enumeration of the 2^m complementary bases, free variables always basic (m <= {MAX_PAIRS})",
           applies=_too_big)
 def mlcp_enum(problem, *, tol, max_iter, history=False, callback=None, z0=None):
     """Enumerate the supports of the complementarity variables (module docstring)."""

@@ -29,7 +29,13 @@ Implementation: a dense *revised* tableau. The basis inverse :math:`B^{-1}` is k
 vector :math:`w_j` is basic is the unit vector of its row, so products and rank-one updates only
 touch the :math:`k` "dense" columns (``k`` = number of basic ``z`` plus ``z_0``): a pivot costs
 :math:`O(nk)` instead of the :math:`O(n^2)` of the full tableau (Siconos keeps the full
-:math:`n \times 2(n+1)` tableau). The pivot loop is compiled with numba.
+:math:`n \times 2(n+1)` tableau). The pivot loop is compiled with numba. The data are scaled to
+unit size first (z solves (M, q) iff :math:`az/b` solves :math:`(M/a, q/b)`), so the tolerances
+are scale free: a column entry blocks when it exceeds ``piv_tol`` times the column's largest entry;
+two ratios tie when they agree to ``tie_tol`` relatively, or when both rows are degenerate
+(:math:`|\beta_i|` below ``tie_tol`` times the largest); when :math:`z_0` is among the tied rows it
+leaves at once. For the LCP, a ray without certificate is retried (``restarts``) with other,
+random positive covering vectors.
 
 Size guard: an LCP (after reduction) larger than ``MAX_LCP`` = 10000 is refused with
 :class:`~nsopt.exceptions.NotApplicable` (the dense tableau alone would take 800 MB); sparse
@@ -41,14 +47,19 @@ Reductions to an LCP (used by the ``lemke`` method of the other kinds):
   :math:`0 \le x \perp Mx + (q + M\,lb) + y \ge 0`, :math:`0 \le y \perp (ub - lb) - x \ge 0`
   (a one-sided bound gives one row, a free component :math:`z = x^+ - x^-` two).
 * MLCP: the free variables are eliminated by the Schur complement when the equality block A is
-  square and not numerically singular (condition number below 1e14, Siconos' choice up to that guard), :math:`u = -A^{-1}(Cv + a)`, LCP in v with matrix
-  :math:`B - DA^{-1}C`; otherwise (``reduction="split"``) :math:`u = u^+ - u^-` and the equality rows
-  are doubled with opposite signs (LCP of size 2n + m).
+  not numerically singular (condition number below 1e14; Siconos' MLCP LCP_LEMKE always does
+  this and fails only on an exactly singular A): :math:`u = -A^{-1}(Cv + a)`, LCP in v with matrix
+  :math:`B - DA^{-1}C`. Otherwise (or ``reduction="split"``, or when the Schur route does not
+  reach ``tol``) :math:`u = u^+ - u^-` with the equality rows doubled with opposite signs (LCP of
+  size 2n + m; copositive-plus when M is positive semidefinite).
 * AVI over :math:`K = \{z: Hz \ge k\}`: its KKT system :math:`Mz + q - H^\top\lambda = 0`,
   :math:`0 \le \lambda \perp Hz - k \ge 0` is an MLCP (equivalent to the AVI since K is polyhedral),
-  solved by the MLCP reduction above (Schur: LCP in :math:`\lambda` with :math:`H M^{-1} H^\top`).
-  Siconos solves AVIs with the Cao–Ferris path method instead, a Lemke-type method on the same
-  KKT system.
+  solved by the MLCP reduction above (Schur: LCP in :math:`\lambda` with :math:`H M^{-1} H^\top`,
+  split when M is singular, e.g. M = 0, a linear program). For a bounded nonempty K the AVI has a
+  solution; with M positive semidefinite both reductions are copositive-plus, so Lemke finds it
+  (a ray would prove the KKT system infeasible). Siconos solves AVIs with the Cao–Ferris path
+  method instead, a Lemke-type method on the same KKT system; ``info["multipliers"]`` holds
+  :math:`\lambda` and ``info["kkt_error"]`` the KKT residual.
 * FC2D: with :math:`\beta_a = r_{T,a} + \mu_a r_{N,a} \ge 0` and a slack :math:`\lambda_a \ge 0`,
   each contact gives the three complementarity pairs
   :math:`r_N \perp u_N`, :math:`\beta \perp u_T + \lambda`, :math:`\lambda \perp 2\mu r_N - \beta`
@@ -368,6 +379,9 @@ def farkas_certificate(M, q, y, tol=1e-9):
     return bool(np.all(y >= -tol) and np.all(MTy <= tol * scale) and float(q @ y) < -tol * qs)
 
 
+_CERT_MSG = "secondary ray: y = info['ray'] >= 0 with M^T y <= 0, q^T y < 0 proves the LCP infeasible"
+
+
 def lemke_lcp(M, q, *, max_iter=None, piv_tol=1e-12, tie_tol=1e-13, cover=None, history=False,
               callback=None, err_fn=None, xname="z", to_x=None, polish_tol=1e-14):
     """Core Lemke on dense (M, q). Returns (z, status, nit, hist, message, info).
@@ -396,8 +410,7 @@ def lemke_lcp(M, q, *, max_iter=None, piv_tol=1e-12, tie_tol=1e-13, cover=None, 
                 hist.append(err_fn(z))
             return z, Status.SOLVED, 1, hist, "z0 left the basis", {"pivots": 1}
         info.update(ray=np.ones(1), ray_w=np.array([m11]), ray_z0=0.0, certificate=True, z0=-q1)
-        return np.zeros(1), Status.INFEASIBLE, 1, hist, ("secondary ray: y = info['ray'] >= 0 with "
-                                                          "M^T y <= 0, q^T y < 0 proves the LCP infeasible"), info
+        return np.zeros(1), Status.INFEASIBLE, 1, hist, _CERT_MSG, info
     if cover is None:
         cover = np.ones(n)
     else:
@@ -451,8 +464,7 @@ def lemke_lcp(M, q, *, max_iter=None, piv_tol=1e-12, tie_tol=1e-13, cover=None, 
         cert = farkas_certificate(M, q, rz)
         info.update(ray=rz, ray_w=rw, ray_z0=rz0, certificate=cert, z0=T.z0())
         if cert:
-            return z, Status.INFEASIBLE, nit, hist, ("secondary ray: y = info['ray'] >= 0 with M^T y <= 0, "
-                                                     "q^T y < 0 proves the LCP infeasible"), info
+            return z, Status.INFEASIBLE, nit, hist, _CERT_MSG, info
         return z, Status.STALLED, nit, hist, ("secondary ray (no infeasibility certificate: "
                                               "M is not copositive-plus on this path)"), info
     if code == 3:
@@ -477,7 +489,8 @@ def _lcp_size(problem):
     k = problem.kind
     if k == "relay":
         lb, ub = np.asarray(problem.lb), np.asarray(problem.ub)
-        return int(problem.size + np.sum(np.isfinite(lb) & np.isfinite(ub)) + np.sum(~np.isfinite(lb) & ~np.isfinite(ub)))
+        lo, hi = np.isfinite(lb), np.isfinite(ub)
+        return int(problem.size + np.sum(lo & hi) + np.sum(~lo & ~hi))
     if k == "mlcp":
         return problem.m
     if k == "avi":
@@ -499,7 +512,8 @@ def _too_big(problem):
 # LCP
 # --------------------------------------------------------------------------------------------
 
-@register("lcp", "lemke", "lexicographic Lemke (covering vector e); secondary ray -> infeasibility certificate",
+@register("lcp", "lemke",
+          "lexicographic Lemke (covering vector e); secondary ray -> infeasibility certificate",
           applies=_too_big)
 def lcp_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
               tie_tol=1e-13, cover=None, restarts=2):
@@ -690,7 +704,8 @@ def avi_to_mlcp(M, q, H, k):
     return Mm, qm, is_eq
 
 
-@register("avi", "lemke", "Lemke on the KKT system of the AVI (MLCP -> LCP, Schur complement when M is invertible)",
+@register("avi", "lemke",
+          "Lemke on the KKT system of the AVI (MLCP -> LCP, Schur complement when M is invertible)",
           applies=_too_big)
 def avi_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
               tie_tol=1e-13, reduction="auto"):
