@@ -26,6 +26,7 @@ from ._base import Anderson, Formulation, quad_matrix, sym_part
 
 DEFAULT_MAX_ITER = 200
 STALL_WINDOW = 60     # no decrease of the best error over this many iterations -> STALLED
+POLISH_STEPS = 6      # Newton steps of one polish attempt
 PLAIN_AFTER = 12      # Anderson without progress for this many iterations -> plain fixed point ...
 PLAIN_SPAN = 25       # ... for this many iterations (a slow drift towards a contact's kink), then again
 SAFEGUARD_ON = "residual" # merit of the safeguard: "error" (the problem's) or "residual" (||g(x) - x||)
@@ -34,7 +35,8 @@ G_FLOOR = 1e-12      # smallest Tresca threshold, relative to the largest (scale
 _TOL_KEYS = {"CLARABEL": ("tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio")}
 
 
-def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var="r"):
+def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var="r", polish=None,
+                polish_at=1e-6):
     """Generic safeguarded (Anderson-accelerated) fixed point ``x <- G(x)``.
 
     ``G(x)`` returns ``(g, sol)`` with ``sol`` a dict of the problem's variables at the program's
@@ -47,6 +49,7 @@ def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var
     best_sol, best_e, best_k = None, np.inf, -1
     e_prev, last_plain, restarts = np.inf, None, 0
     plain_left, last_switch, switches = 0, 0, 0
+    last_polish = np.inf
     errs = []
     status, msg = Status.MAX_ITER, ""
     k = 0
@@ -79,6 +82,18 @@ def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var
         if e <= tol:
             status, msg = Status.SOLVED, f"fixed point reached error {e:.2e} in {k} iteration(s)"
             break
+        if polish is not None and e <= polish_at and e <= 1e-2 * last_polish:
+            last_polish = e
+            psol, pe, steps = polish(sol)
+            form.history.append({"iteration": k, "stage": "polish", "error": pe, "newton_steps": steps,
+                                 "from_error": e})
+            if pe < best_e:
+                best_sol, best_e, best_k = psol, pe, k
+            if pe <= tol:
+                status = Status.SOLVED
+                msg = (f"fixed point reached {e:.2e} in {k} iteration(s), then {steps} Newton polish "
+                       f"step(s) reached {pe:.2e}")
+                break
         if not np.isfinite(e):
             status, msg = Status.NUMERICAL_ERROR, f"non-finite error at iteration {k}"
             break
@@ -109,6 +124,16 @@ def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var
             break
     else:
         msg = f"max_iter = {max_iter} fixed-point iterations reached, best error {best_e:.2e}"
+    if status is not Status.SOLVED and polish is not None and best_sol is not None and \
+            best_e <= 1e2 * polish_at and best_e < last_polish:
+        psol, pe, steps = polish(best_sol)           # a last try from the best iterate
+        form.history.append({"iteration": k, "stage": "polish", "error": pe, "newton_steps": steps,
+                             "from_error": best_e})
+        if pe < best_e:
+            best_sol, best_e = psol, pe
+            msg += f"; Newton polish ({steps} step(s)) from the best iterate reached {pe:.2e}"
+            if pe <= tol:
+                status = Status.SOLVED
     if restarts or switches:
         msg += f" ({restarts} Anderson restart(s), {switches} plain stretch(es))"
     return best_sol, best_e, status, k, msg
@@ -248,14 +273,24 @@ class FCasSOCP(_FCBase):
             g = g - self.prox * (r0 / self.dd)
         return g
 
-    def run(self, *, tol=1e-8, max_iter=None, anderson=5, r0=None, callback=None):
+    def run(self, *, tol=1e-8, max_iter=None, anderson=5, r0=None, callback=None, polish=True,
+            polish_at=1e-6):
         max_iter = DEFAULT_MAX_ITER if max_iter is None else max_iter
         self.history.clear()
         if max_iter == 0:
             r = np.zeros(self.problem.size) if r0 is None else np.asarray(r0, float)
             return {"r": r}, self.problem.error(r), Status.MAX_ITER, 0, "max_iter = 0"
         return fixed_point(self, self.image, self.initial(r0), lambda sol: self.problem.error(sol["r"]),
-                           tol=tol, max_iter=max_iter, anderson=anderson, callback=callback)
+                           tol=tol, max_iter=max_iter, anderson=anderson, callback=callback,
+                           polish=self._polisher(tol) if polish else None, polish_at=polish_at)
+
+    def _polisher(self, tol):
+        from ._polish import polish_local
+
+        def run(sol):
+            r, e, steps, _ = polish_local(self.problem, sol["r"], tol=tol, max_steps=POLISH_STEPS)
+            return {"r": r}, e, steps
+        return run
 
     def statement(self):
         p = self.problem
@@ -336,7 +371,8 @@ class FCTresca(_FCBase):
             g = np.concatenate([g, matvec(self.A, r)])
         return g, {"r": r}, info
 
-    def run(self, *, tol=1e-8, max_iter=None, anderson=5, r0=None, callback=None):
+    def run(self, *, tol=1e-8, max_iter=None, anderson=5, r0=None, callback=None, polish=True,
+            polish_at=1e-6):
         max_iter = DEFAULT_MAX_ITER if max_iter is None else max_iter
         self.history.clear()
         p = self.problem
@@ -361,7 +397,8 @@ class FCTresca(_FCBase):
             r = np.zeros(p.size) if r0 is None else r0
             return {"r": r}, p.error(r), Status.MAX_ITER, 0, "max_iter = 0"
         return fixed_point(self, self.image, x0, lambda sol: p.error(sol["r"]), tol=tol,
-                           max_iter=max_iter, anderson=anderson, callback=callback)
+                           max_iter=max_iter, anderson=anderson, callback=callback,
+                           polish=FCasSOCP._polisher(self, tol) if polish else None, polish_at=polish_at)
 
     def statement(self):
         p = self.problem

@@ -22,7 +22,7 @@ from ..exceptions import NotApplicable
 from ..problems._base import matvec
 from ..result import Status
 from ._base import Formulation, cached_sym_psd, quad_matrix
-from .fc import DEFAULT_MAX_ITER, _TOL_KEYS, fixed_point
+from .fc import DEFAULT_MAX_ITER, POLISH_STEPS, fixed_point
 
 
 class GFCPrimalSOCP(Formulation):
@@ -92,7 +92,8 @@ class GFCPrimalSOCP(Formulation):
         g = self.mu * np.sqrt(np.sum(U[:, 1:] ** 2, axis=1))
         return g, {"r": r, "v": v}, info
 
-    def run(self, *, tol=1e-8, max_iter=None, anderson=5, r0=None, callback=None):
+    def run(self, *, tol=1e-8, max_iter=None, anderson=5, r0=None, callback=None, polish=True,
+            polish_at=1e-6):
         p = self.problem
         max_iter = DEFAULT_MAX_ITER if max_iter is None else max_iter
         self.history.clear()
@@ -104,8 +105,15 @@ class GFCPrimalSOCP(Formulation):
         if max_iter == 0:
             r = np.zeros(p.size) if r0 is None else np.asarray(r0, float)
             return {"r": r, "v": p.v(r)}, p.error(r), Status.MAX_ITER, 0, "max_iter = 0"
+        def polisher(sol):
+            from ._polish import polish_global
+
+            r, v, e, steps, _ = polish_global(p, sol["r"], sol["v"], tol=tol, max_steps=POLISH_STEPS)
+            return {"r": r, "v": v}, e, steps
+
         return fixed_point(self, self.image, s0, lambda sol: p.error(sol["r"], sol["v"]), tol=tol,
-                           max_iter=max_iter, anderson=anderson, callback=callback)
+                           max_iter=max_iter, anderson=anderson, callback=callback,
+                           polish=polisher if polish else None, polish_at=polish_at)
 
     def statement(self):
         p = self.problem

@@ -88,26 +88,27 @@ def _fp_outcome(form, sol, status, nit, msg, history, t0, var_default):
 
 
 @register(("fc2d", "fc3d"), "socp-fp",
-          "SOCP (CVXPY, compiled once) + Anderson-accelerated fixed point on s = mu ||u_T|| (De Saxce)")
+          "SOCP (CVXPY, compiled once) + Anderson-accelerated fixed point on s = mu ||u_T|| (De Saxce), "
+          "Newton polish of the last digits")
 def socp_fp(problem, *, tol, max_iter, history=False, callback=None, solver=None, solver_options=None,
-            anderson=5, prox=0.0, inexact=False, r0=None, formulation=None):
+            anderson=5, prox=0.0, inexact=False, polish=True, polish_at=1e-6, r0=None, formulation=None):
     t0 = time.perf_counter()
     form = _reuse(formulation, FCasSOCP, problem) or FCasSOCP(
         problem, solver=solver, solver_options=solver_options, prox=prox, inexact=inexact)
     sol, err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
-                                          callback=callback)
+                                          callback=callback, polish=polish, polish_at=polish_at)
     return _fp_outcome(form, sol, status, nit, msg, history, t0, {"r": np.zeros(problem.size)})
 
 
 @register(("fc2d", "fc3d"), "socp-tresca",
           "Tresca (cylinder) SOCPs + Anderson-accelerated fixed point on the thresholds g = mu r_N")
 def socp_tresca(problem, *, tol, max_iter, history=False, callback=None, solver=None, solver_options=None,
-                anderson=5, inexact=False, r0=None, formulation=None):
+                anderson=5, inexact=False, polish=True, polish_at=1e-6, r0=None, formulation=None):
     t0 = time.perf_counter()
     form = _reuse(formulation, FCTresca, problem) or FCTresca(
         problem, solver=solver, solver_options=solver_options, inexact=inexact)
     sol, err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
-                                          callback=callback)
+                                          callback=callback, polish=polish, polish_at=polish_at)
     return _fp_outcome(form, sol, status, nit, msg, history, t0, {"r": np.zeros(problem.size)})
 
 
@@ -115,11 +116,11 @@ def socp_tresca(problem, *, tol, max_iter, history=False, callback=None, solver=
           "primal SOCP over v (min 1/2 v'Mv - q'v, H'v + b + s~ in K*; no M inverse) + fixed point on s",
           applies=_gfc_applies)
 def gfc_socp_fp(problem, *, tol, max_iter, history=False, callback=None, solver=None, solver_options=None,
-                anderson=5, inexact=False, r0=None, formulation=None):
+                anderson=5, inexact=False, polish=True, polish_at=1e-6, r0=None, formulation=None):
     t0 = time.perf_counter()
     form = _reuse(formulation, GFCPrimalSOCP, problem) or GFCPrimalSOCP(
         problem, solver=solver, solver_options=solver_options, inexact=inexact, check=False)
     sol, err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
-                                          callback=callback)
+                                          callback=callback, polish=polish, polish_at=polish_at)
     return _fp_outcome(form, sol, status, nit, msg, history, t0,
                        {"r": np.zeros(problem.size), "v": problem.v(np.zeros(problem.size))})
