@@ -13,9 +13,14 @@ Methods
     whose zeros are the solutions of Coulomb's law; an element of the generalised Jacobian gives
     the Newton matrix :math:`J = A + B W` (A, B block diagonal, ``dim x dim`` per contact),
     assembled sparse on a fixed pattern and factorised by SuperLU (the column ordering is computed
-    once and reused). Globalised by a non-monotone Armijo line search on
-    :math:`\tfrac12\|\phi\|^2`; when the line search fails, projected Gauss–Seidel sweeps
-    (projected fixed-point steps per contact) are taken instead; a singular matrix is regularised.
+    once and reused). The Newton matrix is regularised as :math:`A + B(W + \sigma_k I)` with
+    :math:`\sigma_k` proportional to the current error (Levenberg–Marquardt-like, option ``reg``):
+    W is often singular (more contact unknowns than degrees of freedom) and the plain AC Jacobian
+    with it. Globalised by a non-monotone Armijo line search on :math:`\tfrac12\|\phi\|^2`
+    (switching to monotone Armijo and back when progress is slow); when the line search fails,
+    projected Gauss–Seidel sweeps (projected fixed-point steps per contact) are taken instead; a
+    singular matrix gets a diagonal shift. Hybrid: when the best error has not halved over 100
+    iterations, the method continues with proximal-point iterations (below) from its best iterate.
 ``nsn-fb`` (fc2d, fc3d, gfc3d)
     The same with the Fischer–Burmeister function of the second-order cone (Jordan algebra,
     Fukushima, Luo & Tseng [3]_) on De Saxcé's modified velocity
@@ -114,6 +119,12 @@ def _rho_from_blocks(Wd, rho, mu):
     rN = np.full(nc, vals[0])
     rT = np.full(nc, vals[-1])
     return rN, rT, rho_pgs
+
+
+def _check_reg(reg):
+    if isinstance(reg, bool) or not isinstance(reg, (int, float)) or not np.isfinite(reg) or reg < 0:
+        raise OptionError(f"reg must be a non-negative number, got {reg!r}")
+    return float(reg)
 
 
 def _check_common(line_search, max_iter, default):
@@ -218,6 +229,8 @@ class _Local:
         self.B = np.zeros((self.nc, self.dim, self.dim))
         self.phi = np.zeros(self.n)
         self.sigma, self.rc = 0.0, None
+        self.reg = 0.0            # Levenberg-Marquardt-like shift of the Newton matrix only: A + B (W + reg I)
+        self.wscale = float(np.mean(1.0 / self.rho_pgs)) if self.nc else 1.0
 
     def matvec(self, x):
         return self.Wd @ x if self.dense else self.Wcsr @ x
@@ -240,7 +253,8 @@ class _Local:
 
     def direction(self, shift=0.0):
         """Solve J d = -phi (J = A + B (W + sigma I)); None when singular even after regularisation."""
-        A = self.A + self.sigma * self.B if self.sigma else self.A
+        sg = self.sigma + self.reg
+        A = self.A + sg * self.B if sg else self.A
         if self.dense:
             nc, dim = self.nc, self.dim
             J = np.einsum("alm,amj->alj", self.B, self.Wd.reshape(nc, dim, self.n)).reshape(self.n, self.n)
@@ -280,7 +294,7 @@ class _Local:
 
 
 def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callback,
-                  deadline=None, memory=5, stall=None, switch=20):
+                  deadline=None, memory=5, stall=None, switch=20, keep="best", reg=0.0):
     """Globalised semismooth Newton on a _Local system. Returns (best_r, status, nit, hist, info)."""
     n = sys.n
     u = sys.u(r)
@@ -331,7 +345,9 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
         nit = k + 1
         f0 = sys.jac(r, u)
         merits.append(f0)
+        sys.reg = reg * sys.wscale * min(err, 1.0) if reg else 0.0
         d = sys.direction()
+        sys.reg = 0.0
         accepted = False
         if d is not None:
             Wd = sys.matvec(d)
@@ -358,11 +374,13 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
             sys.pgs(r, nsweeps=3)
         u = sys.u(r)
     info = {"fallback_steps": n_fallback, "singular": n_reg, "line_search_switches": n_switch}
+    if keep == "last" and status is not Status.SOLVED:   # inner solves: the merit decreased, move on
+        return r, err, status, nit, hist, info
     return best_r, best_err, status, nit, hist, info
 
 
 def _local_solve(problem, formulation, *, tol, max_iter, history, callback, r0, rho, line_search,
-                 time_limit, hybrid=True, stall=100, default_iter=1000):
+                 time_limit, hybrid=True, stall=100, default_iter=1000, reg=0.0):
     max_iter = _check_common(line_search, max_iter, default_iter)
     r = as_x0(r0, problem.size, "r0")
     if problem.size == 0:
@@ -375,7 +393,7 @@ def _local_solve(problem, formulation, *, tol, max_iter, history, callback, r0, 
 
     best_r, best_err, status, nit, hist, info = _newton_local(
         sys, r, tol=tol, max_iter=max_iter, line_search=line_search, err_fn=err_fn, history=history,
-        callback=callback, deadline=deadline, stall=stall if hybrid else None)
+        callback=callback, deadline=deadline, stall=stall if hybrid else None, reg=reg)
     msg = f"{formulation.upper()} Newton: error {best_err:.3g} after {nit} iterations"
     if status is Status.STALLED and nit < max_iter:
         # hybrid: the plain Newton stalled -> proximal regularisation from the best iterate
@@ -547,7 +565,7 @@ def _global_solve(problem, formulation, *, tol, max_iter, history, callback, r0,
 
 @register(("fc2d", "fc3d"), "nsn-ac", "semismooth Newton on the Alart-Curnier function, sparse LU, line search")
 def nsn_ac(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho="auto",
-           line_search="nonmonotone", hybrid=True, time_limit=None):
+           line_search="nonmonotone", reg=1.0, hybrid=True, time_limit=None):
     """Alart–Curnier semismooth Newton.
 
     Options
@@ -556,6 +574,10 @@ def nsn_ac(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho
     rho : "auto" (per contact: rho_N = 1/W_aa[N,N], rho_T = 1/lambda_max(W_aa[T,T])), a positive
         scalar, or a pair (rho_N, rho_T).
     line_search : "nonmonotone" (Armijo against the max of the last 5 merits), "armijo", "none".
+    reg : regularisation of the Newton matrix, A + B (W + sigma_k I) with
+        sigma_k = reg x mean_a lambda_max(W_aa) x min(error_k, 1) (Levenberg–Marquardt-like: it vanishes
+        as the error does, so the local convergence is kept; the residual is never changed).
+        Default 1 for AC (W is often singular: more contact unknowns than degrees of freedom), 0 for FB.
     hybrid : when the Newton iterates stall (40 iterations without a 0.1 % decrease of the best
         error), continue with proximal-point iterations (``prox``: W + sigma I, inner AC Newton) from
         the best iterate; False: plain Newton until max_iter.
@@ -563,18 +585,20 @@ def nsn_ac(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho
     time_limit : wall-clock budget in seconds (None: none); status TIME_LIMIT when hit.
     """
     return _local_solve(problem, "ac", tol=tol, max_iter=max_iter, history=history, callback=callback,
-                        r0=r0, rho=rho, line_search=line_search, time_limit=time_limit, hybrid=hybrid)
+                        r0=r0, rho=rho, line_search=line_search, time_limit=time_limit, hybrid=hybrid,
+                        reg=_check_reg(reg))
 
 
 @register(("fc2d", "fc3d"), "nsn-fb", "semismooth Newton on the Fischer-Burmeister SOC function (De Saxce)")
 def nsn_fb(problem, *, tol, max_iter, history=False, callback=None, r0=None, line_search="nonmonotone",
-           hybrid=True, time_limit=None):
+           reg=0.0, hybrid=True, time_limit=None):
     """Fischer–Burmeister semismooth Newton (SOC Jordan algebra, De Saxcé's modified velocity).
 
-    Options as ``nsn-ac`` (no rho).
+    Options as ``nsn-ac`` (no rho; ``reg`` defaults to 0).
     """
     return _local_solve(problem, "fb", tol=tol, max_iter=max_iter, history=history, callback=callback,
-                        r0=r0, rho=1.0, line_search=line_search, time_limit=time_limit, hybrid=hybrid)
+                        r0=r0, rho=1.0, line_search=line_search, time_limit=time_limit, hybrid=hybrid,
+                        reg=_check_reg(reg))
 
 
 @register(("gfc2d", "gfc3d"), "nsn-ac", "Alart-Curnier semismooth Newton on the global sparse system (v, r)")
@@ -637,7 +661,7 @@ def _prox_loop(sys, r, *, tol, max_iter, sigma, inner_iter, line_search, history
             itol = max(min(0.1 * err, 1e-2), 0.1 * tol)
             rn, ie, st, ni, _, _ = _newton_local(sys, r.copy(), tol=itol, max_iter=inner_iter,
                                                   line_search=line_search, err_fn=inner_err, history=False,
-                                                  callback=None, deadline=deadline)
+                                                  callback=None, deadline=deadline, keep="last")
             sys.sigma = 0.0
             inner_total += ni
             e_new = outer_err(rn)
