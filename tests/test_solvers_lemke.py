@@ -252,6 +252,7 @@ def test_corpus_lemke(path):
     assert p.error(s.z if s.z is not None else s.r) <= 1e-8
 
 
+@pytest.mark.corpus
 def test_corpus_bimatrix_game_ray_is_not_a_certificate(corpus):
     """lcp_CPS_3: M = [[0, A], [B, 0]] (nonnegative, not copositive-plus): Lemke ends on a ray
     (as Siconos' LEMKE does), which proves nothing; enumeration and newton-fb solve it."""

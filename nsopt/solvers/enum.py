@@ -6,7 +6,7 @@ support: :math:`M_{JJ} z_J = -q_J`, :math:`z_{\bar J} = 0`; it is a solution whe
 always basic and their rows always equations: the square system on rows and columns
 :math:`E \cup J` is solved instead. All :math:`2^m` subsets (m = number of complementarity pairs)
 are visited at most once, by increasing Hamming distance from a guess (the support of ``z0``
-when given, else the empty set, i.e. z = 0 first); the first candidate whose error measure
+when given, else :math:`\{i : q_i < 0\}`, the solution when M is diagonal); the first candidate whose error measure
 (``problem.error``) is at most ``tol`` is returned. A singular subsystem is skipped.
 
 Size guard: m > :data:`MAX_PAIRS` (= 20, about a million linear systems) is refused with
@@ -176,11 +176,11 @@ def _enumerate(problem, eq, comp, tol, max_iter, history, callback, z0):
     q = np.asarray(problem.q, float)
     N, m = q.shape[0], comp.shape[0]
     guess = 0
-    if z0 is not None:
-        z0 = as_x0(z0, N, "z0")
-        for t, i in enumerate(comp):
-            if z0[i] > 0:
-                guess |= 1 << t
+    # guess of the support: that of z0, else the rows with q_i < 0 (exact when M is diagonal)
+    sel = as_x0(z0, N, "z0") > 0 if z0 is not None else q < 0
+    for t, i in enumerate(comp):
+        if sel[i]:
+            guess |= 1 << t
     budget = (1 << m) if max_iter is None else int(max_iter)
     state = np.array([0, -1, 0], dtype=np.int64)
     z = np.zeros(N)
