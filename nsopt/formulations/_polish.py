@@ -4,7 +4,8 @@ An interior-point solution of the SOCP is accurate to the solver's tolerance, an
 s converges linearly; both limit the last digits. Near the solution the contact states (take-off,
 stick, slide) are known, so a few Newton steps on the natural map
 
-    F(r) = r - P_K(r - û(r)),   û = u + mu ||u_T|| e_N,  u = W r + q       (local problem)
+    F(r) = r - P_K(r - rho û(r)),   û = u + mu ||u_T|| e_N,  u = W r + q   (local problem; rho_a > 0
+                                      per contact, 1 / mean diagonal of W_aa: the same zeros as rho = 1)
 
 converge quadratically. The generalised Jacobian of the projection on each Coulomb cone is explicit
 (0 in the polar cone, I inside, the derivative of the boundary formula otherwise). Each step is
@@ -91,18 +92,35 @@ def _solve(J, rhs):
 
 
 def polish_local(problem, r, *, tol, max_steps=20):
-    """Newton steps on the natural map of a FrictionContact problem from r.
+    """Newton steps on the natural map of a FrictionContact problem from r: with rho = 1 first,
+    then (if that does not reach tol) with the per-contact scaled rho.
 
     Returns (r, error, steps taken, history of errors)."""
+    r1, e1, k1, h1 = _polish_local(problem, r, tol=tol, max_steps=max_steps, scaled=False)
+    if e1 <= tol:
+        return r1, e1, k1, h1
+    r2, e2, k2, h2 = _polish_local(problem, r, tol=tol, max_steps=max_steps, scaled=True)
+    if e2 < e1:
+        return r2, e2, k1 + k2, h1 + h2
+    return r1, e1, k1 + k2, h1 + h2
+
+
+def _polish_local(problem, r, *, tol, max_steps, scaled):
     W, q, mu, dim, nc = problem.W, np.asarray(problem.q), np.asarray(problem.mu), problem.dim, problem.nc
     n = problem.size
+
+    # rho_a = 1 / (mean diagonal of W's block a): same zeros as rho = 1, a well-scaled Newton matrix
+    diag = (W.diagonal() if sp.issparse(W) else np.diag(np.asarray(W))).reshape(nc, dim).mean(axis=1)
+    ref = float(np.median(diag[diag > 0])) if np.any(diag > 0) else 1.0
+    rho = 1.0 / np.where(diag > 1e-12 * ref, diag, ref) if scaled else np.ones(nc)
+    rho_n = np.repeat(rho, dim)
 
     def resid(r):
         u = matvec(W, r) + q
         U = u.reshape(nc, dim)
         uh = U.copy()
         uh[:, 0] += mu * np.sqrt(np.sum(U[:, 1:] ** 2, axis=1))
-        X = r.reshape(nc, dim) - uh
+        X = r.reshape(nc, dim) - rho[:, None] * uh
         return (r - project_coulomb(X, mu).reshape(-1)), U, X
 
     r = np.asarray(r, float).copy()
@@ -119,11 +137,12 @@ def polish_local(problem, r, *, tol, max_steps=20):
         D = _blockdiag(projection_jacobian(X, mu))
         Sd = _blockdiag(shift_jacobian(U, mu))
         I = sp.eye(n, format="csr")
+        R = sp.diags(rho_n)
         if sp.issparse(Wd):
-            dU = (I + Sd) @ Wd                     # d û / d r
+            dU = R @ (I + Sd) @ Wd                 # rho d û / d r
             J = (I - D @ (I - dU)).tocsr()
         else:
-            dU = np.asarray((I + Sd) @ Wd)
+            dU = np.asarray(R @ (I + Sd) @ Wd)
             J = np.eye(n) - D @ (np.eye(n) - dU)
         d = _solve(J, -F)
         nF = float(np.linalg.norm(F))
