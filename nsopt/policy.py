@@ -11,8 +11,8 @@ The returned solution is the first that reaches ``tol``, else the attempt with t
 =========  ======================================================================================
 kind       order
 =========  ======================================================================================
-lcp        qp (symmetric PSD M) → lemke (n <= 3000) → newton-fb → pgs
-mlcp       qp (symmetric PSD structure) → enum (m <= 16) → lemke → newton-fb → pgs
+lcp        qp (symmetric PSD M) → lemke (n <= 10000 after reduction) → newton-fb → pgs
+mlcp       qp (symmetric PSD structure) → enum (m <= 20) → lemke → newton-fb → pgs
 relay      qp (symmetric PSD M) → lemke → pgs
 equality   linear
 avi        qp (symmetric PSD M) → lemke
