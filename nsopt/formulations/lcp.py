@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..problems._base import matvec
-from ._base import Formulation, cached_sym_psd, quad_matrix, sym_part
+from ._base import _TOL_OPTS, Formulation, cached_sym_psd, quad_matrix, sym_part
 
 
 def _solve_sym(S, rhs):
@@ -24,18 +24,19 @@ def _solve_sym(S, rhs):
 
         try:
             x = splu(sp.csc_matrix(S)).solve(rhs)
-            if np.all(np.isfinite(x)):
+            if np.all(np.isfinite(x)) and np.linalg.norm(S @ x - rhs) <= 1e-12 * (1 + np.linalg.norm(rhs)):
                 return x
         except RuntimeError:
             pass
         S = S.toarray()
+    S = np.asarray(S)
     try:
         x = np.linalg.solve(S, rhs)
-        if np.all(np.isfinite(x)):
+        if np.all(np.isfinite(x)) and np.linalg.norm(S @ x - rhs) <= 1e-12 * (1 + np.linalg.norm(rhs)):
             return x
     except np.linalg.LinAlgError:
         pass
-    return np.linalg.lstsq(S, rhs, rcond=None)[0]
+    return np.linalg.lstsq(S, rhs, rcond=None)[0]   # singular (PSD) block: minimum-norm solution
 
 
 def box_polish(M, q, lb, ub, z, error, rounds=3):
@@ -120,9 +121,29 @@ class BoxQP(Formulation):
             up[self._iu] = self.upper.dual_value
         return lo, up
 
-    def run(self, *, polish=True, history=False, callback=None):
-        """Solve the QP (and polish); returns (z, status message, solver iterations)."""
-        status, wall, inside = self._solve_program()
+    def run(self, *, polish=True, history=False, callback=None, tol=1e-8):
+        """Solve the QP (and polish); returns (z, status message, solver iterations).
+
+        When the result misses ``tol`` (degenerate, rank-deficient M: Clarabel may stop
+        "optimal_inaccurate"), the QP is solved once more with a stronger static regularisation
+        (Clarabel) or the solver's default tolerances, and the better point is kept."""
+        z, status, it = self._run_once(polish, callback)
+        e = self.problem.error(z) if z is not None else np.inf
+        if e > tol:
+            retry = dict(self.solver_options)
+            if self.solver == "CLARABEL":
+                retry["static_regularization_constant"] = 1e-7
+            else:
+                for k in _TOL_OPTS:
+                    retry.pop(k, None)
+            z2, status2, it2 = self._run_once(polish, None, retry)
+            e2 = self.problem.error(z2) if z2 is not None else np.inf
+            if e2 < e:
+                return z2, f"{status2} (second solve, regularised)", it + it2
+        return z, status, it
+
+    def _run_once(self, polish, callback, opts=None):
+        status, wall, inside = self._solve_program(opts)
         z = self.z.value
         it = int(getattr(self.program.solver_stats, "num_iters", 0) or 0)
         if z is None:

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from ..exceptions import OptionError
-from ..formulations import AVIasQP, FCasSOCP, FCTresca, GFCPrimalSOCP, LCPasQP, MLCPasQP, RelayAsQP
+from ..formulations import AVIasQP, BoxQP, FCasSOCP, FCTresca, GFCPrimalSOCP, LCPasQP, MLCPasQP, RelayAsQP
 from ..formulations._base import cached_sym_psd
 from ..registry import Outcome, register
 from ..result import Status
@@ -63,7 +63,8 @@ def qp(problem, *, tol, max_iter, history=False, callback=None, solver=None, sol
         if key and max_iter > 0:
             form.solver_options = {**form.solver_options, key: int(max_iter)}
     try:
-        z, status, it = form.run(polish=polish, callback=callback)
+        z, status, it = form.run(polish=polish, callback=callback, tol=tol) if isinstance(form, BoxQP) \
+            else form.run(polish=polish, callback=callback)
     except StopIteration:
         z, status, it = form.z.value, "callback", 0
         return Outcome({"z": np.zeros(problem.size) if z is None else np.asarray(z)}, Status.CALLBACK_STOP,
