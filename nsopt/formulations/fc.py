@@ -27,6 +27,7 @@ from ._base import Anderson, Formulation, quad_matrix, sym_part
 DEFAULT_MAX_ITER = 200
 STALL_WINDOW = 60     # no decrease of the best error over this many iterations -> STALLED
 POLISH_STEPS = 6      # Newton steps of one polish attempt
+POLISH_EVERY = 0.25   # a new polish attempt once the error dropped 4x since the last one
 PLAIN_AFTER = 12      # Anderson without progress for this many iterations -> plain fixed point ...
 PLAIN_SPAN = 25       # ... for this many iterations (a slow drift towards a contact's kink), then again
 SAFEGUARD_ON = "residual" # merit of the safeguard: "error" (the problem's) or "residual" (||g(x) - x||)
@@ -82,7 +83,7 @@ def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var
         if e <= tol:
             status, msg = Status.SOLVED, f"fixed point reached error {e:.2e} in {k} iteration(s)"
             break
-        if polish is not None and e <= polish_at and e <= 1e-2 * last_polish:
+        if polish is not None and e <= polish_at and e <= POLISH_EVERY * last_polish:
             last_polish = e
             psol, pe, steps = polish(sol)
             form.history.append({"iteration": k, "stage": "polish", "error": pe, "newton_steps": steps,
