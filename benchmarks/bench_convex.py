@@ -93,7 +93,7 @@ def fc3d_table(args):
         line = f"{f.name[:44]:44s} {p.nc:4d}"
         row = {"name": f.name, "nc": p.nc}
         for s in args.solvers:
-            sol = nsopt.solve(p, method="socp-fp", solver=s, max_iter=args.max_iter)
+            sol = nsopt.solve(p, method="socp-fp", solver=s, max_iter=args.max_iter, time_limit=args.time_limit)
             t = sol.info.get("timings", {})
             row[s] = (sol.error, sol.nit, t.get("solver", float("nan")), sol.solve_time, sol.status.value)
             line += (f" | {sol.status.value[:8]:>8s} {sol.error:8.1e} {sol.nit:5d} "
@@ -186,6 +186,8 @@ def main(argv=None):
     ap.add_argument("--files", nargs="*", help="only these file names")
     ap.add_argument("--solvers", nargs="+", default=["CLARABEL", "SCS"])
     ap.add_argument("--max-iter", type=int, default=None, help="fixed-point iterations (default 200)")
+    ap.add_argument("--time-limit", type=float, default=75.0,
+                    help="nsopt per-solve wall limit (s), as Siconos' --timeout")
     ap.add_argument("--no-siconos", action="store_true", help="do not run Siconos' ACLMFP")
     ap.add_argument("--timeout", type=float, default=75.0, help="Siconos per-solve wall limit (s)")
     ap.add_argument("--resolve-problem", default="Capsules-i101-404.dat")

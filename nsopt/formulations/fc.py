@@ -37,7 +37,7 @@ _TOL_KEYS = {"CLARABEL": ("tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio
 
 
 def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var="r", polish=None,
-                polish_at=1e-6):
+                polish_at=1e-6, time_limit=None):
     """Generic safeguarded (Anderson-accelerated) fixed point ``x <- G(x)``.
 
     ``G(x)`` returns ``(g, sol)`` with ``sol`` a dict of the problem's variables at the program's
@@ -54,7 +54,12 @@ def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var
     errs = []
     status, msg = Status.MAX_ITER, ""
     k = 0
+    t_start = time.perf_counter()
     for k in range(1, max_iter + 1):
+        if time_limit is not None and k > 1 and time.perf_counter() - t_start > time_limit:
+            status, msg = Status.TIME_LIMIT, f"time limit {time_limit:g} s reached after {k - 1} iteration(s)"
+            k -= 1
+            break
         form._err_hint = e_prev if np.isfinite(e_prev) else (best_e if np.isfinite(best_e) else None)
         t0 = time.perf_counter()
         try:
@@ -125,7 +130,7 @@ def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var
             break
     else:
         msg = f"max_iter = {max_iter} fixed-point iterations reached, best error {best_e:.2e}"
-    if status is not Status.SOLVED and polish is not None and best_sol is not None and \
+    if status in (Status.MAX_ITER, Status.STALLED) and polish is not None and best_sol is not None and \
             best_e <= 1e2 * polish_at and best_e < last_polish:
         psol, pe, steps = polish(best_sol)           # a last try from the best iterate
         form.history.append({"iteration": k, "stage": "polish", "error": pe, "newton_steps": steps,
@@ -275,7 +280,7 @@ class FCasSOCP(_FCBase):
         return g
 
     def run(self, *, tol=1e-8, max_iter=None, anderson=5, r0=None, callback=None, polish=True,
-            polish_at=1e-6):
+            polish_at=1e-6, time_limit=None):
         max_iter = DEFAULT_MAX_ITER if max_iter is None else max_iter
         self.history.clear()
         if max_iter == 0:
@@ -283,7 +288,8 @@ class FCasSOCP(_FCBase):
             return {"r": r}, self.problem.error(r), Status.MAX_ITER, 0, "max_iter = 0"
         return fixed_point(self, self.image, self.initial(r0), lambda sol: self.problem.error(sol["r"]),
                            tol=tol, max_iter=max_iter, anderson=anderson, callback=callback,
-                           polish=self._polisher(tol) if polish else None, polish_at=polish_at)
+                           polish=self._polisher(tol) if polish else None, polish_at=polish_at,
+                           time_limit=time_limit)
 
     def _polisher(self, tol):
         from ._polish import polish_local
@@ -373,7 +379,7 @@ class FCTresca(_FCBase):
         return g, {"r": r}, info
 
     def run(self, *, tol=1e-8, max_iter=None, anderson=5, r0=None, callback=None, polish=True,
-            polish_at=1e-6):
+            polish_at=1e-6, time_limit=None):
         max_iter = DEFAULT_MAX_ITER if max_iter is None else max_iter
         self.history.clear()
         p = self.problem
@@ -399,7 +405,8 @@ class FCTresca(_FCBase):
             return {"r": r}, p.error(r), Status.MAX_ITER, 0, "max_iter = 0"
         return fixed_point(self, self.image, x0, lambda sol: p.error(sol["r"]), tol=tol,
                            max_iter=max_iter, anderson=anderson, callback=callback,
-                           polish=FCasSOCP._polisher(self, tol) if polish else None, polish_at=polish_at)
+                           polish=FCasSOCP._polisher(self, tol) if polish else None, polish_at=polish_at,
+                           time_limit=time_limit)
 
     def statement(self):
         p = self.problem

@@ -93,7 +93,7 @@ class GFCPrimalSOCP(Formulation):
         return g, {"r": r, "v": v}, info
 
     def run(self, *, tol=1e-8, max_iter=None, anderson=5, r0=None, callback=None, polish=True,
-            polish_at=1e-6):
+            polish_at=1e-6, time_limit=None):
         p = self.problem
         max_iter = DEFAULT_MAX_ITER if max_iter is None else max_iter
         self.history.clear()
@@ -113,7 +113,8 @@ class GFCPrimalSOCP(Formulation):
 
         return fixed_point(self, self.image, s0, lambda sol: p.error(sol["r"], sol["v"]), tol=tol,
                            max_iter=max_iter, anderson=anderson, callback=callback,
-                           polish=polisher if polish else None, polish_at=polish_at)
+                           polish=polisher if polish else None, polish_at=polish_at,
+                           time_limit=time_limit)
 
     def statement(self):
         p = self.problem

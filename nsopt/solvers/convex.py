@@ -7,6 +7,9 @@
 Common options: ``solver`` ("CLARABEL" default, "SCS", "OSQP" for QPs, "ECOS", ...) and
 ``solver_options`` (a dict merged over nsopt's accurate defaults, ``nsopt.formulations.ACCURATE``);
 ``formulation`` re-uses an already built formulation object (its compiled program).
+Fixed-point options (socp-fp, socp-tresca): ``anderson`` (memory, 0 = plain), ``polish`` /
+``polish_at`` (Newton polish of the last digits once the error is below polish_at), ``time_limit``
+(seconds, Status.TIME_LIMIT), ``r0`` (initial reaction: s from its velocity), ``prox``, ``inexact``.
 ``Solution.info`` carries ``formulation`` (the object: ``.program``, ``.explain()``, ``.history``),
 ``timings`` (build / cvxpy / solver seconds, number of conic solves) and ``solver_share``.
 """
@@ -92,24 +95,28 @@ def _fp_outcome(form, sol, status, nit, msg, history, t0, var_default):
           "SOCP (CVXPY, compiled once) + Anderson-accelerated fixed point on s = mu ||u_T|| (De Saxce), "
           "Newton polish of the last digits")
 def socp_fp(problem, *, tol, max_iter, history=False, callback=None, solver=None, solver_options=None,
-            anderson=5, prox=0.0, inexact=False, polish=True, polish_at=1e-6, r0=None, formulation=None):
+            anderson=5, prox=0.0, inexact=False, polish=True, polish_at=1e-6, time_limit=None, r0=None,
+                formulation=None):
     t0 = time.perf_counter()
     form = _reuse(formulation, FCasSOCP, problem) or FCasSOCP(
         problem, solver=solver, solver_options=solver_options, prox=prox, inexact=inexact)
     sol, err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
-                                          callback=callback, polish=polish, polish_at=polish_at)
+                                          callback=callback, polish=polish, polish_at=polish_at,
+                                          time_limit=time_limit)
     return _fp_outcome(form, sol, status, nit, msg, history, t0, {"r": np.zeros(problem.size)})
 
 
 @register(("fc2d", "fc3d"), "socp-tresca",
           "Tresca (cylinder) SOCPs + Anderson-accelerated fixed point on the thresholds g = mu r_N")
 def socp_tresca(problem, *, tol, max_iter, history=False, callback=None, solver=None, solver_options=None,
-                anderson=5, inexact=False, polish=True, polish_at=1e-6, r0=None, formulation=None):
+                anderson=5, inexact=False, polish=True, polish_at=1e-6, time_limit=None, r0=None,
+                formulation=None):
     t0 = time.perf_counter()
     form = _reuse(formulation, FCTresca, problem) or FCTresca(
         problem, solver=solver, solver_options=solver_options, inexact=inexact)
     sol, err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
-                                          callback=callback, polish=polish, polish_at=polish_at)
+                                          callback=callback, polish=polish, polish_at=polish_at,
+                                          time_limit=time_limit)
     return _fp_outcome(form, sol, status, nit, msg, history, t0, {"r": np.zeros(problem.size)})
 
 
@@ -117,11 +124,13 @@ def socp_tresca(problem, *, tol, max_iter, history=False, callback=None, solver=
           "primal SOCP over v (min 1/2 v'Mv - q'v, H'v + b + s~ in K*; no M inverse) + fixed point on s",
           applies=_gfc_applies)
 def gfc_socp_fp(problem, *, tol, max_iter, history=False, callback=None, solver=None, solver_options=None,
-                anderson=5, inexact=False, polish=True, polish_at=1e-6, r0=None, formulation=None):
+                anderson=5, inexact=False, polish=True, polish_at=1e-6, time_limit=None, r0=None,
+                formulation=None):
     t0 = time.perf_counter()
     form = _reuse(formulation, GFCPrimalSOCP, problem) or GFCPrimalSOCP(
         problem, solver=solver, solver_options=solver_options, inexact=inexact, check=False)
     sol, err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
-                                          callback=callback, polish=polish, polish_at=polish_at)
+                                          callback=callback, polish=polish, polish_at=polish_at,
+                                          time_limit=time_limit)
     return _fp_outcome(form, sol, status, nit, msg, history, t0,
                        {"r": np.zeros(problem.size), "v": problem.v(np.zeros(problem.size))})
