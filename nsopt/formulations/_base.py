@@ -110,8 +110,9 @@ def check_symmetric_psd(M, *, sym_tol=SYM_TOL, psd_tol=PSD_TOL):
 
     Symmetric: ``||M - M^T||_F <= sym_tol ||M||_F``. PSD: a Cholesky factorisation of
     ``S + psd_tol ||M||_F I`` (S the symmetric part) succeeds, i.e. ``lambda_min(S) >= -psd_tol ||M||_F``;
-    a sparse M larger than ``DENSE_CHECK_MAX`` is judged by its smallest eigenvalue (ARPACK, shift-invert
-    free ``which='SA'``) with the same tolerance.
+    a sparse M larger than ``DENSE_CHECK_MAX`` gets a sparse Cholesky attempt (SuperLU with diagonal
+    pivots only: all pivots positive), and if that fails is judged by its smallest eigenvalue
+    (ARPACK ``which='SA'``) with the same tolerance.
     """
     n = M.shape[0]
     if n == 0:
@@ -126,7 +127,17 @@ def check_symmetric_psd(M, *, sym_tol=SYM_TOL, psd_tol=PSD_TOL):
     S = sym_part(M)
     shift = psd_tol * nrm
     if sp.issparse(S) and n > DENSE_CHECK_MAX:
-        from scipy.sparse.linalg import eigsh
+        from scipy.sparse.linalg import eigsh, splu
+
+        # a sparse "Cholesky attempt": LU with diagonal pivots only (symmetric mode) of S + shift I;
+        # all pivots positive <=> S + shift I positive definite
+        try:
+            lu = splu(sp.csc_matrix(S + shift * sp.identity(n)), permc_spec="MMD_AT_PLUS_A",
+                      diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+            if np.array_equal(lu.perm_r, lu.perm_c) and np.all(lu.U.diagonal() > 0):
+                return None
+        except RuntimeError:
+            pass
 
         try:
             lam = float(eigsh(S, k=1, which="SA", tol=1e-6, return_eigenvectors=False,
