@@ -23,8 +23,8 @@ __all__ = ["solve", "methods", "Solution", "Status", "LCP", "MLCP", "Relay", "Eq
 
 
 def __getattr__(name):  # nsopt.io loads h5py lazily
-    if name == "io":
+    if name in ("io", "formulations"):  # formulations: lazily, it imports cvxpy
         import importlib
 
-        return importlib.import_module(".io", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(name)
