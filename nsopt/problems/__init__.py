@@ -7,5 +7,14 @@ from .lcp import LCP
 from .mlcp import MLCP
 from .relay import Equality, Relay
 
-__all__ = ["LCP", "MLCP", "Relay", "Equality", "AVI", "FrictionContact", "GlobalFrictionContact",
-           "GenericMechanical", "Block"]
+__all__ = [
+           "AVI",
+           "LCP",
+           "MLCP",
+           "Block",
+           "Equality",
+           "FrictionContact",
+           "GenericMechanical",
+           "GlobalFrictionContact",
+           "Relay",
+]

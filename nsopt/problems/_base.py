@@ -133,3 +133,15 @@ class Problem:
     @property
     def default_method(self) -> str:
         return "auto"
+
+
+class AffineProblem(Problem):
+    """Problems on one unknown z with the affine residual w = Mz + q (LCP, Relay, Equality, AVI, MLCP)."""
+
+    @property
+    def size(self) -> int:
+        return self.q.shape[0]
+
+    def w(self, z) -> np.ndarray:
+        """w = Mz + q."""
+        return matvec(self.M, check_input(z, "z", type(self).__name__, self.size)) + self.q

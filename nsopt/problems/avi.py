@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import EPS, Problem, as_matrix, as_vector, check_input, matvec
+from ._base import EPS, AffineProblem, as_matrix, as_vector, check_input, matvec
 
 
-class AVI(Problem):
+class AVI(AffineProblem):
     r"""Affine variational inequality (Siconos ``AffineVariationalInequalities``).
 
     Find :math:`z \in K = \{z : Hz \ge k\}` with :math:`(Mz + q)^\top (y - z) \ge 0` for all :math:`y \in K`.
@@ -30,12 +30,7 @@ class AVI(Problem):
         self.M, self.q, self.H, self.k = M, q, H, k
         self._freeze()
 
-    @property
-    def size(self) -> int:
-        return self.q.shape[0]
 
-    def w(self, z) -> np.ndarray:
-        return matvec(self.M, check_input(z, "z", "AVI", self.size)) + self.q
 
     def project(self, y) -> np.ndarray:
         """Euclidean projection on K = {z : Hz >= k}, by the dual QP: min ||x - y||^2, Hx >= k."""

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import EPS, Problem, as_matrix, as_vector, check_input, matvec
+from ._base import EPS, AffineProblem, as_matrix, as_vector, check_input, matvec
 
 
-class LCP(Problem):
+class LCP(AffineProblem):
     r"""Linear complementarity problem (Siconos ``LinearComplementarityProblem``).
 
     .. math::  w = Mz + q,\qquad 0 \le z \perp w \ge 0.
@@ -30,13 +30,7 @@ class LCP(Problem):
         self.M, self.q = M, q
         self._freeze()
 
-    @property
-    def size(self) -> int:
-        return self.q.shape[0]
 
-    def w(self, z) -> np.ndarray:
-        """w = Mz + q."""
-        return matvec(self.M, check_input(z, "z", "LCP", self.size)) + self.q
 
     def error(self, z, w=None) -> float:
         """Siconos' LCP error of z (w is recomputed as Mz + q, as Siconos does)."""

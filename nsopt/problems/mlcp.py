@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import ProblemError
-from ._base import Problem, as_matrix, as_vector, check_input, dense, matvec
+from ._base import AffineProblem, as_matrix, as_vector, check_input, dense, matvec
 
 
-class MLCP(Problem):
+class MLCP(AffineProblem):
     r"""Mixed linear complementarity problem (Siconos ``MixedLinearComplementarityProblem``).
 
     .. math::
@@ -44,7 +44,7 @@ class MLCP(Problem):
         self._init(M, np.concatenate([a, b]), n, None, None)
 
     @classmethod
-    def from_matrix(cls, M, q, n: int, *, blocks_rows=None, blocks_is_comp=None) -> "MLCP":
+    def from_matrix(cls, M, q, n: int, *, blocks_rows=None, blocks_is_comp=None) -> MLCP:
         """Siconos' single-matrix form: M (n+m square), q, n equalities (first n rows unless blocks say otherwise)."""
         self = cls.__new__(cls)
         self._init(M, q, n, blocks_rows, blocks_is_comp)
@@ -89,9 +89,6 @@ class MLCP(Problem):
     def m(self) -> int:
         return self.q.shape[0] - self.n
 
-    @property
-    def size(self) -> int:
-        return self.q.shape[0]
 
     def _part(self, rows_eq: bool, cols_eq: bool):
         R = self.is_eq if rows_eq else ~self.is_eq
@@ -105,8 +102,6 @@ class MLCP(Problem):
     a = property(lambda self: np.asarray(self.q)[self.is_eq])
     b = property(lambda self: np.asarray(self.q)[~self.is_eq])
 
-    def w(self, z) -> np.ndarray:
-        return matvec(self.M, check_input(z, "z", "MLCP", self.size)) + self.q
 
     def error(self, z, w=None) -> float:
         """Siconos' MLCP error (see the class docstring), w recomputed as Mz + q."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import ProblemError
-from ._base import Problem, as_matrix, as_vector, check_input, matvec
+from ._base import AffineProblem, as_matrix, as_vector, check_input, matvec
 
 
-class Relay(Problem):
+class Relay(AffineProblem):
     r"""Relay problem (Siconos ``RelayProblem``): a box-constrained affine variational inequality.
 
     .. math::  w = Mz + q,\qquad -w \in N_{[lb, ub]}(z),
@@ -41,12 +41,7 @@ class Relay(Problem):
         self.M, self.q, self.lb, self.ub = M, q, lb, ub
         self._freeze()
 
-    @property
-    def size(self) -> int:
-        return self.q.shape[0]
 
-    def w(self, z) -> np.ndarray:
-        return matvec(self.M, check_input(z, "z", "Relay", self.size)) + self.q
 
     def error(self, z, w=None) -> float:
         z = check_input(z, "z", "Relay", self.size)
@@ -58,7 +53,7 @@ class Relay(Problem):
         return f"Relay(n={self.size})"
 
 
-class Equality(Problem):
+class Equality(AffineProblem):
     r"""Linear equality problem :math:`Mz + q = 0` (Siconos' equality block).
 
     Error measure: :math:`\|Mz + q\|_2 / (1 + \|q\|_2)`; Siconos has no standalone equality error
@@ -75,12 +70,7 @@ class Equality(Problem):
         self.M, self.q = M, q
         self._freeze()
 
-    @property
-    def size(self) -> int:
-        return self.q.shape[0]
 
-    def w(self, z) -> np.ndarray:
-        return matvec(self.M, check_input(z, "z", "Equality", self.size)) + self.q
 
     def error(self, z, w=None) -> float:
         return float(np.linalg.norm(self.w(z))) / (1.0 + float(np.linalg.norm(self.q)))
