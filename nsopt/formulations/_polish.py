@@ -92,14 +92,15 @@ def _solve(J, rhs):
 
 
 def polish_local(problem, r, *, tol, max_steps=20):
-    """Newton steps on the natural map of a FrictionContact problem from r: with rho = 1 first,
-    then (if that does not reach tol) with the per-contact scaled rho.
+    """Newton steps on the natural map of a FrictionContact problem from r: with the per-contact
+    scaled rho first, then (if that does not reach tol) with rho = 1. An attempt stops when two steps in
+    a row gain less than 10% (Newton is then not converging: a contact state is wrong).
 
     Returns (r, error, steps taken, history of errors)."""
-    r1, e1, k1, h1 = _polish_local(problem, r, tol=tol, max_steps=max_steps, scaled=False)
+    r1, e1, k1, h1 = _polish_local(problem, r, tol=tol, max_steps=max_steps, scaled=True)
     if e1 <= tol:
         return r1, e1, k1, h1
-    r2, e2, k2, h2 = _polish_local(problem, r, tol=tol, max_steps=max_steps, scaled=True)
+    r2, e2, k2, h2 = _polish_local(problem, r, tol=tol, max_steps=max_steps, scaled=False)
     if e2 < e1:
         return r2, e2, k1 + k2, h1 + h2
     return r1, e1, k1 + k2, h1 + h2
@@ -129,7 +130,7 @@ def _polish_local(problem, r, *, tol, max_steps, scaled):
     hist = []
     Wd = W if sp.issparse(W) else np.asarray(W)
     F, U, X = resid(r)
-    steps = 0
+    steps = n_slow = 0
     for steps in range(1, max_steps + 1):
         if e <= tol:
             steps -= 1
@@ -159,9 +160,12 @@ def _polish_local(problem, r, *, tol, max_steps, scaled):
         en = problem.error(rn)
         hist.append(en)
         r, F, U, X = rn, Fn, Un, Xn
+        n_slow = n_slow + 1 if en > 0.9 * e else 0
         if en < best_e:     # keep the best by the problem's own error
             best_r, best_e = r.copy(), en
         e = en
+        if n_slow >= 2:     # two steps in a row gaining less than 10%: not converging
+            break
     return best_r, best_e, steps, hist
 
 
