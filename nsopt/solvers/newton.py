@@ -66,6 +66,7 @@ from . import _newton_kernels as K
 
 _DENSE_MAX = 240          # dense LAPACK path for W dense and n <= this
 _LS = ("armijo", "nonmonotone", "none")
+_TREG = 0.1   # a plain Newton step shorter than this is retried with the regularised matrix
 _PROX = [3.0, 10.0, 8]     # sigma divided by [0] after an inner solve of <= [2] iterations, times [1] on failure
 
 
@@ -293,7 +294,7 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
     best_r, best_err = r.copy(), np.inf
     merits = []
     phi_t = np.empty(n)
-    n_fallback = n_reg = n_switch = 0
+    n_fallback = n_reg = n_switch = n_lm = 0
     status = Status.MAX_ITER
     nit = 0
     since_best = 0
@@ -336,35 +337,49 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
         nit = k + 1
         f0 = sys.jac(r, u)
         merits.append(f0)
-        sys.reg = reg * sys.wscale * min(err, 1.0) if reg else 0.0
-        d = sys.direction()
-        sys.reg = 0.0
-        accepted = False
-        if d is not None:
+        fref = max(merits[-memory:]) if line_search == "nonmonotone" else f0
+
+        def search(d):
+            """Backtracking on the merit along d: (accepted, t, merit at t, W d)."""
             Wd = sys.matvec(d)
             if sys.sigma:
                 Wd += sys.sigma * d
             if line_search == "none":
-                t, accepted = 1.0, True
-            else:
-                fref = max(merits[-memory:]) if line_search == "nonmonotone" else f0
-                t = 1.0
-                while t >= 1e-10:
-                    ft = sys.merit(r + t * d, u + t * Wd, phi_t)
-                    if np.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
-                        accepted = True
-                        break
-                    t *= 0.5
-            if accepted:
-                r = r + t * d
+                return True, 1.0, f0, Wd
+            t = 1.0
+            while t >= 1e-10:
+                ft = sys.merit(r + t * d, u + t * Wd, phi_t)
+                if np.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
+                    return True, t, ft, Wd
+                t *= 0.5
+            return False, 0.0, f0, Wd
+
+        d = sys.direction()
+        accepted, t, ft = False, 0.0, f0
+        if d is not None:
+            accepted, t, ft, _ = search(d)
         else:
             n_reg += 1
+        if reg and (not accepted or t < _TREG):
+            # poor plain step (W singular or nearly): retry with the regularised matrix
+            # A + B (W + sigma_k I), sigma_k = reg x scale x min(err, 1), keep the better step
+            sys.reg = reg * sys.wscale * min(err, 1.0)
+            d2 = sys.direction()
+            sys.reg = 0.0
+            if d2 is not None:
+                a2, t2, f2, _ = search(d2)
+                if a2 and (not accepted or f2 < ft):
+                    accepted, t, ft, d = True, t2, f2, d2
+                    n_lm += 1
+        if accepted:
+            r = r + t * d
         if not accepted:
             n_fallback += 1
             merits.clear()
             sys.pgs(r, nsweeps=3)
         u = sys.u(r)
-    info = {"fallback_steps": n_fallback, "singular": n_reg, "line_search_switches": n_switch}
+    info = {"fallback_steps": n_fallback, "singular": n_reg, "line_search_switches": n_switch,
+            "regularised_steps": n_lm}
     if keep == "last" and status is not Status.SOLVED:   # inner solves: the merit decreased, move on
         return r, err, status, nit, hist, info
     return best_r, best_err, status, nit, hist, info
@@ -421,11 +436,11 @@ class _Global:
         dM = np.where(np.abs(dM) > 0, np.abs(dM), 1.0)
         Wapprox = (self.Ht @ sp.diags(1.0 / dM) @ self.H).tocsr()
         blocks = _diag_blocks(Wapprox, self.nc, self.dim)
-        self.rhoN, self.rhoT, _ = _rho_from_blocks(blocks, rho, self.mu)
+        self.rhoN, self.rhoT, rp = _rho_from_blocks(blocks, rho, self.mu)
+        self.wscale = float(np.mean(1.0 / rp)) if self.nc else 1.0
         self.A = np.zeros((self.nc, self.dim, self.dim))
         self.B = np.zeros((self.nc, self.dim, self.dim))
         self.phi = np.zeros(self.m)
-        self.perm = None
         bi = np.arange(self.nc, dtype=np.int32)
         self._bsr = (bi, np.arange(self.nc + 1, dtype=np.int32))
 
@@ -439,35 +454,28 @@ class _Global:
             return K.ac_jac(r, u, self.mu, self.rhoN, self.rhoT, self.dim, self.phi, self.A, self.B)
         return K.fb_jac(r, u, self.mu, self.dim, self.phi, self.A, self.B)
 
-    def direction(self, F):
-        m, dim = self.m, self.dim
+    def direction(self, F, reg=0.0):
+        m = self.m
         ind, ptr = self._bsr
-        Ab = sp.bsr_matrix((self.A, ind, ptr), shape=(m, m)).tocsr()
+        A = self.A + reg * self.B if reg else self.A
+        Ab = sp.bsr_matrix((A, ind, ptr), shape=(m, m)).tocsr()
         Bb = sp.bsr_matrix((self.B, ind, ptr), shape=(m, m)).tocsr()
         J = sp.bmat([[self.M, -self.H], [Bb @ self.Ht, Ab]], format="csc")
         N = J.shape[0]
         for s in (0.0, 1e-10, 1e-6):
             Js = J + s * sp.identity(N, format="csc") if s else J
             try:
-                if self.perm is None:
-                    lu = splu(Js, permc_spec="COLAMD")
-                    self.perm = lu.perm_c.copy()
-                    d = lu.solve(-F)
-                else:
-                    lu = splu(Js[:, self.perm], permc_spec="NATURAL")
-                    y = lu.solve(-F)
-                    d = np.empty_like(y)
-                    d[self.perm] = y
+                lu = splu(Js, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.01)
             except RuntimeError:
                 continue
+            d = lu.solve(-F)
             if np.all(np.isfinite(d)):
                 return d
-        del dim
         return None
 
 
 def _global_solve(problem, formulation, *, tol, max_iter, history, callback, r0, v0, rho,
-                  line_search, time_limit, default_iter=200):
+                  line_search, time_limit, reg=0.0, default_iter=1000):
     max_iter = _check_common(line_search, max_iter, default_iter)
     r = as_x0(r0, problem.size, "r0")
     if problem.size == 0:
@@ -510,7 +518,7 @@ def _global_solve(problem, formulation, *, tol, max_iter, history, callback, r0,
         res1 = g.M @ v - g.H @ r - g.q
         f0 = g.jac(r, u) + 0.5 * float(res1 @ res1)
         merits.append(f0)
-        d = g.direction(np.concatenate([res1, g.phi]))
+        d = g.direction(np.concatenate([res1, g.phi]), reg * g.wscale * min(err, 1.0) if reg else 0.0)
         accepted = False
         if d is not None:
             dv, dr = d[:g.ndof], d[g.ndof:]
@@ -594,18 +602,22 @@ def nsn_fb(problem, *, tol, max_iter, history=False, callback=None, r0=None, lin
 
 @register(("gfc2d", "gfc3d"), "nsn-ac", "Alart-Curnier semismooth Newton on the global sparse system (v, r)")
 def gnsn_ac(problem, *, tol, max_iter, history=False, callback=None, r0=None, v0=None, rho="auto",
-            line_search="nonmonotone", time_limit=None):
-    """Alart–Curnier Newton on the global system (M v = q + H r, u = H^T v + b); options as fc3d."""
+            line_search="nonmonotone", reg=0.0, time_limit=None):
+    """Alart–Curnier Newton on the global system (M v = q + H r, u = H^T v + b); options as fc3d
+    (``v0``: initial global velocity, default M^-1 (q + H r0); ``reg`` defaults to 0 here, the
+    global matrix being nonsingular when M is; no proximal continuation)."""
     return _global_solve(problem, "ac", tol=tol, max_iter=max_iter, history=history, callback=callback,
-                         r0=r0, v0=v0, rho=rho, line_search=line_search, time_limit=time_limit)
+                         r0=r0, v0=v0, rho=rho, line_search=line_search, time_limit=time_limit,
+                         reg=_check_reg(reg))
 
 
 @register("gfc3d", "nsn-fb", "Fischer-Burmeister semismooth Newton on the global sparse system (v, r)")
 def gnsn_fb(problem, *, tol, max_iter, history=False, callback=None, r0=None, v0=None,
-            line_search="nonmonotone", time_limit=None):
+            line_search="nonmonotone", reg=0.0, time_limit=None):
     """Fischer–Burmeister Newton on the global system."""
     return _global_solve(problem, "fb", tol=tol, max_iter=max_iter, history=history, callback=callback,
-                         r0=r0, v0=v0, rho=1.0, line_search=line_search, time_limit=time_limit)
+                         r0=r0, v0=v0, rho=1.0, line_search=line_search, time_limit=time_limit,
+                         reg=_check_reg(reg))
 
 
 def _prox_loop(sys, r, *, tol, max_iter, sigma, inner_iter, line_search, history, callback, deadline):
