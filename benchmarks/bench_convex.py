@@ -34,8 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import nsopt  # noqa: E402
-from nsopt.data import corpus_files, data_dir  # noqa: E402
+import nsopt
+from nsopt.data import corpus_files, data_dir
 
 SICONOS_BENCH = ROOT.parent / "shared" / "tools" / "siconos_bench.py"
 
@@ -46,7 +46,7 @@ def run_siconos(folder, files, timeout):
     if not (os.path.exists(py) and SICONOS_BENCH.is_file()):
         print(f"# Siconos ACLMFP skipped: {py} or {SICONOS_BENCH} not found")
         return None
-    chk = subprocess.run([py, "-c", "import siconos.numerics"], capture_output=True)
+    chk = subprocess.run([py, "-c", "import siconos.numerics"], capture_output=True, check=False)
     if chk.returncode:
         print("# Siconos ACLMFP skipped: siconos.numerics not importable by /usr/bin/python3")
         return None
@@ -54,7 +54,7 @@ def run_siconos(folder, files, timeout):
     cmd = [py, str(SICONOS_BENCH), "--data", str(data_dir()), "--folders", folder, "--solvers", "ACLMFP",
            "--tol", "1e-8", "--timeout", str(timeout), "--out", str(out)]
     print("# running:", " ".join(cmd), flush=True)
-    subprocess.run(cmd, capture_output=True, text=True)
+    subprocess.run(cmd, capture_output=True, text=True, check=False)
     res = {}
     if out.is_file():
         with open(out) as fh:
@@ -160,7 +160,7 @@ def resolve_benchmark(args):
     # (b) rebuild: a fresh CVXPY program with the linear term as a constant, same iterates
     P = quad_matrix(form.P)
     mu = np.asarray(p.mu)
-    t_build = t_solver_b = 0.0
+    t_solver_b = 0.0
     t0 = time.perf_counter()
     for k in range(n_it):
         c = form.dd * form.q_data + xs[k + 1]
@@ -168,7 +168,7 @@ def resolve_benchmark(args):
         R = cp.reshape(r, (p.nc, 3), order="C")
         prob = cp.Problem(cp.Minimize(0.5 * cp.quad_form(r, cp.psd_wrap(P)) + c @ r),
                           [cp.SOC(cp.multiply(mu, R[:, 0]), R[:, 1:], axis=1)])
-        _, wall, inside = run_program(prob, form.solver, form.solver_options, warm_start=False)
+        _, _wall, inside = run_program(prob, form.solver, form.solver_options, warm_start=False)
         t_solver_b += inside
     t_rebuild = (time.perf_counter() - t0) / n_it
     print(f"  first solve (compiles the program): {t_first * 1e3:8.1f} ms")

@@ -37,7 +37,7 @@ def lesson_lcp():
 
 def lesson_nonsymmetric():
     print("=" * 78, "\n2. A nonsymmetric M: the QP would solve the LCP of (M + M^T)/2\n")
-    p, known = generate.lcp(6, seed=2, matrix="p")
+    p, _ = generate.lcp(6, seed=2, matrix="p")
     try:
         nsopt.solve(p, method="qp")
     except nsopt.NotApplicable as e:
@@ -60,8 +60,8 @@ def lesson_friction():
         x = g
     s = nsopt.solve(p, method="socp-fp", history=True)
     print(f"socp-fp (Anderson + polish): r = {np.round(s.r, 12)}, u = {np.round(s.u, 12)}, "
-          f"{s.nit} iterations, error {s.error:.1e}\n  history {['%.1e' % e for e in s.history]}\n"
-          f"  timings {dict((k, round(v, 4)) for k, v in s.info['timings'].items())}")
+          f"{s.nit} iterations, error {s.error:.1e}\n  history {[f'{e:.1e}' for e in s.history]}\n"
+          f"  timings { {k: round(v, 4) for k, v in s.info['timings'].items()} }")
 
     print("\n   30 generated contacts (stick / slide / take-off):")
     q, ref = generate.friction_contact(30, seed=1, mu=0.5)

@@ -11,8 +11,16 @@ from hypothesis import strategies as st
 import nsopt
 import nsopt.generate as gen
 from nsopt.exceptions import NotApplicable, OptionError
-from nsopt.formulations import (AVIasQP, FCasSOCP, FCTresca, GFCPrimalSOCP, LCPasQP, MLCPasQP,
-                                RelayAsQP, check_symmetric_psd)
+from nsopt.formulations import (
+    AVIasQP,
+    FCasSOCP,
+    FCTresca,
+    GFCPrimalSOCP,
+    LCPasQP,
+    MLCPasQP,
+    RelayAsQP,
+    check_symmetric_psd,
+)
 
 FAST = settings(max_examples=int(__import__("os").environ.get("NSOPT_HYP_EXAMPLES", 25)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -130,7 +138,7 @@ def test_psd_check():
 
 
 def test_qp_rejects_non_psd_and_auto_moves_on():
-    p, known = gen.lcp(8, seed=3, matrix="p")           # nonsymmetric P-matrix
+    p, _ = gen.lcp(8, seed=3, matrix="p")           # nonsymmetric P-matrix
     with pytest.raises(NotApplicable, match="not symmetric"):
         nsopt.solve(p, method="qp")
     assert "qp" not in nsopt.methods(p)
@@ -230,7 +238,7 @@ def test_random_mlcp_and_relay_by_qp(n, m, seed):
 def test_random_contacts_fixed_point_recovers_coulomb(nc, seed, mu, dim):
     """Well-posed contacts (W SPD, a known Coulomb solution): the fixed point reaches 1e-8 and
     returns Coulomb's law contact by contact (the solution is unique for these small mu)."""
-    p, known = gen.friction_contact(nc, dim=dim, seed=seed, mu=mu)
+    p, _ = gen.friction_contact(nc, dim=dim, seed=seed, mu=mu)
     s = nsopt.solve(p, method="socp-fp")
     assert s.error <= 1e-8, s.message
     R, U = s.r.reshape(nc, dim), s.u.reshape(nc, dim)
@@ -246,7 +254,7 @@ def test_random_tresca_and_global(nc, seed, mu):
     p, _ = gen.friction_contact(nc, seed=seed, mu=mu)
     s = nsopt.solve(p, method="socp-tresca")
     assert s.error <= 1e-8, s.message
-    g, known = gen.global_friction_contact(nc=nc, ndof=3 * nc + 2, seed=seed, mu=mu)
+    g, _ = gen.global_friction_contact(nc=nc, ndof=3 * nc + 2, seed=seed, mu=mu)
     s = nsopt.solve(g, method="socp-fp")
     assert s.error <= 1e-8, s.message
     np.testing.assert_allclose(g.M @ s.v, g.q + g.H @ s.r, atol=1e-7 * (1 + np.abs(g.q).max()))

@@ -9,12 +9,11 @@
 from __future__ import annotations
 
 import pytest
+from conftest import corpus_params, need_corpus
 
 import nsopt
 from nsopt.exceptions import FormatError, NotApplicable, ProblemError
 from nsopt.formulations import check_symmetric_psd
-
-from conftest import corpus_params, need_corpus
 
 FC3D_SMALL = {"FC3D_Example1.dat", "FrictionContact3D_1c.dat", "FrictionContact3D_RR_1c.dat",
               "GFC3D_TwoRods1-condensed.dat", "NESpheres_10_1.dat", "Rover1039.dat", "Rover4144.dat",

@@ -30,9 +30,21 @@ from .lcp import BoxQP, LCPasQP
 from .mlcp import MLCPasQP
 from .relay import RelayAsQP
 
-__all__ = ["Formulation", "BoxQP", "LCPasQP", "MLCPasQP", "RelayAsQP", "AVIasQP", "FCasSOCP",
-           "FCTresca", "GFCPrimalSOCP", "check_symmetric_psd", "ACCURATE", "DEFAULT_SOLVER",
-           "formulation_for"]
+__all__ = [
+    "ACCURATE",
+    "DEFAULT_SOLVER",
+    "AVIasQP",
+    "BoxQP",
+    "FCTresca",
+    "FCasSOCP",
+    "Formulation",
+    "GFCPrimalSOCP",
+    "LCPasQP",
+    "MLCPasQP",
+    "RelayAsQP",
+    "check_symmetric_psd",
+    "formulation_for",
+]
 
 
 def formulation_for(problem, method=None, **kw):

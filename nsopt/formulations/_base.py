@@ -29,12 +29,12 @@ _TOL_OPTS = {"tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio", "eps_abs",
 # Settings chosen for accuracy at tol 1e-8 on the problem's own error measure. The user's
 # ``solver_options`` are merged over these (pass {} to keep them, or any key to override).
 ACCURATE = {
-    "CLARABEL": dict(tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12, tol_ktratio=1e-10,
-                     max_iter=400),
+    "CLARABEL": {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12, "tol_ktratio": 1e-10,
+                 "max_iter": 400},
     # SCS (first order) is not asked for more than 1e-8: the Newton polish supplies the last digits
-    "SCS": dict(eps_abs=1e-8, eps_rel=1e-8, max_iters=20000),
-    "OSQP": dict(eps_abs=1e-10, eps_rel=1e-10, max_iter=200000, polish=False),
-    "ECOS": dict(abstol=1e-11, reltol=1e-11, feastol=1e-11, max_iters=400),
+    "SCS": {"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iters": 20000},
+    "OSQP": {"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iter": 200000, "polish": False},
+    "ECOS": {"abstol": 1e-11, "reltol": 1e-11, "feastol": 1e-11, "max_iters": 400},
 }
 
 # Tolerances of the structure checks (relative to the Frobenius norm of M).
@@ -142,7 +142,7 @@ def check_symmetric_psd(M, *, sym_tol=SYM_TOL, psd_tol=PSD_TOL):
         try:
             lam = float(eigsh(S, k=1, which="SA", tol=1e-6, return_eigenvectors=False,
                               maxiter=20 * n)[0])
-        except Exception as e:  # pragma: no cover - ARPACK non-convergence
+        except (RuntimeError, ValueError) as e:  # pragma: no cover - ARPACK non-convergence
             return f"could not certify that M is positive semidefinite (ARPACK: {e})"
         if lam < -max(shift, 1e-6 * nrm):
             return f"M is not positive semidefinite (smallest eigenvalue {lam:.3e})"

@@ -30,20 +30,24 @@ POLISH_STEPS = 6      # Newton steps of one polish attempt
 POLISH_EVERY = 0.25   # a new polish attempt once the error dropped 4x since the last one
 PLAIN_AFTER = 12      # Anderson without progress for this many iterations -> plain fixed point ...
 PLAIN_SPAN = 25       # ... for this many iterations (a slow drift towards a contact's kink), then again
-SAFEGUARD_ON = "residual" # merit of the safeguard: "error" (the problem's) or "residual" (||g(x) - x||)
-SAFEGUARD = 1.0      # an accelerated step whose error exceeds SAFEGUARD x the previous one is undone
+SAFEGUARD_ON = "residual"  # merit of the safeguard: "residual" ||g(x) - x|| or "error" (the problem's)
+SAFEGUARD = 1.0      # an accelerated step whose merit exceeds SAFEGUARD x the previous one is undone
 G_FLOOR = 1e-12      # smallest Tresca threshold, relative to the largest (scaled) one
 _TOL_KEYS = {"CLARABEL": ("tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio")}
 
 
-def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var="r", polish=None,
+def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, polish=None,
                 polish_at=1e-6, time_limit=None):
-    """Generic safeguarded (Anderson-accelerated) fixed point ``x <- G(x)``.
+    """Generic safeguarded (Anderson-accelerated) fixed point ``x <- G(x)`` with a Newton finish.
 
-    ``G(x)`` returns ``(g, sol)`` with ``sol`` a dict of the problem's variables at the program's
-    solution; ``error_of(sol)`` is the problem's own error measure. Returns
-    ``(best_sol, best_error, status, iterations, message)``. An accelerated step that increases the
-    error is undone (back to the plain image of the previous point) and the memory is cleared.
+    ``G(x)`` returns ``(g, sol, info)``: the image, a dict of the problem's variables at the
+    program's solution, and the solve's info (status, times); ``error_of(sol)`` is the problem's
+    own error measure. An accelerated step that increases the fixed-point residual ||g - x|| is
+    undone (back to the plain image of the previous point, memory cleared); Anderson without
+    progress for PLAIN_AFTER iterations gives way to PLAIN_SPAN plain iterations. ``polish(sol)``
+    -> (sol, error, steps) is tried once the error is below ``polish_at`` and again each time it
+    dropped 4x, and once more from the best iterate when the fixed point stops without success.
+    Returns ``(best_sol, best_error, status, iterations, message)``.
     """
     acc = Anderson(anderson)
     x = np.asarray(x0, float).copy()
@@ -61,7 +65,6 @@ def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, var
             k -= 1
             break
         form._err_hint = e_prev if np.isfinite(e_prev) else (best_e if np.isfinite(best_e) else None)
-        t0 = time.perf_counter()
         try:
             gx, sol, info = G(x)
         except SolverError as e:  # backend failure mid-way: return the best iterate so far

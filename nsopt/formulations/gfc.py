@@ -19,7 +19,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import NotApplicable
-from ..problems._base import matvec
 from ..result import Status
 from ._base import Formulation, cached_sym_psd, quad_matrix
 from .fc import DEFAULT_MAX_ITER, POLISH_STEPS, fixed_point

@@ -21,7 +21,16 @@ import time
 import numpy as np
 
 from ..exceptions import OptionError
-from ..formulations import AVIasQP, BoxQP, FCasSOCP, FCTresca, GFCPrimalSOCP, LCPasQP, MLCPasQP, RelayAsQP
+from ..formulations import (
+    AVIasQP,
+    BoxQP,
+    FCasSOCP,
+    FCTresca,
+    GFCPrimalSOCP,
+    LCPasQP,
+    MLCPasQP,
+    RelayAsQP,
+)
 from ..formulations._base import cached_sym_psd
 from ..registry import Outcome, register
 from ..result import Status
@@ -100,7 +109,7 @@ def socp_fp(problem, *, tol, max_iter, history=False, callback=None, solver=None
     t0 = time.perf_counter()
     form = _reuse(formulation, FCasSOCP, problem) or FCasSOCP(
         problem, solver=solver, solver_options=solver_options, prox=prox, inexact=inexact)
-    sol, err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
+    sol, _err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
                                           callback=callback, polish=polish, polish_at=polish_at,
                                           time_limit=time_limit)
     return _fp_outcome(form, sol, status, nit, msg, history, t0, {"r": np.zeros(problem.size)})
@@ -114,7 +123,7 @@ def socp_tresca(problem, *, tol, max_iter, history=False, callback=None, solver=
     t0 = time.perf_counter()
     form = _reuse(formulation, FCTresca, problem) or FCTresca(
         problem, solver=solver, solver_options=solver_options, inexact=inexact)
-    sol, err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
+    sol, _err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
                                           callback=callback, polish=polish, polish_at=polish_at,
                                           time_limit=time_limit)
     return _fp_outcome(form, sol, status, nit, msg, history, t0, {"r": np.zeros(problem.size)})
@@ -129,7 +138,7 @@ def gfc_socp_fp(problem, *, tol, max_iter, history=False, callback=None, solver=
     t0 = time.perf_counter()
     form = _reuse(formulation, GFCPrimalSOCP, problem) or GFCPrimalSOCP(
         problem, solver=solver, solver_options=solver_options, inexact=inexact, check=False)
-    sol, err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
+    sol, _err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
                                           callback=callback, polish=polish, polish_at=polish_at,
                                           time_limit=time_limit)
     return _fp_outcome(form, sol, status, nit, msg, history, t0,
