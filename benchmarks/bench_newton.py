@@ -1,6 +1,6 @@
 """Newton benchmark: nsopt's nsn-ac against Siconos 4.4 NSN_AC on fc3d, measured in the same run.
 
-    python benchmarks/bench_newton.py [--data DIR] [--timeout 60] [--no-siconos] [--profile FILE]
+    python benchmarks/bench_newton.py [--data DIR] [--timeout 60] [--no-siconos] [--profile FILE ...]
 
 1. Runs Siconos' NSN_AC (``../shared/tools/siconos_bench.py`` under ``/usr/bin/python3``, tol 1e-8,
    10000 iterations, per-solve limit ``--timeout``) on the fc3d folder (skipped with a message when
@@ -11,7 +11,8 @@
    <= 2) and the counts solved at 1e-8 by each method. Times: wall time of one ``nsopt.solve`` call
    on a loaded problem (including the one-off sparse pattern build cached on the problem and the
    final error check), median of 3 when under 1 s, after a JIT warm-up.
-2. ``--profile FILE`` (default Capsules-i101-404.dat): cProfile of nsn-ac on that file, top entries.
+2. ``--profile FILE ...`` (default Capsules-i101-404.dat RockPile_tob1.dat): cProfile of nsn-ac on
+   those files (second solve: the pattern is cached and the kernels compiled), top entries by tottime.
 
 CSV files go to benchmarks/results/ (gitignored).
 """
@@ -115,7 +116,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--no-siconos", action="store_true")
     ap.add_argument("--siconos-bench", type=Path, default=ROOT.parent / "shared" / "tools" / "siconos_bench.py")
-    ap.add_argument("--profile", default="Capsules-i101-404.dat")
+    ap.add_argument("--profile", nargs="*", default=["Capsules-i101-404.dat", "RockPile_tob1.dat"],
+                    help="fc3d files to profile nsn-ac on (none: no profile)")
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
     a = ap.parse_args(argv)
     import os
@@ -178,8 +180,8 @@ def main(argv=None):
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
-    if a.profile:
-        pf = data / "fc3d" / a.profile
+    for name in a.profile or ():
+        pf = data / "fc3d" / name
         if pf.is_file():
             profile(pf)
     return 0
