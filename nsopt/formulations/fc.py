@@ -202,7 +202,9 @@ class FCasSOCP(_FCBase):
     with :math:`\tilde s` holding s_a in each normal slot, then set s_a = mu_a ||u_T,a(r)||.
     Options: ``anderson`` memory (0 = plain fixed point), ``prox`` (a proximal term
     prox/2 ||rhat - rhat_k||^2 in the scaled variables, for singular W), ``inexact`` (Clarabel
-    tolerances follow the fixed point's error), ``scale`` (per-contact diagonal scaling).
+    tolerances follow the fixed point's error; off by default: measured on the Capsules files, the
+    fixed point then stalls — it needs images accurate to ~1e-12), ``scale`` (per-contact diagonal
+    scaling).
     """
 
     method = "socp-fp"
