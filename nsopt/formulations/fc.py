@@ -32,6 +32,7 @@ PLAIN_AFTER = 12      # Anderson without progress for this many iterations -> pl
 PLAIN_SPAN = 25       # ... for this many iterations (a slow drift towards a contact's kink), then again
 SAFEGUARD_ON = "residual"  # merit of the safeguard: "residual" ||g(x) - x|| or "error" (the problem's)
 SAFEGUARD = 1.0      # an accelerated step whose merit exceeds SAFEGUARD x the previous one is undone
+REUSE_SOLVER = True  # direct path: update Clarabel's q in place (True) or build a fresh solver per solve
 G_FLOOR = 1e-12      # smallest Tresca threshold, relative to the largest (scaled) one
 _TOL_KEYS = {"CLARABEL": ("tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio")}
 
@@ -209,12 +210,15 @@ class FCasSOCP(_FCBase):
 
     method = "socp-fp"
 
-    def __init__(self, problem, *, solver=None, solver_options=None, scale=True, prox=0.0, inexact=False):
+    def __init__(self, problem, *, solver=None, solver_options=None, scale=True, prox=0.0, inexact=False,
+                 direct=True):
         t0 = time.perf_counter()
         super().__init__(problem, solver=solver, solver_options=solver_options, scale=scale)
         import cvxpy as cp
 
         self.user_options = dict(solver_options or {})
+        self.direct = bool(direct)
+        self._Q = None
         self.prox, self.inexact = float(prox), bool(inexact)
         n, nc, dim = problem.size, self.nc, self.dim
         P = self.P + self.prox * (sp.eye(n, format="csr") if sp.issparse(self.P) else np.eye(n))
@@ -245,8 +249,68 @@ class FCasSOCP(_FCBase):
         out[:, 0] = np.asarray(self.problem.mu) * np.sqrt(np.sum(U[:, 1:] ** 2, axis=1))
         return out.reshape(-1)
 
+    # -- direct re-solve path: CVXPY's compiled parametric program, Clarabel called directly ------
+    def _direct_setup(self):
+        """From CVXPY's compiled (DPP) program: the constant P, A, b, cones and the affine map
+        c -> Clarabel's linear term (the parameter only enters the objective's linear part).
+        A Clarabel solver is built once; each re-solve only updates q (no re-allocation)."""
+        import cvxpy as cp
+        from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import dims_to_solver_cones
+
+        data, _, _ = self.program.get_problem_data(cp.CLARABEL)
+        pp = data[cp.settings.PARAM_PROB]
+        nv, npar = pp.x.size, pp.total_param_size
+        Qt = sp.csr_matrix(pp.q)
+        col = pp.param_id_to_col[self.c.id]
+        n = self.problem.size
+        self._Q = Qt[:nv, col:col + n].tocsr()
+        self._q0 = np.asarray(Qt[:nv, npar].todense()).reshape(-1)
+        self._Pd = sp.triu(sp.csc_matrix(data["P"])).tocsc()
+        self._Ad, self._bd = sp.csc_matrix(data["A"]), np.asarray(data["b"], float)
+        self._cones = dims_to_solver_cones(data["dims"])
+        self._xoff = pp.var_id_to_col[self.rhat.id]
+        self._clar = None
+
+    def _direct_solve(self, c_scaled, opts):
+        import clarabel
+
+        if getattr(self, "_Q", None) is None:
+            t0 = time.perf_counter()
+            self._direct_setup()
+            self.timings["cvxpy"] += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        q = self._Q @ c_scaled + self._q0
+        settings = clarabel.DefaultSettings()
+        settings.verbose = False
+        for k, v in opts.items():
+            setattr(settings, k, v)
+        if REUSE_SOLVER and self._clar is not None and self._clar.is_data_update_allowed():
+            self._clar.update(q=q, settings=settings)
+        else:
+            self._clar = clarabel.DefaultSolver(self._Pd, q, self._Ad, self._bd, self._cones, settings)
+        sol = self._clar.solve()
+        wall = time.perf_counter() - t0
+        status = str(sol.status)
+        inside = float(sol.solve_time)
+        self.timings["solver"] += inside
+        self.timings["cvxpy"] += max(wall - inside, 0.0)   # here: q = Q c + q0 and the Python calls
+        self.timings["solves"] += 1
+        x = np.asarray(sol.x, float)
+        ok = status in ("Solved", "AlmostSolved") and x.size and np.all(np.isfinite(x))
+        info = {"status": "optimal" if status == "Solved" else status, "wall": wall,
+                "solver_time": inside, "solver_iterations": int(sol.iterations), "path": "direct"}
+        return (x[self._xoff:self._xoff + self.problem.size].copy() if ok else None), info
+
     def solve_subproblem(self, c_scaled):
-        """One conic solve with the scaled linear term; returns (r, status, info)."""
+        """One conic solve with the scaled linear term; returns (rhat, r, info).
+
+        With Clarabel (and ``direct=True``) the compiled program's data are handed to Clarabel once
+        and each re-solve only updates the linear term; otherwise (or if that solve fails) CVXPY's
+        ``problem.solve`` with the new parameter value."""
+        if self.direct and self.solver == "CLARABEL":
+            rh, info = self._direct_solve(c_scaled, self._opts())
+            if rh is not None:
+                return rh, self.dd * rh, info
         self.c.value = c_scaled
         t0 = time.perf_counter()
         status, wall, inside = self._solve_program(self._opts())

@@ -9,7 +9,9 @@ Common options: ``solver`` ("CLARABEL" default, "SCS", "OSQP" for QPs, "ECOS", .
 ``formulation`` re-uses an already built formulation object (its compiled program).
 Fixed-point options (socp-fp, socp-tresca): ``anderson`` (memory, 0 = plain), ``polish`` /
 ``polish_at`` (Newton polish of the last digits once the error is below polish_at), ``time_limit``
-(seconds, Status.TIME_LIMIT), ``r0`` (initial reaction: s from its velocity), ``prox``, ``inexact``.
+(seconds, Status.TIME_LIMIT), ``r0`` (initial reaction: s from its velocity), ``prox``, ``inexact``,
+``direct`` (socp-fp with Clarabel: hand the compiled program's data to Clarabel once and update only
+its linear term per iteration, instead of going through ``cvxpy.Problem.solve`` each time).
 ``Solution.info`` carries ``formulation`` (the object: ``.program``, ``.explain()``, ``.history``),
 ``timings`` (build / cvxpy / solver seconds, number of conic solves) and ``solver_share``.
 """
@@ -104,11 +106,11 @@ def _fp_outcome(form, sol, status, nit, msg, history, t0, var_default):
           "SOCP (CVXPY, compiled once) + Anderson-accelerated fixed point on s = mu ||u_T|| (De Saxce), "
           "Newton polish of the last digits")
 def socp_fp(problem, *, tol, max_iter, history=False, callback=None, solver=None, solver_options=None,
-            anderson=5, prox=0.0, inexact=False, polish=True, polish_at=1e-6, time_limit=None, r0=None,
-                formulation=None):
+            anderson=5, prox=0.0, inexact=False, direct=True, polish=True, polish_at=1e-6, time_limit=None,
+            r0=None, formulation=None):
     t0 = time.perf_counter()
     form = _reuse(formulation, FCasSOCP, problem) or FCasSOCP(
-        problem, solver=solver, solver_options=solver_options, prox=prox, inexact=inexact)
+        problem, solver=solver, solver_options=solver_options, prox=prox, inexact=inexact, direct=direct)
     sol, _err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
                                           callback=callback, polish=polish, polish_at=polish_at,
                                           time_limit=time_limit)
