@@ -129,6 +129,14 @@ def _check_reg(reg):
     return float(reg)
 
 
+def _check_scale(scale):
+    if scale == "auto":
+        return scale
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not np.isfinite(scale) or scale <= 0:
+        raise OptionError(f"scale must be a positive number or 'auto', got {scale!r}")
+    return float(scale)
+
+
 def _check_common(line_search, max_iter, default):
     if line_search not in _LS:
         raise OptionError(f"line_search must be one of {_LS}, got {line_search!r}")
@@ -196,7 +204,7 @@ class _Pattern:
 class _Local:
     """One local friction-contact system u = W r + q + sigma (r - rc) and its Newton machinery."""
 
-    def __init__(self, problem, formulation, rho):
+    def __init__(self, problem, formulation, rho, fb_scale=1.0):
         self.dim, self.nc = problem.dim, problem.nc
         self.n = problem.size
         self.mu = np.ascontiguousarray(problem.mu, dtype=float)
@@ -217,6 +225,10 @@ class _Local:
         blocks = problem.cached("newton_diag_blocks", lambda: _diag_blocks(W, self.nc, self.dim))
         self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(blocks, rho, self.mu)
         self.formulation = formulation
+        # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)
+        g = float(np.mean(self.rho_pgs)) if fb_scale == "auto" else float(fb_scale)
+        self.gamma_c = np.full(self.nc, g)
+        self.gamma = np.repeat(self.gamma_c, self.dim)
         self.A = np.zeros((self.nc, self.dim, self.dim))
         self.B = np.zeros((self.nc, self.dim, self.dim))
         self.phi = np.zeros(self.n)
@@ -236,12 +248,14 @@ class _Local:
     def merit(self, r, u, out):
         if self.formulation == "ac":
             return K.ac_phi(r, u, self.mu, self.rhoN, self.rhoT, self.dim, out)
-        return K.fb_phi(r, u, self.mu, self.dim, out)
+        return K.fb_phi(r, self.gamma * u, self.mu, self.dim, out)
 
     def jac(self, r, u):
         if self.formulation == "ac":
             return K.ac_jac(r, u, self.mu, self.rhoN, self.rhoT, self.dim, self.phi, self.A, self.B)
-        return K.fb_jac(r, u, self.mu, self.dim, self.phi, self.A, self.B)
+        f = K.fb_jac(r, self.gamma * u, self.mu, self.dim, self.phi, self.A, self.B)
+        self.B *= self.gamma_c[:, None, None]
+        return f
 
     def direction(self, shift=0.0):
         """Solve J d = -phi (J = A + B (W + sigma I)); None when singular even after regularisation."""
@@ -386,12 +400,12 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
 
 
 def _local_solve(problem, formulation, *, tol, max_iter, history, callback, r0, rho, line_search,
-                 time_limit, hybrid=True, stall=100, default_iter=1000, reg=0.0):
+                 time_limit, hybrid=True, stall=100, default_iter=1000, reg=0.0, scale=1.0):
     max_iter = _check_common(line_search, max_iter, default_iter)
     r = as_x0(r0, problem.size, "r0")
     if problem.size == 0:
         return Outcome(x={"r": r}, status=Status.SOLVED, nit=0, history=[0.0] if history else None)
-    sys = _Local(problem, formulation, rho)
+    sys = _Local(problem, formulation, rho, scale)
     deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
 
     def err_fn(r, u):
@@ -590,14 +604,16 @@ def nsn_ac(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho
 
 @register(("fc2d", "fc3d"), "nsn-fb", "semismooth Newton on the Fischer-Burmeister SOC function (De Saxce)")
 def nsn_fb(problem, *, tol, max_iter, history=False, callback=None, r0=None, line_search="nonmonotone",
-           reg=0.0, hybrid=True, time_limit=None):
+           reg=0.0, scale=1.0, hybrid=True, time_limit=None):
     """Fischer–Burmeister semismooth Newton (SOC Jordan algebra, De Saxcé's modified velocity).
 
-    Options as ``nsn-ac`` (no rho; ``reg`` defaults to 0).
+    Options as ``nsn-ac`` (no rho; ``reg`` defaults to 0), and ``scale``: the FB function is taken
+    on (r, scale x u) (same zeros): a positive number (default 1) or "auto" (1 / the mean of
+    lambda_max(W_aa)), which helps when W is far from unit scale (e.g. LMGC_100_PR_PerioBox, W ~ 1e-5).
     """
     return _local_solve(problem, "fb", tol=tol, max_iter=max_iter, history=history, callback=callback,
                         r0=r0, rho=1.0, line_search=line_search, time_limit=time_limit, hybrid=hybrid,
-                        reg=_check_reg(reg))
+                        reg=_check_reg(reg), scale=_check_scale(scale))
 
 
 @register(("gfc2d", "gfc3d"), "nsn-ac", "Alart-Curnier semismooth Newton on the global sparse system (v, r)")
