@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import corpus_params, reference_entries
 
 import nsopt
 from nsopt import generate
 from nsopt.exceptions import OptionError
 from nsopt.problems import FrictionContact, GlobalFrictionContact
 from nsopt.result import Status
-
-from conftest import corpus_params, reference_entries
 
 TOL = 1e-10
 
@@ -41,7 +40,7 @@ def test_generated_local(method, dim, sparse, seed):
                          ids=["take-off", "stick", "slide", "mixed"])
 @pytest.mark.parametrize("method", ["nsn-ac", "nsn-fb", "prox"])
 def test_generated_states(states, method):
-    p, sol = _fc(8, 3, 7, states=states)
+    p, _ = _fc(8, 3, 7, states=states)
     s = nsopt.solve(p, method=method, tol=TOL)
     assert s.success and p.error(s.r) <= TOL
     R = s.r.reshape(-1, 3)  # reactions in the cone
@@ -145,7 +144,7 @@ def test_warm_start_history_callback():
 
 def test_never_abort_singular_and_infeasible():
     """Singular W, a zero W, and a problem with no solution: a status, never an exception."""
-    dim, nc = 3, 4
+    dim = 3
     rng = np.random.default_rng(0)
     G = rng.standard_normal((12, 5))
     q = rng.standard_normal(12)

@@ -25,7 +25,7 @@ def ac_phi(r, u, mu, rhoN, rhoT, dim, phi):
     for a in range(nc):
         i0 = a * dim
         xN = r[i0] - rhoN[a] * u[i0]
-        pN = xN if xN > 0.0 else 0.0
+        pN = max(0.0, xN)
         phi[i0] = r[i0] - pN
         R = mu[a] * pN
         nx = 0.0

@@ -299,6 +299,22 @@ class _Local:
         K.pgs_sweeps(data, ind, ptr, q, self.mu, self.dim, rho, r, nsweeps, inner)
 
 
+def _search(sys, r, u, d, f0, fref, line_search, phi_t):
+    """Backtracking (Armijo against fref) on the merit along d: (accepted, t, merit at t)."""
+    Wd = sys.matvec(d)
+    if sys.sigma:
+        Wd += sys.sigma * d
+    if line_search == "none":
+        return True, 1.0, f0
+    t = 1.0
+    while t >= 1e-10:
+        ft = sys.merit(r + t * d, u + t * Wd, phi_t)
+        if np.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
+            return True, t, ft
+        t *= 0.5
+    return False, 0.0, f0
+
+
 def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callback,
                   deadline=None, memory=5, stall=None, switch=20, keep="best", reg=0.0):
     """Globalised semismooth Newton on a _Local system. Returns (best_r, status, nit, hist, info)."""
@@ -353,25 +369,10 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
         merits.append(f0)
         fref = max(merits[-memory:]) if line_search == "nonmonotone" else f0
 
-        def search(d):
-            """Backtracking on the merit along d: (accepted, t, merit at t, W d)."""
-            Wd = sys.matvec(d)
-            if sys.sigma:
-                Wd += sys.sigma * d
-            if line_search == "none":
-                return True, 1.0, f0, Wd
-            t = 1.0
-            while t >= 1e-10:
-                ft = sys.merit(r + t * d, u + t * Wd, phi_t)
-                if np.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
-                    return True, t, ft, Wd
-                t *= 0.5
-            return False, 0.0, f0, Wd
-
         d = sys.direction()
         accepted, t, ft = False, 0.0, f0
         if d is not None:
-            accepted, t, ft, _ = search(d)
+            accepted, t, ft = _search(sys, r, u, d, f0, fref, line_search, phi_t)
         else:
             n_reg += 1
         if reg and (not accepted or t < _TREG):
@@ -381,7 +382,7 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
             d2 = sys.direction()
             sys.reg = 0.0
             if d2 is not None:
-                a2, t2, f2, _ = search(d2)
+                a2, t2, f2 = _search(sys, r, u, d2, f0, fref, line_search, phi_t)
                 if a2 and (not accepted or f2 < ft):
                     accepted, t, ft, d = True, t2, f2, d2
                     n_lm += 1
@@ -678,7 +679,7 @@ def _prox_loop(sys, r, *, tol, max_iter, sigma, inner_iter, line_search, history
             nit = k + 1
             sys.sigma, sys.rc = sig, r.copy()
             itol = max(min(0.1 * err, 1e-2), 0.1 * tol)
-            rn, ie, st, ni, _, _ = _newton_local(sys, r.copy(), tol=itol, max_iter=inner_iter,
+            rn, _, st, ni, _, _ = _newton_local(sys, r.copy(), tol=itol, max_iter=inner_iter,
                                                   line_search=line_search, err_fn=inner_err, history=False,
                                                   callback=None, deadline=deadline, keep="last")
             sys.sigma = 0.0
