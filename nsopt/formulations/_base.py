@@ -43,12 +43,22 @@ PSD_TOL = 1e-10     # M + PSD_TOL * ||M||_F * I admits a Cholesky factor (or lam
 DENSE_CHECK_MAX = 3000  # above this size a sparse M is checked by eigsh (smallest eigenvalue)
 
 
+_INSTALLED = []
+
+
+def _installed(cp):
+    """cvxpy.installed_solvers(), computed once (it probes every interface: ~4 ms a call)."""
+    if not _INSTALLED:
+        _INSTALLED.extend(cp.installed_solvers())
+    return _INSTALLED
+
+
 def solver_setup(solver, solver_options, *, conic=True):
     """Normalise the ``solver`` / ``solver_options`` options: (NAME, merged options)."""
     import cvxpy as cp
 
     name = DEFAULT_SOLVER if solver is None else str(solver).upper()
-    installed = cp.installed_solvers()
+    installed = _installed(cp)
     if name not in installed:
         raise OptionError(f"solver {solver!r} is not installed for CVXPY; installed: {installed}")
     if conic and name == "OSQP":

@@ -97,8 +97,8 @@ def fixed_point(form, G, x0, error_of, *, tol, max_iter, anderson, callback, pol
             psol, pe, steps = polish(sol)
             form.history.append({"iteration": k, "stage": "polish", "error": pe, "newton_steps": steps,
                                  "from_error": e})
-            if pe < best_e:
-                best_sol, best_e, best_k = psol, pe, k
+            if pe < best_e:   # best_k is left alone: the fixed point's own progress drives its logic
+                best_sol, best_e = psol, pe
             if pe <= tol:
                 status = Status.SOLVED
                 msg = (f"fixed point reached {e:.2e} in {k} iteration(s), then {steps} Newton polish "
