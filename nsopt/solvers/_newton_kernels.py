@@ -14,10 +14,12 @@ import math
 import numpy as np
 from numba import njit
 
+MU_TINY = 1e-12   # FB: friction coefficients below this are treated as frictionless (r_T = 0)
+
 # ----------------------------------------------------------------------------- Alart-Curnier
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def ac_phi(r, u, mu, rhoN, rhoT, dim, phi):
     """Alart-Curnier residual (Christensen's radius mu * max(0, r_N - rho_N u_N)); returns 1/2||phi||^2."""
     nc = mu.shape[0]
@@ -46,7 +48,7 @@ def ac_phi(r, u, mu, rhoN, rhoT, dim, phi):
     return 0.5 * f
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def ac_jac(r, u, mu, rhoN, rhoT, dim, phi, A, B):
     """Alart-Curnier residual and a generalised Jacobian element (blocks A = dphi/dr, B = dphi/du)."""
     nc = mu.shape[0]
@@ -102,7 +104,7 @@ def ac_jac(r, u, mu, rhoN, rhoT, dim, phi, A, B):
 # ----------------------------------------------------------------------------- Fischer-Burmeister
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _soc_sqrt(w, dim, z):
     """z = w^(1/2) in the Jordan algebra of the Lorentz cone (w in the cone); returns lambda_min(w)."""
     nw = 0.0
@@ -124,7 +126,7 @@ def _soc_sqrt(w, dim, z):
     return l1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _arrow_solve(z, X, dim, out):
     """out = L_z^{-1} X for the arrow matrix L_z = [[z0, zb^T], [zb, z0 I]] (z interior), X dim x dim."""
     z0 = z[0]
@@ -142,12 +144,12 @@ def _arrow_solve(z, X, dim, out):
             out[k, c] = (-z0 * z[k] * X[0, c] + det * X[k, c] + z[k] * zx) / (z0 * det)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def fb_phi(r, u, mu, dim, phi):
     """Fischer-Burmeister residual on (x, y) = ((mu r_N, r_T), (u_N + mu||u_T||, mu u_T)); returns 1/2||phi||^2.
 
     x in K_1, y in K_1, x.y = 0  <=>  r in K_mu, u + mu||u_T|| e_N in K_mu^*, r.(u + mu||u_T|| e_N) = 0.
-    Frictionless contacts (mu = 0): phi_N = FB(r_N, u_N) (scalar), phi_T = r_T.
+    Frictionless contacts (mu <= MU_TINY): phi_N = FB(r_N, u_N) (scalar), phi_T = r_T.
     """
     nc = mu.shape[0]
     x = np.empty(dim)
@@ -158,7 +160,7 @@ def fb_phi(r, u, mu, dim, phi):
     for a in range(nc):
         i0 = a * dim
         m = mu[a]
-        if m == 0.0:
+        if m <= MU_TINY:
             phi[i0] = r[i0] + u[i0] - math.sqrt(r[i0] * r[i0] + u[i0] * u[i0])
             for k in range(1, dim):
                 phi[i0 + k] = r[i0 + k]
@@ -185,7 +187,7 @@ def fb_phi(r, u, mu, dim, phi):
     return 0.5 * f
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def fb_jac(r, u, mu, dim, phi, A, B):
     """Fischer-Burmeister residual and a generalised Jacobian element (A = dphi/dr, B = dphi/du).
 
@@ -211,7 +213,7 @@ def fb_jac(r, u, mu, dim, phi, A, B):
             for l in range(dim):
                 A[a, k, l] = 0.0
                 B[a, k, l] = 0.0
-        if m == 0.0:
+        if m <= MU_TINY:
             rn, un = r[i0], u[i0]
             s = math.sqrt(rn * rn + un * un)
             phi[i0] = rn + un - s
@@ -294,7 +296,7 @@ def fb_jac(r, u, mu, dim, phi, A, B):
 # ----------------------------------------------------------------------------- assembly, sweeps
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def assemble_csr(Wdata, Windptr, dim, A, B, wpos, dpos, Jindptr, Jdata):
     """J = A + B W on J's CSR pattern (rows of a contact share one column pattern).
 
@@ -317,7 +319,7 @@ def assemble_csr(Wdata, Windptr, dim, A, B, wpos, dpos, Jindptr, Jdata):
                 Jdata[base + dpos[a * dim + m]] += A[a, l, m]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def project_cone(x, mu, dim):
     """In-place projection of x (length dim) on K_mu = {||x_T|| <= mu x_N}."""
     nT = 0.0
@@ -337,7 +339,7 @@ def project_cone(x, mu, dim):
             x[k] *= c
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def pgs_sweeps(Wdata, Windices, Windptr, q, mu, dim, rho, r, nsweeps, inner):
     """Projected Gauss-Seidel sweeps on u = W r + q (in place on r): per contact, ``inner`` projected
     fixed-point steps r_a <- P_K(r_a - rho_a (u_a + mu ||u_T,a|| e_N)) with u_a kept exact."""
