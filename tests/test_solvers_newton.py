@@ -7,9 +7,9 @@ import os
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import corpus_params, reference_entries
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import corpus_params, reference_entries
 
 import nsopt
 from nsopt import generate
@@ -98,7 +98,7 @@ def test_larger_sparse_fc3d():
         assert s.success and p.error(s.r) <= TOL, (m, s)
 
 
-@settings(max_examples=int(os.environ.get("NSOPT_HYPOTHESIS_EXAMPLES", 40)), deadline=None, derandomize=True)
+@settings(max_examples=int(os.environ.get("NSOPT_HYPOTHESIS_EXAMPLES", "40")), deadline=None, derandomize=True)
 @given(nc=st.integers(1, 10), dim=st.sampled_from([2, 3]), mu=st.one_of(st.just(0.0), st.floats(0.01, 1.5)),
        seed=st.integers(0, 2**31 - 1), method=st.sampled_from(["nsn-ac", "nsn-fb", "prox"]))
 def test_property_generated(nc, dim, mu, seed, method):
