@@ -12,11 +12,13 @@ Methods
 
     whose zeros are the solutions of Coulomb's law; an element of the generalised Jacobian gives
     the Newton matrix :math:`J = A + B W` (A, B block diagonal, ``dim x dim`` per contact),
-    assembled sparse on a fixed pattern and factorised by SuperLU (the column ordering is computed
-    once and reused). The Newton matrix is regularised as :math:`A + B(W + \sigma_k I)` with
-    :math:`\sigma_k` proportional to the current error (Levenberg–Marquardt-like, option ``reg``):
-    W is often singular (more contact unknowns than degrees of freedom) and the plain AC Jacobian
-    with it. Globalised by a non-monotone Armijo line search on :math:`\tfrac12\|\phi\|^2`
+    assembled (numba) on a fixed CSR pattern (W's block rows plus the diagonal blocks, built once
+    and cached on the problem) and factorised by SuperLU (minimum-degree ordering of
+    :math:`J^\top + J`, diagonal-preferring pivoting); small dense problems use LAPACK. W is often
+    singular (more contact unknowns than degrees of freedom) and the plain AC Jacobian with it: a
+    plain step that the line search cuts below 0.1 is retried with the regularised matrix
+    :math:`A + B(W + \sigma_k I)`, :math:`\sigma_k` proportional to the current error
+    (Levenberg–Marquardt-like, option ``reg``; the residual is never changed). Globalised by a non-monotone Armijo line search on :math:`\tfrac12\|\phi\|^2`
     (switching to monotone Armijo and back when progress is slow); when the line search fails,
     projected Gauss–Seidel sweeps (projected fixed-point steps per contact) are taken instead; a
     singular matrix gets a diagonal shift. Hybrid: when the best error has not halved over 100
@@ -25,7 +27,10 @@ Methods
     The same with the Fischer–Burmeister function of the second-order cone (Jordan algebra,
     Fukushima, Luo & Tseng [3]_) on De Saxcé's modified velocity
     :math:`\hat u = u + \mu\|u_T\| e_N`: with :math:`x = (\mu r_N, r_T)`,
-    :math:`y = (\hat u_N, \mu \hat u_T)`, :math:`\phi = x + y - (x^2 + y^2)^{1/2}`.
+    :math:`y = (\hat u_N, \mu \hat u_T)`, :math:`\phi = x + y - (x^2 + y^2)^{1/2}`
+    (x, y in the Lorentz cone and orthogonal iff r in :math:`K_\mu`, :math:`\hat u \in K_\mu^*`,
+    :math:`r \perp \hat u`); where :math:`x^2 + y^2` is on the cone boundary the Jacobian of a
+    slightly smoothed square root is used. Same globalisation and hybrid continuation.
 ``prox`` (fc3d)
     Proximal point outer loop [4]_: at :math:`r_k`, solve the regularised problem
     :math:`W + \sigma I,\ q - \sigma r_k` by ``nsn-ac`` (a well-conditioned Newton matrix even when
