@@ -44,3 +44,12 @@ def reference_entries(kind=None):
         return []
     entries = json.loads(idx.read_text())
     return [e for e in entries if kind is None or e["kind"] == kind]
+
+
+# Property tests: random exploration on a developer's machine, a fixed example set under CI
+# (CI=true), so that a CI run is reproducible and a failure found locally is kept by hypothesis' database.
+from hypothesis import settings as _hsettings  # noqa: E402
+
+_hsettings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+if os.environ.get("CI"):
+    _hsettings.load_profile("ci")

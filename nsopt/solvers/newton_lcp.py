@@ -174,7 +174,8 @@ def _polish(M, q, z, comp, sparse):
                 warnings.simplefilter("ignore")
                 zJ = spsolve(MJ.tocsc(), -q[J])
         else:
-            zJ = np.linalg.solve(np.asarray(M)[np.ix_(J, J)], -q[J])
+            # least squares: exact on a consistent singular system (degenerate PSD M), where solve fails
+            zJ = np.linalg.lstsq(np.asarray(M)[np.ix_(J, J)], -q[J], rcond=None)[0]
     except (np.linalg.LinAlgError, RuntimeError):
         return None
     if not np.all(np.isfinite(zJ)):
