@@ -119,10 +119,10 @@ def check_symmetric_psd(M, *, sym_tol=SYM_TOL, psd_tol=PSD_TOL):
     """None when M is numerically symmetric positive semidefinite, else the reason (a string).
 
     Symmetric: ``||M - M^T||_F <= sym_tol ||M||_F``. PSD: a Cholesky factorisation of
-    ``S + psd_tol ||M||_F I`` (S the symmetric part) succeeds, i.e. ``lambda_min(S) >= -psd_tol ||M||_F``;
-    a sparse M larger than ``DENSE_CHECK_MAX`` gets a sparse Cholesky attempt (SuperLU with diagonal
-    pivots only: all pivots positive), and if that fails is judged by its smallest eigenvalue
-    (ARPACK ``which='SA'``) with the same tolerance.
+    ``S + psd_tol ||M||_F I`` (S the symmetric part) succeeds, i.e. ``lambda_min(S) >= -psd_tol ||M||_F``.
+    A sparse M gets a sparse Cholesky attempt first (SuperLU with diagonal pivots only: all pivots
+    positive); if that fails, the dense test (up to ``DENSE_CHECK_MAX`` rows) or the smallest
+    eigenvalue by ARPACK (``which='SA'``) with the same tolerance decides.
     """
     n = M.shape[0]
     if n == 0:
@@ -136,7 +136,7 @@ def check_symmetric_psd(M, *, sym_tol=SYM_TOL, psd_tol=PSD_TOL):
                 f"KKT system would be the LCP of (M + M^T)/2, not of M")
     S = sym_part(M)
     shift = psd_tol * nrm
-    if sp.issparse(S) and n > DENSE_CHECK_MAX:
+    if sp.issparse(S):
         from scipy.sparse.linalg import eigsh, splu
 
         # a sparse "Cholesky attempt": LU with diagonal pivots only (symmetric mode) of S + shift I;
@@ -148,7 +148,7 @@ def check_symmetric_psd(M, *, sym_tol=SYM_TOL, psd_tol=PSD_TOL):
                 return None
         except RuntimeError:
             pass
-
+    if sp.issparse(S) and n > DENSE_CHECK_MAX:
         try:
             lam = float(eigsh(S, k=1, which="SA", tol=1e-6, return_eigenvectors=False,
                               maxiter=20 * n)[0])
