@@ -283,6 +283,10 @@ class FCasSOCP(_FCBase):
         settings = clarabel.DefaultSettings()
         settings.verbose = False
         for k, v in opts.items():
+            if not hasattr(settings, k):
+                from ..exceptions import OptionError
+
+                raise OptionError(f"unknown Clarabel setting {k!r} in solver_options")
             setattr(settings, k, v)
         if REUSE_SOLVER and self._clar is not None and self._clar.is_data_update_allowed():
             self._clar.update(q=q, settings=settings)
