@@ -262,7 +262,7 @@ class _Local:
         self.B *= self.gamma_c[:, None, None]
         return f
 
-    def direction(self, shift=0.0):
+    def direction(self, shifts=(0.0, 1e-10, 1e-6)):
         """Solve J d = -phi (J = A + B (W + sigma I)); None when singular even after regularisation."""
         sg = self.sigma + self.reg
         A = self.A + sg * self.B if sg else self.A
@@ -271,7 +271,7 @@ class _Local:
             J = np.einsum("alm,amj->alj", self.B, self.Wd.reshape(nc, dim, self.n)).reshape(self.n, self.n)
             idx = np.arange(self.n).reshape(nc, dim)
             J[idx[:, :, None], idx[:, None, :]] += A
-            for s in (shift, 1e-10, 1e-6):
+            for s in shifts:
                 try:
                     Js = J + s * np.eye(self.n) if s else J
                     d = np.linalg.solve(Js, -self.phi)
@@ -282,7 +282,7 @@ class _Local:
             return None
         pat = self.pat
         K.assemble_csr(pat.Wdata, pat.Windptr, self.dim, A, self.B, pat.wpos, pat.dpos, pat.indptr, pat.data)
-        for s in (shift, 1e-10, 1e-6):
+        for s in shifts:
             solve = pat.factor(s)
             if solve is not None:
                 d = solve(-self.phi)
@@ -374,7 +374,8 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
         merits.append(f0)
         fref = max(merits[-memory:]) if line_search == "nonmonotone" else f0
 
-        d = sys.direction()
+        # with reg, a singular plain matrix goes straight to the regularised one (no tiny shifts)
+        d = sys.direction((0.0,) if reg else (0.0, 1e-10, 1e-6))
         accepted, t, ft = False, 0.0, f0
         if d is not None:
             accepted, t, ft = _search(sys, r, u, d, f0, fref, line_search, phi_t)
