@@ -181,6 +181,13 @@ def test_solver_options():
         nsopt.solve(fc, method="socp-fp", solver="OSQP")
     with pytest.raises(OptionError):
         nsopt.solve(p, method="qp", solver_options=[1])
+    with pytest.raises(OptionError, match="Clarabel setting"):
+        nsopt.solve(fc, method="socp-fp", solver_options={"no_such_setting": 1})
+    # the direct path and CVXPY's own solve agree
+    a = nsopt.solve(fc, method="socp-fp", direct=True)
+    b = nsopt.solve(fc, method="socp-fp", direct=False)
+    assert a.success and b.success
+    np.testing.assert_allclose(a.r, b.r, atol=1e-7)
     # options are passed through: a 1-iteration budget cannot reach 1e-8, yet nothing raises
     s = nsopt.solve(fc, method="socp-fp", max_iter=1, polish=False)
     assert s.nit == 1
