@@ -60,21 +60,22 @@ def main(argv=None):
     ap.add_argument("paths", nargs="*", help="problem files or folders (Siconos .dat, FCLIB .hdf5)")
     ap.add_argument("--tol", type=float, default=1e-8)
     ap.add_argument("--max-iter", type=int, default=None)
-    ap.add_argument("--methods", nargs="+", help="only these methods")
+    ap.add_argument("--methods", type=lambda s: [m for m in s.split(",") if m],
+                    help="only these methods, comma-separated (e.g. auto,nsgs)")
     ap.add_argument("--no-demo", action="store_true", help="skip the generated problems")
     ap.add_argument("--csv", help="also append the rows to this CSV file (written row by row)")
     args = ap.parse_args(argv)
 
     items = [] if args.no_demo else demo_problems()
     items = list(items) + list(file_problems(args.paths))
-    head = f"{'problem':<34} {'kind':<8} {'method':<14} {'status':<15} {'error':>10} {'iter':>7} {'time':>10}"
+    head = f"{'problem':<34} {'kind':<8} {'method':<16} {'status':<15} {'error':>10} {'iter':>7} {'time':>10}"
     print(head)
     print("-" * len(head), flush=True)
     out = open(args.csv, "a") if args.csv else None
     n_ok = n_all = 0
     for name, prob in items:
         if isinstance(prob, Exception):
-            print(f"{name:<34} {'?':<8} {'-':<14} {'load error':<15} {type(prob).__name__}: {prob}", flush=True)
+            print(f"{name:<34} {'?':<8} {'-':<16} {'load error':<15} {type(prob).__name__}: {prob}", flush=True)
             continue
         for m in methods(prob):
             if args.methods and m not in args.methods:
@@ -91,7 +92,7 @@ def main(argv=None):
                     m = f"{m} ({type(e).__name__})"
                 dt = time.perf_counter() - t0
             n_all += 1
-            line = f"{name:<34} {prob.kind:<8} {m:<14} {row[0]:<15} {row[1]} {row[2]} {dt * 1e3:8.2f}ms"
+            line = f"{name:<34} {prob.kind:<8} {m:<16} {row[0]:<15} {row[1]} {row[2]} {dt * 1e3:8.2f}ms"
             print(line, flush=True)
             if out:
                 out.write(",".join([name, prob.kind, m, row[0], row[1].strip(), row[2].strip(), f"{dt:.6g}"]) + "\n")

@@ -16,7 +16,7 @@ mlcp       qp (symmetric PSD structure) → enum (m <= 20) → lemke → newton-
 relay      qp (symmetric PSD M) → lemke → pgs
 equality   linear
 avi        qp (symmetric PSD M) → lemke
-fc2d       nsgs → lemke → nsn-ac → nsn-fb
+fc2d       nsgs → nsn-ac → lemke → nsn-fb
 fc3d       nsgs → nsn-ac → socp-fp → nsn-fb → prox
 gfc2d      nsgs → nsn-ac
 gfc3d      nsgs → nsn-ac → socp-fp → nsn-fb
@@ -42,7 +42,7 @@ POLICY: dict[str, tuple[str, ...]] = {
     "relay": ("qp", "lemke", "pgs"),
     "equality": ("linear",),
     "avi": ("qp", "lemke"),
-    "fc2d": ("nsgs", "lemke", "nsn-ac", "nsn-fb"),
+    "fc2d": ("nsgs", "nsn-ac", "lemke", "nsn-fb"),
     "fc3d": ("nsgs", "nsn-ac", "socp-fp", "nsn-fb", "prox"),
     "gfc2d": ("nsgs", "nsn-ac"),
     "gfc3d": ("nsgs", "nsn-ac", "socp-fp", "nsn-fb"),
