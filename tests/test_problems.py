@@ -163,3 +163,15 @@ def test_equality_linear_solve():
     p = Equality([[2.0, 0], [0, 4.0]], [1.0, 1.0])
     s = nsopt.solve(p)
     assert s.success and np.allclose(s.z, [-0.5, -0.25]) and s.error < 1e-15
+
+
+def test_mlcp_sparse_blocks_stay_sparse():
+    n, m = 200, 300
+    A = sp.identity(n, format="csr")
+    B = sp.identity(m, format="csr") * 2.0
+    C = sp.random(n, m, density=0.01, random_state=1, format="csr")
+    D = sp.random(m, n, density=0.01, random_state=2, format="csr")
+    p = MLCP(A, B, C, D, np.zeros(n), np.ones(m))
+    assert sp.issparse(p.M) and p.M.nnz == A.nnz + B.nnz + C.nnz + D.nnz
+    assert sp.issparse(p.C) and p.C.shape == (n, m)
+    assert p.error(np.zeros(n + m)) == 0.0

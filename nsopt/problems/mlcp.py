@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..exceptions import ProblemError
-from ._base import AffineProblem, as_matrix, as_vector, check_input, dense, matvec
+from ._base import AffineProblem, as_matrix, as_vector, check_input, matvec
 
 
 class MLCP(AffineProblem):
@@ -40,7 +41,10 @@ class MLCP(AffineProblem):
         D = as_matrix(D, "D", "MLCP", shape=(m, n))
         a = as_vector(a, "a", "MLCP", size=n)
         b = as_vector(b, "b", "MLCP", size=m)
-        M = np.block([[dense(A), dense(C)], [dense(D), dense(B)]])
+        if any(sp.issparse(X) for X in (A, B, C, D)):   # large sparse blocks stay sparse
+            M = sp.bmat([[A, C], [D, B]], format="csr")
+        else:
+            M = np.block([[A, C], [D, B]])
         self._init(M, np.concatenate([a, b]), n, None, None)
 
     @classmethod
@@ -91,9 +95,11 @@ class MLCP(AffineProblem):
 
 
     def _part(self, rows_eq: bool, cols_eq: bool):
-        R = self.is_eq if rows_eq else ~self.is_eq
-        Cc = self.is_eq if cols_eq else ~self.is_eq
-        return dense(self.M)[np.ix_(R, Cc)]
+        R = np.flatnonzero(self.is_eq if rows_eq else ~self.is_eq)
+        Cc = np.flatnonzero(self.is_eq if cols_eq else ~self.is_eq)
+        if sp.issparse(self.M):
+            return self.M[R][:, Cc]
+        return self.M[np.ix_(R, Cc)]
 
     A = property(lambda self: self._part(True, True), doc="Equality rows, free columns.")
     C = property(lambda self: self._part(True, False), doc="Equality rows, complementarity columns.")
