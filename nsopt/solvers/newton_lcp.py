@@ -174,8 +174,10 @@ def _polish(M, q, z, comp, sparse):
                 warnings.simplefilter("ignore")
                 zJ = spsolve(MJ.tocsc(), -q[J])
         else:
-            # least squares: exact on a consistent singular system (degenerate PSD M), where solve fails
-            zJ = np.linalg.lstsq(np.asarray(M)[np.ix_(J, J)], -q[J], rcond=None)[0]
+            # a least-squares correction of the current z_J: exact on a consistent singular system
+            # (degenerate PSD M, where solve fails) and, being minimal, it stays next to the iterate
+            MJ = np.asarray(M)[np.ix_(J, J)]
+            zJ = z[J] + np.linalg.lstsq(MJ, -(MJ @ z[J] + q[J]), rcond=None)[0]
     except (np.linalg.LinAlgError, RuntimeError):
         return None
     if not np.all(np.isfinite(zJ)):
