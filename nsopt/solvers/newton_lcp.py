@@ -156,6 +156,19 @@ def _newton(problem, M, q, comp, *, tol, max_iter, history, callback, z0, linear
     return Outcome({"z": best_z}, status, k, hist, msg, {"gradient_steps": ngrad, "merit": psi})
 
 
+def _residual(M, q, J, zJ, comp):
+    """||min(z, w)|| on complementarity rows and ||w|| on free rows, for z = zJ on J and 0 elsewhere."""
+    if not np.all(np.isfinite(zJ)):
+        return np.inf
+    z = np.zeros(q.shape[0])
+    z[J] = zJ
+    w = np.asarray(M @ z).reshape(-1) + q
+    r = np.minimum(z, w)
+    if comp is not None:
+        r = np.where(comp, r, w)
+    return float(np.linalg.norm(r))
+
+
 def _polish(M, q, z, comp, sparse):
     """Direct solve on the support: rows/cols J = free ∪ {z_i > w_i}, the other z_i = 0."""
     w = np.asarray(M @ z).reshape(-1) + q
@@ -174,10 +187,16 @@ def _polish(M, q, z, comp, sparse):
                 warnings.simplefilter("ignore")
                 zJ = spsolve(MJ.tocsc(), -q[J])
         else:
-            # a least-squares correction of the current z_J: exact on a consistent singular system
-            # (degenerate PSD M, where solve fails) and, being minimal, it stays next to the iterate
+            # a direct solve, and a least-squares correction of the current z_J: exact on a
+            # consistent singular system (degenerate PSD M) and, being minimal, next to the iterate;
+            # the candidate with the smaller complementarity residual is kept
             MJ = np.asarray(M)[np.ix_(J, J)]
-            zJ = z[J] + np.linalg.lstsq(MJ, -(MJ @ z[J] + q[J]), rcond=None)[0]
+            cands = [z[J] + np.linalg.lstsq(MJ, -(MJ @ z[J] + q[J]), rcond=None)[0]]
+            try:
+                cands.append(np.linalg.solve(MJ, -q[J]))
+            except np.linalg.LinAlgError:
+                pass
+            zJ = min(cands, key=lambda c: _residual(M, q, J, c, comp))
     except (np.linalg.LinAlgError, RuntimeError):
         return None
     if not np.all(np.isfinite(zJ)):
