@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -96,3 +97,26 @@ def as_x0(x0, size, name):
     if a.shape[0] != size or not np.all(np.isfinite(a)):
         raise OptionError(f"{name}: initial guess must be a finite vector of size {size}, got shape {np.shape(x0)}")
     return a
+
+
+def stop_status(k, x, err, *, tol, max_iter, callback=None, deadline=None):
+    """The shared stopping test of an iterative method after iteration ``k``.
+
+    Calls ``callback(k, x, err)`` (``StopIteration`` -> CALLBACK_STOP), then stops on a non-finite
+    error (NUMERICAL_ERROR), ``err <= tol`` (SOLVED), ``k == max_iter`` (MAX_ITER) or a passed
+    ``deadline`` of ``time.perf_counter()`` (TIME_LIMIT). Returns the status to stop with, or None.
+    """
+    if callback is not None:
+        try:
+            callback(k, x, err)
+        except StopIteration:
+            return Status.CALLBACK_STOP
+    if not np.isfinite(err):
+        return Status.NUMERICAL_ERROR
+    if err <= tol:
+        return Status.SOLVED
+    if k == max_iter:
+        return Status.MAX_ITER
+    if deadline is not None and time.perf_counter() > deadline:
+        return Status.TIME_LIMIT
+    return None

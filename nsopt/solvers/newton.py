@@ -65,7 +65,7 @@ from scipy.sparse.linalg import splu
 from ..exceptions import OptionError
 from ..problems._base import EPS
 from ..problems.cones import natural_map_sq
-from ..registry import Outcome, as_x0, register
+from ..registry import Outcome, as_x0, register, stop_status
 from ..result import Status
 from . import _newton_kernels as K
 
@@ -343,22 +343,10 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
         bests.append(best_err)
         # stalled: the best error has not halved over the last `stall` iterations
         since_best = stall if (stall is not None and len(bests) > stall and best_err > 0.5 * bests[-1 - stall]) else 0
-        if callback is not None:
-            try:
-                callback(k, {"r": r.copy()}, err)
-            except StopIteration:
-                status = Status.CALLBACK_STOP
-                break
-        if not np.isfinite(err):
-            status = Status.NUMERICAL_ERROR
-            break
-        if err <= tol:
-            status = Status.SOLVED
-            break
-        if k == max_iter:
-            break
-        if deadline is not None and time.perf_counter() > deadline:
-            status = Status.TIME_LIMIT
+        stop = stop_status(k, {"r": r.copy()} if callback else None, err, tol=tol, max_iter=max_iter,
+                           callback=callback, deadline=deadline)
+        if stop is not None:
+            status = stop
             break
         if stall is not None and since_best >= stall:
             status = Status.STALLED
@@ -518,22 +506,10 @@ def _global_solve(problem, formulation, *, tol, max_iter, history, callback, r0,
             hist.append(err)
         if err < best[0]:
             best = (err, r.copy(), v.copy())
-        if callback is not None:
-            try:
-                callback(k, {"r": r.copy(), "v": v.copy()}, err)
-            except StopIteration:
-                status = Status.CALLBACK_STOP
-                break
-        if not np.isfinite(err):
-            status = Status.NUMERICAL_ERROR
-            break
-        if err <= tol:
-            status = Status.SOLVED
-            break
-        if k == max_iter:
-            break
-        if deadline is not None and time.perf_counter() > deadline:
-            status = Status.TIME_LIMIT
+        stop = stop_status(k, {"r": r.copy(), "v": v.copy()} if callback else None, err, tol=tol, max_iter=max_iter,
+                           callback=callback, deadline=deadline)
+        if stop is not None:
+            status = stop
             break
         nit = k + 1
         res1 = g.M @ v - g.H @ r - g.q
