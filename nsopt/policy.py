@@ -49,16 +49,17 @@ POLICY: dict[str, tuple[str, ...]] = {
     "gmp": ("nsgs",),
 }
 
-_WARM = {"z": "z0", "r": "r0"}
 
+def solve_auto(problem, kind, tol, max_iter, options, *, time_limit=None, history=False, callback=None,
+               x0=None) -> Solution:
+    """Try the policy's methods in order (see the module docstring). The common options apply to
+    every attempt; ``time_limit`` is the budget of the whole policy; each attempt after the first
+    is warm-started from the best iterate so far."""
+    from .solve import _ALIASES, run_method
 
-def solve_auto(problem, kind, tol, max_iter, options) -> Solution:
-    from .solve import run_method
-
-    candidates = [registry._REGISTRY[(kind, m)] for m in POLICY.get(kind, ()) if (kind, m) in registry._REGISTRY]
-    if not candidates:
-        candidates = registry.for_kind(kind)
-    used = set()
+    names = [m for m in POLICY.get(kind, ()) if registry.has(kind, m)]
+    candidates = [registry.get(kind, m) for m in names] or registry.for_kind(kind)
+    used = set(_ALIASES)
     for info in candidates:
         used.update(k for k in options if k in info.options)
     unknown = [k for k in options if k not in used]
@@ -67,21 +68,28 @@ def solve_auto(problem, kind, tol, max_iter, options) -> Solution:
                           f"{[i.name for i in candidates]}")
     trace, best = [], None
     t_all = time.perf_counter()
+    deadline = None if time_limit is None else t_all + time_limit
     for info in candidates:
         note = ""
         why = info.applies(problem) if info.applies is not None else None
         if why:
             trace.append((info.name, "skipped", float("nan"), 0.0, why))
             continue
-        opts = {k: v for k, v in options.items() if k in info.options}
-        if best is not None:  # warm start from the best iterate so far, where the method takes one
-            for var, opt in _WARM.items():
-                if opt in info.options and opt not in opts and getattr(best, var) is not None:
-                    opts[opt] = getattr(best, var)
-                    note = f"warm start from {best.method}"
+        left = None
+        if deadline is not None:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                trace.append((info.name, "skipped", float("nan"), 0.0, "time limit of auto reached"))
+                continue
+        opts = {k: v for k, v in options.items() if k in info.options or k in _ALIASES}
+        start = x0
+        if best is not None:  # warm start from the best iterate so far
+            start = best.variables()
+            note = f"warm start from {best.method}"
         t0 = time.perf_counter()
         try:
-            sol = run_method(problem, kind, info, tol, max_iter, opts)
+            sol = run_method(problem, kind, info, tol, max_iter, opts, time_limit=left, history=history,
+                             callback=callback, x0=start)
         except NotApplicable as e:
             trace.append((info.name, "skipped", float("nan"), time.perf_counter() - t0, str(e)))
             continue
@@ -95,4 +103,5 @@ def solve_auto(problem, kind, tol, max_iter, options) -> Solution:
     best.trace = trace
     best.solve_time = time.perf_counter() - t_all
     best.method = f"auto:{best.method}"
+    best.options = dict(options)
     return best

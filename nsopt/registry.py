@@ -20,6 +20,8 @@ class Outcome:
     ``x`` maps the problem's variable names (``z``, ``r``, ``v``, ...) to vectors; ``status`` is the
     method's own view (SOLVED when its criterion was met), which ``solve`` re-judges by the error
     measure. ``nit`` counts the method's main iterations (sweeps, pivots, Newton steps).
+    ``complete=True`` says that ``x`` holds every variable of the problem and ``error`` is the
+    problem's own measure of them, computed by the same formula (``solve`` then does not recompute).
     """
 
     x: dict
@@ -28,6 +30,9 @@ class Outcome:
     history: list | None = None
     message: str = ""
     info: dict = field(default_factory=dict)
+    build_time: float = 0.0
+    error: float | None = None
+    complete: bool = False
 
 
 @dataclass(frozen=True)
@@ -36,19 +41,24 @@ class MethodInfo:
     name: str
     func: Callable
     summary: str
-    options: tuple[str, ...]
+    options: tuple[str, ...]          # the method's own options (keyword-only parameters)
     applies: Callable | None = None   # problem -> None or a reason why not (cheap structural check)
+    legacy: bool = False              # old signature func(problem, *, tol, max_iter, history, callback, ...)
 
 
 _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
-COMMON = ("tol", "max_iter", "history", "callback")
+COMMON = ("tol", "max_iter", "time_limit", "history", "callback", "warm_start")
+_LEGACY_COMMON = ("tol", "max_iter", "history", "callback")
 
 
 def register(kinds, name: str, summary: str, *, applies: Callable | None = None):
-    """Decorator: register ``func(problem, *, tol, max_iter, history, callback, **options) -> Outcome``.
+    """Decorator: register ``func(problem, mon, **options) -> Outcome`` for one or more kinds.
 
-    ``kinds`` is a kind or a tuple of kinds (``"lcp"``, ``"fc3d"``, ...). Options are the function's
-    keyword-only parameters; their defaults are the method's defaults.
+    ``mon`` is the :class:`~nsopt.monitor.Monitor` that :func:`nsopt.solve` built from the common
+    options (``tol, max_iter, time_limit, history, callback, warm_start``); the method's own options
+    are its keyword-only parameters, whose defaults are the method's defaults. ``applies(problem)``
+    returns None or the reason why the method does not apply to an instance (checked before solving).
+    ``kinds`` is a kind or a tuple of kinds (``"lcp"``, ``"fc3d"``, ...).
     """
     if isinstance(kinds, str):
         kinds = (kinds,)
@@ -56,16 +66,26 @@ def register(kinds, name: str, summary: str, *, applies: Callable | None = None)
     def deco(func):
         sig = inspect.signature(func)
         opts = tuple(p.name for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY)
-        missing = [c for c in COMMON if c not in opts]
-        if missing:
-            raise TypeError(f"method {name!r} must accept the common options {missing}")
+        legacy = "tol" in opts
+        if legacy:
+            missing = [c for c in _LEGACY_COMMON if c not in opts]
+            if missing:
+                raise TypeError(f"method {name!r} must accept the common options {missing}")
+            opts = tuple(o for o in opts if o not in COMMON)
+        clash = [o for o in opts if o in COMMON]
+        if clash:
+            raise TypeError(f"method {name!r}: {clash} are common options, handled by the monitor")
         for k in kinds:
             if (k, name) in _REGISTRY:
                 raise ValueError(f"method {name!r} registered twice for kind {k!r}")
-            _REGISTRY[(k, name)] = MethodInfo(k, name, func, summary, opts, applies)
+            _REGISTRY[(k, name)] = MethodInfo(k, name, func, summary, opts, applies, legacy)
         return func
 
     return deco
+
+
+def has(kind: str, name: str) -> bool:
+    return (kind, name) in _REGISTRY
 
 
 def get(kind: str, name: str) -> MethodInfo:

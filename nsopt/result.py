@@ -1,12 +1,16 @@
-"""One result type for every method: :class:`Solution` and its :class:`Status`."""
+"""One result type for every method: :class:`Solution`, its :class:`Status`, and the :class:`Iterate`
+handed to callbacks."""
 
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+VARIABLES = ("z", "w", "v", "r", "u", "p")   # every variable name a problem kind may carry
 
 
 class Status(str, enum.Enum):
@@ -19,7 +23,7 @@ class Status(str, enum.Enum):
     INFEASIBLE         a certificate of infeasibility was found (e.g. Lemke's secondary ray)
     NUMERICAL_ERROR    singular system, NaN, backend failure
     CALLBACK_STOP      the user callback raised StopIteration
-    TIME_LIMIT         the wall-clock budget ran out
+    TIME_LIMIT         the wall-clock budget (``time_limit``) ran out; the best iterate is returned
     """
 
     SOLVED = "solved"
@@ -35,6 +39,51 @@ class Status(str, enum.Enum):
         return self.value
 
 
+class Iterate:
+    """What a callback receives after each iteration: ``nit``, ``error`` (the problem's measure at
+    this iterate), ``x`` (dict of the current variables, copies) and attribute access ``it.z``,
+    ``it.r``, ``it.v`` to them."""
+
+    __slots__ = ("nit", "error", "x")
+
+    def __init__(self, nit: int, error: float, x: dict):
+        self.nit, self.error, self.x = nit, error, x
+
+    def __getattr__(self, name):
+        if name in VARIABLES:
+            return self.x.get(name)
+        raise AttributeError(name)
+
+    def __repr__(self):
+        return f"Iterate(nit={self.nit}, error={self.error:.3e}, variables={sorted(self.x)})"
+
+
+def _plain(v):
+    """True for values that pickle cheaply and mean the same in another process."""
+    if v is None or isinstance(v, (bool, int, float, str, np.generic, np.ndarray)):
+        return True
+    if isinstance(v, (list, tuple)):
+        return all(_plain(x) for x in v)
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _plain(x) for k, x in v.items())
+    return False
+
+
+def _option_repr(v):
+    """Options as JSON-friendly values: arrays by shape, other objects by type name."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return f"array{list(v.shape)}"
+    if isinstance(v, (list, tuple)) and len(v) <= 8 and all(isinstance(x, (bool, int, float, str)) for x in v):
+        return list(v)
+    if isinstance(v, dict):
+        return {str(k): _option_repr(x) for k, x in v.items()}
+    return type(v).__name__
+
+
 @dataclass
 class Solution:
     """The result of :func:`nsopt.solve`.
@@ -42,8 +91,11 @@ class Solution:
     The problem's own variables are set for its kind, named as in its math:
     ``z, w`` (LCP, MLCP, Relay, AVI, Equality), ``r, u`` (friction contact: reaction, local velocity),
     ``v, r, u`` (global friction contact: global velocity, reaction, local velocity),
-    ``r, u`` (generic mechanical: reaction and velocity of the stacked blocks).
+    ``r, u`` (generic mechanical: reaction and velocity of the stacked blocks),
+    ``v, p`` (multiple impact: post-impact velocity, impulse per contact).
     ``error`` is the kind's Siconos error measure recomputed by nsopt on those vectors.
+    ``build_time`` is the one-off set-up (factorisations, compiled programs) that the method could
+    not interrupt; ``solve_time`` includes it. ``options`` are the options the call was given.
     """
 
     problem: Any
@@ -58,10 +110,13 @@ class Solution:
     r: np.ndarray | None = None
     u: np.ndarray | None = None
     v: np.ndarray | None = None
+    p: np.ndarray | None = None
     history: list[float] | None = None
     message: str = ""
     info: dict = field(default_factory=dict)
     trace: list = field(default_factory=list)
+    options: dict = field(default_factory=dict)
+    build_time: float = 0.0
 
     @property
     def success(self) -> bool:
@@ -70,7 +125,32 @@ class Solution:
 
     def variables(self) -> dict[str, np.ndarray]:
         """The problem's variables that this solution carries, by name."""
-        return {k: getattr(self, k) for k in ("z", "w", "v", "r", "u") if getattr(self, k) is not None}
+        return {k: getattr(self, k) for k in VARIABLES if getattr(self, k) is not None}
+
+    def to_record(self) -> dict:
+        """One flat row of plain values for a results table (studies, benchmarks)."""
+        p = self.problem
+        nc = getattr(p, "nc", None)
+        return {
+            "kind": getattr(p, "kind", type(p).__name__),
+            "method": self.method,
+            "status": self.status.value,
+            "error": float(self.error),
+            "tol": float(self.tol),
+            "nit": int(self.nit),
+            "solve_time": float(self.solve_time),
+            "build_time": float(self.build_time),
+            "size": int(getattr(p, "size", 0)),
+            "nc": None if nc is None else int(nc),
+            "message": self.message,
+            "options": json.dumps({k: _option_repr(v) for k, v in self.options.items()}, sort_keys=True),
+        }
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["info"] = {k: v for k, v in self.info.items() if _plain(v)}
+        state["options"] = {k: v for k, v in self.options.items() if _plain(v)}
+        return state
 
     def __repr__(self) -> str:
         kind = getattr(self.problem, "kind", type(self.problem).__name__)

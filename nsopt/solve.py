@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
 
 import numpy as np
 
 from . import registry
 from .exceptions import MethodNotFound, NotApplicable, OptionError
+from .monitor import Monitor, _callback
+from .problems._base import Problem
 from .result import Solution, Status
 
-_PRIMAL = {"lcp": ("z",), "mlcp": ("z",), "relay": ("z",), "equality": ("z",), "avi": ("z",),
-           "fc2d": ("r",), "fc3d": ("r",), "gfc2d": ("r", "v"), "gfc3d": ("r", "v"), "gmp": ("r",)}
+_ALIASES = ("z0", "r0", "v0")    # the per-method initial-guess options of nsopt 0.1, now warm_start
 
 
 def _kind(problem) -> str:
-    k = getattr(problem, "kind", None)
-    if not k or k not in _PRIMAL:
+    if not isinstance(problem, Problem):
         raise TypeError(f"nsopt.solve needs an nsopt problem (nsopt.problems.*), got {type(problem).__name__}")
-    return k
+    return problem.kind
 
 
 def methods(problem) -> dict[str, str]:
@@ -34,40 +36,80 @@ def methods(problem) -> dict[str, str]:
     return out
 
 
-def _variables(problem, kind, x):
-    """Complete the problem's own variables from the primal ones (w = Mz + q, u = Wr + q, ...)."""
-    if kind in ("lcp", "mlcp", "relay", "equality", "avi"):
-        z = x["z"]
-        return {"z": z, "w": x.get("w") if x.get("w") is not None else problem.w(z)}
-    if kind in ("fc2d", "fc3d", "gmp"):
-        r = x["r"]
-        return {"r": r, "u": problem.u(r)}
-    r = x["r"]
-    v = x.get("v")
-    if v is None:
-        v = problem.v(r)
-    return {"r": r, "v": v, "u": problem.u(v)}
+# ------------------------------------------------------------------------------------- options
+def check_tol(tol) -> float:
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (0 < float(tol) < math.inf):
+        raise OptionError(f"tol must be a finite positive number, got {tol!r}")
+    return float(tol)
 
 
-def _error(problem, kind, xs):
-    if kind in ("gfc2d", "gfc3d"):
-        return problem.error(xs["r"], xs["v"])
-    return problem.error(xs[_PRIMAL[kind][0]])
+def check_max_iter(max_iter):
+    if max_iter is None:
+        return None
+    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
+        raise OptionError(f"max_iter must be a non-negative integer or None, got {max_iter!r}")
+    return int(max_iter)
 
 
-def run_method(problem, kind, info, tol, max_iter, options):
-    """Call one registered method and judge its iterate by the problem's error measure."""
-    bad = [k for k in options if k not in info.options]
-    if bad:
-        valid = [o for o in info.options if o not in registry.COMMON]
-        raise OptionError(f"unknown option(s) {bad} for method {info.name!r} on {kind}; "
-                          f"valid options: {valid + list(registry.COMMON)}")
-    t0 = time.perf_counter()
-    out = info.func(problem, tol=tol, max_iter=max_iter, **options)
-    elapsed = time.perf_counter() - t0
-    xs = _variables(problem, kind, out.x)
-    err = _error(problem, kind, xs)
-    if not np.isfinite(err):
+def check_time_limit(time_limit):
+    if time_limit is None:
+        return None
+    if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) or not float(time_limit) >= 0:
+        raise OptionError(f"time_limit must be a non-negative number of seconds or None, got {time_limit!r}")
+    t = float(time_limit)
+    return None if t == math.inf else t
+
+
+def warm_start_of(problem, warm_start, label="warm_start") -> dict | None:
+    """The warm start as a dict of the problem's variables (float arrays of the right sizes).
+
+    Accepts a :class:`Solution`, a dict of variables, or an array of the problem's primal variable."""
+    if warm_start is None:
+        return None
+    if isinstance(warm_start, Solution):
+        x = warm_start.variables()
+    elif isinstance(warm_start, dict):
+        x = warm_start
+    else:
+        x = {problem.primal: warm_start}
+    sizes = problem.variable_sizes()
+    out = {}
+    for name, value in x.items():
+        if name not in sizes:
+            continue
+        try:
+            a = np.array(value, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise OptionError(f"{label}: {name} is not a numeric vector") from None
+        if a.shape[0] != sizes[name] or not np.all(np.isfinite(a)):
+            raise OptionError(f"{label}: {name} must be a finite vector of size {sizes[name]}, "
+                              f"got shape {np.shape(value)}")
+        out[name] = a
+    if not out:
+        raise OptionError(f"{label}: none of {sorted(x)} is a variable of this {problem.kind} problem "
+                          f"({', '.join(sizes)})")
+    return out
+
+
+def _pop_aliases(problem, info, options, x0):
+    """z0 / r0 / v0 given to a method that does not take them itself: they are warm starts."""
+    for a in _ALIASES:
+        if a in options and a not in info.options:
+            v = options.pop(a)
+            if v is not None:
+                w = warm_start_of(problem, {a[0]: v}, label=a)
+                x0 = {**(x0 or {}), **w}
+    return x0
+
+
+# ------------------------------------------------------------------------------------- running
+def _judge(problem, out, tol, info_name, elapsed, options):
+    if out.complete and out.error is not None:
+        xs, err = out.x, float(out.error)
+    else:
+        xs = problem.complete(out.x)
+        err = float(problem.error_of(xs))
+    if not math.isfinite(err):
         status = Status.NUMERICAL_ERROR
     elif err <= tol:
         status = Status.SOLVED
@@ -75,24 +117,74 @@ def run_method(problem, kind, info, tol, max_iter, options):
         status = Status.INACCURATE
     else:
         status = out.status
-    return Solution(problem=problem, method=info.name, status=status, error=float(err), tol=tol,
-                    nit=out.nit, solve_time=elapsed, history=out.history, message=out.message,
-                    info=out.info, **xs)
+    return Solution(problem=problem, method=info_name, status=status, error=err, tol=tol, nit=out.nit,
+                    solve_time=elapsed, history=out.history, message=out.message, info=out.info,
+                    options=options, build_time=out.build_time, **xs)
 
 
-def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None = None,
+def run_method(problem, kind, info, tol, max_iter, options, *, time_limit=None, history=False,
+               callback=None, x0=None):
+    """Call one registered method under the iteration contract and judge its iterate by the
+    problem's error measure."""
+    given = dict(options)
+    x0 = _pop_aliases(problem, info, options, x0)
+    bad = [k for k in options if k not in info.options]
+    if bad:
+        raise OptionError(f"unknown option(s) {bad} for method {info.name!r} on {kind}; "
+                          f"valid options: {list(info.options) + list(registry.COMMON)}")
+    t0 = time.perf_counter()
+    if problem.size == 0:   # every method: the trivial solution of an empty problem
+        out = registry.Outcome(x={problem.primal: np.zeros(0)}, nit=0, history=[0.0] if history else None,
+                               message="empty problem")
+    elif info.legacy:
+        out = _run_legacy(problem, info, tol, max_iter, options, time_limit, history, callback, x0)
+    else:
+        mon = Monitor(tol=tol, max_iter=max_iter, time_limit=time_limit, history=history,
+                      callback=callback, x0=x0)
+        out = info.func(problem, mon, **options)
+    return _judge(problem, out, tol, info.name, time.perf_counter() - t0, given)
+
+
+def _run_legacy(problem, info, tol, max_iter, options, time_limit, history, callback, x0):
+    """Methods not yet moved to the monitor: their own loop, the common options passed as before."""
+    opts = dict(options)
+    for a in _ALIASES:
+        if a in info.options and a not in opts and x0 is not None and x0.get(a[0]) is not None:
+            opts[a] = x0[a[0]]
+    if time_limit is not None and "time_limit" in info.func.__code__.co_varnames:
+        opts["time_limit"] = time_limit
+    cb = _callback(callback)
+    if cb is not None:
+        from .result import Iterate
+
+        def legacy_cb(k, x, err):
+            cb(Iterate(k, err, x))
+        opts["callback"] = legacy_cb
+    return info.func(problem, tol=tol, max_iter=max_iter, history=history, **opts)
+
+
+def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None = None, *,
+          time_limit: float | None = None, history: bool = False, callback=None, warm_start=None,
           **options) -> Solution:
     """Solve a one-step nonsmooth problem.
 
     Parameters
     ----------
     problem : an ``nsopt.problems`` object (LCP, MLCP, Relay, Equality, AVI, FrictionContact,
-        GlobalFrictionContact, GenericMechanical).
+        GlobalFrictionContact, GenericMechanical, ...).
     method : a name from :func:`methods`, or ``"auto"`` (the policy of :mod:`nsopt.policy`).
     tol : target of the problem's Siconos error measure; ``Solution.status`` is SOLVED iff error <= tol.
     max_iter : the method's iteration budget (None: the method's default).
-    **options : method options (``history=True`` records the error per iteration, ``callback``,
-        ``z0``/``r0``, ``omega``, ``solver`` ...); an unknown option raises :class:`OptionError`.
+    time_limit : wall-clock budget in seconds (None: none); ``Status.TIME_LIMIT`` with the best
+        iterate when it runs out. One-off builds that cannot be interrupted are not counted and are
+        reported as ``Solution.build_time``.
+    history : record the error after every iteration (``history[0]``: the starting point).
+    callback : ``callback(it)`` after every iteration with an :class:`nsopt.Iterate`; raising
+        ``StopIteration`` stops with ``CALLBACK_STOP`` (``callback(k, x, err)`` is accepted too).
+    warm_start : where to start: a previous :class:`Solution`, a dict of the problem's variables, or
+        an array of its primal variable (``z`` or ``r``). ``z0``/``r0``/``v0`` are accepted as aliases.
+    **options : the method's own options (see ``help`` of the method, or :func:`methods`); an
+        unknown option raises :class:`OptionError`.
 
     Returns
     -------
@@ -102,20 +194,24 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
     kind = _kind(problem)
     from . import solvers  # noqa: F401  (fills the registry)
 
-    if not (isinstance(tol, (int, float)) and tol > 0):
-        raise OptionError(f"tol must be a positive number, got {tol!r}")
-    if max_iter is not None and (not isinstance(max_iter, (int, np.integer)) or max_iter < 0):
-        raise OptionError(f"max_iter must be a non-negative integer or None, got {max_iter!r}")
+    tol = check_tol(tol)
+    max_iter = check_max_iter(max_iter)
+    time_limit = check_time_limit(time_limit)
+    x0 = warm_start_of(problem, warm_start)
     if method == "auto":
         from .policy import solve_auto
 
-        return solve_auto(problem, kind, tol, max_iter, options)
+        return solve_auto(problem, kind, tol, max_iter, options, time_limit=time_limit, history=history,
+                          callback=callback, x0=x0)
+    if not isinstance(method, str):
+        raise MethodNotFound(f"method must be a name (str), got {type(method).__name__}")
     info = registry.get(kind, method)
     if info.applies is not None:
         why = info.applies(problem)
         if why:
             raise NotApplicable(f"method {method!r} does not apply to this {kind} problem: {why}")
-    return run_method(problem, kind, info, tol, max_iter, options)
+    return run_method(problem, kind, info, tol, max_iter, options, time_limit=time_limit, history=history,
+                      callback=callback, x0=x0)
 
 
 __all__ = ["solve", "methods", "MethodNotFound"]

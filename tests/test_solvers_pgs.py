@@ -61,7 +61,7 @@ def test_sparse_matrix_kept_sparse():
 def test_history_and_callback():
     p, _ = g.lcp(n=10, seed=1)
     sol = nsopt.solve(p, method="psor", history=True, omega=1.1)
-    assert sol.success and len(sol.history) == sol.nit
+    assert sol.success and len(sol.history) == sol.nit + 1   # history[0]: the starting point
     assert sol.history[-1] == pytest.approx(sol.error)
     seen = []
 

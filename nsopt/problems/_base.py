@@ -9,9 +9,19 @@ from ..exceptions import ProblemError
 
 EPS = np.finfo(float).eps  # DBL_EPSILON, Siconos' threshold for dividing by a norm
 
+# Fields of an existing (validated, read-only) problem that ``Problem.replace`` passes on unchanged:
+# the validators return them as they are instead of converting and checking them again.
+_TRUSTED: list = []
+
+
+def _trusted(x) -> bool:
+    return any(x is t for t in _TRUSTED)
+
 
 def as_matrix(M, field: str, owner: str, *, shape=None, square=False):
     """Return ``M`` as a float64 ndarray (dense input) or CSR matrix (sparse input, kept sparse)."""
+    if _TRUSTED and _trusted(M):
+        return M
     if sp.issparse(M):
         A = sp.csr_matrix(M, dtype=float)
         A.sum_duplicates()
@@ -41,6 +51,8 @@ def as_matrix(M, field: str, owner: str, *, shape=None, square=False):
 
 def as_vector(v, field: str, owner: str, *, size=None):
     """Return ``v`` as a read-only float64 1-D array of the given size."""
+    if _TRUSTED and _trusted(v) and (size is None or v.shape[0] == size):
+        return v
     if sp.issparse(v):
         v = v.toarray()
     try:
@@ -92,26 +104,79 @@ def same_matrix(A, B) -> bool:
 
 
 class Problem:
-    """Base class: immutable after construction; derived data may be cached in ``self._cache``."""
+    """Base class: immutable after construction, picklable without its caches.
+
+    Subclasses list their data fields in ``_fields`` (the constructor's parameter names, in order)
+    and name their ``primal`` variable (``"z"`` or ``"r"``): the one a solver iterates on, from which
+    :meth:`complete` derives the others (``w``, ``u``, ``v``).
+
+    Derived data (factorisations, splittings, compiled programs) is cached by :meth:`cached`, keyed on
+    the fields it depends on: problems made by :meth:`replace` share every entry whose fields they
+    did not change.
+    """
 
     kind: str = ""
     _fields: tuple[str, ...] = ()
+    primal: str = "z"
 
     def __setattr__(self, name, value):
         if getattr(self, "_frozen", False):
-            raise AttributeError(f"{type(self).__name__} is immutable: build a new problem instead of setting {name!r}")
+            raise AttributeError(f"{type(self).__name__} is immutable: build a new problem (or use "
+                                 f".replace({name}=...)) instead of setting {name!r}")
         object.__setattr__(self, name, value)
 
     def _freeze(self):
-        object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "_store", {})
         object.__setattr__(self, "_frozen", True)
 
-    def cached(self, key, make):
-        """Derived data (factorisations, splittings) computed once per problem."""
-        c = self._cache
-        if key not in c:
-            c[key] = make()
-        return c[key]
+    def cached(self, key, make, on=None):
+        """``make()``, computed once for this problem's values of the fields ``on`` (a tuple of field
+        names; None: all fields) and shared with every problem :meth:`replace` makes from it that
+        keeps those fields."""
+        fields = self._fields if on is None else on
+        deps = tuple(getattr(self, f) for f in fields)
+        store = self._store
+        hit = store.get(key)
+        if hit is not None and len(hit[0]) == len(deps) and all(a is b for a, b in zip(hit[0], deps)):
+            return hit[1]
+        value = make()
+        store[key] = (deps, value)
+        return value
+
+    def replace(self, **changes):
+        """A problem of the same kind with some fields replaced, e.g. ``p.replace(q=q_new)``.
+
+        Only the changed fields are validated; the others are shared as they are, together with the
+        cached data that depends on them only (see :meth:`cached`). This is the cheap way to re-solve
+        with the same matrix and a new right-hand side."""
+        from ..exceptions import ProblemError
+
+        unknown = [k for k in changes if k not in self._fields]
+        if unknown:
+            raise ProblemError(unknown[0], f"is not a field of {type(self).__name__}; fields: "
+                                           f"{', '.join(self._fields)}", type(self).__name__)
+        kept = [getattr(self, f) for f in self._fields if f not in changes]
+        values = {f: changes[f] if f in changes else getattr(self, f) for f in self._fields}
+        _TRUSTED[:] = kept
+        try:
+            new = type(self)._from_fields(**values)
+        finally:
+            _TRUSTED.clear()
+        object.__setattr__(new, "_store", self._store)
+        return new
+
+    @classmethod
+    def _from_fields(cls, **fields):
+        """Build from the ``_fields`` values (the constructor, unless a subclass says otherwise)."""
+        return cls(**fields)
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("_store", "_frozen")}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        self._freeze()
 
     def __eq__(self, other):
         if type(other) is not type(self):
@@ -134,6 +199,19 @@ class Problem:
     def default_method(self) -> str:
         return "auto"
 
+    # -- the problem's variables (one place per kind: solve() has no if-chains) ---------------------
+    def variable_sizes(self) -> dict[str, int]:
+        """Sizes of the variables a solution of this problem carries."""
+        return {self.primal: self.size}
+
+    def complete(self, x: dict) -> dict:
+        """All the problem's variables from what a method returned (at least the primal one)."""
+        raise NotImplementedError
+
+    def error_of(self, xs: dict) -> float:
+        """The problem's error measure of a complete set of variables."""
+        return self.error(xs[self.primal])
+
 
 class AffineProblem(Problem):
     """Problems on one unknown z with the affine residual w = Mz + q (LCP, Relay, Equality, AVI, MLCP)."""
@@ -145,3 +223,11 @@ class AffineProblem(Problem):
     def w(self, z) -> np.ndarray:
         """w = Mz + q."""
         return matvec(self.M, check_input(z, "z", type(self).__name__, self.size)) + self.q
+
+    def variable_sizes(self):
+        return {"z": self.size, "w": self.size}
+
+    def complete(self, x):
+        z = x["z"]
+        w = x.get("w")
+        return {"z": z, "w": w if w is not None else self.w(z)}

@@ -47,6 +47,7 @@ class FrictionContact(Problem):
     """
 
     _fields = ("dim", "W", "q", "mu")
+    primal = "r"
 
     def __init__(self, dim, W, q, mu):
         owner = "FrictionContact"
@@ -76,6 +77,14 @@ class FrictionContact(Problem):
     def u(self, r) -> np.ndarray:
         """Local velocity u = Wr + q."""
         return matvec(self.W, check_input(r, "r", "FrictionContact", self.size)) + self.q
+
+    def variable_sizes(self):
+        return {"r": self.size, "u": self.size}
+
+    def complete(self, x):
+        r = x["r"]
+        u = x.get("u")
+        return {"r": r, "u": u if u is not None else self.u(r)}
 
     def error(self, r, u=None) -> float:
         """Siconos' friction-contact error of r (u recomputed as Wr + q, as Siconos does)."""
@@ -132,7 +141,8 @@ class GlobalFrictionContact(Problem):
     FC2D error of r on the local problem :meth:`local` (W = HᵀM⁻¹H, q_loc = HᵀM⁻¹q + b, norm = ||q_loc||).
     """
 
-    _fields = ("dim", "M", "H", "q", "b", "mu")
+    _fields = ("M", "H", "q", "b", "mu", "dim")
+    primal = "r"
 
     def __init__(self, M, H, q, b, mu, dim=3):
         owner = "GlobalFrictionContact"
@@ -180,7 +190,7 @@ class GlobalFrictionContact(Problem):
                 return splu(sp.csc_matrix(self.M))
             except RuntimeError as e:
                 raise ProblemError("M", f"is singular: {e}", "GlobalFrictionContact") from None
-        return self.cached("splu_M", make)
+        return self.cached("splu_M", make, on=("M",))
 
     def v(self, r) -> np.ndarray:
         """Global velocity v = M⁻¹(q + Hr)."""
@@ -191,6 +201,20 @@ class GlobalFrictionContact(Problem):
         """Local velocity u = Hᵀv + b."""
         v = check_input(v, "v", "GlobalFrictionContact", self.ndof)
         return matvec(self.H.T, v) + self.b
+
+    def variable_sizes(self):
+        return {"r": self.size, "u": self.size, "v": self.ndof}
+
+    def complete(self, x):
+        r = x["r"]
+        v = x.get("v")
+        if v is None:
+            v = self.v(r)
+        u = x.get("u")
+        return {"r": r, "v": v, "u": u if u is not None else self.u(v)}
+
+    def error_of(self, xs):
+        return self.error(xs["r"], xs["v"])
 
     def local(self) -> FrictionContact:
         """The local (condensed) problem: W = HᵀM⁻¹H, q_loc = HᵀM⁻¹q + b (sparse when M⁻¹H is)."""

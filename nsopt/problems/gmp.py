@@ -44,6 +44,7 @@ class GenericMechanical(Problem):
 
     kind = "gmp"
     _fields = ("M", "q", "blocks")
+    primal = "r"
 
     def __init__(self, M, q, blocks):
         owner = "GenericMechanical"
@@ -89,10 +90,19 @@ class GenericMechanical(Problem):
     def u(self, r) -> np.ndarray:
         return matvec(self.M, check_input(r, "r", "GenericMechanical", self.size)) + self.q
 
+    def variable_sizes(self):
+        return {"r": self.size, "u": self.size}
+
+    def complete(self, x):
+        r = x["r"]
+        u = x.get("u")
+        return {"r": r, "u": u if u is not None else self.u(r)}
+
     def error(self, r, u=None) -> float:
         r = check_input(r, "r", "GenericMechanical", self.size)
         u = matvec(self.M, r) + self.q
-        Md = self.cached("dense_diag_blocks", lambda: [dense(self.M[s, s]) for _, s in self.slices()])
+        Md = self.cached("dense_diag_blocks", lambda: [dense(self.M[s, s]) for _, s in self.slices()],
+                         on=("M", "blocks"))
         err = 0.0
         for (b, s), Mkk in zip(self.slices(), Md):
             rk, uk = r[s], u[s]

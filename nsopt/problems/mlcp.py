@@ -89,6 +89,10 @@ class MLCP(AffineProblem):
         self.is_eq = is_eq
         self._freeze()
 
+    @classmethod
+    def _from_fields(cls, M, q, n, blocks_rows, blocks_is_comp):
+        return cls.from_matrix(M, q, n, blocks_rows=blocks_rows, blocks_is_comp=blocks_is_comp)
+
     @property
     def m(self) -> int:
         return self.q.shape[0] - self.n

@@ -5,9 +5,9 @@ All three kinds are box-constrained linear problems for a Gauss–Seidel sweep: 
 (LCP ``[0, inf)``; MLCP free rows ``(-inf, inf)`` i.e. the exact 1-D solve of the equality row,
 complementarity rows ``[0, inf)``; relay ``[lb_i, ub_i]``). PSOR relaxes the step by ``omega``.
 The sweeps run in a compiled kernel on M in CSR (a dense M is converted once and cached on the
-problem); convergence is judged by the problem's own error measure (``problem.error``), checked
-after every sweep at first, then every few sweeps (at most 8) when neither history nor a callback
-asks for every one.
+problem); convergence is judged by the problem's own error measure (``problem.error``), after every
+chunk of sweeps that the iteration contract (:class:`nsopt.monitor.Monitor`) asks for: one sweep when
+a history or a callback wants every one, else chunks of about 20 ms.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import OptionError
-from ..registry import Outcome, as_x0, register
+from ..registry import register
 from ..result import Status
 from ._gs_kernels import pgs_sweeps
 
@@ -44,7 +44,7 @@ def _split(problem):
             hi = np.array(problem.ub, dtype=np.float64)
         return (A.indptr.astype(np.int64), A.indices.astype(np.int64),
                 np.ascontiguousarray(A.data, dtype=np.float64), diag, lo, hi)
-    return problem.cached("gs_csr_box", make)
+    return problem.cached("gs_csr_box", make, on=tuple(f for f in problem._fields if f != "q"))
 
 
 def _check_diag(problem, diag, lo, hi):
@@ -63,62 +63,35 @@ def _check_diag(problem, diag, lo, hi):
     return None
 
 
-def _run(problem, omega, tol, max_iter, history, callback, z0):
+def _run(problem, mon, omega):
     n = problem.size
-    max_iter = DEFAULT_MAX_ITER if max_iter is None else int(max_iter)
-    z = as_x0(z0, n, "z0")
+    mon.budget(DEFAULT_MAX_ITER)
+    z = mon.start_vector("z", n)
     ptr, idx, val, diag, lo, hi = _split(problem)
-    hist = [] if history else None
     msg = _check_diag(problem, diag, lo, hi)
     if msg:
-        return Outcome(x={"z": z}, status=Status.NUMERICAL_ERROR, nit=0, history=hist, message=msg)
+        return mon.outcome(x={"z": z}, status=Status.NUMERICAL_ERROR, message=msg)
     np.clip(z, lo, hi, out=z)
-    err = problem.error(z)
-    if err <= tol:
-        return Outcome(x={"z": z}, status=Status.SOLVED, nit=0, history=hist,
-                       message="initial guess solves the problem", info={"error": err})
-    best_z, best_err = z.copy(), err
-    every = history or callback is not None
-    k, chunk = 0, 1
-    status, message = Status.MAX_ITER, f"no convergence in {max_iter} sweeps"
-    while k < max_iter:
-        c = 1 if every else min(chunk, max_iter - k)
-        pgs_sweeps(ptr, idx, val, diag, problem.q, lo, hi, z, float(omega), c)
-        k += c
-        chunk = min(2 * chunk, 8)
-        err = problem.error(z)
-        if hist is not None:
-            hist.append(err)
-        if not np.isfinite(err):
-            status, message = Status.NUMERICAL_ERROR, f"non-finite iterate after {k} sweeps (divergence)"
-            break
-        if err < best_err:
-            best_z, best_err = z.copy(), err
-        if err <= tol:
-            status, message = Status.SOLVED, f"error {err:.3g} <= tol after {k} sweeps"
-            break
-        if callback is not None:
-            try:
-                callback(k, {"z": z.copy()}, err)
-            except StopIteration:
-                status, message = Status.CALLBACK_STOP, f"stopped by the callback after {k} sweeps"
-                break
-    if status is not Status.SOLVED and best_err < err:
-        z = best_z
-    return Outcome(x={"z": z}, status=status, nit=k, history=hist, message=message,
-                   info={"error": min(err, best_err) if np.isfinite(err) else best_err, "omega": omega})
+    if mon.start({"z": z}, problem.error(z)):
+        return mon.outcome(info={"omega": omega})
+    q = problem.q
+    while not mon.stopped:
+        c = mon.chunk(per_iteration_errors=False)
+        pgs_sweeps(ptr, idx, val, diag, q, lo, hi, z, float(omega), c)
+        mon.advance(c, {"z": z}, problem.error(z))
+    return mon.outcome(info={"omega": omega})
 
 
 @register(KINDS, "pgs", "projected Gauss–Seidel (compiled sweeps; MLCP free rows solved exactly, "
           "relay rows projected on [lb, ub])")
-def pgs(problem, *, tol, max_iter, history=False, callback=None, z0=None):
-    """Projected Gauss–Seidel. Options: ``z0`` initial guess (default 0), projected on the box first."""
-    return _run(problem, 1.0, tol, max_iter, history, callback, z0)
+def pgs(problem, mon):
+    """Projected Gauss–Seidel, from the warm start (default 0) projected on the box."""
+    return _run(problem, mon, 1.0)
 
 
 @register(KINDS, "psor", "projected successive over-relaxation (PGS with relaxation omega in (0, 2))")
-def psor(problem, *, tol, max_iter, history=False, callback=None, z0=None, omega=1.2):
-    """Projected SOR: ``z_i <- P(z_i - omega w_i / M_ii)``. Options: ``z0``, ``omega`` in (0, 2)."""
-    if not isinstance(omega, (int, float, np.floating)) or not 0.0 < float(omega) < 2.0:
+def psor(problem, mon, *, omega=1.2):
+    """Projected SOR: ``z_i <- P(z_i - omega w_i / M_ii)``. Options: ``omega`` in (0, 2)."""
+    if isinstance(omega, bool) or not isinstance(omega, (int, float, np.floating)) or not 0.0 < float(omega) < 2.0:
         raise OptionError(f"psor: omega must be a number in (0, 2), got {omega!r}")
-    return _run(problem, float(omega), tol, max_iter, history, callback, z0)
+    return _run(problem, mon, float(omega))

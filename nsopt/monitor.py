@@ -1,0 +1,212 @@
+r"""The iteration contract, written once: :class:`Monitor`.
+
+:func:`nsopt.solve` builds one monitor per call from the common options
+(``tol, max_iter, time_limit, history, callback, warm_start``) and hands it to the method. A method
+keeps only its own reasons to stop (a stall, Lemke's ray, a failed line search); everything else is
+the monitor's, in one fixed order, after every iteration :math:`k`:
+
+1. record the error in the history (``history[0]`` is the error of the starting point);
+2. keep the best iterate (the smallest error so far; the solve returns it);
+3. call ``callback(Iterate)`` (``StopIteration`` gives ``CALLBACK_STOP``);
+4. stop on a non-finite error (``NUMERICAL_ERROR``), on ``error <= tol`` (``SOLVED``), on
+   ``k == max_iter`` (``MAX_ITER``), or when the ``time_limit`` has run out (``TIME_LIMIT``).
+
+A method's loop::
+
+    x = mon.start_vector("z", n)                # the warm start, or zeros
+    if mon.start({"z": x}, problem.error(x)):   # the starting point may already be the answer
+        return mon.outcome()
+    while not mon.stopped:
+        ...                                      # one iteration, in place on x
+        mon.step({"z": x}, problem.error(x))
+    return mon.outcome(message=...)
+
+Compiled kernels run several iterations per call: ``n = mon.chunk()`` says how many (1 when a
+callback wants every iteration; otherwise a number that keeps each call to a few tens of
+milliseconds, so that ``time_limit`` and Ctrl-C act between calls), and ``mon.steps(errors, x)``
+records them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+
+import numpy as np
+
+from .exceptions import OptionError
+from .result import Iterate, Status
+
+CHUNK_SECONDS = 0.02     # target duration of one compiled chunk (time_limit and Ctrl-C act between chunks)
+
+
+def _callback(cb):
+    """Normalise a callback to ``f(Iterate)``; the legacy form ``f(k, x, err)`` is accepted too."""
+    if cb is None:
+        return None
+    if not callable(cb):
+        raise OptionError(f"callback must be callable, got {type(cb).__name__}")
+    try:
+        params = [p for p in inspect.signature(cb).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    except (TypeError, ValueError):  # builtins without a signature: the documented one-argument form
+        return cb
+    if len(params) == 3:
+        return lambda it: cb(it.nit, it.x, it.error)
+    return cb
+
+
+class Monitor:
+    """The common stopping logic of every method (see the module docstring).
+
+    Attributes a method reads: ``tol``, ``max_iter`` (after :meth:`budget`), ``x0`` (the warm start:
+    a dict of the problem's variables, or None), ``stopped``, ``k`` (iterations done), ``deadline``.
+    """
+
+    __slots__ = ("tol", "max_iter", "deadline", "history", "callback", "x0", "k", "best_x",
+                 "best_err", "err", "status", "message", "build_time", "_chunk", "_t_chunk", "_t0")
+
+    def __init__(self, *, tol, max_iter=None, time_limit=None, history=False, callback=None, x0=None):
+        self.tol = tol
+        self.max_iter = max_iter
+        self._t0 = time.perf_counter()
+        self.deadline = None if time_limit is None else self._t0 + time_limit
+        self.history = [] if history else None
+        self.callback = _callback(callback)
+        self.x0 = x0
+        self.k = 0
+        self.best_x = None
+        self.best_err = math.inf
+        self.err = math.inf
+        self.status = None
+        self.message = ""
+        self.build_time = 0.0
+        self._chunk = 1
+        self._t_chunk = None
+
+    # -- set-up --------------------------------------------------------------------------------
+    def budget(self, default: int) -> int:
+        """``max_iter``, with the method's ``default`` when the caller gave None."""
+        if self.max_iter is None:
+            self.max_iter = int(default)
+        return self.max_iter
+
+    def start_vector(self, name: str, size: int) -> np.ndarray:
+        """A float copy of the warm start's ``name`` (validated by ``solve``), else zeros."""
+        if self.x0 is not None and self.x0.get(name) is not None:
+            return np.array(self.x0[name], dtype=float)
+        return np.zeros(size)
+
+    def built(self):
+        """Mark the end of a one-off build (factorisation, compiled program): its time is reported as
+        ``Solution.build_time`` and the deadline moves by as much (a build is not interruptible)."""
+        now = time.perf_counter()
+        dt = now - self._t0 - self.build_time
+        self.build_time += dt
+        if self.deadline is not None:
+            self.deadline += dt
+
+    def expired(self) -> bool:
+        """True when the time limit has run out (for inner loops that want to give up early)."""
+        return self.deadline is not None and time.perf_counter() > self.deadline
+
+    # -- the contract --------------------------------------------------------------------------
+    def _keep(self, x, err):
+        self.err = err
+        if err < self.best_err or self.best_x is None:
+            self.best_err = err
+            self.best_x = {k: np.array(v, dtype=float) for k, v in x.items()}
+
+    def _judge(self, err):
+        if not math.isfinite(err):
+            return self.stop(Status.NUMERICAL_ERROR, f"non-finite error after {self.k} iteration(s)")
+        if err <= self.tol:
+            return self.stop(Status.SOLVED, f"error {err:.3g} <= tol after {self.k} iteration(s)")
+        if self.max_iter is not None and self.k >= self.max_iter:
+            return self.stop(Status.MAX_ITER, f"no convergence in {self.k} iteration(s) (best error "
+                                              f"{self.best_err:.3g})")
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            return self.stop(Status.TIME_LIMIT, f"time limit reached after {self.k} iteration(s) "
+                                                f"(best error {self.best_err:.3g})")
+        return None
+
+    def start(self, x: dict, err: float):
+        """Record the starting point (iteration 0). Returns the status when it already ends the
+        solve (solved, non-finite, ``max_iter == 0``, no time left), else None."""
+        err = float(err)
+        if self.history is not None:
+            self.history.append(err)
+        self._keep(x, err)
+        return self._judge(err)
+
+    def step(self, x: dict, err: float):
+        """Record iteration ``k + 1`` with its iterate ``x`` (dict of the problem's variables) and
+        error. Returns the status when the solve must stop, else None."""
+        self.k += 1
+        err = float(err)
+        if self.history is not None:
+            self.history.append(err)
+        self._keep(x, err)
+        if self.callback is not None:
+            try:
+                self.callback(Iterate(self.k, err, {k: np.array(v, dtype=float) for k, v in x.items()}))
+            except StopIteration:
+                return self.stop(Status.CALLBACK_STOP, f"stopped by the callback after {self.k} iteration(s)")
+        return self._judge(err)
+
+    def chunk(self, per_iteration_errors: bool = True) -> int:
+        """How many iterations a compiled kernel should run before returning to Python.
+
+        ``per_iteration_errors=False``: the kernel only knows the error at the end of its chunk
+        (:meth:`advance`); then a requested history also asks for one iteration per chunk."""
+        if self.callback is not None or (self.history is not None and not per_iteration_errors):
+            return 1
+        left = math.inf if self.max_iter is None else self.max_iter - self.k
+        self._t_chunk = time.perf_counter()
+        return int(max(1, min(self._chunk, left)))
+
+    def steps(self, errors, x: dict):
+        """Record a chunk of ``len(errors)`` iterations run by a kernel (``x`` at the chunk's end).
+        Returns the status when the solve must stop, else None."""
+        n = len(errors)
+        if n == 0:
+            return None
+        if self._t_chunk is not None:   # size the next chunk to about CHUNK_SECONDS
+            dt = time.perf_counter() - self._t_chunk
+            per = dt / n
+            self._chunk = max(1, min(2 * n, int(CHUNK_SECONDS / per) if per > 0 else 2 * n))
+        self.k += n
+        if self.history is not None:
+            self.history.extend(float(e) for e in errors)
+        err = float(errors[-1])
+        self._keep(x, err)
+        return self._judge(err)
+
+    def advance(self, n: int, x: dict, err: float):
+        """Record a chunk of ``n`` iterations of which only the last error is known (see
+        :meth:`chunk`). Returns the status when the solve must stop, else None."""
+        if n == 1:
+            return self.step(x, err)
+        return self.steps([err] * n, x)
+
+    def stop(self, status: Status, message: str = ""):
+        """A method's own reason to stop (stall, ray, line-search failure), or the contract's."""
+        self.status = status
+        if message:
+            self.message = message
+        return status
+
+    @property
+    def stopped(self) -> bool:
+        return self.status is not None
+
+    def outcome(self, message: str = "", info: dict | None = None, x: dict | None = None, status=None):
+        """The :class:`~nsopt.registry.Outcome` of the solve: the best iterate (or ``x``), the status
+        (MAX_ITER when the loop ended without one), iterations, history and message."""
+        from .registry import Outcome
+
+        st = status or self.status or Status.MAX_ITER
+        msg = message or self.message
+        return Outcome(x=x if x is not None else (self.best_x or {}), status=st, nit=self.k,
+                       history=self.history, message=msg, info=info or {}, build_time=self.build_time)

@@ -1,0 +1,171 @@
+"""The iteration contract (nsopt.monitor) and the core API the layers above stand on: common options,
+warm starts, replace() with shared caches, pickling, Solution.to_record()."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import nsopt
+from nsopt import generate as g
+from nsopt import registry
+from nsopt.exceptions import OptionError, ProblemError
+from nsopt.result import Iterate, Status
+
+# one small problem per kind (generated, with known solutions)
+_RNG = np.random.default_rng(11)
+
+
+def _problems():
+    out = {"lcp": g.lcp(6, seed=1)[0], "mlcp": g.mlcp(2, 4, seed=2)[0], "relay": g.relay(5, seed=3)[0],
+           "fc2d": g.friction_contact(3, dim=2, seed=4)[0], "fc3d": g.friction_contact(3, dim=3, seed=5)[0],
+           "gfc3d": g.global_friction_contact(2, 8, seed=6)[0],
+           "gfc2d": g.global_friction_contact(2, 6, dim=2, seed=7)[0],
+           "equality": nsopt.Equality(g.spd_matrix(4, _RNG), _RNG.standard_normal(4))}
+    M = g.spd_matrix(3, _RNG)
+    out["avi"] = nsopt.AVI(M, _RNG.standard_normal(3), np.vstack([np.eye(3), -np.eye(3)]), -np.ones(6))
+    W = g.spd_matrix(5, _RNG)
+    out["gmp"] = nsopt.GenericMechanical(W, _RNG.standard_normal(5), [("equality", 1), ("lcp", 1), ("fc3d", 3, 0.4)])
+    return out
+
+
+PROBLEMS = _problems()
+from nsopt import solvers  # noqa: E402,F401  (fills the registry)
+
+ALL = [(k, m.name) for k in sorted(PROBLEMS) for m in registry.for_kind(k)]
+
+
+def _call(kind, method, **kw):
+    p = PROBLEMS[kind]
+    info = registry.get(kind, method)
+    if info.applies is not None and info.applies(p):
+        pytest.skip(f"{method} does not apply: {info.applies(p)}")
+    return p, nsopt.solve(p, method=method, **kw)
+
+
+@pytest.mark.parametrize("kind,method", ALL, ids=[f"{k}-{m}" for k, m in ALL])
+def test_contract(kind, method):
+    """history[0] is the starting error, one entry per iteration after it; the callback sees every
+    iteration with the current iterate; StopIteration ends with CALLBACK_STOP; the best iterate is
+    returned; time_limit=0 returns at once with TIME_LIMIT or a solution of the starting point."""
+    if registry.get(kind, method).legacy:
+        pytest.skip("method not yet on the iteration contract")
+    p, s = _call(kind, method, tol=1e-10, history=True)
+    assert s.history is not None and len(s.history) == s.nit + 1
+    assert min(s.history) == pytest.approx(s.error, rel=1e-6, abs=1e-14) or s.error <= min(s.history)
+    seen = []
+
+    def cb(it):
+        assert isinstance(it, Iterate) and it.nit == len(seen) + 1
+        assert set(it.x) and np.isfinite(it.error)
+        seen.append(it.error)
+        if it.nit == 2:
+            raise StopIteration
+
+    _, s2 = _call(kind, method, tol=1e-300, callback=cb)
+    assert s2.status in (Status.CALLBACK_STOP, Status.SOLVED, Status.INFEASIBLE) or s2.nit < 2
+    if s2.status is Status.CALLBACK_STOP:
+        assert s2.nit == 2 and len(seen) == 2
+    _, s3 = _call(kind, method, tol=1e-300, time_limit=0.0)
+    assert s3.status in (Status.TIME_LIMIT, Status.SOLVED, Status.INFEASIBLE, Status.NUMERICAL_ERROR)
+
+
+def test_every_method_is_on_the_contract():
+    legacy = sorted({m.name for k in registry.kinds() for m in registry.for_kind(k) if m.legacy})
+    if legacy:
+        pytest.skip(f"not yet on the iteration contract: {legacy}")
+
+
+# ---------------------------------------------------------------------------------- common options
+@pytest.mark.parametrize("bad", [dict(tol=float("inf")), dict(tol=True), dict(tol=-1.0), dict(tol="x"),
+                                 dict(max_iter=True), dict(max_iter=-1), dict(max_iter=2.5),
+                                 dict(time_limit="abc"), dict(time_limit=-1.0), dict(time_limit=True)])
+def test_bad_common_options(bad):
+    with pytest.raises(OptionError):
+        nsopt.solve(PROBLEMS["lcp"], method="pgs", **bad)
+
+
+def test_numpy_scalars_are_valid_options():
+    s = nsopt.solve(PROBLEMS["lcp"], method="pgs", tol=np.float32(1e-6), max_iter=np.int64(500),
+                    time_limit=np.float64(10.0))
+    assert s.success
+
+
+def test_warm_start_from_a_solution_an_array_or_a_dict():
+    p, known = g.lcp(10, seed=6)
+    s = nsopt.solve(p, method="pgs", tol=1e-12)
+    assert nsopt.solve(p, method="pgs", tol=1e-10, warm_start=s).nit == 0
+    assert nsopt.solve(p, method="pgs", warm_start=known["z"]).nit == 0
+    assert nsopt.solve(p, method="pgs", warm_start={"z": known["z"]}).nit == 0
+    assert nsopt.solve(p, method="pgs", z0=known["z"]).nit == 0      # the 0.1 alias
+    with pytest.raises(OptionError, match="warm_start"):
+        nsopt.solve(p, method="pgs", warm_start=np.ones(3))
+    with pytest.raises(OptionError, match="warm_start"):
+        nsopt.solve(p, method="pgs", warm_start={"r": np.ones(10)})
+
+
+def test_empty_problem_every_method():
+    p = nsopt.LCP(np.zeros((0, 0)), np.zeros(0))
+    for m in nsopt.methods(p):
+        s = nsopt.solve(p, method=m)
+        assert s.success and s.z.shape == (0,)
+
+
+# ---------------------------------------------------------------------------------- replace, caches
+def test_replace_validates_only_what_changed_and_shares_caches():
+    p = g.friction_contact(4, dim=3, seed=2)[0]
+    made = []
+    v1 = p.cached("probe", lambda: made.append(1) or "W-structure", on=("W",))
+    p2 = p.replace(q=np.asarray(p.q) + 1.0)
+    assert p2.W is p.W and p2.mu is p.mu and not np.array_equal(p2.q, p.q)
+    assert p2.cached("probe", lambda: made.append(2) or "rebuilt", on=("W",)) == v1 and made == [1]
+    assert p2.cached("per-problem", lambda: "x") == "x"         # on=None: every field, q included
+    p3 = p.replace(mu=0.1)
+    assert p3.cached("probe", lambda: "again", on=("W",)) == v1   # mu did not touch W's entry
+    with pytest.raises(ProblemError, match="q"):
+        p.replace(q=np.ones(5))
+    with pytest.raises(ProblemError, match="not a field"):
+        p.replace(Q=np.ones(12))
+    lcp = PROBLEMS["lcp"].replace(q=np.arange(6.0))
+    assert isinstance(lcp, nsopt.LCP) and lcp.q[3] == 3.0 and not lcp.q.flags.writeable
+    m = PROBLEMS["mlcp"].replace(q=np.ones(6))
+    assert m.n == PROBLEMS["mlcp"].n and np.all(m.q == 1.0)
+
+
+def test_replace_then_solve_reuses_the_split():
+    p = g.lcp(8, seed=3)[0]
+    nsopt.solve(p, method="pgs")
+    key = p._store["gs_csr_box"][1]
+    p2 = p.replace(q=-np.ones(8))
+    s = nsopt.solve(p2, method="pgs")
+    assert s.success and p2._store["gs_csr_box"][1] is key
+
+
+# ---------------------------------------------------------------------------------- pickling, records
+@pytest.mark.parametrize("kind", sorted(PROBLEMS))
+def test_problems_pickle_without_their_caches(kind):
+    p = PROBLEMS[kind]
+    s = nsopt.solve(p)
+    q = pickle.loads(pickle.dumps(p))
+    assert q == p and q._store == {} and q is not p
+    s2 = pickle.loads(pickle.dumps(s))
+    assert s2.status == s.status and s2.error == s.error
+    for name, v in s.variables().items():
+        assert np.array_equal(getattr(s2, name), v)
+
+
+def test_to_record_is_flat_and_plain():
+    s = nsopt.solve(PROBLEMS["fc3d"], method="nsgs", tol=1e-9, omega=1.0)
+    rec = s.to_record()
+    assert rec["kind"] == "fc3d" and rec["method"] == "nsgs" and rec["status"] == "solved"
+    assert rec["nc"] == 3 and rec["size"] == 9 and json.loads(rec["options"]) == {"omega": 1.0}
+    for v in rec.values():
+        assert v is None or isinstance(v, (str, int, float, bool))
+
+
+def test_sparse_problem_replace_keeps_sparse():
+    p = nsopt.LCP(sp.csr_matrix(g.spd_matrix(5, _RNG)), np.ones(5))
+    p2 = p.replace(q=-np.ones(5))
+    assert sp.issparse(p2.M) and p2.M is p.M
