@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -79,6 +81,22 @@ def check_input(x, field: str, owner: str, size: int):
     if a.shape[0] != size:
         raise ProblemError(field, f"has {a.shape[0]} entries, expected {size}", owner)
     return a
+
+
+def norm2(x) -> float:
+    """Euclidean norm as BLAS ``dnrm2`` (Siconos' ``cblas_dnrm2``): exact where sqrt(x·x) would
+    underflow (all |x_i| < 1e-154) or overflow (some |x_i| > 1e154), as fast as ``np.linalg.norm``
+    elsewhere."""
+    x = np.asarray(x, dtype=float).reshape(-1)
+    if x.size == 0:
+        return 0.0
+    m = float(np.max(np.abs(x)))
+    if 1e-140 < m < 1e140:                    # no square overflows, those that underflow are negligible
+        return math.sqrt(float(x @ x))
+    if m == 0.0 or not math.isfinite(m):     # zero, inf or nan
+        return m
+    y = x / m
+    return m * math.sqrt(float(y @ y))
 
 
 def matvec(A, x):

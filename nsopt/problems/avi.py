@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import EPS, AffineProblem, as_matrix, as_vector, check_input, matvec
+from ._base import EPS, AffineProblem, as_matrix, as_vector, check_input, matvec, norm2
 
 
 class AVI(AffineProblem):
@@ -59,8 +59,8 @@ class AVI(AffineProblem):
     def error(self, z, w=None) -> float:
         z = check_input(z, "z", "AVI", self.size)
         w = matvec(self.M, z) + self.q
-        e = float(np.linalg.norm(z - self.project(z - w)))
-        nq = float(np.linalg.norm(self.q))
+        e = norm2(z - self.project(z - w))
+        nq = norm2(self.q)
         return e / nq if nq > EPS else e
 
     def __repr__(self):

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ProblemError
-from ._base import EPS, Problem, as_matrix, as_vector, check_input, matvec
+from ._base import EPS, Problem, as_matrix, as_vector, check_input, matvec, norm2
 from .cones import natural_map_sq
 
 
@@ -90,7 +90,7 @@ class FrictionContact(Problem):
         """Siconos' friction-contact error of r (u recomputed as Wr + q, as Siconos does)."""
         r = check_input(r, "r", "FrictionContact", self.size)
         u = matvec(self.W, r) + self.q
-        return _fc_error(r, u, self.mu, self.dim, float(np.linalg.norm(self.q)))
+        return _fc_error(r, u, self.mu, self.dim, norm2(self.q))
 
     def __repr__(self):
         return f"FrictionContact(dim={self.dim}, nc={self.nc}, {'sparse' if sp.issparse(self.W) else 'dense'})"
@@ -98,7 +98,7 @@ class FrictionContact(Problem):
 
 def _fc_error(r, u, mu, dim, norm):
     e = np.sqrt(natural_map_sq(r, u, mu, dim))
-    scale = max(norm, float(np.linalg.norm(r)), float(np.linalg.norm(u)))
+    scale = max(norm, norm2(r), norm2(u))
     return float(e / scale) if scale > EPS else float(e)
 
 
@@ -246,13 +246,13 @@ class GlobalFrictionContact(Problem):
             v = self.v(r)
         v = check_input(v, "v", "GlobalFrictionContact", self.ndof)
         Mv, Hr = matvec(self.M, v), matvec(self.H, r)
-        e1 = float(np.linalg.norm(self.q + Hr - Mv))
-        s1 = max(float(np.linalg.norm(self.q)), float(np.linalg.norm(Mv)), float(np.linalg.norm(Hr)))
+        e1 = norm2(self.q + Hr - Mv)
+        s1 = max(norm2(self.q), norm2(Mv), norm2(Hr))
         if s1 > EPS:
             e1 /= s1
         u = matvec(self.H.T, v) + self.b
         e2 = float(np.sqrt(natural_map_sq(r, u, self.mu, self.dim)))
-        s2 = max(float(np.linalg.norm(u)), float(np.linalg.norm(r)))
+        s2 = max(norm2(u), norm2(r))
         if s2 > EPS:
             e2 /= s2
         return e1 + e2

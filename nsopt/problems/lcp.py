@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import EPS, AffineProblem, as_matrix, as_vector, check_input, matvec
+from ._base import EPS, AffineProblem, as_matrix, as_vector, check_input, matvec, norm2
 
 
 class LCP(AffineProblem):
@@ -37,7 +37,7 @@ class LCP(AffineProblem):
         z = check_input(z, "z", "LCP", self.size)
         w = matvec(self.M, z) + self.q
         e = float(np.linalg.norm(z - np.maximum(0.0, z - w)))
-        nq = float(np.linalg.norm(self.q))
+        nq = norm2(self.q)
         return e / nq if nq > EPS else e
 
     def __repr__(self):

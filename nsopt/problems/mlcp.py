@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ProblemError
-from ._base import AffineProblem, as_matrix, as_vector, check_input, matvec
+from ._base import AffineProblem, as_matrix, as_vector, check_input, matvec, norm2
 
 
 class MLCP(AffineProblem):
@@ -131,17 +131,17 @@ class MLCP(AffineProblem):
             for k, comp in enumerate(self.blocks_is_comp):
                 s = slice(br[k], br[k + 1])
                 if not comp:
-                    error_e += float(np.linalg.norm(w[s]))
-                    norm_e += float(np.linalg.norm(q[s]))
+                    error_e += norm2(w[s])
+                    norm_e += norm2(q[s])
                 else:
                     error_i += comp_err(z[s], w[s])
-                    norm_i += float(np.linalg.norm(w[s]))
+                    norm_i += norm2(w[s])
         else:
             n = self.n
-            error_e = float(np.linalg.norm(w[:n]))
+            error_e = norm2(w[:n])
             error_i = comp_err(z[n:], w[n:])
-            norm_i = 1.0 + float(np.linalg.norm(q[n:]))
-            norm_e = 1.0 + float(np.linalg.norm(q[:n]))
+            norm_i = 1.0 + norm2(q[n:])
+            norm_e = 1.0 + norm2(q[:n])
         if error_i / norm_i >= error_e / norm_e:
             return error_i / (1.0 + norm_i)
         return error_e / (1.0 + norm_e)

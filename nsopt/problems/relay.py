@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import ProblemError
-from ._base import AffineProblem, as_matrix, as_vector, check_input, matvec
+from ._base import AffineProblem, as_matrix, as_vector, check_input, matvec, norm2
 
 
 class Relay(AffineProblem):
@@ -46,8 +46,8 @@ class Relay(AffineProblem):
     def error(self, z, w=None) -> float:
         z = check_input(z, "z", "Relay", self.size)
         w = matvec(self.M, z) + self.q
-        e = float(np.linalg.norm(z - np.clip(z - w, self.lb, self.ub)))
-        return e / (1.0 + float(np.linalg.norm(self.q)))
+        e = norm2(z - np.clip(z - w, self.lb, self.ub))
+        return e / (1.0 + norm2(self.q))
 
     def __repr__(self):
         return f"Relay(n={self.size})"
@@ -73,7 +73,7 @@ class Equality(AffineProblem):
 
 
     def error(self, z, w=None) -> float:
-        return float(np.linalg.norm(self.w(z))) / (1.0 + float(np.linalg.norm(self.q)))
+        return norm2(self.w(z)) / (1.0 + norm2(self.q))
 
     def __repr__(self):
         return f"Equality(n={self.size})"
