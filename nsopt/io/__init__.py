@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..exceptions import FormatError
-from .fclib import fclib_kind, is_hdf5, read_fclib, write_fclib
+from .fclib import _must_exist, fclib_kind, is_hdf5, read_fclib, write_fclib
 from .siconos_dat import (READERS, Tokens, parse_numerics_matrix, read_friction_contact,
                           read_global_friction_contact, read_gmp, read_lcp, read_mlcp, read_relay,
                           read_siconos_dat, write_siconos_dat)
@@ -150,6 +150,7 @@ def load(path, kind: str | None = None):
     HDF5 file it must match the FCLIB group). Corrupt, truncated or unknown files raise FormatError.
     """
     path = Path(path)
+    _must_exist(path)
     if kind is not None and kind not in KINDS:
         raise FormatError(path, f"unknown problem kind {kind!r}; expected one of {KINDS}")
     if is_hdf5(path) or path.suffix.lower() in (".hdf5", ".h5"):

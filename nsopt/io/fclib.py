@@ -20,6 +20,7 @@ h5py is imported lazily.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -50,8 +51,19 @@ def _h5py():
     return h5py
 
 
+def _must_exist(path):
+    """A missing file or a folder is an OSError (FileNotFoundError, IsADirectoryError), not a
+    FormatError: ``except OSError`` catches it."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(errno.ENOENT, "no such problem file", str(p))
+    if p.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "a folder, not a problem file", str(p))
+
+
 def _open(path):
     h5py = _h5py()
+    _must_exist(path)
     try:
         return h5py.File(path, "r")
     except (OSError, ValueError) as e:
@@ -67,7 +79,7 @@ def _guarded(fn):
     def wrapper(path, *args, **kwargs):
         try:
             return fn(path, *args, **kwargs)
-        except FormatError:
+        except (FormatError, FileNotFoundError, IsADirectoryError):
             raise
         except (ImportError, MemoryError, KeyboardInterrupt):
             raise
@@ -136,13 +148,33 @@ def _vector(h, name, path, size=None):
     return a
 
 
-def _matrix(h, name, path):
-    """A FCLIB matrix group -> scipy CSR (never densified)."""
+def _length(h, name, path) -> int:
+    """Number of entries of a dataset, from its header (nothing read)."""
+    h5py = _h5py()
+    obj = h.get(name)
+    if not isinstance(obj, h5py.Dataset):
+        raise FormatError(path, f"missing /{name}" if obj is None else f"/{name} is not a dataset")
+    return int(np.prod(obj.shape, dtype=np.int64)) if obj.shape is not None else 0
+
+
+def _matrix(h, name, path, shape):
+    """A FCLIB matrix group -> scipy CSR (never densified). ``shape``: the (rows, columns) the
+    problem's vectors imply (None: not implied), checked before anything is allocated."""
     m = _scalar(h, f"{name}/m", path)
     n = _scalar(h, f"{name}/n", path)
     nz = _scalar(h, f"{name}/nz", path)
     if m < 0 or n < 0:
         raise FormatError(path, f"/{name}: negative size {m}x{n}")
+    for what, got, want in (("m (rows)", m, shape[0]), ("n (columns)", n, shape[1])):
+        if want is not None and got != want:
+            raise FormatError(path, f"/{name}/{what.split()[0]} = {got}: the problem's vectors "
+                                    f"imply {want} {what.split()[1][1:-1]}")
+    stored = min(_length(h, f"{name}/{k}", path) for k in ("x", "i", "p"))
+    if nz >= 0 and nz > stored:
+        raise FormatError(path, f"/{name}: nz = {nz} but only {stored} stored entries")
+    if nz in (-1, -2) and _length(h, f"{name}/p", path) < (n if nz == -1 else m) + 1:
+        raise FormatError(path, f"/{name}: pointer array p has {_length(h, f'{name}/p', path)} "
+                                f"entries, needs {(n if nz == -1 else m) + 1}")
     x = _vector(h, f"{name}/x", path)
     ii = np.asarray(_dataset(h, f"{name}/i", path)).reshape(-1)
     pp = np.asarray(_dataset(h, f"{name}/p", path)).reshape(-1)
@@ -229,7 +261,8 @@ def _read_local(h, path):
             raise FormatError(path, f"/{g}/{extra}: FCLIB local problems with extra linear "
                                     "constraints (V, R, s) are not supported")
     dim = _scalar(h, f"{g}/spacedim", path)
-    W = _matrix(h, f"{g}/W", path)
+    nq = _length(h, f"{g}/vectors/q", path)
+    W = _matrix(h, f"{g}/W", path, (nq, nq))
     q = _vector(h, f"{g}/vectors/q", path, size=W.shape[0])
     mu = _vector(h, f"{g}/vectors/mu", path)
     return FrictionContact(dim, W, q, mu)
@@ -241,8 +274,9 @@ def _read_global(h, path):
         raise FormatError(path, f"/{g}/G, /{g}/vectors/b: FCLIB global problems with extra "
                                 "linear constraints are not supported")
     dim = _scalar(h, f"{g}/spacedim", path)
-    M = _matrix(h, f"{g}/M", path)
-    H = _matrix(h, f"{g}/H", path)
+    nf, nw = _length(h, f"{g}/vectors/f", path), _length(h, f"{g}/vectors/w", path)
+    M = _matrix(h, f"{g}/M", path, (nf, nf))
+    H = _matrix(h, f"{g}/H", path, (nf, nw))
     f = _vector(h, f"{g}/vectors/f", path, size=M.shape[0])
     w = _vector(h, f"{g}/vectors/w", path, size=H.shape[1])
     mu = _vector(h, f"{g}/vectors/mu", path)
@@ -268,13 +302,39 @@ def _write_matrix(grp, A):
     grp.create_dataset("x", data=A.data.astype(float))
 
 
+def _vectors_to_write(problem, vectors: dict, where: str) -> dict:
+    """Check a solution/guess dict before any file is touched: keys r, u (size of the local
+    unknowns) and, for global problems, v (ndof); real finite numeric vectors of those sizes."""
+    from ..problems._base import as_vector
+
+    sizes = {"r": problem.size, "u": problem.size}
+    if isinstance(problem, GlobalFrictionContact):
+        sizes["v"] = problem.ndof
+    if not isinstance(vectors, dict):
+        raise ProblemError(where, f"must be a dict of vectors ({', '.join(sizes)}), got "
+                                  f"{type(vectors).__name__}", "write_fclib")
+    out = {}
+    for k, v in vectors.items():
+        if k not in sizes:
+            raise ProblemError(f"{where}[{k!r}]", f"unknown vector; expected {', '.join(sizes)}",
+                               "write_fclib")
+        out[k] = as_vector(v, f"{where}[{k!r}]", "write_fclib", size=sizes[k])
+    return out
+
+
 def write_fclib(problem, path, *, solution=None, guesses=None, title="", description="",
-                math_info=""):
+                math_info="", overwrite: bool = False):
     """Write a FrictionContact (``/fclib_local``) or GlobalFrictionContact (``/fclib_global``,
     f = q, w = b) problem in FCLIB's layout (matrices in compressed-row form, nz = -2).
 
-    solution: optional dict of vectors (``r``, ``u``, ``v``) stored in ``/solution``;
-    guesses: optional list of such dicts stored in ``/guesses``.
+    solution: optional dict of vectors (``r``, ``u``, and ``v`` for a global problem) stored in
+    ``/solution``; guesses: optional list of such dicts stored in ``/guesses``. Both are checked
+    (names, sizes, finite reals) before anything is written.
+    overwrite: an existing file is replaced only when True; by default it raises
+    FileExistsError, so a problem file is never lost by accident.
+
+    The file is written to ``<name>.tmp`` beside ``path`` and renamed at the end: ``path`` is never
+    left half written, and the temporary file is removed on any failure.
     """
     h5py = _h5py()
     if isinstance(problem, FrictionContact):
@@ -284,34 +344,53 @@ def write_fclib(problem, path, *, solution=None, guesses=None, title="", descrip
     else:
         raise TypeError(f"write_fclib writes FrictionContact or GlobalFrictionContact problems, "
                         f"not {type(problem).__name__}")
+    sol = None if solution is None else _vectors_to_write(problem, solution, "solution")
+    gss = [_vectors_to_write(problem, g, f"guesses[{k}]") for k, g in enumerate(guesses or [])]
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "write_fclib needs a file name, not a folder", str(path))
+    if path.exists() and not overwrite:
+        raise FileExistsError(errno.EEXIST, "file exists (pass overwrite=True to replace it)",
+                              str(path))
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "no such folder to write into", str(path))
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise PermissionError(errno.EACCES, "cannot write the file (permission denied)", str(path))
     tmp = path.with_name(path.name + ".tmp")
-    with h5py.File(tmp, "w") as h:
-        g = h.create_group("fclib_local" if local else "fclib_global")
-        g.create_dataset("spacedim", data=np.array([problem.dim], dtype=np.int32))
-        vec = g.create_group("vectors")
-        if local:
-            _write_matrix(g.create_group("W"), problem.W)
-            vec.create_dataset("q", data=np.asarray(problem.q, dtype=float))
-        else:
-            _write_matrix(g.create_group("M"), problem.M)
-            _write_matrix(g.create_group("H"), problem.H)
-            vec.create_dataset("f", data=np.asarray(problem.q, dtype=float))
-            vec.create_dataset("w", data=np.asarray(problem.b, dtype=float))
-        vec.create_dataset("mu", data=np.asarray(problem.mu, dtype=float))
-        info = g.create_group("info")
-        for name, val in (("title", title), ("description", description), ("math_info", math_info)):
-            info.create_dataset(name, data=np.bytes_(val or ""))
-        if solution is not None:
-            s = h.create_group("solution")
-            for k, v in solution.items():
-                s.create_dataset(k, data=np.asarray(v, dtype=float))
-        if guesses:
-            gg = h.create_group("guesses")
-            gg.create_dataset("number_of_guesses", data=np.array([len(guesses)], dtype=np.int32))
-            for k, gs in enumerate(guesses, start=1):
-                sg = gg.create_group(str(k))
-                for name, v in gs.items():
-                    sg.create_dataset(name, data=np.asarray(v, dtype=float))
-    os.replace(tmp, path)
+    try:
+        with h5py.File(tmp, "w") as h:
+            g = h.create_group("fclib_local" if local else "fclib_global")
+            g.create_dataset("spacedim", data=np.array([problem.dim], dtype=np.int32))
+            vec = g.create_group("vectors")
+            if local:
+                _write_matrix(g.create_group("W"), problem.W)
+                vec.create_dataset("q", data=np.asarray(problem.q, dtype=float))
+            else:
+                _write_matrix(g.create_group("M"), problem.M)
+                _write_matrix(g.create_group("H"), problem.H)
+                vec.create_dataset("f", data=np.asarray(problem.q, dtype=float))
+                vec.create_dataset("w", data=np.asarray(problem.b, dtype=float))
+            vec.create_dataset("mu", data=np.asarray(problem.mu, dtype=float))
+            info = g.create_group("info")
+            for name, val in (("title", title), ("description", description),
+                              ("math_info", math_info)):
+                info.create_dataset(name, data=np.bytes_(val or ""))
+            if sol is not None:
+                s = h.create_group("solution")
+                for k, v in sol.items():
+                    s.create_dataset(k, data=v)
+            if gss:
+                gg = h.create_group("guesses")
+                gg.create_dataset("number_of_guesses", data=np.array([len(gss)], dtype=np.int32))
+                for k, gs in enumerate(gss, start=1):
+                    sg = gg.create_group(str(k))
+                    for name, v in gs.items():
+                        sg.create_dataset(name, data=v)
+        os.replace(tmp, path)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError) and not isinstance(e, FileExistsError):
+            raise OSError(e.errno, f"cannot write the file ({e.strerror or e})", str(path)) from e
+        raise
     return path

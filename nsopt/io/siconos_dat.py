@@ -65,6 +65,8 @@ class Tokens:
             try:
                 with open(path, "rb") as f:
                     raw = f.read()
+            except (FileNotFoundError, IsADirectoryError, PermissionError):
+                raise                       # OSErrors: `except OSError` catches a missing file
             except OSError as e:
                 raise FormatError(path, f"cannot read the file ({e.strerror or e})") from e
             text = raw.decode("latin-1")
@@ -79,6 +81,9 @@ class Tokens:
         self.toks = toks
         self.lno = np.asarray(lno, dtype=np.int64)
         self.pos = 0
+        # A last token with no line end after it may be a number cut short (a truncated file):
+        # readers compare it with the other values of its vector (see _check_cut).
+        self.suspect = len(toks) - 1 if toks and not text[-1:].isspace() else -1
 
     # -- position helpers
     def line(self) -> int:
@@ -151,9 +156,26 @@ class Tokens:
             out[k] = self.int(f"{what}[{k}]")
         return out
 
+    def _check_cut(self, a: int, b: int, what: str):
+        """If the file's suspect last token (no line end after it) is among tokens a..b-1, it must
+        be printed as the values before it in the same vector are (same count of decimals and of
+        exponent digits) when those share one fixed format: else the file was cut mid-number."""
+        k = self.suspect
+        if not a <= k < b:
+            return
+        ref = self.toks[max(a, k - 8):k]
+        if not ref:
+            return
+        sigs = {_signature(t) for t in ref}
+        if len(sigs) == 1 and _signature(self.toks[k]) not in sigs:
+            self.fail(f"{what}: the last value {self.toks[k][:40]!r} is not printed as the values "
+                      "before it, and no line end follows it: the file looks cut in the middle of "
+                      "a number (truncated)", line=int(self.lno[k]) + 1)
+
     def floats(self, count: int, what: str) -> np.ndarray:
         self._need(count, what)
         a, b = self.pos, self.pos + count
+        self._check_cut(a, b, what)
         chunk = self.toks[a:b]
         try:
             out = np.array([_to_float(t) for t in chunk], dtype=float)
@@ -176,6 +198,18 @@ class Tokens:
 
 _FLOAT_OK = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf(inity)?|nan)\Z",
                        re.IGNORECASE)
+
+
+_SIG_RE = re.compile(r"[+-]?\d*(\.(\d*))?([eE][+-]?(\d+))?\Z")
+
+
+def _signature(t: str):
+    """How a number is printed: (has a point, decimals, has an exponent, exponent digits)."""
+    m = _SIG_RE.match(t)
+    if not m:
+        return ("other", t)
+    return (m.group(1) is not None, len(m.group(2) or ""), m.group(3) is not None,
+            len(m.group(4) or ""))
 
 
 def _to_float(t: str) -> float:

@@ -20,12 +20,37 @@ def _trusted(x) -> bool:
     return any(x is t for t in _TRUSTED)
 
 
+def _no_complex_or_none(x, field: str, owner: str, what: str):
+    """Reject what ``np.array(x, dtype=float)`` would silently turn into nan (None) or truncate
+    with only a ComplexWarning (complex numbers)."""
+    if x is None:
+        raise ProblemError(field, f"is None: a real {what} is required", owner)
+    if isinstance(x, str):
+        raise ProblemError(field, f"not a numeric {what} (a string: {x[:20]!r})", owner)
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        try:
+            dt = np.asarray(x).dtype
+        except (TypeError, ValueError):       # ragged input: the float conversion reports it
+            return
+    if dt.kind == "c":
+        raise ProblemError(field, f"has complex entries (dtype {dt}): nsopt problems are real", owner)
+    if dt.kind == "O":
+        flat = np.asarray(x, dtype=object).reshape(-1)
+        if any(v is None for v in flat):
+            raise ProblemError(field, f"has None entries: a real {what} is required", owner)
+        if any(isinstance(v, complex) or np.iscomplexobj(v) for v in flat):
+            raise ProblemError(field, "has complex entries: nsopt problems are real", owner)
+
+
 def as_matrix(M, field: str, owner: str, *, shape=None, square=False):
-    """Return ``M`` as a float64 ndarray (dense input) or CSR matrix (sparse input, kept sparse)."""
+    """Return ``M`` as a read-only float64 ndarray (dense input) or a CSR matrix (sparse input, kept
+    sparse), always a copy: a problem never shares memory the caller can still change."""
     if _TRUSTED and _trusted(M):
         return M
+    _no_complex_or_none(M, field, owner, "matrix")
     if sp.issparse(M):
-        A = sp.csr_matrix(M, dtype=float)
+        A = sp.csr_matrix(M, dtype=float, copy=True)
         A.sum_duplicates()
         data = A.data
     else:
@@ -48,13 +73,18 @@ def as_matrix(M, field: str, owner: str, *, shape=None, square=False):
             raise ProblemError(field, f"shape {A.shape[0]}x{A.shape[1]} does not match the expected {pretty}", owner)
     if not np.all(np.isfinite(data)):
         raise ProblemError(field, "has non-finite entries (nan or inf)", owner)
+    if sp.issparse(A):
+        for arr in (A.data, A.indices, A.indptr):
+            arr.setflags(write=False)
     return A
 
 
-def as_vector(v, field: str, owner: str, *, size=None):
-    """Return ``v`` as a read-only float64 1-D array of the given size."""
+def as_vector(v, field: str, owner: str, *, size=None, allow_inf=False):
+    """Return ``v`` as a read-only float64 1-D array of the given size (a copy); ``allow_inf``
+    admits +-inf entries (bounds), never nan."""
     if _TRUSTED and _trusted(v) and (size is None or v.shape[0] == size):
         return v
+    _no_complex_or_none(v, field, owner, "vector")
     if sp.issparse(v):
         v = v.toarray()
     try:
@@ -69,10 +99,37 @@ def as_vector(v, field: str, owner: str, *, size=None):
         raise ProblemError(field, f"expected a vector, got an array of shape {a.shape}", owner)
     if size is not None and a.shape[0] != size:
         raise ProblemError(field, f"has {a.shape[0]} entries, expected {size}", owner)
-    if not np.all(np.isfinite(a)):
+    if allow_inf:
+        if np.any(np.isnan(a)):
+            raise ProblemError(field, "has nan entries", owner)
+    elif not np.all(np.isfinite(a)):
         raise ProblemError(field, "has non-finite entries (nan or inf)", owner)
     a.setflags(write=False)
     return a
+
+
+def as_bounds(lb, ub, n: int, owner: str):
+    """Box bounds lb <= ub (scalars broadcast, +-inf allowed): read-only float arrays of size n.
+    The box must meet the reals in every coordinate: lb_i < +inf, ub_i > -inf, lb_i <= ub_i."""
+    out = []
+    for name, v in (("lb", lb), ("ub", ub)):
+        a = as_vector(v, name, owner, allow_inf=True)
+        if a.shape[0] == 1 and n != 1:
+            a = np.full(n, a[0])
+        if a.shape[0] != n:
+            raise ProblemError(name, f"has {a.shape[0]} entries, expected {n}", owner)
+        a.setflags(write=False)
+        out.append(a)
+    lb, ub = out
+    for name, bad, what in (("lb", lb == np.inf, "+inf"), ("ub", ub == -np.inf, "-inf")):
+        if np.any(bad):
+            i = int(np.flatnonzero(bad)[0])
+            raise ProblemError(name, f"{name}[{i}] = {what}: the box [lb, ub] is empty in coordinate {i}", owner)
+    bad = np.flatnonzero(lb > ub)
+    if bad.size:
+        i = int(bad[0])
+        raise ProblemError("lb", f"lb > ub at index {i} ({lb[i]} > {ub[i]})", owner)
+    return lb, ub
 
 
 def check_input(x, field: str, owner: str, size: int):

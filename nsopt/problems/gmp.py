@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ProblemError
-from ._base import Problem, as_matrix, as_vector, check_input, dense, matvec, norm2
+from ._base import Problem, as_bounds, as_matrix, as_vector, check_input, dense, matvec, norm2
 from .cones import natural_map_sq
 
 BLOCK_KINDS = ("equality", "lcp", "relay", "fc2d", "fc3d")
@@ -27,6 +27,21 @@ class Block:
     mu: float | None = None
     lb: tuple | None = None
     ub: tuple | None = None
+
+
+def _as_block(b, i, owner) -> Block:
+    """A :class:`Block` from a Block, a tuple ``(kind, size[, mu[, lb, ub]])`` or a dict of its fields."""
+    if isinstance(b, Block):
+        return b
+    try:
+        if isinstance(b, (tuple, list)):
+            return Block(*b)
+        if isinstance(b, dict):
+            return Block(**b)
+    except TypeError:
+        pass
+    raise ProblemError(f"blocks[{i}]", f"expected a Block, a tuple (kind, size[, mu]) or a dict with the "
+                                       f"keys kind, size[, mu, lb, ub]; got {b!r}", owner)
 
 
 class GenericMechanical(Problem):
@@ -52,25 +67,32 @@ class GenericMechanical(Problem):
         M = as_matrix(M, "M", owner, square=True)
         q = as_vector(q, "q", owner, size=M.shape[0])
         out, total = [], 0
+        try:
+            blocks = list(blocks)
+        except TypeError:
+            raise ProblemError("blocks", f"must be a sequence of blocks, got {type(blocks).__name__}", owner) from None
         for i, b in enumerate(blocks):
-            if not isinstance(b, Block):
-                b = Block(*b) if isinstance(b, (tuple, list)) else Block(**b)
+            b = _as_block(b, i, owner)
             if b.kind not in BLOCK_KINDS:
                 raise ProblemError(f"blocks[{i}].kind", f"unknown block kind {b.kind!r}; expected one of {BLOCK_KINDS}", owner)
+            if isinstance(b.size, bool) or not isinstance(b.size, (int, np.integer)):
+                raise ProblemError(f"blocks[{i}].size", f"must be an integer, got {b.size!r}", owner)
             if int(b.size) <= 0:
                 raise ProblemError(f"blocks[{i}].size", f"must be positive, got {b.size}", owner)
+            b = replace(b, size=int(b.size))
             if b.kind in ("fc2d", "fc3d"):
                 d = int(b.kind[2])
                 if b.size != d:
                     raise ProblemError(f"blocks[{i}].size", f"a {b.kind} block holds one contact of size {d}, got {b.size}", owner)
-                if b.mu is None or not np.isfinite(b.mu) or b.mu < 0:
-                    raise ProblemError(f"blocks[{i}].mu", f"friction coefficient must be finite and >= 0, got {b.mu}", owner)
+                mu = b.mu
+                if (isinstance(mu, bool) or not isinstance(mu, (int, float, np.integer, np.floating))
+                        or not np.isfinite(mu) or mu < 0):
+                    raise ProblemError(f"blocks[{i}].mu", f"friction coefficient must be a finite real >= 0, got {mu!r}", owner)
+                b = replace(b, mu=float(mu))
             if b.kind == "relay":
-                lb = np.broadcast_to(np.asarray(b.lb if b.lb is not None else -1.0, float), (b.size,))
-                ub = np.broadcast_to(np.asarray(b.ub if b.ub is not None else 1.0, float), (b.size,))
-                if np.any(lb > ub):
-                    raise ProblemError(f"blocks[{i}].lb", "lb > ub", owner)
-                b = Block("relay", int(b.size), None, tuple(lb), tuple(ub))
+                lb, ub = as_bounds(-1.0 if b.lb is None else b.lb, 1.0 if b.ub is None else b.ub, b.size,
+                                   f"{owner}.blocks[{i}]")
+                b = Block("relay", int(b.size), None, tuple(lb.tolist()), tuple(ub.tolist()))
             out.append(b)
             total += int(b.size)
         if total != M.shape[0]:

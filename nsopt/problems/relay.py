@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..exceptions import ProblemError
-from ._base import AffineProblem, as_matrix, as_vector, check_input, matvec, norm2
+from ._base import AffineProblem, as_bounds, as_matrix, as_vector, check_input, matvec, norm2
 
 
 class Relay(AffineProblem):
@@ -25,19 +24,7 @@ class Relay(AffineProblem):
         M = as_matrix(M, "M", "Relay", square=True)
         n = M.shape[0]
         q = as_vector(q, "q", "Relay", size=n)
-        lb = np.array(lb, dtype=float).reshape(-1) if np.ndim(lb) else np.full(n, float(lb))
-        ub = np.array(ub, dtype=float).reshape(-1) if np.ndim(ub) else np.full(n, float(ub))
-        for name, v in (("lb", lb), ("ub", ub)):
-            if v.shape[0] != n:
-                raise ProblemError(name, f"has {v.shape[0]} entries, expected {n}", "Relay")
-            if np.any(np.isnan(v)):
-                raise ProblemError(name, "has nan entries", "Relay")
-        bad = np.flatnonzero(lb > ub)
-        if bad.size:
-            i = int(bad[0])
-            raise ProblemError("lb", f"lb > ub at index {i} ({lb[i]} > {ub[i]})", "Relay")
-        lb.setflags(write=False)
-        ub.setflags(write=False)
+        lb, ub = as_bounds(lb, ub, n, "Relay")
         self.M, self.q, self.lb, self.ub = M, q, lb, ub
         self._freeze()
 
