@@ -164,7 +164,7 @@ class Tokens:
         if not a <= k < b:
             return
         ref = self.toks[max(a, k - 8):k]
-        if not ref:
+        if len(ref) < 2:                  # too few values to tell a fixed format
             return
         sigs = {_signature(t) for t in ref}
         if len(sigs) == 1 and _signature(self.toks[k]) not in sigs:
