@@ -22,6 +22,16 @@ def data_dir() -> Path:
     return (_PROJECT_ROOT / ".." / "shared" / "siconos-data").resolve()
 
 
+def path(relative: str) -> Path:
+    """A file of the shared corpus, e.g. ``path("fc3d/Capsules-i101-404.dat")``: ``data_dir() /
+    relative``. Raises FileNotFoundError, naming ``$NSOPT_DATA``, when it is not there."""
+    p = data_dir() / relative
+    if not p.exists():
+        raise FileNotFoundError(2, f"not in the shared corpus {data_dir()} (set {ENV} to the "
+                                   "siconos-data folder)", str(p))
+    return p
+
+
 def has_data() -> bool:
     return data_dir().is_dir()
 
