@@ -175,3 +175,50 @@ def test_mlcp_sparse_blocks_stay_sparse():
     assert sp.issparse(p.M) and p.M.nnz == A.nnz + B.nnz + C.nnz + D.nnz
     assert sp.issparse(p.C) and p.C.shape == (n, m)
     assert p.error(np.zeros(n + m)) == 0.0
+
+
+# --- error measures at the ends of the float range (found by tests/test_error_differential.py) ---
+
+def test_norms_neither_underflow_nor_overflow():
+    from nsopt.problems._base import norm2
+
+    for x in ([3e-300, 4e-300], [3e200, 4e200], [3.0, 4.0], [3e-170, 4e-170]):
+        a = np.asarray(x)
+        assert norm2(a) == pytest.approx(5 * a[0] / 3, rel=1e-15)
+    assert norm2(np.zeros(3)) == 0.0 and norm2(np.array([])) == 0.0
+    assert np.isnan(norm2([np.nan, 1.0])) and norm2([np.inf, 1.0]) == np.inf
+
+
+def test_relay_error_of_a_tiny_iterate_is_not_zero():
+    # z = -1.27e-290 outside the box [0, 0]: Siconos (dnrm2) reports |z| / (1 + ||q||), not 0
+    p = Relay([[1.0]], [0.0], [0.0], [0.0])
+    z = np.array([-1.2691290181130624e-290])
+    assert p.error(z) == pytest.approx(1.2691290181130624e-290, rel=1e-15)
+
+
+def test_fc2d_error_of_huge_vectors_is_inf_not_nan():
+    p = FrictionContact(2, np.eye(2), [0.0, 0.0], [0.5])
+    r = np.array([1e160, -3e160])
+    with np.errstate(over="ignore"):
+        e = p.error(r)
+    assert not np.isnan(e)
+    big = FrictionContact(2, sp.eye(20, format="csr"), np.zeros(20), np.full(10, 0.5))
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert not np.isnan(big.error(np.tile(r, 10)))          # the vectorised path too
+
+
+def test_fc3d_error_of_huge_vectors_raises_nothing():
+    p = FrictionContact(3, np.eye(3), [1.0, 0.0, 0.0], [0.5])
+    with np.errstate(over="ignore", invalid="ignore"):
+        p.error(np.array([1e200, 1e200, -1e200]))              # no OverflowError from float **
+
+
+def test_gmp_local_q_without_cancellation():
+    # q_loc = q_k + sum_{j != k} M_kj r_j, as Siconos: not u_k - M_kk r_k, which cancels when
+    # M_kk r_k is large (relative error 1e-16 |M_kk r_k| in q_loc)
+    M = np.array([[1e16, 1.0], [1.0, 1.0]])
+    p = GenericMechanical(M, [0.5, 0.0], [Block("lcp", 1), Block("lcp", 1)])
+    r = np.array([1.0, 0.0])
+    w0 = 1e16 + 0.5
+    e0 = abs(1.0 - max(0.0, 1.0 - w0)) / (1.0 + 0.5)            # block 0, q_loc = 0.5 exactly
+    assert p.error(r) == max(e0, abs(0.0 - max(0.0, 0.0 - 1.0)) / (1.0 + 1.0))

@@ -733,7 +733,11 @@ def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: 
     else:
         raise ValueError(f"write_siconos_dat does not support {type(problem).__name__} problems")
     tmp = Path(str(path) + ".tmp")
-    with open(tmp, "w") as f:
-        f.write("".join(parts))
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.write("".join(parts))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return Path(path)
