@@ -222,3 +222,18 @@ def test_gmp_local_q_without_cancellation():
     w0 = 1e16 + 0.5
     e0 = abs(1.0 - max(0.0, 1.0 - w0)) / (1.0 + 0.5)            # block 0, q_loc = 0.5 exactly
     assert p.error(r) == max(e0, abs(0.0 - max(0.0, 0.0 - 1.0)) / (1.0 + 1.0))
+
+
+def test_gmp_relay_block_is_normalised_twice_as_siconos():
+    # gmp_compute_error calls relay_compute_error (/(1 + ||q_sub||), q_sub = q_loc) then divides
+    # by 1 + ||q_loc|| again
+    M = np.array([[2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.5, 0.0, 1.0]])
+    q = np.array([1.0, -2.0, 3.0])
+    p = GenericMechanical(M, q, [Block("relay", 2, None, (-1.0, -1.0), (1.0, 1.0)), Block("lcp", 1)])
+    r = np.array([0.3, -2.0, 0.0])
+    u = M @ r + q
+    nl = np.linalg.norm(q[:2] + M[:2, 2:] @ r[2:])
+    e_relay = np.linalg.norm(r[:2] - np.clip(r[:2] - u[:2], -1, 1)) / (1 + nl) ** 2
+    e_lcp = abs(r[2] - max(0.0, r[2] - u[2])) / (1 + abs(q[2] + M[2, :2] @ r[:2]))
+    assert p.error(r) == pytest.approx(max(e_relay, e_lcp), rel=1e-15)
+    assert e_relay > e_lcp

@@ -54,8 +54,12 @@ class GenericMechanical(Problem):
     Error measure (Siconos 4.4 ``gmp_compute_error``): per block, with the local data
     :math:`q_{loc} = q_k + \sum_{j \ne k} M_{kj} r_j`: equality blocks max_i |u_i| (absolute);
     LCP blocks :math:`\|z - \max(0, z - w)\| / (1 + \|q_{loc}\|)`; relay blocks
-    :math:`\|z - \Pi(z - w)\| / (1 + \|q_{loc}\|)`; friction blocks the natural map
-    / :math:`(1 + \|q_{loc}\|)`; the error is the maximum over blocks.
+    :math:`\|z - \Pi(z - w)\| / (1 + \|q_{loc}\|)^2` (Siconos calls ``relay_compute_error`` on the
+    block's sub-problem, whose q is q_loc and which divides by 1 + ||q||, then divides again);
+    friction blocks (FC2D, FC3D) the natural map / :math:`(1 + \|q_{loc}\|)`; the error is the
+    maximum over blocks. Siconos' GMP file format holds no bounds for relay blocks and no mu for
+    FC2D blocks, so these two are checked against Siconos' source only, the others against
+    ``gmp_compute_error`` itself (``tests/test_error_differential.py``).
     """
 
     kind = "gmp"
@@ -154,7 +158,7 @@ class GenericMechanical(Problem):
             elif b.kind == "lcp":
                 e = float(np.sqrt(np.sum((rk - np.maximum(0.0, rk - uk)) ** 2))) / (1.0 + norm2(qloc))
             elif b.kind == "relay":
-                e = norm2(rk - np.clip(rk - uk, b.lb, b.ub)) / (1.0 + norm2(qloc))
+                e = norm2(rk - np.clip(rk - uk, b.lb, b.ub)) / (1.0 + norm2(qloc)) ** 2
             else:
                 d = b.size
                 e = float(np.sqrt(natural_map_sq(rk, uk, np.array([b.mu]), d))) / (1.0 + norm2(qloc))
