@@ -221,6 +221,8 @@ def case_lcp(rng):
     M = rand_matrix(rng, n, density=rng.choice([None, 0.5]))
     if rng.random() < 0.3:
         M = M @ M.T + np.eye(n)
+    if rng.random() < 0.3:                       # written as a sparse (CSC) NumericsMatrix
+        M = sp.csr_matrix(M)
     p = nsopt.LCP(M, rand_q(rng, n))
     z = converged(rng, p, "lemke")
     return p, {"z": rand_vector(rng, n) if z is False else z}
@@ -234,7 +236,8 @@ def case_relay(rng):
     ub[rng.random(n) < 0.2] = 0.0
     eq = rng.random(n) < 0.15
     ub[eq] = lb[eq]
-    p = nsopt.Relay(rand_matrix(rng, n), rand_q(rng, n), lb, ub)
+    M = rand_matrix(rng, n, density=rng.choice([None, 0.5]))
+    p = nsopt.Relay(sp.csr_matrix(M) if rng.random() < 0.3 else M, rand_q(rng, n), lb, ub)
     return p, {"z": rand_vector(rng, n)}
 
 
@@ -245,6 +248,8 @@ def case_mlcp(rng):
     q = rand_q(rng, N)
     # Siconos 4.4's mlcp_compute_error needs M (storage 1): on a file with A, B, C, D only
     # (storage 2, no blocks) it dereferences a NULL M, so only block structures are compared
+    if rng.random() < 0.3:
+        M = sp.csr_matrix(M)
     if rng.random() < 0.5:            # two blocks, equalities first
         rows = [0, n, N] if n else [0, N]
         comp = [False, True] if n else [True]
