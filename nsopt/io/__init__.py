@@ -4,7 +4,10 @@
 :func:`read_lcp`, :func:`read_mlcp`, :func:`read_relay`, :func:`read_friction_contact`,
 :func:`read_global_friction_contact`, :func:`read_gmp`, :func:`read_fclib`, :func:`write_fclib`,
 :func:`write_siconos_dat`. Every malformed file raises :class:`~nsopt.exceptions.FormatError`
-naming the file and, for text files, the line.
+naming the file and, for text files, the line; a missing file raises FileNotFoundError (an
+OSError, as ``open`` does), a folder IsADirectoryError. Declared sizes are checked against what
+the file holds before anything is allocated, and a text file cut in the middle of its last
+number is detected (its last value is printed unlike the values before it, with no line end).
 """
 
 from __future__ import annotations
