@@ -13,7 +13,10 @@ the same files and evaluates its own error.
 Agreement: ``|e_nsopt - e_siconos| <= 1e-12 * |e_siconos| + floor``, where ``floor`` is the
 rounding of the residual itself (w = Mz + q is summed in another order by BLAS and numpy):
 ``64 eps (|M| |z| + |q|) / d`` with d the kind's normaliser. For non-converged vectors the
-floor is far below 1e-12 relative, so the bound is the relative one.
+floor is far below 1e-12 relative, so the bound is the relative one. Measured (seeds as below):
+of 7 x 200 cases, 1045 errors are bit-identical to Siconos', 342 agree within 1e-12 relative,
+and 13 (converged vectors of lcp, gfc3d and gmp, errors below 1e-9) need the rounding floor.
+One case in five of lcp and gmp is a solver's output (``converged``), so that regime is covered.
 
 Skips when Siconos 4.4 (Debian ``python3-siconos``) is absent; ``.ci/run`` installs it.
 """
