@@ -138,7 +138,7 @@ _SICONOS_SCRIPT = textwrap.dedent(r"""
             raise ValueError(kind)
         keep.append((p, z, w))
         out.append(repr(float(e)))
-    json.dump(out, sys.stdout)
+    json.dump(out, open(sys.argv[3], 'w'))     # not stdout: Siconos prints there
 """)
 
 
@@ -147,10 +147,11 @@ def siconos_errors(kind: str, cases: list[dict], tmp: Path) -> list[float]:
     manifest.write_text(json.dumps(cases))
     script = tmp / "siconos_errors.py"
     script.write_text(_SICONOS_SCRIPT)
-    r = subprocess.run([SICONOS_PY, str(script), kind, str(manifest)], capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0, f"Siconos subprocess failed:\n{r.stderr[-3000:]}"
-    return [float(s) for s in json.loads(r.stdout)]
+    result = tmp / f"{kind}-siconos.json"
+    r = subprocess.run([SICONOS_PY, str(script), kind, str(manifest), str(result)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"Siconos subprocess failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    return [float(s) for s in json.loads(result.read_text())]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -403,3 +404,49 @@ def test_error_agrees_with_siconos(kind, tmp_path):
             bad.append((i, e, e_ref, floor, repr(q)))
     assert not bad, (f"{len(bad)}/{N_CASES} {kind} cases disagree with Siconos "
                      f"(case, nsopt, siconos, floor): {bad[:5]}")
+
+
+def _gmp_file_without_diagonal_block(path, B00, B01, B10, q):
+    """A GMP file (equality block of 3 rows, LCP block of 2 rows) whose SBM stores no diagonal
+    block for the LCP row: blocks (0,0), (0,1), (1,0) only."""
+    out = ["1", "5", "5", "3", "2", "2", "3\t5\t", "3\t5\t", "3", "3", "0\t2\t3\t", "0\t1\t0\t"]
+    for k, B in enumerate((B00, B01, B10)):
+        out.append(str(k))
+        out += [repr(float(x)) for x in B.reshape(-1, order="F")]
+    out += [repr(float(x)) for x in q] + ["2", "0"]
+    path.write_text("\n".join(out) + "\n")
+
+
+@needs_siconos
+def test_gmp_without_stored_diagonal_block_is_a_known_siconos_divergence(tmp_path):
+    """Siconos 4.4 evaluates a block row that has no stored diagonal block with the first stored
+    block of M (its leading entries, column-major) in place of M_kk -- in gmp_compute_error and in
+    its GMP solver alike. nsopt keeps M as stored (a zero block) and warns when it reads such a
+    file. This pins both values, so a change on either side shows."""
+    rng = np.random.default_rng(0)
+    B00, B01, B10 = rng.standard_normal((3, 3)), rng.standard_normal((3, 2)), rng.standard_normal((2, 3))
+    q = rng.standard_normal(5)
+    M = np.zeros((5, 5))
+    M[:3, :3], M[:3, 3:], M[3:, :3] = B00, B01, B10
+    f = tmp_path / "nodiag.dat"
+    _gmp_file_without_diagonal_block(f, B00, B01, B10, q)
+    r = np.zeros(5)
+    r[3:] = [0.4, 0.1]
+    r[:3] = np.linalg.solve(B00, -q[:3] - B01 @ r[3:])         # equality block satisfied
+    np.savez(tmp_path / "v.npz", z=r)
+    e_siconos = siconos_errors("gmp", [{"path": str(f), "vectors": str(tmp_path / "v.npz")}],
+                               tmp_path)[0]
+    with pytest.warns(nsopt.NsoptWarning, match="no stored diagonal block"):
+        p = io.load(f)
+    np.testing.assert_array_equal(p.M.toarray(), M)
+
+    def lcp_err(Mkk):
+        qloc = q[3:] + B10 @ r[:3]
+        w = qloc + Mkk @ r[3:]
+        return np.sqrt(np.sum((r[3:] - np.maximum(0.0, r[3:] - w)) ** 2)) / (1 + np.linalg.norm(qloc))
+
+    e_eq = np.max(np.abs(M[:3] @ r + q[:3]))
+    first_block = B00.reshape(-1, order="F")[:4].reshape(2, 2, order="F")
+    assert p.error(r) == pytest.approx(max(e_eq, lcp_err(np.zeros((2, 2)))), rel=1e-14)
+    assert e_siconos == pytest.approx(max(e_eq, lcp_err(first_block)), rel=1e-14)
+    assert abs(p.error(r) - e_siconos) > 1e-3

@@ -306,6 +306,9 @@ def _parse_sbm(tk: Tokens, what, size0, size1, line):
     cb = tuple(int(x) for x in np.diff(np.concatenate([[0], bs1])))
     info = MatrixInfo(1, (size0, size1), rb, cb, line)
     info.filled_rows = filled1 - 1     # Siconos' GMP reader: one sub-problem per filled block row
+    diag = {int(index2[k]) for br in range(filled1 - 1)
+            for k in range(int(index1[br]), int(index1[br + 1])) if int(index2[k]) == br}
+    info.rows_without_diagonal = [br for br in range(filled1 - 1) if br not in diag]
     return A, info
 
 
@@ -561,6 +564,16 @@ def read_gmp(path, *, _tokens=None) -> GenericMechanical:
                     "mechanical problem", line=tline)
         else:
             tk.fail(f"unknown sub-problem type {t} for block {k}", line=tline)
+    missing = getattr(info, "rows_without_diagonal", [])
+    if missing:
+        import warnings
+
+        from ..exceptions import NsoptWarning
+        warnings.warn(NsoptWarning(
+            f"{path}: sub-problem(s) {missing[:10]} have no stored diagonal block in M (a zero "
+            "block). nsopt evaluates them with M as stored; Siconos 4.4's GMP solver and "
+            "gmp_compute_error use the first stored block of M in its place, so Siconos' errors "
+            "and solutions for this file are those of another problem."), stacklevel=3)
     return _build(tk, lambda: GenericMechanical(M, q, blocks))
 
 
