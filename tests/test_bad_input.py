@@ -354,3 +354,10 @@ def test_write_fclib_round_trip_with_checked_solution(tmp_path, fc):
     p, extra = io.read_fclib(out, with_solution=True)
     assert p == fc
     np.testing.assert_array_equal(extra["solution"]["r"], r)
+
+
+@pytest.mark.parametrize("n", ["1", 1.0, True, None])
+def test_mlcp_number_of_equalities_must_be_an_integer(n):
+    with pytest.raises(ProblemError, match="integer") as e:
+        nsopt.MLCP.from_matrix(np.eye(2), [1.0, 1.0], n)
+    assert e.value.field == "n"

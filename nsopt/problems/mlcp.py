@@ -58,10 +58,9 @@ class MLCP(AffineProblem):
         M = as_matrix(M, "M", "MLCP", square=True)
         N = M.shape[0]
         q = as_vector(q, "q", "MLCP", size=N)
-        try:
-            n = int(n)
-        except (TypeError, ValueError):
-            raise ProblemError("n", f"number of equalities must be an integer, got {n!r}", "MLCP") from None
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise ProblemError("n", f"number of equalities must be an integer, got {n!r}", "MLCP")
+        n = int(n)
         if not 0 <= n <= N:
             raise ProblemError("n", f"number of equalities {n} outside [0, {N}]", "MLCP")
         is_eq = np.zeros(N, dtype=bool)
