@@ -10,14 +10,14 @@
 from .exceptions import (FormatError, MethodNotFound, NotApplicable, NsoptError, NsoptWarning,
                          OptionError, ProblemError, SolverError)
 from .problems import (AVI, LCP, MLCP, Block, Equality, FrictionContact, GenericMechanical,
-                       GlobalFrictionContact, Relay)
+                       GlobalFrictionContact, MultipleImpact, Relay)
 from .result import Iterate, Solution, Status
 from .solve import methods, solve
 
 __version__ = "0.1.0"
 
 __all__ = ["solve", "methods", "Solution", "Status", "Iterate", "LCP", "MLCP", "Relay", "Equality", "AVI",
-           "FrictionContact", "GlobalFrictionContact", "GenericMechanical", "Block", "NsoptError",
+           "FrictionContact", "GlobalFrictionContact", "GenericMechanical", "Block", "MultipleImpact", "NsoptError",
            "ProblemError", "MethodNotFound", "OptionError", "NotApplicable", "SolverError",
            "FormatError", "NsoptWarning"]
 
