@@ -224,3 +224,56 @@ def test_immutable_replace_pickle():
     assert pickle.loads(pickle.dumps(p)) == p
     with pytest.raises(ProblemError, match="restitution"):
         p.replace(restitution=2.0)
+
+
+# ------------------------------------------------------------------------------------ modeling layer
+def _ts_cradle(nb, e=1.0, **kw):
+    from nsopt import modeling as nm
+
+    R = 0.01
+    m, k = ball_mass(R), hertz_stiffness(R, R)
+    balls = [nm.LagrangianLinearTIDS(q0=[2 * R * i - (1e-3 if i == 0 else 0.0)], v0=[1.0 if i == 0 else 0.0],
+                                     M=[[m]]) for i in range(nb)]
+    nsds = nm.NonSmoothDynamicalSystem(0.0, 3e-3)
+    for i in range(nb - 1):
+        law = nm.MultipleImpactNSL(e, k, 1.5)
+        nsds.link(nm.Interaction(law, nm.LagrangianLinearTIR(H=[[-1.0, 1.0]], b=[-2 * R])), balls[i], balls[i + 1])
+    return nm.TimeStepping(nsds, h=1e-4, impulse_step=1e-5 * m, **kw), balls, m
+
+
+@pytest.mark.parametrize("e", [1.0, 0.8])
+def test_time_stepping_with_the_multiple_impact_osns(e):
+    """Moreau–Jean with osns="multiple-impact": the cradle simulated in time leaves with the velocities
+    of the LZB impact computed directly (to round-off), and the balls separate afterwards."""
+    sim, balls, m = _ts_cradle(3, e, osns="multiple-impact")
+    tr = sim.run()
+    assert tr.failed_steps == [] and sim.osns_kind == "multiple-impact"
+    v_end = np.array([tr.v(b)[-1, 0] for b in balls])
+    ref = nsopt.solve(cradle(3, e)[0], method="lzb", impulse_step=1e-5 * m).v
+    assert np.max(np.abs(v_end - ref)) <= 1e-12
+    x_end = np.array([tr.q(b)[-1, 0] for b in balls])
+    assert np.all(np.diff(x_end) >= 2 * 0.01 - 1e-12)
+    sim2, _, _ = _ts_cradle(3, e)                      # osns inferred from the laws
+    assert sim2.osns_kind == "multiple-impact"
+
+
+def test_multiple_impact_law_bad_input():
+    from nsopt import modeling as nm
+    from nsopt.exceptions import ModelingError
+
+    for bad in (dict(e=1.5, stiffness=1.0), dict(e=0.5, stiffness=0.0), dict(e=0.5, stiffness=1.0, elasticity=-1)):
+        with pytest.raises(ModelingError):
+            nm.MultipleImpactNSL(**bad)
+    with pytest.raises(ModelingError, match="osns"):
+        _ts_cradle(2, osns="lcp")
+
+
+def test_from_delassus_is_the_same_impact():
+    p, m = cradle(4, 0.9)
+    W, u = p.delassus(), p.u(p.v)
+    q = nsopt.MultipleImpact.from_delassus(W, u, 0.9, p.stiffness, 1.5)
+    a = nsopt.solve(p, method="lzb", impulse_step=1e-4 * m)
+    b = nsopt.solve(q, method="lzb", impulse_step=1e-4 * m)
+    assert np.allclose(a.p, b.p, rtol=1e-10, atol=1e-15) and a.nit == b.nit
+    with pytest.raises(ProblemError, match="W"):
+        nsopt.MultipleImpact.from_delassus(-np.eye(2), [1.0, 0.0])

@@ -33,3 +33,6 @@ __all__ = [
     "OneStepIntegrator", "MoreauJeanOSI", "EulerMoreauOSI", "Assembly",
     "TimeStepping", "Trajectory", "OSNS_KINDS",
 ]
+from .impact import MultipleImpactNSL  # noqa: E402  (osns="multiple-impact", issue 12)
+
+__all__ += ["MultipleImpactNSL"]

@@ -37,9 +37,15 @@ STEP_METHODS = {
 }
 
 
+# one-step problem kinds added by other modeling modules (nsopt.modeling.impact adds "multiple-impact"):
+# kind -> builder(asm, laws, previous) -> problem (previous: the last step's problem when asm.W is None,
+# i.e. same active set and constant operators); the module also fills _HOLDS[kind] and STEP_METHODS[kind]
+OSNS_BUILDERS: dict = {}
+
+
 def infer_osns(blocks: set) -> str:
     """The smallest OSNS kind that holds every block kind in ``blocks``."""
-    for kind in ("lcp", "equality", "relay", "fc2d", "fc3d", "mlcp", "avi", "gmp"):
+    for kind in ("lcp", "equality", "relay", "fc2d", "fc3d", "mlcp", "avi", "gmp", *OSNS_BUILDERS):
         if blocks <= _HOLDS[kind]:
             return kind
     return "gmp"
@@ -98,7 +104,7 @@ class TimeStepping:
         blocks = {i.nslaw.block for i in nsds.interactions}
         if osns is None:
             osns = infer_osns(blocks) if blocks else "lcp"
-        if osns not in OSNS_KINDS:
+        if osns not in OSNS_KINDS and osns not in OSNS_BUILDERS:
             raise ModelingError(o, "osns", f"unknown one-step problem kind {osns!r}; expected one of {OSNS_KINDS}")
         bad = blocks - _HOLDS[osns]
         if bad:
@@ -183,7 +189,11 @@ class TimeStepping:
     def solve_assembly(self, asm):
         """Build (or reuse) the step's problem, solve it, return the stacked λ; records the step."""
         prev = self._problem
-        if asm.W is None and asm.glob is None and prev is not None and prev[0] == asm.key:
+        reuse = asm.W is None and asm.glob is None and prev is not None and prev[0] == asm.key
+        if self.osns_kind in OSNS_BUILDERS:
+            problem = OSNS_BUILDERS[self.osns_kind](asm, [i.nslaw for i in asm.interactions],
+                                                    prev[1] if reuse else None)
+        elif reuse:
             problem = prev[1].replace(q=asm.q)
         else:
             problem = self._build(asm)
@@ -202,7 +212,7 @@ class TimeStepping:
             if alt.error < sol.error or alt.success:
                 sol = alt
         self._solve_time += time.perf_counter() - t
-        lam = np.asarray(sol.z if problem.primal == "z" else sol.r, dtype=float)
+        lam = np.asarray(getattr(sol, problem.primal), dtype=float)
         if not np.all(np.isfinite(lam)):
             lam = np.zeros_like(lam)
         off = 0

@@ -88,6 +88,30 @@ class MultipleImpact(Problem):
         self._factor()          # M symmetric positive definite, checked once
         self._freeze()
 
+    @classmethod
+    def from_delassus(cls, W, u, restitution=1.0, stiffness=1.0, elasticity=1.5):
+        r"""The problem in contact coordinates, from the Delassus matrix :math:`W = HM^{-1}H^\top`
+        (m x m, symmetric positive semidefinite) and the pre-impact relative velocity u (m,): what a
+        time-stepping scheme assembles. With :math:`W = FF^\top` (F = m x r, r = rank W), it is the
+        problem ``M = I_r, H = F, v = F^+ u``; its impulses p are those of the original bodies, its
+        velocity v lives in the r coordinates (the bodies' velocity is :math:`v^- + M^{-1}H^\top p`).
+        ``u`` must lie in the range of W (it does when u = Hv for some v)."""
+        Wd = dense(as_matrix(W, "W", OWNER, square=True))
+        m = Wd.shape[0]
+        u = as_vector(u, "u", OWNER, size=m)
+        if not np.allclose(Wd, Wd.T, rtol=1e-10, atol=1e-14 * max(1.0, float(np.max(np.abs(Wd), initial=0.0)))):
+            raise ProblemError("W", "must be symmetric", OWNER)
+        lam, V = np.linalg.eigh(0.5 * (Wd + Wd.T)) if m else (np.zeros(0), np.zeros((0, 0)))
+        top = float(np.max(lam, initial=0.0))
+        if m and float(np.min(lam)) < -1e-10 * max(top, 1e-300):
+            raise ProblemError("W", f"must be positive semidefinite (eigenvalue {float(np.min(lam)):.3g})", OWNER)
+        keep = lam > 1e-12 * top if top > 0 else np.zeros(m, dtype=bool)
+        F = V[:, keep] * np.sqrt(lam[keep])
+        v = np.linalg.lstsq(F, u, rcond=None)[0] if F.size else np.zeros(0)
+        if F.shape[1] == 0:       # W = 0: nothing can move; one dummy coordinate keeps the shapes valid
+            F, v = np.zeros((m, 1)), np.zeros(1)
+        return cls(np.eye(F.shape[1]), F, v, restitution, stiffness, elasticity)
+
     # -- derived data -------------------------------------------------------------------------------
     def _factor(self):
         Md = dense(self.M)
