@@ -186,6 +186,21 @@ def _matvec(S, x):
     return np.asarray(S.M @ x).reshape(-1)
 
 
+def _backtrack(S, q, fb, r, d, f, max_backtracks, sigma):
+    """Halve t from 1 until the merit 1/2||Phi(r + t d)||^2 <= (1 - 2 sigma t) f (strictly below f
+    when sigma = 0); returns (r + t d, its u) or None."""
+    t = 1.0
+    for _ in range(max_backtracks):
+        rt = r + t * d
+        ut = _matvec(S, rt) + q
+        pt = _residual(S, rt, ut, fb, False)[0]
+        ft = 0.5 * float(pt @ pt)
+        if ft <= (1.0 - 2.0 * sigma * t) * f and (sigma > 0.0 or ft < f):
+            return rt, ut
+        t *= 0.5
+    return None
+
+
 @register("gmp", "nsn", "global semismooth Newton on the stacked block residual (equalities as "
           "equations, LCP by Fischer–Burmeister, relay by the natural map, contacts by Alart–Curnier)")
 def gmp_nsn(problem, mon, *, rho=1.0, lcp="fb", max_backtracks=30):
@@ -217,37 +232,16 @@ def gmp_nsn(problem, mon, *, rho=1.0, lcp="fb", max_backtracks=30):
     lm_steps = 0
     while not mon.stopped:
         J = _jacobian(S, va, vb)
-        d, exact = solve_or_lstsq(J, -phi)
-        accepted = False
-        if np.all(np.isfinite(d)):
-            t = 1.0
-            for _ in range(max_backtracks):
-                rt = r + t * d
-                ut = _matvec(S, rt) + q
-                pt = _residual(S, rt, ut, fb, False)[0]
-                ft = 0.5 * float(pt @ pt)
-                if ft <= (1.0 - 2.0 * ARMIJO * t) * f:
-                    accepted = True
-                    break
-                t *= 0.5
-        if not accepted:       # Levenberg–Marquardt: always a descent direction of the merit
+        d = solve_or_lstsq(J, -phi)[0]
+        step = _backtrack(S, q, fb, r, d, f, max_backtracks, ARMIJO) if np.all(np.isfinite(d)) else None
+        if step is None:       # Levenberg–Marquardt: always a descent direction of the merit
             lm_steps += 1
-            lam = float(np.sqrt(2.0 * f))
-            d = _lm_step(J, phi, lam)
-            t = 1.0
-            for _ in range(max_backtracks):
-                rt = r + t * d
-                ut = _matvec(S, rt) + q
-                pt = _residual(S, rt, ut, fb, False)[0]
-                ft = 0.5 * float(pt @ pt)
-                if ft < f:
-                    accepted = True
-                    break
-                t *= 0.5
-        if not accepted:
+            d = _lm_step(J, phi, float(np.sqrt(2.0 * f)))
+            step = _backtrack(S, q, fb, r, d, f, max_backtracks, 0.0)
+        if step is None:
             mon.stop(Status.STALLED, f"line search failed after {mon.k} iteration(s) (merit {f:.3g})")
             break
-        r, u = rt, ut
+        r, u = step
         phi, va, vb = _residual(S, r, u, fb, True)
         f = 0.5 * float(phi @ phi)
         mon.step({"r": r}, problem.error(r))
