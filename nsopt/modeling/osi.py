@@ -199,6 +199,7 @@ class MoreauJeanOSI(OneStepIntegrator):
         lam0, lam1 = inter.lambda_
         if rel.compliant:
             inter.y[0] = rel.h(Q, t, lam0, Z)
+            inter._gap = rel.h(Q, t, np.zeros(inter.size), Z)[0]   # the activation test: y at λ = 0
             G1 = rel.G1(Q, t, lam0, Z)
             inter.y[1] = rel.G0(Q, t, lam0, Z) @ V
             if G1 is not None and getattr(inter, "_lam0_prev", None) is not None:
@@ -217,7 +218,8 @@ class MoreauJeanOSI(OneStepIntegrator):
         h, g, thr = self.h, self.gamma, self.activation_threshold
         out = []
         for inter in self.inters:
-            if not inter.nslaw.unilateral or inter.y[0][0] + g * h * inter.y[1][0] <= thr:
+            y0 = inter._gap if inter.relation.compliant else inter.y[0][0]
+            if not inter.nslaw.unilateral or y0 + g * h * inter.y[1][0] <= thr:
                 out.append(inter)
         return out
 
