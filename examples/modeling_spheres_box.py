@@ -10,6 +10,7 @@ k-d tree), so only near contacts are interactions. Laws: NewtonImpactFrictionNSL
 The assembled problems are written to FCLIB (``sim.run(write_problems=...)``) and read back by
 ``nsopt.io.load``. Writes ``modeling_spheres_box.png``.
 """
+import math
 import os
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def frame(n):
     """Two unit tangents completing n to an orthonormal frame."""
     a = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
     t1 = cross(n, a)
-    t1 /= np.linalg.norm(t1)
+    t1 /= math.sqrt(t1 @ t1)
     return t1, cross(n, t1)
 
 
@@ -48,18 +49,19 @@ def wall_relation(n, d):
 
 
 def _pair_h(q, z):
-    return np.array([np.linalg.norm(q[:3] - q[6:9]) - 2 * R, 0.0, 0.0])
+    d0, d1, d2 = q[0] - q[6], q[1] - q[7], q[2] - q[8]
+    return np.array([math.sqrt(d0 * d0 + d1 * d1 + d2 * d2) - 2 * R, 0.0, 0.0])
 
 
 def _pair_G0(q, z):
     d = q[:3] - q[6:9]
-    n = d / np.linalg.norm(d)
+    n = d / math.sqrt(d @ d)
     t1, t2 = frame(n)
+    w1, w2 = -R * cross(n, t1), -R * cross(n, t2)   # = -R t2 and R t1 (right-handed frame)
     G = np.zeros((3, 12))
     G[0, :3], G[0, 6:9] = n, -n
-    for i, t in ((1, t1), (2, t2)):
-        w = -R * cross(n, t)
-        G[i, :3], G[i, 3:6], G[i, 6:9], G[i, 9:12] = t, w, -t, w
+    G[1, :3], G[1, 3:6], G[1, 6:9], G[1, 9:12] = t1, w1, -t1, w1
+    G[2, :3], G[2, 3:6], G[2, 6:9], G[2, 9:12] = t2, w2, -t2, w2
     return G
 
 
@@ -71,7 +73,7 @@ class Box:
         side = int(np.ceil(np.sqrt(max(1, n_spheres / 4))))   # about 4 layers
         self.L = size or max(4 * R, side * 2.2 * R)
         self.mu, self.en = mu, en
-        self.margin = margin or R
+        self.margin = margin or 0.5 * R
         self.spheres = []
         spacing = 2.2 * R
         per_layer = max(1, int(self.L // spacing) ** 2)

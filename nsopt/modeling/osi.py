@@ -163,13 +163,23 @@ class MoreauJeanOSI(OneStepIntegrator):
         self._inter_cols = {id(i): self.S.cols(i) for i in self.inters}
         self._const_ds = [ds.constant_iteration_matrix for ds in self.S.systems]
         self.nonlinear = any(not c for c in self._const_ds) or any(not i.relation.constant for i in self.inters)
+        # Newton iterations only for nonlinear systems; nonlinear relations on linear systems take one
+        # pass per step, as Siconos (whose residual of a linear system is zero)
+        self.iterate = any(not c for c in self._const_ds)
+        self._stamp = None
         for k, ds in enumerate(self.S.systems):
             if self._const_ds[k]:
-                self.S.factors[k] = Factor(self._iteration_matrix(ds, sim.t, ds.q, ds.v), label(ds))
+                kept = getattr(ds, "_mj_factor", None)      # kept across topology changes
+                if kept is None or kept[0] != (self.h, self.theta):
+                    kept = ((self.h, self.theta), Factor(self._iteration_matrix(ds, sim.t, ds.q, ds.v), label(ds)))
+                    ds._mj_factor = kept
+                self.S.factors[k] = kept[1]
         if all(self._const_ds):
             self.S.refresh_diag()
         for inter in self.inters:
-            self._update_output(inter, sim.t)
+            if getattr(inter, "_mj_owner", None) is not self:   # new interactions only
+                self._update_output(inter, sim.t)
+                inter._mj_owner = self
         self._H_cache = None   # (key, H, left) of the last assembly with constant operators
         self._version = nsds._version
         self.fast = _LinearFastPath.applies(self, sim)
@@ -209,7 +219,10 @@ class MoreauJeanOSI(OneStepIntegrator):
                 inter.y[1] = inter.y[1] + G1 @ (lam0 - inter._lam0_prev) / self.h
         else:
             inter.y[0] = rel.h(Q, t, lam0, Z)
-            y1 = rel.velocity(Q, V, t, lam1, Z)
+            # the Jacobian of this Newton iterate when the OSNS used it (Siconos keeps it for the output)
+            st = self._stamp
+            G0 = inter._G0_used if st is not None and getattr(inter, "_G0_stamp", None) == st else None
+            y1 = rel.velocity(Q, V, t, lam1, Z, G0)
             D = getattr(rel, "D", None)
             if D is not None:
                 y1 = y1 + D @ lam1
@@ -249,16 +262,18 @@ class MoreauJeanOSI(OneStepIntegrator):
         for ds in systems:
             ds.q = ds._qk + h * ds._vk
         it, converged, res = 0, False, np.inf
-        max_it = sim.newton_max_iter if self.nonlinear else 1
+        max_it = sim.newton_max_iter if self.iterate else 1
         record = None
         while it < max_it:
             it += 1
+            self._stamp = (sim.k, it)
             vfree = self._free_velocity(t0, t1)
             lam, record = self._solve_osns(sim, active, vfree, t1)
             dv_norm = self._update_state(active, lam, vfree, t1)
             for inter in self.inters:
                 self._update_output(inter, t1)
-            if not self.nonlinear:
+            self._stamp = None
+            if not self.iterate:
                 converged, res = True, 0.0
                 break
             res = max(self._residual(t0, t1), dv_norm)
@@ -313,9 +328,10 @@ class MoreauJeanOSI(OneStepIntegrator):
             if G1 is not None:
                 qv = qv - G1 @ lam0
                 extra = G1 / h
-            inter._G0_used = G0
+            inter._G0_used, inter._G0_stamp = G0, None
             return G0, h * th, extra, qv
         G0 = inter._G0_used = rel.G0(Q, t1, lam1, Z)
+        inter._G0_stamp = self._stamp
         qv = G0 @ vfree_loc
         hd = rel.hdot(Q, t1, Z)
         if hd is not None:
