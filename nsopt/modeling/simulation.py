@@ -128,6 +128,7 @@ class TimeStepping:
         self._write = None
         self._solve_time = 0.0
         self._last = None
+        self._seen = None
         integrator.initialize(self)
         self.trajectory = Trajectory(self)
 
@@ -233,9 +234,11 @@ class TimeStepping:
         """Advance one step; returns the step's :class:`nsopt.Solution` (None when no problem was needed)."""
         if not self.has_next_step():
             raise ModelingError(label(self), "T", f"the simulation already reached T = {self.T}")
-        for i in self.nsds.interactions:
-            if not hasattr(i, "_lam_warm"):
-                i._lam_warm = np.zeros(i.size)
+        if self._seen != self.nsds._version:
+            for i in self.nsds.interactions:
+                if not hasattr(i, "_lam_warm"):
+                    i._lam_warm = np.zeros(i.size)
+            self._seen = self.nsds._version
         self._last = None
         nit, res, conv, _ = self.integrator.step(self)
         self.k += 1
