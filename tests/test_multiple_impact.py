@@ -277,3 +277,28 @@ def test_from_delassus_is_the_same_impact():
     assert np.allclose(a.p, b.p, rtol=1e-10, atol=1e-15) and a.nit == b.nit
     with pytest.raises(ProblemError, match="W"):
         nsopt.MultipleImpact.from_delassus(-np.eye(2), [1.0, 0.0])
+
+
+# ------------------------------------------------------------------------------------ Siconos 4.4
+def test_agrees_with_siconos_multiple_impact():
+    """A 5-ball tapered chain (e = 0.9, Hertz): lzb and Siconos 4.4's MultipleImpact (the C++ driver of
+    benchmarks/, built once with g++ against the installed kernel) agree to 1e-12. Skips without them."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available")
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_multiple_impact_siconos as b
+
+    exe = b.build()
+    if exe is None:
+        pytest.skip("Siconos kernel headers/library (libsiconos-kernel-dev) not available")
+    R = b.tapered(5)
+    mass, e, k, eta = b.chain_data(R, 0.9, 1.5)
+    dp = 1e-4 * float(mass.min())
+    ref, _ = b.run_siconos(exe, R, mass, e, k, eta, 1.0, dp, "BiStiffness")
+    s, _ = b.run_nsopt(mass, e, k, eta, 1.0, dp, "BiStiffness")
+    assert np.max(np.abs(s.v - ref["v"])) <= 1e-12
+    assert np.max(np.abs(s.p - ref["p"])) <= 1e-12 * np.max(ref["p"])
