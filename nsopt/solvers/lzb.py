@@ -243,18 +243,21 @@ def lzb(problem, mon, *, impulse_step=1e-5, compliance="bi", tol_velocity=DBL_EP
     mon.budget(DEFAULT_MAX_ITER)
     W = problem.delassus()
     B = problem.minv_ht()
-    mon.built()
     v0 = np.asarray(problem.v, float)
     u = np.asarray(problem.u(v0), float).copy()
     scale = 1.0 + float(np.max(np.abs(u), initial=0.0))
     P = np.zeros(m)
     E = np.zeros(m)
-    e = np.ascontiguousarray(problem.restitution, dtype=float)
-    eta = np.ascontiguousarray(problem.elasticity, dtype=float)
+    e = np.array(problem.restitution, dtype=float)       # writable copies: one compiled signature
+    eta = np.array(problem.elasticity, dtype=float)
     c = (1.0 + eta) ** (eta / (1.0 + eta)) * np.asarray(problem.stiffness, float) ** (1.0 / (1.0 + eta))
     u_old, Wc, dP, gamma = (np.zeros(m) for _ in range(4))
     state = np.zeros(m, dtype=np.int64)
     out = np.zeros(5)
+    errs = np.empty(1)
+    _lzb_steps(W, c, e, eta, dp, compliance == "mono", DBL_EPS, *tols,   # nmax = 0: only loads the kernel
+               u, u_old, E, Wc, state, P, dP, gamma, scale, errs, 0, out)
+    mon.built()       # W, M^{-1}H^T and the kernel's loading are the build
     info = {"impulse_step": dp, "compliance": compliance, "kinetic_energy_pre": problem.kinetic_energy(v0)}
 
     def x_of():
@@ -272,7 +275,6 @@ def lzb(problem, mon, *, impulse_step=1e-5, compliance="bi", tol_velocity=DBL_EP
         return finish(Status.SOLVED, "no contact is approaching: no impact")
     if mon.start(x_of(), _residual(problem, W, u, E, scale)):
         return finish()
-    errs = np.empty(0)
     while not mon.stopped:
         nc = mon.chunk(per_iteration_errors=True)
         if errs.shape[0] < nc:
