@@ -85,3 +85,15 @@ def test_warm_start_and_contract():
 def test_bad_options(opt):
     with pytest.raises(OptionError):
         nsopt.solve(stack_gmp(3), method="nsn", **opt)
+
+
+def test_sparse_path_on_a_tall_stack():
+    """n > 400 with a sparse M: J assembled and factorised sparse (SuperLU); 101 equal cubes."""
+    import scipy.sparse as sp
+
+    p = stack_gmp(101, ratio=1.0)
+    ps = nsopt.GenericMechanical(sp.csr_matrix(p.M), p.q, p.blocks)
+    assert ps.size > 400
+    s = nsopt.solve(ps, method="nsn", tol=1e-9, max_iter=400)
+    assert s.success, s.message
+    _check_laws(ps, s.r)
