@@ -14,12 +14,15 @@ from .problems import (AVI, LCP, MLCP, Block, Equality, FrictionContact, Generic
 from .result import Iterate, Solution, Status
 from .solve import methods, solve
 
+from .problems import MultipleImpact  # noqa: E402  (the multiple-impact problem, issue 12)
+
 __version__ = "0.1.0"
 
 __all__ = ["solve", "methods", "Solution", "Status", "Iterate", "LCP", "MLCP", "Relay", "Equality", "AVI",
            "FrictionContact", "GlobalFrictionContact", "GenericMechanical", "Block", "NsoptError",
            "ProblemError", "MethodNotFound", "OptionError", "NotApplicable", "SolverError",
            "FormatError", "NsoptWarning"]
+__all__ += ["MultipleImpact"]
 
 
 def __getattr__(name):  # nsopt.io loads h5py lazily

@@ -3,6 +3,7 @@
 from .avi import AVI
 from .friction import FrictionContact, GlobalFrictionContact
 from .gmp import Block, GenericMechanical
+from .impact import MultipleImpact
 from .lcp import LCP
 from .mlcp import MLCP
 from .relay import Equality, Relay
@@ -16,5 +17,6 @@ __all__ = [
            "FrictionContact",
            "GenericMechanical",
            "GlobalFrictionContact",
+           "MultipleImpact",
            "Relay",
 ]
