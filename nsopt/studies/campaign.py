@@ -112,21 +112,23 @@ def build_tasks(refs, methods, *, tol, max_iter, timeout, history=False, warmup=
     return tasks, none_apply
 
 
-def siconos_tasks(refs, labels, store, *, tol, max_iter, timeout, tool, python):
-    """One task per problem with the Siconos labels it still misses."""
+def siconos_tasks(refs, labels, missing, *, tol, max_iter, timeout, tool, python):
+    """One task per problem with the Siconos labels it still misses (``missing(key)``)."""
     from .siconos import hard_limit
 
     out = []
     for ref, kind, h in refs:
-        missing = [lab for lab in labels
-                   if records.key({"problem": ref, "problem_hash": h, "method": f"siconos:{lab}",
-                                   "options": "{}", "tol": tol}) not in store]
-        if missing:
+        if kind is None:      # unreadable file: its nsopt rows say why
+            continue
+        todo = [lab for lab in labels
+                if missing(records.key({"problem": ref, "problem_hash": h, "method": f"siconos:{lab}",
+                                        "options": "{}", "tol": tol}))]
+        if todo:
             out.append({"problem": ref, "problem_hash": h, "kind": kind, "method": "siconos",
-                        "source": "siconos", "siconos_solvers": missing, "options": {},
+                        "source": "siconos", "siconos_solvers": todo, "options": {},
                         "options_key": "{}", "tol": float(tol), "max_iter": max_iter,
                         "timeout": timeout, "tool": str(tool), "python": python,
-                        "hard_limit": hard_limit(len(missing), timeout)})
+                        "hard_limit": hard_limit(len(todo), timeout)})
     return out
 
 
@@ -164,7 +166,7 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
             timeout: float | None = None, jobs: int = 1, out=None, siconos=None,
             siconos_bench=None, siconos_python=None, scheduler: str | None = None, plugins=(),
             history: str | None = None, warmup: bool = True, progress: bool = True, report: bool = True,
-            log=None):
+            retry=(), log=None):
     """Run every method on every problem and return the results table (one row per problem, method,
     options).
 
@@ -190,6 +192,7 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
         register extra methods with ``@nsopt.registry.register``).
     history : a problem (file name or a part of its path) whose error history per iteration is
         recorded for every nsopt method and plotted (``history.png``).
+    retry : statuses (e.g. ``("error", "crashed")``) whose stored runs are done again on resume.
     log : ``log(message)`` for warnings and notes (default: print to stderr).
 
     Returns
@@ -228,7 +231,13 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
             if none_apply:
                 log(f"note: {len(none_apply)} problem(s) of kinds none of the methods applies to "
                     f"({', '.join(sorted({str(k) for _, k in none_apply}))}) are not run")
-            todo = [t for t in tasks if records.key(t | {"options": t["options_key"]}) not in store]
+            retry = set(retry.split(",") if isinstance(retry, str) else retry)
+            stored = {records.key(r): r.get("status") for r in store.records}
+
+            def missing(k):
+                return k not in stored or stored[k] in retry
+
+            todo = [t for t in tasks if missing(records.key(t | {"options": t["options_key"]}))]
             if labels:
                 from . import siconos as sic
 
@@ -237,7 +246,7 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
                     log(f"Siconos skipped: {why}")
                 else:
                     tool = sic.find_tool(siconos_bench)
-                    todo += siconos_tasks(described, labels, store, tol=tol, max_iter=max_iter,
+                    todo += siconos_tasks(described, labels, missing, tol=tol, max_iter=max_iter,
                                           timeout=timeout, tool=tool,
                                           python=sic.find_python(tool, siconos_python))
             done = len(tasks) - sum(1 for t in todo if t.get("source") != "siconos")
@@ -245,7 +254,7 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
                 log(f"resuming {folder}: {done} run(s) already recorded, {len(todo)} task(s) to do")
             _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, history)
             _run(todo, store, jobs=jobs, scheduler=scheduler, plugins=plugins, log_dir=folder / "logs",
-                 progress=progress)
+                 progress=progress, replace=bool(retry))
             if history:
                 _history(described, methods, history, folder, tol=tol, max_iter=max_iter,
                          timeout=timeout, jobs=jobs, plugins=plugins, log=log)
@@ -267,7 +276,7 @@ def _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, histo
     (folder / "campaign.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
 
 
-def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result=None):
+def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result=None, replace=False):
     """Run tasks through the chosen backend, adding each record to ``store`` as it finishes."""
     from .runner import run_dask, run_local
 
@@ -297,7 +306,7 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
                 if on_result is not None:
                     on_result(r)
                 else:
-                    store.add(r)
+                    store.add(r, replace=replace)
             if bar is not None:
                 bar.update(1)
     finally:

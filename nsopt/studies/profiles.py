@@ -111,7 +111,7 @@ def performance_profile(results, measure: str = "time", kinds=None, title: str |
     from matplotlib.figure import Figure
 
     df = _prepare(results)
-    kinds = sorted(df["kind"].unique()) if kinds is None else list(kinds)
+    kinds = sorted(k for k in df["kind"].unique() if k != "?") if kinds is None else list(kinds)
     fig = Figure(figsize=(6.4 * min(len(kinds), 3), 4.4 * (1 + (len(kinds) - 1) // 3)), layout="constrained")
     ncols = min(len(kinds), 3) or 1
     nrows = max(1, (len(kinds) + ncols - 1) // ncols)

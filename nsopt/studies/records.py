@@ -4,7 +4,8 @@ Each finished run is appended at once as one JSON line to ``records.jsonl`` (the
 row to ``results.csv`` (a readable mirror, rewritten from the store when the campaign opens and
 ends); ``results.parquet`` is written from the store at the end and by ``nsopt report``. A row is
 identified by its key ``(problem, problem_hash, method, options, tol)``: re-running a campaign skips
-every key already in the store, so a killed campaign loses at most the runs in flight, and
+every key already in the store (``retry=`` statuses excepted: those runs are done again and the new
+row replaces the old one), so a killed campaign loses at most the runs in flight, and
 re-running the same command does only what is missing. A line cut short by a kill is dropped when
 the store is opened again. Shards run separately (other machines, other days) are combined with
 :func:`merge` (``nsopt merge OUT DIR...``): the union of their rows, each key once (the first shard
@@ -56,7 +57,7 @@ def read_records(folder, repair=False) -> list[dict]:
             with open(path, "r+b") as f:
                 f.truncate(cut)
         data = data[:cut]
-    out, seen, bad = [], set(), 0
+    out, bad = {}, 0
     for line in data.decode(errors="replace").splitlines():
         if not line.strip():
             continue
@@ -65,10 +66,8 @@ def read_records(folder, repair=False) -> list[dict]:
         except json.JSONDecodeError:
             bad += 1
             continue
-        k = key(rec)
-        if k not in seen:
-            seen.add(k)
-            out.append(rec)
+        out[key(rec)] = rec      # a retried run replaces the earlier one
+    out = list(out.values())
     if bad:
         warnings.warn(f"{path}: {bad} unreadable line(s) skipped", stacklevel=2)
     return out
@@ -113,13 +112,16 @@ class Store:
     def __contains__(self, k) -> bool:
         return k in self.keys
 
-    def add(self, rec: dict) -> bool:
-        """Append one record (written and flushed at once); False if its key is already stored."""
+    def add(self, rec: dict, replace: bool = False) -> bool:
+        """Append one record (written and flushed at once); False if its key is already stored,
+        unless ``replace`` (a retried run: the newer line wins when the store is read)."""
         rec = normalize(rec)
         rec.pop("history", None)
         k = key(rec)
         if k in self.keys:
-            return False
+            if not replace:
+                return False
+            self.records = [r for r in self.records if key(r) != k]
         self._jsonl.write(json.dumps(rec, default=str) + "\n")
         self._jsonl.flush()
         self._writer.writerow(_csv_row(rec))

@@ -70,6 +70,11 @@ def find_python(tool: Path, python=None) -> str | None:
     return shutil.which("python3")
 
 
+def _clean_env() -> dict:
+    """The environment for another interpreter: without this one's module search path."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
 def unavailable(tool=None, python=None) -> str | None:
     """None when Siconos can run, else the reason why not (shown to the user)."""
     path = find_tool(tool)
@@ -81,7 +86,7 @@ def unavailable(tool=None, python=None) -> str | None:
                 f"--siconos-python)")
     try:
         r = subprocess.run([py, "-c", "import siconos.numerics"], capture_output=True, text=True,
-                           timeout=120)
+                           timeout=120, env=_clean_env())
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"cannot run {py}: {e}"
     if r.returncode != 0:
@@ -150,7 +155,7 @@ def run_task(task: dict) -> list[dict]:
             cmd += ["--timeout", repr(float(task["timeout"]))]
         if task.get("max_iter") is not None:
             cmd += ["--max-iter", str(task["max_iter"])]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env=_clean_env())
         rows = []
         if out.is_file():
             with open(out) as f:
