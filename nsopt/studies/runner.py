@@ -11,7 +11,7 @@ stop the campaign.
 Limits: the soft limit ``timeout`` is passed to :func:`nsopt.solve` as ``time_limit`` (the method
 stops with ``time_limit`` and its best iterate); the hard limit, after which the worker is killed, is
 ``timeout + max(1 s, 10 % of timeout)``, counted from the start of the timed solve (loading the
-problem and the warm-up have their own allowance).
+problem has its own allowance, the warm-up gets the hard limit plus 10 s).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from collections import deque
 from .worker import _HEADER, failure_record, run_metadata
 
 LOAD_ALLOWANCE = 300.0      # seconds to load a problem file before the worker counts as hung
+WARMUP_ALLOWANCE = 10.0     # seconds added to the hard limit for the untimed warm-up (JIT, imports)
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
                 "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
@@ -184,7 +185,7 @@ class WorkerHandle:
             now = time.monotonic()
             if msg[0] == "loaded":
                 self.info, self.t_phase = msg[2], now
-                self.deadline = now + self.limit
+                self.deadline = now + self.limit + WARMUP_ALLOWANCE
             elif msg[0] == "start":
                 self.t_start = self.t_phase = now
                 self.deadline = now + self.limit

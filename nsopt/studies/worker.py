@@ -215,6 +215,8 @@ def main(argv=None) -> int:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)                                  # stray prints go to the log, not the protocol
     inp = sys.stdin.buffer
+    from .. import solvers  # noqa: F401  (imports are not part of any solve's time)
+
     for mod in (argv if argv is not None else sys.argv[1:]):
         importlib.import_module(mod)
     warnings.simplefilter("ignore")
