@@ -126,9 +126,10 @@ def performance_profile(results, measure: str = "time", kinds=None, title: str |
             siconos = lab.startswith("Siconos ")
             xs = np.concatenate([[0.0], tau, [tau_max]])
             ys = np.concatenate([[0.0], rho, [rho[-1] if rho.size else 0.0]])
-            if lab not in styles:
-                styles[lab] = f"C{len(styles) % 10}"
-            ax.step(xs, ys, where="post", label=lab, color=styles[lab], lw=1.8,
+            family = _family(lab)        # Siconos NSN_AC and nsn-ac share a colour
+            if family not in styles:
+                styles[family] = f"C{len(styles) % 10}"
+            ax.step(xs, ys, where="post", label=lab, color=styles[family], lw=1.8,
                     ls="--" if siconos else "-")
         ax.set_xlim(0, tau_max)
         ax.set_ylim(0, 1.02)
@@ -138,6 +139,11 @@ def performance_profile(results, measure: str = "time", kinds=None, title: str |
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
     return fig
+
+
+def _family(label: str) -> str:
+    base = label.split(" ", 1)[1] if label.startswith("Siconos ") else label
+    return base.split(" ")[0].lower().replace("_", "-")
 
 
 def _shgeom(x, shift=1.0):

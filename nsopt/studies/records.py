@@ -22,7 +22,7 @@ from pathlib import Path
 
 COLUMNS = ["problem", "problem_hash", "kind", "size", "nc", "method", "source", "options", "tol",
            "max_iter", "timeout", "status", "error", "iterations", "time", "build_time",
-           "peak_rss_mb", "message", "nsopt_version", "versions", "host", "finished_at"]
+           "load_time", "warmup_time", "peak_rss_mb", "message", "nsopt_version", "versions", "host", "finished_at"]
 STORE = "records.jsonl"
 CSV = "results.csv"
 PARQUET = "results.parquet"
@@ -154,7 +154,7 @@ def write_parquet(df, path):
     df = df.copy()
     for c in ("size", "nc", "iterations", "max_iter"):
         df[c] = df[c].astype("Int64")
-    for c in ("error", "time", "build_time", "peak_rss_mb", "tol", "timeout"):
+    for c in ("error", "time", "build_time", "load_time", "warmup_time", "peak_rss_mb", "tol", "timeout"):
         df[c] = df[c].astype("float64")
     df.to_parquet(path, index=False)
 

@@ -171,14 +171,17 @@ def run_task(task: dict, send=lambda *msg: None) -> list[dict]:
     from ..exceptions import MethodNotFound, NotApplicable
     from .files import load_problem
 
+    t0 = time.perf_counter()
     try:
         problem = load_problem(task["problem"])
     except Exception as e:  # noqa: BLE001  a corrupt file is a row, the campaign goes on
         return [failure_record(task, "load_error", f"{type(e).__name__}: {e}")]
+    t1 = time.perf_counter()
     info = {"kind": problem.kind, "size": int(getattr(problem, "size", 0)),
             "nc": getattr(problem, "nc", None)}
     send("loaded", task["id"], info)
     _warm_up(problem, task)
+    t2 = time.perf_counter()
     send("start", task["id"])
     measured = _reset_peak()
     try:
@@ -193,6 +196,7 @@ def run_task(task: dict, send=lambda *msg: None) -> list[dict]:
     rec.update(task_columns(task))
     rec["time"] = rec.pop("solve_time")
     rec["peak_rss_mb"] = _peak_mb() if measured else None
+    rec["load_time"], rec["warmup_time"] = t1 - t0, t2 - t1
     rec["finished_at"] = now_utc()
     if task.get("history"):
         rec["history"] = [float(x) for x in (sol.history or [])]
@@ -228,13 +232,11 @@ def main(argv=None) -> int:
         task = read_frame(inp)
         if task is None:
             return 0
-        t0 = time.perf_counter()
         records = run_task(task, send)
         meta = run_metadata()
         for r in records:
             for k, v in meta.items():
                 r.setdefault(k, v)
-            r.setdefault("wall", time.perf_counter() - t0)
         send("done", task["id"], records)
 
 
