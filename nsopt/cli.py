@@ -140,7 +140,7 @@ def _warn(msg):
 
 def demo(argv) -> int:
     from . import methods, solve
-    from .studies.worker import _warm_up
+    from .studies.worker import warm_up
 
     ap = argparse.ArgumentParser(
         prog="nsopt", formatter_class=_Formatter,
@@ -192,7 +192,7 @@ def demo(argv) -> int:
                     continue
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    _warm_up(prob, {"method": m, "tol": tol, "options_key": "{}"})
+                    warm_up(prob, {"method": m, "tol": tol, "options_key": "{}"})
                     t0 = time.perf_counter()
                     msg = ""
                     try:
@@ -267,7 +267,7 @@ def solve_cmd(argv) -> int:
     from . import io, solve
     from .exceptions import NsoptError
     from .studies.campaign import parse_options
-    from .studies.worker import _warm_up
+    from .studies.worker import warm_up
 
     ap = argparse.ArgumentParser(prog="nsopt solve", formatter_class=_Formatter,
                                  description="Solve one problem file; print status, error, iterations, "
@@ -296,7 +296,7 @@ def solve_cmd(argv) -> int:
         return 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _warm_up(p, {"method": args.method, "tol": tol, "options": opts, "options_key": repr(opts)})
+        warm_up(p, {"method": args.method, "tol": tol, "options": opts, "options_key": repr(opts)})
         try:
             s = solve(p, method=args.method, tol=tol, max_iter=args.max_iter,
                       time_limit=args.time_limit, **opts)

@@ -186,3 +186,37 @@ def run_task(task: dict) -> list[dict]:
                                                       r.get("note", "")) if x),
                      "finished_at": now_utc()})
     return recs
+
+
+def run_folders(data, folders, solvers, out, *, tol=None, timeout=None, max_iter=None, threads=None,
+                tool=None, python=None, what="Siconos") -> dict:
+    """Run the tool once over whole corpus folders (the benchmark scripts' launcher).
+
+    ``data``: the corpus root holding ``folders``; ``solvers``: catalogue labels; ``out``: the tool's
+    CSV. Returns ``{"folder/file": row}`` of the tool's CSV rows (``status``, ``err_check``,
+    ``iterations``, ``time_s``, ...), or ``{}`` after printing ``# <what> skipped: <reason>`` when
+    Siconos is not available or the tool failed."""
+    import sys
+    import time
+
+    why = unavailable(tool, python)
+    if why:
+        print(f"# {what} skipped: {why}")
+        return {}
+    path = find_tool(tool)
+    cmd = [find_python(path, python), str(path), "--data", str(data), "--folders", *folders,
+           "--solvers", *solvers]
+    for flag, v in (("--tol", tol), ("--timeout", timeout), ("--max-iter", max_iter),
+                    ("--threads", threads)):
+        if v is not None:
+            cmd += [flag, str(v)]
+    cmd += ["--out", str(out)]
+    print("# running:", " ".join(cmd), flush=True)
+    t0 = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=_clean_env())
+    print(f"# {what} done in {time.time() - t0:.0f} s (exit {r.returncode})", flush=True)
+    if r.returncode or not Path(out).is_file():
+        print(r.stdout[-2000:], r.stderr[-2000:], file=sys.stdout)
+        return {}
+    with open(out) as f:
+        return {row["file"]: row for row in csv.DictReader(f)}

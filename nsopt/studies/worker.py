@@ -132,7 +132,7 @@ _TINY = {"lcp": lambda g: g.lcp(6, seed=0)[0], "mlcp": lambda g: g.mlcp(2, 4, se
          "gfc3d": lambda g: g.global_friction_contact(2, 8, seed=0)[0]}
 
 
-def _warm_up(problem, task) -> None:
+def warm_up(problem, task) -> None:
     """Compile (or load from numba's cache) and import what the method needs, untimed: a full solve
     of a tiny generated problem of the same kind, then two iterations on a copy of the problem (its
     storage may need other compiled specialisations)."""
@@ -180,7 +180,7 @@ def run_task(task: dict, send=lambda *msg: None) -> list[dict]:
     info = {"kind": problem.kind, "size": int(getattr(problem, "size", 0)),
             "nc": getattr(problem, "nc", None)}
     send("loaded", task["id"], info)
-    _warm_up(problem, task)
+    warm_up(problem, task)
     t2 = time.perf_counter()
     send("start", task["id"])
     measured = _reset_peak()
