@@ -40,6 +40,7 @@ import nsopt  # noqa: E402
 from nsopt import generate  # noqa: E402
 from nsopt.data import data_dir  # noqa: E402
 from nsopt.studies.siconos import run_folders  # noqa: E402
+from nsopt.studies.timing import median_time  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 TOL = 1e-8
@@ -52,14 +53,8 @@ def run_siconos(data, folders, solvers, out, timeout=120):
 
 def time_nsopt(p, repeat=3):
     """Median wall time of nsopt.solve(p, 'lemke') (one run when it takes more than 1 s)."""
-    times, sol = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        sol = nsopt.solve(p, method="lemke", tol=TOL)
-        times.append(time.perf_counter() - t0)
-        if times[-1] > 1.0:
-            break
-    return statistics.median(times), sol
+    sol, t = median_time(p, "lemke", repeat=repeat, tol=TOL)
+    return t, sol
 
 
 def warm_up():

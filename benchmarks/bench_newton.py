@@ -37,6 +37,7 @@ import nsopt
 from nsopt import generate
 from nsopt.data import corpus_files, data_dir
 from nsopt.studies.siconos import run_folders
+from nsopt.studies.timing import median_time
 
 TOL = 1e-8
 METHODS = ("nsn-ac", "nsn-fb", "prox")
@@ -57,17 +58,7 @@ def warm_up():
 
 
 def timed(problem, method, timeout):
-    t0 = time.perf_counter()
-    s = nsopt.solve(problem, method=method, tol=TOL, time_limit=timeout)
-    dt = time.perf_counter() - t0
-    if dt < 1.0:
-        ts = [dt]
-        for _ in range(2):
-            t0 = time.perf_counter()
-            nsopt.solve(problem, method=method, tol=TOL, time_limit=timeout)
-            ts.append(time.perf_counter() - t0)
-        dt = statistics.median(ts)
-    return s, dt
+    return median_time(problem, method, tol=TOL, time_limit=timeout)
 
 
 def profile(path, method="nsn-ac", top=12):

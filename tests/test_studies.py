@@ -210,3 +210,23 @@ def test_compare_api_on_files_and_objects(tmp_path):
     s = s[s["kind"] == "lcp"]
     assert sorted(s["method"]) == ["lemke", "newton-fb"] and list(s["solved"]) == [2, 2]
     assert list(s["problems"]) == [2, 2]
+
+
+def test_median_time_repeats_fast_solves_only():
+    from nsopt.studies.timing import median_time
+
+    made = []
+
+    def fresh():
+        made.append(1)
+        return nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+
+    nsopt.solve(MURTY, method="lemke")        # warm-up: JIT and imports are not timed
+    sol, t = median_time(fresh, "lemke", tol=1e-12)
+    assert len(made) == 3 and t > 0
+    np.testing.assert_allclose(sol.z, [4 / 3, 7 / 3], rtol=1e-12)
+    made.clear()
+    sol, _ = median_time(fresh, "lemke", under=0.0)     # "slow": one run only
+    assert len(made) == 1 and sol.success
+    sol, _ = median_time(MURTY, "pgs", repeat=2, tol=1e-6)
+    assert sol.problem is MURTY and sol.error <= 1e-6
