@@ -269,8 +269,9 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
 
 
 def _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, history):
-    meta = {"problems": None if problems is None else [str(p) for p in
-                                                        (problems if isinstance(problems, (list, tuple)) else [problems])],
+    if problems is not None and not isinstance(problems, (list, tuple)):
+        problems = [problems]
+    meta = {"problems": None if problems is None else [str(p) for p in problems],
             "methods": [[m, o] for m, o in methods], "tol": tol, "max_iter": max_iter,
             "timeout": timeout, "siconos": labels, "history": history}
     (folder / "campaign.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")

@@ -149,7 +149,7 @@ class WorkerHandle:
 
     def _failure(self, status, message):
         rec = failure_record(self.task, status, message, self.info)
-        rec.update({k: v for k, v in run_metadata().items()})
+        rec.update(run_metadata())
         self.task = None
         return [rec]
 
