@@ -279,8 +279,9 @@ def solve_cmd(argv) -> int:
     ap.add_argument("--time-limit", type=_positive, default=None, help="wall-clock budget, seconds")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                     help="a method option (repeatable), e.g. --option omega=1.2")
-    ap.add_argument("--out", help="write the solution: .npz (variables by name), or .hdf5/.h5 (an FCLIB "
-                                  "file with the problem and its /solution group; friction contact only)")
+    ap.add_argument("--out", help="write the solution: .npz (variables by name), or an FCLIB file with the "
+                                  "problem and its /solution group (.hdf5/.h5 names, and any name but "
+                                  ".npz for FCLIB input; friction contact only)")
     args = ap.parse_args(argv)
     tol = _check_tol(args.tol)
     try:
@@ -308,7 +309,8 @@ def solve_cmd(argv) -> int:
           (f"\nmessage   {s.message}" if s.message else ""))
     if args.out:
         try:
-            if args.out.lower().endswith((".hdf5", ".h5")):
+            fclib_in = args.file.lower().endswith((".hdf5", ".h5"))
+            if args.out.lower().endswith((".hdf5", ".h5")) or (fclib_in and not args.out.endswith(".npz")):
                 io.write_fclib(p, args.out, solution=s.variables())
             else:
                 np.savez(args.out, **s.variables())
