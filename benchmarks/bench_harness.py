@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import nsopt.solvers  # noqa: E402,F401  (imported once here: not part of the first campaign's time)
 import nsopt.studies as st  # noqa: E402
 from nsopt import generate  # noqa: E402
 from nsopt.data import data_dir  # noqa: E402

@@ -283,6 +283,10 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
 
     if not tasks:
         return
+    import threading
+
+    # the table's libraries load while the first workers start (the main thread waits on them)
+    threading.Thread(target=_preload, daemon=True).start()
     for i, t in enumerate(tasks):
         t["id"] = i
     bar = None
@@ -314,6 +318,14 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
         gen.close()
         if bar is not None:
             bar.close()
+
+
+def _preload():
+    try:
+        import pandas  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError:
+        pass
 
 
 def _history(described, methods, pattern, folder, *, tol, max_iter, timeout, jobs, plugins, log):

@@ -110,13 +110,8 @@ class WorkerHandle:
         self.proc = None
 
     def close(self):
-        if self.proc is not None:
-            try:
-                self.proc.stdin.close()
-                self.proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-            self.kill()
+        """Stop the worker (between tasks it holds nothing to save: no need to wait for its exit)."""
+        self.kill()
         if self.log is not None:
             self.log.close()
             self.log = None
