@@ -85,6 +85,14 @@ def test_store_appends_resumes_and_repairs_a_cut_line(tmp_path):
     assert list(pq["problem"]) == ["p1", "p2", "p3"]
 
 
+def test_one_campaign_per_folder_at_a_time(tmp_path):
+    with rec_mod.Store(tmp_path):
+        with pytest.raises(nsopt.NsoptError, match="another campaign is writing"):
+            rec_mod.Store(tmp_path)
+    with rec_mod.Store(tmp_path) as s:           # released on close
+        assert s.add(_rec("p1", "a"))
+
+
 def test_retried_run_replaces_the_old_row(tmp_path):
     with rec_mod.Store(tmp_path) as s:
         s.add(_rec("p1", "a", status="error"))

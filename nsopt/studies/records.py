@@ -85,6 +85,23 @@ def to_frame(records):
     return df[COLUMNS + extra]
 
 
+def _lock(folder: Path):
+    """An exclusive lock on the campaign folder (one campaign writes a folder at a time); released
+    when the file is closed or the process dies."""
+    import fcntl
+
+    from ..exceptions import NsoptError
+
+    f = open(folder / ".lock", "w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        raise NsoptError(f"{folder}: another campaign is writing this folder (wait for it, or use "
+                         f"another --out)") from None
+    return f
+
+
 def _csv_row(rec):
     return {c: ("" if rec.get(c) is None else rec.get(c)) for c in COLUMNS}
 
@@ -95,6 +112,7 @@ class Store:
     def __init__(self, folder):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock(self.folder)
         self.records = read_records(self.folder, repair=True)
         self.keys = {key(r) for r in self.records}
         self._write_csv()
@@ -139,7 +157,7 @@ class Store:
         write_parquet(self.frame(), self.folder / PARQUET)
 
     def close(self):
-        for f in (self._jsonl, self._csv):
+        for f in (self._jsonl, self._csv, self._lock):
             if not f.closed:
                 f.close()
 
