@@ -9,7 +9,7 @@ row replaces the old one), so a killed campaign loses at most the runs in flight
 re-running the same command does only what is missing. A line cut short by a kill is dropped when
 the store is opened again. Shards run separately (other machines, other days) are combined with
 :func:`merge` (``nsopt merge OUT DIR...``): the union of their rows, each key once (the first shard
-that has it wins).
+that has it wins). One campaign writes a folder at a time (a lock on ``.lock``).
 """
 
 from __future__ import annotations
