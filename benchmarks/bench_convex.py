@@ -20,10 +20,7 @@ conversion).
 from __future__ import annotations
 
 import argparse
-import csv
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,34 +33,23 @@ sys.path.insert(0, str(ROOT))
 
 import nsopt
 from nsopt.data import corpus_files, data_dir
-
-SICONOS_BENCH = ROOT.parent / "shared" / "tools" / "siconos_bench.py"
+from nsopt.studies.siconos import run_folders
 
 
 def run_siconos(folder, files, timeout):
     """Siconos' ACLMFP on the folder: {file name: (status, error, iterations, seconds)} or None."""
-    py = "/usr/bin/python3"
-    if not (os.path.exists(py) and SICONOS_BENCH.is_file()):
-        print(f"# Siconos ACLMFP skipped: {py} or {SICONOS_BENCH} not found")
-        return None
-    chk = subprocess.run([py, "-c", "import siconos.numerics"], capture_output=True, check=False)
-    if chk.returncode:
-        print("# Siconos ACLMFP skipped: siconos.numerics not importable by /usr/bin/python3")
-        return None
     out = Path(tempfile.mkdtemp()) / "aclmfp.csv"
-    cmd = [py, str(SICONOS_BENCH), "--data", str(data_dir()), "--folders", folder, "--solvers", "ACLMFP",
-           "--tol", "1e-8", "--timeout", str(timeout), "--out", str(out)]
-    print("# running:", " ".join(cmd), flush=True)
-    subprocess.run(cmd, capture_output=True, text=True, check=False)
-    res = {}
-    if out.is_file():
-        with open(out) as fh:
-            for row in csv.DictReader(fh):
-                name = Path(row["file"]).name
-                err = float(row["err_check"]) if row["err_check"] else float("nan")
-                it = int(row["iterations"]) if row["iterations"] else -1
-                res[name] = (row["status"], err, it, float(row["time_s"]))
+    rows = run_folders(data_dir(), [folder], ["ACLMFP"], out, tol="1e-8", timeout=timeout,
+                       what="Siconos ACLMFP")
     shutil.rmtree(out.parent, ignore_errors=True)
+    if not rows:
+        return None
+    res = {}
+    for row in rows.values():
+        name = Path(row["file"]).name
+        err = float(row["err_check"]) if row["err_check"] else float("nan")
+        it = int(row["iterations"]) if row["iterations"] else -1
+        res[name] = (row["status"], err, it, float(row["time_s"]))
     return res
 
 

@@ -27,7 +27,6 @@ import io
 import os
 import pstats
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,52 +39,22 @@ sys.path.insert(0, str(ROOT))
 import nsopt  # noqa: E402
 from nsopt import generate  # noqa: E402
 from nsopt.data import data_dir  # noqa: E402
+from nsopt.studies.siconos import run_folders  # noqa: E402
+from nsopt.studies.timing import median_time  # noqa: E402
 
-SICONOS_PY = "/usr/bin/python3"
-BENCH = ROOT.parent / "shared" / "tools" / "siconos_bench.py"
 RESULTS = ROOT / "benchmarks" / "results"
 TOL = 1e-8
 SICONOS_LABEL = {"lcp": "LEMKE", "relay": "LEMKE", "mlcp": "LCP_LEMKE", "fc2d": "LEMKE"}
 
 
-def siconos_available():
-    if not Path(SICONOS_PY).exists():
-        return f"{SICONOS_PY} not found"
-    if not BENCH.is_file():
-        return f"{BENCH} not found"
-    r = subprocess.run([SICONOS_PY, "-c", "import siconos.numerics"], capture_output=True, text=True)
-    if r.returncode:
-        return f"siconos.numerics is not importable by {SICONOS_PY}"
-    return None
-
-
 def run_siconos(data, folders, solvers, out, timeout=120):
-    why = siconos_available()
-    if why:
-        print(f"# Siconos skipped: {why}")
-        return {}
-    cmd = [SICONOS_PY, str(BENCH), "--data", str(data), "--folders", *folders, "--solvers", *solvers,
-           "--tol", str(TOL), "--timeout", str(timeout), "--out", str(out)]
-    print("# running:", " ".join(cmd), flush=True)
-    t0 = time.time()
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    print(f"# Siconos done in {time.time() - t0:.0f} s (exit {r.returncode})", flush=True)
-    if r.returncode or not Path(out).is_file():
-        print(r.stdout[-2000:], r.stderr[-2000:])
-        return {}
-    return {row["file"]: row for row in csv.DictReader(open(out))}
+    return run_folders(data, folders, solvers, out, tol=TOL, timeout=timeout)
 
 
 def time_nsopt(p, repeat=3):
     """Median wall time of nsopt.solve(p, 'lemke') (one run when it takes more than 1 s)."""
-    times, sol = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        sol = nsopt.solve(p, method="lemke", tol=TOL)
-        times.append(time.perf_counter() - t0)
-        if times[-1] > 1.0:
-            break
-    return statistics.median(times), sol
+    sol, t = median_time(p, "lemke", repeat=repeat, tol=TOL)
+    return t, sol
 
 
 def warm_up():

@@ -26,7 +26,6 @@ import io
 import math
 import pstats
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -37,37 +36,16 @@ sys.path.insert(0, str(ROOT))
 import nsopt
 from nsopt import generate
 from nsopt.data import corpus_files, data_dir
+from nsopt.studies.siconos import run_folders
+from nsopt.studies.timing import median_time
 
-SICONOS_PY = "/usr/bin/python3"
 TOL = 1e-8
 METHODS = ("nsn-ac", "nsn-fb", "prox")
 
 
-def siconos_available():
-    if not Path(SICONOS_PY).exists():
-        return f"{SICONOS_PY} not found"
-    r = subprocess.run([SICONOS_PY, "-c", "import siconos.numerics"], capture_output=True, text=True, check=False)
-    if r.returncode:
-        return f"siconos.numerics is not importable by {SICONOS_PY}"
-    return None
-
-
 def run_siconos(data, timeout, out, bench):
-    why = siconos_available()
-    if why or not bench.is_file():
-        print(f"# Siconos skipped: {why or f'{bench} not found'}")
-        return {}
-    cmd = [SICONOS_PY, str(bench), "--data", str(data), "--folders", "fc3d", "--solvers", "NSN_AC",
-           "--timeout", str(timeout), "--max-iter", "10000", "--tol", str(TOL), "--threads", "1",
-           "--out", str(out)]
-    print("# running:", " ".join(cmd), flush=True)
-    t0 = time.time()
-    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    print(f"# Siconos NSN_AC done in {time.time() - t0:.0f} s (exit {r.returncode})", flush=True)
-    if r.returncode or not out.is_file():
-        print(r.stdout[-2000:], r.stderr[-2000:])
-        return {}
-    return {row["file"]: row for row in csv.DictReader(open(out))}
+    return run_folders(data, ["fc3d"], ["NSN_AC"], out, timeout=timeout, max_iter=10000, tol=TOL,
+                       threads=1, tool=bench, what="Siconos NSN_AC")
 
 
 def warm_up():
@@ -80,17 +58,7 @@ def warm_up():
 
 
 def timed(problem, method, timeout):
-    t0 = time.perf_counter()
-    s = nsopt.solve(problem, method=method, tol=TOL, time_limit=timeout)
-    dt = time.perf_counter() - t0
-    if dt < 1.0:
-        ts = [dt]
-        for _ in range(2):
-            t0 = time.perf_counter()
-            nsopt.solve(problem, method=method, tol=TOL, time_limit=timeout)
-            ts.append(time.perf_counter() - t0)
-        dt = statistics.median(ts)
-    return s, dt
+    return median_time(problem, method, tol=TOL, time_limit=timeout)
 
 
 def profile(path, method="nsn-ac", top=12):
@@ -116,7 +84,8 @@ def main(argv=None):
     ap.add_argument("--data", type=Path, default=None)
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--no-siconos", action="store_true")
-    ap.add_argument("--siconos-bench", type=Path, default=ROOT.parent / "shared" / "tools" / "siconos_bench.py")
+    ap.add_argument("--siconos-bench", type=Path, default=None,
+                    help="siconos_bench.py (default: $NSOPT_SICONOS_BENCH, else ../shared/tools/siconos_bench.py)")
     ap.add_argument("--profile", nargs="*", default=["Capsules-i101-404.dat", "RockPile_tob1.dat"],
                     help="fc3d files to profile nsn-ac on (none: no profile)")
     ap.add_argument("--methods", nargs="+", default=list(METHODS))

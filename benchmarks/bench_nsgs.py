@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,39 +34,16 @@ sys.path.insert(0, str(ROOT))
 import nsopt  # noqa: E402
 from nsopt import generate  # noqa: E402
 from nsopt.data import data_dir  # noqa: E402
+from nsopt.studies.siconos import run_folders  # noqa: E402
+from nsopt.studies.timing import median_time  # noqa: E402
 
-SICONOS_PY = "/usr/bin/python3"
 TOL = 1e-8
-
-
-def siconos_available():
-    if not Path(SICONOS_PY).exists():
-        return f"{SICONOS_PY} not found"
-    r = subprocess.run([SICONOS_PY, "-c", "import siconos.numerics"], capture_output=True, text=True)
-    if r.returncode:
-        return f"siconos.numerics is not importable by {SICONOS_PY}: {r.stderr.strip().splitlines()[-1:]}"
-    return None
 
 
 def run_siconos(data, folders, timeout, max_iter, out, bench):
     """Siconos NSGS through siconos_bench.py; {'folder/file': row} (time_s, status, err_check, iterations)."""
-    why = siconos_available()
-    if why:
-        print(f"# Siconos skipped: {why}")
-        return {}
-    if not bench.is_file():
-        print(f"# Siconos skipped: {bench} not found (use --siconos-bench)")
-        return {}
-    cmd = [SICONOS_PY, str(bench), "--data", str(data), "--folders", *folders, "--solvers", "NSGS",
-           "--timeout", str(timeout), "--max-iter", str(max_iter), "--out", str(out)]
-    print("# running:", " ".join(cmd), flush=True)
-    t0 = time.time()
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    print(f"# Siconos NSGS done in {time.time() - t0:.0f} s (exit {r.returncode})", flush=True)
-    if r.returncode or not out.is_file():
-        print(r.stdout[-2000:], r.stderr[-2000:])
-        return {}
-    return {row["file"]: row for row in csv.DictReader(open(out))}
+    return run_folders(data, folders, ["NSGS"], out, timeout=timeout, max_iter=max_iter, tool=bench,
+                       what="Siconos NSGS")
 
 
 def warm_up():
@@ -81,17 +56,9 @@ def warm_up():
 
 
 def time_nsopt(path, max_iter):
-    """(solution, wall seconds): median of 3 fresh-load solves when one takes < 1 s."""
-    load = nsopt.io.load
-    times, sol = [], None
-    for k in range(3):
-        p = load(path)
-        t0 = time.perf_counter()
-        sol = nsopt.solve(p, method="nsgs", tol=TOL, max_iter=max_iter)
-        times.append(time.perf_counter() - t0)
-        if times[0] >= 1.0:
-            break
-    return sol, p, statistics.median(times)
+    """(solution, problem, wall seconds): median of 3 fresh-load solves when one takes < 1 s."""
+    sol, t = median_time(lambda: nsopt.io.load(path), "nsgs", tol=TOL, max_iter=max_iter)
+    return sol, sol.problem, t
 
 
 def fmt_t(t):
@@ -147,7 +114,7 @@ def main(argv=None):
     if not data.is_dir():
         sys.exit(f"corpus folder {data} not found (--data or NSOPT_DATA)")
     a.out.mkdir(parents=True, exist_ok=True)
-    bench = a.siconos_bench or (ROOT / ".." / "shared" / "tools" / "siconos_bench.py").resolve()
+    bench = a.siconos_bench     # None: $NSOPT_SICONOS_BENCH, else ../shared/tools/siconos_bench.py
 
     sic = {} if a.no_siconos else run_siconos(data, a.siconos_folders, a.timeout, a.max_iter,
                                               a.out / "siconos_nsgs.csv", bench)

@@ -1,0 +1,381 @@
+"""A campaign: every method on every problem, recorded as it goes, then the report (``nsopt compare``)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import pickle
+import re
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+from . import files, records
+from .profiles import history_figure, method_label, performance_profile, summary
+
+
+# ------------------------------------------------------------------------------- methods
+def parse_methods(spec) -> list[tuple[str, dict]]:
+    """Methods with options: ``"nsgs,psor[omega=1.2,max_sweeps=3]"`` or a list of names and
+    ``(name, {options})`` pairs. Option values are read as Python literals when they parse."""
+    if isinstance(spec, str):
+        parts, depth, cur = [], 0, ""
+        for ch in spec:
+            depth += ch == "["
+            depth -= ch == "]"
+            if ch == "," and depth == 0:
+                parts.append(cur)
+                cur = ""
+            else:
+                cur += ch
+        parts.append(cur)
+        spec = [p.strip() for p in parts if p.strip()]
+    out = []
+    for m in spec:
+        if isinstance(m, (tuple, list)):
+            out.append((str(m[0]), dict(m[1])))
+            continue
+        mt = re.fullmatch(r"([^\[\]]+)(?:\[(.*)\])?", m)
+        if not mt:
+            from ..exceptions import OptionError
+
+            raise OptionError(f"cannot read method {m!r}: expected NAME or NAME[key=value,...]")
+        out.append((mt.group(1).strip(), parse_options((mt.group(2) or "").split(","))))
+    return out
+
+
+def parse_options(items) -> dict:
+    """``["k=v", ...]`` -> dict; values as Python literals (numbers, True, None, strings)."""
+    import ast
+
+    from ..exceptions import OptionError
+
+    opts = {}
+    for it in items:
+        it = it.strip()
+        if not it:
+            continue
+        if "=" not in it:
+            raise OptionError(f"option {it!r} is not of the form key=value")
+        k, v = it.split("=", 1)
+        try:
+            opts[k.strip()] = ast.literal_eval(v.strip())
+        except (ValueError, SyntaxError):
+            opts[k.strip()] = v.strip()
+    return opts
+
+
+def check_methods(methods) -> None:
+    """Raise :class:`~nsopt.exceptions.MethodNotFound` for a name registered for no problem kind."""
+    from .. import registry, solvers  # noqa: F401  (fills the registry)
+    from ..exceptions import MethodNotFound
+
+    known = {m.name for k in registry.kinds() for m in registry.for_kind(k)} | {"auto"}
+    bad = [name for name, _ in methods if name not in known]
+    if bad:
+        raise MethodNotFound(f"unknown method(s) {', '.join(map(repr, bad))}; valid methods: "
+                             f"{', '.join(sorted(known))}")
+
+
+def import_plugins(plugins) -> None:
+    """Import the plugin modules (they may register test or user methods) in this process."""
+    for mod in plugins:
+        importlib.import_module(mod)
+
+
+# ------------------------------------------------------------------------------- tasks
+def _applies(kind, method) -> bool:
+    from .. import registry
+
+    return kind is None or method == "auto" or registry.has(kind, method)
+
+
+def _options_key(opts: dict) -> str:
+    return json.dumps(opts, sort_keys=True, default=str)
+
+
+def build_tasks(refs, methods, *, tol, max_iter, timeout, history=False, warmup=True):
+    """One task per (problem, method, options) whose method exists for the problem's kind, and the
+    references of problems that no method applies to."""
+    tasks, none_apply = [], []
+    for ref, kind, h in refs:
+        mine = [(m, o) for m, o in methods if _applies(kind, m)]
+        if not mine:
+            none_apply.append((ref, kind))
+        for m, o in mine:
+            tasks.append({"problem": ref, "problem_hash": h, "kind": kind, "method": m, "options": o,
+                          "options_key": _options_key(o), "tol": float(tol), "max_iter": max_iter,
+                          "timeout": timeout, "history": history, "warmup": warmup})
+    return tasks, none_apply
+
+
+def siconos_tasks(refs, labels, missing, *, tol, max_iter, timeout, tool, python):
+    """One task per problem with the Siconos labels it still misses (``missing(key)``)."""
+    from .siconos import hard_limit
+
+    out = []
+    for ref, kind, h in refs:
+        if kind is None:      # unreadable file: its nsopt rows say why
+            continue
+        todo = [lab for lab in labels
+                if missing(records.key({"problem": ref, "problem_hash": h, "method": f"siconos:{lab}",
+                                        "options": "{}", "tol": tol}))]
+        if todo:
+            out.append({"problem": ref, "problem_hash": h, "kind": kind, "method": "siconos",
+                        "source": "siconos", "siconos_solvers": todo, "options": {},
+                        "options_key": "{}", "tol": float(tol), "max_iter": max_iter,
+                        "timeout": timeout, "tool": str(tool), "python": python,
+                        "hard_limit": hard_limit(len(todo), timeout)})
+    return out
+
+
+def _pickled_refs(problems, folder: Path) -> list[str]:
+    d = folder / "problems"
+    d.mkdir(parents=True, exist_ok=True)
+    refs = []
+    for i, p in enumerate(problems):
+        path = d / f"{i:05d}-{p.kind}.pkl"
+        data = pickle.dumps(p, protocol=4)
+        if not path.is_file() or path.read_bytes() != data:
+            path.write_bytes(data)
+        refs.append(str(path))
+    return refs
+
+
+def resolve_problems(problems, folder: Path, warn=print) -> list[str]:
+    """Problem references from paths (files, folders), problem objects, or None (built-in set)."""
+    if problems is None:
+        return files.builtin_problems()
+    if isinstance(problems, (str, Path)) or hasattr(problems, "kind"):
+        problems = [problems]
+    problems = list(problems)
+    objs = [p for p in problems if hasattr(p, "kind")]
+    paths = [p for p in problems if not hasattr(p, "kind")]
+    refs = [str(p) for p in paths if str(p).startswith(files.GENERATED)]
+    found, warns = files.find_problems([p for p in paths if not str(p).startswith(files.GENERATED)])
+    for w in warns:
+        warn(f"warning: {w}")
+    return refs + found + (_pickled_refs(objs, folder) if objs else [])
+
+
+# ------------------------------------------------------------------------------- the campaign
+def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: int | None = None,
+            timeout: float | None = None, jobs: int = 1, out=None, siconos=None,
+            siconos_bench=None, siconos_python=None, scheduler: str | None = None, plugins=(),
+            history: str | None = None, warmup: bool = True, progress: bool = True, report: bool = True,
+            retry=(), log=None):
+    """Run every method on every problem and return the results table (one row per problem, method,
+    options).
+
+    Parameters
+    ----------
+    problems : files and folders (walked for ``.dat``, ``.hdf5``, ``.h5``), nsopt problem objects, or
+        None for the built-in generated set (:func:`nsopt.studies.files.builtin_problems`).
+    methods : names, ``"nsgs,psor[omega=1.2]"``, or ``(name, options)`` pairs; a method runs on the
+        problems of the kinds it is registered for.
+    tol : target of nsopt's error measure (``solved`` iff error <= tol).
+    max_iter : iteration budget of every method (None: each method's default).
+    timeout : seconds per solve: the soft ``time_limit`` of the method, and the hard limit (plus
+        10 %, at least 1 s) after which the worker is killed and the row says ``timeout``.
+    jobs : worker processes (one BLAS thread each).
+    out : campaign folder (results, profiles, summary); re-running with the same folder does only
+        what is missing. None: a temporary folder, removed at the end.
+    siconos : Siconos solver labels (``["NSGS", "PROX"]`` or ``"NSGS,PROX"``) run through
+        ``siconos_bench.py`` (see :mod:`nsopt.studies.siconos`); skipped, with the reason, when
+        Siconos is not available.
+    scheduler : None (local processes), ``"local"`` (a dask ``LocalCluster`` on loopback) or the
+        address of a dask scheduler.
+    plugins : modules imported by the campaign and by every worker before solving (e.g. modules that
+        register extra methods with ``@nsopt.registry.register``).
+    history : a problem (file name or a part of its path) whose error history per iteration is
+        recorded for every nsopt method and plotted (``history.png``).
+    retry : statuses (e.g. ``("error", "crashed")``) whose stored runs are done again on resume.
+    log : ``log(message)`` for warnings and notes (default: print to stderr).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of the campaign folder (:data:`nsopt.studies.records.COLUMNS`).
+    """
+    from ..solve import check_max_iter, check_tol
+
+    log = log or (lambda m: print(m, file=sys.stderr))
+    tol = check_tol(tol)
+    max_iter = check_max_iter(max_iter)
+    if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < math.inf):
+        from ..exceptions import OptionError
+
+        raise OptionError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    import_plugins(plugins)
+    methods = parse_methods(methods)
+    check_methods(methods)
+    labels = siconos.split(",") if isinstance(siconos, str) else list(siconos or [])
+    labels = [s.strip() for s in labels if s.strip()]
+
+    tmp = None
+    if out is None:
+        tmp = tempfile.mkdtemp(prefix="nsopt_campaign_")
+        folder = Path(tmp)
+    else:
+        folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        refs = resolve_problems(problems, folder, warn=log)
+        described = [(r, files.detect_kind(r), files.content_hash(r)) for r in refs]
+        with records.Store(folder) as store:
+            tasks, none_apply = build_tasks(described, methods, tol=tol, max_iter=max_iter,
+                                            timeout=timeout, warmup=warmup)
+            if none_apply:
+                log(f"note: {len(none_apply)} problem(s) of kinds none of the methods applies to "
+                    f"({', '.join(sorted({str(k) for _, k in none_apply}))}) are not run")
+            retry = set(retry.split(",") if isinstance(retry, str) else retry)
+            stored = {records.key(r): r.get("status") for r in store.records}
+
+            def missing(k):
+                return k not in stored or stored[k] in retry
+
+            todo = [t for t in tasks if missing(records.key(t | {"options": t["options_key"]}))]
+            if labels:
+                from . import siconos as sic
+
+                why = sic.unavailable(siconos_bench, siconos_python)
+                if why:
+                    log(f"Siconos skipped: {why}")
+                else:
+                    tool = sic.find_tool(siconos_bench)
+                    todo += siconos_tasks(described, labels, missing, tol=tol, max_iter=max_iter,
+                                          timeout=timeout, tool=tool,
+                                          python=sic.find_python(tool, siconos_python))
+            done = len(tasks) - sum(1 for t in todo if t.get("source") != "siconos")
+            if done:
+                log(f"resuming {folder}: {done} run(s) already recorded, {len(todo)} task(s) to do")
+            _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, history)
+            _run(todo, store, jobs=jobs, scheduler=scheduler, plugins=plugins, log_dir=folder / "logs",
+                 progress=progress, replace=bool(retry))
+            if history:
+                _history(described, methods, history, folder, tol=tol, max_iter=max_iter,
+                         timeout=timeout, jobs=jobs, plugins=plugins, log=log)
+            store.export()
+            df = store.frame()
+        if report:
+            write_report(folder, df)
+        return df
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, history):
+    if problems is not None and not isinstance(problems, (list, tuple)):
+        problems = [problems]
+    meta = {"problems": None if problems is None else [str(p) for p in problems],
+            "methods": [[m, o] for m, o in methods], "tol": tol, "max_iter": max_iter,
+            "timeout": timeout, "siconos": labels, "history": history}
+    (folder / "campaign.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
+
+
+def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result=None, replace=False):
+    """Run tasks through the chosen backend, adding each record to ``store`` as it finishes."""
+    from .runner import run_dask, run_local
+
+    if not tasks:
+        return
+    import threading
+
+    # the table's libraries load while the first workers start (the main thread waits on them)
+    threading.Thread(target=_preload, daemon=True).start()
+    for i, t in enumerate(tasks):
+        t["id"] = i
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(tasks), unit="run", dynamic_ncols=True, file=sys.stderr,
+                   desc="compare")
+
+    def dispatch(task):
+        if bar is not None:
+            bar.set_postfix_str(f"{files.short_name(task['problem'])} {task['method']}"[:60],
+                                refresh=False)
+
+    if scheduler:
+        gen = run_dask(tasks, scheduler, jobs=jobs, plugins=plugins, on_dispatch=dispatch)
+    else:
+        gen = run_local(tasks, jobs=jobs, plugins=plugins, log_dir=log_dir, on_dispatch=dispatch)
+    try:
+        for task, recs in gen:
+            for r in recs:
+                if on_result is not None:
+                    on_result(r)
+                else:
+                    store.add(r, replace=replace)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        gen.close()
+        if bar is not None:
+            bar.close()
+
+
+def _preload():
+    try:
+        import pandas  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError:
+        pass
+
+
+def _history(described, methods, pattern, folder, *, tol, max_iter, timeout, jobs, plugins, log):
+    """Re-run the nsopt methods on the problem matching ``pattern`` with ``history=True``."""
+    match = [d for d in described if d[0] == pattern or files.short_name(d[0]) == pattern]
+    match = match or [d for d in described if pattern in d[0]]
+    if not match:
+        log(f"warning: --history {pattern!r} matches no problem of the campaign")
+        return
+    if len(match) > 1:
+        log(f"note: --history {pattern!r} matches {len(match)} problems; plotting {match[0][0]}")
+    tasks, _ = build_tasks(match[:1], methods, tol=tol, max_iter=max_iter, timeout=timeout,
+                           history=True)
+    hist = {}
+
+    def keep(r):
+        if r.get("history"):
+            hist[method_label(r["method"], r.get("options"))] = r["history"]
+
+    _run(tasks, None, jobs=jobs, scheduler=None, plugins=plugins, log_dir=folder / "logs",
+         progress=False, on_result=keep)
+    (folder / "history.json").write_text(json.dumps({"problem": match[0][0], "tol": tol,
+                                                     "histories": hist}) + "\n")
+
+
+# ------------------------------------------------------------------------------- report
+def write_report(folder, df=None) -> list[Path]:
+    """Write ``summary.csv``, the performance profiles (time, iterations; PNG and SVG) and the
+    error-history plot of a campaign folder from its stored results; returns the paths written."""
+    folder = Path(folder)
+    if df is None:
+        df = records.load_results(folder)
+    written = []
+    summ = summary(df)
+    summ.to_csv(folder / "summary.csv", index=False)
+    written.append(folder / "summary.csv")
+    if len(df):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for measure in ("time", "iterations"):
+                fig = performance_profile(df, measure)
+                for ext in ("png", "svg"):
+                    p = folder / f"profile_{measure}.{ext}"
+                    fig.savefig(p, dpi=110)
+                    written.append(p)
+    hj = folder / "history.json"
+    if hj.is_file():
+        h = json.loads(hj.read_text())
+        fig = history_figure(h["histories"], files.short_name(h["problem"]), h.get("tol"))
+        for ext in ("png", "svg"):
+            fig.savefig(folder / f"history.{ext}", dpi=110)
+            written.append(folder / f"history.{ext}")
+    return written

@@ -1,0 +1,120 @@
+"""Where a campaign's problems come from: folders walked for known file kinds, the built-in generated
+set, problem objects pickled for the workers; and how a worker loads one of them again."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+
+SUFFIXES = (".dat", ".hdf5", ".h5")     # Siconos text files, FCLIB HDF5 files
+GENERATED = "nsopt:generated/"          # prefix of the built-in problems' references
+
+
+def find_problems(paths, suffixes=SUFFIXES) -> tuple[list[str], list[str]]:
+    """The problem files under ``paths`` (files, or folders walked recursively), and warnings.
+
+    Returns ``(files, warnings)``: sorted, de-duplicated absolute paths of the files whose suffix is in
+    ``suffixes`` (a file named explicitly is kept whatever its suffix); one warning per path that does
+    not exist or holds no problem file.
+    """
+    files, warns = [], []
+    for p in paths:
+        p = Path(p).expanduser()
+        if p.is_file():
+            files.append(p.resolve())
+        elif p.is_dir():
+            found = [Path(root, f).resolve() for root, dirs, names in os.walk(p)
+                     for f in names if f.lower().endswith(suffixes) and not f.startswith(".")]
+            if not found:
+                warns.append(f"{p}: no problem file ({', '.join(suffixes)}) in this folder or its "
+                             f"subfolders")
+            files += found
+        else:
+            warns.append(f"{p}: no such file or folder")
+    return [str(f) for f in sorted(set(files))], warns
+
+
+def content_hash(ref: str) -> str:
+    """sha256 (first 16 hex digits) of a problem file's bytes; of the generated problem's pickle
+    for a built-in one."""
+    h = hashlib.sha256()
+    if ref.startswith(GENERATED):
+        h.update(pickle.dumps(load_problem(ref), protocol=4))
+    else:
+        with open(ref, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:16]
+
+
+def _builtin():
+    """name -> builder of the built-in set: problems with known solutions, each from its own seed."""
+    from .. import generate as g
+
+    return {
+        "lcp-spd-10": lambda: g.lcp(10, seed=11)[0],
+        "lcp-spd-50": lambda: g.lcp(50, seed=12)[0],
+        "lcp-spd-200": lambda: g.lcp(200, seed=13)[0],
+        "lcp-p-30": lambda: g.lcp(30, seed=14, matrix="p")[0],
+        "lcp-p-100": lambda: g.lcp(100, seed=15, matrix="p")[0],
+        "lcp-psd-40": lambda: g.lcp(40, seed=16, matrix="psd")[0],
+        "mlcp-5+20": lambda: g.mlcp(5, 20, seed=21)[0],
+        "relay-20": lambda: g.relay(20, seed=31)[0],
+        "fc2d-10c": lambda: g.friction_contact(10, dim=2, seed=41)[0],
+        "fc3d-5c": lambda: g.friction_contact(5, dim=3, seed=51)[0],
+        "fc3d-20c": lambda: g.friction_contact(20, dim=3, seed=52)[0],
+        "fc3d-50c-mu0.8": lambda: g.friction_contact(50, dim=3, seed=53, mu=0.8)[0],
+        "gfc3d-6c": lambda: g.global_friction_contact(6, 24, seed=61)[0],
+    }
+
+
+def builtin_problems(kinds=None) -> list[str]:
+    """References of the built-in generated set (random LCPs, MLCP, relay, friction contact, all with
+    known solutions from :mod:`nsopt.generate`), optionally only the problems of some kinds."""
+    names = list(_builtin())
+    if kinds:
+        names = [n for n in names if n.split("-")[0] in kinds]
+    return [GENERATED + n for n in names]
+
+
+def load_problem(ref: str):
+    """The problem behind a reference: a built-in name, a pickled problem (``.pkl``), or a file read
+    by :func:`nsopt.io.load` (raises :class:`~nsopt.exceptions.FormatError` for corrupt files)."""
+    from ..exceptions import FormatError
+
+    if ref.startswith(GENERATED):
+        name = ref[len(GENERATED):]
+        table = _builtin()
+        if name not in table:
+            raise FormatError(ref, f"no built-in problem {name!r}; built-in: {', '.join(table)}")
+        return table[name]()
+    if ref.endswith(".pkl"):
+        with open(ref, "rb") as f:
+            return pickle.load(f)
+    from .. import io
+
+    return io.load(ref)
+
+
+def detect_kind(ref: str) -> str | None:
+    """The problem kind without a full load where possible (None when it cannot be told: the
+    worker then reports the file's error)."""
+    if ref.startswith(GENERATED):
+        return ref[len(GENERATED):].split("-")[0]
+    if ref.endswith(".pkl"):
+        return load_problem(ref).kind
+    from .. import io
+
+    try:
+        return io.detect_kind(ref)
+    except Exception:  # noqa: BLE001  corrupt or unknown: recorded as load_error by the worker
+        return None
+
+
+def short_name(ref: str) -> str:
+    """A display name: the built-in name, or the file name."""
+    if ref.startswith(GENERATED):
+        return ref[len(GENERATED):]
+    return Path(ref).name

@@ -1,0 +1,203 @@
+r"""Dolan–Moré performance profiles, the per-method summary, and error-history plots.
+
+For a set of problems :math:`P` (one panel per problem kind) and methods :math:`S`, let
+:math:`t_{p,s}` be the measure (wall time of the solve, or iterations) of method :math:`s` on
+problem :math:`p` when it is solved (``status == "solved"``: nsopt's error measure reached ``tol``),
+and :math:`+\infty` otherwise (any other status, including ``timeout``, ``crashed``, ``load_error``,
+and a missing row). The performance ratio and the profile are [1]_
+
+.. math::
+
+    r_{p,s} = \frac{t_{p,s}}{\min_{s'} t_{p,s'}}, \qquad
+    \rho_s(\tau) = \frac{|\{p \in P : \log_2 r_{p,s} \le \tau\}|}{|P|}.
+
+:math:`\rho_s(0)` is the share of problems on which :math:`s` is the best, :math:`\rho_s(\tau)`
+for large :math:`\tau` its share solved. Times below 1 µs count as 1 µs, iteration counts below 1 as
+1. Rows with status ``skipped`` (a Siconos solver that does not exist for a kind) are left out.
+
+The summary gives per (kind, method) the share solved, the median time and iterations of the solved
+runs, and the shifted geometric mean of the time ratio to the best (qpbenchmark's ``shgeom``) [2]_:
+
+.. math::
+
+    g_s = \exp\Big(\frac{1}{|P'|}\sum_{p \in P'} \log(\bar r_{p,s} + 1)\Big) - 1,
+
+over the problems :math:`P'` that some method solved, where :math:`\bar r_{p,s}` is the ratio with a
+failed run counted at the campaign's timeout (10x the kind's slowest solved time without one).
+:math:`g_s = 1` for a method that is fastest everywhere.
+
+References
+----------
+.. [1] E. D. Dolan, J. J. Moré, "Benchmarking optimization software with performance profiles",
+   Math. Program. 91 (2002) 201–213.
+.. [2] S. Caron et al., qpbenchmark, https://github.com/qpsolvers/qpbenchmark (shifted geometric mean).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+MEASURES = {"time": ("time", 1e-6, "time"), "iterations": ("iterations", 1.0, "iterations")}
+
+
+def method_label(method: str, options: str | None = None) -> str:
+    """The display name of a (method, options) pair: ``psor omega=1.2``, ``Siconos NSGS``."""
+    name = f"Siconos {method.split(':', 1)[1]}" if method.startswith("siconos:") else method
+    try:
+        opts = json.loads(options) if options else {}
+    except (TypeError, json.JSONDecodeError):
+        opts = {}
+    if opts:
+        name += " " + ",".join(f"{k}={v}" for k, v in sorted(opts.items()))
+    return name
+
+
+def _prepare(results):
+    df = results.copy()
+    df = df[df["status"] != "skipped"]
+    df["label"] = [method_label(m, o) for m, o in zip(df["method"], df["options"])]
+    df["kind"] = df["kind"].fillna("?")
+    return df
+
+
+def measure_table(results, measure="time", kind=None):
+    """Problems x methods table of the measure, +inf where the method did not solve the problem."""
+    col, floor, _ = MEASURES[measure]
+    df = _prepare(results)
+    if kind is not None:
+        df = df[df["kind"] == kind]
+    val = np.where(df["status"] == "solved", np.maximum(df[col].astype(float).fillna(np.inf), floor),
+                   np.inf)
+    df = df.assign(_v=val)
+    table = df.pivot_table(index="problem", columns="label", values="_v", aggfunc="min")
+    return table.fillna(np.inf)
+
+
+def profile_curves(table):
+    """``{label: (tau, rho)}`` step curves of a :func:`measure_table` (tau = log2 ratio)."""
+    T = table.to_numpy(dtype=float)
+    best = np.min(T, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        R = np.where(np.isfinite(T), T / best, np.inf)
+    L = np.log2(R)
+    out = {}
+    for j, lab in enumerate(table.columns):
+        taus = np.sort(L[np.isfinite(L[:, j]), j])
+        rho = np.arange(1, taus.size + 1) / T.shape[0]
+        out[lab] = (taus, rho)
+    return out
+
+
+def performance_profile(results, measure: str = "time", kinds=None, title: str | None = None):
+    """Dolan–Moré performance profiles of a results table, one panel per problem kind.
+
+    Parameters
+    ----------
+    results : DataFrame of :func:`nsopt.studies.compare` (or :func:`load_results`).
+    measure : ``"time"`` or ``"iterations"``.
+    kinds : the kinds to draw (default: every kind in the table).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        x = :math:`\\log_2` of the ratio to the best, y = share of problems; Siconos' solvers dashed.
+    """
+    if measure not in MEASURES:
+        from ..exceptions import OptionError
+
+        raise OptionError(f"measure must be one of {list(MEASURES)}, got {measure!r}")
+    from matplotlib.figure import Figure
+
+    df = _prepare(results)
+    kinds = sorted(k for k in df["kind"].unique() if k != "?") if kinds is None else list(kinds)
+    fig = Figure(figsize=(6.4 * min(len(kinds), 3), 4.4 * (1 + (len(kinds) - 1) // 3)), layout="constrained")
+    ncols = min(len(kinds), 3) or 1
+    nrows = max(1, (len(kinds) + ncols - 1) // ncols)
+    styles = {}
+    for i, kind in enumerate(kinds):
+        ax = fig.add_subplot(nrows, ncols, i + 1)
+        table = measure_table(results, measure, kind)
+        curves = profile_curves(table)
+        finite = [t[-1] for t, _ in curves.values() if t.size]
+        tau_max = max(1.0, max(finite) if finite else 1.0) * 1.05
+        for lab, (tau, rho) in curves.items():
+            siconos = lab.startswith("Siconos ")
+            xs = np.concatenate([[0.0], tau, [tau_max]])
+            ys = np.concatenate([[0.0], rho, [rho[-1] if rho.size else 0.0]])
+            family = _family(lab)        # Siconos NSN_AC and nsn-ac share a colour
+            if family not in styles:
+                styles[family] = f"C{len(styles) % 10}"
+            ax.step(xs, ys, where="post", label=lab, color=styles[family], lw=1.8,
+                    ls="--" if siconos else "-")
+        ax.set_xlim(0, tau_max)
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel(f"log2 of the {MEASURES[measure][2]} ratio to the best")
+        ax.set_ylabel("share of problems solved")
+        ax.set_title(f"{kind}: {table.shape[0]} problems" if title is None else title)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
+def _family(label: str) -> str:
+    base = label.split(" ", 1)[1] if label.startswith("Siconos ") else label
+    return base.split(" ")[0].lower().replace("_", "-")
+
+
+def _shgeom(x, shift=1.0):
+    return float(np.exp(np.mean(np.log(np.asarray(x) + shift))) - shift)
+
+
+def summary(results):
+    """Per (kind, method): problems, solved, share solved, median time and iterations of the solved
+    runs, shifted geometric mean of the time ratio to the best, and counts of the failed statuses."""
+    import pandas as pd
+
+    df = _prepare(results)
+    rows = []
+    for kind, d in df.groupby("kind"):
+        T = measure_table(results, "time", kind)
+        solved_any = np.isfinite(T.to_numpy()).any(axis=1)
+        timeout = pd.to_numeric(d["timeout"], errors="coerce").max()
+        finite = T.to_numpy()[np.isfinite(T.to_numpy())]
+        penalty = timeout if np.isfinite(timeout) else 10.0 * (finite.max() if finite.size else 1.0)
+        Ts = T[solved_any]
+        best = Ts.min(axis=1)
+        for lab, dl in d.groupby("label"):
+            ok = dl[dl["status"] == "solved"]
+            col = Ts[lab] if lab in Ts else pd.Series(np.inf, index=Ts.index)
+            ratio = np.maximum(col.replace(np.inf, penalty), best) / best
+            rows.append({
+                "kind": kind, "method": lab, "source": dl["source"].iloc[0],
+                "problems": int(T.shape[0]), "solved": int(ok["problem"].nunique()),
+                "share_solved": ok["problem"].nunique() / T.shape[0] if T.shape[0] else 0.0,
+                "median_time": float(ok["time"].astype(float).median()) if len(ok) else None,
+                "median_iterations": float(ok["iterations"].astype(float).median()) if len(ok) else None,
+                "shgeom_time_ratio": _shgeom(ratio) if len(ratio) else None,
+                **{s: int((dl["status"] == s).sum()) for s in ("timeout", "crashed", "error", "load_error")},
+            })
+    return pd.DataFrame(rows, columns=["kind", "method", "source", "problems", "solved", "share_solved",
+                                       "median_time", "median_iterations", "shgeom_time_ratio",
+                                       "timeout", "crashed", "error", "load_error"])
+
+
+def history_figure(histories: dict, problem: str, tol: float | None = None):
+    """Error per iteration of each method on one problem (``histories``: label -> list of errors)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.4), layout="constrained")
+    ax = fig.add_subplot()
+    for i, (lab, h) in enumerate(histories.items()):
+        h = np.asarray(h, dtype=float)
+        if h.size:
+            ax.semilogy(np.arange(h.size), np.maximum(h, 1e-300), label=lab, color=f"C{i % 10}")
+    if tol:
+        ax.axhline(tol, color="k", ls=":", lw=1, label=f"tol {tol:g}")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("error (Siconos measure)")
+    ax.set_title(problem)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig

@@ -1,0 +1,208 @@
+"""The results of a campaign: an append-as-you-go store that survives ``kill -9``, resumes, and merges.
+
+Each finished run is appended at once as one JSON line to ``records.jsonl`` (the store) and as one
+row to ``results.csv`` (a readable mirror, rewritten from the store when the campaign opens and
+ends); ``results.parquet`` is written from the store at the end and by ``nsopt report``. A row is
+identified by its key ``(problem, problem_hash, method, options, tol)``: re-running a campaign skips
+every key already in the store (``retry=`` statuses excepted: those runs are done again and the new
+row replaces the old one), so a killed campaign loses at most the runs in flight, and
+re-running the same command does only what is missing. A line cut short by a kill is dropped when
+the store is opened again. Shards run separately (other machines, other days) are combined with
+:func:`merge` (``nsopt merge OUT DIR...``): the union of their rows, each key once (the first shard
+that has it wins). One campaign writes a folder at a time (a lock on ``.lock``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import warnings
+from pathlib import Path
+
+COLUMNS = ["problem", "problem_hash", "kind", "size", "nc", "method", "source", "options", "tol",
+           "max_iter", "timeout", "status", "error", "iterations", "time", "build_time",
+           "load_time", "warmup_time", "peak_rss_mb", "message", "nsopt_version", "versions", "host", "finished_at"]
+STORE = "records.jsonl"
+CSV = "results.csv"
+PARQUET = "results.parquet"
+
+
+def key(rec: dict) -> tuple:
+    """The identity of a row: problem (path and content hash), method, options, tolerance."""
+    return (rec["problem"], rec.get("problem_hash"), rec["method"], rec.get("options") or "{}",
+            repr(float(rec["tol"])))
+
+
+def normalize(rec: dict) -> dict:
+    """A worker's record in the table's vocabulary (``nit`` -> ``iterations``, NaN -> None)."""
+    rec = dict(rec)
+    if "nit" in rec:
+        rec.setdefault("iterations", rec.pop("nit"))
+    for k, v in rec.items():
+        if isinstance(v, float) and math.isnan(v):
+            rec[k] = None
+    return rec
+
+
+def read_records(folder, repair=False) -> list[dict]:
+    """The records stored in a campaign folder, each key once; ``repair`` cuts a partial last line."""
+    path = Path(folder) / STORE
+    if not path.is_file():
+        return []
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        if repair:
+            with open(path, "r+b") as f:
+                f.truncate(cut)
+        data = data[:cut]
+    out, bad = {}, 0
+    for line in data.decode(errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            bad += 1
+            continue
+        out[key(rec)] = rec      # a retried run replaces the earlier one
+    out = list(out.values())
+    if bad:
+        warnings.warn(f"{path}: {bad} unreadable line(s) skipped", stacklevel=2)
+    return out
+
+
+def to_frame(records):
+    """The records as a pandas DataFrame, :data:`COLUMNS` first."""
+    import pandas as pd
+
+    df = pd.DataFrame.from_records(list(records))
+    for c in COLUMNS:
+        if c not in df.columns:
+            df[c] = None
+    extra = [c for c in df.columns if c not in COLUMNS and c != "history"]
+    return df[COLUMNS + extra]
+
+
+def _lock(folder: Path):
+    """An exclusive lock on the campaign folder (one campaign writes a folder at a time); released
+    when the file is closed or the process dies."""
+    import fcntl
+
+    from ..exceptions import NsoptError
+
+    f = open(folder / ".lock", "w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        raise NsoptError(f"{folder}: another campaign is writing this folder (wait for it, or use "
+                         f"another --out)") from None
+    return f
+
+
+def _csv_row(rec):
+    return {c: ("" if rec.get(c) is None else rec.get(c)) for c in COLUMNS}
+
+
+class Store:
+    """The append-as-you-go store of one campaign folder (see the module docstring)."""
+
+    def __init__(self, folder):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock(self.folder)
+        self.records = read_records(self.folder, repair=True)
+        self.keys = {key(r) for r in self.records}
+        self._write_csv()
+        self._jsonl = open(self.folder / STORE, "a")
+        self._csv = open(self.folder / CSV, "a", newline="")
+        self._writer = csv.DictWriter(self._csv, fieldnames=COLUMNS)
+
+    def _write_csv(self):
+        with open(self.folder / CSV, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=COLUMNS)
+            w.writeheader()
+            for r in self.records:
+                w.writerow(_csv_row(r))
+
+    def __contains__(self, k) -> bool:
+        return k in self.keys
+
+    def add(self, rec: dict, replace: bool = False) -> bool:
+        """Append one record (written and flushed at once); False if its key is already stored,
+        unless ``replace`` (a retried run: the newer line wins when the store is read)."""
+        rec = normalize(rec)
+        rec.pop("history", None)
+        k = key(rec)
+        if k in self.keys:
+            if not replace:
+                return False
+            self.records = [r for r in self.records if key(r) != k]
+        self._jsonl.write(json.dumps(rec, default=str) + "\n")
+        self._jsonl.flush()
+        self._writer.writerow(_csv_row(rec))
+        self._csv.flush()
+        self.keys.add(k)
+        self.records.append(rec)
+        return True
+
+    def frame(self):
+        return to_frame(self.records)
+
+    def export(self):
+        """Rewrite ``results.csv`` and ``results.parquet`` from the store."""
+        self._write_csv()
+        write_parquet(self.frame(), self.folder / PARQUET)
+
+    def close(self):
+        for f in (self._jsonl, self._csv, self._lock):
+            if not f.closed:
+                f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def write_parquet(df, path):
+    df = df.copy()
+    for c in ("size", "nc", "iterations", "max_iter"):
+        df[c] = df[c].astype("Int64")
+    for c in ("error", "time", "build_time", "load_time", "warmup_time", "peak_rss_mb", "tol", "timeout"):
+        df[c] = df[c].astype("float64")
+    df.to_parquet(path, index=False)
+
+
+def load_results(*folders):
+    """The results of one or several campaign folders as one DataFrame (each key once)."""
+    recs, seen = [], set()
+    for d in folders:
+        if not (Path(d) / STORE).is_file():
+            raise FileNotFoundError(f"{d}: not a campaign folder (no {STORE})")
+        for r in read_records(d):
+            k = key(r)
+            if k not in seen:
+                seen.add(k)
+                recs.append(r)
+    return to_frame(recs)
+
+
+def merge(out, *folders) -> int:
+    """Merge the stores of several campaign folders (shards) into ``out``; returns the rows added.
+
+    Rows whose key is already in ``out`` (or in an earlier shard) are skipped."""
+    added = 0
+    with Store(out) as store:
+        for d in folders:
+            if Path(d).resolve() == Path(out).resolve():
+                continue
+            if not (Path(d) / STORE).is_file():
+                raise FileNotFoundError(f"{d}: not a campaign folder (no {STORE})")
+            for r in read_records(d):
+                added += store.add(r)
+        store.export()
+    return added

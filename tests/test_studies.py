@@ -1,0 +1,240 @@
+"""nsopt.studies: problem sources, the store (resume, repair, merge), performance profiles, summary."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import nsopt
+from nsopt.io import write_siconos_dat
+from nsopt.studies import (builtin_problems, find_problems, load_problem, merge, parse_methods,
+                           performance_profile, summary)
+from nsopt.studies import records as rec_mod
+from nsopt.studies.profiles import measure_table, profile_curves
+
+MURTY = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])   # z* = (4/3, 7/3)
+
+
+# ------------------------------------------------------------------------------- files
+def test_find_problems_walks_subfolders_and_warns(tmp_path):
+    deep = tmp_path / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    write_siconos_dat(MURTY, deep / "murty.dat")
+    (tmp_path / "a" / "x.h5").write_bytes(b"not hdf5")
+    (tmp_path / "a" / "notes.txt").write_text("ignored")
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    found, warns = find_problems([tmp_path / "a", tmp_path / "empty", tmp_path / "missing"])
+    assert [p.rsplit("/", 1)[1] for p in found] == ["murty.dat", "x.h5"]
+    assert len(warns) == 2
+    assert "empty" in warns[0] and "no problem file" in warns[0]
+    assert "missing" in warns[1] and "no such file" in warns[1]
+
+
+def test_builtin_problems_have_known_solutions():
+    refs = builtin_problems()
+    kinds = {r.split("/")[-1].split("-")[0] for r in refs}
+    assert {"lcp", "fc3d", "fc2d", "mlcp", "relay", "gfc3d"} <= kinds
+    for r in refs:
+        p = load_problem(r)
+        assert p.kind == r.split("/")[-1].split("-")[0]
+    # deterministic: the same reference gives the same data (the resume key relies on it)
+    assert load_problem(refs[0]) == load_problem(refs[0])
+    from nsopt.studies.files import content_hash
+
+    assert content_hash(refs[0]) == content_hash(refs[0])
+    assert content_hash(refs[0]) != content_hash(refs[1])
+
+
+def test_parse_methods():
+    assert parse_methods("nsgs, psor[omega=1.2,max_iter_inner=3],lemke") == [
+        ("nsgs", {}), ("psor", {"omega": 1.2, "max_iter_inner": 3}), ("lemke", {})]
+    assert parse_methods([("pgs", {"omega": 1.0}), "lemke"]) == [("pgs", {"omega": 1.0}), ("lemke", {})]
+    with pytest.raises(nsopt.OptionError, match="key=value"):
+        parse_methods("psor[omega]")
+
+
+# ------------------------------------------------------------------------------- store
+def _rec(problem, method, status="solved", time=1.0, it=10, kind="lcp", **kw):
+    return {"problem": problem, "problem_hash": "h" + problem, "kind": kind, "method": method,
+            "options": "{}", "tol": 1e-8, "status": status, "error": 1e-9, "nit": it, "time": time,
+            "timeout": None, "source": "nsopt", **kw}
+
+
+def test_store_appends_resumes_and_repairs_a_cut_line(tmp_path):
+    with rec_mod.Store(tmp_path) as s:
+        assert s.add(_rec("p1", "a"))
+        assert s.add(_rec("p2", "a"))
+        assert not s.add(_rec("p1", "a", time=5.0))          # same key: kept once
+    # a kill in the middle of a write leaves a partial last line
+    with open(tmp_path / "records.jsonl", "a") as f:
+        f.write('{"problem": "p3", "method": "a", "tol')
+    with rec_mod.Store(tmp_path) as s:
+        assert [r["problem"] for r in s.records] == ["p1", "p2"]
+        assert s.records[0]["iterations"] == 10 and s.records[0]["time"] == 1.0
+        assert s.add(_rec("p3", "a"))
+        s.export()
+    lines = (tmp_path / "records.jsonl").read_text().splitlines()
+    assert [json.loads(x)["problem"] for x in lines] == ["p1", "p2", "p3"]
+    csv = pd.read_csv(tmp_path / "results.csv")
+    assert list(csv["problem"]) == ["p1", "p2", "p3"] and list(csv.columns) == rec_mod.COLUMNS
+    pq = pd.read_parquet(tmp_path / "results.parquet")
+    assert list(pq["problem"]) == ["p1", "p2", "p3"]
+
+
+def test_one_campaign_per_folder_at_a_time(tmp_path):
+    with rec_mod.Store(tmp_path):
+        with pytest.raises(nsopt.NsoptError, match="another campaign is writing"):
+            rec_mod.Store(tmp_path)
+    with rec_mod.Store(tmp_path) as s:           # released on close
+        assert s.add(_rec("p1", "a"))
+
+
+def test_retried_run_replaces_the_old_row(tmp_path):
+    with rec_mod.Store(tmp_path) as s:
+        s.add(_rec("p1", "a", status="error"))
+        s.add(_rec("p1", "a", status="solved"), replace=True)
+    assert [r["status"] for r in rec_mod.read_records(tmp_path)] == ["solved"]
+
+
+def test_merge_shards_each_row_once(tmp_path):
+    a, b, out = tmp_path / "a", tmp_path / "b", tmp_path / "all"
+    with rec_mod.Store(a) as s:
+        s.add(_rec("p1", "x"))
+        s.add(_rec("p2", "x"))
+    with rec_mod.Store(b) as s:
+        s.add(_rec("p2", "x", time=9.0))     # also in shard a: a's row wins
+        s.add(_rec("p3", "x"))
+    assert merge(out, a, b) == 3
+    df = rec_mod.load_results(out)
+    assert sorted(df["problem"]) == ["p1", "p2", "p3"]
+    assert float(df.loc[df["problem"] == "p2", "time"].iloc[0]) == 1.0
+    assert merge(out, a, b) == 0             # idempotent
+
+
+# ------------------------------------------------------------------------------- profiles
+def _table():
+    # times: p1: a=1, b=2 ; p2: a=4 (solved), b=1 ; p3: a solved 3, b fails ; p4: both fail
+    rows = [_rec("p1", "a", time=1.0, it=10), _rec("p1", "b", time=2.0, it=5),
+            _rec("p2", "a", time=4.0, it=40), _rec("p2", "b", time=1.0, it=8),
+            _rec("p3", "a", time=3.0, it=30), _rec("p3", "b", status="max_iter", time=0.1, it=1000),
+            _rec("p4", "a", status="timeout", time=None, it=None),
+            _rec("p4", "b", status="crashed", time=None, it=None),
+            _rec("p1", "siconos:NSGS", time=0.5, it=3, source="siconos"),
+            _rec("p2", "siconos:NSGS", status="skipped", time=None, it=None, source="siconos")]
+    return rec_mod.to_frame(rec_mod.normalize(r) for r in rows)
+
+
+def test_profile_ratios_by_hand():
+    df = _table()
+    T = measure_table(df, "time", "lcp")
+    assert list(T.index) == ["p1", "p2", "p3", "p4"]
+    assert T.loc["p3", "b"] == math.inf and T.loc["p4", "a"] == math.inf
+    assert T.loc["p2", "Siconos NSGS"] == math.inf     # no row (the skipped one is left out)
+    curves = profile_curves(T)
+    # ratios: a: p1 1/0.5=2, p2 4/1=4, p3 3/3=1 -> log2: 1, 2, 0
+    tau, rho = curves["a"]
+    np.testing.assert_allclose(tau, [0.0, 1.0, 2.0])
+    np.testing.assert_allclose(rho, [0.25, 0.5, 0.75])
+    tau, rho = curves["b"]       # p1 2/0.5 = 4 -> 2, p2 -> 0
+    np.testing.assert_allclose(tau, [0.0, 2.0])
+    np.testing.assert_allclose(rho, [0.25, 0.5])
+    tau, rho = curves["Siconos NSGS"]
+    np.testing.assert_allclose(tau, [0.0])
+    np.testing.assert_allclose(rho, [0.25])
+    # iterations: p1 best 3 (Siconos), p2 best 8, p3 only a
+    it = profile_curves(measure_table(df, "iterations", "lcp"))
+    np.testing.assert_allclose(it["a"][0], sorted([np.log2(10 / 3), np.log2(40 / 8), 0.0]))
+
+
+def test_summary_by_hand():
+    s = summary(_table()).set_index("method")
+    assert s.loc["a", "problems"] == 4 and s.loc["a", "solved"] == 3
+    assert s.loc["a", "share_solved"] == 0.75 and s.loc["a", "median_time"] == 3.0
+    assert s.loc["b", "solved"] == 2 and s.loc["b", "crashed"] == 1 and s.loc["a", "timeout"] == 1
+    # shifted geometric mean over p1..p3 (p4 unsolved by all); failure at 10x the slowest solved
+    # time (4 s) without a timeout: b on p3 -> 40 / 3
+    ra = np.array([1.0 / 0.5, 4.0 / 1.0, 3.0 / 3.0])
+    rb = np.array([2.0 / 0.5, 1.0 / 1.0, 40.0 / 3.0])
+    g = lambda r: np.exp(np.mean(np.log(r + 1))) - 1  # noqa: E731
+    assert s.loc["a", "shgeom_time_ratio"] == pytest.approx(g(ra))
+    assert s.loc["b", "shgeom_time_ratio"] == pytest.approx(g(rb))
+    assert s.loc["Siconos NSGS", "source"] == "siconos"
+
+
+def test_performance_profile_figure_one_panel_per_kind():
+    df = pd.concat([_table(), rec_mod.to_frame([rec_mod.normalize(_rec("q1", "a", kind="fc3d"))])])
+    fig = performance_profile(df, "time")
+    axes = fig.get_axes()
+    assert [a.get_title() for a in axes] == ["fc3d: 1 problems", "lcp: 4 problems"]
+    labels = [t.get_text() for t in axes[1].get_legend().get_texts()]
+    assert labels == ["Siconos NSGS", "a", "b"]
+    dashed = {ln.get_label(): ln.get_linestyle() for ln in axes[1].get_lines()}
+    assert dashed["Siconos NSGS"] == "--" and dashed["a"] == "-"
+    fig2 = performance_profile(df, "iterations", kinds=["lcp"])
+    assert "iterations" in fig2.get_axes()[0].get_xlabel()
+    with pytest.raises(nsopt.OptionError):
+        performance_profile(df, "memory")
+
+
+# ------------------------------------------------------------------------------- a real campaign
+def test_compare_api_on_files_and_objects(tmp_path):
+    """compare() on a folder with a corrupt file and on problem objects: every row judged by the
+    error measure; the corrupt file is a load_error row and the campaign goes on."""
+    d = tmp_path / "data" / "sub"
+    d.mkdir(parents=True)
+    write_siconos_dat(MURTY, d / "murty.dat")
+    (d / "broken.dat").write_text("3\n1 2\n")
+    from nsopt import generate
+
+    p, _ = generate.lcp(12, seed=3)
+    df = nsopt.studies.compare([tmp_path / "data", p], "lemke,newton-fb", tol=1e-10, timeout=60,
+                               out=tmp_path / "camp", progress=False)
+    assert len(df) == 6
+    by = {(r.problem.rsplit("/", 1)[1], r.method): r for r in df.itertuples()}
+    assert by[("broken.dat", "lemke")].status == "load_error"
+    assert "FormatError" in by[("broken.dat", "lemke")].message
+    for m in ("lemke", "newton-fb"):
+        r = by[("murty.dat", m)]
+        assert r.status == "solved" and r.error <= 1e-10 and r.kind == "lcp" and r.size == 2
+        r = by[("00000-lcp.pkl", m)]
+        assert r.status == "solved" and r.error <= 1e-10
+    assert df["nsopt_version"].eq(nsopt.__version__).all() and df["host"].notna().all()
+    assert json.loads(df["versions"].iloc[0])["numpy"] == np.__version__
+    assert df["problem_hash"].str.len().eq(16).all()
+    for f in ("summary.csv", "profile_time.png", "profile_time.svg", "profile_iterations.png",
+              "profile_iterations.svg", "results.parquet", "results.csv"):
+        assert (tmp_path / "camp" / f).is_file(), f
+    # report redraws from the stored results only
+    for f in ("summary.csv", "profile_time.png"):
+        (tmp_path / "camp" / f).unlink()
+    written = nsopt.studies.write_report(tmp_path / "camp")
+    assert tmp_path / "camp" / "profile_time.png" in written
+    s = pd.read_csv(tmp_path / "camp" / "summary.csv")
+    assert list(s.loc[s["kind"] == "?", "load_error"]) == [1, 1]      # the unreadable file
+    s = s[s["kind"] == "lcp"]
+    assert sorted(s["method"]) == ["lemke", "newton-fb"] and list(s["solved"]) == [2, 2]
+    assert list(s["problems"]) == [2, 2]
+
+
+def test_median_time_repeats_fast_solves_only():
+    from nsopt.studies.timing import median_time
+
+    made = []
+
+    def fresh():
+        made.append(1)
+        return nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+
+    nsopt.solve(MURTY, method="lemke")        # warm-up: JIT and imports are not timed
+    sol, t = median_time(fresh, "lemke", tol=1e-12)
+    assert len(made) == 3 and t > 0
+    np.testing.assert_allclose(sol.z, [4 / 3, 7 / 3], rtol=1e-12)
+    made.clear()
+    sol, _ = median_time(fresh, "lemke", under=0.0)     # "slow": one run only
+    assert len(made) == 1 and sol.success
+    sol, _ = median_time(MURTY, "pgs", repeat=2, tol=1e-6)
+    assert sol.problem is MURTY and sol.error <= 1e-6
