@@ -504,3 +504,24 @@ def test_no_warning_on_regular_point():
         warnings.simplefilter("error")
         res = symbolic.linearize(KM, {q1: 0.3, u1: 0.1, L: 1.5, m: 2.0, g: 9.81})
     assert res.repaired == []
+
+
+def test_dependent_coordinate_order():
+    """A (in q_i, u_i) cannot depend on the order of q_dep. nsopt's does not; SymPy's Linearizer slices
+    the transpose of the permutation it needs, which agrees only when the reordering of q is its own
+    inverse (there nsopt and SymPy agree entry by entry, as everywhere above)."""
+    LM, q, u, T, params = four_bar("lagrange")
+    q1v, q2v, q3v = four_bar_point(0.6, params)
+    op = {**params, q[0]: q1v, q[1]: q2v, q[2]: q3v, T: 0.5, u[0]: 0.2, u[1]: 0.0, u[2]: 0.0}
+    l1, l2, l3 = (params[s] for s in sm.symbols("l1:4"))
+    Jd = np.array([[-l2 * np.sin(q2v), l3 * np.sin(q3v)], [l2 * np.cos(q2v), -l3 * np.cos(q3v)]])
+    op[u[1]], op[u[2]] = np.linalg.solve(Jd, -np.array([-l1 * np.sin(q1v), l1 * np.cos(q1v)]) * 0.2)
+
+    def kw(ind, dep):
+        return dict(q_ind=[q[ind]], qd_ind=[u[ind]], q_dep=[q[i] for i in dep], qd_dep=[u[i] for i in dep])
+
+    cyclic, swap = kw(2, (0, 1)), kw(2, (1, 0))  # q -> [q3, q1, q2] is a 3-cycle, [q3, q2, q1] a swap
+    A_cyc, A_swap = symbolic.linearize(LM, op, **cyclic).A, symbolic.linearize(LM, op, **swap).A
+    assert_entrywise(A_cyc, A_swap, tol=1e-12)
+    full = dict(symbolic.linearize(LM, op, **swap).op_point)
+    assert_entrywise(A_swap, LM.to_linearizer(**swap).linearize(A_and_B=True, op_point=full)[0])

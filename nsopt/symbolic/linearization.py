@@ -268,10 +268,17 @@ def _cols(J, idx, rows=None):
 
 
 def _perm(orig, per):
-    """SymPy's ``permutation_matrix(orig, per)``: ``P @ orig == per``."""
+    """The permutation P with ``orig == P @ per``, so that ``q = P_qi q_i + P_qd q_d``.
+
+    SymPy's ``permutation_matrix`` returns its transpose (``P.T @ orig == per``) and the Linearizer
+    slices its columns as if it were this one; the two agree when the reordering is its own inverse
+    (always for KanesMethod, whose q is ``q_ind + q_dep``), but for a cyclic reordering of a
+    LagrangesMethod's coordinates SymPy's A depends on the order of ``q_dep``. nsopt uses the
+    permutation the derivation asks for.
+    """
     P = np.zeros((len(orig), len(orig)))
     for i, x in enumerate(per):
-        P[i, orig.index(x)] = 1.0
+        P[orig.index(x), i] = 1.0
     return P
 
 
