@@ -1,5 +1,6 @@
-"""Symbolic front end on SymPy: numeric linearization of equations of motion (the only nsopt module that imports sympy)."""
+"""Symbolic front end on SymPy: numeric linearization of equations of motion and relations from expressions (the only nsopt module that imports sympy)."""
 
 from .linearization import Linearization, linearize
+from .relations import Plugin, compile_plugin, relation, relation_plugins
 
-__all__ = ["linearize", "Linearization"]
+__all__ = ["linearize", "Linearization", "relation", "relation_plugins", "compile_plugin", "Plugin"]
