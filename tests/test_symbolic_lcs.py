@@ -1,0 +1,81 @@
+"""nsopt.symbolic.lcs: one LCS step against one nonlinear Moreau–Jean step, to first order."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sympy")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+import lcs_cartpole_wall as ex  # noqa: E402
+
+from nsopt import ProblemError, symbolic  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def built():
+    return ex.build()
+
+
+def test_example_runs_and_first_order(tmp_path):
+    deltas, errs, at_op = ex.main(tmp_path / "lcs.png")
+    assert (tmp_path / "lcs.png").stat().st_size > 10_000
+    assert at_op <= 1e-12                                     # exact at the operating point
+    ratios = errs[:-1] / errs[1:]                             # halving δ divides the error by 4: O(δ²)
+    assert np.all((ratios > 3.6) & (ratios < 4.4)), ratios
+    assert errs[-1] < 1e-5
+
+
+def test_contact_is_active_and_pushes(built):
+    sys_lcs, model, xstar, u, h = built
+    assert list(sys_lcs.active) == [0]
+    x1, lam, sol = sys_lcs.step(xstar, u)
+    assert sol.success and lam[0] > 0.1                       # a real impulse, not the trivial branch
+    w = sys_lcs.E @ xstar + sys_lcs.F @ lam + sys_lcs.H @ u + sys_lcs.c
+    assert abs(w[0]) < 1e-10                                  # the tip stops at the wall (e = 0)
+    # without the contact the step would be wrong at first order already
+    q1, v1, P, _ = model.step(xstar[:2], xstar[2:], u, h, active=[])
+    assert np.linalg.norm(np.concatenate([q1, v1]) - x1) > 1e-2
+
+
+def test_methods_agree(built):
+    sys_lcs, model, xstar, u, h = built
+    x = xstar + 1e-3
+    a = sys_lcs.step(x, u, method="lemke")[0]
+    b = sys_lcs.step(x, u, method="pgs", tol=1e-12)[0]
+    np.testing.assert_allclose(a, b, atol=1e-9)
+
+
+def test_free_flight_first_order():
+    """Far from the wall no contact is active: the LCS is the linearized smooth step, still O(δ²)."""
+    KM, gaps, params, (x, th, vx, w, F) = ex.cartpole()
+    op = {**params, x: -0.5, th: 0.1, vx: 0.2, w: -0.1, F: 0.0}
+    sys_lcs = symbolic.lcs(KM, gaps, op, 0.01)
+    assert len(sys_lcs.active) == 0 and sys_lcs.F.shape == (0, 0)
+    model = symbolic.ContactModel(KM, gaps, params)
+    xstar, u = np.array([-0.5, 0.1, 0.2, -0.1]), np.zeros(1)
+    errs = ex.one_step_errors(sys_lcs, model, xstar, u, 0.01, [1e-2, 5e-3])
+    assert 3.6 < errs[0] / errs[1] < 4.4
+
+
+def test_bad_input(built):
+    KM, gaps, params, (x, th, vx, w, F) = ex.cartpole()
+    with pytest.raises(ProblemError, match="no value for"):
+        symbolic.lcs(KM, gaps, {x: 0.0, th: 0.0, vx: 0.0, w: 0.0, F: 0.0}, 0.01)
+    sys_lcs = built[0]
+    with pytest.raises(ProblemError, match="x"):
+        sys_lcs.step(np.zeros(3), [0.0])
+
+
+def test_to_modeling_one_step(built):
+    nm = pytest.importorskip("nsopt.modeling")
+    sys_lcs, model, xstar, u, h = built
+    x = xstar + 2e-3
+    ds, inter, osi, hh = sys_lcs.to_modeling(x, u)
+    nsds = nm.NonSmoothDynamicalSystem(t0=0.0, T=hh)
+    nsds.link(inter, ds)
+    sim = nm.TimeStepping(nsds, h=hh, integrator=osi, osns="lcp", method="lemke", tol=1e-12)
+    sim.step()
+    np.testing.assert_allclose(ds.x, sys_lcs.step(x, u)[0], rtol=1e-9, atol=1e-10)
