@@ -102,3 +102,30 @@ def test_numba_plugin_matches():
     g = compile_plugin(sm.Matrix([[sm.sin(q1) * q2, q2 ** 2]]), [("q", [q1, q2]), ("z", [])], (1, 2))
     x = np.array([0.3, -1.2])
     np.testing.assert_array_equal(f(x, np.zeros(0)), g(x, np.zeros(0)))
+
+
+def test_relation_in_time_stepping():
+    """A ball on the ground: the gap written symbolically as a nonlinear scleronomous relation,
+    (x + 1)^2 - x^2 - x - 1 (which is x), simulates like the hand-written LagrangianLinearTIR."""
+    nm = pytest.importorskip("nsopt.modeling")
+    from nsopt.symbolic import relation
+
+    x, y, th = sm.symbols("x y theta")
+
+    def run(rel):
+        ball = nm.LagrangianLinearTIDS(q0=[1.0, 0.0, 0.0], v0=[0.0, 0.0, 0.0],
+                                       M=np.diag([1.0, 1.0, 0.004]), fext=[-9.81, 0.0, 0.0])
+        inter = nm.Interaction(nm.NewtonImpactNSL(e=0.9), rel)
+        nsds = nm.NonSmoothDynamicalSystem(t0=0.0, T=1.5)
+        nsds.link(inter, ball)
+        traj = nm.TimeStepping(nsds, h=0.005, integrator=nm.MoreauJeanOSI(theta=0.5), osns="lcp",
+                               method="lemke", tol=1e-12).run()
+        return traj.q(ball), traj.lambda_(inter, 1)
+
+    q_sym, l_sym = run(relation("LagrangianScleronomousR", h=[(x + 1) ** 2 - x ** 2 - x - 1], q=[x, y, th]))
+    q_ref, l_ref = run(nm.LagrangianLinearTIR(H=[[1.0, 0.0, 0.0]]))
+    assert l_ref.max() > 0  # it bounced
+    np.testing.assert_allclose(q_sym, q_ref, atol=1e-9)
+    np.testing.assert_allclose(l_sym, l_ref, atol=1e-9)
+    lin = relation("LagrangianLinearTIR", h=[x], q=[x, y, th])
+    np.testing.assert_array_equal(lin.H, [[1.0, 0.0, 0.0]])
