@@ -211,6 +211,7 @@ class _Numeric:
     def evaluate(self, values=None):
         """``{name: (v, J)}`` for f_0 ... f_a, with removable singularities replaced by limits."""
         values = self.values if values is None else values
+        self.repaired, self.repaired_idx = [], {}
         with np.errstate(all="ignore"):
             return self._evaluate(values)
 
