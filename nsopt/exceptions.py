@@ -44,3 +44,26 @@ class FormatError(NsoptError, ValueError):
 
 class NsoptWarning(UserWarning):
     """User-fixable conditions: a densified sparse matrix, an unchecked assumption, a singular system."""
+
+
+class ModelingError(NsoptError, ValueError):
+    """Invalid modeling data (nsopt.modeling): names the object, the field and the fault, e.g.
+    ``LagrangianLinearTIDS 'ball'.q0: has non-finite entries``."""
+
+    def __init__(self, owner: str, field: str, fault: str):
+        self.owner, self.field, self.fault = owner, field, fault
+        super().__init__(f"{owner}.{field}: {fault}")
+
+
+class PluginError(ModelingError):
+    """A plug-in (user callable) of a system or relation returned the wrong shape or non-finite values,
+    or raised; names the relation, the plug-in and the expected shape."""
+
+
+class StepFailed(NsoptError, RuntimeError):
+    """A time step's one-step problem was not solved and the simulation was asked to stop
+    (``on_failure="raise"``); carries ``step``, ``time`` and the ``solution``."""
+
+    def __init__(self, message: str, *, step: int, time: float, solution=None):
+        self.step, self.time, self.solution = step, time, solution
+        super().__init__(message)

@@ -1,0 +1,149 @@
+"""Validation of modeling data and calls to user plug-ins (shape and finiteness checks, finite differences)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..exceptions import ModelingError, PluginError
+
+
+def label(obj) -> str:
+    """How errors name a modeling object: its class, and its ``name`` when the user gave one."""
+    name = getattr(obj, "name", None)
+    return f"{type(obj).__name__} {name!r}" if name else type(obj).__name__
+
+
+def vector(v, owner, field, size=None) -> np.ndarray:
+    """A finite float vector (a fresh, writable copy)."""
+    try:
+        a = np.array(v, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise ModelingError(owner, field, f"not a numeric vector ({e})") from None
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if a.ndim == 2 and 1 in a.shape:
+        a = a.reshape(-1)
+    if a.ndim != 1:
+        raise ModelingError(owner, field, f"expected a vector, got an array of shape {a.shape}")
+    if size is not None and a.shape[0] != size:
+        raise ModelingError(owner, field, f"has {a.shape[0]} entries, expected {size}")
+    if not np.all(np.isfinite(a)):
+        raise ModelingError(owner, field, "has non-finite entries (nan or inf)")
+    return a
+
+
+def matrix(M, owner, field, shape=None) -> np.ndarray:
+    """A finite float 2-D array of the given shape (None entries: any)."""
+    try:
+        A = np.array(M, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise ModelingError(owner, field, f"not a numeric matrix ({e})") from None
+    if A.ndim == 0:
+        A = A.reshape(1, 1)
+    if A.ndim != 2:
+        raise ModelingError(owner, field, f"expected a matrix, got an array of shape {A.shape}")
+    if shape is not None and any(w is not None and w != g for w, g in zip(shape, A.shape)):
+        raise ModelingError(owner, field, f"has shape {A.shape}, expected {_pretty(shape)}")
+    if not np.all(np.isfinite(A)):
+        raise ModelingError(owner, field, "has non-finite entries (nan or inf)")
+    return A
+
+
+def scalar(x, owner, field, *, low=None, high=None, low_open=False) -> float:
+    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not np.isfinite(float(x)):
+        raise ModelingError(owner, field, f"must be a finite number, got {x!r}")
+    x = float(x)
+    if low is not None and (x < low or (low_open and x == low)):
+        raise ModelingError(owner, field, f"must be {'>' if low_open else '>='} {low}, got {x}")
+    if high is not None and x > high:
+        raise ModelingError(owner, field, f"must be <= {high}, got {x}")
+    return x
+
+
+def size(n, owner, field) -> int:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n <= 0:
+        raise ModelingError(owner, field, f"must be a positive integer, got {n!r}")
+    return int(n)
+
+
+def _pretty(shape) -> str:
+    return "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
+
+
+class Operator:
+    """A constant array or a plug-in returning one, checked on every call for shape and finiteness.
+
+    ``Operator(value, owner, field, shape)``; ``op(*args)`` returns the array. Constants are validated
+    once and returned as they are (``op.constant`` is True)."""
+
+    __slots__ = ("func", "value", "owner", "field", "shape", "constant", "signature")
+
+    def __init__(self, value, owner, field, shape, signature=""):
+        self.owner, self.field, self.shape, self.signature = owner, field, tuple(shape), signature
+        if callable(value):
+            self.func, self.value, self.constant = value, None, False
+        else:
+            self.func, self.constant = None, True
+            if len(self.shape) == 1:
+                self.value = vector(value, owner, field, self.shape[0])
+            else:
+                self.value = matrix(value, owner, field, self.shape)
+            self.value.setflags(write=False)
+
+    def __call__(self, *args) -> np.ndarray:
+        if self.constant:
+            return self.value
+        return call_plugin(self.func, args, self.owner, self.field, self.shape, self.signature)
+
+
+def call_plugin(func, args, owner, field, shape, signature=""):
+    """``func(*args)`` as a float array of ``shape``; a typed :class:`PluginError` otherwise."""
+    sig = f"{field}({signature})" if signature else field
+    try:
+        out = func(*args)
+    except Exception as e:  # a user function: name it, keep the cause
+        raise PluginError(owner, field, f"plug-in {sig} raised {type(e).__name__}: {e}") from e
+    try:
+        a = np.asarray(out, dtype=float)
+    except (TypeError, ValueError):
+        raise PluginError(owner, field, f"plug-in {sig} returned a non-numeric {type(out).__name__}; "
+                                        f"expected an array of shape {_pretty(shape)}") from None
+    if a.shape != shape:
+        if a.size == int(np.prod(shape)) and (a.ndim <= 1 or len(shape) == 1 or 1 in a.shape):
+            a = a.reshape(shape)   # (n,) for (n, 1), (1, n) for (n,): the same numbers, accepted
+        else:
+            raise PluginError(owner, field, f"plug-in {sig} returned shape {a.shape}, "
+                                            f"expected {_pretty(shape)}")
+    if not np.all(np.isfinite(a)):
+        raise PluginError(owner, field, f"plug-in {sig} returned non-finite values (nan or inf); "
+                                        f"expected a finite array of shape {_pretty(shape)}")
+    return a
+
+
+def fd_jacobian(f, x, m, *, rel=1e-7) -> np.ndarray:
+    r"""Forward finite-difference Jacobian of ``f`` (R^n -> R^m) at x, step
+    :math:`\delta_j = \text{rel}\,\max(1, |x_j|)`."""
+    x = np.asarray(x, dtype=float)
+    f0 = np.asarray(f(x), dtype=float).reshape(m)
+    J = np.empty((m, x.shape[0]))
+    for j in range(x.shape[0]):
+        d = rel * max(1.0, abs(x[j]))
+        xp = x.copy()
+        xp[j] += d
+        J[:, j] = (np.asarray(f(xp), dtype=float).reshape(m) - f0) / d
+    return J
+
+
+def fd_jacobian_central(f, x, m, *, rel=1e-6) -> np.ndarray:
+    """Central finite differences (used to check given Jacobians)."""
+    x = np.asarray(x, dtype=float)
+    J = np.empty((m, x.shape[0]))
+    for j in range(x.shape[0]):
+        d = rel * max(1.0, abs(x[j]))
+        xp, xm = x.copy(), x.copy()
+        xp[j] += d
+        xm[j] -= d
+        J[:, j] = (np.asarray(f(xp), dtype=float).reshape(m) - np.asarray(f(xm), dtype=float).reshape(m)) / (2 * d)
+    return J

@@ -1,0 +1,347 @@
+r"""Relations (Siconos ``Relation`` classes): how an interaction's output y and the systems' input
+(r or p) depend on the state, time, λ and the free vector Z.
+
+X, Q (and V) are the concatenated states of the one or two systems an interaction joins, Z their
+concatenated free vectors, m the size of the interaction (its law's size), n the concatenated state size.
+
+==============================  ====================================================  ============================
+relation                        output                                                 input
+==============================  ====================================================  ============================
+FirstOrderR(h, g, ...)          y = h(X, t, λ, Z)                                     R = g(X, t, λ, Z)
+FirstOrderLinearR(C, B, ...)    y = C X + F Z + D λ + e  (each a constant or (t, z))   R = B λ
+FirstOrderLinearTIR(C, B, ...)  the same, constants                                    R = B λ
+LagrangianScleronomousR(h, G0)  y = h(Q, Z), ẏ = G0(Q, Z) V                            P = G0ᵀ λ
+LagrangianRheonomousR(h, ...)   y = h(Q, t, Z), ẏ = G0 V + ∂h/∂t                       P = G0ᵀ λ
+LagrangianCompliantR(h, G0, G1) y = h(Q, λ, Z), ẏ = G0 V + G1 λ̇                       P = G0ᵀ λ
+LagrangianLinearTIR(H, ...)     y = H Q + b + D λ + F Z                                P = Hᵀ λ
+==============================  ====================================================  ============================
+
+Plug-ins take numpy arrays in the order of the formulas (see each class). A plug-in returning the
+wrong shape or a non-finite value raises :class:`nsopt.exceptions.PluginError` naming the relation,
+the plug-in and the expected shape. Missing Jacobians are computed by finite differences.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..exceptions import ModelingError
+from ._check import Operator, fd_jacobian, label, matrix, vector
+
+
+class Relation:
+    """Base class. ``kind`` is ``"first"`` or ``"lagrangian"``; :meth:`bind` fixes the sizes
+    (m, n, nz) when the interaction is linked to its systems."""
+
+    kind = ""
+    linear = False     # output affine in the state and λ with constant-in-state Jacobians
+    constant = False   # every operator a constant (nothing to recompute between steps)
+
+    def __init__(self, name=None):
+        self.name = name
+        self.m = self.n = self.nz = None
+
+    @property
+    def _owner(self):
+        return label(self)
+
+    def bind(self, m: int, n: int, nz: int):
+        """Check and fix the sizes: law size m, concatenated state size n, free-vector size nz."""
+        if self.m is not None and (self.m, self.n, self.nz) != (m, n, nz):
+            raise ModelingError(self._owner, "relation", "is already used by an interaction of other sizes "
+                                                         f"(m, n, nz) = {(self.m, self.n, self.nz)}; build a new relation")
+        self.m, self.n, self.nz = m, n, nz
+        self._bind()
+
+    def _bind(self):
+        raise NotImplementedError
+
+    def _op(self, value, field, shape, sig):
+        return None if value is None else Operator(value, self._owner, field, shape, sig)
+
+    def __repr__(self):
+        return f"{self._owner}(m={self.m}, n={self.n})"
+
+
+# ============================================================================ first order
+class FirstOrderR(Relation):
+    r"""First-order nonlinear relation (Siconos ``FirstOrderNonLinearR``):
+    :math:`y = h(X, t, \lambda, Z)`, :math:`R = g(X, t, \lambda, Z)`.
+
+    Plug-ins: ``h(x, t, lam, z) -> (m,)``, ``g(x, t, lam, z) -> (n,)``, and the Jacobians
+    ``H0 = ∇_X h (m, n)``, ``H1 = ∇_λ h (m, m)``, ``G0 = ∇_X g (n, n)``, ``G1 = ∇_λ g (n, m)``,
+    same arguments; finite differences when None.
+    """
+
+    kind = "first"
+
+    def __init__(self, h, g, H0=None, H1=None, G0=None, G1=None, *, name=None):
+        super().__init__(name)
+        for fld, f in (("h", h), ("g", g)):
+            if not callable(f):
+                raise ModelingError(self._owner, fld, f"must be a plug-in {fld}(x, t, lam, z)")
+        self._given = dict(h=h, g=g, H0=H0, H1=H1, G0=G0, G1=G1)
+
+    def _bind(self):
+        m, n, s, gv = self.m, self.n, "x, t, lam, z", self._given
+        self._h = self._op(gv["h"], "h", (m,), s)
+        self._g = self._op(gv["g"], "g", (n,), s)
+        self._H0 = self._op(gv["H0"], "H0", (m, n), s)
+        self._H1 = self._op(gv["H1"], "H1", (m, m), s)
+        self._G0 = self._op(gv["G0"], "G0", (n, n), s)
+        self._G1 = self._op(gv["G1"], "G1", (n, m), s)
+
+    def output(self, X, t, lam, Z):
+        return self._h(X, t, lam, Z)
+
+    def input(self, X, t, lam, Z):
+        return self._g(X, t, lam, Z)
+
+    def jacobians(self, X, t, lam, Z):
+        """(C, D, K, B) = (∇_X h, ∇_λ h, ∇_X g, ∇_λ g) at the point, finite differences where not given."""
+        m, n = self.m, self.n
+        C = self._H0(X, t, lam, Z) if self._H0 else fd_jacobian(lambda x: self._h(x, t, lam, Z), X, m)
+        D = self._H1(X, t, lam, Z) if self._H1 else fd_jacobian(lambda v: self._h(X, t, v, Z), lam, m)
+        K = self._G0(X, t, lam, Z) if self._G0 else fd_jacobian(lambda x: self._g(x, t, lam, Z), X, n)
+        B = self._G1(X, t, lam, Z) if self._G1 else fd_jacobian(lambda v: self._g(X, t, v, Z), lam, n)
+        return C, D, K, B
+
+
+class FirstOrderLinearR(Relation):
+    r"""First-order linear relation (Siconos ``FirstOrderLinearR``):
+    :math:`y = C(t,Z)X + F(t,Z)Z + D(t,Z)\lambda + e(t,Z)`, :math:`R = B(t,Z)\lambda`.
+
+    Each operator is a constant or a plug-in ``op(t, z)``: C (m, n), B (n, m), D (m, m), F (m, nz),
+    e (m,); D, F, e may be None (absent).
+    """
+
+    kind = "first"
+    linear = True
+
+    def __init__(self, C, B, D=None, F=None, e=None, *, name=None):
+        super().__init__(name)
+        if C is None or B is None:
+            raise ModelingError(self._owner, "C" if C is None else "B", "is required")
+        self._given = dict(C=C, B=B, D=D, F=F, e=e)
+
+    def _bind(self):
+        m, n, nz, gv, s = self.m, self.n, self.nz, self._given, "t, z"
+        self._C = self._op(gv["C"], "C", (m, n), s)
+        self._B = self._op(gv["B"], "B", (n, m), s)
+        self._D = self._op(gv["D"], "D", (m, m), s)
+        self._F = self._op(gv["F"], "F", (m, nz), s)
+        self._e = self._op(gv["e"], "e", (m,), s)
+        self.constant = all(o is None or o.constant for o in (self._C, self._B, self._D, self._F, self._e))
+
+    def offset(self, t, Z):
+        """The state-free part of y: F Z + e (zeros when absent)."""
+        out = np.zeros(self.m)
+        if self._F is not None:
+            out += self._F(t, Z) @ Z
+        if self._e is not None:
+            out += self._e(t, Z)
+        return out
+
+    def output(self, X, t, lam, Z):
+        y = self._C(t, Z) @ X + self.offset(t, Z)
+        if self._D is not None:
+            y += self._D(t, Z) @ lam
+        return y
+
+    def input(self, X, t, lam, Z):
+        return self._B(t, Z) @ lam
+
+    def jacobians(self, X, t, lam, Z):
+        D = self._D(t, Z) if self._D is not None else np.zeros((self.m, self.m))
+        return self._C(t, Z), D, None, self._B(t, Z)
+
+
+class FirstOrderLinearTIR(FirstOrderLinearR):
+    r"""First-order linear time-invariant relation (Siconos ``FirstOrderLinearTIR``): as
+    :class:`FirstOrderLinearR` with constant C, B, D, F, e."""
+
+    def __init__(self, C, B, D=None, F=None, e=None, *, name=None):
+        for fld, v in (("C", C), ("B", B), ("D", D), ("F", F), ("e", e)):
+            if callable(v):
+                raise ModelingError(f"{type(self).__name__}" + (f" {name!r}" if name else ""), fld,
+                                    "must be a constant for a time-invariant relation (use FirstOrderLinearR)")
+        super().__init__(C, B, D, F, e, name=name)
+        o = self._owner
+        # the row count is known now: check what can be checked before link()
+        self._C0 = matrix(C, o, "C")
+        matrix(B, o, "B", (self._C0.shape[1], self._C0.shape[0]))
+
+
+# ============================================================================ Lagrangian
+class LagrangianR(Relation):
+    """Base of the Lagrangian relations: P = G0ᵀ λ. Subclasses define :meth:`h` and :meth:`G0`."""
+
+    kind = "lagrangian"
+    compliant = False
+    rheonomous = False
+
+    def G1(self, Q, t, lam, Z):
+        """Compliance ∂y/∂λ, None when y does not depend on λ."""
+        return None
+
+    def hdot(self, Q, t, Z):
+        """∂h/∂t, None for scleronomous relations."""
+        return None
+
+    def velocity(self, Q, V, t, lam, Z, G0=None):
+        """ẏ = G0 V (+ ∂h/∂t)."""
+        G = self.G0(Q, t, lam, Z) if G0 is None else G0
+        y1 = G @ V
+        hd = self.hdot(Q, t, Z)
+        return y1 if hd is None else y1 + hd
+
+
+class LagrangianScleronomousR(LagrangianR):
+    r"""Scleronomous relation (Siconos ``LagrangianScleronomousR``): :math:`y = h(Q, Z)`,
+    :math:`\dot y = G_0(Q, Z)\dot Q`, :math:`P = G_0^\top\lambda`.
+
+    Plug-ins: ``h(q, z) -> (m,)``, ``G0(q, z) -> (m, n)`` (finite differences when None).
+    """
+
+    def __init__(self, h, G0=None, *, name=None):
+        super().__init__(name)
+        if not callable(h):
+            raise ModelingError(self._owner, "h", "must be a plug-in h(q, z)")
+        self._given = dict(h=h, G0=G0)
+
+    def _bind(self):
+        m, n = self.m, self.n
+        self._h = self._op(self._given["h"], "h", (m,), "q, z")
+        self._G0 = self._op(self._given["G0"], "G0", (m, n), "q, z")
+
+    def h(self, Q, t, lam, Z):
+        return self._h(Q, Z)
+
+    def G0(self, Q, t, lam, Z):
+        if self._G0 is not None:
+            return self._G0(Q, Z)
+        return fd_jacobian(lambda q: self._h(q, Z), Q, self.m)
+
+
+class LagrangianRheonomousR(LagrangianR):
+    r"""Rheonomous relation (Siconos ``LagrangianRheonomousR``): :math:`y = h(Q, t, Z)`,
+    :math:`\dot y = G_0 \dot Q + \partial h/\partial t`, :math:`P = G_0^\top\lambda`.
+
+    Plug-ins: ``h(q, t, z) -> (m,)``, ``G0(q, t, z) -> (m, n)``, ``hdot(q, t, z) -> (m,)``
+    (∂h/∂t); finite differences when None.
+    """
+
+    rheonomous = True
+
+    def __init__(self, h, G0=None, hdot=None, *, name=None):
+        super().__init__(name)
+        if not callable(h):
+            raise ModelingError(self._owner, "h", "must be a plug-in h(q, t, z)")
+        self._given = dict(h=h, G0=G0, hdot=hdot)
+
+    def _bind(self):
+        m, n, s = self.m, self.n, "q, t, z"
+        self._h = self._op(self._given["h"], "h", (m,), s)
+        self._G0 = self._op(self._given["G0"], "G0", (m, n), s)
+        self._hdot = self._op(self._given["hdot"], "hdot", (m,), s)
+
+    def h(self, Q, t, lam, Z):
+        return self._h(Q, t, Z)
+
+    def G0(self, Q, t, lam, Z):
+        if self._G0 is not None:
+            return self._G0(Q, t, Z)
+        return fd_jacobian(lambda q: self._h(q, t, Z), Q, self.m)
+
+    def hdot(self, Q, t, Z):
+        if self._hdot is not None:
+            return self._hdot(Q, t, Z)
+        d = 1e-7 * max(1.0, abs(t))
+        return (self._h(Q, t + d, Z) - self._h(Q, t - d, Z)) / (2 * d)
+
+
+class LagrangianCompliantR(LagrangianR):
+    r"""Compliant relation (Siconos ``LagrangianCompliantR``): :math:`y = h(Q, \lambda, Z)`,
+    :math:`\dot y = G_0\dot Q + G_1\dot\lambda`, :math:`P = G_0^\top\lambda`.
+
+    Plug-ins: ``h(q, lam, z) -> (m,)``, ``G0(q, lam, z) -> (m, n)``, ``G1(q, lam, z) -> (m, m)``
+    (finite differences when None). Moreau–Jean treats it at the position level with λ a force
+    (the impulse over a step is hλ); see ``formulations/time_stepping.md``.
+    """
+
+    compliant = True
+
+    def __init__(self, h, G0=None, G1=None, *, name=None):
+        super().__init__(name)
+        if not callable(h):
+            raise ModelingError(self._owner, "h", "must be a plug-in h(q, lam, z)")
+        self._given = dict(h=h, G0=G0, G1=G1)
+
+    def _bind(self):
+        m, n, s = self.m, self.n, "q, lam, z"
+        self._h = self._op(self._given["h"], "h", (m,), s)
+        self._G0 = self._op(self._given["G0"], "G0", (m, n), s)
+        self._G1 = self._op(self._given["G1"], "G1", (m, m), s)
+
+    def h(self, Q, t, lam, Z):
+        return self._h(Q, lam, Z)
+
+    def G0(self, Q, t, lam, Z):
+        if self._G0 is not None:
+            return self._G0(Q, lam, Z)
+        return fd_jacobian(lambda q: self._h(q, lam, Z), Q, self.m)
+
+    def G1(self, Q, t, lam, Z):
+        if self._G1 is not None:
+            return self._G1(Q, lam, Z)
+        return fd_jacobian(lambda v: self._h(Q, v, Z), lam, self.m)
+
+
+class LagrangianLinearTIR(LagrangianR):
+    r"""Lagrangian linear time-invariant relation (Siconos ``LagrangianLinearTIR``):
+    :math:`y = HQ + b + D\lambda + FZ`, :math:`P = H^\top\lambda`; H (m, n), b (m,), D (m, m),
+    F (m, nz) constants (b, D, F None: absent). At the velocity level, :math:`\dot y = HV + D\lambda`
+    (D is added to the one-step matrix, as Siconos does)."""
+
+    linear = True
+    constant = True
+
+    def __init__(self, H, b=None, D=None, F=None, *, name=None):
+        super().__init__(name)
+        o = self._owner
+        for fld, v in (("H", H), ("b", b), ("D", D), ("F", F)):
+            if callable(v):
+                raise ModelingError(o, fld, "must be a constant (use LagrangianScleronomousR for h(q))")
+        self.H = matrix(H, o, "H")
+        m = self.H.shape[0]
+        self.b = None if b is None else vector(b, o, "b", m)
+        self.D = None if D is None else matrix(D, o, "D", (m, m))
+        self._F = F
+        self.H.setflags(write=False)
+
+    def _bind(self):
+        o = self._owner
+        if self.H.shape != (self.m, self.n):
+            raise ModelingError(o, "H", f"has shape {self.H.shape}, expected ({self.m}, {self.n}) "
+                                        f"(law size x total dimension of the linked systems)")
+        self.F = None if self._F is None else matrix(self._F, o, "F", (self.m, self.nz))
+
+    def h(self, Q, t, lam, Z):
+        y = self.H @ Q
+        if self.b is not None:
+            y = y + self.b
+        if self.D is not None and lam is not None:
+            y = y + self.D @ lam
+        if self.F is not None:
+            y = y + self.F @ Z
+        return y
+
+    def G0(self, Q, t, lam, Z):
+        return self.H
+
+    def G1(self, Q, t, lam, Z):
+        return self.D
+
+
+RELATION_CLASSES = (FirstOrderR, FirstOrderLinearR, FirstOrderLinearTIR, LagrangianScleronomousR,
+                    LagrangianRheonomousR, LagrangianCompliantR, LagrangianLinearTIR)

@@ -1,0 +1,403 @@
+"""Time stepping (Siconos ``TimeStepping``): one OSNS problem per step, solved by :func:`nsopt.solve`,
+and the :class:`Trajectory` it records."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..exceptions import ModelingError, StepFailed
+from ..problems import AVI, LCP, MLCP, Equality, FrictionContact, GenericMechanical, GlobalFrictionContact, Relay
+from ..result import Status
+from ..solve import solve
+from ._check import label, scalar
+from .interactions import NonSmoothDynamicalSystem
+from .osi import EulerMoreauOSI, MoreauJeanOSI
+
+OSNS_KINDS = ("lcp", "mlcp", "relay", "avi", "equality", "fc2d", "fc3d", "gfc3d", "gmp")
+
+# which block kinds each OSNS kind can hold
+_HOLDS = {
+    "lcp": {"lcp"}, "mlcp": {"lcp", "equality"}, "relay": {"relay"}, "avi": {"avi", "lcp"},
+    "equality": {"equality"}, "fc2d": {"fc2d"}, "fc3d": {"fc3d"}, "gfc3d": {"fc3d"},
+    "gmp": {"lcp", "equality", "relay", "fc2d", "fc3d"},
+}
+
+
+# method="auto" inside the loop: one named method per kind and a fallback list (the policy's "auto"
+# may build a CVXPY program per call, too slow for thousands of small steps)
+STEP_METHODS = {
+    "lcp": ("lemke", "newton-fb", "pgs"), "mlcp": ("lemke", "newton-fb", "pgs"), "relay": ("lemke", "pgs", "qp"),
+    "avi": ("lemke", "qp"), "equality": ("linear",), "fc2d": ("nsn-ac", "nsgs", "lemke"),
+    "fc3d": ("nsn-ac", "nsgs", "prox"), "gfc3d": ("nsn-ac", "nsgs"), "gmp": ("nsgs",),
+}
+
+
+def infer_osns(blocks: set) -> str:
+    """The smallest OSNS kind that holds every block kind in ``blocks``."""
+    for kind in ("lcp", "equality", "relay", "fc2d", "fc3d", "mlcp", "avi", "gmp"):
+        if blocks <= _HOLDS[kind]:
+            return kind
+    return "gmp"
+
+
+class TimeStepping:
+    """Time-stepping simulation of a :class:`NonSmoothDynamicalSystem` (Siconos ``TimeStepping``).
+
+    Parameters
+    ----------
+    nsds : the systems and interactions, over [t0, T].
+    h : time step (> 0).
+    integrator : :class:`MoreauJeanOSI` (Lagrangian systems) or :class:`EulerMoreauOSI` (first
+        order); None: the one that fits, with θ = 1/2.
+    osns : the one-step problem kind: ``"lcp"``, ``"mlcp"``, ``"relay"``, ``"avi"``, ``"equality"``,
+        ``"fc2d"``, ``"fc3d"``, ``"gfc3d"``, ``"gmp"``; None: the smallest kind that holds the laws.
+    method, tol, **options : handed to :func:`nsopt.solve` at every step. ``method="auto"`` names one
+        method per kind (``STEP_METHODS``: Lemke for LCP/MLCP/Relay/AVI, Newton (nsn-ac) for friction,
+        nsgs for GenericMechanical) with the others of that list as fallback.
+    fallback : methods tried in order when ``method`` does not reach ``tol`` on a step.
+    on_failure : ``"continue"`` (record the step's status and go on) or ``"raise"``
+        (:class:`~nsopt.exceptions.StepFailed`).
+    newton_tol, newton_max_iter : the Newton loop around the OSNS solve (nonlinear systems or relations).
+    warm_start : start each solve from the previous step's λ (True by default).
+    keep_problems : keep every step's OSNS problem in the trajectory (for :meth:`Trajectory.to_fclib`).
+    progress : show a tqdm progress bar in :meth:`run`.
+
+    The OSNS problem is rebuilt only when the active set changes or an operator is not constant;
+    otherwise the previous one is reused with ``problem.replace(q=...)`` (its caches and
+    factorisations shared). ``sim.step()`` advances one step; ``sim.run()`` to T.
+    """
+
+    def __init__(self, nsds: NonSmoothDynamicalSystem, h: float, integrator=None, osns: str | None = None,
+                 method: str = "auto", tol: float = 1e-8, *, fallback=(), on_failure: str = "continue",
+                 newton_tol: float = 1e-6, newton_max_iter: int = 50, warm_start: bool = True,
+                 keep_problems: bool = False, progress: bool = False, name=None, **options):
+        self.name = name
+        o = label(self)
+        if not isinstance(nsds, NonSmoothDynamicalSystem):
+            raise ModelingError(o, "nsds", f"expected a NonSmoothDynamicalSystem, got {type(nsds).__name__}")
+        if isinstance(h, bool) or not isinstance(h, (int, float, np.floating)) or not math.isfinite(h) or h <= 0:
+            raise ModelingError(o, "h", f"time step must be a finite number > 0, got {h!r}")
+        if not nsds.dynamical_systems:
+            raise ModelingError(o, "nsds", "holds no dynamical system")
+        self.nsds, self.h = nsds, float(h)
+        order = nsds.order
+        if integrator is None:
+            integrator = MoreauJeanOSI(0.5) if order == 2 else EulerMoreauOSI(0.5)
+        if not isinstance(integrator, (MoreauJeanOSI, EulerMoreauOSI)) and not hasattr(integrator, "step"):
+            raise ModelingError(o, "integrator", f"expected MoreauJeanOSI or EulerMoreauOSI, got {type(integrator).__name__}")
+        if getattr(integrator, "order", order) != order:
+            kinds = {1: "first-order", 2: "Lagrangian"}
+            raise ModelingError(o, "integrator", f"{label(integrator)} integrates {kinds[integrator.order]} systems, "
+                                                 f"but the systems are {kinds[order]}")
+        self.integrator = integrator
+        blocks = {i.nslaw.block for i in nsds.interactions}
+        if osns is None:
+            osns = infer_osns(blocks) if blocks else "lcp"
+        if osns not in OSNS_KINDS:
+            raise ModelingError(o, "osns", f"unknown one-step problem kind {osns!r}; expected one of {OSNS_KINDS}")
+        bad = blocks - _HOLDS[osns]
+        if bad:
+            raise ModelingError(o, "osns", f"a {osns!r} problem cannot hold the laws of block kind(s) {sorted(bad)}; "
+                                           f"use osns={infer_osns(blocks)!r}")
+        if osns == "gfc3d" and order != 2:
+            raise ModelingError(o, "osns", "a global friction-contact problem needs Lagrangian systems")
+        if on_failure not in ("raise", "continue"):
+            raise ModelingError(o, "on_failure", f"must be 'raise' or 'continue', got {on_failure!r}")
+        self.osns_kind = osns
+        if method == "auto":
+            method, *rest = STEP_METHODS[osns]
+            fallback = tuple(fallback) or tuple(rest)
+        self.method, self.tol, self.options = method, tol, dict(options)
+        self.fallback = tuple(fallback)
+        self.on_failure = on_failure
+        self.newton_tol = scalar(newton_tol, o, "newton_tol", low=0.0, low_open=True)
+        if isinstance(newton_max_iter, bool) or not isinstance(newton_max_iter, int) or newton_max_iter < 1:
+            raise ModelingError(o, "newton_max_iter", f"must be a positive integer, got {newton_max_iter!r}")
+        self.newton_max_iter = newton_max_iter
+        self.warm_start, self.keep_problems, self.progress = warm_start, keep_problems, progress
+        self.t0, self.T = nsds.t0, nsds.T
+        self.n_steps = int(math.floor((self.T - self.t0) / self.h + 1e-9))
+        self._check_state()
+        self.t, self.k = self.t0, 0
+        self._problem = None       # (key, problem) of the last assembly
+        self._write = None
+        self._solve_time = 0.0
+        self._last = None
+        integrator.initialize(self)
+        self.trajectory = Trajectory(self)
+
+    # ------------------------------------------------------------------ checks
+    def _check_state(self):
+        for ds in self.nsds.dynamical_systems:
+            for fld in (("x",) if ds.order == 1 else ("q", "v")):
+                val = np.asarray(getattr(ds, fld), dtype=float)
+                if val.shape != (ds.n,) or not np.all(np.isfinite(val)):
+                    raise ModelingError(label(ds), fld, "state has non-finite entries (nan or inf)"
+                                        if val.shape == (ds.n,) else f"state has shape {val.shape}, expected ({ds.n},)")
+
+    # ------------------------------------------------------------------ the OSNS problem
+    def _build(self, asm):
+        kind, inters = self.osns_kind, asm.interactions
+        W, q = asm.W, asm.q
+        laws = [i.nslaw for i in inters]
+        if kind == "lcp":
+            return LCP(W, q)
+        if kind == "equality":
+            return Equality(W, q)
+        if kind == "relay":
+            return Relay(W, q, np.concatenate([l.lb for l in laws]), np.concatenate([l.ub for l in laws]))
+        if kind == "mlcp":
+            rows, comp, off = [0], [], 0
+            for l in laws:
+                off += l.size
+                rows.append(off)
+                comp.append(l.block != "equality")
+            n_eq = sum(l.size for l in laws if l.block == "equality")
+            if sp.issparse(W):
+                W = W.toarray()
+            return MLCP.from_matrix(W, q, n_eq, blocks_rows=rows, blocks_is_comp=comp)
+        if kind == "avi":
+            Hs, ks = [], []
+            for l in laws:
+                if l.block == "avi":
+                    Hs.append(l.H)
+                    ks.append(l.k)
+                else:                        # a complementarity block: λ >= 0
+                    Hs.append(np.eye(l.size))
+                    ks.append(np.zeros(l.size))
+            return AVI(W, q, sp.block_diag(Hs).toarray(), np.concatenate(ks))
+        if kind in ("fc2d", "fc3d"):
+            return FrictionContact(int(kind[2]), W, q, [l.mu for l in laws])
+        if kind == "gfc3d":
+            M, H, qg, b = asm.glob
+            return GlobalFrictionContact(M, H, qg, b, [l.mu for l in laws], dim=3)
+        if kind == "gmp":
+            return GenericMechanical(W, q, [l.gmp_block() for l in laws])
+        raise ModelingError(label(self), "osns", f"cannot assemble {kind!r}")   # pragma: no cover
+
+    def solve_assembly(self, asm):
+        """Build (or reuse) the step's problem, solve it, return the stacked λ; records the step."""
+        prev = self._problem
+        if asm.W is None and asm.glob is None and prev is not None and prev[0] == asm.key:
+            problem = prev[1].replace(q=asm.q)
+        else:
+            problem = self._build(asm)
+        self._problem = (asm.key, problem)
+        warm = None
+        if self.warm_start:
+            warm = np.concatenate([getattr(i, "_lam_warm", np.zeros(i.size)) for i in asm.interactions])
+            if not np.any(warm):
+                warm = None
+        t = time.perf_counter()
+        sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **self.options)
+        for m in self.fallback:
+            if sol.success:
+                break
+            alt = solve(problem, method=m, tol=self.tol, warm_start=warm)
+            if alt.error < sol.error or alt.success:
+                sol = alt
+        self._solve_time += time.perf_counter() - t
+        lam = np.asarray(sol.z if problem.primal == "z" else sol.r, dtype=float)
+        if not np.all(np.isfinite(lam)):
+            lam = np.zeros_like(lam)
+        off = 0
+        for i in asm.interactions:
+            i._lam_warm = lam[off:off + i.size]
+            off += i.size
+        self._last = (problem, sol)
+        if self._write is not None:
+            self._write_problem(problem, self.k + 1)
+        if self.keep_problems:
+            self.trajectory.problems[self.k + 1] = problem
+        return lam
+
+    def _write_problem(self, problem, k):
+        from .. import io
+
+        d = self._write
+        if problem.kind in ("fc2d", "fc3d", "gfc3d"):
+            io.write_fclib(problem, d / f"step_{k:06d}.hdf5", title=f"{problem.kind} step {k}")
+        else:
+            io.write_siconos_dat(problem, d / f"step_{k:06d}_{problem.kind}.dat")
+
+    # ------------------------------------------------------------------ stepping
+    def has_next_step(self) -> bool:
+        return self.k < self.n_steps
+
+    def step(self):
+        """Advance one step; returns the step's :class:`nsopt.Solution` (None when no problem was needed)."""
+        if not self.has_next_step():
+            raise ModelingError(label(self), "T", f"the simulation already reached T = {self.T}")
+        for i in self.nsds.interactions:
+            if not hasattr(i, "_lam_warm"):
+                i._lam_warm = np.zeros(i.size)
+        self._last = None
+        nit, res, conv, _ = self.integrator.step(self)
+        self.k += 1
+        self.t = self.t0 + self.k * self.h
+        tr = self.trajectory
+        sol = self._last[1] if self._last is not None else None
+        tr._record(self.k, nit, res, conv, sol)
+        if sol is not None and not sol.success and self.on_failure == "raise":
+            raise StepFailed(f"step {self.k} (t = {self.t:.6g}): the {self.osns_kind} problem was not solved "
+                             f"by {sol.method!r}: status {sol.status.value}, error {sol.error:.3e} > tol {self.tol:g}",
+                             step=self.k, time=self.t, solution=sol)
+        return sol
+
+    def run(self, *, write_problems=None, progress: bool | None = None) -> Trajectory:
+        """Run to T; returns the :class:`Trajectory`. ``write_problems``: a folder where each step's
+        OSNS problem is written (FCLIB HDF5 for friction problems, Siconos ``.dat`` otherwise)."""
+        if write_problems is not None:
+            self._write = Path(write_problems)
+            self._write.mkdir(parents=True, exist_ok=True)
+        show = self.progress if progress is None else progress
+        bar = None
+        if show:
+            from tqdm import tqdm
+
+            bar = tqdm(total=self.n_steps - self.k, desc="time stepping", unit="step")
+        try:
+            while self.has_next_step():
+                self.step()
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+            self._write = None
+        return self.trajectory
+
+
+class Trajectory:
+    """What a :class:`TimeStepping` records, step by step (row 0: the initial state).
+
+    Accessors: ``t`` (N+1,); ``q(ds)``, ``v(ds)``, ``p(ds)`` (Lagrangian, (N+1, n)); ``x(ds)``, ``r(ds)``
+    (first order); ``y(inter, level)``, ``lambda_(inter, level)`` ((N+1, m)). Per step (N entries,
+    one per step): ``status`` (a :class:`nsopt.Status`, or None when no problem had to be solved),
+    ``error``, ``iterations``, ``method``, ``newton_iterations``, ``newton_residual``,
+    ``newton_converged``; ``failed_steps``; ``problems`` (with ``keep_problems=True``).
+    """
+
+    def __init__(self, sim: TimeStepping):
+        N = sim.n_steps
+        self._sim = sim
+        self.t = sim.t0 + sim.h * np.arange(N + 1)
+        self._ds = {}
+        for ds in sim.nsds.dynamical_systems:
+            fields = ("x", "r") if ds.order == 1 else ("q", "v", "p")
+            self._ds[id(ds)] = {f: np.zeros((N + 1, ds.n)) for f in fields}
+        self._inter = {id(i): {"y": np.zeros((2, N + 1, i.size)), "lam": np.zeros((2, N + 1, i.size))}
+                       for i in sim.nsds.interactions}
+        self.status = [None] * N
+        self.error = np.full(N, np.nan)
+        self.iterations = np.zeros(N, dtype=int)
+        self.method = [None] * N
+        self.newton_iterations = np.zeros(N, dtype=int)
+        self.newton_residual = np.zeros(N)
+        self.newton_converged = np.ones(N, dtype=bool)
+        self.problems: dict = {}
+        self._store(0)
+
+    def _store(self, k):
+        sim = self._sim
+        for ds in sim.nsds.dynamical_systems:
+            rec = self._ds[id(ds)]
+            for f, arr in rec.items():
+                arr[k] = getattr(ds, f)
+        for i in sim.nsds.interactions:
+            rec = self._inter.get(id(i))
+            if rec is None:
+                continue
+            for lev in (0, 1):
+                rec["y"][lev, k] = i.y[lev]
+                rec["lam"][lev, k] = i.lambda_[lev]
+
+    def _record(self, k, nit, res, conv, sol):
+        self._store(k)
+        j = k - 1
+        self.newton_iterations[j], self.newton_residual[j], self.newton_converged[j] = nit, res, conv
+        if sol is not None:
+            self.status[j], self.error[j], self.iterations[j], self.method[j] = sol.status, sol.error, sol.nit, sol.method
+
+    def _get(self, table, obj, what):
+        try:
+            return table[id(obj)]
+        except KeyError:
+            raise ModelingError("Trajectory", what, f"{label(obj)} is not part of this simulation") from None
+
+    def _ds_field(self, ds, f):
+        rec = self._get(self._ds, ds, f)
+        if f not in rec:
+            raise ModelingError("Trajectory", f, f"{label(ds)} has no {f!r} (first-order systems have x, r; "
+                                                 "Lagrangian ones q, v, p)")
+        return rec[f]
+
+    def q(self, ds):
+        """Positions (N+1, n) of a Lagrangian system."""
+        return self._ds_field(ds, "q")
+
+    def v(self, ds):
+        """Velocities (N+1, n) of a Lagrangian system."""
+        return self._ds_field(ds, "v")
+
+    def p(self, ds):
+        """Input impulse p = Σ G0ᵀλ over each step (N+1, n) of a Lagrangian system."""
+        return self._ds_field(ds, "p")
+
+    def x(self, ds):
+        """State (N+1, n) of a first-order system."""
+        return self._ds_field(ds, "x")
+
+    def r(self, ds):
+        """Input r (N+1, n) of a first-order system."""
+        return self._ds_field(ds, "r")
+
+    def _level(self, level):
+        if level not in (0, 1):
+            raise ModelingError("Trajectory", "level", f"must be 0 or 1, got {level!r}")
+        return level
+
+    def y(self, inter, level=0):
+        """Output y[level] (N+1, m) of an interaction: level 0 the gap (or y), level 1 its velocity."""
+        return self._get(self._inter, inter, "y")["y"][self._level(level)]
+
+    def lambda_(self, inter, level=None):
+        """Multiplier λ[level] (N+1, m): level 1 the impulse over each step (Lagrangian), level 0 λ
+        (first order; the force for compliant relations). Default: 1 for Lagrangian, 0 for first order."""
+        if level is None:
+            level = 1 if self._sim.nsds.order == 2 else 0
+        return self._get(self._inter, inter, "lambda_")["lam"][self._level(level)]
+
+    @property
+    def failed_steps(self) -> list[int]:
+        """Steps (1-based) whose OSNS problem did not reach the tolerance."""
+        return [j + 1 for j, s in enumerate(self.status) if s is not None and s is not Status.SOLVED]
+
+    @property
+    def solve_time(self) -> float:
+        return self._sim._solve_time
+
+    def to_fclib(self, path) -> list[Path]:
+        """Write each kept step problem (``keep_problems=True``) in ``path``: FCLIB HDF5 for friction
+        problems, Siconos ``.dat`` otherwise. Returns the files written."""
+        if not self.problems:
+            raise ModelingError("Trajectory", "problems", "no problem was kept: simulate with "
+                                                          "TimeStepping(..., keep_problems=True) or run(write_problems=path)")
+        from .. import io
+
+        d = Path(path)
+        d.mkdir(parents=True, exist_ok=True)
+        out = []
+        for k, pb in sorted(self.problems.items()):
+            if pb.kind in ("fc2d", "fc3d", "gfc3d"):
+                out.append(Path(io.write_fclib(pb, d / f"step_{k:06d}.hdf5", title=f"{pb.kind} step {k}")))
+            else:
+                f = d / f"step_{k:06d}_{pb.kind}.dat"
+                io.write_siconos_dat(pb, f)
+                out.append(f)
+        return out

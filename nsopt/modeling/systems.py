@@ -1,0 +1,252 @@
+r"""Dynamical systems: first order (:math:`\dot x = f(t, x, z) + r`) and Lagrangian
+(:math:`M(q)\ddot q + F_{gyr}(q, \dot q) = F_{ext}(t) + F_{int}(t, q, \dot q) + p`), as in Siconos' kernel.
+
+Operators are constants or plug-ins (Python callables returning numpy arrays). Every plug-in receives
+the system's free vector ``z`` (``z=`` in the constructor, empty by default) as its last argument, as
+in Siconos. Missing Jacobians are computed by finite differences.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..exceptions import ModelingError
+from ._check import Operator, fd_jacobian, label, matrix, vector
+
+
+class DynamicalSystem:
+    """Base class: a state, an input slot (``r`` or ``p``) summed over the system's interactions, and
+    a free vector ``z`` for user data. ``order`` is 1 (first order) or 2 (Lagrangian)."""
+
+    order = 0
+
+    def __init__(self, z=None, name=None):
+        self.name = name
+        self._owner = label(self)
+        self.z = np.zeros(0) if z is None else vector(z, self._owner, "z")
+
+    @property
+    def n(self) -> int:
+        """Dimension of the state (of q for Lagrangian systems)."""
+        return self._n
+
+    def __repr__(self):
+        return f"{self._owner}(n={self.n})"
+
+
+# ============================================================================ first order
+class FirstOrderNonLinearDS(DynamicalSystem):
+    r"""First-order nonlinear system :math:`\dot x = f(t, x, z) + r` (Siconos ``FirstOrderNonLinearDS``).
+
+    Parameters
+    ----------
+    x0 : (n,) initial state.
+    f : plug-in ``f(t, x, z) -> (n,)``.
+    jacobian_f : plug-in ``jacobian_f(t, x, z) -> (n, n)`` (:math:`\nabla_x f`); finite differences when None.
+    z : free vector handed to the plug-ins.
+    """
+
+    order = 1
+    linear = False
+
+    def __init__(self, x0, f, jacobian_f=None, *, z=None, name=None):
+        super().__init__(z, name)
+        self.x0 = vector(x0, self._owner, "x0")
+        self._n = n = self.x0.shape[0]
+        if not callable(f):
+            raise ModelingError(self._owner, "f", "must be a plug-in f(t, x, z) -> (n,)")
+        self._f = Operator(f, self._owner, "f", (n,), "t, x, z")
+        self._jf = None if jacobian_f is None else Operator(jacobian_f, self._owner, "jacobian_f", (n, n), "t, x, z")
+        self.x = self.x0.copy()
+        self.r = np.zeros(n)
+
+    def f(self, t, x) -> np.ndarray:
+        return self._f(t, x, self.z)
+
+    def jacobian_f(self, t, x) -> np.ndarray:
+        if self._jf is not None:
+            return self._jf(t, x, self.z)
+        return fd_jacobian(lambda xx: self.f(t, xx), x, self.n)
+
+    @property
+    def constant_jacobian(self) -> bool:
+        return False
+
+
+class FirstOrderLinearDS(FirstOrderNonLinearDS):
+    r"""First-order linear system :math:`\dot x = A(t) x + b(t) + r` (Siconos ``FirstOrderLinearDS``).
+
+    ``A`` (n, n) and ``b`` (n,) are constants or plug-ins ``A(t, z)``, ``b(t, z)``; ``b=None``: no b.
+    """
+
+    linear = True
+
+    def __init__(self, x0, A, b=None, *, z=None, name=None):
+        DynamicalSystem.__init__(self, z, name)
+        self.x0 = vector(x0, self._owner, "x0")
+        self._n = n = self.x0.shape[0]
+        if A is None:
+            raise ModelingError(self._owner, "A", "is required (use FirstOrderNonLinearDS for f(t, x))")
+        self._A = Operator(A, self._owner, "A", (n, n), "t, z")
+        self._b = None if b is None else Operator(b, self._owner, "b", (n,), "t, z")
+        self.x = self.x0.copy()
+        self.r = np.zeros(n)
+
+    def A(self, t) -> np.ndarray:
+        return self._A(t, self.z)
+
+    def b(self, t):
+        return None if self._b is None else self._b(t, self.z)
+
+    def f(self, t, x) -> np.ndarray:
+        out = self.A(t) @ x
+        b = self.b(t)
+        return out if b is None else out + b
+
+    def jacobian_f(self, t, x) -> np.ndarray:
+        return self.A(t)
+
+    @property
+    def constant_jacobian(self) -> bool:
+        return self._A.constant
+
+
+class FirstOrderLinearTIDS(FirstOrderLinearDS):
+    r"""First-order linear time-invariant system :math:`\dot x = A x + b + r` (constants only)."""
+
+    def __init__(self, x0, A, b=None, *, z=None, name=None):
+        if callable(A) or callable(b):
+            raise ModelingError(label(self) if name is None else f"{type(self).__name__} {name!r}",
+                                "A" if callable(A) else "b",
+                                "must be a constant for a time-invariant system (use FirstOrderLinearDS)")
+        super().__init__(x0, A, b, z=z, name=name)
+
+
+# ============================================================================ Lagrangian
+class LagrangianDS(DynamicalSystem):
+    r"""Lagrangian system :math:`M(q)\ddot q + F_{gyr}(q, \dot q) = F_{ext}(t) + F_{int}(t, q, \dot q) + p`
+    (Siconos ``LagrangianDS``).
+
+    Parameters
+    ----------
+    q0, v0 : (n,) initial position and velocity.
+    M : (n, n) constant, or plug-in ``M(q, z)``.
+    fgyr : plug-in ``fgyr(q, v, z) -> (n,)`` (or a constant), None: absent.
+    fint : plug-in ``fint(t, q, v, z) -> (n,)`` (or a constant), None: absent.
+    fext : (n,) constant or plug-in ``fext(t, z)``, None: absent.
+    jacobian_fgyr_q, jacobian_fgyr_v : plug-ins ``(q, v, z) -> (n, n)``; finite differences when None.
+    jacobian_fint_q, jacobian_fint_v : plug-ins ``(t, q, v, z) -> (n, n)``; finite differences when None.
+
+    The total force is :math:`F = F_{ext} + F_{int} - F_{gyr}`; Moreau–Jean uses its Jacobians
+    :math:`K = -\nabla_q F`, :math:`C = -\nabla_v F`.
+    """
+
+    order = 2
+
+    def __init__(self, q0, v0, M, fgyr=None, fint=None, fext=None, *, jacobian_fgyr_q=None,
+                 jacobian_fgyr_v=None, jacobian_fint_q=None, jacobian_fint_v=None, z=None, name=None):
+        super().__init__(z, name)
+        o = self._owner
+        self.q0 = vector(q0, o, "q0")
+        self._n = n = self.q0.shape[0]
+        self.v0 = vector(v0, o, "v0", n)
+        self._M = Operator(M, o, "M", (n, n), "q, z")
+        self._fgyr = None if fgyr is None else Operator(fgyr, o, "fgyr", (n,), "q, v, z")
+        self._fint = None if fint is None else Operator(fint, o, "fint", (n,), "t, q, v, z")
+        self._fext = None if fext is None else Operator(fext, o, "fext", (n,), "t, z")
+        jac = {}
+        for key, fn, sig in (("jacobian_fgyr_q", jacobian_fgyr_q, "q, v, z"), ("jacobian_fgyr_v", jacobian_fgyr_v, "q, v, z"),
+                             ("jacobian_fint_q", jacobian_fint_q, "t, q, v, z"), ("jacobian_fint_v", jacobian_fint_v, "t, q, v, z")):
+            jac[key] = None if fn is None else Operator(fn, o, key, (n, n), sig)
+        self._jac = jac
+        self.q, self.v = self.q0.copy(), self.v0.copy()
+        self.p = np.zeros(n)
+
+    # ---- operators
+    def mass(self, q) -> np.ndarray:
+        return self._M(q, self.z)
+
+    @property
+    def constant_mass(self) -> bool:
+        return self._M.constant
+
+    @property
+    def constant_iteration_matrix(self) -> bool:
+        """True when Moreau–Jean's W = M - hθC - h²θ²K never changes (constant M, no state-dependent force)."""
+        return self._M.constant and self._fgyr is None and self._fint is None
+
+    @property
+    def has_state_forces(self) -> bool:
+        return self._fgyr is not None or self._fint is not None
+
+    def fext(self, t):
+        return None if self._fext is None else self._fext(t, self.z)
+
+    def forces(self, t, q, v) -> np.ndarray:
+        """F = F_ext(t) + F_int(t, q, v) - F_gyr(q, v)."""
+        F = np.zeros(self.n)
+        if self._fext is not None:
+            F += self._fext(t, self.z)
+        if self._fint is not None:
+            F += self._fint(t, q, v, self.z)
+        if self._fgyr is not None:
+            F -= self._fgyr(q, v, self.z)
+        return F
+
+    def jacobian_forces(self, t, q, v):
+        """(K, C) = (-∂F/∂q, -∂F/∂v), or (None, None) without state-dependent forces."""
+        if not self.has_state_forces:
+            return None, None
+        n, z, j = self.n, self.z, self._jac
+        K, C = np.zeros((n, n)), np.zeros((n, n))
+        if self._fint is not None:
+            Kq = j["jacobian_fint_q"](t, q, v, z) if j["jacobian_fint_q"] else \
+                fd_jacobian(lambda x: self._fint(t, x, v, z), q, n)
+            Cv = j["jacobian_fint_v"](t, q, v, z) if j["jacobian_fint_v"] else \
+                fd_jacobian(lambda x: self._fint(t, q, x, z), v, n)
+            K -= Kq
+            C -= Cv
+        if self._fgyr is not None:
+            Kq = j["jacobian_fgyr_q"](q, v, z) if j["jacobian_fgyr_q"] else \
+                fd_jacobian(lambda x: self._fgyr(x, v, z), q, n)
+            Cv = j["jacobian_fgyr_v"](q, v, z) if j["jacobian_fgyr_v"] else \
+                fd_jacobian(lambda x: self._fgyr(q, x, z), v, n)
+            K += Kq
+            C += Cv
+        return K, C
+
+
+class LagrangianLinearTIDS(LagrangianDS):
+    r"""Lagrangian linear time-invariant system :math:`M\ddot q + C\dot q + Kq = F_{ext}(t) + p`
+    (Siconos ``LagrangianLinearTIDS``). M, K, C constants (K, C None: absent); ``fext`` a constant
+    or a plug-in ``fext(t, z)``."""
+
+    def __init__(self, q0, v0, M, K=None, C=None, fext=None, *, z=None, name=None):
+        for fld, val in (("M", M), ("K", K), ("C", C)):
+            if callable(val):
+                raise ModelingError(f"{type(self).__name__}" + (f" {name!r}" if name else ""), fld,
+                                    "must be a constant matrix for a time-invariant system (use LagrangianDS)")
+        super().__init__(q0, v0, M, fext=fext, z=z, name=name)
+        n, o = self.n, self._owner
+        self.K = None if K is None else matrix(K, o, "K", (n, n))
+        self.C = None if C is None else matrix(C, o, "C", (n, n))
+
+    @property
+    def constant_iteration_matrix(self) -> bool:
+        return True
+
+    @property
+    def has_state_forces(self) -> bool:
+        return self.K is not None or self.C is not None
+
+    def forces(self, t, q, v) -> np.ndarray:
+        F = np.zeros(self.n) if self._fext is None else np.array(self._fext(t, self.z))
+        if self.K is not None:
+            F -= self.K @ q
+        if self.C is not None:
+            F -= self.C @ v
+        return F
+
+    def jacobian_forces(self, t, q, v):
+        return self.K, self.C
+
