@@ -184,18 +184,29 @@ class LCS:
     def to_modeling(self, x0, u=None):
         r"""The LCS as ``nsopt.modeling`` pieces for a fixed input u: ``(system, interaction, integrator, h)``.
 
-        :math:`\dot x = \frac{A - I}{h} x + \frac{Bu + d}{h} + r`, :math:`r = \frac{D}{h}\lambda`,
-        :math:`y = E x + F\lambda + Hu + c`, complementarity: one step of ``EulerMoreauOSI(theta=0,
-        gamma=0)`` with step h is exactly :meth:`step`.
+        ``EulerMoreauOSI(theta=0)`` (γ = 1) takes :math:`x_{k+1} = x_k + h f(x_k) + h r_{k+1}` and
+        :math:`y_{k+1} = C x_{k+1} + D_r\lambda + e`. With :math:`f(x) = ((A - I)x + Bu + d)/h` and
+        :math:`r = (D/h)\lambda`, the first is the LCS's :math:`x^+`; writing its
+        :math:`w = Ex + F\lambda + Hu + c` through :math:`x = A^{-1}(x^+ - Bu - d - D\lambda)` gives
+        :math:`C = EA^{-1}`, :math:`D_r = F - EA^{-1}D`, :math:`e = c + Hu - EA^{-1}(Bu + d)`. One
+        simulation step of length h is then exactly :meth:`step` (A must be invertible).
         """
         from .. import modeling as nm
 
         x0, u = self._xu(x0, u)
         h, n = self.h, self.A.shape[0]
-        ds = nm.FirstOrderLinearTIDS(x0=x0, A=(self.A - np.eye(n)) / h, b=(self.B @ u + self.d) / h)
-        rel = nm.FirstOrderLinearTIR(C=self.E, B=self.D / h, D=self.F, e=self.H @ u + self.c)
-        inter = nm.Interaction(nm.ComplementarityConditionNSL(self.F.shape[0]), rel)
-        return ds, inter, nm.EulerMoreauOSI(theta=0.0, gamma=0.0), h
+        b = self.B @ u + self.d
+        try:
+            EAi = np.linalg.solve(self.A.T, self.E.T).T
+        except np.linalg.LinAlgError:
+            raise ProblemError("A", "is singular: the LCS cannot be written as a first-order system with an "
+                               "output at the new state", "LCS") from None
+        ds = nm.FirstOrderLinearTIDS(x0=x0, A=(self.A - np.eye(n)) / h, b=b / h)
+        m = self.F.shape[0]
+        rel = nm.FirstOrderLinearTIR(C=EAi, B=self.D / h, D=self.F - EAi @ self.D,
+                                     e=self.c + self.H @ u - EAi @ b) if m else None
+        inter = nm.Interaction(nm.ComplementarityConditionNSL(m), rel) if m else None
+        return ds, inter, nm.EulerMoreauOSI(theta=0.0), h
 
 
 def lcs(system, gaps, op_point, h, *, theta=0.5, e=0.0, gamma=0.5, inputs=None, model=None) -> LCS:

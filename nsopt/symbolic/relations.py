@@ -235,17 +235,17 @@ def relation(kind: str, *, name=None, **spec):
     The Jacobians the relation needs are derived symbolically, common subexpressions eliminated,
     and compiled to plug-ins with the modeling layer's signatures (``jit=True``: numba).
 
-    ==========================  ====================================  ==================================
-    kind                        give                                  plug-ins (signature)
-    ==========================  ====================================  ==================================
-    LagrangianScleronomousR     ``h``, ``q`` [, ``z``]                h, G0 = ∂h/∂q  ``(q, z)``
-    LagrangianRheonomousR       ``h``, ``q`` [, ``t``, ``z``]         h, G0, hdot = ∂h/∂t  ``(q, t, z)``
-    LagrangianCompliantR        ``h``, ``q``, ``lam`` [, ``z``]       h, G0, G1 = ∂h/∂λ  ``(q, lam, z)``
-    LagrangianLinearTIR         ``h`` affine in ``q`` (or ``H``, ``b``)  H, b, D, F constants
-    FirstOrderR                 ``h``, ``g``, ``x`` [, ``lam``, ``t``, ``z``]  h, g, H0, H1, G0, G1 ``(x, t, lam, z)``
-    FirstOrderLinearR           ``C``, ``B`` [, ``D``, ``F``, ``e``] of (t, z), or ``h``, ``g``, ``x``, ``lam``  ``(t, z)`` or constants
-    FirstOrderLinearTIR         as FirstOrderLinearR, constants        C, B, D, F, e
-    ==========================  ====================================  ==================================
+    - ``LagrangianScleronomousR``: give ``h``, ``q`` [, ``z``]; plug-ins h, G0 = ∂h/∂q, as ``(q, z)``.
+    - ``LagrangianRheonomousR``: ``h``, ``q`` [, ``t``, ``z``]; h, G0, hdot = ∂h/∂t, as ``(q, t, z)``.
+    - ``LagrangianCompliantR``: ``h``, ``q``, ``lam`` [, ``z``]; h, G0, G1 = ∂h/∂λ, as ``(q, lam, z)``.
+    - ``LagrangianLinearTIR``: ``h`` affine in ``q`` [, ``lam``, ``z``] (or ``H``, ``b``, ``D``, ``F``);
+      constants H, b, D, F.
+    - ``FirstOrderR``: ``h``, ``g``, ``x`` [, ``lam``, ``t``, ``z``]; h, g, H0 = ∂h/∂x, H1 = ∂h/∂λ,
+      G0 = ∂g/∂x, G1 = ∂g/∂λ, as ``(x, t, lam, z)``.
+    - ``FirstOrderLinearR``: ``C``, ``B`` [, ``D``, ``F``, ``e``] as expressions of (t, z), or ``h``
+      affine in ``x``, ``lam``, ``z`` and ``g`` affine in ``lam``; plug-ins ``(t, z)`` (constants
+      where an operator depends on neither).
+    - ``FirstOrderLinearTIR``: as FirstOrderLinearR, constants C, B, D, F, e.
 
     ``params={symbol: value}`` fixes parameters before compilation; any other symbol is an error
     naming it. ``t`` defaults to ``Symbol("t")`` (SymPy's ``dynamicsymbols._t``).
