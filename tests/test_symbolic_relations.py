@@ -129,3 +129,99 @@ def test_relation_in_time_stepping():
     np.testing.assert_allclose(l_sym, l_ref, atol=1e-9)
     lin = relation("LagrangianLinearTIR", h=[x], q=[x, y, th])
     np.testing.assert_array_equal(lin.H, [[1.0, 0.0, 0.0]])
+
+
+# ----------------------------------------------------------------------------------- slider-crank
+# Flores, Leine, Glocker (2010), Table 1, as in Siconos' examples/Mechanics/SliderCrank
+SC = dict(l1=0.1530, l2=0.3060, a=0.05, b=0.025, c=0.001, m1=0.038, m2=0.038, m3=0.0760, J1=7.4e-5,
+          J2=5.9e-4, J3=2.7e-6, g=9.81)
+SC["d"] = 2.0 * (SC["b"] + SC["c"])
+CORNERS = [(-1, 1), (1, 1), (-1, -1), (1, -1)]  # (±a, ±b) in the slider frame; +b: the upper guide
+
+
+def slider_crank_handwritten():
+    """The hand-written gaps and their Jacobians of Siconos' SliderCrankPlugin (g1..g4, W1..W4)."""
+    l1, l2, a, b, d = (SC[k] for k in ("l1", "l2", "a", "b", "d"))
+
+    def gap(k):
+        sa, sb = CORNERS[k]
+        up = sb > 0
+
+        def h(q, z):
+            y = l1 * np.sin(q[0]) + l2 * np.sin(q[1]) + sa * a * np.sin(q[2]) + sb * b * np.cos(q[2])
+            return np.array([0.5 * d - y if up else 0.5 * d + y])
+
+        def G0(q, z):
+            dy = [l1 * np.cos(q[0]), l2 * np.cos(q[1]), sa * a * np.cos(q[2]) - sb * b * np.sin(q[2])]
+            return -np.array([dy]) if up else np.array([dy])
+
+        return h, G0
+
+    return [gap(k) for k in range(4)]
+
+
+def slider_crank_symbolic():
+    """The same contacts derived from the geometry with sympy.physics.vector: relation() specs."""
+    from sympy.physics.vector import ReferenceFrame
+
+    q = sm.symbols("q0:3")
+    l1_, l2_, a_, b_, d_ = sm.symbols("l1 l2 a b d")
+    N = ReferenceFrame("N")
+    crank, rod, slider = (N.orientnew(f"B{i}", "Axis", [q[i], N.z]) for i in range(3))
+    center = l1_ * crank.x + l2_ * rod.x                      # the slider's centre
+    specs = []
+    for sa, sb in CORNERS:
+        corner_y = (center + sa * a_ * slider.x + sb * b_ * slider.y).dot(N.y)
+        gap = d_ / 2 - corner_y if sb > 0 else d_ / 2 + corner_y
+        specs.append(dict(h=[gap], q=list(q), params={l1_: SC["l1"], l2_: SC["l2"], a_: SC["a"], b_: SC["b"],
+                                                      d_: SC["d"]}))
+    return specs
+
+
+def test_slider_crank_plugins_match_handwritten():
+    hand = slider_crank_handwritten()
+    sym = [relation_plugins("LagrangianScleronomousR", **spec) for spec in slider_crank_symbolic()]
+    for _ in range(20):
+        q = RNG.uniform(-np.pi, np.pi, 3)
+        for (h, G0), p in zip(hand, sym):
+            np.testing.assert_allclose(p["h"](q, []), h(q, []), rtol=1e-13, atol=1e-15)
+            np.testing.assert_allclose(p["G0"](q, []), G0(q, []), rtol=1e-13, atol=1e-15)
+
+
+def test_slider_crank_simulation_matches_handwritten():
+    """Siconos' slider-crank (Moreau–Jean, impacts on the guide) with the symbolic relations
+    reproduces the run with the hand-written ones, step by step."""
+    nm = pytest.importorskip("nsopt.modeling")
+    from nsopt.symbolic import relation
+
+    l1, l2, m1, m2, m3, J1, J2, J3, g = (SC[k] for k in ("l1", "l2", "m1", "m2", "m3", "J1", "J2", "J3", "g"))
+    c12 = (0.5 * m2 + m3) * l1 * l2
+
+    def M(q, z):
+        c = c12 * np.cos(q[1] - q[0])
+        return np.array([[J1 + (0.25 * m1 + m2 + m3) * l1 ** 2, c, 0.0],
+                         [c, J2 + (0.25 * m2 + m3) * l2 ** 2, 0.0], [0.0, 0.0, J3]])
+
+    def fgyr(q, v, z):
+        s = c12 * np.sin(q[0] - q[1])
+        return np.array([s * v[1] ** 2, -s * v[0] ** 2, 0.0])
+
+    def fint(t, q, v, z):
+        return -np.array([(0.5 * m1 + m2 + m3) * g * l1 * np.cos(q[0]), (0.5 * m2 + m3) * g * l2 * np.cos(q[1]),
+                          0.0])
+
+    def run(relations):
+        ds = nm.LagrangianDS(q0=[np.pi / 2, 0.0, 0.0], v0=[-150.0, 75.0, 0.0], M=M, fgyr=fgyr, fint=fint)
+        nsds = nm.NonSmoothDynamicalSystem(t0=0.0, T=0.008)
+        inters = [nm.Interaction(nm.NewtonImpactNSL(e=0.4), r) for r in relations]
+        for i in inters:
+            nsds.link(i, ds)
+        traj = nm.TimeStepping(nsds, h=1e-4, integrator=nm.MoreauJeanOSI(theta=0.5), osns="lcp",
+                               method="lemke", tol=1e-12, newton_tol=1e-12).run()
+        return traj.q(ds), np.hstack([traj.lambda_(i, 1) for i in inters])
+
+    q_sym, lam_sym = run([relation("LagrangianScleronomousR", **spec) for spec in slider_crank_symbolic()])
+    q_ref, lam_ref = run([nm.LagrangianScleronomousR(h=h, G0=G0) for h, G0 in slider_crank_handwritten()])
+    assert lam_ref.max() > 0                                   # the slider hit the guides
+    np.testing.assert_allclose(q_sym, q_ref, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(lam_sym, lam_ref, rtol=0, atol=1e-9 * max(1.0, np.abs(lam_ref).max()))
