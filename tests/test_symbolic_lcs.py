@@ -79,3 +79,39 @@ def test_to_modeling_one_step(built):
     sim = nm.TimeStepping(nsds, h=hh, integrator=osi, osns="lcp", method="lemke", tol=1e-12)
     sim.step()
     np.testing.assert_allclose(ds.x, sys_lcs.step(x, u)[0], rtol=1e-9, atol=1e-10)
+
+
+def modeling_cartpole(model, x, u):
+    """The cart-pole as nsopt.modeling objects, with the compiled SymPy model as plug-ins."""
+    nm = pytest.importorskip("nsopt.modeling")
+    ds = nm.LagrangianDS(q0=x[:2], v0=x[2:], M=lambda q, z: model.M(q),
+                         fint=lambda t, q, v, z: model.F(q, v, u),
+                         jacobian_fint_q=lambda t, q, v, z: model.F_q(q, v, u),
+                         jacobian_fint_v=lambda t, q, v, z: model.F_v(q, v, u))
+    rel = nm.LagrangianScleronomousR(h=lambda q, z: model.g(q), G0=lambda q, z: model.G(q))
+    inter = nm.Interaction(nm.NewtonImpactNSL(e=0.0), rel)
+    return nm, ds, inter
+
+
+def test_against_modeling_time_stepping(built):
+    """One step of nsopt.modeling's MoreauJeanOSI (the simulator) from x* + δ: equal to
+    ContactModel.step, and lcs.step agrees with it to first order (error O(δ²))."""
+    sys_lcs, model, xstar, u, h = built
+    d = np.array([0.3, -0.5, 0.8, 0.1])
+    d /= np.linalg.norm(d)
+    errs = []
+    for delta in (1e-2, 5e-3, 2.5e-3):
+        x = xstar + delta * d
+        nm, ds, inter = modeling_cartpole(model, x, u)
+        nsds = nm.NonSmoothDynamicalSystem(t0=0.0, T=h)
+        nsds.link(inter, ds)
+        sim = nm.TimeStepping(nsds, h=h, integrator=nm.MoreauJeanOSI(theta=0.5), osns="lcp", method="lemke",
+                              tol=1e-14, newton_tol=1e-13, newton_max_iter=100)
+        sim.step()
+        x_sim = np.concatenate([ds.q, ds.v])
+        q1, v1, P, _ = model.step(x[:2], x[2:], u, h)
+        np.testing.assert_allclose(x_sim, np.concatenate([q1, v1]), atol=1e-10)
+        assert inter.lambda_[1][0] == pytest.approx(P[0], rel=1e-8)
+        errs.append(np.linalg.norm(sys_lcs.step(x, u)[0] - x_sim))
+    errs = np.array(errs)
+    assert np.all((errs[:-1] / errs[1:] > 3.6) & (errs[:-1] / errs[1:] < 4.4)), errs
