@@ -115,3 +115,23 @@ def test_against_modeling_time_stepping(built):
         errs.append(np.linalg.norm(sys_lcs.step(x, u)[0] - x_sim))
     errs = np.array(errs)
     assert np.all((errs[:-1] / errs[1:] > 3.6) & (errs[:-1] / errs[1:] < 4.4)), errs
+
+
+def test_lcs_from_modeling_system(built):
+    """The same cart-pole given as nsopt.modeling objects (plug-ins, finite-difference curvature)
+    linearizes to the same LCS as from SymPy."""
+    sys_lcs, model, xstar, u, h = built
+    nm, ds, inter = modeling_cartpole(model, xstar, u)
+    nsds = nm.NonSmoothDynamicalSystem(t0=0.0, T=1.0)
+    nsds.link(inter, ds)
+    lm = symbolic.lcs(ds, [inter], None, h)
+    assert list(lm.active) == [0]
+    # the modeling system has the input folded into its forces: B u and H u move into d and c
+    ref = dict(A=sys_lcs.A, D=sys_lcs.D, d=sys_lcs.d + sys_lcs.B @ u, E=sys_lcs.E, F=sys_lcs.F,
+               c=sys_lcs.c + sys_lcs.H @ u)
+    for name, b in ref.items():
+        a = getattr(lm, name)
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6 * max(1.0, np.abs(b).max()), err_msg=name)
+    with pytest.raises(ProblemError, match="linked"):
+        other = nm.Interaction(nm.NewtonImpactNSL(e=0.0), nm.LagrangianLinearTIR(H=[[1.0, 0.0]]))
+        symbolic.lcs(ds, [other], None, h)

@@ -86,6 +86,57 @@ class ContactModel:
         self.GtP_q = cp((G.T * sm.Matrix(P)).jacobian(Q), [Qa, Pa], (n, n))      # d(G(q)^T P)/dq
         self.Gw_q = cp((G * sm.Matrix(W)).jacobian(Q), [Qa, Wa], (len(g), n))    # d(G(q) w)/dq
 
+    @classmethod
+    def from_modeling(cls, ds, interactions, t: float = 0.0, eps: float = 1e-6) -> "ContactModel":
+        r"""The same model from ``nsopt.modeling``: a LagrangianDS (or LagrangianLinearTIDS) and the
+        Lagrangian interactions linked to it alone (``nsds.link(inter, ds)``), at time t.
+
+        M, F and its Jacobians, g and G come from the system and relations (their plug-ins, or
+        their own finite differences); the curvature terms :math:`\partial(M(q)w)/\partial q`,
+        :math:`\partial(G^\top P)/\partial q`, :math:`\partial(Gw)/\partial q` are central
+        differences with step ``eps``. The system has no input (u is empty).
+        """
+        self = cls.__new__(cls)
+        n = ds.n
+        for inter in interactions:
+            if len(getattr(inter, "systems", ())) != 1 or inter.systems[0] is not ds:
+                raise ProblemError("interactions", f"{inter!r} is not linked to this system alone", "lcs")
+            if getattr(inter.relation, "kind", "") != "lagrangian" or inter.relation.compliant:
+                raise ProblemError("interactions", f"{inter!r}: only scleronomous/linear Lagrangian "
+                                   "relations are supported", "lcs")
+        z = ds.z
+        rels = [i.relation for i in interactions]
+        self.q_names = [f"q{i}" for i in range(n)]
+        self.v_names = [f"v{i}" for i in range(n)]
+        self.u_names, self.n, self.nu = [], n, 0
+        self.m = sum(i.size for i in interactions)
+        self.M = lambda q: np.asarray(ds.mass(q), dtype=float)
+        self.F = lambda q, v, u: ds.forces(t, q, v)
+
+        def jac(q, v, which):
+            K, C = ds.jacobian_forces(t, q, v)
+            J = K if which == 0 else C
+            return np.zeros((n, n)) if J is None else -np.asarray(J, dtype=float)
+
+        self.F_q = lambda q, v, u: jac(q, v, 0)
+        self.F_v = lambda q, v, u: jac(q, v, 1)
+        self.F_u = lambda q, v, u: np.zeros((n, 0))
+        self.g = lambda q: np.concatenate([r.h(q, t, None, z) for r in rels])
+        self.G = lambda q: np.vstack([r.G0(q, t, None, z) for r in rels])
+
+        def fd(f, q, rows):
+            out = np.empty((rows, n))
+            for j in range(n):
+                dq = np.zeros(n)
+                dq[j] = eps * max(1.0, abs(q[j]))
+                out[:, j] = (f(q + dq) - f(q - dq)) / (2 * dq[j])
+            return out
+
+        self.Mw_q = lambda q, w: fd(lambda x: self.M(x) @ w, q, n)
+        self.GtP_q = lambda q, P: fd(lambda x: self.G(x).T @ P, q, n)
+        self.Gw_q = lambda q, w: fd(lambda x: self.G(x) @ w, q, self.m)
+        return self
+
     def active(self, q, v, h, gamma=0.5, threshold=0.0):
         """Contacts in the index set of the coming step: predicted gap :math:`g + \\gamma h G v \\le` threshold."""
         return np.flatnonzero(self.g(q) + gamma * h * (self.G(q) @ v) <= threshold)
@@ -228,21 +279,34 @@ def lcs(system, gaps, op_point, h, *, theta=0.5, e=0.0, gamma=0.5, inputs=None, 
 
     Parameters
     ----------
-    system : KanesMethod (with q' = u) or LagrangesMethod, equations formed.
-    gaps : list of SymPy expressions of the coordinates (and parameters), >= 0 when apart.
-    op_point : dict (or list of dicts) with numbers for q, the speeds, the parameters and the inputs.
+    system : KanesMethod (with q' = u) or LagrangesMethod, equations formed; or an
+        ``nsopt.modeling`` LagrangianDS (see :meth:`ContactModel.from_modeling`).
+    gaps : list of SymPy expressions of the coordinates (and parameters), >= 0 when apart; for a
+        modeling system, its Interactions.
+    op_point : dict (or list of dicts) with numbers for q, the speeds, the parameters and the inputs;
+        for a modeling system ``{"q": ..., "v": ...}`` (default: its current state).
     h, theta, e, gamma : step, θ of the scheme, Newton restitution, γ of the activation rule.
     inputs : the input functions u (default: the other functions of time, sorted).
     """
-    op = _merge_op(op_point)
-    model = model or ContactModel(system, gaps, {k: x for k, x in op.items() if k.free_symbols != {_t}},
-                                  inputs)
-    try:
-        q = np.array([to_float(op[x], x) for x in model.q_names])
-        v = np.array([to_float(op[x], x) for x in model.v_names])
-        u = np.array([to_float(op[x], x) for x in model.u_names])
-    except KeyError as err:
-        raise ProblemError("op_point", f"no value for {err.args[0]}", "lcs") from None
+    if not isinstance(system, (me.KanesMethod, me.LagrangesMethod)) and hasattr(system, "mass"):
+        # an nsopt.modeling LagrangianDS; gaps: its interactions; op_point: {"q": ..., "v": ...} or None
+        model = model or ContactModel.from_modeling(system, gaps)
+        op = dict(op_point or {})
+        q = np.asarray(op.get("q", system.q), dtype=float)
+        v = np.asarray(op.get("v", system.v), dtype=float)
+        u = np.zeros(0)
+        if q.shape != (model.n,) or v.shape != (model.n,):
+            raise ProblemError("op_point", f"q and v must have shape ({model.n},)", "lcs")
+    else:
+        op = _merge_op(op_point)
+        model = model or ContactModel(system, gaps, {k: x for k, x in op.items() if k.free_symbols != {_t}},
+                                      inputs)
+        try:
+            q = np.array([to_float(op[x], x) for x in model.q_names])
+            v = np.array([to_float(op[x], x) for x in model.v_names])
+            u = np.array([to_float(op[x], x) for x in model.u_names])
+        except KeyError as err:
+            raise ProblemError("op_point", f"no value for {err.args[0]}", "lcs") from None
     n, th = model.n, theta
     q1, v1, P, A = model.step(q, v, u, h, theta=th, e=e, gamma=gamma)
     I = np.eye(n)
