@@ -525,3 +525,31 @@ def test_dependent_coordinate_order():
     assert_entrywise(A_cyc, A_swap, tol=1e-12)
     full = dict(symbolic.linearize(LM, op, **swap).op_point)
     assert_entrywise(A_swap, LM.to_linearizer(**swap).linearize(A_and_B=True, op_point=full)[0])
+
+
+def test_system_object_lagrange():
+    q = me.dynamicsymbols("q")
+    qd = q.diff(t)
+    L, m, g = sm.symbols("L m g")
+    ground = me.RigidBody("ground")
+    Bf, Pb = me.ReferenceFrame("B"), me.Point("Pb")
+    bob = me.RigidBody("bob", Pb, Bf, m, (me.inertia(Bf, 0, 0, 0), Pb))
+    sys_ = me.System.from_newtonian(ground)
+    sys_.add_joints(me.PinJoint("pin", ground, bob, coordinates=q, speeds=qd, child_point=L * Bf.y,
+                                joint_axis=ground.frame.z))
+    sys_.apply_uniform_gravity(-g * ground.frame.y)
+    sys_.form_eoms(eom_method=me.LagrangesMethod)
+    op = {q: 0.2, qd: 0.3, L: 1.2, m: 1.0, g: 9.81}
+    compare(sys_, op, lambda: sys_.eom_method.to_linearizer(q_ind=[q], qd_ind=[qd]))
+
+
+def test_piecewise_force():
+    """A one-sided spring (Piecewise) in the equations: the active branch's derivative."""
+    k = sm.Symbol("k")
+    KM, (q1, u1, L, m, g) = pendulum_kane(lambda q: sm.Piecewise((-k * q, q > 0), (0, True)))
+    for qv, stiff in ((0.3, True), (-0.3, False)):
+        res = symbolic.linearize(KM, {q1: qv, u1: 0.0, L: 1.5, m: 2.0, g: 9.81, k: 5.0})
+        KMr, (q1r, u1r, Lr, mr, gr) = pendulum_kane((lambda q: -k * q) if stiff else (lambda q: 0 * q))
+        ref = symbolic.linearize(KMr, {q1r: qv, u1r: 0.0, Lr: 1.5, mr: 2.0, gr: 9.81, k: 5.0})
+        A_ref = KMr.to_linearizer().linearize(A_and_B=True, op_point=dict(ref.op_point))[0]
+        assert_entrywise(res.A, A_ref)

@@ -210,9 +210,21 @@ class Evaluator:
                 t = xg * _safe(lambda: -yv / r2)
                 g = t if g is None else g + t
             return val, g
+        if f is sm.Piecewise:
+            for expr, cond in e.args:
+                if self._truth(cond):
+                    return ev(expr)
+            return _NAN, None
         if isinstance(e, sm.Function):
             return self._generic(e)
         raise ProblemError("expression", f"cannot evaluate {type(e).__name__} node {e}", "linearize")
+
+    def _truth(self, cond) -> bool:
+        """A Piecewise condition at the point (the branch's derivative is the branch's own)."""
+        if cond in (sm.true, sm.false):
+            return bool(cond)
+        point = {x: sm.Float(self.eval(x)[0]) for x in collect_leaves([cond])}
+        return bool(cond.xreplace(point))
 
     def _generic(self, e):
         """Any other SymPy function: value by evalf, derivative by ``fdiff`` evaluated here."""
