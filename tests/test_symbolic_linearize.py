@@ -467,6 +467,8 @@ def test_missing_and_non_numeric_op_point():
         symbolic.linearize(KM, {q1: 0.3, u1: 0.1, L: 1.5, m: 2.0, g: float("nan")})
     with pytest.raises(ProblemError, match="op_point"):
         symbolic.linearize(KM, 3.0)
+    with pytest.raises(ProblemError, match=r"op_point\['L'\]"):
+        symbolic.linearize(KM, {q1: 0.3, u1: 0.1, "L": 1.5, m: 2.0, g: 9.81})
     # sympy numbers are numbers
     res = symbolic.linearize(KM, {q1: sm.pi / 4, u1: 0, L: sm.Rational(3, 2), m: 2, g: sm.Float(9.81)})
     assert res.A[1, 0] == pytest.approx(-9.81 * np.cos(np.pi / 4) / 1.5, rel=1e-14)

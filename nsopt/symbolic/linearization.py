@@ -350,6 +350,10 @@ def _assemble(form: _Form, F: dict, seeds: dict, A_and_B: bool):
 
 
 def _numeric_linearize(form: _Form, op: dict, A_and_B: bool) -> Linearization:
+    for x in op:
+        if not isinstance(x, sm.Basic):
+            raise ProblemError(f"op_point[{x!r}]", "keys must be SymPy symbols or functions of time, as in the "
+                               "equations", "linearize")
     values = {x: to_float(v, x) for x, v in op.items()}
     completed = [x for x in dict.fromkeys(
         [x for x, d in zip(form.qdot, form.qdot_dup) if not d] + form.udot + form.lams) if x not in values]
