@@ -24,3 +24,122 @@ def test_demo_cli_runs():
     from nsopt.__main__ import main
 
     assert main(["--methods", "auto"]) == 0
+
+
+# ----------------------------------------------------------------------------- modeling examples: their numbers
+import importlib  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from nsopt import Status  # noqa: E402
+
+
+def _example(name):
+    path = Path(__file__).resolve().parent.parent / "examples"
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+    return importlib.import_module(name)
+
+
+def _solved(statuses):
+    return all(s is None or s is Status.SOLVED for s in statuses)
+
+
+def test_example_bouncing_ball_apex_and_restitution():
+    r = _example("modeling_bouncing_ball").simulate()
+    ratios = r["apex"][1:5] / r["apex"][:4]
+    assert np.all(np.abs(ratios - 0.81) < 0.01), ratios          # e² per bounce, to the step's resolution
+    assert np.allclose(r["restitution"][:5], 0.9, rtol=1e-10)    # -v⁺/v⁻ = e exactly at impact steps
+    assert _solved(r["status"])
+
+
+def test_example_vibrating_plate_newton_law_on_relative_velocity():
+    r = _example("modeling_vibrating_plate").simulate(T=1.0)
+    hit = np.flatnonzero(r["lam"][1:] > 1e-12) + 1
+    assert len(hit) > 10
+    # ẏ_{k+1} = -e ẏ_k at every step with an impulse (the rheonomous ∂h/∂t included)
+    assert np.allclose(r["ydot"][hit], -0.5 * r["ydot"][hit - 1], atol=1e-9)
+    assert r["gap"].min() > -1e-3          # penetration bounded by one step's relative motion
+    assert _solved(r["status"])
+
+
+def test_example_inclined_plane_stick_and_slide():
+    ex = _example("modeling_inclined_plane")
+    stick = ex.simulate(30.0, 0.7)                       # tan 30° = 0.577 <= 0.7: sticks
+    assert np.abs(stick["s"]).max() < 1e-10 and np.abs(stick["n"]).max() < 1e-10
+    slide = ex.simulate(30.0, 0.3)                       # slides with a = g (sin α - μ cos α)
+    a = 9.81 * (np.sin(np.radians(30)) - 0.3 * np.cos(np.radians(30)))
+    assert np.allclose(slide["s"], 0.5 * a * slide["t"] ** 2, rtol=1e-8, atol=1e-12)
+    assert np.abs(slide["n"]).max() < 1e-10
+    r = slide["r"][1:]
+    assert np.allclose(np.abs(r[:, 1]), 0.3 * r[:, 0], rtol=1e-8)   # on the boundary of the cone
+    assert _solved(slide["status"]) and _solved(stick["status"])
+
+
+def test_example_slider_crank_energy_and_impacts():
+    r = _example("modeling_slider_crank").simulate(T=1.0)
+    assert r["newton"].all()
+    hit = np.flatnonzero(r["lam"] > 0)
+    assert len(hit) >= 2
+    for k in hit:                                         # one contact, one dof: E⁺ ≈ e² E⁻
+        assert r["energy"][k] / r["energy"][k - 1] == pytest.approx(r["e"] ** 2, rel=0.02)
+    # between impacts the (first-order in M(q)) scheme keeps the kinetic energy within 5%
+    E = r["energy"]
+    seg = E[hit[0] + 1:hit[1] - 1]
+    assert np.ptp(seg) / seg.mean() < 0.05
+    assert r["gap"].min() > -1e-3
+    assert _solved(r["status"])
+
+
+def test_example_diode_bridge_rectifies_and_dissipates():
+    r = _example("modeling_diode_bridge").simulate(T=2e-3)
+    assert r["i_R"].min() >= -1e-9                         # the bridge rectifies
+    dE = np.diff(r["energy"])
+    # θ = 1/2 keeps the LC energy, the diodes only dissipate: non-increasing up to 1e-8 relative per step
+    # (a few switching steps gain ~3e-9 relative, as Siconos' scheme does, whose trajectory this matches)
+    assert np.all(dE <= 1e-8 * r["energy"][0])
+    assert r["energy"][-1] < 0.5 * r["energy"][0]
+    y, lam = r["y"][1:], r["lam"][1:]
+    assert y.min() >= -1e-9 and lam.min() >= -1e-9 and np.abs(y * lam).max() < 1e-9
+    assert _solved(r["status"])
+
+
+def test_example_relay_sliding_mode():
+    r = _example("modeling_relay_sliding").simulate()
+    slide = np.flatnonzero(np.abs(r["sigma"]) < 1e-9)
+    assert slide.size > 0 and slide[0] < len(r["t"]) // 2
+    k0 = slide[0]
+    assert np.all(np.abs(r["sigma"][k0:]) < 1e-9)             # stays on σ = 0
+    assert np.all(np.abs(r["lam"][k0 + 1:]) < 1 - 1e-6)       # equivalent control, strictly inside the relay
+    c, h, x = r["c"], r["h"], r["x"][:, 0]
+    factor = (1 - c * h / 2) / (1 + c * h / 2)                # trapezoidal rule on ẋ = -c x
+    assert np.allclose(x[k0 + 2:] / x[k0 + 1:-1], factor, rtol=1e-8)
+
+
+def test_example_compliant_contact_rests_on_the_spring():
+    r = _example("modeling_compliant_contact").simulate()
+    assert r["q"][-1] == pytest.approx(r["rest"], rel=1e-6)
+    assert r["force"][-1] == pytest.approx(r["weight"], rel=1e-6)
+    assert r["force"].min() >= -1e-9
+    assert _solved(r["status"])
+
+
+def test_example_spheres_box_fclib_round_trip(tmp_path):
+    pytest.importorskip("h5py")
+    from nsopt import io, solve
+
+    r = _example("modeling_spheres_box").simulate(6, T=0.2, write_problems=tmp_path)
+    assert _solved(r["status"])
+    assert r["cone_violation"].max() <= 0.0                 # reactions in the friction cones
+    assert r["min_gap"].min() > -0.1 * 0.05                 # penetration below 10% of the radius
+    files = sorted(tmp_path.glob("step_*.hdf5"))
+    assert len(files) == len(r["solutions"]) > 0
+    k, problem, lam = r["solutions"][-1]
+    back = io.load(tmp_path / f"step_{k:06d}.hdf5")
+    assert back.kind == "fc3d" and back.nc == problem.nc
+    assert np.allclose(np.asarray(back.q), problem.q) and np.allclose(back.mu, problem.mu)
+    W1 = back.W.toarray() if hasattr(back.W, "toarray") else np.asarray(back.W)
+    W0 = problem.W.toarray() if hasattr(problem.W, "toarray") else np.asarray(problem.W)
+    assert np.allclose(W1, W0, rtol=0, atol=1e-14 * np.abs(W0).max())
+    assert back.error(lam) <= 1e-8                          # the stored step's reactions solve the read-back problem
+    assert solve(back, method="nsn-ac", tol=1e-8).success

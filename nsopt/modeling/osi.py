@@ -163,15 +163,28 @@ class MoreauJeanOSI(OneStepIntegrator):
         self._inter_cols = {id(i): self.S.cols(i) for i in self.inters}
         self._const_ds = [ds.constant_iteration_matrix for ds in self.S.systems]
         self.nonlinear = any(not c for c in self._const_ds) or any(not i.relation.constant for i in self.inters)
+        # Newton iterations only for nonlinear systems; nonlinear relations on linear systems take one
+        # pass per step, as Siconos (whose residual of a linear system is zero)
+        self.iterate = any(not c for c in self._const_ds)
+        self._stamp = None
         for k, ds in enumerate(self.S.systems):
             if self._const_ds[k]:
-                self.S.factors[k] = Factor(self._iteration_matrix(ds, sim.t, ds.q, ds.v), label(ds))
+                kept = getattr(ds, "_mj_factor", None)      # kept across topology changes
+                if kept is None or kept[0] != (self.h, self.theta):
+                    kept = ((self.h, self.theta), Factor(self._iteration_matrix(ds, sim.t, ds.q, ds.v), label(ds)))
+                    ds._mj_factor = kept
+                self.S.factors[k] = kept[1]
         if all(self._const_ds):
             self.S.refresh_diag()
         for inter in self.inters:
-            self._update_output(inter, sim.t)
+            if getattr(inter, "_mj_owner", None) is not self:   # new interactions only
+                self._update_output(inter, sim.t)
+                inter._mj_owner = self
         self._H_cache = None   # (key, H, left) of the last assembly with constant operators
         self._version = nsds._version
+        self.fast = _LinearFastPath.applies(self, sim)
+        if self.fast:
+            self._fast = _LinearFastPath(self, sim)
 
     def _iteration_matrix(self, ds, t, q, v):
         h, th = self.h, self.theta
@@ -199,13 +212,17 @@ class MoreauJeanOSI(OneStepIntegrator):
         lam0, lam1 = inter.lambda_
         if rel.compliant:
             inter.y[0] = rel.h(Q, t, lam0, Z)
+            inter._gap = rel.h(Q, t, np.zeros(inter.size), Z)[0]   # the activation test: y at λ = 0
             G1 = rel.G1(Q, t, lam0, Z)
             inter.y[1] = rel.G0(Q, t, lam0, Z) @ V
             if G1 is not None and getattr(inter, "_lam0_prev", None) is not None:
                 inter.y[1] = inter.y[1] + G1 @ (lam0 - inter._lam0_prev) / self.h
         else:
             inter.y[0] = rel.h(Q, t, lam0, Z)
-            y1 = rel.velocity(Q, V, t, lam1, Z)
+            # the Jacobian of this Newton iterate when the OSNS used it (Siconos keeps it for the output)
+            st = self._stamp
+            G0 = inter._G0_used if st is not None and getattr(inter, "_G0_stamp", None) == st else None
+            y1 = rel.velocity(Q, V, t, lam1, Z, G0)
             D = getattr(rel, "D", None)
             if D is not None:
                 y1 = y1 + D @ lam1
@@ -217,7 +234,8 @@ class MoreauJeanOSI(OneStepIntegrator):
         h, g, thr = self.h, self.gamma, self.activation_threshold
         out = []
         for inter in self.inters:
-            if not inter.nslaw.unilateral or inter.y[0][0] + g * h * inter.y[1][0] <= thr:
+            y0 = inter._gap if inter.relation.compliant else inter.y[0][0]
+            if not inter.nslaw.unilateral or y0 + g * h * inter.y[1][0] <= thr:
                 out.append(inter)
         return out
 
@@ -225,6 +243,8 @@ class MoreauJeanOSI(OneStepIntegrator):
         """Advance the systems from sim.t to sim.t + h; returns the Newton report (iterations, residual, converged)."""
         if sim.nsds._version != self._version:
             self.initialize(sim)
+        if self.fast:
+            return self._fast.step(sim)
         h, th = self.h, self.theta
         t0, t1 = sim.t, sim.t + h
         S = self.S
@@ -242,16 +262,18 @@ class MoreauJeanOSI(OneStepIntegrator):
         for ds in systems:
             ds.q = ds._qk + h * ds._vk
         it, converged, res = 0, False, np.inf
-        max_it = sim.newton_max_iter if self.nonlinear else 1
+        max_it = sim.newton_max_iter if self.iterate else 1
         record = None
         while it < max_it:
             it += 1
+            self._stamp = (sim.k, it)
             vfree = self._free_velocity(t0, t1)
             lam, record = self._solve_osns(sim, active, vfree, t1)
             dv_norm = self._update_state(active, lam, vfree, t1)
             for inter in self.inters:
                 self._update_output(inter, t1)
-            if not self.nonlinear:
+            self._stamp = None
+            if not self.iterate:
                 converged, res = True, 0.0
                 break
             res = max(self._residual(t0, t1), dv_norm)
@@ -306,9 +328,10 @@ class MoreauJeanOSI(OneStepIntegrator):
             if G1 is not None:
                 qv = qv - G1 @ lam0
                 extra = G1 / h
-            inter._G0_used = G0
+            inter._G0_used, inter._G0_stamp = G0, None
             return G0, h * th, extra, qv
         G0 = inter._G0_used = rel.G0(Q, t1, lam1, Z)
+        inter._G0_stamp = self._stamp
         qv = G0 @ vfree_loc
         hd = rel.hdot(Q, t1, Z)
         if hd is not None:
@@ -438,6 +461,154 @@ class MoreauJeanOSI(OneStepIntegrator):
             R = ds.mass(ds.q) @ (ds.v - ds._vk) - h * (1 - th) * ds._Fk - h * th * ds.forces(t1, ds.q, ds.v) - ds.p
             res = max(res, float(np.linalg.norm(R)))
         return res
+
+
+class _LinearFastPath:
+    """Moreau–Jean for linear time-invariant models (``LagrangianLinearTIDS`` + ``LagrangianLinearTIR``
+    with the standard laws), on stacked arrays: the full matrix H M̂⁻¹ Hᵀ + D is computed once and each
+    active set takes its rows and columns; q, v, y are updated by a few matrix-vector products."""
+
+    LAWS = ("NewtonImpactNSL", "ComplementarityConditionNSL", "NewtonImpactFrictionNSL", "EqualityConditionNSL",
+            "RelayNSL")
+
+    @staticmethod
+    def applies(osi, sim) -> bool:
+        from .relations import LagrangianLinearTIR
+        from .systems import LagrangianLinearTIDS
+
+        return (sim.osns_kind != "gfc3d" and bool(osi.inters)
+                and all(type(ds) is LagrangianLinearTIDS for ds in osi.S.systems)
+                and all(type(i.relation) is LagrangianLinearTIR for i in osi.inters)
+                and all(type(i.nslaw).__name__ in _LinearFastPath.LAWS for i in osi.inters))
+
+    def __init__(self, osi, sim):
+        self.osi = osi
+        S, h, th = osi.S, osi.h, osi.theta
+        n = S.ndof
+        sparse = n > SPARSE_DOFS
+        rows, cols, vals, b, e, first, uni, D = [], [], [], [], [], [], [], []
+        off = 0
+        self.slices = []
+        for inter in osi.inters:
+            rel, law, m = inter.relation, inter.nslaw, inter.size
+            c = osi._inter_cols[id(inter)]
+            rr, cc = np.meshgrid(np.arange(off, off + m), c, indexing="ij")
+            rows.append(rr.ravel())
+            cols.append(cc.ravel())
+            vals.append(rel.H.ravel())
+            Z = osi._Z(inter)
+            bb = np.zeros(m) if rel.b is None else rel.b.copy()
+            if rel.F is not None:
+                bb += rel.F @ Z
+            b.append(bb)
+            ee = np.zeros(m)
+            r = law.restitution(np.ones(m))
+            if r is not None:
+                ee[:] = r
+            e.append(ee)
+            first.append(off)
+            uni.append(law.unilateral)
+            D.append(rel.D)
+            self.slices.append((off, off + m))
+            off += m
+        self.m = off
+        rows, cols, vals = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+        if sparse:
+            self.H = sp.csr_matrix((vals, (rows, cols)), shape=(off, n))
+        else:
+            self.H = np.zeros((off, n))
+            np.add.at(self.H, (rows, cols), vals)
+        self.b, self.e = np.concatenate(b), np.concatenate(e)
+        self.first, self.unilateral = np.array(first), np.array(uni)
+        self.has_D = any(d is not None for d in D)
+        X = S.minv(self.H.T.tocsc() if sparse else self.H.T)
+        Wf = self.H @ X
+        Wf = sp.csr_matrix(Wf) if sparse else np.asarray(Wf)
+        if self.has_D:
+            Db = sp.block_diag([np.zeros((hi - lo, hi - lo)) if d is None else d
+                                for d, (lo, hi) in zip(D, self.slices)], format="csr")
+            Wf = Wf + (Db if sparse else Db.toarray())
+            self.Db = Db
+        self.Wfull = Wf
+        # forces: R = hC v_k + hK q_k + h²θ K v_k - h (θ fext(t1) + (1-θ) fext(t0))
+        Ks = [ds.K if ds.K is not None else np.zeros((ds.n, ds.n)) for ds in S.systems]
+        Cs = [ds.C if ds.C is not None else np.zeros((ds.n, ds.n)) for ds in S.systems]
+        self.K = sp.block_diag(Ks, format="csr") if any(ds.K is not None for ds in S.systems) else None
+        self.C = sp.block_diag(Cs, format="csr") if any(ds.C is not None for ds in S.systems) else None
+        self.const_fext = all(ds._fext is None or ds._fext.constant for ds in S.systems)
+        if self.const_fext:
+            fe = np.concatenate([np.zeros(ds.n) if ds._fext is None else ds._fext.value for ds in S.systems])
+            self.dv_ext = S.minv(h * fe)      # M̂⁻¹ h fext, once
+        self.key = None
+        self.rows_of = {}
+        self.lam = np.zeros(self.m)
+
+    def _fext(self, t):
+        return np.concatenate([np.zeros(ds.n) if ds._fext is None else ds.fext(t) for ds in self.osi.S.systems])
+
+    def step(self, sim):
+        osi, S = self.osi, self.osi.S
+        h, th, g, thr = osi.h, osi.theta, osi.gamma, osi.activation_threshold
+        t0, t1 = sim.t, sim.t + h
+        systems, inters = S.systems, osi.inters
+        q = systems[0].q if len(systems) == 1 else np.concatenate([ds.q for ds in systems])
+        v = systems[0].v if len(systems) == 1 else np.concatenate([ds.v for ds in systems])
+        # outputs at the end of the previous step (the users may have changed the state: recompute)
+        y0 = np.asarray(self.H @ q).reshape(-1) + self.b
+        y1 = np.asarray(self.H @ v).reshape(-1)
+        if self.has_D:
+            y1 = y1 + self.Db @ self.lam
+        # free velocity
+        vfree = v + self.dv_ext if self.const_fext else v + S.minv(h * (th * self._fext(t1) + (1 - th) * self._fext(t0)))
+        if self.K is not None or self.C is not None:
+            R = np.zeros(S.ndof)
+            if self.C is not None:
+                R += h * (self.C @ v)
+            if self.K is not None:
+                R += h * (self.K @ q) + h * h * th * (self.K @ v)
+            vfree = vfree - S.minv(R)
+        fi = self.first
+        act = ~self.unilateral | (y0[fi] + g * h * y1[fi] <= thr)
+        idx = np.flatnonzero(act)
+        lam = np.zeros(self.m)
+        if idx.size:
+            key = idx.tobytes()
+            rows = self.rows_of.get(key)
+            if rows is None:
+                rows = np.concatenate([np.arange(*self.slices[i]) for i in idx])
+                if len(self.rows_of) > 256:
+                    self.rows_of.clear()
+                self.rows_of[key] = rows
+            Ha = self.H[rows]
+            qo = np.asarray(Ha @ vfree).reshape(-1) + self.e[rows] * y1[rows]
+            active = [inters[i] for i in idx]
+            if key == self.key:
+                W = None
+            else:
+                W = self.Wfull[rows][:, rows] if sp.issparse(self.Wfull) else self.Wfull[np.ix_(rows, rows)]
+            self.key = key
+            asm = Assembly(key=("fast", key), interactions=active, q=qo, W=W, constant=True)
+            la = sim.solve_assembly(asm)
+            lam[rows] = la
+            p = np.asarray(Ha.T @ la).reshape(-1)
+            vn = vfree + S.minv(p)
+        else:
+            p = np.zeros(S.ndof)
+            vn = vfree
+        qn = q + h * (1 - th) * v + h * th * vn
+        self.lam = lam
+        y0 = np.asarray(self.H @ qn).reshape(-1) + self.b
+        y1 = np.asarray(self.H @ vn).reshape(-1)
+        if self.has_D:
+            y1 = y1 + self.Db @ lam
+        for k, ds in enumerate(systems):
+            a, bnd = S.offsets[k]
+            ds.q, ds.v, ds.p = qn[a:bnd], vn[a:bnd], p[a:bnd]
+        zero = np.zeros(self.m)
+        for inter, (lo, hi) in zip(inters, self.slices):
+            inter.y[0], inter.y[1] = y0[lo:hi], y1[lo:hi]
+            inter.lambda_[0], inter.lambda_[1] = zero[lo:hi], lam[lo:hi]
+        return 1, 0.0, True, None
 
 
 # ============================================================================ Euler–Moreau

@@ -1,0 +1,186 @@
+r"""Spheres in a 3D box with Coulomb friction: one FrictionContact (3D) problem per step.
+
+Each sphere is a LagrangianLinearTIDS with q = (position, rotation vector), M = diag(m, m, m, I, I, I).
+A wall contact is a LagrangianLinearTIR (constant normal n and tangents t1, t2): y = (n·x - d - R, ., .),
+with rows [n, 0] and [t, -R (n × t)]. A sphere–sphere contact is a LagrangianScleronomousR with
+h = (|x1 - x2| - 2R, 0, 0) and G0 rows [n, 0, -n, 0], [t, -R(n × t), -t, -R(n × t)] (n from sphere 2
+to sphere 1). Pairs (and walls) within a margin are linked every few steps (contact detection by a
+k-d tree), so only near contacts are interactions. Laws: NewtonImpactFrictionNSL(en, 0, mu, 3).
+
+The assembled problems are written to FCLIB (``sim.run(write_problems=...)``) and read back by
+``nsopt.io.load``. Writes ``modeling_spheres_box.png``.
+"""
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from nsopt import modeling as nm
+
+R, MASS, G = 0.05, 1.0, 9.81
+INERTIA = 0.4 * MASS * R * R
+
+
+def cross(a, b):
+    """a × b for 3-vectors (np.cross is slow on tiny arrays)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def frame(n):
+    """Two unit tangents completing n to an orthonormal frame."""
+    a = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    t1 = cross(n, a)
+    t1 /= math.sqrt(t1 @ t1)
+    return t1, cross(n, t1)
+
+
+def wall_relation(n, d):
+    """Contact of a sphere with the plane {x : n·x = d} (n pointing inside the box)."""
+    n = np.asarray(n, dtype=float)
+    t1, t2 = frame(n)
+    H = np.zeros((3, 6))
+    H[0, :3] = n
+    for i, t in ((1, t1), (2, t2)):
+        H[i, :3] = t
+        H[i, 3:] = -R * cross(n, t)
+    return nm.LagrangianLinearTIR(H, b=[-d - R, 0.0, 0.0])
+
+
+def _pair_h(q, z):
+    d0, d1, d2 = q[0] - q[6], q[1] - q[7], q[2] - q[8]
+    return np.array([math.sqrt(d0 * d0 + d1 * d1 + d2 * d2) - 2 * R, 0.0, 0.0])
+
+
+def _pair_G0(q, z):
+    d = q[:3] - q[6:9]
+    n = d / math.sqrt(d @ d)
+    t1, t2 = frame(n)
+    w1, w2 = -R * cross(n, t1), -R * cross(n, t2)   # = -R t2 and R t1 (right-handed frame)
+    G = np.zeros((3, 12))
+    G[0, :3], G[0, 6:9] = n, -n
+    G[1, :3], G[1, 3:6], G[1, 6:9], G[1, 9:12] = t1, w1, -t1, w1
+    G[2, :3], G[2, 3:6], G[2, 6:9], G[2, 9:12] = t2, w2, -t2, w2
+    return G
+
+
+class Box:
+    """The spheres, the walls and the contact detection (a callable run before the steps)."""
+
+    def __init__(self, n_spheres=10, mu=0.3, en=0.0, size=None, seed=0, T=1.0, margin=None):
+        rng = np.random.default_rng(seed)
+        side = int(np.ceil(np.sqrt(max(1, n_spheres / 4))))   # about 4 layers
+        self.L = size or max(4 * R, side * 2.2 * R)
+        self.mu, self.en = mu, en
+        self.margin = margin or 0.5 * R
+        self.spheres = []
+        spacing = 2.2 * R
+        per_layer = max(1, int(self.L // spacing) ** 2)
+        k = 0
+        while len(self.spheres) < n_spheres:
+            layer, pos = divmod(k, per_layer)
+            row, col = divmod(pos, int(self.L // spacing))
+            x = np.array([R * 1.1 + col * spacing, R * 1.1 + row * spacing, 1.5 * R + layer * spacing])
+            x[:2] += rng.uniform(-0.05, 0.05, 2) * R
+            v = np.concatenate([rng.normal(0.0, 0.1, 3), np.zeros(3)])
+            self.spheres.append(nm.LagrangianLinearTIDS(np.concatenate([x, np.zeros(3)]), v,
+                                                        np.diag([MASS] * 3 + [INERTIA] * 3),
+                                                        fext=[0.0, 0.0, -MASS * G, 0.0, 0.0, 0.0]))
+            k += 1
+        self.walls = [((0, 0, 1), 0.0), ((1, 0, 0), 0.0), ((-1, 0, 0), -self.L), ((0, 1, 0), 0.0), ((0, -1, 0), -self.L)]
+        self.nsds = nm.NonSmoothDynamicalSystem(0.0, T)
+        for s in self.spheres:
+            self.nsds.insert_dynamical_system(s)
+        self.links = {}
+        self.detect()
+
+    def law(self):
+        return nm.NewtonImpactFrictionNSL(self.en, 0.0, self.mu, 3)
+
+    def detect(self):
+        """Link the walls and pairs within the margin, unlink the far ones."""
+        X = np.array([s.q[:3] for s in self.spheres])
+        want = set()
+        for i, x in enumerate(X):
+            for w, (n, d) in enumerate(self.walls):
+                if np.dot(n, x) - d - R < self.margin:
+                    want.add(("w", i, w))
+        for i, j in cKDTree(X).query_pairs(2 * R + self.margin):
+            want.add(("p", i, j))
+        for key in [k for k in self.links if k not in want]:
+            self.nsds.remove_interaction(self.links.pop(key))
+        for key in sorted(want - set(self.links)):
+            if key[0] == "w":
+                n, d = self.walls[key[2]]
+                inter = nm.Interaction(self.law(), wall_relation(n, d))
+                self.nsds.link(inter, self.spheres[key[1]])
+            else:
+                inter = nm.Interaction(self.law(), nm.LagrangianScleronomousR(_pair_h, _pair_G0))
+                self.nsds.link(inter, self.spheres[key[1]], self.spheres[key[2]])
+            self.links[key] = inter
+
+    def gaps(self):
+        X = np.array([s.q[:3] for s in self.spheres])
+        g = [X[:, 2] - R, X[:, 0] - R, self.L - X[:, 0] - R, X[:, 1] - R, self.L - X[:, 1] - R]
+        if len(X) > 1:
+            for i, j in cKDTree(X).query_pairs(2 * R):
+                g.append(np.array([np.linalg.norm(X[i] - X[j]) - 2 * R]))
+        return np.concatenate(g)
+
+
+def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, method="auto", tol=1e-8):
+    box = Box(n_spheres, T=T)
+    sim = nm.TimeStepping(box.nsds, h, nm.MoreauJeanOSI(0.5), osns="fc3d", method=method, tol=tol)
+    if write_problems is not None:
+        sim._write = Path(write_problems)
+        sim._write.mkdir(parents=True, exist_ok=True)
+    t, zc, min_gap, kinetic, cone, statuses = [0.0], [], [], [], [], []
+    sols = []
+    while sim.has_next_step():
+        if sim.k % detect_every == 0 and sim.k > 0:
+            box.detect()
+        sol = sim.step()
+        statuses.append(None if sol is None else sol.status)
+        if sol is not None:
+            r = sol.r.reshape(-1, 3)
+            mu = sol.problem.mu
+            cone.append(float(np.max(np.linalg.norm(r[:, 1:], axis=1) - mu * r[:, 0] - 1e-6 * (1 + np.abs(r[:, 0])))))
+            sols.append((sim.k, sol.problem, sol.r))
+        X = np.array([s.q[:3] for s in box.spheres])
+        zc.append(X[:, 2].mean())
+        min_gap.append(box.gaps().min())
+        kinetic.append(sum(0.5 * MASS * s.v[:3] @ s.v[:3] + 0.5 * INERTIA * s.v[3:] @ s.v[3:] for s in box.spheres))
+        t.append(sim.t)
+    sim._write = None
+    return {"t": np.array(t[1:]), "z_mean": np.array(zc), "min_gap": np.array(min_gap), "kinetic": np.array(kinetic),
+            "cone_violation": np.array(cone), "status": statuses, "solutions": sols, "box": box, "sim": sim}
+
+
+def figure_path(name):
+    d = Path(os.environ.get("NSOPT_FIGURES", Path(__file__).resolve().parent / "figures"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d / name
+
+
+def main():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    r = simulate(10, T=0.5)
+    fig = plt.figure(figsize=(10, 4))
+    ax = fig.add_subplot(1, 2, 1, projection="3d")
+    X = np.array([s.q[:3] for s in r["box"].spheres])
+    ax.scatter(X[:, 0], X[:, 1], X[:, 2], s=400)
+    ax.set_title("final positions")
+    ax2 = fig.add_subplot(1, 2, 2)
+    ax2.plot(r["t"], r["kinetic"]); ax2.set_xlabel("t [s]"); ax2.set_ylabel("kinetic energy [J]")
+    out = figure_path("modeling_spheres_box.png")
+    fig.savefig(out, dpi=100)
+    print(f"{len(r['box'].spheres)} spheres, min gap {r['min_gap'].min():.2e} m, "
+          f"max cone violation {r['cone_violation'].max():.1e}, figure: {out}")
+
+
+if __name__ == "__main__":
+    main()
