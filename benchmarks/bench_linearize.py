@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import sympy as sm
 import sympy.physics.mechanics as me
 from sympy.physics.mechanics.models import n_link_pendulum_on_cart
 

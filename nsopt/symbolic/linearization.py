@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import sympy as sm
@@ -75,7 +75,6 @@ class _Form:
     qdot_dup: list
     udot: list
     linearizer: object = None
-    rows: dict = field(default_factory=dict)
 
 
 def _flat(m) -> list:
@@ -260,7 +259,7 @@ class _Numeric:
                 self.repaired_idx.setdefault(name, []).append((k, i, j))
 
 
-def _cols(J, idx, rows=None):
+def _cols(J, idx):
     out = np.zeros((J.shape[0], len(idx)))
     for c, i in enumerate(idx):
         if i is not None:
