@@ -33,13 +33,13 @@ def ball(T=10.0):
         out["q"][k], out["v"][k], out["p"][k] = q, v, p
         out["y0"][k], out["y1"][k], out["lam"][k] = inter.y(0), inter.y(1), inter.lambda_(1)
     rec(0)
-    tic = time.perf_counter()
+    tic = time.process_time()
     while s.hasNextEvent():
         s.computeOneStep()
         k += 1
         rec(k)
         s.nextStep()
-    out["time"] = np.array(time.perf_counter() - tic)
+    out["time"] = np.array(time.process_time() - tic)
     out["steps"] = np.array(k)
     return out
 
@@ -57,12 +57,12 @@ def ball_speed(T=10.0):
     nsds.link(inter, ds)
     s = sk.TimeStepping(nsds, sk.TimeDiscretisation(t0, h), sk.MoreauJeanOSI(theta), sk.LCP())
     k = 0
-    tic = time.perf_counter()
+    tic = time.process_time()
     while s.hasNextEvent():
         s.computeOneStep()
         s.nextStep()
         k += 1
-    return {"time": np.array(time.perf_counter() - tic), "steps": np.array(k)}
+    return {"time": np.array(time.process_time() - tic), "steps": np.array(k)}
 
 
 def diode(T=5.0e-3):
@@ -86,13 +86,13 @@ def diode(T=5.0e-3):
     x, y, lam = ds.x(), inter.y(0), inter.lambda_(0)
     out["x"][0], out["y"][0], out["lam"][0] = x, y, lam
     k = 0
-    tic = time.perf_counter()
+    tic = time.process_time()
     while s.hasNextEvent():
         s.computeOneStep()
         k += 1
         out["x"][k], out["y"][k], out["lam"][k] = x, y, lam
         s.nextStep()
-    out["time"] = np.array(time.perf_counter() - tic)
+    out["time"] = np.array(time.process_time() - tic)
     out["steps"] = np.array(k)
     return out
 

@@ -68,22 +68,25 @@ def _pair_G0(q, z):
 class Box:
     """The spheres, the walls and the contact detection (a callable run before the steps)."""
 
-    def __init__(self, n_spheres=10, mu=0.3, en=0.0, size=None, seed=0, T=1.0, margin=None):
+    def __init__(self, n_spheres=10, mu=0.3, en=0.0, size=None, seed=0, T=1.0, margin=None, gap=0.2):
         rng = np.random.default_rng(seed)
+        spacing = (2 + gap) * R                                 # gap = 0: a packed lattice, resting
         side = int(np.ceil(np.sqrt(max(1, n_spheres / 4))))   # about 4 layers
-        self.L = size or max(4 * R, side * 2.2 * R)
+        self.L = size or max(4 * R, side * spacing + 0.2 * R)
         self.mu, self.en = mu, en
         self.margin = margin or 0.5 * R
         self.spheres = []
-        spacing = 2.2 * R
-        per_layer = max(1, int(self.L // spacing) ** 2)
+        per_row = max(1, int((self.L - 0.1 * R) // spacing))
+        per_layer = per_row ** 2
         k = 0
         while len(self.spheres) < n_spheres:
             layer, pos = divmod(k, per_layer)
-            row, col = divmod(pos, int(self.L // spacing))
-            x = np.array([R * 1.1 + col * spacing, R * 1.1 + row * spacing, 1.5 * R + layer * spacing])
-            x[:2] += rng.uniform(-0.05, 0.05, 2) * R
-            v = np.concatenate([rng.normal(0.0, 0.1, 3), np.zeros(3)])
+            row, col = divmod(pos, per_row)
+            x = np.array([R + col * spacing, R + row * spacing, (1 + gap / 2) * R + layer * spacing])
+            v = np.zeros(6)
+            if gap > 0:
+                x[:2] += rng.uniform(-0.05, 0.05, 2) * R
+                v[:3] = rng.normal(0.0, 0.1, 3)
             self.spheres.append(nm.LagrangianLinearTIDS(np.concatenate([x, np.zeros(3)]), v,
                                                         np.diag([MASS] * 3 + [INERTIA] * 3),
                                                         fext=[0.0, 0.0, -MASS * G, 0.0, 0.0, 0.0]))

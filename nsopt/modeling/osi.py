@@ -540,6 +540,7 @@ class _LinearFastPath:
             fe = np.concatenate([np.zeros(ds.n) if ds._fext is None else ds._fext.value for ds in S.systems])
             self.dv_ext = S.minv(h * fe)      # M̂⁻¹ h fext, once
         self.key = None
+        self.last = None
         self.rows_of = {}
         self.lam = np.zeros(self.m)
 
@@ -551,13 +552,16 @@ class _LinearFastPath:
         h, th, g, thr = osi.h, osi.theta, osi.gamma, osi.activation_threshold
         t0, t1 = sim.t, sim.t + h
         systems, inters = S.systems, osi.inters
-        q = systems[0].q if len(systems) == 1 else np.concatenate([ds.q for ds in systems])
-        v = systems[0].v if len(systems) == 1 else np.concatenate([ds.v for ds in systems])
-        # outputs at the end of the previous step (the users may have changed the state: recompute)
-        y0 = np.asarray(self.H @ q).reshape(-1) + self.b
-        y1 = np.asarray(self.H @ v).reshape(-1)
-        if self.has_D:
-            y1 = y1 + self.Db @ self.lam
+        last = self.last
+        if last is not None and all(ds.q is a and ds.v is b for ds, a, b in zip(systems, last[0], last[1])):
+            q, v, y0, y1 = last[2], last[3], last[4], last[5]     # nobody touched the state since our update
+        else:                                                      # the state was set from outside: recompute
+            q = systems[0].q if len(systems) == 1 else np.concatenate([ds.q for ds in systems])
+            v = systems[0].v if len(systems) == 1 else np.concatenate([ds.v for ds in systems])
+            y0 = np.asarray(self.H @ q).reshape(-1) + self.b
+            y1 = np.asarray(self.H @ v).reshape(-1)
+            if self.has_D:
+                y1 = y1 + self.Db @ self.lam
         # free velocity
         vfree = v + self.dv_ext if self.const_fext else v + S.minv(h * (th * self._fext(t1) + (1 - th) * self._fext(t0)))
         if self.K is not None or self.C is not None:
@@ -601,9 +605,13 @@ class _LinearFastPath:
         y1 = np.asarray(self.H @ vn).reshape(-1)
         if self.has_D:
             y1 = y1 + self.Db @ lam
+        qs, vs = [], []
         for k, ds in enumerate(systems):
             a, bnd = S.offsets[k]
             ds.q, ds.v, ds.p = qn[a:bnd], vn[a:bnd], p[a:bnd]
+            qs.append(ds.q)
+            vs.append(ds.v)
+        self.last = (qs, vs, qn, vn, y0, y1)
         zero = np.zeros(self.m)
         for inter, (lo, hi) in zip(inters, self.slices):
             inter.y[0], inter.y[1] = y0[lo:hi], y1[lo:hi]
