@@ -3,14 +3,15 @@
 The cart-pole is derived with SymPy (Kane's method), the wall is a unilateral contact on the pole
 tip, and ``nsopt.symbolic.lcs`` linearizes one Moreau–Jean step about a state where the tip strikes
 the wall. One ``lcs.step`` agrees with one nonlinear step to first order: the error shrinks like δ²
-as the state offset δ shrinks. Writes ``lcs_cartpole_wall.png`` (both rollouts, and the one-step
-error against δ).
+as the state offset δ shrinks. Writes ``figures/lcs_cartpole_wall.png`` (both rollouts, and the
+one-step error against δ).
 
     python examples/lcs_cartpole_wall.py
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -110,7 +111,11 @@ def main(out=None):
     ax[1].set_xlabel("state offset δ")
     ax[1].legend()
     fig.tight_layout()
-    out = Path(out or Path(__file__).with_suffix(".png"))
+    if out is None:  # the figures folder of the examples (NSOPT_FIGURES overrides it)
+        folder = Path(os.environ.get("NSOPT_FIGURES", Path(__file__).resolve().parent / "figures"))
+        folder.mkdir(parents=True, exist_ok=True)
+        out = folder / "lcs_cartpole_wall.png"
+    out = Path(out)
     fig.savefig(out, dpi=100)
     print("wrote", out)
     return deltas, errs, at_op
