@@ -98,6 +98,8 @@ def solve_auto(problem, kind, tol, max_iter, options, *, time_limit=None, histor
             best = sol
         if sol.status is Status.SOLVED:
             break
+        if sol.status is Status.INFEASIBLE and sol.info.get("certificate"):
+            break       # a certificate (e.g. a conic backend's): the problem has no solution
     if best is None:
         raise NotApplicable(f"no method of the auto policy applies to this {kind} problem: {trace}")
     best.trace = trace
