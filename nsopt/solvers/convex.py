@@ -11,7 +11,9 @@ Backend statuses
 Each backend's own status goes through its ``STATUS_MAP`` (as cvxpy's interfaces do) to an nsopt
 :class:`~nsopt.result.Status`; nsopt never reports SOLVED where the backend certified infeasibility:
 
-* ``Solved`` → SOLVED (then judged by nsopt's error measure), ``AlmostSolved`` → INACCURATE;
+* ``Solved`` → SOLVED (then judged by nsopt's error measure), ``AlmostSolved`` → INACCURATE, and
+  Clarabel's ``InsufficientProgress`` → INACCURATE too (it stopped short of nsopt's 1e-12
+  tolerances; its last iterate is kept and judged by the error measure, as for AlmostSolved);
 * primal infeasible (the feasible set is empty, e.g. an AVI polyhedron ``{Hz >= k}`` with no point)
   → INFEASIBLE; dual infeasible (the QP is unbounded below: for a symmetric PSD M this proves that
   the complementarity problem has no solution, since a convex QP bounded below over a polyhedron
@@ -57,7 +59,7 @@ CLARABEL_STATUS_MAP = {
     "PrimalInfeasible": S.INFEASIBLE, "AlmostPrimalInfeasible": S.INFEASIBLE,
     "DualInfeasible": S.INFEASIBLE, "AlmostDualInfeasible": S.INFEASIBLE,
     "MaxIterations": S.MAX_ITER, "MaxTime": S.TIME_LIMIT,
-    "NumericalError": S.NUMERICAL_ERROR, "InsufficientProgress": S.NUMERICAL_ERROR,
+    "NumericalError": S.NUMERICAL_ERROR, "InsufficientProgress": S.INACCURATE,
     "CallbackTerminated": S.CALLBACK_STOP, "Unsolved": S.NUMERICAL_ERROR,
 }
 # OSQP >= 1.0 ``results.info.status_val``
