@@ -11,9 +11,10 @@ Backend statuses
 Each backend's own status goes through its ``STATUS_MAP`` (as cvxpy's interfaces do) to an nsopt
 :class:`~nsopt.result.Status`; nsopt never reports SOLVED where the backend certified infeasibility:
 
-* ``Solved`` → SOLVED (then judged by nsopt's error measure), ``AlmostSolved`` → INACCURATE, and
-  Clarabel's ``InsufficientProgress`` → INACCURATE too (it stopped short of nsopt's 1e-12
-  tolerances; its last iterate is kept and judged by the error measure, as for AlmostSolved);
+* ``Solved`` → SOLVED (then judged by nsopt's error measure), ``AlmostSolved`` → INACCURATE;
+  Clarabel's ``InsufficientProgress`` (it stopped short of nsopt's 1e-12 tolerances; its last
+  iterate can be off by 1e-3) → NUMERICAL_ERROR, and the solve is retried once with tolerances
+  1e-10, then with Clarabel's defaults;
 * primal infeasible (the feasible set is empty, e.g. an AVI polyhedron ``{Hz >= k}`` with no point)
   → INFEASIBLE; dual infeasible (the QP is unbounded below: for a symmetric PSD M this proves that
   the complementarity problem has no solution, since a convex QP bounded below over a polyhedron
@@ -59,7 +60,7 @@ CLARABEL_STATUS_MAP = {
     "PrimalInfeasible": S.INFEASIBLE, "AlmostPrimalInfeasible": S.INFEASIBLE,
     "DualInfeasible": S.INFEASIBLE, "AlmostDualInfeasible": S.INFEASIBLE,
     "MaxIterations": S.MAX_ITER, "MaxTime": S.TIME_LIMIT,
-    "NumericalError": S.NUMERICAL_ERROR, "InsufficientProgress": S.INACCURATE,
+    "NumericalError": S.NUMERICAL_ERROR, "InsufficientProgress": S.NUMERICAL_ERROR,
     "CallbackTerminated": S.CALLBACK_STOP, "Unsolved": S.NUMERICAL_ERROR,
 }
 # OSQP >= 1.0 ``results.info.status_val``
@@ -149,7 +150,7 @@ class Compiled:
         import cvxpy as cp
 
         self.form, self.solver = form, form.solver
-        self.var = var if var is not None else form.linear_var
+        self.var = var if var is not None else getattr(form, "linear_var", None)
         self.direct = bool(direct) and self.solver == "CLARABEL"
         self.reuse_solver = bool(reuse_solver)
         self.timings = {"build": form.build_time, "compile": 0.0, "cvxpy": 0.0, "solver": 0.0, "solves": 0}
@@ -305,8 +306,11 @@ class Compiled:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 prog.unpack_results(raw, self.chain, self.inv)
-        except cp.error.SolverError:
-            pass
+        except cp.error.SolverError:   # CVXPY refuses the point (e.g. Clarabel's InsufficientProgress):
+            if status in (S.SOLVED, S.INACCURATE):      # no values (the variables hold stale ones)
+                status = S.NUMERICAL_ERROR
+            return ConicResult(status=status, label=label, certificate=cert, iterations=0,
+                               solver_time=float("nan"), wall=time.perf_counter() - t0, path="cvxpy")
         return self._result_from_program(status, label, cert, t0, "cvxpy")
 
     def _result_from_program(self, status, label, cert, t0, path):
