@@ -24,8 +24,6 @@ import scipy.sparse.linalg  # noqa: F401  (sp.linalg.norm)
 from ..exceptions import OptionError
 
 DEFAULT_SOLVER = "CLARABEL"
-_TOL_OPTS = {"tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio", "eps_abs", "eps_rel", "abstol",
-             "reltol", "feastol"}
 
 # Settings chosen for accuracy at tol 1e-8 on the problem's own error measure. The user's
 # ``solver_options`` are merged over these (pass {} to keep them, or any key to override).

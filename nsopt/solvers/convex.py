@@ -45,7 +45,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import OptionError, SolverError
+from ..exceptions import OptionError
 from ..formulations import AVIasQP, LCPasQP, MLCPasQP, RelayAsQP
 from ..formulations._base import cached_sym_psd
 from ..linalg import solve_or_lstsq

@@ -372,7 +372,8 @@ def fixed_point(mon, fmap, x0, *, anderson=5, polish=True, polish_at=1e-6, polis
 
 
 # ============================================================================ registered methods
-def _check(anderson, safeguard, polish_at, polish_steps, stall_window):
+def _fp_options(anderson, safeguard, polish, polish_at, polish_steps, stall_window):
+    """The fixed point's own options, checked (OptionError naming the option)."""
     if isinstance(anderson, bool) or not isinstance(anderson, (int, np.integer)) or anderson < 0:
         raise OptionError(f"anderson must be a non-negative integer (memory), got {anderson!r}")
     if safeguard not in ("residual", "error"):
@@ -382,6 +383,8 @@ def _check(anderson, safeguard, polish_at, polish_steps, stall_window):
     for name, v in (("polish_steps", polish_steps), ("stall_window", stall_window)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise OptionError(f"{name} must be a positive integer, got {v!r}")
+    return {"anderson": int(anderson), "safeguard": safeguard, "polish": bool(polish), "polish_at": float(polish_at),
+            "polish_steps": int(polish_steps), "stall_window": int(stall_window)}
 
 
 def _psd_w(problem):
@@ -394,7 +397,7 @@ def _psd_m(problem):
     return f"the mass matrix: {why}" if why else None
 
 
-def _run(problem, mon, fmap, t0, *, anderson, polish, polish_at, polish_steps, safeguard, stall_window):
+def _run(problem, mon, fmap, t0, fp):
     mon.built()
     mon.budget(DEFAULT_MAX_ITER)
     x0 = mon.x0
@@ -405,8 +408,7 @@ def _run(problem, mon, fmap, t0, *, anderson, polish, polish_at, polish_steps, s
     if mon.start(start, problem.error_of(problem.complete(start))):
         info["timings"]["total"] = time.perf_counter() - t0
         return mon.outcome(info=info)
-    msg, x, st = fixed_point(mon, fmap, fmap.start(x0), anderson=anderson, polish=polish, polish_at=polish_at,
-                             polish_steps=polish_steps, safeguard=safeguard, stall_window=stall_window)
+    msg, x, st = fixed_point(mon, fmap, fmap.start(x0), **fp)
     info = info_of(fmap.form, fmap.comp, time.perf_counter() - t0)
     info["fixed_point"] = fmap.history
     return mon.outcome(message=msg, info=info, x=x, status=st)
@@ -419,13 +421,11 @@ def socp_fp(problem, mon, *, solver=None, solver_options=None, anderson=5, prox=
             reuse_solver=True, polish=True, polish_at=1e-6, polish_steps=POLISH_STEPS, safeguard="residual",
             stall_window=STALL_WINDOW, scale=True, formulation=None):
     """De Saxcé's fixed point on SOCPs (module docstring: options)."""
-    _check(anderson, safeguard, polish_at, polish_steps, stall_window)
+    fp = _fp_options(anderson, safeguard, polish, polish_at, polish_steps, stall_window)
     t0 = time.perf_counter()
     form = reuse(formulation, FCasSOCP, problem) or FCasSOCP(
         problem, solver=solver, solver_options=solver_options, prox=prox, scale=scale)
-    fmap = SOCPMap(form, direct=direct, reuse_solver=reuse_solver, inexact=inexact)
-    return _run(problem, mon, fmap, t0, anderson=anderson, polish=polish, polish_at=polish_at,
-                polish_steps=polish_steps, safeguard=safeguard, stall_window=stall_window)
+    return _run(problem, mon, SOCPMap(form, direct=direct, reuse_solver=reuse_solver, inexact=inexact), t0, fp)
 
 
 @register(("fc2d", "fc3d"), "socp-tresca",
@@ -436,7 +436,7 @@ def socp_tresca(problem, mon, *, solver=None, solver_options=None, anderson=5, i
                 stall_window=STALL_WINDOW, scale=True, formulation=None):
     """The Tresca fixed point g <- mu r_N (module docstring: options). A ``formulation=FCTresca(p, g=...)``
     with fixed thresholds solves that one Tresca problem (one iteration)."""
-    _check(anderson, safeguard, polish_at, polish_steps, stall_window)
+    fp = _fp_options(anderson, safeguard, polish, polish_at, polish_steps, stall_window)
     t0 = time.perf_counter()
     form = reuse(formulation, FCTresca, problem) or FCTresca(
         problem, solver=solver, solver_options=solver_options, scale=scale)
@@ -450,8 +450,7 @@ def socp_tresca(problem, mon, *, solver=None, solver_options=None, anderson=5, i
         info = info_of(form, fmap.comp, time.perf_counter() - t0)
         return mon.outcome(x={"r": r}, status=res.status, message="Tresca problem with fixed thresholds "
                            f"({form.solver} status {res.label}); its error is Coulomb's", info=info)
-    return _run(problem, mon, fmap, t0, anderson=anderson, polish=polish, polish_at=polish_at,
-                polish_steps=polish_steps, safeguard=safeguard, stall_window=stall_window)
+    return _run(problem, mon, fmap, t0, fp)
 
 
 @register(("gfc2d", "gfc3d"), "socp-fp",
@@ -461,13 +460,11 @@ def gfc_socp_fp(problem, mon, *, solver=None, solver_options=None, anderson=5, i
                 reuse_solver=True, polish=True, polish_at=1e-6, polish_steps=POLISH_STEPS, safeguard="residual",
                 stall_window=STALL_WINDOW, formulation=None):
     """The primal fixed point on s for global friction contact (module docstring: options)."""
-    _check(anderson, safeguard, polish_at, polish_steps, stall_window)
+    fp = _fp_options(anderson, safeguard, polish, polish_at, polish_steps, stall_window)
     t0 = time.perf_counter()
     form = reuse(formulation, GFCPrimalSOCP, problem) or GFCPrimalSOCP(
         problem, solver=solver, solver_options=solver_options, check=False)
-    fmap = GFCMap(form, direct=direct, reuse_solver=reuse_solver, inexact=inexact)
-    return _run(problem, mon, fmap, t0, anderson=anderson, polish=polish, polish_at=polish_at,
-                polish_steps=polish_steps, safeguard=safeguard, stall_window=stall_window)
+    return _run(problem, mon, GFCMap(form, direct=direct, reuse_solver=reuse_solver, inexact=inexact), t0, fp)
 
 
 __all__ = ["Anderson", "FixedPointMap", "GFCMap", "SOCPMap", "TrescaMap", "fixed_point", "newton_polish"]
