@@ -37,11 +37,13 @@ Size limits of the convex methods (``qp``, ``socp-fp``): none. Their programs ar
 constant data (no CVXPY ``Parameter``, which makes CVXPY 1.9 extract a dense variables x parameters
 coefficient array: 298 GiB for a diagonal LCP at n = 200000), so CVXPY's compile and the conic
 solver stay linear in nnz. ``benchmarks/bench_memory.py`` measures it on sparse problems, in a fresh
-process per size (peak RSS above the pre-solve state, 2026-11-23): ``qp`` on a diagonal LCP 18 / 59 /
-175 MB at n = 9000 / 30000 / 90000 (growth exponent 1.0), a tridiagonal relay 25 / 77 / 225 MB;
-``socp-fp`` / ``socp-tresca`` on a sparse fc3d 20 / 21 MB at n = 9000 (was 1.4–1.9 GB), gfc3d
-``socp-fp`` 16 MB (was 605 MB); the compiled Gauss–Seidel baselines (``pgs``, ``nsgs``) take
-about 45 MB, most of it their compiled kernels. ``MAX_SIZE`` is the place for a size above which
+process per size (peak RSS above the pre-solve state, 2026-11-23, max_iter=3): ``qp`` on a diagonal
+LCP 18 / 59 / 175 / 387 MB at n = 9000 / 30000 / 90000 / 200000 (growth exponent 0.99; it was a
+MemoryError of 298 GiB at 200000), a tridiagonal relay 25 / 77 / 225 MB at 9000 / 30000 / 90000
+(``auto``: 811 MB at 9000 before); ``socp-fp`` / ``socp-tresca`` on a sparse fc3d 20 / 60 / 174 MB
+and 21 / 65 / 187 MB (1.4–1.9 GB at 9000 before), gfc3d ``socp-fp`` 16 / 51 / 148 MB (605 MB at 9000
+before); all with growth exponents 0.96–0.99. The Gauss–Seidel baselines (``pgs``, ``nsgs``) take
+45–64 MB, most of it their compiled kernels. ``MAX_SIZE`` is the place for a size above which
 ``auto`` skips a method (empty: every method in the table scales).
 """
 
