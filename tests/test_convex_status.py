@@ -86,9 +86,10 @@ def test_qp_status_follows_the_backend(solver):
     assert s.success and s.error <= 1e-8
     assert s.info["backend_status"].lower().startswith("solved")
     np.testing.assert_allclose(s.z, known["z"], atol=1e-7)
-    # a one-iteration budget of the backend: MAX_ITER, never "solved" with a wrong z
-    t = nsopt.solve(p, method="qp", solver="CLARABEL", solver_options={"max_iter": 1}, polish=False)
-    assert t.status is not Status.SOLVED or t.error <= 1e-8
+    # a one-iteration budget of the backend: its MAX_ITER status, never "solved" with a wrong z
+    key = {"SCS": "max_iters"}.get(solver, "max_iter")
+    t = nsopt.solve(p, method="qp", solver=solver, solver_options={key: 1}, polish=False)
+    assert t.status in (Status.MAX_ITER, Status.INACCURATE) and t.error > 1e-8
 
 
 # ---------------------------------------------------------------------------------------------
