@@ -54,9 +54,12 @@ class _FCBase(Formulation):
         dg = np.where(dg > 1e-12 * ref, dg, ref)
         self.d = 1.0 / np.sqrt(dg) if scale else np.ones(self.nc)
         self.dd = np.repeat(self.d, self.dim)
-        D = sp.diags(self.dd)
-        P = D @ (sp.csr_matrix(self.S) if sp.issparse(self.S) else self.S) @ D
-        self.P = sp.csr_matrix(P) if sp.issparse(self.S) else np.asarray(P)
+        if self.dd.size:
+            D = sp.diags(self.dd)
+            P = D @ (sp.csr_matrix(self.S) if sp.issparse(self.S) else self.S) @ D
+            self.P = sp.csr_matrix(P) if sp.issparse(self.S) else np.asarray(P)
+        else:
+            self.P = self.S
         self.rhat = self.linear_var = None
         self.linear = self.dd * self.q_data
 
