@@ -7,7 +7,8 @@
 2. A nonsymmetric LCP: ``method="qp"`` refuses it (NotApplicable) and ``auto`` goes to Lemke.
 3. One 3-D contact: the SOCP with s = mu ||u_T|| frozen, the plain fixed point s_{k+1} = 0.2 + 0.2 s_k
    (formulations/fc3d.md), then ``socp-fp`` with its history and its timings (CVXPY vs solver).
-4. The same SOCP re-solved with new data: parameters (compiled once) against rebuilding.
+4. The same SOCP re-solved with new data: compiled once, data updated in place, against rebuilding.
+5. An empty polyhedron: the backend's certificate gives ``Status.INFEASIBLE``, never "solved".
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 import nsopt
 from nsopt import generate
 from nsopt.formulations import FCasSOCP, LCPasQP
+from nsopt.solvers.socp_fp import SOCPMap
 
 
 def lesson_lcp():
@@ -28,7 +30,7 @@ def lesson_lcp():
     print(f.explain())
     f.program.solve(solver="CLARABEL")
     print(f"raw interior-point z = {f.z.value},\n  multiplier of z >= 0 = {f.lower.dual_value}  (= w)")
-    sol = f.solve()
+    sol = nsopt.solve(p, method="qp", formulation=f)
     print(f"nsopt.solve(method='qp'):  z = {sol.z}, w = {sol.w}, error {sol.error:.1e} ({sol.message})")
     if "lemke" in nsopt.methods(p):
         lem = nsopt.solve(p, method="lemke")
@@ -52,10 +54,11 @@ def lesson_friction():
     p = nsopt.FrictionContact(3, np.eye(3), [-1.0, 1.0, 0.0], 0.5)
     f = FCasSOCP(p)
     print(f.explain())
-    x = f.initial()
+    fmap = SOCPMap(f)           # the fixed-point map on the compiled program (nsopt.solvers.socp_fp)
+    x = fmap.start()
     print("plain fixed point (formulations/fc3d.md: s_{k+1} = 0.2 + 0.2 s_k):")
     for k in range(5):
-        g, sol, _ = f.image(x)
+        g, sol, _ = fmap.image(x)
         print(f"  s_{k} = {x[0]:.5f}  ->  r = {np.round(sol['r'], 5)},  error {p.error(sol['r']):.2e}")
         x = g
     s = nsopt.solve(p, method="socp-fp", history=True)
@@ -73,16 +76,17 @@ def lesson_friction():
 
 
 def lesson_resolve():
-    print("=" * 78, "\n4. Compiled once: re-solve with new parameter values vs rebuild\n")
+    print("=" * 78, "\n4. Compiled once: re-solve with the data updated in place vs rebuild\n")
     import cvxpy as cp
 
     p, _ = generate.friction_contact(60, seed=3, mu=0.4)
     f = FCasSOCP(p)
-    x = f.initial()
-    f.image(x)                              # first solve compiles
+    fmap = SOCPMap(f)                       # compiles the program once
+    x = fmap.start()
+    fmap.image(x)
     t0 = time.perf_counter()
     for _ in range(5):
-        g, _, _ = f.image(x)
+        g, _, _ = fmap.image(x)
         x = g
     t_param = (time.perf_counter() - t0) / 5
     t0 = time.perf_counter()
@@ -93,8 +97,17 @@ def lesson_resolve():
                           [cp.SOC(0.4 * R[:, 0], R[:, 1:], axis=1)])
         prob.solve(solver="CLARABEL")
     t_build = (time.perf_counter() - t0) / 5
-    print(f"  per solve: parameters {t_param * 1e3:.1f} ms, rebuild {t_build * 1e3:.1f} ms "
+    print(f"  per solve: compiled once {t_param * 1e3:.1f} ms, rebuild {t_build * 1e3:.1f} ms "
           f"(x{t_build / t_param:.1f})")
+
+
+def lesson_infeasible():
+    print("=" * 78, "\n5. An empty polyhedron {z >= 1, z <= 0}: the backend's certificate\n")
+    p = nsopt.AVI(np.eye(1), [-1.0], [[1.0], [-1.0]], [1.0, 0.0])
+    for method in ("qp", "auto"):
+        s = nsopt.solve(p, method=method)
+        print(f"  method={method!r}: status {s.status.value} ({s.message}); "
+              f"certificate: {s.info.get('certificate')}")
 
 
 if __name__ == "__main__":
@@ -102,3 +115,4 @@ if __name__ == "__main__":
     lesson_nonsymmetric()
     lesson_friction()
     lesson_resolve()
+    lesson_infeasible()

@@ -26,6 +26,25 @@ gmp        nsgs
 NSGS leads for friction contact because it is cheap per sweep and Siconos' own default, so the
 numbers compare; a Newton method takes over when NSGS stalls (typically on stiff or badly
 conditioned problems such as RockPile), warm-started from NSGS' best iterate where it accepts one.
+
+A certificate stops the policy: when a method returns ``Status.INFEASIBLE`` with
+``Solution.info["certificate"]`` (a conic backend proved the QP primal infeasible, e.g. an AVI over
+an empty polyhedron, or dual infeasible, i.e. unbounded below, so a PSD problem has no solution),
+``auto`` returns that INFEASIBLE solution and does not try the other methods, whose error measures
+cannot contradict a proof.
+
+Size limits of the convex methods (``qp``, ``socp-fp``): none. Their programs are built with
+constant data (no CVXPY ``Parameter``, which makes CVXPY 1.9 extract a dense variables x parameters
+coefficient array: 298 GiB for a diagonal LCP at n = 200000), so CVXPY's compile and the conic
+solver stay linear in nnz. ``benchmarks/bench_memory.py`` measures it on sparse problems, in a fresh
+process per size (peak RSS above the pre-solve state, 2026-11-23, max_iter=3): ``qp`` on a diagonal
+LCP 18 / 59 / 175 / 387 MB at n = 9000 / 30000 / 90000 / 200000 (growth exponent 0.99; it was a
+MemoryError of 298 GiB at 200000), a tridiagonal relay 25 / 77 / 225 MB at 9000 / 30000 / 90000
+(``auto``: 811 MB at 9000 before); ``socp-fp`` / ``socp-tresca`` on a sparse fc3d 20 / 60 / 174 MB
+and 21 / 65 / 187 MB (1.4–1.9 GB at 9000 before), gfc3d ``socp-fp`` 16 / 51 / 148 MB (605 MB at 9000
+before); all with growth exponents 0.96–0.99. The Gauss–Seidel baselines (``pgs``, ``nsgs``) take
+45–64 MB, most of it their compiled kernels. ``MAX_SIZE`` is the place for a size above which
+``auto`` skips a method (empty: every method in the table scales).
 """
 
 from __future__ import annotations
@@ -50,6 +69,9 @@ POLICY: dict[str, tuple[str, ...]] = {
 }
 
 
+MAX_SIZE: dict[tuple[str, str], int] = {}    # (kind, method) -> largest problem.size auto tries it on
+
+
 def solve_auto(problem, kind, tol, max_iter, options, *, time_limit=None, history=False, callback=None,
                x0=None) -> Solution:
     """Try the policy's methods in order (see the module docstring). The common options apply to
@@ -71,7 +93,11 @@ def solve_auto(problem, kind, tol, max_iter, options, *, time_limit=None, histor
     deadline = None if time_limit is None else t_all + time_limit
     for info in candidates:
         note = ""
-        why = info.applies(problem) if info.applies is not None else None
+        limit = MAX_SIZE.get((kind, info.name))
+        if limit is not None and problem.size > limit:    # before applies: it may cost a factorisation
+            why = f"size {problem.size} > {limit}, auto's limit for this method (nsopt.policy.MAX_SIZE)"
+        else:
+            why = info.applies(problem) if info.applies is not None else None
         if why:
             trace.append((info.name, "skipped", float("nan"), 0.0, why))
             continue
@@ -98,6 +124,8 @@ def solve_auto(problem, kind, tol, max_iter, options, *, time_limit=None, histor
             best = sol
         if sol.status is Status.SOLVED:
             break
+        if sol.status is Status.INFEASIBLE and sol.info.get("certificate"):
+            break       # a certificate (e.g. a conic backend's): the problem has no solution
     if best is None:
         raise NotApplicable(f"no method of the auto policy applies to this {kind} problem: {trace}")
     best.trace = trace

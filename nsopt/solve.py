@@ -109,7 +109,9 @@ def _judge(problem, out, tol, info_name, elapsed, options):
     else:
         xs = problem.complete(out.x)
         err = float(problem.error_of(xs))
-    if not math.isfinite(err):
+    if out.status is Status.INFEASIBLE and out.info.get("certificate"):
+        status = Status.INFEASIBLE      # a backend's certificate is not overruled by the error measure
+    elif not math.isfinite(err):
         status = Status.NUMERICAL_ERROR
     elif err <= tol:
         status = Status.SOLVED

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import nsopt
 import nsopt.generate as gen
 from nsopt.exceptions import NotApplicable, OptionError
+from nsopt.solvers.socp_fp import GFCMap, SOCPMap
 from nsopt.formulations import (
     AVIasQP,
     FCasSOCP,
@@ -34,7 +35,7 @@ def test_worked_lcp():
     f.program.solve(solver="CLARABEL")
     np.testing.assert_allclose(f.z.value, [0.5, 0.0], atol=1e-7)
     np.testing.assert_allclose(f.lower.dual_value, [0.0, 1.5], atol=1e-7)   # multiplier = w
-    sol = f.solve()
+    sol = nsopt.solve(p, method="qp", formulation=f)
     assert sol.method == "qp" and sol.success and sol.error == 0.0
     np.testing.assert_allclose(sol.z, [0.5, 0.0], atol=1e-14)
     np.testing.assert_allclose(sol.w, [0.0, 1.5], atol=1e-14)
@@ -81,21 +82,26 @@ def _check_worked_fc(dim):
     """fc3d.md / fc2d.md: s_{k+1} = 0.2 + 0.2 s_k from s_0 = 0.5, r(s) on the cone's boundary."""
     p = _fc_example(dim)
     f = FCasSOCP(p)
-    x = f.initial()
-    np.testing.assert_allclose(x[0], 0.5)
-    want_s = [0.3, 0.26, 0.252, 0.2504]
-    want_r = [(0.8, -0.4), (0.96, -0.48), (0.992, -0.496), (0.9984, -0.4992)]
-    for k in range(4):
-        g, sol, info = f.image(x)
-        assert info["status"] == "optimal"
-        np.testing.assert_allclose(g[0], want_s[k], atol=1e-8)
-        np.testing.assert_allclose(sol["r"][:2], want_r[k], atol=1e-8)
-        x = g
+    for direct in (True, False):          # Clarabel updated in place, or CVXPY's chain on the data
+        _plain_iterates(SOCPMap(f, direct=direct))
     for method in ("socp-fp", "socp-tresca"):
         s = nsopt.solve(p, method=method)
         assert s.success, (method, s.error, s.message)
         np.testing.assert_allclose(s.r[:2], [1.0, -0.5], atol=1e-8)
         np.testing.assert_allclose(s.u[:2], [0.0, 0.5], atol=1e-8)
+
+
+def _plain_iterates(fmap):
+    x = fmap.start()
+    np.testing.assert_allclose(x[0], 0.5)
+    want_s = [0.3, 0.26, 0.252, 0.2504]
+    want_r = [(0.8, -0.4), (0.96, -0.48), (0.992, -0.496), (0.9984, -0.4992)]
+    for k in range(4):
+        g, sol, res = fmap.image(x)
+        assert res.status is nsopt.Status.SOLVED and res.label in ("Solved", "optimal")
+        np.testing.assert_allclose(g[0], want_s[k], atol=1e-8)
+        np.testing.assert_allclose(sol["r"][:2], want_r[k], atol=1e-8)
+        x = g
 
 
 def test_worked_fc3d():
@@ -109,13 +115,15 @@ def test_worked_fc2d():
 def test_worked_gfc3d():
     p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), [0.0, 0.0, 0.0], [-1.0, 1.0, 0.0], 0.5)
     f = GFCPrimalSOCP(p)
-    s = np.zeros(1)
-    for want_s, want_v in ((0.2, (1.2, -0.6, 0.0)), (0.24, (1.04, -0.52, 0.0)), (0.248, (1.008, -0.504, 0.0))):
-        g, sol, _ = f.image(s)
-        np.testing.assert_allclose(g, [want_s], atol=1e-8)
-        np.testing.assert_allclose(sol["v"], want_v, atol=1e-8)
-        np.testing.assert_allclose(sol["r"], want_v, atol=1e-7)     # multipliers: r = v (M = H = I)
-        s = g
+    for direct in (True, False):    # Clarabel's z or CVXPY's dual values: the same multipliers
+        fmap = GFCMap(f, direct=direct)
+        s = fmap.start()
+        for want_s, want_v in ((0.2, (1.2, -0.6, 0.0)), (0.24, (1.04, -0.52, 0.0)), (0.248, (1.008, -0.504, 0.0))):
+            g, sol, _ = fmap.image(s)
+            np.testing.assert_allclose(g, [want_s], atol=1e-8)
+            np.testing.assert_allclose(sol["v"], want_v, atol=1e-8)
+            np.testing.assert_allclose(sol["r"], want_v, atol=1e-7)     # multipliers: r = v (M = H = I)
+            s = g
     sol = nsopt.solve(p, method="socp-fp")
     assert sol.success
     np.testing.assert_allclose(sol.v, [1.0, -0.5, 0.0], atol=1e-8)
@@ -154,15 +162,16 @@ def test_qp_rejects_non_psd_and_auto_moves_on():
 def test_explain_program_history_and_info():
     p, _ = gen.friction_contact(4, seed=2)
     f = FCasSOCP(p)
-    assert isinstance(f.program, cp.Problem) and f.program.is_dpp()
+    assert isinstance(f.program, cp.Problem) and not f.program.parameters()   # data as constants
     text = f.explain()
-    for word in ("Variables", "Objective", "Constraints", "KKT", "When it fails", "DPP: True"):
+    for word in ("Variables", "Objective", "Constraints", "KKT", "When it fails", "compiled once"):
         assert word in text
     assert "\\min" in f.explain(latex=True)
-    sol = f.solve(history=True)
-    assert sol.success and sol.history and len(f.history) >= sol.nit
+    sol = nsopt.solve(p, method="socp-fp", formulation=f, history=True)
+    assert sol.success and sol.history and len(sol.info["fixed_point"]) >= 1
+    assert len(sol.history) == sol.nit + 1 and sol.build_time > 0
     t = sol.info["timings"]
-    assert t["solves"] >= 1 and t["solver"] > 0 and t["cvxpy"] >= 0
+    assert t["solves"] >= 1 and t["solver"] > 0 and t["cvxpy"] >= 0 and t["compile"] > 0
     assert sol.info["formulation"] is f and 0 < sol.info["solver_share"] <= 1
     for cls, prob in ((LCPasQP, gen.lcp(4, seed=1)[0]), (MLCPasQP, gen.mlcp(2, 3, seed=1)[0]),
                       (RelayAsQP, gen.relay(3, seed=1)[0]), (FCTresca, p)):
@@ -209,6 +218,8 @@ def test_warm_start_r0():
     p, known = gen.friction_contact(6, seed=9)
     s = nsopt.solve(p, method="socp-fp", r0=known["r"])
     assert s.success and s.nit <= 2
+    s = nsopt.solve(p, method="socp-fp", warm_start={"r": known["r"]})
+    assert s.success and s.nit == 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -68,3 +68,20 @@ def test_socp_fp_small_gfc3d(path):
     p = _load(path)
     sol = nsopt.solve(p, method="socp-fp")
     assert sol.error <= 1e-8, f"{path.name}: {sol.error:.2e} {sol.message}"
+
+
+@pytest.mark.parametrize("method", ["socp-fp", "socp-tresca"])
+def test_time_limit_on_rockpile(method):
+    """Issue 8 must-show: time_limit=0.05 on RockPile_tob1 returns within 0.2 s plus the one-off
+    build (the CVXPY compile, Solution.build_time), with TIME_LIMIT and the best iterate."""
+    from nsopt.data import data_dir
+
+    need_corpus()
+    f = data_dir() / "fc3d" / "RockPile_tob1.dat"
+    if not f.is_file():
+        pytest.skip("RockPile_tob1.dat not in the corpus")
+    p = nsopt.io.load(f)
+    sol = nsopt.solve(p, method=method, time_limit=0.05)
+    assert sol.status is nsopt.Status.TIME_LIMIT
+    assert sol.solve_time - sol.build_time < 0.2 + 0.3      # margin for a loaded test machine
+    assert sol.r is not None and sol.r.shape == (p.size,)

@@ -4,7 +4,7 @@
 >>> p, _ = g.lcp(5, seed=1)
 >>> f = nsopt.formulations.LCPasQP(p)      # doctest: +SKIP
 >>> print(f.explain())                     # doctest: +SKIP
->>> sol = f.solve()                        # the same Solution as nsopt.solve(p, method="qp")
+>>> sol = nsopt.solve(p, method="qp", formulation=f)   # solved by nsopt.solvers.convex
 
 =====================  ==========================================  =================
 class                  program                                     nsopt method
@@ -19,7 +19,9 @@ GFCPrimalSOCP          min 1/2 v'Mv - q'v, H'v + b + s~ in K*      gfc2d/gfc3d "
 =====================  ==========================================  =================
 
 The derivations (program, KKT, why KKT = the problem, when it fails, a worked example) are in the
-project's ``formulations/*.md``.
+project's ``formulations/*.md``. This package only builds the programs (with constant data, so that a
+sparse matrix stays sparse in CVXPY); the methods that solve them (status maps, the fixed points,
+the Newton polish) are ``nsopt/solvers/convex.py`` and ``nsopt/solvers/socp_fp.py``.
 """
 
 from ._base import ACCURATE, DEFAULT_SOLVER, Formulation, check_symmetric_psd

@@ -1,30 +1,29 @@
-"""Shared machinery of the convex formulations: solver choice, timings, structure checks, Anderson.
+"""Shared pieces of the convex formulations: solver choice, structure checks, the Formulation base.
 
-Every formulation object (``LCPasQP``, ``FCasSOCP`` ...) derives from :class:`Formulation`:
+Every formulation object (``LCPasQP``, ``FCasSOCP`` ...) derives from :class:`Formulation` and only
+*builds* a program; solving it is the business of ``nsopt.solvers`` (``convex.py``: the QPs,
+``socp_fp.py``: the fixed points):
 
-* ``.program``      the :class:`cvxpy.Problem` it builds (compiled once; parameters carry the data
-                    that change between fixed-point iterations, so CVXPY never re-canonicalises);
-* ``.explain(latex=False)``  a statement of the program and of why its KKT system is the problem;
-* ``.solve(...)``   solve through :func:`nsopt.solve` (same error judgement as every other method);
-* ``.history``      after solving: one dict per conic solve / fixed-point iteration;
-* ``.timings``      seconds spent building, in CVXPY (parameter application, data conversion) and
-                    in the conic solver itself.
+* ``.program``      the :class:`cvxpy.Problem` it builds. Its data are **constants**, not CVXPY
+                    ``Parameter`` objects: with a quadratic objective, CVXPY 1.9 extracts the
+                    coefficients of a parametric program as a dense (variables x parameters) array
+                    (``coeff_extractor``: ``param_coeffs.toarray()``), quadratic in the size. The
+                    fixed points instead compile the program once and update the few entries of the
+                    compiled data that change (see ``nsopt/solvers/socp_fp.py``);
+* ``.explain(latex=False)``  a statement of the program and of why its KKT system is the problem.
+
+Solve one with ``nsopt.solve(problem, method=f.method, formulation=f)``.
 """
 
 from __future__ import annotations
-
-import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg  # noqa: F401  (sp.linalg.norm)
 
-from ..exceptions import OptionError, SolverError
+from ..exceptions import OptionError
 
 DEFAULT_SOLVER = "CLARABEL"
-_TOL_OPTS = {"tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio", "eps_abs", "eps_rel", "abstol",
-             "reltol", "feastol"}
 
 # Settings chosen for accuracy at tol 1e-8 on the problem's own error measure. The user's
 # ``solver_options`` are merged over these (pass {} to keep them, or any key to override).
@@ -40,6 +39,9 @@ ACCURATE = {
 # Tolerances of the structure checks (relative to the Frobenius norm of M).
 SYM_TOL = 1e-10     # ||M - M^T||_F <= SYM_TOL * ||M||_F       -> "symmetric"
 PSD_TOL = 1e-10     # M + PSD_TOL * ||M||_F * I admits a Cholesky factor (or lambda_min >= -that)
+# the friction programs' W = H^T M^-1 H is PSD by construction; the corpus' stored W have relative
+# eigenvalues down to -2.5e-8 from the rounding of the files (Confeti-ex13): a looser tolerance there
+PSD_TOL_W = 1e-6
 DENSE_CHECK_MAX = 3000  # above this size a sparse M is checked by eigsh (smallest eigenvalue)
 
 
@@ -70,39 +72,6 @@ def solver_setup(solver, solver_options, *, conic=True):
     return name, opts
 
 
-def run_program(program, solver, opts, *, warm_start=True):
-    """Solve a CVXPY program; return (status, wall seconds, seconds inside the solver)."""
-    import cvxpy as cp
-
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "solution may be inaccurate": judged by our own error
-            program.solve(solver=solver, warm_start=warm_start, **opts)
-    except cp.error.SolverError as e:
-        # an over-tight tolerance can make an interior-point solver give up ("insufficient
-        # progress"): retry with tolerances 1e-10, then with the solver's own defaults
-        keep = {k: v for k, v in opts.items() if k not in _TOL_OPTS}
-        for extra in ({k: max(float(v), 1e-10) for k, v in opts.items() if k in _TOL_OPTS}, {}):
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    program.solve(solver=solver, warm_start=False, **keep, **extra)
-                break
-            except cp.error.SolverError:
-                continue
-        else:
-            raise SolverError(f"{solver} failed on the CVXPY program: {e}") from e
-    wall = time.perf_counter() - t0
-    st = program.solver_stats
-    inside = float(st.solve_time) if st is not None and st.solve_time is not None else float("nan")
-    if solver == "SCS" and st is not None and st.extra_stats:  # SCS reports setup + solve in ms
-        x = st.extra_stats.get("info", st.extra_stats) if isinstance(st.extra_stats, dict) else {}
-        if isinstance(x, dict) and "solve_time" in x:
-            inside = (x.get("setup_time", 0.0) + x["solve_time"]) / 1e3
-    return program.status, wall, inside
-
-
 def sym_part(M):
     """(M + M^T)/2 (CSR when M is sparse)."""
     if sp.issparse(M):
@@ -115,8 +84,11 @@ def _fro(M):
     return float(sp.linalg.norm(M)) if sp.issparse(M) else float(np.linalg.norm(M))
 
 
-def check_symmetric_psd(M, *, sym_tol=SYM_TOL, psd_tol=PSD_TOL):
+def check_symmetric_psd(M, *, sym_tol=SYM_TOL, psd_tol=PSD_TOL, symmetric=True, name="M"):
     """None when M is numerically symmetric positive semidefinite, else the reason (a string).
+
+    ``symmetric=False`` checks only that the symmetric part (M + M^T)/2 is PSD (the friction
+    programs move the skew part to the fixed point's linear term).
 
     Symmetric: ``||M - M^T||_F <= sym_tol ||M||_F``. PSD: a Cholesky factorisation of
     ``S + psd_tol ||M||_F I`` (S the symmetric part) succeeds, i.e. ``lambda_min(S) >= -psd_tol ||M||_F``.
@@ -130,9 +102,9 @@ def check_symmetric_psd(M, *, sym_tol=SYM_TOL, psd_tol=PSD_TOL):
     nrm = _fro(M)
     if nrm == 0.0:
         return None
-    asym = _fro(M - M.T)
+    asym = _fro(M - M.T) if symmetric else 0.0
     if asym > sym_tol * nrm:
-        return (f"M is not symmetric (||M - M^T||_F / ||M||_F = {asym / nrm:.2e} > {sym_tol:g}); the QP's "
+        return (f"{name} is not symmetric (||{name} - {name}^T||_F / ||{name}||_F = {asym / nrm:.2e} > {sym_tol:g}); the QP's "
                 f"KKT system would be the LCP of (M + M^T)/2, not of M")
     S = sym_part(M)
     shift = psd_tol * nrm
@@ -155,7 +127,7 @@ def check_symmetric_psd(M, *, sym_tol=SYM_TOL, psd_tol=PSD_TOL):
         except (RuntimeError, ValueError) as e:  # pragma: no cover - ARPACK non-convergence
             return f"could not certify that M is positive semidefinite (ARPACK: {e})"
         if lam < -max(shift, 1e-6 * nrm):
-            return f"M is not positive semidefinite (smallest eigenvalue {lam:.3e})"
+            return f"{name} is not positive semidefinite (smallest eigenvalue {lam:.3e})"
         return None
     Sd = S.toarray() if sp.issparse(S) else S
     try:
@@ -163,55 +135,23 @@ def check_symmetric_psd(M, *, sym_tol=SYM_TOL, psd_tol=PSD_TOL):
         return None
     except np.linalg.LinAlgError:
         lam = float(np.linalg.eigvalsh(Sd)[0])
-        return (f"M is not positive semidefinite (smallest eigenvalue {lam:.3e} < -{shift:.1e} = "
-                f"-{psd_tol:g} ||M||_F)")
+        return (f"{name} is not positive semidefinite (smallest eigenvalue {lam:.3e} < -{shift:.1e} = "
+                f"-{psd_tol:g} ||{name}||_F)")
 
 
-def cached_sym_psd(problem, M=None, key="convex:sym_psd"):
-    """:func:`check_symmetric_psd` of ``problem.M`` (or M), computed once per problem."""
-    return problem.cached(key, lambda: check_symmetric_psd(problem.M if M is None else M))
+def cached_sym_psd(problem, field="M", *, symmetric=True, psd_tol=PSD_TOL):
+    """:func:`check_symmetric_psd` of the matrix ``problem.<field>``, computed once per matrix (shared
+    by the problems ``replace`` makes from it)."""
+    return problem.cached(f"convex:psd:{field}:{symmetric}:{psd_tol:g}",
+                          lambda: check_symmetric_psd(getattr(problem, field), symmetric=symmetric,
+                                                      psd_tol=psd_tol, name=field if symmetric else
+                                                      f"the symmetric part of {field}"),
+                          on=(field,))
 
 
 def quad_matrix(S):
     """The matrix given to ``cp.quad_form(x, psd_wrap(.))``: sparse CSC when sparse, else dense."""
     return sp.csc_matrix(S) if sp.issparse(S) else np.asarray(S, dtype=float)
-
-
-class Anderson:
-    """Type-II Anderson acceleration of a fixed point x = g(x), memory ``m``, with restart.
-
-    ``step(x, g)`` takes the current point and its image and returns the next point; ``restart()``
-    forgets the memory (called by the fixed point when an accelerated step made the error worse).
-    """
-
-    def __init__(self, m=5, rcond=1e-10):
-        self.m, self.rcond = int(m), rcond
-        self.dF, self.dG = [], []
-        self.f_prev = self.g_prev = None
-
-    def restart(self):
-        self.dF.clear()
-        self.dG.clear()
-        self.f_prev = self.g_prev = None
-
-    def step(self, x, g):
-        f = g - x
-        if self.m <= 0:
-            return g
-        if self.f_prev is not None:
-            self.dF.append(f - self.f_prev)
-            self.dG.append(g - self.g_prev)
-            if len(self.dF) > self.m:
-                self.dF.pop(0)
-                self.dG.pop(0)
-        self.f_prev, self.g_prev = f, g
-        if not self.dF:
-            return g
-        F = np.array(self.dF).T
-        G = np.array(self.dG).T
-        gam, *_ = np.linalg.lstsq(F, f, rcond=self.rcond)
-        out = g - G @ gam
-        return out if np.all(np.isfinite(out)) else g
 
 
 class Formulation:
@@ -223,25 +163,15 @@ class Formulation:
     def __init__(self, problem, *, solver=None, solver_options=None, conic=True):
         self.problem = problem
         self.solver, self.solver_options = solver_setup(solver, solver_options, conic=conic)
-        self.history: list[dict] = []
-        self.timings = {"build": 0.0, "cvxpy": 0.0, "solver": 0.0, "solves": 0}
+        self.user_options = dict(solver_options or {})
+        self.build_time = 0.0     # seconds spent building the CVXPY expressions (not compiling them)
         self.program = None
 
-    # -- bookkeeping -------------------------------------------------------------------------
-    def _solve_program(self, opts=None):
-        status, wall, inside = run_program(self.program, self.solver, opts or self.solver_options)
-        if np.isfinite(inside):
-            self.timings["solver"] += inside
-            self.timings["cvxpy"] += max(wall - inside, 0.0)
-        else:
-            self.timings["cvxpy"] += wall
-        self.timings["solves"] += 1
-        return status, wall, inside
+    def _empty_program(self):
+        """The program of an empty problem (n = 0): nothing to minimise (CVXPY has no 0-vectors)."""
+        import cvxpy as cp
 
-    def time_share(self) -> float:
-        """Share of the solve time spent inside the conic solver (vs CVXPY's own work)."""
-        tot = self.timings["solver"] + self.timings["cvxpy"]
-        return self.timings["solver"] / tot if tot > 0 else float("nan")
+        return cp.Problem(cp.Minimize(cp.Constant(0.0)))
 
     # -- teaching view -----------------------------------------------------------------------
     def statement(self) -> dict:
@@ -260,17 +190,10 @@ class Formulation:
             parts.append(f"{label}:\n{body}\n")
         if self.program is not None and not latex:
             parts.append(f"CVXPY program: {len(self.program.variables())} variable(s), "
-                         f"{len(self.program.parameters())} parameter(s), "
-                         f"{len(self.program.constraints)} constraint object(s); "
-                         f"solver {self.solver}; DPP: {self.program.is_dpp()}")
+                         f"{len(self.program.constraints)} constraint object(s), data as constants "
+                         f"(compiled once; a fixed point updates the compiled data in place); "
+                         f"solver {self.solver}")
         return "\n".join(parts)
 
     def __repr__(self):
         return f"{type(self).__name__}({self.problem!r}, solver={self.solver!r})"
-
-    def solve(self, tol=1e-8, max_iter=None, **options):
-        """Solve through :func:`nsopt.solve` with this formulation object (returns a Solution)."""
-        from ..solve import solve
-
-        return solve(self.problem, method=self.method, tol=tol, max_iter=max_iter, formulation=self,
-                     **options)

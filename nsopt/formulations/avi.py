@@ -8,7 +8,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import NotApplicable
-from ..problems._base import dense
 from ._base import Formulation, cached_sym_psd, quad_matrix, sym_part
 
 
@@ -34,46 +33,20 @@ class AVIasQP(Formulation):
         t0 = time.perf_counter()
         n = problem.size
         self.S = sym_part(problem.M)
+        self.z = self.poly = None
+        if n == 0:
+            self.program = self._empty_program()
+            self.build_time = time.perf_counter() - t0
+            return
         self.z = cp.Variable(n, name="z")
-        self.q = cp.Parameter(n, name="q", value=np.asarray(problem.q, float))
         H = sp.csr_matrix(problem.H) if sp.issparse(problem.H) else np.asarray(problem.H)
-        self.poly = H @ self.z >= np.asarray(problem.k)
-        obj = 0.5 * cp.quad_form(self.z, cp.psd_wrap(quad_matrix(self.S))) + self.q @ self.z
-        self.program = cp.Problem(cp.Minimize(obj), [self.poly] if problem.H.shape[0] else [])
-        self.timings["build"] = time.perf_counter() - t0
-
-    def polish(self, z, lam):
-        """Equality-constrained QP on the identified active set (kept if the AVI error drops)."""
-        p = self.problem
-        H, k = dense(p.H), np.asarray(p.k)
-        S, q = dense(self.S), np.asarray(p.q)
-        act = np.flatnonzero(lam > (H @ z - k)) if lam is not None else np.flatnonzero(H @ z - k < 1e-9)
-        n, m = len(q), len(act)
-        K = np.block([[S, -H[act].T], [H[act], np.zeros((m, m))]])
-        rhs = np.concatenate([-q, k[act]])
-        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
-        return sol[:n]
-
-    def run(self, *, polish=True, history=False, callback=None):
-        status, wall, inside = self._solve_program()
-        it = int(getattr(self.program.solver_stats, "num_iters", 0) or 0)
-        if self.z.value is None:
-            self.history.append({"stage": "qp", "status": status, "error": float("inf")})
-            return None, status, it
-        z = np.asarray(self.z.value, float)
-        e = self.problem.error(z)
-        self.history.append({"stage": "qp", "status": status, "error": e, "solver_time": inside,
-                             "wall": wall, "solver_iterations": it})
-        if callback is not None:
-            callback(0, {"z": z}, e)
-        if polish and e > 0 and self.problem.H.shape[0]:
-            lam = self.poly.dual_value
-            z2 = self.polish(z, None if lam is None else np.asarray(lam).reshape(-1))
-            e2 = self.problem.error(z2)
-            self.history.append({"stage": "polish", "error": e2})
-            if e2 < e:
-                z = z2
-        return z, status, it
+        obj = 0.5 * cp.quad_form(self.z, cp.psd_wrap(quad_matrix(self.S))) + np.asarray(problem.q, float) @ self.z
+        cons = []
+        if problem.H.shape[0]:
+            self.poly = H @ self.z >= np.asarray(problem.k)
+            cons.append(self.poly)
+        self.program = cp.Problem(cp.Minimize(obj), cons)
+        self.build_time = time.perf_counter() - t0
 
     def statement(self):
         p = self.problem

@@ -2,6 +2,8 @@
 
 :class:`BoxQP` is the common program ``min 1/2 z^T M z + q^T z  s.t.  lb <= z <= ub`` (infinite
 bounds dropped); :class:`LCPasQP` is the case lb = 0, ub = +inf. See ``formulations/lcp.md``.
+A sparse M stays sparse: ``quad_form(z, psd_wrap(S))`` with S in CSC and q a constant (no CVXPY
+``Parameter``, which would make CVXPY 1.9 extract a dense n x n coefficient array).
 """
 
 from __future__ import annotations
@@ -9,69 +11,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
-from ..problems._base import matvec
-from ._base import _TOL_OPTS, Formulation, cached_sym_psd, quad_matrix, sym_part
-
-
-def _solve_sym(S, rhs):
-    """Solve S x = rhs for a symmetric PSD block (least squares when singular)."""
-    if rhs.size == 0:
-        return rhs.copy()
-    if sp.issparse(S):
-        from scipy.sparse.linalg import splu
-
-        try:
-            x = splu(sp.csc_matrix(S)).solve(rhs)
-            if np.all(np.isfinite(x)) and np.linalg.norm(S @ x - rhs) <= 1e-12 * (1 + np.linalg.norm(rhs)):
-                return x
-        except RuntimeError:
-            pass
-        S = S.toarray()
-    S = np.asarray(S)
-    try:
-        x = np.linalg.solve(S, rhs)
-        if np.all(np.isfinite(x)) and np.linalg.norm(S @ x - rhs) <= 1e-12 * (1 + np.linalg.norm(rhs)):
-            return x
-    except np.linalg.LinAlgError:
-        pass
-    return np.linalg.lstsq(S, rhs, rcond=None)[0]   # singular (PSD) block: minimum-norm solution
-
-
-def box_polish(M, q, lb, ub, z, error, rounds=3):
-    """Active-set polish of an interior-point solution of a box-constrained QP / complementarity problem.
-
-    Reads the active set off the natural map p = clip(z - w, lb, ub) (w = Mz + q): rows where p hits a
-    bound are fixed there, the others are free and must have w = 0, so one linear solve
-    M_FF z_F = -(q_F + M_FB z_B) gives the exact vertex of the identified face. Kept only when the
-    problem's own error decreases. Returns (z, error, rounds used).
-    """
-    best_z, best_e = z, error(z)
-    Mc = sp.csr_matrix(M) if sp.issparse(M) else np.asarray(M)
-    used = 0
-    for _ in range(rounds):
-        w = matvec(Mc, best_z) + q
-        p = np.clip(best_z - w, lb, ub)
-        at_lb = p <= lb
-        at_ub = (p >= ub) & ~at_lb
-        F = ~(at_lb | at_ub)
-        zn = np.where(at_lb, lb, np.where(at_ub, ub, 0.0))
-        zn = np.where(np.isfinite(zn), zn, 0.0)
-        if F.any():
-            Fi = np.flatnonzero(F)
-            B = np.flatnonzero(~F)
-            MFF = Mc[Fi][:, Fi]
-            rhs = -(q[Fi] + (matvec(Mc[Fi][:, B], zn[B]) if B.size else 0.0))
-            zn[Fi] = _solve_sym(MFF, rhs)
-        used += 1
-        e = error(zn)
-        if not e < best_e:
-            break
-        best_z, best_e = zn, e
-        if e == 0.0:
-            break
-    return best_z, best_e, used
+from ._base import Formulation, cached_sym_psd, quad_matrix, sym_part
 
 
 class BoxQP(Formulation):
@@ -95,21 +36,24 @@ class BoxQP(Formulation):
         self.lb = np.broadcast_to(np.asarray(lb, float), (n,)).copy()
         self.ub = np.broadcast_to(np.asarray(ub, float), (n,)).copy()
         self.S = sym_part(problem.M)
-        self.z = cp.Variable(n, name="z")
-        self.q = cp.Parameter(n, name="q", value=np.asarray(problem.q, float))
-        obj = 0.5 * cp.quad_form(self.z, cp.psd_wrap(quad_matrix(self.S))) + self.q @ self.z
-        cons = []
         il, iu = np.flatnonzero(np.isfinite(self.lb)), np.flatnonzero(np.isfinite(self.ub))
-        self.lower = self.upper = None
+        self._il, self._iu = il, iu
+        self.lower = self.upper = self.z = None
+        if n == 0:
+            self.program = self._empty_program()
+            self.build_time = time.perf_counter() - t0
+            return
+        self.z = cp.Variable(n, name="z")
+        obj = 0.5 * cp.quad_form(self.z, cp.psd_wrap(quad_matrix(self.S))) + np.asarray(problem.q, float) @ self.z
+        cons = []
         if il.size:
             self.lower = self.z[il] >= self.lb[il] if il.size < n else self.z >= self.lb
             cons.append(self.lower)
         if iu.size:
             self.upper = self.z[iu] <= self.ub[iu] if iu.size < n else self.z <= self.ub
             cons.append(self.upper)
-        self._il, self._iu = il, iu
         self.program = cp.Problem(cp.Minimize(obj), cons)
-        self.timings["build"] = time.perf_counter() - t0
+        self.build_time = time.perf_counter() - t0
 
     def multipliers(self):
         """(lambda_lb, lambda_ub) as full-size vectors (zeros where a bound is infinite)."""
@@ -120,50 +64,6 @@ class BoxQP(Formulation):
         if self.upper is not None and self.upper.dual_value is not None:
             up[self._iu] = self.upper.dual_value
         return lo, up
-
-    def run(self, *, polish=True, history=False, callback=None, tol=1e-8):
-        """Solve the QP (and polish); returns (z, status message, solver iterations).
-
-        When the result misses ``tol`` (degenerate, rank-deficient M: Clarabel may stop
-        "optimal_inaccurate"), the QP is solved once more with a stronger static regularisation
-        (Clarabel) or the solver's default tolerances, and the better point is kept."""
-        z, status, it = self._run_once(polish, callback)
-        e = self.problem.error(z) if z is not None else np.inf
-        if e > tol:
-            retry = dict(self.solver_options)
-            if self.solver == "CLARABEL":
-                retry["static_regularization_constant"] = 1e-7
-            else:
-                for k in _TOL_OPTS:
-                    retry.pop(k, None)
-            z2, status2, it2 = self._run_once(polish, None, retry)
-            e2 = self.problem.error(z2) if z2 is not None else np.inf
-            if e2 < e:
-                return z2, f"{status2} (second solve, regularised)", it + it2
-        return z, status, it
-
-    def _run_once(self, polish, callback, opts=None):
-        status, wall, inside = self._solve_program(opts)
-        z = self.z.value
-        it = int(getattr(self.program.solver_stats, "num_iters", 0) or 0)
-        if z is None:
-            self.history.append({"stage": "qp", "status": status, "error": float("inf")})
-            return None, status, it
-        z = np.asarray(z, float).reshape(-1)
-        e = self.problem.error(z)
-        self.history.append({"stage": "qp", "status": status, "error": e, "solver_time": inside,
-                             "wall": wall, "solver_iterations": it})
-        if callback is not None:
-            callback(0, {"z": z}, e)
-        if polish and e > 0:
-            t0 = time.perf_counter()
-            z2, e2, used = box_polish(self.problem.M, np.asarray(self.problem.q), self.lb, self.ub, z,
-                                      self.problem.error)
-            self.timings["polish"] = time.perf_counter() - t0
-            self.history.append({"stage": "polish", "error": e2, "rounds": used})
-            if e2 < e:
-                z = z2
-        return z, status, it
 
 
 class LCPasQP(BoxQP):

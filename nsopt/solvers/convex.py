@@ -1,42 +1,433 @@
-"""The convex formulations (nsopt.formulations) registered as nsopt.solve methods.
+r"""The convex methods' common machinery (backend status maps, a program compiled once and solved
+from its data) and the ``qp`` method.
 
-* ``qp``          lcp, mlcp, relay, avi with symmetric PSD M (checked: ``applies``)
-* ``socp-fp``     fc2d, fc3d (SOCP + De Saxcé fixed point), gfc2d, gfc3d (primal SOCP over v)
-* ``socp-tresca`` fc2d, fc3d (Tresca cylinder programs, fixed point g = mu r_N)
+* ``qp``          lcp, mlcp, relay, avi with symmetric PSD M (checked: ``applies``); a convex QP by
+  CVXPY + Clarabel / OSQP / SCS, then an active-set polish of the interior-point solution.
+* ``socp-fp``, ``socp-tresca`` (fc2d, fc3d) and ``socp-fp`` (gfc2d, gfc3d): the SOCP fixed points,
+  in :mod:`nsopt.solvers.socp_fp`.
 
-Common options: ``solver`` ("CLARABEL" default, "SCS", "OSQP" for QPs, "ECOS", ...) and
-``solver_options`` (a dict merged over nsopt's accurate defaults, ``nsopt.formulations.ACCURATE``);
-``formulation`` re-uses an already built formulation object (its compiled program).
-Fixed-point options (socp-fp, socp-tresca): ``anderson`` (memory, 0 = plain), ``polish`` /
-``polish_at`` (Newton polish of the last digits once the error is below polish_at), ``time_limit``
-(seconds, Status.TIME_LIMIT), ``r0`` (initial reaction: s from its velocity), ``prox``, ``inexact``,
-``direct`` (socp-fp with Clarabel: hand the compiled program's data to Clarabel once and update only
-its linear term per iteration, instead of going through ``cvxpy.Problem.solve`` each time).
-``Solution.info`` carries ``formulation`` (the object: ``.program``, ``.explain()``, ``.history``),
-``timings`` (build / cvxpy / solver seconds, number of conic solves) and ``solver_share``.
+Backend statuses
+----------------
+Each backend's own status goes through its ``STATUS_MAP`` (as cvxpy's interfaces do) to an nsopt
+:class:`~nsopt.result.Status`; nsopt never reports SOLVED where the backend certified infeasibility:
+
+* ``Solved`` → SOLVED (then judged by nsopt's error measure), ``AlmostSolved`` → INACCURATE;
+  Clarabel's ``InsufficientProgress`` (it stopped short of nsopt's 1e-12 tolerances; its last
+  iterate can be off by 1e-3) → NUMERICAL_ERROR, and the solve is retried once with tolerances
+  1e-10, then with Clarabel's defaults;
+* primal infeasible (the feasible set is empty, e.g. an AVI polyhedron ``{Hz >= k}`` with no point)
+  → INFEASIBLE; dual infeasible (the QP is unbounded below: for a symmetric PSD M this proves that
+  the complementarity problem has no solution, since a convex QP bounded below over a polyhedron
+  attains its minimum, Frank–Wolfe) → INFEASIBLE. ``Solution.info["certificate"]`` says which; the
+  ``auto`` policy stops there;
+* iteration limit → MAX_ITER, time limit → TIME_LIMIT, numerical failure → NUMERICAL_ERROR.
+
+Options (``qp``)
+----------------
+solver : "CLARABEL" (default), "OSQP", "SCS" (any QP-capable CVXPY backend).
+solver_options : dict merged over nsopt's accurate defaults (``nsopt.formulations.ACCURATE``).
+polish : active-set polish after the interior-point solve (default True).
+formulation : an already built ``LCPasQP`` / ``RelayAsQP`` / ``MLCPasQP`` / ``AVIasQP`` of this problem.
+
+The QP has no starting point: ``history[0]`` is the error of the QP's (polished) solution, and one
+more iteration is a second, regularised solve when the first misses ``tol`` (a degenerate,
+rank-deficient M). The CVXPY compile is ``Solution.build_time``; ``time_limit`` is passed to the
+backend (Clarabel's ``time_limit``, OSQP's ``time_limit``, SCS' ``time_limit_secs``).
+``Solution.info`` carries ``formulation``, ``timings`` (build / cvxpy / solver seconds, solves),
+``solver``, ``solver_share``, ``backend_status``.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..exceptions import OptionError
-from ..formulations import (
-    AVIasQP,
-    BoxQP,
-    FCasSOCP,
-    FCTresca,
-    GFCPrimalSOCP,
-    LCPasQP,
-    MLCPasQP,
-    RelayAsQP,
-)
+from ..formulations import AVIasQP, LCPasQP, MLCPasQP, RelayAsQP
 from ..formulations._base import cached_sym_psd
-from ..registry import Outcome, register
+from ..linalg import solve_or_lstsq
+from ..problems._base import matvec
+from ..registry import register
 from ..result import Status
 
+S = Status
+# -------------------------------------------------------------------------- backend status maps
+CLARABEL_STATUS_MAP = {
+    "Solved": S.SOLVED, "AlmostSolved": S.INACCURATE,
+    "PrimalInfeasible": S.INFEASIBLE, "AlmostPrimalInfeasible": S.INFEASIBLE,
+    "DualInfeasible": S.INFEASIBLE, "AlmostDualInfeasible": S.INFEASIBLE,
+    "MaxIterations": S.MAX_ITER, "MaxTime": S.TIME_LIMIT,
+    "NumericalError": S.NUMERICAL_ERROR, "InsufficientProgress": S.NUMERICAL_ERROR,
+    "CallbackTerminated": S.CALLBACK_STOP, "Unsolved": S.NUMERICAL_ERROR,
+}
+# OSQP >= 1.0 ``results.info.status_val``
+OSQP_STATUS_MAP = {1: S.SOLVED, 2: S.INACCURATE, 3: S.INFEASIBLE, 4: S.INFEASIBLE, 5: S.INFEASIBLE,
+                   6: S.INFEASIBLE, 7: S.MAX_ITER, 8: S.TIME_LIMIT, 9: S.NUMERICAL_ERROR,
+                   10: S.NUMERICAL_ERROR, 11: S.NUMERICAL_ERROR}
+# SCS 3 ``info["status_val"]``
+SCS_STATUS_MAP = {1: S.SOLVED, 2: S.INACCURATE, -1: S.INFEASIBLE, -6: S.INFEASIBLE, -2: S.INFEASIBLE,
+                  -7: S.INFEASIBLE, -3: S.NUMERICAL_ERROR, -4: S.NUMERICAL_ERROR, -5: S.NUMERICAL_ERROR,
+                  0: S.MAX_ITER}
+# CVXPY's own vocabulary (any other backend)
+CVXPY_STATUS_MAP = {
+    "optimal": S.SOLVED, "optimal_inaccurate": S.INACCURATE,
+    "infeasible": S.INFEASIBLE, "infeasible_inaccurate": S.INFEASIBLE,
+    "unbounded": S.INFEASIBLE, "unbounded_inaccurate": S.INFEASIBLE,
+    "infeasible_or_unbounded": S.INFEASIBLE, "user_limit": S.MAX_ITER, "solver_error": S.NUMERICAL_ERROR,
+}
+_PRIMAL_INF = {"PrimalInfeasible", "AlmostPrimalInfeasible", "infeasible", "infeasible_inaccurate",
+               "primal infeasible", "primal infeasible inaccurate"}
+_OSQP_PRIMAL_INF, _SCS_PRIMAL_INF = {3, 4}, {-2, -7}
+_TOL_OPTS = {"tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio", "eps_abs", "eps_rel", "abstol",
+             "reltol", "feastol"}
+_TIME_KEY = {"CLARABEL": "time_limit", "OSQP": "time_limit", "SCS": "time_limit_secs"}
+
+
+def backend_status(solver: str, raw) -> tuple[Status, str, str | None]:
+    """(nsopt status, the backend's own status label, certificate) of a raw backend solution.
+
+    ``certificate`` is "primal infeasible" / "dual infeasible" when the backend proved one, else None."""
+    if solver == "CLARABEL" and hasattr(raw, "status"):
+        label = str(raw.status)
+        st = CLARABEL_STATUS_MAP.get(label, S.NUMERICAL_ERROR)
+        primal = label in _PRIMAL_INF
+    elif solver == "OSQP" and hasattr(raw, "info"):
+        code = int(raw.info.status_val)
+        label, st, primal = str(raw.info.status), OSQP_STATUS_MAP.get(code, S.NUMERICAL_ERROR), code in _OSQP_PRIMAL_INF
+    elif solver == "SCS" and isinstance(raw, dict) and "info" in raw:
+        code = int(raw["info"].get("status_val", -4))
+        label, st, primal = str(raw["info"].get("status", code)), SCS_STATUS_MAP.get(code, S.NUMERICAL_ERROR), \
+            code in _SCS_PRIMAL_INF
+    else:
+        label = str(raw)
+        st = CVXPY_STATUS_MAP.get(label, S.NUMERICAL_ERROR)
+        primal = label in _PRIMAL_INF
+    cert = None
+    if st is S.INFEASIBLE:
+        cert = "primal infeasible" if primal else "dual infeasible"
+    return st, label, cert
+
+
+# -------------------------------------------------------------------------- a compiled program
+class ConicResult:
+    """One solve of a compiled program: ``status`` (nsopt), ``label`` (the backend's), ``certificate``,
+    ``x`` (the primal variable of interest, or None), ``head_duals`` ((lambda_0, lambda_X) of the
+    head constraint, or None), ``iterations``, ``solver_time``, ``wall``."""
+
+    __slots__ = ("status", "label", "certificate", "x", "head_duals", "iterations", "solver_time", "wall",
+                 "path")
+
+    def __init__(self, **kw):
+        for k in self.__slots__:
+            setattr(self, k, kw.get(k))
+
+    def info(self) -> dict:
+        return {"status": self.label, "wall": self.wall, "solver_time": self.solver_time,
+                "solver_iterations": self.iterations, "path": self.path}
+
+
+class Compiled:
+    """A formulation's CVXPY program compiled once (``get_problem_data``) and solved from its data.
+
+    A fixed point changes only two things between solves, and both are found in the compiled data:
+    the linear objective term of ``form.linear_var`` (CVXPY's ``c`` at the variable's columns) and the
+    constant heads of ``form.head_constraint``, an ``SOC(t, X, axis=1)`` (``b`` at the first row of
+    each cone block: CVXPY's conic form is ``A x + s = b``, s in K). They are updated in place:
+
+    * ``direct=True`` with Clarabel: one ``clarabel.DefaultSolver`` built from the data, and per solve
+      ``solver.update(q=..., b=...)`` (``reuse_solver=False``: a fresh solver per solve);
+    * otherwise CVXPY's own solving chain on the updated data (``chain.solve_via_data`` and
+      ``unpack_results``): any conic backend, no re-compilation.
+
+    When the slots cannot be located (an unexpected canonicalisation), each solve rebuilds and
+    re-compiles the program instead (``self.rebuild``: slower, same result).
+    """
+
+    def __init__(self, form, *, var=None, direct=False, reuse_solver=True, opts=None):
+        import cvxpy as cp
+
+        self.form, self.solver = form, form.solver
+        self.var = var if var is not None else getattr(form, "linear_var", None)
+        self.direct = bool(direct) and self.solver == "CLARABEL"
+        self.reuse_solver = bool(reuse_solver)
+        self.timings = {"build": form.build_time, "compile": 0.0, "cvxpy": 0.0, "solver": 0.0, "solves": 0}
+        t0 = time.perf_counter()
+        self.data, self.chain, self.inv = form.program.get_problem_data(self.solver, solver_opts=opts or {})
+        self.timings["compile"] = time.perf_counter() - t0
+        self._clar = None
+        self.rebuild = False
+        self._locate(cp)
+
+    # -- where the fixed point's data live in the compiled program --------------------------
+    def _locate(self, cp):
+        form, data = self.form, self.data
+        pp = data.get(cp.settings.PARAM_PROB)
+        cols = getattr(pp, "var_id_to_col", None)
+        self.lin_slot = self.var_slot = self.head_rows = None
+        key = "c" if "c" in data else "q"
+        self.ckey = key
+        if self.var is not None and cols is not None and self.var.id in cols:
+            off = cols[self.var.id]
+            self.var_slot = slice(off, off + self.var.size)
+        lv = getattr(form, "linear_var", None)
+        if lv is not None:
+            if cols is None or lv.id not in cols:
+                self.rebuild = True
+            else:
+                off = cols[lv.id]
+                sl = slice(off, off + lv.size)
+                if np.allclose(np.asarray(data[key])[sl], form.linear, rtol=1e-14, atol=0.0):
+                    self.lin_slot = sl
+                else:
+                    self.rebuild = True
+        hc = getattr(form, "head_constraint", None)
+        if hc is not None:
+            dims = data.get("dims")
+            socs = list(getattr(dims, "soc", []) or [])
+            nblk = hc.args[0].size
+            if dims is None or len(socs) != nblk or "b" not in data:
+                self.rebuild = True
+            else:
+                start = int(dims.zero) + int(dims.nonneg)
+                rows = start + np.concatenate([[0], np.cumsum(socs[:-1])]).astype(np.int64)
+                if np.allclose(np.asarray(data["b"])[rows], form.head, rtol=1e-13, atol=1e-300):
+                    self.head_rows, self.blocks = rows, np.asarray(socs)
+                else:
+                    self.rebuild = True
+
+    # -- one solve ----------------------------------------------------------------------------
+    def solve(self, *, linear=None, head=None, opts=None, time_limit=None) -> ConicResult:
+        """Solve with a new linear term and/or new heads (None: as compiled). Never raises on a
+        backend failure: the status says it (NUMERICAL_ERROR), after one retry with relaxed
+        tolerances (an interior-point solver may give up at 1e-12: "insufficient progress")."""
+        opts = dict(self.form.solver_options if opts is None else opts)
+        key = _TIME_KEY.get(self.solver)
+        if time_limit is not None and key and key not in self.form.user_options:
+            opts[key] = max(float(time_limit), 1e-3)
+        res = self._solve_once(linear, head, opts)
+        if res.status is S.NUMERICAL_ERROR:
+            keep = {k: v for k, v in opts.items() if k not in _TOL_OPTS}
+            for extra in ({k: max(float(v), 1e-10) for k, v in opts.items() if k in _TOL_OPTS}, {}):
+                r2 = self._solve_once(linear, head, {**keep, **extra})
+                r2.wall += res.wall
+                res = r2
+                if res.status is not S.NUMERICAL_ERROR:
+                    break
+        self.timings["solves"] += 1
+        st = res.solver_time
+        if st is not None and np.isfinite(st):
+            self.timings["solver"] += st
+            self.timings["cvxpy"] += max(res.wall - st, 0.0)
+        else:
+            self.timings["cvxpy"] += res.wall
+        return res
+
+    def _vectors(self, linear, head):
+        c = np.array(self.data[self.ckey], dtype=float)
+        b = np.array(self.data["b"], dtype=float) if "b" in self.data else None
+        if linear is not None:
+            c[self.lin_slot] = linear
+        if head is not None:
+            b[self.head_rows] = head
+        return c, b
+
+    def _solve_once(self, linear, head, opts) -> ConicResult:
+        if self.rebuild and (linear is not None or head is not None):
+            return self._solve_rebuilt(linear, head, opts)
+        if self.direct:
+            return self._solve_clarabel(linear, head, opts)
+        return self._solve_chain(linear, head, opts)
+
+    def _solve_clarabel(self, linear, head, opts):
+        import clarabel
+        from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import dims_to_solver_cones
+
+        t0 = time.perf_counter()
+        q, b = self._vectors(linear, head)
+        settings = clarabel.DefaultSettings()
+        settings.verbose = False
+        for k, v in opts.items():
+            if not hasattr(settings, k):
+                raise OptionError(f"unknown Clarabel setting {k!r} in solver_options")
+            setattr(settings, k, v)
+        if self.reuse_solver and self._clar is not None and self._clar.is_data_update_allowed():
+            self._clar.update(q=q, b=b, settings=settings)
+        else:
+            if not hasattr(self, "_Pd"):
+                self._Pd = sp.triu(sp.csc_matrix(self.data["P"])).tocsc()
+                self._Ad = sp.csc_matrix(self.data["A"])
+                self._cones = dims_to_solver_cones(self.data["dims"])
+            self._clar = clarabel.DefaultSolver(self._Pd, q, self._Ad, b, self._cones, settings)
+        sol = self._clar.solve()
+        wall = time.perf_counter() - t0
+        status, label, cert = backend_status("CLARABEL", sol)
+        x = np.asarray(sol.x, float)
+        ok = status in (S.SOLVED, S.INACCURATE) and x.size and np.all(np.isfinite(x))
+        xv = duals = None
+        if ok:
+            xv = x[self.var_slot].copy() if self.var_slot is not None else None
+            if self.head_rows is not None:
+                z = np.asarray(sol.z, float)
+                lam0 = z[self.head_rows]
+                k = int(self.blocks[0]) - 1
+                lamX = z[self.head_rows[:, None] + 1 + np.arange(k)]
+                duals = (lam0, lamX)
+        return ConicResult(status=status, label=label, certificate=cert, x=xv, head_duals=duals,
+                           iterations=int(sol.iterations), solver_time=float(sol.solve_time), wall=wall,
+                           path="direct")
+
+    def _solve_chain(self, linear, head, opts):
+        import cvxpy as cp
+
+        t0 = time.perf_counter()
+        data = self.data
+        if linear is not None or head is not None:
+            c, b = self._vectors(linear, head)
+            data = dict(self.data)
+            data[self.ckey] = c
+            if b is not None:
+                data["b"] = b
+        prog = self.form.program
+        self.inv[-1].solver_options = opts
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                raw = self.chain.solve_via_data(prog, data, False, False, opts)
+        except cp.error.SolverError as e:
+            return ConicResult(status=S.NUMERICAL_ERROR, label=f"solver error: {e}", iterations=0,
+                               solver_time=float("nan"), wall=time.perf_counter() - t0, path="cvxpy")
+        except TypeError as e:      # a backend refusing an unknown setting
+            raise OptionError(f"{self.solver} rejected solver_options {sorted(opts)}: {e}") from e
+        status, label, cert = backend_status(self.solver, raw)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                prog.unpack_results(raw, self.chain, self.inv)
+        except cp.error.SolverError:   # CVXPY refuses the point (e.g. Clarabel's InsufficientProgress):
+            if status in (S.SOLVED, S.INACCURATE):      # no values (the variables hold stale ones)
+                status = S.NUMERICAL_ERROR
+            return ConicResult(status=status, label=label, certificate=cert, iterations=0,
+                               solver_time=float("nan"), wall=time.perf_counter() - t0, path="cvxpy")
+        return self._result_from_program(status, label, cert, t0, "cvxpy")
+
+    def _result_from_program(self, status, label, cert, t0, path):
+        prog = self.form.program
+        st = prog.solver_stats
+        inside = float(st.solve_time) if st is not None and st.solve_time is not None else float("nan")
+        if self.solver == "SCS" and st is not None and isinstance(st.extra_stats, dict):
+            x = st.extra_stats.get("info", st.extra_stats)
+            if isinstance(x, dict) and "solve_time" in x:      # SCS reports setup + solve in ms
+                inside = (x.get("setup_time", 0.0) + x["solve_time"]) / 1e3
+        var = self.var
+        xv = None if var is None or var.value is None else np.asarray(var.value, float).reshape(-1).copy()
+        duals = None
+        hc = getattr(self.form, "head_constraint", None)
+        if hc is not None and hc.dual_value is not None:
+            lam0, lamX = hc.dual_value
+            duals = (np.asarray(lam0, float).reshape(-1), np.asarray(lamX, float).reshape(len(np.atleast_1d(lam0)), -1))
+        if status not in (S.SOLVED, S.INACCURATE):
+            xv = duals = None
+        iters = int(getattr(st, "num_iters", 0) or 0) if st is not None else 0
+        return ConicResult(status=status, label=label, certificate=cert, x=xv, head_duals=duals,
+                           iterations=iters, solver_time=inside, wall=time.perf_counter() - t0, path=path)
+
+    def _solve_rebuilt(self, linear, head, opts):
+        """Fallback: rebuild the program with the new constants and let CVXPY compile it again."""
+        form = self.form
+        t0 = time.perf_counter()
+        if getattr(form, "head_constraint", None) is not None and getattr(form, "linear_var", None) is not None:
+            form.build(form.linear if linear is None else linear, form.head if head is None else head)
+        elif getattr(form, "linear_var", None) is not None:
+            form.build(form.linear if linear is None else linear)
+        else:
+            form.build(form.head if head is None else head)
+        self.var = form.linear_var if form.linear_var is not None else getattr(form, "v", None)
+        self.data, self.chain, self.inv = form.program.get_problem_data(self.solver, solver_opts=opts)
+        res = self._solve_chain(None, None, opts)
+        res.wall = time.perf_counter() - t0
+        res.path = "rebuilt"
+        return res
+
+    def time_share(self) -> float:
+        """Share of the solve time spent inside the conic solver (vs CVXPY's own work)."""
+        tot = self.timings["solver"] + self.timings["cvxpy"]
+        return self.timings["solver"] / tot if tot > 0 else float("nan")
+
+
+def info_of(form, comp, t_total) -> dict:
+    """``Solution.info`` of a convex method: the formulation object, timings, solver share."""
+    t = dict(comp.timings)
+    t["total"] = t_total
+    return {"formulation": form, "timings": t, "solver": form.solver, "solver_share": comp.time_share()}
+
+
+def reuse(formulation, cls, problem):
+    """The ``formulation=`` option: an already built formulation object of this problem, or None."""
+    if formulation is None:
+        return None
+    if not isinstance(formulation, cls) or formulation.problem is not problem:
+        names = cls.__name__ if isinstance(cls, type) else " / ".join(c.__name__ for c in cls)
+        raise OptionError(f"formulation must be a {names} built on this problem")
+    return formulation
+
+
+# -------------------------------------------------------------------------- polish of a QP solution
+def box_polish(M, q, lb, ub, z, error, rounds=3):
+    """Active-set polish of an interior-point solution of a box-constrained QP / complementarity problem.
+
+    Reads the active set off the natural map p = clip(z - w, lb, ub) (w = Mz + q): rows where p hits a
+    bound are fixed there, the others are free and must have w = 0, so one linear solve
+    M_FF z_F = -(q_F + M_FB z_B) gives the exact vertex of the identified face (sparse LU for a sparse
+    M). Kept only when the problem's own error decreases. Yields (z, error) after each round that
+    improved the error.
+    """
+    best_z, best_e = z, error(z)
+    Mc = sp.csr_matrix(M) if sp.issparse(M) else np.asarray(M)
+    for _ in range(rounds):
+        w = matvec(Mc, best_z) + q
+        p = np.clip(best_z - w, lb, ub)
+        at_lb = p <= lb
+        at_ub = (p >= ub) & ~at_lb
+        F = ~(at_lb | at_ub)
+        zn = np.where(at_lb, lb, np.where(at_ub, ub, 0.0))
+        zn = np.where(np.isfinite(zn), zn, 0.0)
+        if F.any():
+            Fi = np.flatnonzero(F)
+            B = np.flatnonzero(~F)
+            MFF = Mc[Fi][:, Fi]
+            rhs = -(q[Fi] + (matvec(Mc[Fi][:, B], zn[B]) if B.size else 0.0))
+            zn[Fi] = solve_or_lstsq(MFF, rhs)[0]
+        e = error(zn)
+        if not e < best_e:
+            return
+        best_z, best_e = zn, e
+        yield best_z, best_e
+        if e == 0.0:
+            return
+
+
+def avi_polish(problem, S, z, lam):
+    """Equality-constrained QP on the identified active set of an AVI (sparse when M, H are):
+    [[S, -H_A^T], [H_A, 0]] (z, lambda_A) = (-q, k_A)."""
+    H, k = problem.H, np.asarray(problem.k)
+    Hz = matvec(H, z) - k
+    act = np.flatnonzero(lam > Hz) if lam is not None else np.flatnonzero(Hz < 1e-9)
+    n, m = problem.size, len(act)
+    HA = (sp.csr_matrix(H) if sp.issparse(H) else np.asarray(H))[act]
+    if sp.issparse(S) or sp.issparse(H):
+        K = sp.bmat([[sp.csr_matrix(S), -sp.csr_matrix(HA).T], [sp.csr_matrix(HA), None]], format="csc")
+        if m == 0:
+            K = sp.csc_matrix(S)
+    else:
+        K = np.block([[np.asarray(S), -HA.T], [HA, np.zeros((m, m))]])
+    rhs = np.concatenate([-np.asarray(problem.q, float), k[act]])
+    return solve_or_lstsq(K, rhs)[0][:n]
+
+
+# -------------------------------------------------------------------------- the qp method
 _QP = {"lcp": LCPasQP, "mlcp": MLCPasQP, "relay": RelayAsQP, "avi": AVIasQP}
 
 
@@ -44,104 +435,89 @@ def _psd_applies(problem):
     return cached_sym_psd(problem)
 
 
-def _gfc_applies(problem):
-    why = cached_sym_psd(problem, key="convex:sym_psd_M")
-    return f"the mass matrix M: {why}" if why else None
+def _qp_solve(problem, mon, form, comp, polish, t0, opts=None):
+    """One conic solve and its polish, recorded as the start (``history[0]``); a backend's
+    certificate gives INFEASIBLE. Returns ``(z or None, Outcome)``."""
+    p = problem
+    res = comp.solve(opts=opts, time_limit=_left(mon))
+    info = info_of(form, comp, time.perf_counter() - t0)
+    info["backend_status"] = res.label
+    msg = f"{form.solver} status {res.label}"
+    if res.certificate is not None:
+        what = ("the feasible set is empty" if res.certificate == "primal infeasible" else
+                "the QP is unbounded below, so the problem (symmetric PSD M) has no solution")
+        info["certificate"] = res.certificate
+        z0 = np.zeros(p.size)
+        mon.start({"z": z0}, p.error(z0))
+        return None, mon.outcome(x={"z": z0}, status=S.INFEASIBLE, info=info, message=f"{msg}: {what}")
+    if res.x is None:
+        z0 = np.zeros(p.size)
+        mon.start({"z": z0}, p.error(z0))
+        st = res.status if res.status not in (S.SOLVED, S.INACCURATE) else S.NUMERICAL_ERROR
+        return None, mon.outcome(status=st, info=info, message=f"{form.solver} returned no solution ({res.label})")
+    z, e, msg = _polished(p, form, res.x, polish, msg)
+    mon.start({"z": z}, e)
+    info["timings"]["total"] = time.perf_counter() - t0
+    return z, mon.outcome(info=info, message=msg, status=mon.status or res.status)
 
 
-def _info(form, t_total):
-    t = dict(form.timings)
-    t["total"] = t_total
-    return {"formulation": form, "timings": t, "solver": form.solver, "solver_share": form.time_share()}
+def _polished(p, form, z, polish, msg):
+    """The interior-point z after the active-set polish (kept only where the error decreases)."""
+    e = p.error(z)
+    if not polish or e == 0:
+        return z, e, msg
+    if isinstance(form, AVIasQP):
+        if form.poly is not None and p.H.shape[0]:
+            lam = None if form.poly.dual_value is None else np.asarray(form.poly.dual_value, float).reshape(-1)
+            z2 = avi_polish(p, form.S, z, lam)
+            e2 = p.error(z2)
+            if e2 < e:
+                return z2, e2, msg + ", polished"
+        return z, e, msg
+    polished = False
+    for z2, e2 in box_polish(p.M, np.asarray(p.q), form.lb, form.ub, z, p.error):
+        z, e, polished = z2, e2, True
+    return z, e, (msg + ", polished") if polished else msg
 
 
-def _reuse(formulation, cls, problem):
-    if formulation is None:
-        return None
-    if not isinstance(formulation, cls) or formulation.problem is not problem:
-        raise OptionError(f"formulation must be a {cls.__name__} built on this problem")
-    return formulation
+def _left(mon):
+    return None if mon.deadline is None else max(mon.deadline - time.perf_counter(), 0.0)
 
 
 @register(("lcp", "mlcp", "relay", "avi"), "qp",
           "convex QP (symmetric PSD M) by CVXPY + Clarabel/OSQP/SCS, then an active-set polish",
           applies=_psd_applies)
-def qp(problem, *, tol, max_iter, history=False, callback=None, solver=None, solver_options=None,
-       polish=True, formulation=None):
+def qp(problem, mon, *, solver=None, solver_options=None, polish=True, formulation=None):
+    """The convex QP of a symmetric PSD problem (module docstring: options, statuses). The QP has no
+    starting point: ``warm_start`` is not used; ``history[0]`` is the error of the QP's solution."""
     t0 = time.perf_counter()
     cls = _QP[problem.kind]
-    form = _reuse(formulation, cls, problem) or cls(problem, solver=solver, solver_options=solver_options,
+    form = reuse(formulation, cls, problem) or cls(problem, solver=solver, solver_options=solver_options,
                                                    check=False)
-    if max_iter is not None:
-        key = {"CLARABEL": "max_iter", "OSQP": "max_iter", "SCS": "max_iters", "ECOS": "max_iters"}.get(form.solver)
-        if key and max_iter > 0:
-            form.solver_options = {**form.solver_options, key: int(max_iter)}
-    try:
-        z, status, it = form.run(polish=polish, callback=callback, tol=tol) if isinstance(form, BoxQP) \
-            else form.run(polish=polish, callback=callback)
-    except StopIteration:
-        z, status, it = form.z.value, "callback", 0
-        return Outcome({"z": np.zeros(problem.size) if z is None else np.asarray(z)}, Status.CALLBACK_STOP,
-                       it, message="callback stopped the QP", info=_info(form, time.perf_counter() - t0))
-    hist = [h["error"] for h in form.history] if history else None
-    info = _info(form, time.perf_counter() - t0)
-    if z is None:
-        return Outcome({"z": np.zeros(problem.size)}, Status.NUMERICAL_ERROR, it, hist,
-                       message=f"{form.solver} returned no solution (status {status})", info=info)
-    msg = f"{form.solver} status {status}" + (", polished" if len(form.history) > 1 and
-                                              form.history[-1]["error"] < form.history[0]["error"] else "")
-    return Outcome({"z": z}, Status.SOLVED, it, hist, message=msg, info=info)
+    comp = Compiled(form, var=form.z, opts=form.solver_options)
+    mon.built()
+    mon.budget(5)
+    z, out = _qp_solve(problem, mon, form, comp, polish, t0)
+    if z is None or mon.stopped:
+        return out
+    # a degenerate, rank-deficient M: Clarabel may stop "almost solved"; a second solve with a
+    # stronger static regularisation (Clarabel) or the backend's default tolerances
+    retry = dict(form.solver_options)
+    if form.solver == "CLARABEL":
+        retry["static_regularization_constant"] = 1e-7
+    else:
+        for k in _TOL_OPTS:
+            retry.pop(k, None)
+    res = comp.solve(opts=retry, time_limit=_left(mon))
+    if res.x is not None:
+        z2, e2, _ = _polished(problem, form, res.x, polish, "")
+        mon.step({"z": z2}, e2)
+        out = mon.outcome(info=out.info, message=out.message + "; second solve (regularised)",
+                          status=mon.status or res.status)
+    return out
 
 
-def _fp_outcome(form, sol, status, nit, msg, history, t0, var_default):
-    hist = [h["error"] for h in form.history if "error" in h] if history else None
-    if sol is None:
-        sol = var_default
-    info = _info(form, time.perf_counter() - t0)
-    info["fixed_point"] = form.history
-    return Outcome(sol, status, nit, hist, message=msg, info=info)
+from . import socp_fp  # noqa: E402,F401  (registers the SOCP fixed points)
 
-
-@register(("fc2d", "fc3d"), "socp-fp",
-          "SOCP (CVXPY, compiled once) + Anderson-accelerated fixed point on s = mu ||u_T|| (De Saxce), "
-          "Newton polish of the last digits")
-def socp_fp(problem, *, tol, max_iter, history=False, callback=None, solver=None, solver_options=None,
-            anderson=5, prox=0.0, inexact=False, direct=True, polish=True, polish_at=1e-6, time_limit=None,
-            r0=None, formulation=None):
-    t0 = time.perf_counter()
-    form = _reuse(formulation, FCasSOCP, problem) or FCasSOCP(
-        problem, solver=solver, solver_options=solver_options, prox=prox, inexact=inexact, direct=direct)
-    sol, _err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
-                                          callback=callback, polish=polish, polish_at=polish_at,
-                                          time_limit=time_limit)
-    return _fp_outcome(form, sol, status, nit, msg, history, t0, {"r": np.zeros(problem.size)})
-
-
-@register(("fc2d", "fc3d"), "socp-tresca",
-          "Tresca (cylinder) SOCPs + Anderson-accelerated fixed point on the thresholds g = mu r_N")
-def socp_tresca(problem, *, tol, max_iter, history=False, callback=None, solver=None, solver_options=None,
-                anderson=5, inexact=False, polish=True, polish_at=1e-6, time_limit=None, r0=None,
-                formulation=None):
-    t0 = time.perf_counter()
-    form = _reuse(formulation, FCTresca, problem) or FCTresca(
-        problem, solver=solver, solver_options=solver_options, inexact=inexact)
-    sol, _err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
-                                          callback=callback, polish=polish, polish_at=polish_at,
-                                          time_limit=time_limit)
-    return _fp_outcome(form, sol, status, nit, msg, history, t0, {"r": np.zeros(problem.size)})
-
-
-@register(("gfc2d", "gfc3d"), "socp-fp",
-          "primal SOCP over v (min 1/2 v'Mv - q'v, H'v + b + s~ in K*; no M inverse) + fixed point on s",
-          applies=_gfc_applies)
-def gfc_socp_fp(problem, *, tol, max_iter, history=False, callback=None, solver=None, solver_options=None,
-                anderson=5, inexact=False, polish=True, polish_at=1e-6, time_limit=None, r0=None,
-                formulation=None):
-    t0 = time.perf_counter()
-    form = _reuse(formulation, GFCPrimalSOCP, problem) or GFCPrimalSOCP(
-        problem, solver=solver, solver_options=solver_options, inexact=inexact, check=False)
-    sol, _err, status, nit, msg = form.run(tol=tol, max_iter=max_iter, anderson=anderson, r0=r0,
-                                          callback=callback, polish=polish, polish_at=polish_at,
-                                          time_limit=time_limit)
-    return _fp_outcome(form, sol, status, nit, msg, history, t0,
-                       {"r": np.zeros(problem.size), "v": problem.v(np.zeros(problem.size))})
+__all__ = ["CLARABEL_STATUS_MAP", "CVXPY_STATUS_MAP", "Compiled", "OSQP_STATUS_MAP", "SCS_STATUS_MAP",
+           "backend_status", "box_polish", "qp"]
