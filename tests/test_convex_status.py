@@ -294,3 +294,14 @@ def test_formulations_do_not_import_the_solvers():
             if isinstance(node, ast.FunctionDef):
                 assert node.name not in ("fixed_point", "polish_local", "polish_global", "run"), (f.name, node.name)
     assert not (ROOT / "nsopt" / "formulations" / "_polish.py").exists()
+
+
+def test_avi_error_is_inf_on_an_empty_polyhedron():
+    """No z solves an AVI over an empty K: its measure is inf, never 0 (issue 7 §4)."""
+    p = nsopt.AVI(np.eye(1), [-1.0], [[1.0], [-1.0]], [1.0, 0.0])
+    assert p.is_empty()
+    assert p.error([0.0]) == np.inf
+    for method in ("auto", "qp", "lemke"):
+        s = nsopt.solve(p, method=method)
+        assert s.status is nsopt.Status.INFEASIBLE, (method, s)
+    assert not nsopt.AVI(np.eye(1), [-1.0], [[1.0]], [0.0]).is_empty()

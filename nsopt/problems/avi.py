@@ -15,7 +15,8 @@ class AVI(AffineProblem):
 
     Error measure: the natural map with the Euclidean projection on K,
     :math:`\|z - \Pi_K(z - (Mz + q))\|_2 / \|q\|_2` (divided when :math:`\|q\| >` DBL_EPSILON), computed
-    with a small QP; Siconos 4.4 has no AVI error function of its own to compare with.
+    with a small QP; Siconos 4.4 has no AVI error function of its own to compare with. When K is
+    empty the measure is ``inf``: no vector solves the problem.
     """
 
     kind = "avi"
@@ -30,7 +31,18 @@ class AVI(AffineProblem):
         self.M, self.q, self.H, self.k = M, q, H, k
         self._freeze()
 
+    def is_empty(self) -> bool:
+        """True when the polyhedron K = {z : Hz >= k} is empty (a feasibility LP, cached)."""
+        def make():
+            from scipy.optimize import linprog
 
+            n = self.size
+            if self.H.shape[0] == 0:
+                return False
+            res = linprog(np.zeros(n), A_ub=-self.H, b_ub=-np.asarray(self.k), bounds=[(None, None)] * n,
+                          method="highs")
+            return res.status == 2          # 2: infeasible
+        return self.cached("k_empty", make, on=("H", "k"))
 
     def project(self, y) -> np.ndarray:
         """Euclidean projection on K = {z : Hz >= k}, by the dual QP: min ||x - y||^2, Hx >= k."""
@@ -58,6 +70,8 @@ class AVI(AffineProblem):
 
     def error(self, z, w=None) -> float:
         z = check_input(z, "z", "AVI", self.size)
+        if self.is_empty():       # no z solves the AVI: no finite measure can call any z a solution
+            return float("inf")
         w = matvec(self.M, z) + self.q
         e = norm2(z - self.project(z - w))
         nq = norm2(self.q)
