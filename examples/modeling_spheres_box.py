@@ -11,12 +11,12 @@ The assembled problems are written to FCLIB (``sim.run(write_problems=...)``) an
 ``nsopt.io.load``. Writes ``modeling_spheres_box.png``.
 """
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 from scipy.spatial import cKDTree
 
+from _plotting import figure_path, pyplot
 from nsopt import modeling as nm
 
 R, MASS, G = 0.05, 1.0, 9.81
@@ -160,17 +160,8 @@ def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, m
             "cone_violation": np.array(cone), "status": statuses, "solutions": sols, "box": box, "sim": sim}
 
 
-def figure_path(name):
-    d = Path(os.environ.get("NSOPT_FIGURES", Path(__file__).resolve().parent / "figures"))
-    d.mkdir(parents=True, exist_ok=True)
-    return d / name
-
-
 def main():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     r = simulate(10, T=0.5)
     fig = plt.figure(figsize=(10, 4))
     ax = fig.add_subplot(1, 2, 1, projection="3d")
