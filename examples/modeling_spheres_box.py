@@ -57,7 +57,7 @@ def _pair_G0(q, z):
     d = q[:3] - q[6:9]
     n = d / math.sqrt(d @ d)
     t1, t2 = frame(n)
-    w1, w2 = -R * cross(n, t1), -R * cross(n, t2)   # = -R t2 and R t1 (right-handed frame)
+    w1, w2 = -R * t2, R * t1          # -R (n × t1), -R (n × t2) in the right-handed frame (n, t1, t2)
     G = np.zeros((3, 12))
     G[0, :3], G[0, 6:9] = n, -n
     G[1, :3], G[1, 3:6], G[1, 6:9], G[1, 9:12] = t1, w1, -t1, w1

@@ -370,9 +370,8 @@ class MoreauJeanOSI(OneStepIntegrator):
             G0, s, extra, qv = self._rows(inter, t1, vfree[c])
             m = inter.size
             qs.append(qv)
-            rr, cc = np.meshgrid(np.arange(off, off + m), c, indexing="ij")
-            rows.append(rr.ravel())
-            cols.append(cc.ravel())
+            rows.append(np.repeat(np.arange(off, off + m), len(c)))
+            cols.append(np.tile(c, m))
             vals.append(np.asarray(G0, dtype=float).ravel())
             scales.append(np.full(m, s))
             if extra is not None:
@@ -426,30 +425,33 @@ class MoreauJeanOSI(OneStepIntegrator):
         """v = v_free + M̂⁻¹ G0ᵀ λ, q = q_k + h((1-θ) v_k + θ v); returns ||Δv|| relative."""
         h, th, S = self.h, self.theta, self.S
         p = np.zeros(S.ndof)
+        seen = set()
         if active:
             off = 0
             for inter in active:
                 m = inter.size
                 lm = lam[off:off + m]
                 off += m
+                seen.add(id(inter))
                 inter.lambda_[1] = lm.copy()
-                inter._lam_prev = lm.copy()
+                inter._lam_prev = inter.lambda_[1]
                 if inter.relation.compliant:
                     inter.lambda_[0] = lm / h
                 c = self._inter_cols[id(inter)]
                 np.add.at(p, c, np.asarray(inter._G0_used).T @ lm)
         for inter in self.inters:
-            if inter not in active:
+            if id(inter) not in seen:
                 inter._lam_prev = np.zeros(inter.size)
         v = vfree + S.minv(p) if active else vfree
-        dv = 0.0
-        for k, ds in enumerate(S.systems):
+        systems = S.systems
+        vold = np.concatenate([ds.v for ds in systems])
+        qk = np.concatenate([ds._qk for ds in systems])
+        vk = np.concatenate([ds._vk for ds in systems])
+        qn = qk + h * (1 - th) * vk + h * th * v
+        dv = float(np.linalg.norm(v - vold)) / (1.0 + float(np.linalg.norm(v)))
+        for k, ds in enumerate(systems):
             a, b = S.offsets[k]
-            vn = v[a:b]
-            dv = max(dv, float(np.linalg.norm(vn - ds.v)) / (1.0 + float(np.linalg.norm(vn))))
-            ds.v = vn.copy()
-            ds.p = p[a:b].copy()
-            ds.q = ds._qk + h * (1 - th) * ds._vk + h * th * ds.v
+            ds.v, ds.p, ds.q = v[a:b], p[a:b], qn[a:b]
         return dv
 
     def _residual(self, t0, t1):
@@ -492,9 +494,8 @@ class _LinearFastPath:
         for inter in osi.inters:
             rel, law, m = inter.relation, inter.nslaw, inter.size
             c = osi._inter_cols[id(inter)]
-            rr, cc = np.meshgrid(np.arange(off, off + m), c, indexing="ij")
-            rows.append(rr.ravel())
-            cols.append(cc.ravel())
+            rows.append(np.repeat(np.arange(off, off + m), len(c)))
+            cols.append(np.tile(c, m))
             vals.append(rel.H.ravel())
             Z = osi._Z(inter)
             bb = np.zeros(m) if rel.b is None else rel.b.copy()
