@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from ..exceptions import ModelingError
 from ._check import label, scalar
 
+_NOZ = np.zeros(0)
 SPARSE_DOFS = 300        # above this many degrees of freedom, H and W are assembled sparse
 
 
@@ -204,11 +205,19 @@ class MoreauJeanOSI(OneStepIntegrator):
 
     def _Z(self, inter):
         dss = inter.systems
-        return dss[0].z if len(dss) == 1 else np.concatenate([d.z for d in dss])
+        if len(dss) == 1:
+            return dss[0].z
+        a, b = dss[0].z, dss[1].z
+        return _NOZ if a.shape[0] == 0 and b.shape[0] == 0 else np.concatenate([a, b])
 
-    def _update_output(self, inter, t):
+    def _update_output(self, inter, t, qg=None, vg=None):
         rel = inter.relation
-        Q, V, Z = self._concat(inter, "q"), self._concat(inter, "v"), self._Z(inter)
+        if qg is None:
+            Q, V = self._concat(inter, "q"), self._concat(inter, "v")
+        else:                       # from the stacked state: one gather instead of two concatenations
+            c = self._inter_cols[id(inter)]
+            Q, V = qg[c], vg[c]
+        Z = self._Z(inter)
         lam0, lam1 = inter.lambda_
         if rel.compliant:
             inter.y[0] = rel.h(Q, t, lam0, Z)
@@ -270,8 +279,9 @@ class MoreauJeanOSI(OneStepIntegrator):
             vfree = self._free_velocity(t0, t1)
             lam, record = self._solve_osns(sim, active, vfree, t1)
             dv_norm = self._update_state(active, lam, vfree, t1)
+            qg, vg = self._stacked_state
             for inter in self.inters:
-                self._update_output(inter, t1)
+                self._update_output(inter, t1, qg, vg)
             self._stamp = None
             if not self.iterate:
                 converged, res = True, 0.0
@@ -452,6 +462,7 @@ class MoreauJeanOSI(OneStepIntegrator):
         for k, ds in enumerate(systems):
             a, b = S.offsets[k]
             ds.v, ds.p, ds.q = v[a:b], p[a:b], qn[a:b]
+        self._stacked_state = (qn, v)
         return dv
 
     def _residual(self, t0, t1):
