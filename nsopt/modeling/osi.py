@@ -183,9 +183,46 @@ class MoreauJeanOSI(OneStepIntegrator):
                 inter._mj_owner = self
         self._H_cache = None   # (key, H, left) of the last assembly with constant operators
         self._version = nsds._version
+        self._batch_linear_outputs()
         self.fast = _LinearFastPath.applies(self, sim)
         if self.fast:
             self._fast = _LinearFastPath(self, sim)
+
+    def _batch_linear_outputs(self):
+        """Stack the LagrangianLinearTIR interactions: their outputs are two sparse products per step."""
+        from .relations import LagrangianLinearTIR
+
+        lin = [i for i in self.inters if type(i.relation) is LagrangianLinearTIR]
+        self._other_inters = [i for i in self.inters if type(i.relation) is not LagrangianLinearTIR]
+        self._lin = None
+        if len(lin) < 8:
+            self._other_inters = self.inters
+            return
+        rows, cols, vals, b, slices, off = [], [], [], [], [], 0
+        for inter in lin:
+            rel, m = inter.relation, inter.size
+            c = self._inter_cols[id(inter)]
+            rows.append(np.repeat(np.arange(off, off + m), len(c)))
+            cols.append(np.tile(c, m))
+            vals.append(rel.H.ravel())
+            bb = np.zeros(m) if rel.b is None else rel.b.copy()
+            if rel.F is not None:
+                bb += rel.F @ self._Z(inter)
+            b.append(bb)
+            slices.append((off, off + m))
+            off += m
+        H = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(off, self.S.ndof))
+        self._lin = (lin, H, np.concatenate(b), slices)
+
+    def _linear_outputs(self, qg, vg):
+        if self._lin is None:
+            return
+        lin, H, b, slices = self._lin
+        Y0, Y1 = H @ qg + b, H @ vg
+        for inter, (lo, hi) in zip(lin, slices):
+            inter.y[0] = Y0[lo:hi]
+            D = inter.relation.D
+            inter.y[1] = Y1[lo:hi] if D is None else Y1[lo:hi] + D @ inter.lambda_[1]
 
     def _iteration_matrix(self, ds, t, q, v):
         h, th = self.h, self.theta
@@ -280,7 +317,8 @@ class MoreauJeanOSI(OneStepIntegrator):
             lam, record = self._solve_osns(sim, active, vfree, t1)
             dv_norm = self._update_state(active, lam, vfree, t1)
             qg, vg = self._stacked_state
-            for inter in self.inters:
+            self._linear_outputs(qg, vg)
+            for inter in self._other_inters:
                 self._update_output(inter, t1, qg, vg)
             self._stamp = None
             if not self.iterate:
