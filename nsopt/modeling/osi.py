@@ -55,7 +55,8 @@ class Assembly:
 
     ``W`` is None when the integrator knows it equals the previous step's (same active set, constant
     operators): the simulation then reuses its problem with :meth:`nsopt.problems.Problem.replace`.
-    ``glob`` holds (M, H, q, b) for a global friction-contact problem.
+    ``glob`` holds (M, H, q, b) for a global friction-contact problem. ``H``, ``vfree`` and ``osi``
+    are there for builders that need the operators themselves (a multiple-impact problem, say).
     """
 
     key: tuple
@@ -65,6 +66,9 @@ class Assembly:
     constant: bool = False
     glob: tuple | None = None
     sizes: list = field(default_factory=list)
+    H: object = None          # the active rows G0 (m x ndof), when the integrator has them
+    vfree: np.ndarray | None = None
+    osi: object = None        # the integrator (``osi.iteration_matrix()`` gives the stacked M̂)
 
 
 class OneStepIntegrator:
@@ -456,8 +460,12 @@ class MoreauJeanOSI(OneStepIntegrator):
                     W[o:o + E.shape[0], o:o + E.shape[0]] += E
         if const:
             self._H_cache = (key, left, None, extras)
-        asm = Assembly(key=key, interactions=active, q=q, W=W, constant=const, glob=glob)
+        asm = Assembly(key=key, interactions=active, q=q, W=W, constant=const, glob=glob, H=H, vfree=vfree, osi=self)
         return sim.solve_assembly(asm), None
+
+    def iteration_matrix(self):
+        """The stacked iteration matrix M̂ = M + hθC + h²θ²K of all systems (sparse)."""
+        return self._global_matrix()
 
     def _global_matrix(self):
         blocks = []
@@ -641,7 +649,8 @@ class _LinearFastPath:
             else:
                 W = self.Wfull[rows][:, rows] if sp.issparse(self.Wfull) else self.Wfull[np.ix_(rows, rows)]
             self.key = key
-            asm = Assembly(key=("fast", key), interactions=active, q=qo, W=W, constant=True)
+            asm = Assembly(key=("fast", key), interactions=active, q=qo, W=W, constant=True, H=Ha, vfree=vfree,
+                           osi=osi)
             la = sim.solve_assembly(asm)
             lam[rows] = la
             p = np.asarray(Ha.T @ la).reshape(-1)

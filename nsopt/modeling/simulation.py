@@ -98,8 +98,8 @@ class TimeStepping:
         blocks = {i.nslaw.block for i in nsds.interactions}
         if osns is None:
             osns = infer_osns(blocks) if blocks else "lcp"
-        if osns not in OSNS_KINDS:
-            raise ModelingError(o, "osns", f"unknown one-step problem kind {osns!r}; expected one of {OSNS_KINDS}")
+        if osns not in OSNS_BUILDERS:
+            raise ModelingError(o, "osns", f"unknown one-step problem kind {osns!r}; expected one of {tuple(OSNS_BUILDERS)}")
         bad = blocks - _HOLDS[osns]
         if bad:
             raise ModelingError(o, "osns", f"a {osns!r} problem cannot hold the laws of block kind(s) {sorted(bad)}; "
@@ -143,43 +143,7 @@ class TimeStepping:
 
     # ------------------------------------------------------------------ the OSNS problem
     def _build(self, asm):
-        kind, inters = self.osns_kind, asm.interactions
-        W, q = asm.W, asm.q
-        laws = [i.nslaw for i in inters]
-        if kind == "lcp":
-            return LCP(W, q)
-        if kind == "equality":
-            return Equality(W, q)
-        if kind == "relay":
-            return Relay(W, q, np.concatenate([l.lb for l in laws]), np.concatenate([l.ub for l in laws]))
-        if kind == "mlcp":
-            rows, comp, off = [0], [], 0
-            for l in laws:
-                off += l.size
-                rows.append(off)
-                comp.append(l.block != "equality")
-            n_eq = sum(l.size for l in laws if l.block == "equality")
-            if sp.issparse(W):
-                W = W.toarray()
-            return MLCP.from_matrix(W, q, n_eq, blocks_rows=rows, blocks_is_comp=comp)
-        if kind == "avi":
-            Hs, ks = [], []
-            for l in laws:
-                if l.block == "avi":
-                    Hs.append(l.H)
-                    ks.append(l.k)
-                else:                        # a complementarity block: λ >= 0
-                    Hs.append(np.eye(l.size))
-                    ks.append(np.zeros(l.size))
-            return AVI(W, q, sp.block_diag(Hs).toarray(), np.concatenate(ks))
-        if kind in ("fc2d", "fc3d"):
-            return FrictionContact(int(kind[2]), W, q, [l.mu for l in laws])
-        if kind == "gfc3d":
-            M, H, qg, b = asm.glob
-            return GlobalFrictionContact(M, H, qg, b, [l.mu for l in laws], dim=3)
-        if kind == "gmp":
-            return GenericMechanical(W, q, [l.gmp_block() for l in laws])
-        raise ModelingError(label(self), "osns", f"cannot assemble {kind!r}")   # pragma: no cover
+        return OSNS_BUILDERS[self.osns_kind](asm)
 
     def solve_assembly(self, asm):
         """Build (or reuse) the step's problem, solve it, return the stacked λ; records the step."""
@@ -405,3 +369,64 @@ class Trajectory:
                 io.write_siconos_dat(pb, f)
                 out.append(f)
         return out
+
+
+# ----------------------------------------------------------------------------- OSNS builders
+def _laws(asm):
+    return [i.nslaw for i in asm.interactions]
+
+
+def _build_mlcp(asm):
+    rows, comp, off = [0], [], 0
+    laws = _laws(asm)
+    for law in laws:
+        off += law.size
+        rows.append(off)
+        comp.append(law.block != "equality")
+    n_eq = sum(law.size for law in laws if law.block == "equality")
+    W = asm.W.toarray() if sp.issparse(asm.W) else asm.W
+    return MLCP.from_matrix(W, asm.q, n_eq, blocks_rows=rows, blocks_is_comp=comp)
+
+
+def _build_avi(asm):
+    Hs, ks = [], []
+    for law in _laws(asm):
+        if law.block == "avi":
+            Hs.append(law.H)
+            ks.append(law.k)
+        else:                        # a complementarity block: λ >= 0
+            Hs.append(np.eye(law.size))
+            ks.append(np.zeros(law.size))
+    return AVI(asm.W, asm.q, sp.block_diag(Hs).toarray(), np.concatenate(ks))
+
+
+def _build_gfc(asm):
+    M, H, qg, b = asm.glob
+    return GlobalFrictionContact(M, H, qg, b, [law.mu for law in _laws(asm)], dim=3)
+
+
+OSNS_BUILDERS = {
+    "lcp": lambda asm: LCP(asm.W, asm.q),
+    "equality": lambda asm: Equality(asm.W, asm.q),
+    "relay": lambda asm: Relay(asm.W, asm.q, np.concatenate([law.lb for law in _laws(asm)]),
+                               np.concatenate([law.ub for law in _laws(asm)])),
+    "mlcp": _build_mlcp,
+    "avi": _build_avi,
+    "fc2d": lambda asm: FrictionContact(2, asm.W, asm.q, [law.mu for law in _laws(asm)]),
+    "fc3d": lambda asm: FrictionContact(3, asm.W, asm.q, [law.mu for law in _laws(asm)]),
+    "gfc3d": _build_gfc,
+    "gmp": lambda asm: GenericMechanical(asm.W, asm.q, [law.gmp_block() for law in _laws(asm)]),
+}
+
+
+def register_osns(kind: str, build, *, holds, methods):
+    """Add a one-step problem kind to TimeStepping (the extension point for, e.g., a multiple-impact
+    problem): ``build(asm: Assembly) -> problem`` (an nsopt problem whose primal variable is the
+    stacked λ), ``holds`` the law blocks it accepts (``NonSmoothLaw.block`` values), ``methods`` the
+    method names for ``method="auto"`` (first, then fallbacks)."""
+    global OSNS_KINDS
+    OSNS_BUILDERS[kind] = build
+    _HOLDS[kind] = set(holds)
+    STEP_METHODS[kind] = tuple(methods)
+    if kind not in OSNS_KINDS:
+        OSNS_KINDS = OSNS_KINDS + (kind,)
