@@ -76,3 +76,29 @@ def test_avi_normal_cone_equals_relay():
     relay = run(nm.RelayNSL(1, -1.0, 1.0), "relay")
     avi = run(nm.NormalConeNSL(1, H=[[1.0], [-1.0]], k=[-1.0, -1.0]), "avi")   # λ ∈ [-1, 1], -y ∈ N(λ)
     assert np.allclose(avi, relay, atol=1e-9)
+
+
+def test_register_osns_extension_point():
+    """A new one-step problem kind (how a multiple-impact problem plugs in): its builder receives the
+    assembly with W, q and the operators H, v_free and the integrator."""
+    from nsopt import LCP
+
+    seen = []
+
+    def build(asm):
+        seen.append(asm.H is not None and asm.vfree is not None and asm.osi is not None)
+        Mhat = asm.osi.iteration_matrix().toarray()
+        H = asm.H.toarray() if hasattr(asm.H, "toarray") else asm.H
+        assert np.allclose(H @ np.linalg.solve(Mhat, H.T), asm.W)       # W = H M̂⁻¹ Hᵀ
+        return LCP(asm.W, asm.q)
+
+    nm.register_osns("lcp-test-copy", build, holds={"lcp"}, methods=("lemke",))
+    runs = {}
+    for kind in ("lcp", "lcp-test-copy"):
+        ball = nm.LagrangianLinearTIDS(q0=[1.0, 0.0], v0=[0.0, 1.0], M=np.diag([1.0, 2.0]), fext=[-9.81, 0.0])
+        ground = nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0, 0.0]]))
+        nsds = nm.NonSmoothDynamicalSystem(0.0, 2.0)
+        nsds.link(ground, ball)
+        runs[kind] = nm.TimeStepping(nsds, 1e-2, osns=kind).run().q(ball)
+    assert seen and all(seen)
+    assert np.allclose(runs["lcp"], runs["lcp-test-copy"], atol=1e-12)

@@ -109,6 +109,7 @@ class TimeStepping:
         if on_failure not in ("raise", "continue"):
             raise ModelingError(o, "on_failure", f"must be 'raise' or 'continue', got {on_failure!r}")
         self.osns_kind = osns
+        self.reusable = osns in REUSABLE
         if method == "auto":
             method, *rest = STEP_METHODS[osns]
             fallback = tuple(fallback) or tuple(rest)
@@ -419,14 +420,21 @@ OSNS_BUILDERS = {
 }
 
 
-def register_osns(kind: str, build, *, holds, methods):
+# kinds whose problem takes a new right-hand side by ``replace(q=...)`` (same W, same caches)
+REUSABLE = {"lcp", "mlcp", "relay", "avi", "equality", "fc2d", "fc3d", "gmp"}
+
+
+def register_osns(kind: str, build, *, holds, methods, reusable=False):
     """Add a one-step problem kind to TimeStepping (the extension point for, e.g., a multiple-impact
     problem): ``build(asm: Assembly) -> problem`` (an nsopt problem whose primal variable is the
     stacked λ), ``holds`` the law blocks it accepts (``NonSmoothLaw.block`` values), ``methods`` the
-    method names for ``method="auto"`` (first, then fallbacks)."""
+    method names for ``method="auto"`` (first, then fallbacks); ``reusable``: the problem has a field
+    ``q`` that :meth:`~nsopt.problems.Problem.replace` may change while W is kept."""
     global OSNS_KINDS
     OSNS_BUILDERS[kind] = build
     _HOLDS[kind] = set(holds)
     STEP_METHODS[kind] = tuple(methods)
+    if reusable:
+        REUSABLE.add(kind)
     if kind not in OSNS_KINDS:
         OSNS_KINDS = OSNS_KINDS + (kind,)
