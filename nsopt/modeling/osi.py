@@ -404,7 +404,7 @@ class MoreauJeanOSI(OneStepIntegrator):
         reuse = const and cache is not None and cache[0] == key and sim.reusable
         qs = []
         if reuse:
-            _, H, left, extras = cache
+            H = cache[1]
             q = np.asarray(H @ vfree).reshape(-1)
             off = 0
             for inter in active:
@@ -776,7 +776,7 @@ class EulerMoreauOSI(OneStepIntegrator):
                     np.add.at(shift, self._inter_cols[id(inter)], g - B @ la)
                 xp = xfree + h * gam * S.minv(shift)
             # assembly
-            qs, Bcols = [], []
+            qs = []
             for inter in self.inters:
                 X, Z, C, D, K, B = jac[id(inter)]
                 c = self._inter_cols[id(inter)]
@@ -836,7 +836,6 @@ class EulerMoreauOSI(OneStepIntegrator):
             for inter in self.inters:
                 X, Z = self._concat(inter, "x"), self._Z(inter)
                 g = inter.relation.input(X, t1, inter.lambda_[0], Z)
-                c = self._inter_cols[id(inter)]
                 o = 0
                 for ds in inter.systems:
                     ds.r = ds.r + g[o:o + ds.n]
@@ -845,7 +844,7 @@ class EulerMoreauOSI(OneStepIntegrator):
             if not self.nonlinear:
                 converged, res = True, 0.0
                 break
-            res = max(dx, dl) if it > 1 else max(dx, dl)
+            res = max(dx, dl)
             if res <= sim.newton_tol:
                 converged = True
                 break
