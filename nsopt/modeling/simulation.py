@@ -249,6 +249,8 @@ class Trajectory:
     one per step): ``status`` (a :class:`nsopt.Status`, or None when no problem had to be solved),
     ``error``, ``iterations``, ``method``, ``newton_iterations``, ``newton_residual``,
     ``newton_converged``; ``failed_steps``; ``problems`` (with ``keep_problems=True``).
+    Interactions linked after the simulation was built (contact detection) act on the systems but
+    are not recorded here.
     """
 
     def __init__(self, sim: TimeStepping):
