@@ -45,6 +45,16 @@ def infer_osns(blocks: set) -> str:
     return "gmp"
 
 
+def _new_workspace():
+    """An ``nsopt.Workspace`` (the methods' built state kept between solves of problems sharing W),
+    where the installed nsopt has one; None otherwise."""
+    try:
+        from ..monitor import Workspace
+    except ImportError:
+        return None
+    return Workspace()
+
+
 class TimeStepping:
     """Time-stepping simulation of a :class:`NonSmoothDynamicalSystem` (Siconos ``TimeStepping``).
 
@@ -130,6 +140,7 @@ class TimeStepping:
         self._solve_time = 0.0
         self._last = None
         self._seen = None
+        self._workspace = None
         integrator.initialize(self)
         self.trajectory = Trajectory(self)
 
@@ -149,10 +160,14 @@ class TimeStepping:
     def solve_assembly(self, asm):
         """Build (or reuse) the step's problem, solve it, return the stacked λ; records the step."""
         prev = self._problem
+        opts = self.options
         if asm.W is None and asm.glob is None and prev is not None and prev[0] == asm.key:
             problem = prev[1].replace(q=asm.q)
         else:
             problem = self._build(asm)
+            self._workspace = _new_workspace()     # a method's built state is kept for one W only
+        if self._workspace is not None and "workspace" not in opts:
+            opts = {**opts, "workspace": self._workspace}
         self._problem = (asm.key, problem)
         warm = None
         if self.warm_start:
@@ -160,7 +175,7 @@ class TimeStepping:
             if not np.any(warm):
                 warm = None
         t = time.process_time()
-        sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **self.options)
+        sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
         for m in self.fallback:
             if sol.success:
                 break
