@@ -85,11 +85,15 @@ def test_register_osns_extension_point():
 
     seen = []
 
-    def build(asm):
+    def build(asm, laws, previous):
         seen.append(asm.H is not None and asm.vfree is not None and asm.osi is not None)
+        if previous is not None:                 # same active set, constant operators: keep W
+            assert asm.W is None
+            return previous.replace(q=asm.q)
         Mhat = asm.osi.iteration_matrix().toarray()
         H = asm.H.toarray() if hasattr(asm.H, "toarray") else asm.H
         assert np.allclose(H @ np.linalg.solve(Mhat, H.T), asm.W)       # W = H M̂⁻¹ Hᵀ
+        assert all(isinstance(law, nm.NewtonImpactNSL) for law in laws)
         return LCP(asm.W, asm.q)
 
     nm.register_osns("lcp-test-copy", build, holds={"lcp"}, methods=("lemke",))

@@ -401,7 +401,7 @@ class MoreauJeanOSI(OneStepIntegrator):
         cache = self._H_cache
         const = not self.nonlinear and all(i.relation.constant for i in active) and not any(
             i.relation.compliant for i in active)
-        reuse = const and cache is not None and cache[0] == key and sim.reusable
+        reuse = const and cache is not None and cache[0] == key and sim.osns_kind != "gfc3d"
         qs = []
         if reuse:
             H = cache[1]
@@ -644,7 +644,7 @@ class _LinearFastPath:
             Ha = self.H[rows]
             qo = np.asarray(Ha @ vfree).reshape(-1) + self.e[rows] * y1[rows]
             active = [inters[i] for i in idx]
-            if key == self.key and sim.reusable:
+            if key == self.key:
                 W = None
             else:
                 W = self.Wfull[rows][:, rows] if sp.issparse(self.Wfull) else self.Wfull[np.ix_(rows, rows)]
@@ -741,7 +741,7 @@ class EulerMoreauOSI(OneStepIntegrator):
                 X, Z = self._concat(inter, "x"), self._Z(inter)
                 C, D, K, B = inter.relation.jacobians(X, t1, lam_alpha[id(inter)], Z)
                 jac[id(inter)] = (X, Z, C, D, K, B)
-            reuse = self._const and self._cache is not None and sim.reusable
+            reuse = self._const and self._cache is not None
             if not reuse:
                 for k, ds in enumerate(S.systems):
                     W = np.eye(ds.n) - h * th * ds.jacobian_f(t1, ds.x)

@@ -37,9 +37,15 @@ STEP_METHODS = {
 }
 
 
+# one-step problem kinds added by other modeling modules (nsopt.modeling.impact adds "multiple-impact"):
+# kind -> builder(asm, laws, previous) -> problem (previous: the last step's problem when asm.W is None,
+# i.e. same active set and constant operators); the module also fills _HOLDS[kind] and STEP_METHODS[kind]
+OSNS_BUILDERS: dict = {}
+
+
 def infer_osns(blocks: set) -> str:
     """The smallest OSNS kind that holds every block kind in ``blocks``."""
-    for kind in ("lcp", "equality", "relay", "fc2d", "fc3d", "mlcp", "avi", "gmp"):
+    for kind in ("lcp", "equality", "relay", "fc2d", "fc3d", "mlcp", "avi", "gmp", *OSNS_BUILDERS):
         if blocks <= _HOLDS[kind]:
             return kind
     return "gmp"
@@ -108,8 +114,8 @@ class TimeStepping:
         blocks = {i.nslaw.block for i in nsds.interactions}
         if osns is None:
             osns = infer_osns(blocks) if blocks else "lcp"
-        if osns not in OSNS_BUILDERS:
-            raise ModelingError(o, "osns", f"unknown one-step problem kind {osns!r}; expected one of {tuple(OSNS_BUILDERS)}")
+        if osns not in OSNS_KINDS and osns not in OSNS_BUILDERS:
+            raise ModelingError(o, "osns", f"unknown one-step problem kind {osns!r}; expected one of {OSNS_KINDS}")
         bad = blocks - _HOLDS[osns]
         if bad:
             raise ModelingError(o, "osns", f"a {osns!r} problem cannot hold the laws of block kind(s) {sorted(bad)}; "
@@ -119,7 +125,6 @@ class TimeStepping:
         if on_failure not in ("raise", "continue"):
             raise ModelingError(o, "on_failure", f"must be 'raise' or 'continue', got {on_failure!r}")
         self.osns_kind = osns
-        self.reusable = osns in REUSABLE
         if method == "auto":
             method, *rest = STEP_METHODS[osns]
             fallback = tuple(fallback) or tuple(rest)
@@ -155,20 +160,25 @@ class TimeStepping:
 
     # ------------------------------------------------------------------ the OSNS problem
     def _build(self, asm):
-        return OSNS_BUILDERS[self.osns_kind](asm)
+        return _BUILDERS[self.osns_kind](asm)
 
     def solve_assembly(self, asm):
         """Build (or reuse) the step's problem, solve it, return the stacked λ; records the step."""
         prev = self._problem
-        opts = self.options
-        if asm.W is None and asm.glob is None and prev is not None and prev[0] == asm.key:
+        reuse = asm.W is None and asm.glob is None and prev is not None and prev[0] == asm.key
+        if self.osns_kind in OSNS_BUILDERS:
+            problem = OSNS_BUILDERS[self.osns_kind](asm, [i.nslaw for i in asm.interactions],
+                                                    prev[1] if reuse else None)
+        elif reuse:
             problem = prev[1].replace(q=asm.q)
         else:
             problem = self._build(asm)
+        self._problem = (asm.key, problem)
+        if not reuse:
             self._workspace = _new_workspace()     # a method's built state is kept for one W only
+        opts = self.options
         if self._workspace is not None and "workspace" not in opts:
             opts = {**opts, "workspace": self._workspace}
-        self._problem = (asm.key, problem)
         warm = None
         if self.warm_start:
             warm = np.concatenate([getattr(i, "_lam_warm", np.zeros(i.size)) for i in asm.interactions])
@@ -183,7 +193,7 @@ class TimeStepping:
             if alt.error < sol.error or alt.success:
                 sol = alt
         self._solve_time += time.process_time() - t
-        lam = np.asarray(sol.z if problem.primal == "z" else sol.r, dtype=float)
+        lam = np.asarray(getattr(sol, problem.primal), dtype=float)
         if not np.all(np.isfinite(lam)):
             lam = np.zeros_like(lam)
         off = 0
@@ -423,7 +433,7 @@ def _build_gfc(asm):
     return GlobalFrictionContact(M, H, qg, b, [law.mu for law in _laws(asm)], dim=3)
 
 
-OSNS_BUILDERS = {
+_BUILDERS = {      # the built-in kinds: builder(asm) -> problem
     "lcp": lambda asm: LCP(asm.W, asm.q),
     "equality": lambda asm: Equality(asm.W, asm.q),
     "relay": lambda asm: Relay(asm.W, asm.q, np.concatenate([law.lb for law in _laws(asm)]),
@@ -437,21 +447,14 @@ OSNS_BUILDERS = {
 }
 
 
-# kinds whose problem takes a new right-hand side by ``replace(q=...)`` (same W, same caches)
-REUSABLE = {"lcp", "mlcp", "relay", "avi", "equality", "fc2d", "fc3d", "gmp"}
-
-
-def register_osns(kind: str, build, *, holds, methods, reusable=False):
-    """Add a one-step problem kind to TimeStepping (the extension point for, e.g., a multiple-impact
-    problem): ``build(asm: Assembly) -> problem`` (an nsopt problem whose primal variable is the
-    stacked λ), ``holds`` the law blocks it accepts (``NonSmoothLaw.block`` values), ``methods`` the
-    method names for ``method="auto"`` (first, then fallbacks); ``reusable``: the problem has a field
-    ``q`` that :meth:`~nsopt.problems.Problem.replace` may change while W is kept."""
-    global OSNS_KINDS
+def register_osns(kind: str, build, *, holds, methods):
+    """Add a one-step problem kind to TimeStepping (as ``nsopt.modeling.impact`` adds
+    ``"multiple-impact"``): ``build(asm, laws, previous) -> problem``, where ``asm`` is the step's
+    :class:`~nsopt.modeling.osi.Assembly` (W, q over the active interactions, and the operators H,
+    v_free and the integrator), ``laws`` their laws, ``previous`` the last step's problem when
+    ``asm.W is None`` (same active set, constant operators: reuse its W) and None otherwise; the
+    problem's primal variable must be the stacked λ. ``holds``: the law blocks (``NonSmoothLaw.block``)
+    it accepts; ``methods``: the names ``method="auto"`` uses (first, then fallbacks)."""
     OSNS_BUILDERS[kind] = build
     _HOLDS[kind] = set(holds)
     STEP_METHODS[kind] = tuple(methods)
-    if reusable:
-        REUSABLE.add(kind)
-    if kind not in OSNS_KINDS:
-        OSNS_KINDS = OSNS_KINDS + (kind,)
