@@ -23,6 +23,18 @@ _NOZ = np.zeros(0)
 SPARSE_DOFS = 300        # above this many degrees of freedom, H and W are assembled sparse
 
 
+_ROW_PATTERNS: dict = {}
+
+
+def block_coords(off, m, c):
+    """Row and column indices of a dense m x len(c) block placed at rows off.., columns c (row-major)."""
+    key = (m, len(c))
+    pat = _ROW_PATTERNS.get(key)
+    if pat is None:
+        pat = _ROW_PATTERNS[key] = np.repeat(np.arange(m), len(c))
+    return off + pat, np.tile(c, m)
+
+
 class Factor:
     """A kept factorisation of an iteration matrix: division for a diagonal one, LU otherwise."""
 
@@ -206,8 +218,9 @@ class MoreauJeanOSI(OneStepIntegrator):
         for inter in lin:
             rel, m = inter.relation, inter.size
             c = self._inter_cols[id(inter)]
-            rows.append(np.repeat(np.arange(off, off + m), len(c)))
-            cols.append(np.tile(c, m))
+            rr, cc = block_coords(off, m, c)
+            rows.append(rr)
+            cols.append(cc)
             vals.append(rel.H.ravel())
             bb = np.zeros(m) if rel.b is None else rel.b.copy()
             if rel.F is not None:
@@ -422,8 +435,9 @@ class MoreauJeanOSI(OneStepIntegrator):
             G0, s, extra, qv = self._rows(inter, t1, vfree[c])
             m = inter.size
             qs.append(qv)
-            rows.append(np.repeat(np.arange(off, off + m), len(c)))
-            cols.append(np.tile(c, m))
+            rr, cc = block_coords(off, m, c)
+            rows.append(rr)
+            cols.append(cc)
             vals.append(np.asarray(G0, dtype=float).ravel())
             scales.append(np.full(m, s))
             if extra is not None:
@@ -551,8 +565,9 @@ class _LinearFastPath:
         for inter in osi.inters:
             rel, law, m = inter.relation, inter.nslaw, inter.size
             c = osi._inter_cols[id(inter)]
-            rows.append(np.repeat(np.arange(off, off + m), len(c)))
-            cols.append(np.tile(c, m))
+            rr, cc = block_coords(off, m, c)
+            rows.append(rr)
+            cols.append(cc)
             vals.append(rel.H.ravel())
             Z = osi._Z(inter)
             bb = np.zeros(m) if rel.b is None else rel.b.copy()
