@@ -12,7 +12,7 @@ import numpy as np
 import siconos.kernel as sk
 
 
-def ball(T=10.0):
+def _ball_simulation(T):
     t0, h, r, g, m, e, theta = 0.0, 0.005, 0.1, 9.81, 1.0, 0.9, 0.5
     mass = np.eye(3)
     mass[2, 2] = 2.0 / 5 * r * r
@@ -23,7 +23,11 @@ def ball(T=10.0):
     nsds.insertDynamicalSystem(ds)
     nsds.link(inter, ds)
     s = sk.TimeStepping(nsds, sk.TimeDiscretisation(t0, h), sk.MoreauJeanOSI(theta), sk.LCP())
-    N = int(round((T - t0) / h))
+    return s, ds, inter, int(round((T - t0) / h))
+
+
+def ball(T=10.0):
+    s, ds, inter, N = _ball_simulation(T)
     out = {k: np.zeros((N + 1, 3)) for k in ("q", "v", "p")}
     out.update({k: np.zeros((N + 1, 1)) for k in ("y0", "y1", "lam")})
     q, v, p = ds.q(), ds.velocity(), ds.p(1)
@@ -45,17 +49,8 @@ def ball(T=10.0):
 
 
 def ball_speed(T=10.0):
-    """The same simulation, nothing recorded: the kernel's time per step."""
-    t0, h, r, g, m, e, theta = 0.0, 0.005, 0.1, 9.81, 1.0, 0.9, 0.5
-    mass = np.eye(3)
-    mass[2, 2] = 2.0 / 5 * r * r
-    ds = sk.LagrangianLinearTIDS([1.0, 0.0, 0.0], [0.0, 0.0, 0.0], mass)
-    ds.setFExtPtr([-m * g, 0.0, 0.0])
-    inter = sk.Interaction(sk.NewtonImpactNSL(e), sk.LagrangianLinearTIR([[1.0, 0.0, 0.0]]))
-    nsds = sk.NonSmoothDynamicalSystem(t0, T)
-    nsds.insertDynamicalSystem(ds)
-    nsds.link(inter, ds)
-    s = sk.TimeStepping(nsds, sk.TimeDiscretisation(t0, h), sk.MoreauJeanOSI(theta), sk.LCP())
+    """The same simulation, nothing recorded: the kernel's CPU time per step."""
+    s, ds, inter, N = _ball_simulation(T)
     k = 0
     tic = time.process_time()
     while s.hasNextEvent():

@@ -41,7 +41,8 @@ def run_siconos(what: str, *args) -> dict:
             return {k: f[k] for k in f.files}
 
 
-def nsopt_ball(T=10.0):
+def ball_simulation(T=10.0):
+    """nsopt's BouncingBallTS: (TimeStepping, ball, ground)."""
     from nsopt import modeling as nm
 
     r, g, m, e = 0.1, 9.81, 1.0, 0.9
@@ -50,27 +51,24 @@ def nsopt_ball(T=10.0):
     ground = nm.Interaction(nm.NewtonImpactNSL(e), nm.LagrangianLinearTIR(H=[[1.0, 0.0, 0.0]]))
     nsds = nm.NonSmoothDynamicalSystem(0.0, T)
     nsds.link(ground, ball)
-    traj = nm.TimeStepping(nsds, h=0.005, integrator=nm.MoreauJeanOSI(0.5), osns="lcp", method="lemke",
-                           tol=1e-14).run()
+    sim = nm.TimeStepping(nsds, h=0.005, integrator=nm.MoreauJeanOSI(0.5), osns="lcp", method="lemke", tol=1e-12)
+    return sim, ball, ground
+
+
+def nsopt_ball(T=10.0):
+    sim, ball, ground = ball_simulation(T)
+    traj = sim.run()
     return {"q": traj.q(ball), "v": traj.v(ball), "p": traj.p(ball), "y0": traj.y(ground, 0),
             "y1": traj.y(ground, 1), "lam": traj.lambda_(ground, 1)}
 
 
 def nsopt_diode(T=5.0e-3):
-    from nsopt import modeling as nm
+    """examples/modeling_diode_bridge.py (the tutorial's circuit), its trajectory."""
+    sys.path.insert(0, str(HERE.parent / "examples"))
+    import modeling_diode_bridge as ex
 
-    L, C, R, V0 = 1e-2, 1e-6, 1e3, 10.0
-    A = np.array([[0.0, -1.0 / C], [1.0 / L, 0.0]])
-    ds = nm.FirstOrderLinearDS([V0, 0.0], A)
-    Cm = [[0.0, 0.0], [0.0, 0.0], [-1.0, 0.0], [1.0, 0.0]]
-    D = [[1.0 / R, 1.0 / R, -1.0, 0.0], [1.0 / R, 1.0 / R, 0.0, -1.0], [1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]]
-    B = [[0.0, 0.0, -1.0 / C, 1.0 / C], [0.0, 0.0, 0.0, 0.0]]
-    inter = nm.Interaction(nm.ComplementarityConditionNSL(4), nm.FirstOrderLinearTIR(C=Cm, B=B, D=D))
-    nsds = nm.NonSmoothDynamicalSystem(0.0, T)
-    nsds.link(inter, ds)
-    traj = nm.TimeStepping(nsds, h=1e-6, integrator=nm.EulerMoreauOSI(0.5), osns="lcp", method="lemke",
-                           tol=1e-14).run()
-    return {"x": traj.x(ds), "y": traj.y(inter, 0), "lam": traj.lambda_(inter, 0)}
+    r = ex.simulate(h=1e-6, T=T)
+    return {"x": np.column_stack([r["v"], r["i"]]), "y": r["y"], "lam": r["lam"]}
 
 
 def compare(a: dict, b: dict, keys, first=0) -> dict:

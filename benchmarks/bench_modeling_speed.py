@@ -24,17 +24,9 @@ sys.path.insert(0, str(HERE))
 
 
 def ball_nsopt(T=10.0):
-    import numpy as np
+    from bench_modeling_siconos import ball_simulation
 
-    from nsopt import modeling as nm
-
-    r, g, m, e = 0.1, 9.81, 1.0, 0.9
-    ball = nm.LagrangianLinearTIDS(q0=[1.0, 0.0, 0.0], v0=[0.0, 0.0, 0.0],
-                                   M=np.diag([m, m, 2.0 / 5 * m * r * r]), fext=[-m * g, 0.0, 0.0])
-    ground = nm.Interaction(nm.NewtonImpactNSL(e), nm.LagrangianLinearTIR(H=[[1.0, 0.0, 0.0]]))
-    nsds = nm.NonSmoothDynamicalSystem(0.0, T)
-    nsds.link(ground, ball)
-    sim = nm.TimeStepping(nsds, h=0.005, integrator=nm.MoreauJeanOSI(0.5), osns="lcp", method="lemke", tol=1e-12)
+    sim = ball_simulation(T)[0]
     tic = time.process_time()
     sim.run()
     total = time.process_time() - tic

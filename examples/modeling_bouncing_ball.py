@@ -3,11 +3,10 @@
 Checks a user makes: apex heights fall by e² per bounce and -v⁺/v⁻ = e at each impact.
 Writes ``modeling_bouncing_ball.png`` (in $NSOPT_FIGURES, default examples/figures).
 """
-import os
-from pathlib import Path
 
 import numpy as np
 
+from _plotting import figure_path, pyplot
 from nsopt import modeling as nm
 
 
@@ -29,17 +28,8 @@ def simulate(e=0.9, h=0.005, T=10.0):
             "status": traj.status}
 
 
-def figure_path(name):
-    d = Path(os.environ.get("NSOPT_FIGURES", Path(__file__).resolve().parent / "figures"))
-    d.mkdir(parents=True, exist_ok=True)
-    return d / name
-
-
 def main():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     r = simulate()
     fig, ax = plt.subplots(3, 1, sharex=True, figsize=(7, 7))
     ax[0].plot(r["t"], r["z"]); ax[0].set_ylabel("height q [m]")

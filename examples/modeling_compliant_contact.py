@@ -2,11 +2,10 @@
 of stiffness k (λ = k·penetration, a force). A damped mass dropped on it comes to rest at q = -m g / k,
 carried by λ = m g. Writes ``modeling_compliant_contact.png``.
 """
-import os
-from pathlib import Path
 
 import numpy as np
 
+from _plotting import figure_path, pyplot
 from nsopt import modeling as nm
 
 
@@ -24,17 +23,8 @@ def simulate(k=1e4, m=1.0, c=20.0, h=1e-3, T=3.0):
             "y": traj.y(inter, 0)[:, 0], "rest": -m * g / k, "weight": m * g, "status": traj.status}
 
 
-def figure_path(name):
-    d = Path(os.environ.get("NSOPT_FIGURES", Path(__file__).resolve().parent / "figures"))
-    d.mkdir(parents=True, exist_ok=True)
-    return d / name
-
-
 def main():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     r = simulate()
     fig, ax = plt.subplots(2, 1, sharex=True, figsize=(7, 5))
     ax[0].plot(r["t"], r["q"]); ax[0].axhline(r["rest"], color="k", ls="--", lw=0.8); ax[0].set_ylabel("q [m]")

@@ -4,11 +4,10 @@ First-order linear system + FirstOrderLinearTIR + complementarity, Euler–Morea
 The bridge rectifies: the resistor current never changes sign, and the LC energy only decreases.
 Writes ``modeling_diode_bridge.png``.
 """
-import os
-from pathlib import Path
 
 import numpy as np
 
+from _plotting import figure_path, pyplot
 from nsopt import modeling as nm
 
 L, C, R, V0 = 1e-2, 1e-6, 1e3, 10.0
@@ -30,17 +29,8 @@ def simulate(h=1e-6, T=5e-3):
             "energy": energy, "status": traj.status}
 
 
-def figure_path(name):
-    d = Path(os.environ.get("NSOPT_FIGURES", Path(__file__).resolve().parent / "figures"))
-    d.mkdir(parents=True, exist_ok=True)
-    return d / name
-
-
 def main():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     r = simulate()
     fig, ax = plt.subplots(3, 1, sharex=True, figsize=(7, 7))
     ax[0].plot(r["t"] * 1e3, r["v"]); ax[0].set_ylabel("capacitor voltage [V]")

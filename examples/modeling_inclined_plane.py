@@ -3,11 +3,10 @@
 Coordinates along the slope (s, downhill) and normal to it (n). The block sticks when tan α <= μ and
 otherwise slides with the analytic acceleration g (sin α - μ cos α). Writes ``modeling_inclined_plane.png``.
 """
-import os
-from pathlib import Path
 
 import numpy as np
 
+from _plotting import figure_path, pyplot
 from nsopt import modeling as nm
 
 
@@ -26,17 +25,8 @@ def simulate(alpha_deg=30.0, mu=0.3, h=1e-2, T=1.0, method="auto"):
             "status": traj.status, "error": traj.error}
 
 
-def figure_path(name):
-    d = Path(os.environ.get("NSOPT_FIGURES", Path(__file__).resolve().parent / "figures"))
-    d.mkdir(parents=True, exist_ok=True)
-    return d / name
-
-
 def main():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(1, 1, figsize=(7, 4))
     for alpha, mu in ((30.0, 0.3), (30.0, 0.7)):
         r = simulate(alpha, mu)

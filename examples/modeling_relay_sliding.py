@@ -5,11 +5,10 @@ After a finite reaching time the state slides on σ = 0 (|σ| at round-off, |λ|
 control), where x decays as exp(-c t) — per step exactly by (1 - ch/2)/(1 + ch/2), the trapezoidal factor.
 Writes ``modeling_relay_sliding.png``.
 """
-import os
-from pathlib import Path
 
 import numpy as np
 
+from _plotting import figure_path, pyplot
 from nsopt import modeling as nm
 
 
@@ -23,17 +22,8 @@ def simulate(c=0.5, h=1e-2, T=10.0):
     return {"t": traj.t, "x": x, "sigma": sigma, "lam": lam, "c": c, "h": h, "status": traj.status}
 
 
-def figure_path(name):
-    d = Path(os.environ.get("NSOPT_FIGURES", Path(__file__).resolve().parent / "figures"))
-    d.mkdir(parents=True, exist_ok=True)
-    return d / name
-
-
 def main():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     r = simulate()
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     ax[0].plot(r["x"][:, 0], r["x"][:, 1]); ax[0].plot([-1, 1], [r["c"], -r["c"]], "k--", lw=0.8)

@@ -12,11 +12,10 @@ impact it is multiplied by about e² (one contact, one degree of freedom).
 The same system written with SymPy: h = x_w - (l1 cos θ + sqrt(l2² - l1² sin² θ)).
 Writes ``modeling_slider_crank.png``.
 """
-import os
-from pathlib import Path
 
 import numpy as np
 
+from _plotting import figure_path, pyplot
 from nsopt import modeling as nm
 
 L1, L2, J, MS, XW = 0.1, 0.2, 1e-3, 0.5, 0.28
@@ -63,17 +62,8 @@ def simulate(e=0.7, h=1e-3, T=2.0):
             "newton_iterations": traj.newton_iterations, "status": traj.status}
 
 
-def figure_path(name):
-    d = Path(os.environ.get("NSOPT_FIGURES", Path(__file__).resolve().parent / "figures"))
-    d.mkdir(parents=True, exist_ok=True)
-    return d / name
-
-
 def main():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     r = simulate()
     fig, ax = plt.subplots(3, 1, sharex=True, figsize=(7, 7))
     ax[0].plot(r["t"], r["x"]); ax[0].axhline(XW, color="k", ls="--", lw=0.8); ax[0].set_ylabel("slider x [m]")

@@ -11,12 +11,12 @@ The assembled problems are written to FCLIB (``sim.run(write_problems=...)``) an
 ``nsopt.io.load``. Writes ``modeling_spheres_box.png``.
 """
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 from scipy.spatial import cKDTree
 
+from _plotting import figure_path, pyplot
 from nsopt import modeling as nm
 
 R, MASS, G = 0.05, 1.0, 9.81
@@ -57,7 +57,7 @@ def _pair_G0(q, z):
     d = q[:3] - q[6:9]
     n = d / math.sqrt(d @ d)
     t1, t2 = frame(n)
-    w1, w2 = -R * cross(n, t1), -R * cross(n, t2)   # = -R t2 and R t1 (right-handed frame)
+    w1, w2 = -R * t2, R * t1          # -R (n × t1), -R (n × t2) in the right-handed frame (n, t1, t2)
     G = np.zeros((3, 12))
     G[0, :3], G[0, 6:9] = n, -n
     G[1, :3], G[1, 3:6], G[1, 6:9], G[1, 9:12] = t1, w1, -t1, w1
@@ -160,17 +160,8 @@ def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, m
             "cone_violation": np.array(cone), "status": statuses, "solutions": sols, "box": box, "sim": sim}
 
 
-def figure_path(name):
-    d = Path(os.environ.get("NSOPT_FIGURES", Path(__file__).resolve().parent / "figures"))
-    d.mkdir(parents=True, exist_ok=True)
-    return d / name
-
-
 def main():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     r = simulate(10, T=0.5)
     fig = plt.figure(figsize=(10, 4))
     ax = fig.add_subplot(1, 2, 1, projection="3d")

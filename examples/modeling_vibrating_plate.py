@@ -4,11 +4,10 @@ The plate's acceleration amplitude Aω² is about g, so the ball keeps bouncing.
 relative velocity obeys Newton's law ẏ⁺ = -e ẏ⁻ (with ẏ = v + ∂h/∂t), and the ball stays above the plate.
 Writes ``modeling_vibrating_plate.png``.
 """
-import os
-from pathlib import Path
 
 import numpy as np
 
+from _plotting import figure_path, pyplot
 from nsopt import modeling as nm
 
 
@@ -26,17 +25,8 @@ def simulate(A=0.015, f=5.0, e=0.5, h=1e-3, T=3.0):
             "ydot": traj.y(inter, 1)[:, 0], "lam": traj.lambda_(inter, 1)[:, 0], "status": traj.status}
 
 
-def figure_path(name):
-    d = Path(os.environ.get("NSOPT_FIGURES", Path(__file__).resolve().parent / "figures"))
-    d.mkdir(parents=True, exist_ok=True)
-    return d / name
-
-
 def main():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     r = simulate()
     fig, ax = plt.subplots(2, 1, sharex=True, figsize=(7, 5))
     ax[0].plot(r["t"], r["q"], label="ball"); ax[0].plot(r["t"], r["plate"], label="plate"); ax[0].legend()

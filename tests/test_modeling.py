@@ -14,7 +14,7 @@ import pytest
 
 from nsopt import Status
 from nsopt import modeling as nm
-from nsopt.exceptions import StepFailed
+from nsopt.exceptions import ModelingError, StepFailed
 from nsopt.modeling._check import fd_jacobian_central
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -221,3 +221,50 @@ def test_siconos_side_by_side():
     s, n = b.run_siconos("diode", 5e-4), b.nsopt_diode(5e-4)
     r = b.compare(n, s, ("x", "y", "lam"), first=1)
     assert max(r.values()) <= 1e-8, r
+
+
+def test_theta_gamma_scheme_matches_the_discrete_formula():
+    A = np.array([[0.0, 1.0], [-1.0, -0.2]])
+    plant = nm.FirstOrderLinearTIDS(x0=[1.0, 0.0], A=A)
+    relay = nm.Interaction(nm.RelayNSL(1, -1.0, 1.0), nm.FirstOrderLinearTIR(C=[[1.0, 0.0]], B=[[0.0], [1.0]]))
+    nsds = nm.NonSmoothDynamicalSystem(0.0, 3.0)
+    nsds.link(relay, plant)
+    h, th, gam = 1e-2, 0.6, 0.5
+    traj = nm.TimeStepping(nsds, h, nm.EulerMoreauOSI(th, gam), osns="relay", method="lemke", tol=1e-12).run()
+    x, r = traj.x(plant), traj.r(plant)
+    W = np.eye(2) - h * th * A
+    for k in range(len(x) - 1):   # x_{k+1} = x_k + W⁻¹ h (A x_k + γ r_{k+1} + (1-γ) r_k)
+        ref = x[k] + np.linalg.solve(W, h * (A @ x[k] + gam * r[k + 1] + (1 - gam) * r[k]))
+        assert np.allclose(x[k + 1], ref, rtol=0, atol=1e-12)
+
+
+def test_first_order_jacobian_by_finite_differences():
+    ds = nm.FirstOrderNonLinearDS([0.3, -0.2], f=lambda t, x, z: np.array([x[1] ** 2, np.sin(x[0]) * t]),
+                                  jacobian_f=lambda t, x, z: np.array([[0.0, 2 * x[1]], [np.cos(x[0]) * t, 0.0]]))
+    J = ds.jacobian_f(0.7, ds.x)
+    assert np.allclose(J, fd_jacobian_central(lambda x: ds.f(0.7, x), ds.x, 2), atol=1e-6)
+    nofd = nm.FirstOrderNonLinearDS([0.3, -0.2], f=lambda t, x, z: np.array([x[1] ** 2, np.sin(x[0]) * t]))
+    assert np.allclose(nofd.jacobian_f(0.7, nofd.x), J, atol=1e-6)
+
+
+def test_to_fclib_from_kept_problems(tmp_path):
+    pytest.importorskip("h5py")
+    from nsopt import io
+
+    sim, ball, ground = bouncing_ball(e=0.5, T=0.6)
+    sim.keep_problems = True
+    traj = sim.run()
+    files = traj.to_fclib(tmp_path / "lcp")
+    assert files and all(f.suffix == ".dat" for f in files) and io.load(files[0]).kind == "lcp"
+    block = nm.LagrangianLinearTIDS([0.0, 0.0], [1.0, 0.0], np.eye(2), fext=[0.0, -9.81])
+    contact = nm.Interaction(nm.NewtonImpactFrictionNSL(0.0, 0.0, 0.5, 2), nm.LagrangianLinearTIR([[0.0, 1.0], [1.0, 0.0]]))
+    nsds = nm.NonSmoothDynamicalSystem(0, 0.05)
+    nsds.link(contact, block)
+    traj = nm.TimeStepping(nsds, 1e-2, keep_problems=True).run()
+    files = traj.to_fclib(tmp_path / "fc")
+    assert len(files) == 5 and all(f.suffix == ".hdf5" for f in files)
+    p = io.load(files[-1])
+    assert p.kind == "fc2d" and np.allclose(p.q, traj.problems[5].q)
+    with pytest.raises(ModelingError, match="keep_problems"):
+        bouncing_ball(T=0.1)[0].run().to_fclib(tmp_path / "none")
+

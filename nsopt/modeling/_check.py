@@ -106,7 +106,7 @@ def call_plugin(func, args, owner, field, shape, signature=""):
     except Exception as e:  # a user function: name it, keep the cause
         raise PluginError(owner, field, f"plug-in {sig} raised {type(e).__name__}: {e}") from e
     try:
-        a = np.asarray(out, dtype=float)
+        a = out if type(out) is np.ndarray and out.dtype == np.float64 else np.asarray(out, dtype=float)
     except (TypeError, ValueError):
         raise PluginError(owner, field, f"plug-in {sig} returned a non-numeric {type(out).__name__}; "
                                         f"expected an array of shape {_pretty(shape)}") from None
@@ -116,7 +116,7 @@ def call_plugin(func, args, owner, field, shape, signature=""):
         else:
             raise PluginError(owner, field, f"plug-in {sig} returned shape {a.shape}, "
                                             f"expected {_pretty(shape)}")
-    if not np.all(np.isfinite(a)):
+    if not np.isfinite(a).all():
         raise PluginError(owner, field, f"plug-in {sig} returned non-finite values (nan or inf); "
                                         f"expected a finite array of shape {_pretty(shape)}")
     return a

@@ -19,7 +19,20 @@ import scipy.sparse as sp
 from ..exceptions import ModelingError
 from ._check import label, scalar
 
+_NOZ = np.zeros(0)
 SPARSE_DOFS = 300        # above this many degrees of freedom, H and W are assembled sparse
+
+
+_ROW_PATTERNS: dict = {}
+
+
+def block_coords(off, m, c):
+    """Row and column indices of a dense m x len(c) block placed at rows off.., columns c (row-major)."""
+    key = (m, len(c))
+    pat = _ROW_PATTERNS.get(key)
+    if pat is None:
+        pat = _ROW_PATTERNS[key] = np.repeat(np.arange(m), len(c))
+    return off + pat, np.tile(c, m)
 
 
 class Factor:
@@ -54,7 +67,8 @@ class Assembly:
 
     ``W`` is None when the integrator knows it equals the previous step's (same active set, constant
     operators): the simulation then reuses its problem with :meth:`nsopt.problems.Problem.replace`.
-    ``glob`` holds (M, H, q, b) for a global friction-contact problem.
+    ``glob`` holds (M, H, q, b) for a global friction-contact problem. ``H``, ``vfree`` and ``osi``
+    are there for builders that need the operators themselves (a multiple-impact problem, say).
     """
 
     key: tuple
@@ -64,6 +78,9 @@ class Assembly:
     constant: bool = False
     glob: tuple | None = None
     sizes: list = field(default_factory=list)
+    H: object = None          # the active rows G0 (m x ndof), when the integrator has them
+    vfree: np.ndarray | None = None
+    osi: object = None        # the integrator (``osi.iteration_matrix()`` gives the stacked M̂)
 
 
 class OneStepIntegrator:
@@ -182,9 +199,47 @@ class MoreauJeanOSI(OneStepIntegrator):
                 inter._mj_owner = self
         self._H_cache = None   # (key, H, left) of the last assembly with constant operators
         self._version = nsds._version
+        self._batch_linear_outputs()
         self.fast = _LinearFastPath.applies(self, sim)
         if self.fast:
             self._fast = _LinearFastPath(self, sim)
+
+    def _batch_linear_outputs(self):
+        """Stack the LagrangianLinearTIR interactions: their outputs are two sparse products per step."""
+        from .relations import LagrangianLinearTIR
+
+        lin = [i for i in self.inters if type(i.relation) is LagrangianLinearTIR]
+        self._other_inters = [i for i in self.inters if type(i.relation) is not LagrangianLinearTIR]
+        self._lin = None
+        if len(lin) < 8:
+            self._other_inters = self.inters
+            return
+        rows, cols, vals, b, slices, off = [], [], [], [], [], 0
+        for inter in lin:
+            rel, m = inter.relation, inter.size
+            c = self._inter_cols[id(inter)]
+            rr, cc = block_coords(off, m, c)
+            rows.append(rr)
+            cols.append(cc)
+            vals.append(rel.H.ravel())
+            bb = np.zeros(m) if rel.b is None else rel.b.copy()
+            if rel.F is not None:
+                bb += rel.F @ self._Z(inter)
+            b.append(bb)
+            slices.append((off, off + m))
+            off += m
+        H = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(off, self.S.ndof))
+        self._lin = (lin, H, np.concatenate(b), slices)
+
+    def _linear_outputs(self, qg, vg):
+        if self._lin is None:
+            return
+        lin, H, b, slices = self._lin
+        Y0, Y1 = H @ qg + b, H @ vg
+        for inter, (lo, hi) in zip(lin, slices):
+            inter.y[0] = Y0[lo:hi]
+            D = inter.relation.D
+            inter.y[1] = Y1[lo:hi] if D is None else Y1[lo:hi] + D @ inter.lambda_[1]
 
     def _iteration_matrix(self, ds, t, q, v):
         h, th = self.h, self.theta
@@ -204,11 +259,19 @@ class MoreauJeanOSI(OneStepIntegrator):
 
     def _Z(self, inter):
         dss = inter.systems
-        return dss[0].z if len(dss) == 1 else np.concatenate([d.z for d in dss])
+        if len(dss) == 1:
+            return dss[0].z
+        a, b = dss[0].z, dss[1].z
+        return _NOZ if a.shape[0] == 0 and b.shape[0] == 0 else np.concatenate([a, b])
 
-    def _update_output(self, inter, t):
+    def _update_output(self, inter, t, qg=None, vg=None):
         rel = inter.relation
-        Q, V, Z = self._concat(inter, "q"), self._concat(inter, "v"), self._Z(inter)
+        if qg is None:
+            Q, V = self._concat(inter, "q"), self._concat(inter, "v")
+        else:                       # from the stacked state: one gather instead of two concatenations
+            c = self._inter_cols[id(inter)]
+            Q, V = qg[c], vg[c]
+        Z = self._Z(inter)
         lam0, lam1 = inter.lambda_
         if rel.compliant:
             inter.y[0] = rel.h(Q, t, lam0, Z)
@@ -270,8 +333,10 @@ class MoreauJeanOSI(OneStepIntegrator):
             vfree = self._free_velocity(t0, t1)
             lam, record = self._solve_osns(sim, active, vfree, t1)
             dv_norm = self._update_state(active, lam, vfree, t1)
-            for inter in self.inters:
-                self._update_output(inter, t1)
+            qg, vg = self._stacked_state
+            self._linear_outputs(qg, vg)
+            for inter in self._other_inters:
+                self._update_output(inter, t1, qg, vg)
             self._stamp = None
             if not self.iterate:
                 converged, res = True, 0.0
@@ -352,7 +417,7 @@ class MoreauJeanOSI(OneStepIntegrator):
         reuse = const and cache is not None and cache[0] == key and sim.osns_kind != "gfc3d"
         qs = []
         if reuse:
-            _, H, left, extras = cache
+            H = cache[1]
             q = np.asarray(H @ vfree).reshape(-1)
             off = 0
             for inter in active:
@@ -370,9 +435,9 @@ class MoreauJeanOSI(OneStepIntegrator):
             G0, s, extra, qv = self._rows(inter, t1, vfree[c])
             m = inter.size
             qs.append(qv)
-            rr, cc = np.meshgrid(np.arange(off, off + m), c, indexing="ij")
-            rows.append(rr.ravel())
-            cols.append(cc.ravel())
+            rr, cc = block_coords(off, m, c)
+            rows.append(rr)
+            cols.append(cc)
             vals.append(np.asarray(G0, dtype=float).ravel())
             scales.append(np.full(m, s))
             if extra is not None:
@@ -409,8 +474,12 @@ class MoreauJeanOSI(OneStepIntegrator):
                     W[o:o + E.shape[0], o:o + E.shape[0]] += E
         if const:
             self._H_cache = (key, left, None, extras)
-        asm = Assembly(key=key, interactions=active, q=q, W=W, constant=const, glob=glob)
+        asm = Assembly(key=key, interactions=active, q=q, W=W, constant=const, glob=glob, H=H, vfree=vfree, osi=self)
         return sim.solve_assembly(asm), None
+
+    def iteration_matrix(self):
+        """The stacked iteration matrix M̂ = M + hθC + h²θ²K of all systems (sparse)."""
+        return self._global_matrix()
 
     def _global_matrix(self):
         blocks = []
@@ -426,30 +495,34 @@ class MoreauJeanOSI(OneStepIntegrator):
         """v = v_free + M̂⁻¹ G0ᵀ λ, q = q_k + h((1-θ) v_k + θ v); returns ||Δv|| relative."""
         h, th, S = self.h, self.theta, self.S
         p = np.zeros(S.ndof)
+        seen = set()
         if active:
             off = 0
             for inter in active:
                 m = inter.size
                 lm = lam[off:off + m]
                 off += m
+                seen.add(id(inter))
                 inter.lambda_[1] = lm.copy()
-                inter._lam_prev = lm.copy()
+                inter._lam_prev = inter.lambda_[1]
                 if inter.relation.compliant:
                     inter.lambda_[0] = lm / h
                 c = self._inter_cols[id(inter)]
                 np.add.at(p, c, np.asarray(inter._G0_used).T @ lm)
         for inter in self.inters:
-            if inter not in active:
+            if id(inter) not in seen:
                 inter._lam_prev = np.zeros(inter.size)
         v = vfree + S.minv(p) if active else vfree
-        dv = 0.0
-        for k, ds in enumerate(S.systems):
+        systems = S.systems
+        vold = np.concatenate([ds.v for ds in systems])
+        qk = np.concatenate([ds._qk for ds in systems])
+        vk = np.concatenate([ds._vk for ds in systems])
+        qn = qk + h * (1 - th) * vk + h * th * v
+        dv = float(np.linalg.norm(v - vold)) / (1.0 + float(np.linalg.norm(v)))
+        for k, ds in enumerate(systems):
             a, b = S.offsets[k]
-            vn = v[a:b]
-            dv = max(dv, float(np.linalg.norm(vn - ds.v)) / (1.0 + float(np.linalg.norm(vn))))
-            ds.v = vn.copy()
-            ds.p = p[a:b].copy()
-            ds.q = ds._qk + h * (1 - th) * ds._vk + h * th * ds.v
+            ds.v, ds.p, ds.q = v[a:b], p[a:b], qn[a:b]
+        self._stacked_state = (qn, v)
         return dv
 
     def _residual(self, t0, t1):
@@ -492,9 +565,9 @@ class _LinearFastPath:
         for inter in osi.inters:
             rel, law, m = inter.relation, inter.nslaw, inter.size
             c = osi._inter_cols[id(inter)]
-            rr, cc = np.meshgrid(np.arange(off, off + m), c, indexing="ij")
-            rows.append(rr.ravel())
-            cols.append(cc.ravel())
+            rr, cc = block_coords(off, m, c)
+            rows.append(rr)
+            cols.append(cc)
             vals.append(rel.H.ravel())
             Z = osi._Z(inter)
             bb = np.zeros(m) if rel.b is None else rel.b.copy()
@@ -591,7 +664,8 @@ class _LinearFastPath:
             else:
                 W = self.Wfull[rows][:, rows] if sp.issparse(self.Wfull) else self.Wfull[np.ix_(rows, rows)]
             self.key = key
-            asm = Assembly(key=("fast", key), interactions=active, q=qo, W=W, constant=True)
+            asm = Assembly(key=("fast", key), interactions=active, q=qo, W=W, constant=True, H=Ha, vfree=vfree,
+                           osi=osi)
             la = sim.solve_assembly(asm)
             lam[rows] = la
             p = np.asarray(Ha.T @ la).reshape(-1)
@@ -717,7 +791,7 @@ class EulerMoreauOSI(OneStepIntegrator):
                     np.add.at(shift, self._inter_cols[id(inter)], g - B @ la)
                 xp = xfree + h * gam * S.minv(shift)
             # assembly
-            qs, Bcols = [], []
+            qs = []
             for inter in self.inters:
                 X, Z, C, D, K, B = jac[id(inter)]
                 c = self._inter_cols[id(inter)]
@@ -777,7 +851,6 @@ class EulerMoreauOSI(OneStepIntegrator):
             for inter in self.inters:
                 X, Z = self._concat(inter, "x"), self._Z(inter)
                 g = inter.relation.input(X, t1, inter.lambda_[0], Z)
-                c = self._inter_cols[id(inter)]
                 o = 0
                 for ds in inter.systems:
                     ds.r = ds.r + g[o:o + ds.n]
@@ -786,7 +859,7 @@ class EulerMoreauOSI(OneStepIntegrator):
             if not self.nonlinear:
                 converged, res = True, 0.0
                 break
-            res = max(dx, dl) if it > 1 else max(dx, dl)
+            res = max(dx, dl)
             if res <= sim.newton_tol:
                 converged = True
                 break

@@ -51,6 +51,16 @@ def infer_osns(blocks: set) -> str:
     return "gmp"
 
 
+def _new_workspace():
+    """An ``nsopt.Workspace`` (the methods' built state kept between solves of problems sharing W),
+    where the installed nsopt has one; None otherwise."""
+    try:
+        from ..monitor import Workspace
+    except ImportError:
+        return None
+    return Workspace()
+
+
 class TimeStepping:
     """Time-stepping simulation of a :class:`NonSmoothDynamicalSystem` (Siconos ``TimeStepping``).
 
@@ -135,6 +145,7 @@ class TimeStepping:
         self._solve_time = 0.0
         self._last = None
         self._seen = None
+        self._workspace = None
         integrator.initialize(self)
         self.trajectory = Trajectory(self)
 
@@ -149,43 +160,7 @@ class TimeStepping:
 
     # ------------------------------------------------------------------ the OSNS problem
     def _build(self, asm):
-        kind, inters = self.osns_kind, asm.interactions
-        W, q = asm.W, asm.q
-        laws = [i.nslaw for i in inters]
-        if kind == "lcp":
-            return LCP(W, q)
-        if kind == "equality":
-            return Equality(W, q)
-        if kind == "relay":
-            return Relay(W, q, np.concatenate([l.lb for l in laws]), np.concatenate([l.ub for l in laws]))
-        if kind == "mlcp":
-            rows, comp, off = [0], [], 0
-            for l in laws:
-                off += l.size
-                rows.append(off)
-                comp.append(l.block != "equality")
-            n_eq = sum(l.size for l in laws if l.block == "equality")
-            if sp.issparse(W):
-                W = W.toarray()
-            return MLCP.from_matrix(W, q, n_eq, blocks_rows=rows, blocks_is_comp=comp)
-        if kind == "avi":
-            Hs, ks = [], []
-            for l in laws:
-                if l.block == "avi":
-                    Hs.append(l.H)
-                    ks.append(l.k)
-                else:                        # a complementarity block: λ >= 0
-                    Hs.append(np.eye(l.size))
-                    ks.append(np.zeros(l.size))
-            return AVI(W, q, sp.block_diag(Hs).toarray(), np.concatenate(ks))
-        if kind in ("fc2d", "fc3d"):
-            return FrictionContact(int(kind[2]), W, q, [l.mu for l in laws])
-        if kind == "gfc3d":
-            M, H, qg, b = asm.glob
-            return GlobalFrictionContact(M, H, qg, b, [l.mu for l in laws], dim=3)
-        if kind == "gmp":
-            return GenericMechanical(W, q, [l.gmp_block() for l in laws])
-        raise ModelingError(label(self), "osns", f"cannot assemble {kind!r}")   # pragma: no cover
+        return _BUILDERS[self.osns_kind](asm)
 
     def solve_assembly(self, asm):
         """Build (or reuse) the step's problem, solve it, return the stacked λ; records the step."""
@@ -199,13 +174,18 @@ class TimeStepping:
         else:
             problem = self._build(asm)
         self._problem = (asm.key, problem)
+        if not reuse:
+            self._workspace = _new_workspace()     # a method's built state is kept for one W only
+        opts = self.options
+        if self._workspace is not None and "workspace" not in opts:
+            opts = {**opts, "workspace": self._workspace}
         warm = None
         if self.warm_start:
             warm = np.concatenate([getattr(i, "_lam_warm", np.zeros(i.size)) for i in asm.interactions])
             if not np.any(warm):
                 warm = None
         t = time.process_time()
-        sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **self.options)
+        sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
         for m in self.fallback:
             if sol.success:
                 break
@@ -294,6 +274,8 @@ class Trajectory:
     one per step): ``status`` (a :class:`nsopt.Status`, or None when no problem had to be solved),
     ``error``, ``iterations``, ``method``, ``newton_iterations``, ``newton_residual``,
     ``newton_converged``; ``failed_steps``; ``problems`` (with ``keep_problems=True``).
+    Interactions linked after the simulation was built (contact detection) act on the systems but
+    are not recorded here.
     """
 
     def __init__(self, sim: TimeStepping):
@@ -415,3 +397,64 @@ class Trajectory:
                 io.write_siconos_dat(pb, f)
                 out.append(f)
         return out
+
+
+# ----------------------------------------------------------------------------- OSNS builders
+def _laws(asm):
+    return [i.nslaw for i in asm.interactions]
+
+
+def _build_mlcp(asm):
+    rows, comp, off = [0], [], 0
+    laws = _laws(asm)
+    for law in laws:
+        off += law.size
+        rows.append(off)
+        comp.append(law.block != "equality")
+    n_eq = sum(law.size for law in laws if law.block == "equality")
+    W = asm.W.toarray() if sp.issparse(asm.W) else asm.W
+    return MLCP.from_matrix(W, asm.q, n_eq, blocks_rows=rows, blocks_is_comp=comp)
+
+
+def _build_avi(asm):
+    Hs, ks = [], []
+    for law in _laws(asm):
+        if law.block == "avi":
+            Hs.append(law.H)
+            ks.append(law.k)
+        else:                        # a complementarity block: λ >= 0
+            Hs.append(np.eye(law.size))
+            ks.append(np.zeros(law.size))
+    return AVI(asm.W, asm.q, sp.block_diag(Hs).toarray(), np.concatenate(ks))
+
+
+def _build_gfc(asm):
+    M, H, qg, b = asm.glob
+    return GlobalFrictionContact(M, H, qg, b, [law.mu for law in _laws(asm)], dim=3)
+
+
+_BUILDERS = {      # the built-in kinds: builder(asm) -> problem
+    "lcp": lambda asm: LCP(asm.W, asm.q),
+    "equality": lambda asm: Equality(asm.W, asm.q),
+    "relay": lambda asm: Relay(asm.W, asm.q, np.concatenate([law.lb for law in _laws(asm)]),
+                               np.concatenate([law.ub for law in _laws(asm)])),
+    "mlcp": _build_mlcp,
+    "avi": _build_avi,
+    "fc2d": lambda asm: FrictionContact(2, asm.W, asm.q, [law.mu for law in _laws(asm)]),
+    "fc3d": lambda asm: FrictionContact(3, asm.W, asm.q, [law.mu for law in _laws(asm)]),
+    "gfc3d": _build_gfc,
+    "gmp": lambda asm: GenericMechanical(asm.W, asm.q, [law.gmp_block() for law in _laws(asm)]),
+}
+
+
+def register_osns(kind: str, build, *, holds, methods):
+    """Add a one-step problem kind to TimeStepping (as ``nsopt.modeling.impact`` adds
+    ``"multiple-impact"``): ``build(asm, laws, previous) -> problem``, where ``asm`` is the step's
+    :class:`~nsopt.modeling.osi.Assembly` (W, q over the active interactions, and the operators H,
+    v_free and the integrator), ``laws`` their laws, ``previous`` the last step's problem when
+    ``asm.W is None`` (same active set, constant operators: reuse its W) and None otherwise; the
+    problem's primal variable must be the stacked λ. ``holds``: the law blocks (``NonSmoothLaw.block``)
+    it accepts; ``methods``: the names ``method="auto"`` uses (first, then fallbacks)."""
+    OSNS_BUILDERS[kind] = build
+    _HOLDS[kind] = set(holds)
+    STEP_METHODS[kind] = tuple(methods)
