@@ -105,7 +105,7 @@ def test_history_callback_and_budget():
     p, _ = g.lcp(12, seed=1, matrix="p")
     seen = []
     s = nsopt.solve(p, method="lemke", history=True, callback=lambda k, x, e: seen.append((k, e)))
-    assert s.success and len(s.history) == s.nit == len(seen)
+    assert s.success and len(s.history) == s.nit + 1 and len(seen) == s.nit   # history[0]: the start
     assert s.history[-1] == pytest.approx(s.error, abs=1e-14)
 
     def stop(k, x, e):
