@@ -57,11 +57,12 @@ The method stops
 The pivots run in compiled chunks of about 20 ms (one pivot per chunk when a history or a callback
 asks for every one), so ``time_limit`` and Ctrl-C act between chunks.
 
-Warm start (``warm_start``, for lcp, mlcp and relay): Lemke's path itself always starts from the
-artificial basis. Before it, the support of the warm start (the components strictly inside their
-bounds) is tried as a final basis: one solve as above; when its error is at most ``tol`` the
-answer comes back with 0 pivots (the common case of a re-solve with a new q and the same active
-set). Otherwise the path runs from scratch. For avi and fc2d the warm start is not used.
+Iteration 0 and warm start. The contract's starting point is the warm start, else z = 0 of the
+problem (``history[0]`` is its error); when it solves the problem within ``tol`` the answer comes
+back with 0 pivots. For lcp, mlcp and relay the support of the warm start (the components strictly
+inside their bounds) is also tried as a final basis: one solve as above, kept when better (the
+common case of a re-solve with a new q and the same active set). Lemke's path itself always starts
+from the artificial basis: a warm start that does not solve the problem does not shorten it.
 
 Implementation: a dense *revised* tableau. The basis inverse :math:`B^{-1}` is kept explicitly
 (column major) together with :math:`\beta = B^{-1} q`; a column of :math:`B^{-1}` whose unit
@@ -91,6 +92,7 @@ References
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
@@ -98,6 +100,7 @@ import scipy.linalg as sla
 
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
+from ..monitor import CHUNK_SECONDS
 from ..reductions import AVIToMLCP, FC2DToLCP, MLCPToLCP, RelayToLCP, box_of, dense_of, lcp_size
 from ..registry import register
 from ..result import Status
@@ -479,6 +482,28 @@ def _budget_message(mon, T):
     return rep, f"pivot budget of {mon.k} pivots used without termination (z0 = {z0:.3g}); {what}"
 
 
+class Chunks:
+    """Sizes of the compiled chunks: 1 when a history or a callback wants every iteration, else
+    doubling up to about ``CHUNK_SECONDS`` of kernel time (so ``time_limit`` and Ctrl-C act between
+    chunks), within the monitor's ``max_iter``."""
+
+    def __init__(self, mon):
+        self.mon, self.size, self.t = mon, 1, None
+
+    def next(self) -> int:
+        mon = self.mon
+        if mon.callback is not None or mon.history is not None:
+            return 1
+        left = mon.max_iter - mon.k if mon.max_iter is not None else self.size
+        self.t = time.perf_counter()
+        return int(max(1, min(self.size, left)))
+
+    def done(self, n: int):
+        if n > 0 and self.t is not None:
+            per = (time.perf_counter() - self.t) / n
+            self.size = max(1, min(2 * self.size, int(CHUNK_SECONDS / per) if per > 0 else 2 * self.size))
+
+
 def _path(M, q, mon, cover, piv_tol, tie_tol, report, record):
     """Lemke's path on dense (M, q) under the monitor. Returns (code, pivots of the last chunk, T):
     code 1 (z0 left), 2 (secondary ray), 3 (numerical trouble), 0 (the monitor stopped)."""
@@ -486,11 +511,13 @@ def _path(M, q, mon, cover, piv_tol, tie_tol, report, record):
     b = float(np.max(np.abs(q))) or 1.0
     # the LCP is homogeneous: z solves (M, q) iff a z / b solves (M / a, q / b)
     T = _Tableau(M / a, q / b, cover, unscale=b / a, b=b)
+    chunks = Chunks(mon)
     while True:
-        c = 1 if record is not None else mon.chunk(per_iteration_errors=False)
+        c = 1 if record is not None else chunks.next()
         before = T.pivots
         code = T.run(c, piv_tol, tie_tol)
         done = T.pivots - before
+        chunks.done(done)
         if record is not None and done:
             record.append(tuple(sorted(T.basis.tolist())))
         if code != 0:
@@ -500,11 +527,18 @@ def _path(M, q, mon, cover, piv_tol, tie_tol, report, record):
             return 0, 0, T
 
 
+def _record(mon, done, x, err):
+    """The monitor's record of the end of a path: its last ``done`` pivots, or, when the path ended
+    without one (q >= 0, a ray at once), one iteration with the final point."""
+    return mon.advance(done, x, err) if done else mon.step(x, err)
+
+
 def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, restarts=0,
-           record_bases=False, info=None, start=True):
+           record_bases=False, info=None):
     """Lemke on the dense LCP ``M``, ``lcp.q`` for a problem whose variables are ``to_x(z)`` (a dict),
     with error ``err_of(x)``; ``polish(z, basic)`` lists points recomputed from a final basis
-    (``basic``: mask of the basic z). Returns an Outcome (the monitor counts pivots)."""
+    (``basic``: mask of the basic z). The monitor has recorded the start (:func:`_begin`). Returns
+    an Outcome (the monitor counts pivots)."""
     q = np.asarray(lcp.q, dtype=float)
     n = q.shape[0]
     info = {} if info is None else info
@@ -514,15 +548,16 @@ def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, r
         x = to_x(z)
         return x, err_of(x)
 
-    if start and mon.start(*report(np.zeros(n))):
-        info["pivots"] = 0
-        return mon.outcome(info=info, message="the starting point (z = 0 of the LCP) solves the problem")
     if cover is None:
         cover = np.ones(n)
     else:
         cover = np.asarray(cover, dtype=float).reshape(-1)
         if cover.shape[0] != n or not np.all(cover > 0) or not np.all(np.isfinite(cover)):
             raise OptionError(f"cover: the covering vector must be a positive finite vector of size {n}")
+    if mon.k == 0 and mon.build_time == 0.0:
+        # load the compiled kernel (a one-off build, with the reduction: not counted in time_limit)
+        _Tableau(np.eye(2), -np.ones(2), np.ones(2)).run(0, piv_tol, tie_tol)
+        mon.built()
     tries = 0
     while True:
         record = [] if record_bases else None
@@ -549,11 +584,12 @@ def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, r
             errs = [err_of(x) for x in cands]
             i = int(np.argmin(errs))
             info["polished"] = i > 0
-            mon.advance(done, cands[i], errs[i])
+            _record(mon, done, cands[i], errs[i])
             info["pivots"] = mon.k
-            return mon.outcome(x=cands[i], status=Status.SOLVED, message=msg, info=info)
+            st = Status.CALLBACK_STOP if mon.status is Status.CALLBACK_STOP else Status.SOLVED
+            return mon.outcome(x=cands[i], status=st, message=msg, info=info)
         x, err = report(z)
-        mon.advance(done, x, err)
+        _record(mon, done, x, err)
         info["pivots"] = mon.k
         if code == 3:
             return mon.outcome(x=x, status=Status.NUMERICAL_ERROR, message="zero or non-finite pivot", info=info)
@@ -572,18 +608,27 @@ def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, r
         return mon.outcome(x=x, status=Status.STALLED, message=msg, info=info)
 
 
-def _warm(problem, mon, M, lo, hi):
-    """The support of the warm start tried as a final basis (module docstring): the Outcome when it
-    solves the problem within tol, else None."""
-    if mon.x0 is None or mon.x0.get("z") is None:
-        return None
-    z0 = np.asarray(mon.x0["z"], float)
-    S = ((z0 > lo) & (z0 < hi)) | (~np.isfinite(lo) & ~np.isfinite(hi))
-    z = basis_solve(M, np.asarray(problem.q, float), lo, hi, S, z0)
+def _begin(problem, mon, M=None):
+    """Iteration 0 of the contract: the warm start, else z = 0 of the problem (Lemke's own path
+    starts from the artificial basis whatever this point is). For the box-affine kinds (``M`` given),
+    the support of the warm start is also tried as a final basis (module docstring). Returns the
+    Outcome when this point already solves the problem (or the budget is 0), else None."""
+    name = problem.primal
+    x0 = mon.x0.get(name) if mon.x0 is not None else None
+    z = np.zeros(problem.size) if x0 is None else np.asarray(x0, dtype=float)
     err = problem.error(z)
-    if err <= mon.tol and mon.start({"z": z}, err):
-        return mon.outcome(message="the support of warm_start is a solution's basis (0 pivots)",
-                           info={"pivots": 0, "warm_start": True})
+    msg = "the start (z = 0) solves the problem"
+    if x0 is not None:
+        msg = "the warm start solves the problem (0 pivots)"
+        if M is not None and err > mon.tol:
+            lo, hi = box_of(problem)
+            S = ((z > lo) & (z < hi)) | (~np.isfinite(lo) & ~np.isfinite(hi))
+            zb = basis_solve(M, np.asarray(problem.q, dtype=float), lo, hi, S, z)
+            eb = problem.error(zb)
+            if eb < err:
+                z, err, msg = zb, eb, "the support of the warm start is a solution's basis (0 pivots)"
+    if mon.start({name: z}, err):
+        return mon.outcome(message=msg if mon.status is Status.SOLVED else "", info={"pivots": 0})
     return None
 
 
@@ -620,7 +665,7 @@ def lcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, cover=None, restart
     M = dense_of(problem.M, "M", "lemke")
     q = np.asarray(problem.q, dtype=float)
     lo, hi = box_of(problem)
-    out = _warm(problem, mon, M, lo, hi)
+    out = _begin(problem, mon, M)
     if out is not None:
         return out
     return _lemke(problem, M, mon, to_x=lambda z: {"z": z}, err_of=lambda x: problem.error(x["z"]),
@@ -645,7 +690,7 @@ def relay_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=Fals
     M = dense_of(problem.M, "M", "lemke")
     q = np.asarray(problem.q, dtype=float)
     lo, hi = box_of(problem)
-    out = _warm(problem, mon, M, lo, hi)
+    out = _begin(problem, mon, M)
     if out is not None:
         return out
 
@@ -673,7 +718,7 @@ def _mlcp_tries(mlcp, mon, reduction, err_of, to_x, record_bases, piv_tol, tie_t
     lo, hi = box_of(mlcp)
     ne = int(np.sum(mlcp.is_eq))
     mon.budget(PIVOTS_PER_ROW * max(1, 2 * ne + mlcp.m if reduction != "schur" else mlcp.m))
-    best, started = None, False
+    best = None
     for name in ([reduction] if reduction != "auto" else ["auto", "split"]):
         red = MLCPToLCP(name)
         lcp = red.apply(mlcp)
@@ -686,15 +731,15 @@ def _mlcp_tries(mlcp, mon, reduction, err_of, to_x, record_bases, piv_tol, tie_t
 
         out = _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda x, red=red: to_x(red.invert({"z": x})["z"]),
                      err_of=err_of, polish=polish, piv_tol=piv_tol, tie_tol=tie_tol,
-                     record_bases=record_bases, info={"reduction": red.how, "lcp_size": lcp.size},
-                     start=not started)
-        started = True
+                     record_bases=record_bases, info={"reduction": red.how, "lcp_size": lcp.size})
         out.info["error"] = err_of(out.x) if out.x else np.inf
         if best is None or out.info["error"] < best.info["error"]:
             best = out
         if best.info["error"] <= good or mon.status in (Status.CALLBACK_STOP, Status.TIME_LIMIT,
                                                           Status.MAX_ITER, Status.NUMERICAL_ERROR):
             break
+    if mon.status in (Status.CALLBACK_STOP, Status.TIME_LIMIT) and best.status is not mon.status:
+        best.status, best.message = mon.status, mon.message   # stopped while trying the split route
     best.nit = mon.k
     best.info["pivots"] = mon.k
     return best
@@ -707,9 +752,7 @@ def mlcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", 
     when A is well conditioned, else split; when the Schur route does not reach ``tol``, the split
     one is tried as well), "schur" or "split"."""
     MLCPToLCP(reduction)   # validates the option
-    M = dense_of(problem.M, "M", "lemke")
-    lo, hi = box_of(problem)
-    out = _warm(problem, mon, M, lo, hi)
+    out = _begin(problem, mon, dense_of(problem.M, "M", "lemke"))
     if out is not None:
         return out
     return _mlcp_tries(problem, mon, reduction, lambda x: problem.error(x["z"]), lambda z: {"z": z},
@@ -723,14 +766,16 @@ mlcp_lemke.__doc__ += _OPTIONS_DOC
           "Lemke on the KKT system of the AVI (MLCP -> LCP, Schur complement when M is invertible)",
           applies=_too_big)
 def avi_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", record_bases=False):
-    """AVI by Lemke on its KKT MLCP (:class:`~nsopt.reductions.AVIToLCP`); iterates are judged by the
-    KKT system's MLCP error (the AVI's own measure needs a projection per evaluation); the warm start
-    is not used. ``info["multipliers"]``: lambda; ``info["kkt_error"]``."""
+    """AVI by Lemke on its KKT MLCP (:class:`~nsopt.reductions.AVIToLCP`); a warm start is only
+    checked as a solution. ``info["multipliers"]``: lambda; ``info["kkt_error"]``."""
     MLCPToLCP(reduction)
+    out = _begin(problem, mon)
+    if out is not None:
+        return out
     kkt = AVIToMLCP()
     mlcp = kkt.apply(problem)
     n = problem.size
-    out = _mlcp_tries(mlcp, mon, reduction, lambda x: mlcp.error(x["zl"]),
+    out = _mlcp_tries(mlcp, mon, reduction, lambda x: problem.error(x["z"]),
                       lambda zl: {"z": zl[:n], "zl": zl}, record_bases, piv_tol, tie_tol, mon.tol * 1e-2)
     zl = out.x.get("zl", np.zeros(mlcp.size)) if out.x else np.zeros(mlcp.size)
     out.x = {"z": zl[:n]}
@@ -748,9 +793,12 @@ avi_lemke.__doc__ += _OPTIONS_DOC
 @register("fc2d", "lemke", "Lemke on the 2D Coulomb LCP (r_T = beta - mu r_N, 3 pairs per contact)",
           applies=_too_big)
 def fc2d_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False):
-    """FC2D by Lemke on the LCP of Coulomb's law (:class:`~nsopt.reductions.FC2DToLCP`); the warm
-    start is not used."""
+    """FC2D by Lemke on the LCP of Coulomb's law (:class:`~nsopt.reductions.FC2DToLCP`); a warm
+    start is only checked as a solution."""
     red = FC2DToLCP()
+    out = _begin(problem, mon)
+    if out is not None:
+        return out
     lcp = red.apply(problem)
     Ml, ql = np.asarray(lcp.M), np.asarray(lcp.q)
     lo, hi = box_of(lcp)
