@@ -632,6 +632,13 @@ def _begin(problem, mon, M=None):
     return None
 
 
+def _box_start(problem, mon):
+    """Dense M, q and the bounds of a box-affine problem, with the Outcome of :func:`_begin`."""
+    M = dense_of(problem.M, "M", "lemke")
+    lo, hi = box_of(problem)
+    return M, np.asarray(problem.q, dtype=float), lo, hi, _begin(problem, mon, M)
+
+
 def _too_big(problem):
     n = lcp_size(problem)
     if n > MAX_LCP:
@@ -662,10 +669,7 @@ def lcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, cover=None, restart
     ``cover``: covering vector (default ones); ``restarts``: after a secondary ray *without*
     certificate, retry this many times with random covering vectors (a certified ray is final).
     """
-    M = dense_of(problem.M, "M", "lemke")
-    q = np.asarray(problem.q, dtype=float)
-    lo, hi = box_of(problem)
-    out = _begin(problem, mon, M)
+    M, q, lo, hi, out = _box_start(problem, mon)
     if out is not None:
         return out
     return _lemke(problem, M, mon, to_x=lambda z: {"z": z}, err_of=lambda x: problem.error(x["z"]),
@@ -685,14 +689,11 @@ lcp_lemke.__doc__ += _OPTIONS_DOC
           applies=_too_big)
 def relay_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False):
     """Relay by Lemke on its LCP reformulation (:class:`~nsopt.reductions.RelayToLCP`)."""
-    red = RelayToLCP()
-    lcp = red.apply(problem)
-    M = dense_of(problem.M, "M", "lemke")
-    q = np.asarray(problem.q, dtype=float)
-    lo, hi = box_of(problem)
-    out = _begin(problem, mon, M)
+    M, q, lo, hi, out = _box_start(problem, mon)
     if out is not None:
         return out
+    red = RelayToLCP()
+    lcp = red.apply(problem)
 
     def polish(x, basic):
         z = red.invert({"z": x})["z"]
@@ -752,7 +753,7 @@ def mlcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", 
     when A is well conditioned, else split; when the Schur route does not reach ``tol``, the split
     one is tried as well), "schur" or "split"."""
     MLCPToLCP(reduction)   # validates the option
-    out = _begin(problem, mon, dense_of(problem.M, "M", "lemke"))
+    out = _box_start(problem, mon)[-1]
     if out is not None:
         return out
     return _mlcp_tries(problem, mon, reduction, lambda x: problem.error(x["z"]), lambda z: {"z": z},
