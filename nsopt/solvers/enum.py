@@ -6,9 +6,11 @@ support: :math:`M_{JJ} z_J = -q_J`, :math:`z_{\bar J} = 0`; it is a solution whe
 always basic and their rows always equations: the square system on rows and columns
 :math:`E \cup J` is solved instead. All :math:`2^m` subsets (m = number of complementarity pairs)
 are visited at most once, by increasing Hamming distance from a guess (the support of the warm
-start when given — which is itself iteration 0, returned when it solves the problem — else :math:`\{i : q_i < 0\}`, the solution when M is diagonal); a candidate that passes the sign test is recomputed from its basis by an LU solve with iterative
-refinement (:func:`nsopt.solvers.lemke.basis_solve`), and the first whose error measure
-(``problem.error``) is at most ``tol`` is returned. A singular subsystem is skipped. The supports are
+start when given — which is itself iteration 0, returned when it solves the problem — else
+:math:`\{i : q_i < 0\}`, the solution when M is diagonal); a candidate that passes the sign test
+is recomputed from its basis by an LU solve with iterative refinement
+(:func:`nsopt.solvers.lemke.basis_solve`), and the first whose error measure (``problem.error``) is
+at most ``tol`` is returned. A singular subsystem is skipped. The supports are
 visited in compiled chunks (iteration contract: one support per iteration; ``time_limit`` and Ctrl-C
 act between chunks; the iterate of a chunk is the point of the last support solved).
 

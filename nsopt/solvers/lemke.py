@@ -54,6 +54,8 @@ The method stops
 * as the iteration contract (:class:`~nsopt.monitor.Monitor`) says: ``time_limit``, a callback,
   or an intermediate point whose error is already below ``tol``.
 
+``nit`` (and ``info["pivots"]``) counts every basis change, the first one (z0 entering) included:
+Siconos' LEMKE reports one fewer on the same path (``benchmarks/bench_lemke_corpus.py``).
 The pivots run in compiled chunks of about 20 ms (one pivot per chunk when a history or a callback
 asks for every one), so ``time_limit`` and Ctrl-C act between chunks.
 
@@ -699,7 +701,8 @@ def relay_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=Fals
         z = red.invert({"z": x})["z"]
         return [{"z": p} for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic))]
 
-    return _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda z: red.invert({"z": z}), err_of=lambda x: problem.error(x["z"]),
+    return _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda z: red.invert({"z": z}),
+                  err_of=lambda x: problem.error(x["z"]),
                   polish=polish, piv_tol=piv_tol, tie_tol=tie_tol, record_bases=record_bases,
                   info={"lcp_size": lcp.size})
 
@@ -807,7 +810,8 @@ def fc2d_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False
     def polish(x, basic):
         return [red.invert({"z": p}) for p in _basis_points(Ml, ql, lo, hi, x, basic)]
 
-    return _lemke(lcp, Ml, mon, to_x=lambda z: red.invert({"z": z}), err_of=lambda x: problem.error(x["r"]), polish=polish,
+    return _lemke(lcp, Ml, mon, to_x=lambda z: red.invert({"z": z}), err_of=lambda x: problem.error(x["r"]),
+                  polish=polish,
                   piv_tol=piv_tol, tie_tol=tie_tol, record_bases=record_bases, info={"lcp_size": lcp.size})
 
 
