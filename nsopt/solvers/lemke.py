@@ -117,6 +117,7 @@ except ImportError:  # pragma: no cover
 
 PIVOTS_PER_ROW = 50      # default pivot budget: PIVOTS_PER_ROW * n (n: size of the LCP)
 MAX_LCP = 10_000         # dense tableau: n^2 doubles (800 MB at the limit)
+HASH_WINDOW = 1 << 20    # basis hashes kept to tell whether a basis repeated (8 MB)
 
 
 # --------------------------------------------------------------------------------------------
@@ -346,7 +347,8 @@ class _Tableau:
         self.zob = np.random.default_rng(2 * n + 1).integers(1, 2 ** 62, size=2 * n + 1, dtype=np.int64)
         h = np.bitwise_xor.reduce(self.zob[:n]) if n else np.int64(0)
         self.state = np.array([2 * n, 0, h], dtype=np.int64)
-        self.hashes = [np.array([h], dtype=np.int64)]
+        self.hashes = [np.array([h], dtype=np.int64)]   # basis hashes, the most recent HASH_WINDOW
+        self._kept, self.trimmed = 1, False
         self.col = np.zeros(n)
 
     def run(self, nsteps, piv_tol, tie_tol):
@@ -355,6 +357,10 @@ class _Tableau:
         code = int(_lemke_run(self.MF, self.cover, self.Binv, self.beta, self.dense, self.basis, self.pos,
                               self.state, int(nsteps), float(piv_tol), float(tie_tol), self.col, self.zob, buf))
         self.hashes.append(buf[:int(self.state[1]) - before])
+        self._kept += self.hashes[-1].size
+        while self._kept > HASH_WINDOW and len(self.hashes) > 1:   # bounded memory on long runs
+            self._kept -= self.hashes.pop(0).size
+            self.trimmed = True
         return code
 
     @property
@@ -481,6 +487,8 @@ def _budget_message(mon, T):
     z0 = T.z0() if T is not None else 0.0
     what = ("a basis repeated: the path cycled" if rep else
             "no basis repeated (a long path, not a cycle: raise max_iter)")
+    if T is not None and T.trimmed and not rep:
+        what = what.replace("no basis repeated", f"no basis repeated in the last {T._kept} pivots")
     return rep, f"pivot budget of {mon.k} pivots used without termination (z0 = {z0:.3g}); {what}"
 
 
