@@ -275,19 +275,24 @@ class FC2DToLCP(Reduction):
         """``(Ml, ql, P)`` with r = P x."""
         W = np.asarray(W, float)
         nc = mu.shape[0]
-        P = np.zeros((2 * nc, 3 * nc))
         a = np.arange(nc)
+        P = np.zeros((2 * nc, 3 * nc))
         P[2 * a, 3 * a] = 1.0
         P[2 * a + 1, 3 * a] = -mu
         P[2 * a + 1, 3 * a + 1] = 1.0
-        R = np.zeros((3 * nc, 2 * nc))
-        R[3 * a, 2 * a] = 1.0
-        R[3 * a + 1, 2 * a + 1] = 1.0
-        Ml = R @ W @ P
+        # Ml = R W P with R the row selection (u_N, u_T) -> rows 3a, 3a+1: by columns, not products
+        WP = np.zeros((2 * nc, 3 * nc))
+        WP[:, 3 * a] = W[:, 2 * a] - W[:, 2 * a + 1] * mu
+        WP[:, 3 * a + 1] = W[:, 2 * a + 1]
+        Ml = np.zeros((3 * nc, 3 * nc))
+        Ml[3 * a] = WP[2 * a]
+        Ml[3 * a + 1] = WP[2 * a + 1]
         Ml[3 * a + 1, 3 * a + 2] += 1.0
         Ml[3 * a + 2, 3 * a] = 2.0 * mu
         Ml[3 * a + 2, 3 * a + 1] = -1.0
-        return Ml, R @ q, P
+        ql = np.zeros(3 * nc)
+        ql[3 * a], ql[3 * a + 1] = q[2 * a], q[2 * a + 1]
+        return Ml, ql, P
 
     def _apply(self, problem):
         W = dense_of(problem.W, "W", "FC2DToLCP")

@@ -118,6 +118,8 @@ except ImportError:  # pragma: no cover
 PIVOTS_PER_ROW = 50      # default pivot budget: PIVOTS_PER_ROW * n (n: size of the LCP)
 MAX_LCP = 10_000         # dense tableau: n^2 doubles (800 MB at the limit)
 HASH_WINDOW = 1 << 20    # basis hashes kept to tell whether a basis repeated (8 MB)
+EXTENDED_MAX = 2000      # refined_solve: residuals in extended precision up to this size
+GOOD_ERROR = 1e-14       # a final point at this error (rounding level) ends the recomputation
 
 
 # --------------------------------------------------------------------------------------------
@@ -401,8 +403,9 @@ class _Tableau:
 
 def refined_solve(A, b, rounds: int = 3) -> np.ndarray:
     r"""Solve :math:`Ax = b` by LU with iterative refinement: :math:`r = b - Ax` in extended
-    precision (``np.longdouble``), :math:`x \leftarrow x + A^{-1} r`. Singular A: the least-squares
-    solution (:func:`nsopt.linalg.solve_or_lstsq`)."""
+    precision (``np.longdouble``; in double above ``EXTENDED_MAX`` rows),
+    :math:`x \leftarrow x + A^{-1} r`. Singular A: the least-squares solution
+    (:func:`nsopt.linalg.solve_or_lstsq`)."""
     A = np.asarray(A, dtype=float)
     b = np.asarray(b, dtype=float)
     if b.shape[0] == 0:
@@ -416,9 +419,12 @@ def refined_solve(A, b, rounds: int = 3) -> np.ndarray:
     x = sla.lu_solve(lu, b, check_finite=False)
     if not np.all(np.isfinite(x)):
         return solve_or_lstsq(A, b)[0]
-    Al, bl = A.astype(np.longdouble), b.astype(np.longdouble)
+    # extended-precision residuals below EXTENDED_MAX rows (numpy's longdouble product has no BLAS);
+    # above, fixed-precision refinement (which still gives a componentwise backward-stable x)
+    ext = np.longdouble if A.shape[0] <= EXTENDED_MAX else np.float64
+    Al, bl = A.astype(ext), b.astype(ext)
     for _ in range(rounds):
-        r = np.asarray(bl - Al @ x.astype(np.longdouble), dtype=float)
+        r = np.asarray(bl - Al @ x.astype(ext), dtype=float)
         dx = sla.lu_solve(lu, r, check_finite=False)
         if not np.all(np.isfinite(dx)):
             break
@@ -443,16 +449,16 @@ def basis_solve(M, q, lo, hi, F, z) -> np.ndarray:
 
 
 def _basis_points(M, q, lo, hi, z, F, repairs=5):
-    """Candidates recomputed from a final basis (:func:`basis_solve`): on the support F the pivoting
-    ended with, and on the strict support {lo < z < hi} of the pivoted point when it differs; each
-    followed by up to ``repairs`` block principal pivots that move the components whose sign is
-    wrong (off their box, or at a bound with w pushing outwards) in or out of the support: the
-    round-off of a long path on ill-conditioned data can leave the final basis one flip away."""
-    out = []
+    """Candidates recomputed from a final basis (:func:`basis_solve`), lazily (the caller stops at
+    an error at the rounding level): on the support F the pivoting ended with, then on the strict
+    support {lo < z < hi} of the pivoted point when it differs; each followed by up to ``repairs``
+    block principal pivots that move the components whose sign is wrong (off their box, or at a
+    bound with w pushing outwards) in or out of the support: the round-off of a long path on
+    ill-conditioned data can leave the final basis one flip away."""
     S0 = (z > lo) & (z < hi)
     for S in ((F, S0) if not np.array_equal(S0, F) else (F,)):
         zc = basis_solve(M, q, lo, hi, S, z)
-        out.append(zc)
+        yield zc
         for _ in range(repairs):
             w = M @ zc + q
             atlo = np.abs(zc - lo) <= np.abs(zc - hi)
@@ -462,8 +468,7 @@ def _basis_points(M, q, lo, hi, z, F, repairs=5):
                 break
             S = (S & ~vz) | vw
             zc = basis_solve(M, q, lo, hi, S, zc)
-            out.append(zc)
-    return out
+            yield zc
 
 
 def farkas_certificate(M, q, y, tol=1e-9):
@@ -497,8 +502,8 @@ class Chunks:
     doubling up to about ``CHUNK_SECONDS`` of kernel time (so ``time_limit`` and Ctrl-C act between
     chunks), within the monitor's ``max_iter``."""
 
-    def __init__(self, mon):
-        self.mon, self.size, self.t = mon, 1, None
+    def __init__(self, mon, first: int = 1):
+        self.mon, self.size, self.t = mon, max(1, int(first)), None
 
     def next(self) -> int:
         mon = self.mon
@@ -521,7 +526,7 @@ def _path(M, q, mon, cover, piv_tol, tie_tol, report, record):
     b = float(np.max(np.abs(q))) or 1.0
     # the LCP is homogeneous: z solves (M, q) iff a z / b solves (M / a, q / b)
     T = _Tableau(M / a, q / b, cover, unscale=b / a, b=b)
-    chunks = Chunks(mon)
+    chunks = Chunks(mon, first=1e6 / max(1, q.shape[0]) ** 2)   # a pivot costs O(n^2) at most
     while True:
         c = 1 if record is not None else chunks.next()
         before = T.pivots
@@ -546,7 +551,7 @@ def _record(mon, done, x, err):
 def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, restarts=0,
            record_bases=False, info=None):
     """Lemke on the dense LCP ``M``, ``lcp.q`` for a problem whose variables are ``to_x(z)`` (a dict),
-    with error ``err_of(x)``; ``polish(z, basic)`` lists points recomputed from a final basis
+    with error ``err_of(x)``; ``polish(z, basic)`` yields points recomputed from a final basis
     (``basic``: mask of the basic z). The monitor has recorded the start (:func:`_begin`). Returns
     an Outcome (the monitor counts pivots)."""
     q = np.asarray(lcp.q, dtype=float)
@@ -590,14 +595,20 @@ def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, r
             info["z0"] = T.z0()
         if code == 1:
             basic = T.basic_mask() if T is not None else np.zeros(n, bool)
-            cands = [to_x(z)] + polish(z, basic)
-            errs = [err_of(x) for x in cands]
-            i = int(np.argmin(errs))
-            info["polished"] = i > 0
-            _record(mon, done, cands[i], errs[i])
+            x = to_x(z)
+            err = err_of(x)
+            info["polished"] = False
+            # recomputed from the final basis, judged by the error (unless at the rounding level)
+            for xp in (polish(z, basic) if err > GOOD_ERROR else ()):
+                ep = err_of(xp)
+                if ep < err:
+                    x, err, info["polished"] = xp, ep, True
+                if err <= GOOD_ERROR:
+                    break
+            _record(mon, done, x, err)
             info["pivots"] = mon.k
             st = Status.CALLBACK_STOP if mon.status is Status.CALLBACK_STOP else Status.SOLVED
-            return mon.outcome(x=cands[i], status=st, message=msg, info=info)
+            return mon.outcome(x=x, status=st, message=msg, info=info)
         x, err = report(z)
         _record(mon, done, x, err)
         info["pivots"] = mon.k
@@ -683,7 +694,7 @@ def lcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, cover=None, restart
     if out is not None:
         return out
     return _lemke(problem, M, mon, to_x=lambda z: {"z": z}, err_of=lambda x: problem.error(x["z"]),
-                  polish=lambda z, basic: [{"z": p} for p in _basis_points(M, q, lo, hi, z, basic)],
+                  polish=lambda z, basic: ({"z": p} for p in _basis_points(M, q, lo, hi, z, basic)),
                   piv_tol=piv_tol, tie_tol=tie_tol, cover=cover, restarts=restarts,
                   record_bases=record_bases)
 
@@ -707,7 +718,7 @@ def relay_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=Fals
 
     def polish(x, basic):
         z = red.invert({"z": x})["z"]
-        return [{"z": p} for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic))]
+        return ({"z": p} for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic)))
 
     return _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda z: red.invert({"z": z}),
                   err_of=lambda x: problem.error(x["z"]),
@@ -739,7 +750,7 @@ def _mlcp_tries(mlcp, mon, reduction, err_of, to_x, record_bases, piv_tol, tie_t
 
         def polish(x, basic, red=red):
             z = red.invert({"z": x})["z"]
-            return [to_x(p) for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic))]
+            return (to_x(p) for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic)))
 
         out = _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda x, red=red: to_x(red.invert({"z": x})["z"]),
                      err_of=err_of, polish=polish, piv_tol=piv_tol, tie_tol=tie_tol,
@@ -816,7 +827,7 @@ def fc2d_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False
     lo, hi = box_of(lcp)
 
     def polish(x, basic):
-        return [red.invert({"z": p}) for p in _basis_points(Ml, ql, lo, hi, x, basic)]
+        return (red.invert({"z": p}) for p in _basis_points(Ml, ql, lo, hi, x, basic))
 
     return _lemke(lcp, Ml, mon, to_x=lambda z: red.invert({"z": z}), err_of=lambda x: problem.error(x["r"]),
                   polish=polish,
