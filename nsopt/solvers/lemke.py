@@ -490,6 +490,7 @@ _CERT_MSG = "secondary ray: y = info['ray'] >= 0 with M^T y <= 0, q^T y < 0 prov
 def _budget_message(mon, T):
     rep = T is not None and T.repeated()
     z0 = T.z0() if T is not None else 0.0
+    # (mon.k: the pivots of every path so far, restarts included)
     what = ("a basis repeated: the path cycled" if rep else
             "no basis repeated (a long path, not a cycle: raise max_iter)")
     if T is not None and T.trimmed and not rep:
@@ -542,10 +543,13 @@ def _path(M, q, mon, cover, piv_tol, tie_tol, report, record):
             return 0, 0, T
 
 
-def _record(mon, done, x, err):
-    """The monitor's record of the end of a path: its last ``done`` pivots, or, when the path ended
-    without one (q >= 0, a ray at once), one iteration with the final point."""
-    return mon.advance(done, x, err) if done else mon.step(x, err)
+def _record(mon, done, x, err, new=True):
+    """The monitor's record of the end of a path: its last ``done`` pivots; when the chunk ended
+    without a pivot, the final point as one iteration if it is ``new`` (q >= 0, a point recomputed
+    from the final basis), else nothing (the previous chunk recorded it)."""
+    if done:
+        return mon.advance(done, x, err)
+    return mon.step(x, err) if new else None
 
 
 def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, restarts=0,
@@ -573,7 +577,7 @@ def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, r
         # load the compiled kernel (a one-off build, with the reduction: not counted in time_limit)
         _Tableau(np.eye(2), -np.ones(2), np.ones(2)).run(0, piv_tol, tie_tol)
         mon.built()
-    tries = 0
+    tries = pivots = 0
     while True:
         record = [] if record_bases else None
         if np.all(q >= 0):
@@ -582,14 +586,15 @@ def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, r
             code, done, T = _path(M, q, mon, cover, piv_tol, tie_tol, report, record)
         if record is not None:
             info.setdefault("bases", []).append(record)
-        info["pivots"] = mon.k
+        pivots += T.pivots if T is not None else 0
+        info["pivots"] = pivots
         if code == 0:
             if mon.status is Status.MAX_ITER:
                 info["basis_repeated"], msg = _budget_message(mon, T)
                 return mon.outcome(message=msg, info=info)
             return mon.outcome(info=info)
         z = T.z() if T is not None else np.zeros(n)
-        msg = f"z0 left the basis after {mon.k + done} pivots"
+        msg = f"z0 left the basis after {pivots} pivots"
         if code == 2 and abs(T.z0()) <= tie_tol * T.b and lcp.error(z) <= 1e-12:
             code, msg = 1, "z0 reached 0 (degenerate end of the path)"
             info["z0"] = T.z0()
@@ -606,12 +611,10 @@ def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, r
                 if err <= GOOD_ERROR:
                     break
             _record(mon, done, x, err)
-            info["pivots"] = mon.k
             st = Status.CALLBACK_STOP if mon.status is Status.CALLBACK_STOP else Status.SOLVED
             return mon.outcome(x=x, status=st, message=msg, info=info)
         x, err = report(z)
-        _record(mon, done, x, err)
-        info["pivots"] = mon.k
+        _record(mon, done, x, err, new=False)
         if code == 3:
             return mon.outcome(x=x, status=Status.NUMERICAL_ERROR, message="zero or non-finite pivot", info=info)
         rw, rz, rz0 = T.ray()
@@ -741,7 +744,7 @@ def _mlcp_tries(mlcp, mon, reduction, err_of, to_x, record_bases, piv_tol, tie_t
     lo, hi = box_of(mlcp)
     ne = int(np.sum(mlcp.is_eq))
     mon.budget(PIVOTS_PER_ROW * max(1, 2 * ne + mlcp.m if reduction != "schur" else mlcp.m))
-    best = None
+    best, pivots = None, 0
     for name in ([reduction] if reduction != "auto" else ["auto", "split"]):
         red = MLCPToLCP(name)
         lcp = red.apply(mlcp)
@@ -755,6 +758,7 @@ def _mlcp_tries(mlcp, mon, reduction, err_of, to_x, record_bases, piv_tol, tie_t
         out = _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda x, red=red: to_x(red.invert({"z": x})["z"]),
                      err_of=err_of, polish=polish, piv_tol=piv_tol, tie_tol=tie_tol,
                      record_bases=record_bases, info={"reduction": red.how, "lcp_size": lcp.size})
+        pivots += out.info.get("pivots", 0)
         out.info["error"] = err_of(out.x) if out.x else np.inf
         if best is None or out.info["error"] < best.info["error"]:
             best = out
@@ -764,7 +768,7 @@ def _mlcp_tries(mlcp, mon, reduction, err_of, to_x, record_bases, piv_tol, tie_t
     if mon.status in (Status.CALLBACK_STOP, Status.TIME_LIMIT) and best.status is not mon.status:
         best.status, best.message = mon.status, mon.message   # stopped while trying the split route
     best.nit = mon.k
-    best.info["pivots"] = mon.k
+    best.info["pivots"] = pivots
     return best
 
 
