@@ -105,7 +105,7 @@ def test_history_callback_and_budget():
     p, _ = g.lcp(12, seed=1, matrix="p")
     seen = []
     s = nsopt.solve(p, method="lemke", history=True, callback=lambda k, x, e: seen.append((k, e)))
-    assert s.success and len(s.history) == s.nit == len(seen)
+    assert s.success and len(s.history) == s.nit + 1 and len(seen) == s.nit   # history[0]: the start
     assert s.history[-1] == pytest.approx(s.error, abs=1e-14)
 
     def stop(k, x, e):
@@ -260,3 +260,85 @@ def test_corpus_bimatrix_game_ray_is_not_a_certificate(corpus):
     s = nsopt.solve(p, method="lemke")
     assert s.status is Status.STALLED and not s.info["certificate"]
     assert nsopt.solve(p, method="enum").success
+
+
+# ---------------------------------------------------------------- accuracy of the final basis
+
+def test_refined_solve_reaches_the_rounding_level_on_an_ill_conditioned_system():
+    from scipy.linalg import hilbert
+
+    from nsopt.solvers.lemke import refined_solve
+
+    A = hilbert(9)                      # cond ~ 5e11
+    x = np.arange(1.0, 10.0)
+    b = A @ x
+    xr = refined_solve(A, b)
+    res = np.linalg.norm(A.astype(np.longdouble) @ xr.astype(np.longdouble) - b)
+    assert float(res) <= 4 * np.finfo(float).eps * np.linalg.norm(b)
+
+
+def test_basis_repair_recovers_from_a_final_basis_one_flip_away():
+    """What a long path's round-off can leave (deltasigma_mlcp under some BLAS): the basis found is
+    one index away from the solution's; the repair moves it and the answer is exact again."""
+    from nsopt.solvers.lemke import _basis_points
+
+    p, sol = g.lcp(30, seed=4, matrix="p")
+    M, q = np.asarray(p.M), np.asarray(p.q)
+    J = sol["z"] > 0
+    wrong = J.copy()
+    wrong[np.flatnonzero(J)[0]] = False            # one basic variable missing
+    wrong[np.flatnonzero(~J)[0]] = True            # one extra
+    noisy = sol["z"] * (1 + 1e-7)
+    cands = _basis_points(M, q, np.zeros(30), np.full(30, np.inf), noisy, wrong)
+    assert p.error(noisy) > 1e-9 and min(p.error(c) for c in cands) <= 1e-14
+
+
+@pytest.mark.corpus
+def test_deltasigma_mlcp_is_accurate(corpus):
+    """issue 7 §1: 'z0 left the basis' with error 1.58e-7 under numpy 2.4.6 / scipy 1.17.1."""
+    p = nsopt.io.load(corpus / "mlcp" / "deltasigma_mlcp.dat")
+    s = nsopt.solve(p, method="lemke", tol=1e-12)
+    assert s.success and s.error <= 1e-12 and s.info["reduction"] == "schur", (s.error, s.message)
+
+
+def test_warm_start_with_the_same_active_set_takes_no_pivot():
+    p, sol = g.lcp(40, seed=8, matrix="p")
+    s = nsopt.solve(p, method="lemke", tol=1e-12)
+    J = s.z > 0
+    p2 = p.replace(q=np.asarray(p.q) + 1e-3 * np.where(J, 1.0, 0.0))    # same active set, new q
+    cold = nsopt.solve(p2, method="lemke", tol=1e-12)
+    warm = nsopt.solve(p2, method="lemke", tol=1e-12, warm_start=s)
+    assert cold.success and cold.nit > 0
+    assert warm.success and warm.nit == 0 and warm.info["pivots"] == 0
+    np.testing.assert_allclose(warm.z, cold.z, atol=1e-10)
+    bad = nsopt.solve(p2, method="lemke", tol=1e-12, warm_start=np.ones(40))   # not a solution's support
+    assert bad.success and bad.nit == cold.nit
+
+
+@pytest.mark.corpus
+def test_corpus_pivots_against_siconos(corpus, tmp_path):
+    """Every LCP of the corpus that Siconos 4.4's LEMKE solves, nsopt's lemke solves, in at most
+    Siconos' pivots + 1 (nsopt also counts the first pivot, z0 entering)."""
+    import csv
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    tool = Path(__file__).resolve().parents[2] / "shared" / "tools" / "siconos_bench.py"
+    if not tool.is_file() or shutil.which("/usr/bin/python3") is None:
+        pytest.skip("Siconos bench tool or /usr/bin/python3 missing")
+    chk = subprocess.run(["/usr/bin/python3", "-c", "import siconos.numerics"], capture_output=True)
+    if chk.returncode:
+        pytest.skip("Siconos is not installed for /usr/bin/python3")
+    out = tmp_path / "sic.csv"
+    subprocess.run(["/usr/bin/python3", str(tool), "--data", str(corpus), "--folders", "lcp", "--solvers",
+                    "LEMKE", "--out", str(out)], check=True, capture_output=True, timeout=600)
+    rows = list(csv.DictReader(open(out)))
+    assert rows
+    for row in rows:
+        if row["status"] != "ok" or float(row["err_check"]) > 1e-8:
+            continue
+        p = nsopt.io.load(corpus / row["file"])
+        s = nsopt.solve(p, method="lemke")
+        assert s.success, (row["file"], s.status, s.message)
+        assert s.info["pivots"] <= int(row["iterations"]) + 1, (row["file"], s.info["pivots"], row["iterations"])

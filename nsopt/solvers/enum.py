@@ -5,9 +5,14 @@ support: :math:`M_{JJ} z_J = -q_J`, :math:`z_{\bar J} = 0`; it is a solution whe
 :math:`z_J \ge 0` and :math:`w_{\bar J} \ge 0`. For an MLCP the free variables (``is_eq``) are
 always basic and their rows always equations: the square system on rows and columns
 :math:`E \cup J` is solved instead. All :math:`2^m` subsets (m = number of complementarity pairs)
-are visited at most once, by increasing Hamming distance from a guess (the support of ``z0``
-when given, else :math:`\{i : q_i < 0\}`, the solution when M is diagonal); the first candidate whose error measure
-(``problem.error``) is at most ``tol`` is returned. A singular subsystem is skipped.
+are visited at most once, by increasing Hamming distance from a guess (the support of the warm
+start when given — which is itself iteration 0, returned when it solves the problem — else
+:math:`\{i : q_i < 0\}`, the solution when M is diagonal); a candidate that passes the sign test
+is recomputed from its basis by an LU solve with iterative refinement
+(:func:`nsopt.solvers.lemke.basis_solve`), and the first whose error measure (``problem.error``) is
+at most ``tol`` is returned. A singular subsystem is skipped. The supports are
+visited in compiled chunks (iteration contract: one support per iteration; ``time_limit`` and Ctrl-C
+act between chunks; the iterate of a chunk is the point of the last support solved).
 
 Size guard: m > :data:`MAX_PAIRS` (= 20, about a million linear systems) is refused with
 :class:`~nsopt.exceptions.NotApplicable` (through the method's ``applies`` check).
@@ -18,8 +23,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..registry import Outcome, as_x0, register
+from ..reductions import box_of
+from ..registry import register
 from ..result import Status
+from .lemke import Chunks, basis_solve
 
 try:
     from numba import njit
@@ -78,11 +85,13 @@ def _solve_small(A, b, x):
 
 
 @njit(cache=True)
-def _enum_run(M, q, eq, comp, guess, state, budget, tol, z):
+def _enum_run(M, q, eq, comp, guess, state, budget, tol, z, supp):
     """Visit up to ``budget`` supports from state = [distance d, combination x, visited].
 
-    Returns 1 when the support just visited passes the cheap sign test (z holds the candidate;
-    state already points past it), 0 when the budget is used, 2 when all supports are visited.
+    ``z`` holds the point of the last support whose system was solved, ``supp`` that support (the
+    free variables and the basic complementarity ones). Returns 1 when the support just visited
+    passes the cheap sign test (state already points past it), 0 when the budget is used, 2 when
+    all supports are visited.
     """
     N = q.shape[0]
     ne = eq.shape[0]
@@ -133,8 +142,10 @@ def _enum_run(M, q, eq, comp, guess, state, budget, tol, z):
             if ok:
                 for i in range(N):
                     z[i] = 0.0
+                    supp[i] = False
                 for a in range(k):
                     z[idx[a]] = x[a]
+                    supp[idx[a]] = True
                 good = True
                 for t in range(m):
                     i = comp[t]
@@ -170,73 +181,76 @@ def _too_big(problem):
     return None
 
 
-def _enumerate(problem, eq, comp, tol, max_iter, history, callback, z0):
+def _enumerate(problem, mon, eq, comp):
     M = problem.M.toarray() if sp.issparse(problem.M) else np.asarray(problem.M, float)
     M = np.ascontiguousarray(M)
     q = np.asarray(problem.q, float)
     N, m = q.shape[0], comp.shape[0]
+    lo, hi = box_of(problem)
+    mon.budget(1 << m)
+    # guess of the support: that of the warm start, else the rows with q_i < 0 (exact when M is diagonal)
+    x0 = mon.x0.get("z") if mon.x0 is not None else None
+    sel = np.asarray(x0) > 0 if x0 is not None else q < 0
     guess = 0
-    # guess of the support: that of z0, else the rows with q_i < 0 (exact when M is diagonal)
-    sel = as_x0(z0, N, "z0") > 0 if z0 is not None else q < 0
     for t, i in enumerate(comp):
         if sel[i]:
             guess |= 1 << t
-    budget = (1 << m) if max_iter is None else int(max_iter)
+    z = mon.start_vector("z", N)
+    supp = np.zeros(N, dtype=np.bool_)
+    info = {"visited": 0}
+    if mon.start({"z": z}, problem.error(z)):
+        return mon.outcome(info=info, message="the start (warm start, else z = 0) solves the problem"
+                           if mon.status is Status.SOLVED else "")
     state = np.array([0, -1, 0], dtype=np.int64)
-    z = np.zeros(N)
-    hist = [] if history else None
-    best_z, best_e = np.zeros(N), problem.error(np.zeros(N))
-    status, msg = Status.MAX_ITER, ""
-    cheap_tol = max(tol, 1e-10)
+    cheap_tol = max(mon.tol, 1e-10)
+    _enum_run(M, q, eq, comp, np.int64(guess), state.copy(), 0, cheap_tol, z.copy(), supp)   # load the kernel
+    mon.built()
+    chunks = Chunks(mon)
     while True:
-        left = budget - int(state[2])
-        if left <= 0:
-            msg = f"{budget} supports visited without a solution"
-            break
-        step = 1 if callback is not None else left
-        code = int(_enum_run(M, q, eq, comp, np.int64(guess), state, step, cheap_tol, z))
-        solved = False
-        if code == 1:
-            e = problem.error(z)
-            if e < best_e:
-                best_z, best_e = z.copy(), e
-            if hist is not None:
-                hist.append(e)
-            if e <= tol:
-                status, msg, solved = Status.SOLVED, f"solution on support {int(state[2])} visited", True
-        if callback is not None:
-            try:
-                callback(int(state[2]), {"z": best_z.copy()}, best_e)
-            except StopIteration:
-                status, msg = Status.CALLBACK_STOP, "stopped by the callback"
-                break
-        if solved:
-            break
+        c = chunks.next()
+        before = int(state[2])
+        code = int(_enum_run(M, q, eq, comp, np.int64(guess), state, c, cheap_tol, z, supp))
+        done = int(state[2]) - before
+        chunks.done(done)
+        info["visited"] = int(state[2])
+        if code == 0 and int(state[2]) >= 1 << m:
+            code = 2
+        x = z
+        if code == 1:   # a candidate: recompute it from its basis (refined solve), judged by the error
+            zr = basis_solve(M, q, lo, hi, supp, z)
+            x = zr if problem.error(zr) < problem.error(z) else z
         if code == 2:
-            status = Status.STALLED if best_e > tol else Status.SOLVED
-            msg = ("all 2^%d supports visited: no complementary basic solution "
-                   "(with nonsingular basis) within tol" % m)
-            break
-    return Outcome({"z": best_z}, status, int(state[2]), hist, msg, {"visited": int(state[2])})
+            if done:
+                mon.advance(done, {"z": x}, problem.error(x))
+            if mon.stopped and mon.status is not Status.MAX_ITER:
+                return mon.outcome(info=info)
+            msg = (f"all 2^{m} supports visited: no complementary basic solution (with nonsingular basis) "
+                   "within tol")
+            return mon.outcome(status=Status.STALLED, message=msg, info=info)
+        if mon.advance(done, {"z": x}, problem.error(x)):
+            if mon.status is Status.SOLVED:
+                mon.message = f"solution on support {int(state[2])} visited"
+            elif mon.status is Status.MAX_ITER:
+                mon.message = f"{int(state[2])} supports visited without a solution"
+            return mon.outcome(info=info)
 
 
 @register("lcp", "enum", f"enumeration of the 2^n complementary bases (n <= {MAX_PAIRS})",
           applies=_too_big)
-def lcp_enum(problem, *, tol, max_iter, history=False, callback=None, z0=None):
+def lcp_enum(problem, mon):
     """Enumerate the supports J of z (module docstring); ``max_iter`` bounds the number visited
-    (default 2^n); ``z0``: the enumeration starts from its support. When every support has been
-    visited without success the status is STALLED (no solution with a nonsingular basis exists;
+    (default 2^n); ``warm_start``: the enumeration starts from its support. When every support has
+    been visited without success the status is STALLED (no solution with a nonsingular basis exists;
     this is not a proof of infeasibility when some bases are singular)."""
     n = problem.size
-    return _enumerate(problem, np.zeros(0, np.int64), np.arange(n, dtype=np.int64), tol, max_iter,
-                      history, callback, z0)
+    return _enumerate(problem, mon, np.zeros(0, np.int64), np.arange(n, dtype=np.int64))
 
 
 @register("mlcp", "enum",
           f"enumeration of the 2^m complementary bases, free variables always basic (m <= {MAX_PAIRS})",
           applies=_too_big)
-def mlcp_enum(problem, *, tol, max_iter, history=False, callback=None, z0=None):
+def mlcp_enum(problem, mon):
     """Enumerate the supports of the complementarity variables (module docstring)."""
     eq = np.flatnonzero(problem.is_eq).astype(np.int64)
     comp = np.flatnonzero(~np.asarray(problem.is_eq)).astype(np.int64)
-    return _enumerate(problem, eq, comp, tol, max_iter, history, callback, z0)
+    return _enumerate(problem, mon, eq, comp)

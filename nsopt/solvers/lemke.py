@@ -1,4 +1,5 @@
-r"""Lexicographic Lemke method for the LCP, and the problems nsopt reduces to an LCP for it.
+r"""Lexicographic Lemke method for the LCP, and through :mod:`nsopt.reductions` for Relay, MLCP, AVI
+and FC2D.
 
 The LCP :math:`w = Mz + q,\ 0 \le z \perp w \ge 0` is augmented with an artificial variable
 :math:`z_0` and a covering vector :math:`d > 0` (default :math:`d = e = (1, \dots, 1)`):
@@ -8,73 +9,102 @@ The LCP :math:`w = Mz + q,\ 0 \le z \perp w \ge 0` is augmented with an artifici
 started from the almost complementary basis where every :math:`w_i` is basic, then :math:`z_0`
 enters at the value :math:`\max_i(-q_i/d_i)`. Each pivot lets the complement of the variable that
 just left enter (complementary pivoting); the leaving row is chosen by the lexicographic minimum
-ratio rule on the rows :math:`(\beta_i, (B^{-1})_{i,:})/\bar a_i`, which keeps every basis
-lexicographically feasible and therefore never revisits a basis: degenerate problems do not cycle.
+ratio rule on the rows :math:`(\beta_i, (B^{-1})_{i,:})/\bar a_i` [1]_ (:math:`\beta = B^{-1}q`,
+:math:`\bar a = B^{-1}A_{\cdot s}` the entering column). It is the minimum ratio rule for the
+perturbed right-hand side :math:`q + (\varepsilon, \varepsilon^2, \dots, \varepsilon^n)`, under
+which every basis is nondegenerate: the bases of the path are all distinct and Lemke cannot cycle.
+
+Floating point and the lexicographic rule. The rule compares entries of :math:`B^{-1}` that are
+often exactly zero; after a few dozen pivots they carry rounding noise (1e-16..1e-14), and a
+comparison that takes the noise for a value picks a row that is *not* the lexicographic minimum —
+the perturbed basis is no longer feasible and the path can come back to a basis (nsopt 0.1 cycled
+with period 4 on Siconos' ``lcp_tobenna.dat``, 40 x 40, because its tie tolerance was relative to the
+largest entry of the *current* column of :math:`B^{-1}` among the tied rows, which is itself noise
+when that column should be zero). Each component is therefore compared with a tolerance on the
+scale of its whole key: two ratios :math:`v_k = x_k/\bar a_k` tie when
+
+.. math:: |v_k - v_l| \le \tau\,(e_k + e_l),\qquad e_k = (S + |v_k|\,\|\bar a\|_\infty)/|\bar a_k| ,
+
+with :math:`S = \max(1, \|\beta\|_\infty)` for the first key and :math:`S = \max(1, \max|B^{-1}|)`
+for the others, :math:`\tau` = ``tie_tol`` (default 1e-11): the noise of :math:`x_k` and of
+:math:`\bar a_k` divided by the pivot. When :math:`z_0` is among the rows tied on the ratio it
+leaves at once (the basis reached is complementary and feasible). Each basis is hashed (Zobrist)
+as the path goes, so a path that ends on the pivot budget says whether a basis came back.
+
 The method stops
 
-* with a solution when :math:`z_0` leaves the basis (then :math:`z` is polished by one direct solve
-  of :math:`M_{JJ} z_J = -q_J` on the final basis, kept when it has the smaller error), or
+* with a solution when :math:`z_0` leaves the basis. The basic variables are then recomputed from
+  the final basis, on the *original* data (before any reduction and scaling): with J the basic
+  (off-bound) components, :math:`M_{JJ} z_J = -(q_J + M_{J\bar J} z_{\bar J})` is solved by LU with
+  iterative refinement (residuals in extended precision), and the result is kept when the
+  problem's own error measure is smaller. The answer is thus as accurate as the final basis allows,
+  whatever the BLAS;
 * on a *secondary ray*: the entering column has no blocking row. The ray
   :math:`(w, z, z_0)(t) = (w, z, z_0)^k + t\,(w^h, z^h, z_0^h)` is returned in
-  ``Outcome.info["ray"]`` (the z part ``z^h``; ``"ray_w"``, ``"ray_z0"`` the others). For a
+  ``info["ray"]`` (the z part :math:`z^h` of the LCP; ``"ray_w"``, ``"ray_z0"`` the others). For a
   copositive-plus M (e.g. positive semidefinite M) a secondary ray proves that the LCP has no
-  solution (Cottle–Pang–Stone, Thm 4.4.9): then :math:`y = z^h \ge 0` satisfies the Farkas
-  conditions :math:`M^\top y \le 0,\ q^\top y < 0`, so :math:`\{z \ge 0 : Mz + q \ge 0\}` is empty.
-  nsopt checks these conditions numerically: when they hold the status is ``INFEASIBLE`` and
-  ``info["certificate"]`` is True; when they do not (M not copositive-plus, nothing is proven) the
-  status is ``STALLED`` with ``info["certificate"] = False`` and the ray still reported.
+  solution (Cottle–Pang–Stone, Thm 4.4.9): :math:`y = z^h \ge 0` satisfies the Farkas conditions
+  :math:`M^\top y \le 0,\ q^\top y < 0`. nsopt checks them numerically: when they hold the status
+  is ``INFEASIBLE`` and ``info["certificate"]`` is True; otherwise (nothing is proven) the status
+  is ``STALLED`` with ``info["certificate"] = False``. For the LCP, a ray without certificate is
+  retried (``restarts``) with random positive covering vectors;
+* on the pivot budget: ``max_iter`` pivots, default :data:`PIVOTS_PER_ROW` x n (n the size of the
+  LCP after reduction; Lemke's paths are a few n long in practice, exponential only on contrived
+  examples such as Murty's); the message says whether a basis repeated;
+* as the iteration contract (:class:`~nsopt.monitor.Monitor`) says: ``time_limit``, a callback,
+  or an intermediate point whose error is already below ``tol``.
+
+``nit`` (and ``info["pivots"]``) counts every basis change, the first one (z0 entering) included:
+Siconos' LEMKE reports one fewer on the same path (``benchmarks/bench_lemke_corpus.py``).
+The pivots run in compiled chunks of about 20 ms (one pivot per chunk when a history or a callback
+asks for every one), so ``time_limit`` and Ctrl-C act between chunks.
+
+Iteration 0 and warm start. The contract's starting point is the warm start, else z = 0 of the
+problem (``history[0]`` is its error); when it solves the problem within ``tol`` the answer comes
+back with 0 pivots. For lcp, mlcp and relay the support of the warm start (the components strictly
+inside their bounds) is also tried as a final basis: one solve as above, kept when better (the
+common case of a re-solve with a new q and the same active set). Lemke's path itself always starts
+from the artificial basis: a warm start that does not solve the problem does not shorten it.
 
 Implementation: a dense *revised* tableau. The basis inverse :math:`B^{-1}` is kept explicitly
 (column major) together with :math:`\beta = B^{-1} q`; a column of :math:`B^{-1}` whose unit
 vector :math:`w_j` is basic is the unit vector of its row, so products and rank-one updates only
 touch the :math:`k` "dense" columns (``k`` = number of basic ``z`` plus ``z_0``): a pivot costs
 :math:`O(nk)` instead of the :math:`O(n^2)` of the full tableau (Siconos keeps the full
-:math:`n \times 2(n+1)` tableau). The pivot loop is compiled with numba. The data are scaled to
-unit size first (z solves (M, q) iff :math:`az/b` solves :math:`(M/a, q/b)`), so the tolerances
-are scale free: a column entry blocks when it exceeds ``piv_tol`` times the column's largest entry;
-two ratios tie when they agree to ``tie_tol`` relatively, or when both rows are degenerate
-(:math:`|\beta_i|` below ``tie_tol`` times the largest); when :math:`z_0` is among the tied rows it
-leaves at once. For the LCP, a ray without certificate is retried (``restarts``) with other,
-random positive covering vectors.
+:math:`n \times 2(n+1)` tableau). The data are scaled to unit size first (z solves (M, q) iff
+:math:`az/b` solves :math:`(M/a, q/b)`), so the tolerances are scale free; a column entry blocks
+when it exceeds ``piv_tol`` times the column's largest entry.
 
 Size guard: an LCP (after reduction) larger than ``MAX_LCP`` = 10000 is refused with
 :class:`~nsopt.exceptions.NotApplicable` (the dense tableau alone would take 800 MB); sparse
 input is densified (with a warning above n = 2000).
 
-Reductions to an LCP (used by the ``lemke`` method of the other kinds):
+Reductions (:mod:`nsopt.reductions.to_lcp`): Relay by :class:`~nsopt.reductions.RelayToLCP`; MLCP by
+:class:`~nsopt.reductions.MLCPToLCP` (``reduction="auto"``: Schur complement of A when it is well
+conditioned, else, or when the Schur route does not reach ``tol``, the split u = u+ - u-); AVI by
+its KKT MLCP (:class:`~nsopt.reductions.AVIToLCP`; ``info["multipliers"]``, ``info["kkt_error"]``;
+Siconos solves AVIs with the Cao–Ferris path method instead); FC2D by
+:class:`~nsopt.reductions.FC2DToLCP`.
 
-* Relay, box :math:`[lb, ub]`: :math:`z = lb + x` and the upper-bound multiplier :math:`y`,
-  :math:`0 \le x \perp Mx + (q + M\,lb) + y \ge 0`, :math:`0 \le y \perp (ub - lb) - x \ge 0`
-  (a one-sided bound gives one row, a free component :math:`z = x^+ - x^-` two).
-* MLCP: the free variables are eliminated by the Schur complement when the equality block A is
-  not numerically singular (condition number below 1e14; Siconos' MLCP LCP_LEMKE always does
-  this and fails only on an exactly singular A): :math:`u = -A^{-1}(Cv + a)`, LCP in v with matrix
-  :math:`B - DA^{-1}C`. Otherwise (or ``reduction="split"``, or when the Schur route does not
-  reach ``tol``) :math:`u = u^+ - u^-` with the equality rows doubled with opposite signs (LCP of
-  size 2n + m; copositive-plus when M is positive semidefinite).
-* AVI over :math:`K = \{z: Hz \ge k\}`: its KKT system :math:`Mz + q - H^\top\lambda = 0`,
-  :math:`0 \le \lambda \perp Hz - k \ge 0` is an MLCP (equivalent to the AVI since K is polyhedral),
-  solved by the MLCP reduction above (Schur: LCP in :math:`\lambda` with :math:`H M^{-1} H^\top`,
-  split when M is singular, e.g. M = 0, a linear program). For a bounded nonempty K the AVI has a
-  solution; with M positive semidefinite both reductions are copositive-plus, so Lemke finds it
-  (a ray would prove the KKT system infeasible). Siconos solves AVIs with the Cao–Ferris path
-  method instead, a Lemke-type method on the same KKT system; ``info["multipliers"]`` holds
-  :math:`\lambda` and ``info["kkt_error"]`` the KKT residual.
-* FC2D: with :math:`\beta_a = r_{T,a} + \mu_a r_{N,a} \ge 0` and a slack :math:`\lambda_a \ge 0`,
-  each contact gives the three complementarity pairs
-  :math:`r_N \perp u_N`, :math:`\beta \perp u_T + \lambda`, :math:`\lambda \perp 2\mu r_N - \beta`
-  (Siconos' FC2D LEMKE uses the same 3-per-contact form); the result is checked by the FC2D error.
+References
+----------
+.. [1] K. G. Murty, *Linear Complementarity, Linear and Nonlinear Programming*, Heldermann, 1988,
+   §2.2–2.3 (the complementary pivot method and its lexicographic degeneracy resolution).
 """
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
+import scipy.linalg as sla
 
-from ..exceptions import NsoptWarning, OptionError
-from ..registry import Outcome, register
+from ..exceptions import OptionError
+from ..linalg import solve_or_lstsq
+from ..monitor import CHUNK_SECONDS
+from ..reductions import AVIToMLCP, FC2DToLCP, MLCPToLCP, RelayToLCP, box_of, dense_of, lcp_size
+from ..registry import register
 from ..result import Status
 
 try:
@@ -84,6 +114,12 @@ except ImportError:  # pragma: no cover
         if a and callable(a[0]):
             return a[0]
         return lambda f: f
+
+PIVOTS_PER_ROW = 50      # default pivot budget: PIVOTS_PER_ROW * n (n: size of the LCP)
+MAX_LCP = 10_000         # dense tableau: n^2 doubles (800 MB at the limit)
+HASH_WINDOW = 1 << 20    # basis hashes kept to tell whether a basis repeated (8 MB)
+EXTENDED_MAX = 2000      # refined_solve: residuals in extended precision up to this size
+GOOD_ERROR = 1e-14       # a final point at this error (rounding level) ends the recomputation
 
 
 # --------------------------------------------------------------------------------------------
@@ -137,8 +173,37 @@ def _lex_value(Binv, dense, basis, i, j):
 
 
 @njit(cache=True)
-def _ratio_test(Binv, beta, col, dense, basis, z0var, initial, piv_tol, tie_tol, cand, vals):
-    """Row leaving the basis, or -1 (secondary ray). ``initial``: the z0 step (lexicographic max)."""
+def _keep_ties(cand, c, x, slack, m):
+    """Keep in front the candidates k < m whose ratio x_k / c_k (c_k > 0) is at most
+    min_l (x_l + slack) / c_l (Harris' bound: pivoting on k leaves every x_l - c_l x_k / c_k
+    above -slack). Returns how many are kept (at least the minimum ratio's row)."""
+    bound = np.inf
+    for k in range(m):
+        t = (x[k] + slack) / c[k]
+        if t < bound:
+            bound = t
+    mm = 0
+    for k in range(m):
+        if x[k] / c[k] <= bound:
+            t = cand[mm]
+            cand[mm] = cand[k]
+            cand[k] = t
+            v = c[mm]
+            c[mm] = c[k]
+            c[k] = v
+            v = x[mm]
+            x[mm] = x[k]
+            x[k] = v
+            mm += 1
+    return mm
+
+
+@njit(cache=True)
+def _ratio_test(Binv, beta, col, dense, basis, z0var, initial, piv_tol, tie_tol, cand, c, x):
+    """Row leaving the basis, or -1 (secondary ray). ``initial``: the z0 step (lexicographic max).
+
+    Lexicographic minimum of (beta_i, Binv_i,:) / col_i over the blocking rows; two values tie
+    when choosing either leaves the other row's entry above minus the noise (module docstring)."""
     n = col.shape[0]
     cmax = 0.0
     for i in range(n):
@@ -146,70 +211,39 @@ def _ratio_test(Binv, beta, col, dense, basis, z0var, initial, piv_tol, tie_tol,
         if a > cmax:
             cmax = a
     thr = piv_tol * max(cmax, 1e-300)
+    sgn = -1.0 if initial else 1.0     # initial: the rows with col < 0, lexicographic max of the ratio
+    sb = 1.0
+    for i in range(n):
+        if abs(beta[i]) > sb:
+            sb = abs(beta[i])
     nc = 0
-    if initial:
-        for i in range(n):
-            if col[i] < -thr:
-                cand[nc] = i
-                vals[nc] = -beta[i] / col[i]    # minimise -ratio: lexicographic max of the ratio
-                nc += 1
-    else:
-        for i in range(n):
-            if col[i] > thr:
-                cand[nc] = i
-                vals[nc] = beta[i] / col[i]
-                nc += 1
+    for i in range(n):
+        if sgn * col[i] > thr:
+            cand[nc] = i
+            c[nc] = sgn * col[i]
+            x[nc] = beta[i]
+            nc += 1
     if nc == 0:
         return -1
-    sgn = -1.0 if initial else 1.0
-    # first key: the ratio. Ties: relative closeness of the ratios, or both rows degenerate
-    # (beta ~ 0 at the noise level of the unit-scaled data)
-    best = vals[0]
-    kb = 0
-    bmax = 1.0
-    for k in range(nc):
-        if vals[k] < best:
-            best = vals[k]
-            kb = k
-        if abs(beta[cand[k]]) > bmax:
-            bmax = abs(beta[cand[k]])
-    zero = tie_tol * bmax
-    bzero = abs(beta[cand[kb]]) <= zero
-    lim = best + tie_tol * abs(best)
-    # move the tied candidates to the front, keeping the others after them (for the z0 check)
-    m = 0
-    for k in range(nc):
-        if vals[k] <= lim or (bzero and abs(beta[cand[k]]) <= zero):
-            t = cand[m]
-            cand[m] = cand[k]
-            cand[k] = t
-            m += 1
+    m = _keep_ties(cand, c, x, tie_tol * sb, nc)
     if m == 1:
         return cand[0]
-    if not initial:  # z0 tied, or at zero: let it leave, which ends the path with a solution
-        for k in range(nc):
-            if basis[cand[k]] == z0var and (k < m or abs(beta[cand[k]]) <= zero):
+    if not initial:  # z0 tied on the ratio: let it leave, which ends the path with a solution
+        for k in range(m):
+            if basis[cand[k]] == z0var:
                 return cand[k]
-    # lexicographic tie-break on the columns of B^-1
+    # lexicographic tie-break on the columns of B^-1 (noise scale: the largest entry of B^-1)
+    sB = 1.0
+    for j in range(n):
+        if dense[j]:
+            for i in range(n):
+                if abs(Binv[i, j]) > sB:
+                    sB = abs(Binv[i, j])
     j = 0
     while m > 1 and j < n:
         for k in range(m):
-            i = cand[k]
-            vals[k] = sgn * _lex_value(Binv, dense, basis, i, j) / col[i]
-        best = vals[0]
-        scale = abs(vals[0])
-        for k in range(1, m):
-            if vals[k] < best:
-                best = vals[k]
-            if abs(vals[k]) > scale:
-                scale = abs(vals[k])
-        lim = best + tie_tol * max(scale, 1e-300)
-        mm = 0
-        for k in range(m):
-            if vals[k] <= lim:
-                cand[mm] = cand[k]
-                mm += 1
-        m = mm
+            x[k] = _lex_value(Binv, dense, basis, cand[k], j)
+        m = _keep_ties(cand, c, x, tie_tol * sB, m)
         j += 1
     return cand[0]
 
@@ -259,22 +293,24 @@ def _pivot(Binv, beta, col, dense, basis, pos, r, enter, nzc):
 
 
 @njit(cache=True)
-def _lemke_run(MF, cover, Binv, beta, dense, basis, pos, state, nsteps, piv_tol, tie_tol, col):
-    """Run up to ``nsteps`` pivots. state = [entering var, pivots done].
+def _lemke_run(MF, cover, Binv, beta, dense, basis, pos, state, nsteps, piv_tol, tie_tol, col, zob, hashes):
+    """Run up to ``nsteps`` pivots. state = [entering var, pivots done, basis hash].
 
-    Returns 0 (budget used), 1 (z0 left: solution), 2 (secondary ray; col = its column),
+    ``hashes[k]`` receives the (Zobrist) hash of the basis after the k-th pivot of this call.
+    Returns 0 (nsteps done), 1 (z0 left: solution), 2 (secondary ray; col = its column),
     3 (numerical trouble).
     """
     n = beta.shape[0]
     z0var = 2 * n
     cand = np.empty(n, dtype=np.int64)
-    vals = np.empty(n)
+    cc = np.empty(n)
+    xx = np.empty(n)
     nzc = np.empty(n + 1, dtype=np.int64)
-    for _ in range(nsteps):
+    for k in range(nsteps):
         enter = state[0]
         _entering_column(MF, cover, Binv, dense, pos, enter, col)
         initial = pos[z0var] < 0 and enter == z0var
-        r = _ratio_test(Binv, beta, col, dense, basis, z0var, initial, piv_tol, tie_tol, cand, vals)
+        r = _ratio_test(Binv, beta, col, dense, basis, z0var, initial, piv_tol, tie_tol, cand, cc, xx)
         if r < 0:
             return 2
         if not np.isfinite(col[r]) or col[r] == 0.0:
@@ -282,6 +318,8 @@ def _lemke_run(MF, cover, Binv, beta, dense, basis, pos, state, nsteps, piv_tol,
         leave = basis[r]
         _pivot(Binv, beta, col, dense, basis, pos, r, enter, nzc)
         state[1] += 1
+        state[2] ^= zob[leave] ^ zob[enter]
+        hashes[k] = state[2]
         if leave == z0var:
             return 1
         # complementary rule
@@ -294,28 +332,47 @@ def _lemke_run(MF, cover, Binv, beta, dense, basis, pos, state, nsteps, piv_tol,
 # --------------------------------------------------------------------------------------------
 
 class _Tableau:
-    """State of a Lemke run (so that history/callback can step it pivot by pivot)."""
+    """State of a Lemke path on unit-scaled data (stepped in compiled chunks)."""
 
-    def __init__(self, M, q, cover):
+    def __init__(self, M, q, cover, unscale=1.0, b=1.0):
         n = q.shape[0]
-        self.n = n
+        self.n, self.unscale, self.b = n, unscale, b
         self.MF = np.asfortranarray(M, dtype=float)
-        self.q = q
-        self.cover = cover
+        self.cover = np.ascontiguousarray(cover, dtype=float)
         self.Binv = np.zeros((n, n), order="F")
         self.beta = q.astype(float).copy()
         self.dense = np.zeros(n, dtype=np.bool_)
         self.basis = np.arange(n, dtype=np.int64)
         self.pos = -np.ones(2 * n + 1, dtype=np.int64)
         self.pos[:n] = np.arange(n)
-        self.state = np.array([2 * n, 0], dtype=np.int64)
+        # Zobrist hashing of the basis: one random 62-bit key per variable, XORed over the basic ones
+        self.zob = np.random.default_rng(2 * n + 1).integers(1, 2 ** 62, size=2 * n + 1, dtype=np.int64)
+        h = np.bitwise_xor.reduce(self.zob[:n]) if n else np.int64(0)
+        self.state = np.array([2 * n, 0, h], dtype=np.int64)
+        self.hashes = [np.array([h], dtype=np.int64)]   # basis hashes, the most recent HASH_WINDOW
+        self._kept, self.trimmed = 1, False
         self.col = np.zeros(n)
 
     def run(self, nsteps, piv_tol, tie_tol):
-        return int(_lemke_run(self.MF, self.cover, self.Binv, self.beta, self.dense, self.basis,
-                              self.pos, self.state, int(nsteps), float(piv_tol), float(tie_tol), self.col))
+        buf = np.empty(nsteps, dtype=np.int64)
+        before = int(self.state[1])
+        code = int(_lemke_run(self.MF, self.cover, self.Binv, self.beta, self.dense, self.basis, self.pos,
+                              self.state, int(nsteps), float(piv_tol), float(tie_tol), self.col, self.zob, buf))
+        self.hashes.append(buf[:int(self.state[1]) - before])
+        self._kept += self.hashes[-1].size
+        while self._kept > HASH_WINDOW and len(self.hashes) > 1:   # bounded memory on long runs
+            self._kept -= self.hashes.pop(0).size
+            self.trimmed = True
+        return code
 
-    unscale = 1.0
+    @property
+    def pivots(self) -> int:
+        return int(self.state[1])
+
+    def repeated(self) -> bool:
+        """True when some basis of the path came back (by its hash)."""
+        h = np.concatenate(self.hashes)
+        return np.unique(h).size < h.size
 
     def z(self):
         n, b = self.n, self.basis
@@ -324,10 +381,12 @@ class _Tableau:
         z[b[zb] - n] = self.beta[zb]
         return z * self.unscale
 
-    def basic_z(self):
-        n = self.n
-        b = self.basis
-        return np.sort(b[(b >= n) & (b < 2 * n)] - n)
+    def basic_mask(self):
+        """Boolean mask of the basic z_i."""
+        n, b = self.n, self.basis
+        mask = np.zeros(n, bool)
+        mask[b[(b >= n) & (b < 2 * n)] - n] = True
+        return mask
 
     def z0(self):
         r = self.pos[2 * self.n]
@@ -342,28 +401,74 @@ class _Tableau:
         return d[:n], d[n:2 * n], float(d[2 * n])
 
 
-def _lcp_error(M, q, z):
-    w = M @ z + q
-    e = float(np.linalg.norm(z - np.maximum(0.0, z - w)))
-    nq = float(np.linalg.norm(q))
-    return e / nq if nq > np.finfo(float).eps else e
+def refined_solve(A, b, rounds: int = 3) -> np.ndarray:
+    r"""Solve :math:`Ax = b` by LU with iterative refinement: :math:`r = b - Ax` in extended
+    precision (``np.longdouble``; in double above ``EXTENDED_MAX`` rows),
+    :math:`x \leftarrow x + A^{-1} r`. Singular A: the least-squares solution
+    (:func:`nsopt.linalg.solve_or_lstsq`)."""
+    A = np.asarray(A, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if b.shape[0] == 0:
+        return np.zeros(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sla.LinAlgWarning)
+        try:
+            lu = sla.lu_factor(A, check_finite=False)
+        except (sla.LinAlgWarning, ValueError, np.linalg.LinAlgError):
+            return solve_or_lstsq(A, b)[0]
+    x = sla.lu_solve(lu, b, check_finite=False)
+    if not np.all(np.isfinite(x)):
+        return solve_or_lstsq(A, b)[0]
+    # extended-precision residuals below EXTENDED_MAX rows (numpy's longdouble product has no BLAS);
+    # above, fixed-precision refinement (which still gives a componentwise backward-stable x)
+    ext = np.longdouble if A.shape[0] <= EXTENDED_MAX else np.float64
+    Al, bl = A.astype(ext), b.astype(ext)
+    for _ in range(rounds):
+        r = np.asarray(bl - Al @ x.astype(ext), dtype=float)
+        dx = sla.lu_solve(lu, r, check_finite=False)
+        if not np.all(np.isfinite(dx)):
+            break
+        x = x + dx
+        if np.max(np.abs(dx)) <= np.finfo(float).eps * max(np.max(np.abs(x)), np.finfo(float).tiny):
+            break
+    return x
 
 
-def _polish(M, q, z, J=None):
-    """Re-solve M_JJ z_J = -q_J on the final basis J (default: the support of z); None if singular."""
-    if J is None:
-        J = np.flatnonzero(z > 0)
-    if J.size == 0:
-        return None
-    try:
-        zJ = np.linalg.solve(M[np.ix_(J, J)], -q[J])
-    except np.linalg.LinAlgError:
-        return None
-    if not np.all(np.isfinite(zJ)):
-        return None
-    out = np.zeros_like(z)
-    out[J] = zJ
+def basis_solve(M, q, lo, hi, F, z) -> np.ndarray:
+    r"""The point of a final basis of a box-affine problem (:math:`w = Mz + q`, :math:`z \in [lo, hi]`):
+    the components outside ``F`` at the bound nearest to ``z`` (0 when both are infinite), those in
+    ``F`` from :math:`M_{FF} z_F = -(q_F + M_{F\bar F} z_{\bar F})` (:func:`refined_solve`)."""
+    z = np.asarray(z, dtype=float)
+    F = np.asarray(F, dtype=bool)
+    out = np.where(np.abs(z - lo) <= np.abs(z - hi), lo, hi)
+    out = np.where(np.isfinite(out), out, 0.0)
+    Fi, Ai = np.flatnonzero(F), np.flatnonzero(~F)
+    rhs = -(q[Fi] + M[np.ix_(Fi, Ai)] @ out[Ai]) if Ai.size else -q[Fi]
+    out[Fi] = refined_solve(M[np.ix_(Fi, Fi)], rhs)
     return out
+
+
+def _basis_points(M, q, lo, hi, z, F, repairs=5):
+    """Candidates recomputed from a final basis (:func:`basis_solve`), lazily (the caller stops at
+    an error at the rounding level): on the support F the pivoting ended with, then on the strict
+    support {lo < z < hi} of the pivoted point when it differs; each followed by up to ``repairs``
+    block principal pivots that move the components whose sign is wrong (off their box, or at a
+    bound with w pushing outwards) in or out of the support: the round-off of a long path on
+    ill-conditioned data can leave the final basis one flip away."""
+    S0 = (z > lo) & (z < hi)
+    for S in ((F, S0) if not np.array_equal(S0, F) else (F,)):
+        zc = basis_solve(M, q, lo, hi, S, z)
+        yield zc
+        for _ in range(repairs):
+            w = M @ zc + q
+            atlo = np.abs(zc - lo) <= np.abs(zc - hi)
+            vz = S & ((zc < lo) | (zc > hi))
+            vw = ~S & ((atlo & (w < 0)) | (~atlo & (w > 0)))
+            if not (vz.any() or vw.any()):
+                break
+            S = (S & ~vz) | vw
+            zc = basis_solve(M, q, lo, hi, S, zc)
+            yield zc
 
 
 def farkas_certificate(M, q, y, tol=1e-9):
@@ -382,130 +487,197 @@ def farkas_certificate(M, q, y, tol=1e-9):
 _CERT_MSG = "secondary ray: y = info['ray'] >= 0 with M^T y <= 0, q^T y < 0 proves the LCP infeasible"
 
 
-def lemke_lcp(M, q, *, max_iter=None, piv_tol=1e-12, tie_tol=1e-13, cover=None, history=False,
-              callback=None, err_fn=None, xname="z", to_x=None, polish_tol=1e-14):
-    """Core Lemke on dense (M, q). Returns (z, status, nit, hist, message, info).
+def _budget_message(mon, T):
+    rep = T is not None and T.repeated()
+    z0 = T.z0() if T is not None else 0.0
+    # (mon.k: the pivots of every path so far, restarts included)
+    what = ("a basis repeated: the path cycled" if rep else
+            "no basis repeated (a long path, not a cycle: raise max_iter)")
+    if T is not None and T.trimmed and not rep:
+        what = what.replace("no basis repeated", f"no basis repeated in the last {T._kept} pivots")
+    return rep, f"pivot budget of {mon.k} pivots used without termination (z0 = {z0:.3g}); {what}"
 
-    ``err_fn(z)`` is the error reported in history/callback (default: the LCP error);
-    ``to_x(z)`` maps the LCP iterate to the caller's variables for the callback.
-    """
-    M = np.asarray(M, dtype=float)
-    q = np.asarray(q, dtype=float).reshape(-1)
+
+class Chunks:
+    """Sizes of the compiled chunks: 1 when a history or a callback wants every iteration, else
+    doubling up to about ``CHUNK_SECONDS`` of kernel time (so ``time_limit`` and Ctrl-C act between
+    chunks), within the monitor's ``max_iter``."""
+
+    def __init__(self, mon, first: int = 1):
+        self.mon, self.size, self.t = mon, max(1, int(first)), None
+
+    def next(self) -> int:
+        mon = self.mon
+        if mon.callback is not None or mon.history is not None:
+            return 1
+        left = mon.max_iter - mon.k if mon.max_iter is not None else self.size
+        self.t = time.perf_counter()
+        return int(max(1, min(self.size, left)))
+
+    def done(self, n: int):
+        if n > 0 and self.t is not None:
+            per = (time.perf_counter() - self.t) / n
+            self.size = max(1, min(2 * self.size, int(CHUNK_SECONDS / per) if per > 0 else 2 * self.size))
+
+
+def _path(M, q, mon, cover, piv_tol, tie_tol, report, record):
+    """Lemke's path on dense (M, q) under the monitor. Returns (code, pivots of the last chunk, T):
+    code 1 (z0 left), 2 (secondary ray), 3 (numerical trouble), 0 (the monitor stopped)."""
+    a = float(np.max(np.abs(M))) or 1.0
+    b = float(np.max(np.abs(q))) or 1.0
+    # the LCP is homogeneous: z solves (M, q) iff a z / b solves (M / a, q / b)
+    T = _Tableau(M / a, q / b, cover, unscale=b / a, b=b)
+    chunks = Chunks(mon, first=1e6 / max(1, q.shape[0]) ** 2)   # a pivot costs O(n^2) at most
+    while True:
+        c = 1 if record is not None else chunks.next()
+        before = T.pivots
+        code = T.run(c, piv_tol, tie_tol)
+        done = T.pivots - before
+        chunks.done(done)
+        if record is not None and done:
+            record.append(tuple(sorted(T.basis.tolist())))
+        if code != 0:
+            return code, done, T
+        x, err = report(T.z())
+        if mon.advance(done, x, err):
+            return 0, 0, T
+
+
+def _record(mon, done, x, err, new=True):
+    """The monitor's record of the end of a path: its last ``done`` pivots; when the chunk ended
+    without a pivot, the final point as one iteration if it is ``new`` (q >= 0, a point recomputed
+    from the final basis), else nothing (the previous chunk recorded it)."""
+    if done:
+        return mon.advance(done, x, err)
+    return mon.step(x, err) if new else None
+
+
+def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, restarts=0,
+           record_bases=False, info=None):
+    """Lemke on the dense LCP ``M``, ``lcp.q`` for a problem whose variables are ``to_x(z)`` (a dict),
+    with error ``err_of(x)``; ``polish(z, basic)`` yields points recomputed from a final basis
+    (``basic``: mask of the basic z). The monitor has recorded the start (:func:`_begin`). Returns
+    an Outcome (the monitor counts pivots)."""
+    q = np.asarray(lcp.q, dtype=float)
     n = q.shape[0]
-    if max_iter is None:
-        max_iter = 10 * n + 100
-    err_fn = err_fn or (lambda z: _lcp_error(M, q, z))
-    hist = [] if history else None
-    info = {"pivots": 0}
-    if n == 0 or np.all(q >= 0):
-        z = np.zeros(n)
-        if hist is not None:
-            hist.append(err_fn(z))
-        return z, Status.SOLVED, 0, hist, "q >= 0: z = 0", info
-    if n == 1 and cover is None:  # closed form (also keeps the compiled kernel to one array layout)
-        m11, q1 = float(M[0, 0]), float(q[0])
-        if m11 > 0:
-            z = np.array([-q1 / m11])
-            if hist is not None:
-                hist.append(err_fn(z))
-            return z, Status.SOLVED, 1, hist, "z0 left the basis", {"pivots": 1}
-        info.update(ray=np.ones(1), ray_w=np.array([m11]), ray_z0=0.0, certificate=True, z0=-q1)
-        return np.zeros(1), Status.INFEASIBLE, 1, hist, _CERT_MSG, info
+    info = {} if info is None else info
+    mon.budget(PIVOTS_PER_ROW * max(n, 1))
+
+    def report(z):
+        x = to_x(z)
+        return x, err_of(x)
+
     if cover is None:
         cover = np.ones(n)
     else:
         cover = np.asarray(cover, dtype=float).reshape(-1)
         if cover.shape[0] != n or not np.all(cover > 0) or not np.all(np.isfinite(cover)):
             raise OptionError(f"cover: the covering vector must be a positive finite vector of size {n}")
-    # the LCP is homogeneous: z solves (M, q) iff z' = a z / b solves (M / a, q / b); pivoting on
-    # unit-scaled data makes the tie and pivot tolerances scale free
-    a = float(np.max(np.abs(M))) or 1.0
-    b = float(np.max(np.abs(q))) or 1.0
-    T = _Tableau(M / a, q / b, cover)
-    T.unscale, T.b = b / a, b
-    step = 1 if (history or callback is not None) else max_iter
-    code = 0
-    while T.state[1] < max_iter:
-        code = T.run(min(step, max_iter - T.state[1]), piv_tol, tie_tol)
-        if hist is not None or callback is not None:
-            z = T.z()
-            err = err_fn(z)
-            if hist is not None:
-                hist.append(err)
-            if callback is not None:
-                try:
-                    callback(int(T.state[1]), {xname: to_x(z) if to_x else z}, err)
-                except StopIteration:
-                    info["pivots"] = int(T.state[1])
-                    return z, Status.CALLBACK_STOP, int(T.state[1]), hist, "stopped by the callback", info
-        if code != 0:
-            break
-    nit = int(T.state[1])
-    info["pivots"] = nit
-    z = T.z()
-    if code == 1:
-        err = _lcp_error(M, q, z)
-        if err > polish_tol:  # one direct solve on the final basis removes the pivoting round-off
-            for J in (T.basic_z(), None):
-                zp = _polish(M, q, z, J)
-                if zp is not None:
-                    ep = _lcp_error(M, q, zp)
-                    if ep < err:
-                        z, err = zp, ep
-                        info["polished"] = True
-        return z, Status.SOLVED, nit, hist, "z0 left the basis", info
-    if code == 2 and abs(T.z0()) <= tie_tol * b and _lcp_error(M, q, z) <= 1e-12:
-        # degenerate end: z0 already reached 0 (the current point solves the LCP) but its row
-        # cannot block the last entering column
-        info["z0"] = T.z0()
-        return z, Status.SOLVED, nit, hist, "z0 reached 0 (degenerate end of the path)", info
-    if code == 2:
+    if mon.k == 0 and mon.build_time == 0.0:
+        # load the compiled kernel (a one-off build, with the reduction: not counted in time_limit)
+        _Tableau(np.eye(2), -np.ones(2), np.ones(2)).run(0, piv_tol, tie_tol)
+        mon.built()
+    tries = pivots = 0
+    while True:
+        record = [] if record_bases else None
+        if np.all(q >= 0):
+            code, done, T = 1, 0, None
+        else:
+            code, done, T = _path(M, q, mon, cover, piv_tol, tie_tol, report, record)
+        if record is not None:
+            info.setdefault("bases", []).append(record)
+        pivots += T.pivots if T is not None else 0
+        info["pivots"] = pivots
+        if code == 0:
+            if mon.status is Status.MAX_ITER:
+                info["basis_repeated"], msg = _budget_message(mon, T)
+                return mon.outcome(message=msg, info=info)
+            return mon.outcome(info=info)
+        z = T.z() if T is not None else np.zeros(n)
+        msg = f"z0 left the basis after {pivots} pivots"
+        if code == 2 and abs(T.z0()) <= tie_tol * T.b and lcp.error(z) <= 1e-12:
+            code, msg = 1, "z0 reached 0 (degenerate end of the path)"
+            info["z0"] = T.z0()
+        if code == 1:
+            basic = T.basic_mask() if T is not None else np.zeros(n, bool)
+            x = to_x(z)
+            err = err_of(x)
+            info["polished"] = False
+            # recomputed from the final basis, judged by the error (unless at the rounding level)
+            for xp in (polish(z, basic) if err > GOOD_ERROR else ()):
+                ep = err_of(xp)
+                if ep < err:
+                    x, err, info["polished"] = xp, ep, True
+                if err <= GOOD_ERROR:
+                    break
+            _record(mon, done, x, err)
+            st = Status.CALLBACK_STOP if mon.status is Status.CALLBACK_STOP else Status.SOLVED
+            return mon.outcome(x=x, status=st, message=msg, info=info)
+        x, err = report(z)
+        _record(mon, done, x, err, new=False)
+        if code == 3:
+            return mon.outcome(x=x, status=Status.NUMERICAL_ERROR, message="zero or non-finite pivot", info=info)
         rw, rz, rz0 = T.ray()
         cert = farkas_certificate(M, q, rz)
         info.update(ray=rz, ray_w=rw, ray_z0=rz0, certificate=cert, z0=T.z0())
         if cert:
-            return z, Status.INFEASIBLE, nit, hist, _CERT_MSG, info
-        return z, Status.STALLED, nit, hist, ("secondary ray (no infeasibility certificate: "
-                                              "M is not copositive-plus on this path)"), info
-    if code == 3:
-        return z, Status.NUMERICAL_ERROR, nit, hist, "zero or non-finite pivot", info
-    info["z0"] = T.z0()
-    return z, Status.MAX_ITER, nit, hist, f"{nit} pivots without termination (z0 = {T.z0():.3g})", info
+            return mon.outcome(x=x, status=Status.INFEASIBLE, message=_CERT_MSG, info=info)
+        if tries < restarts and not mon.stopped:
+            tries += 1
+            cover = 1.0 + np.random.default_rng(tries).random(n)
+            continue
+        msg = "secondary ray (no infeasibility certificate: M is not copositive-plus on this path)"
+        if tries:
+            msg += f" (after {tries} restart(s) with random covering vectors)"
+        return mon.outcome(x=x, status=Status.STALLED, message=msg, info=info)
 
 
-def _dense(M, what):
-    if sp.issparse(M):
-        if M.shape[0] > 2000:
-            warnings.warn(f"lemke: {what} is sparse and is densified (n = {M.shape[0]})",
-                          NsoptWarning, stacklevel=4)
-        return M.toarray()
-    return np.asarray(M, dtype=float)
+def _begin(problem, mon, M=None):
+    """Iteration 0 of the contract: the warm start, else z = 0 of the problem (Lemke's own path
+    starts from the artificial basis whatever this point is). For the box-affine kinds (``M`` given),
+    the support of the warm start is also tried as a final basis (module docstring). Returns the
+    Outcome when this point already solves the problem (or the budget is 0), else None."""
+    name = problem.primal
+    x0 = mon.x0.get(name) if mon.x0 is not None else None
+    z = np.zeros(problem.size) if x0 is None else np.asarray(x0, dtype=float)
+    err = problem.error(z)
+    msg = "the start (z = 0) solves the problem"
+    if x0 is not None:
+        msg = "the warm start solves the problem (0 pivots)"
+        if M is not None and err > mon.tol:
+            lo, hi = box_of(problem)
+            S = ((z > lo) & (z < hi)) | (~np.isfinite(lo) & ~np.isfinite(hi))
+            zb = basis_solve(M, np.asarray(problem.q, dtype=float), lo, hi, S, z)
+            eb = problem.error(zb)
+            if eb < err:
+                z, err, msg = zb, eb, "the support of the warm start is a solution's basis (0 pivots)"
+    if mon.start({name: z}, err):
+        return mon.outcome(message=msg if mon.status is Status.SOLVED else "", info={"pivots": 0})
+    return None
 
 
-MAX_LCP = 10_000   # dense tableau: n^2 doubles (800 MB at the limit)
-
-
-def _lcp_size(problem):
-    k = problem.kind
-    if k == "relay":
-        lb, ub = np.asarray(problem.lb), np.asarray(problem.ub)
-        lo, hi = np.isfinite(lb), np.isfinite(ub)
-        return int(problem.size + np.sum(lo & hi) + np.sum(~lo & ~hi))
-    if k == "mlcp":
-        return problem.m
-    if k == "avi":
-        return int(problem.H.shape[0])
-    if k == "fc2d":
-        return 3 * problem.nc
-    return problem.size
+def _box_start(problem, mon):
+    """Dense M, q and the bounds of a box-affine problem, with the Outcome of :func:`_begin`."""
+    M = dense_of(problem.M, "M", "lemke")
+    lo, hi = box_of(problem)
+    return M, np.asarray(problem.q, dtype=float), lo, hi, _begin(problem, mon, M)
 
 
 def _too_big(problem):
-    n = _lcp_size(problem)
+    n = lcp_size(problem)
     if n > MAX_LCP:
         return (f"Lemke works on a dense {n} x {n} tableau ({8 * n * n / 1e9:.1f} GB); the limit is an LCP "
                 f"of size {MAX_LCP} (use newton-fb, pgs or nsgs)")
     return None
+
+
+_OPTIONS_DOC = """
+    Options: ``piv_tol`` relative size below which a column entry does not block (1e-12);
+    ``tie_tol`` relative noise level of the lexicographic comparisons (1e-11, module docstring);
+    ``record_bases`` (diagnostic) record every basis of the path in ``info["bases"]`` (one list per
+    path, a basis as the sorted tuple of its variables: w_i = i, z_i = n + i, z0 = 2n); it steps the
+    path one pivot at a time. ``max_iter``: the pivot budget (default ``PIVOTS_PER_ROW`` * n = 50 n).
+"""
 
 
 # --------------------------------------------------------------------------------------------
@@ -515,272 +687,155 @@ def _too_big(problem):
 @register("lcp", "lemke",
           "lexicographic Lemke (covering vector e); secondary ray -> infeasibility certificate",
           applies=_too_big)
-def lcp_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
-              tie_tol=1e-13, cover=None, restarts=2):
-    """Lexicographic Lemke for the LCP (see the module docstring).
+def lcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, cover=None, restarts=2, record_bases=False):
+    """Lexicographic Lemke for the LCP (module docstring).
 
-    Options: ``z0`` is ignored (Lemke starts from the artificial basis); ``max_iter`` pivots
-    (default 10 n + 100); ``piv_tol`` relative size below which a column entry does not block;
-    ``tie_tol`` relative tolerance of the lexicographic ties; ``cover`` covering vector (default
-    ones); ``restarts``: after a secondary ray *without* certificate, retry this many times with
-    another covering vector (a ray with a certificate is final).
+    ``cover``: covering vector (default ones); ``restarts``: after a secondary ray *without*
+    certificate, retry this many times with random covering vectors (a certified ray is final).
     """
-    M = _dense(problem.M, "M")
-    q = np.asarray(problem.q, dtype=float)
-    n = q.shape[0]
-    z, status, nit, hist, msg, info = lemke_lcp(M, q, max_iter=max_iter, piv_tol=piv_tol, tie_tol=tie_tol,
-                                                cover=cover, history=history, callback=callback)
-    total = nit
-    k = 0
-    while status is Status.STALLED and "ray" in info and k < restarts:
-        k += 1
-        rng = np.random.default_rng(k)
-        cov = 1.0 + rng.random(n)
-        z2, st2, nit2, h2, msg2, info2 = lemke_lcp(M, q, max_iter=max_iter, piv_tol=piv_tol,
-                                                   tie_tol=tie_tol, cover=cov, history=history,
-                                                   callback=callback)
-        total += nit2
-        if hist is not None and h2:
-            hist.extend(h2)
-        z, status, msg, info = z2, st2, f"{msg2} (restart {k}, random covering vector)", info2
-    info["pivots"] = total
-    return Outcome({"z": z}, status, total, hist, msg, info)
+    M, q, lo, hi, out = _box_start(problem, mon)
+    if out is not None:
+        return out
+    return _lemke(problem, M, mon, to_x=lambda z: {"z": z}, err_of=lambda x: problem.error(x["z"]),
+                  polish=lambda z, basic: ({"z": p} for p in _basis_points(M, q, lo, hi, z, basic)),
+                  piv_tol=piv_tol, tie_tol=tie_tol, cover=cover, restarts=restarts,
+                  record_bases=record_bases)
+
+
+lcp_lemke.__doc__ += _OPTIONS_DOC
 
 
 # --------------------------------------------------------------------------------------------
 # Relay
 # --------------------------------------------------------------------------------------------
 
-def relay_to_lcp(M, q, lb, ub):
-    """Relay (box VI) -> LCP. Returns (Mlcp, qlcp, T, c) with z = T x[:p] + c."""
-    n = q.shape[0]
-    cols, sign, c = [], [], np.zeros(n)
-    ypair = []   # (x column, i) for boxes with both bounds finite
-    for i in range(n):
-        lo, hi = np.isfinite(lb[i]), np.isfinite(ub[i])
-        if lo:
-            c[i] = lb[i]
-            cols.append(i)
-            sign.append(1.0)
-            if hi:
-                ypair.append((len(cols) - 1, i))
-        elif hi:
-            c[i] = ub[i]
-            cols.append(i)
-            sign.append(-1.0)
-        else:
-            cols.extend([i, i])
-            sign.extend([1.0, -1.0])
-    p, m = len(cols), len(ypair)
-    T = np.zeros((n, p))
-    T[cols, np.arange(p)] = sign
-    G = np.zeros((p, m))
-    d = np.zeros(m)
-    for b, (a, i) in enumerate(ypair):
-        G[a, b] = 1.0
-        d[b] = ub[i] - lb[i]
-    Ml = np.zeros((p + m, p + m))
-    Ml[:p, :p] = T.T @ M @ T
-    Ml[:p, p:] = G
-    Ml[p:, :p] = -G.T
-    ql = np.concatenate([T.T @ (M @ c + q), d])
-    return Ml, ql, T, c
-
-
 @register("relay", "lemke", "Lemke on the LCP reformulation of the box VI (z = lb + x, upper multiplier y)",
           applies=_too_big)
-def relay_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
-                tie_tol=1e-13):
-    """Relay by Lemke on its LCP reformulation (module docstring); ``z0`` is ignored."""
-    M = _dense(problem.M, "M")
-    q = np.asarray(problem.q, float)
-    Ml, ql, T, c = relay_to_lcp(M, q, np.asarray(problem.lb), np.asarray(problem.ub))
-    p = T.shape[1]
+def relay_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False):
+    """Relay by Lemke on its LCP reformulation (:class:`~nsopt.reductions.RelayToLCP`)."""
+    M, q, lo, hi, out = _box_start(problem, mon)
+    if out is not None:
+        return out
+    red = RelayToLCP()
+    lcp = red.apply(problem)
 
-    def to_z(x):
-        return T @ x[:p] + c
+    def polish(x, basic):
+        z = red.invert({"z": x})["z"]
+        return ({"z": p} for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic)))
 
-    x, status, nit, hist, msg, info = lemke_lcp(Ml, ql, max_iter=max_iter, piv_tol=piv_tol, tie_tol=tie_tol,
-                                                history=history, callback=callback,
-                                                err_fn=lambda x: problem.error(to_z(x)), to_x=to_z)
-    info["lcp_size"] = Ml.shape[0]
-    return Outcome({"z": to_z(x)}, status, nit, hist, msg, info)
+    return _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda z: red.invert({"z": z}),
+                  err_of=lambda x: problem.error(x["z"]),
+                  polish=polish, piv_tol=piv_tol, tie_tol=tie_tol, record_bases=record_bases,
+                  info={"lcp_size": lcp.size})
+
+
+relay_lemke.__doc__ += _OPTIONS_DOC
 
 
 # --------------------------------------------------------------------------------------------
 # MLCP and AVI
 # --------------------------------------------------------------------------------------------
 
-def mlcp_to_lcp(M, q, is_eq, reduction="auto", cond_max=1e14):
-    """MLCP (free rows/columns ``is_eq``) -> LCP. Returns (Mlcp, qlcp, back, how) with z = back(x)."""
-    M = np.asarray(M, float)
-    q = np.asarray(q, float)
-    E = np.flatnonzero(is_eq)
-    I = np.flatnonzero(~is_eq)
-    N = q.shape[0]
-    A, C = M[np.ix_(E, E)], M[np.ix_(E, I)]
-    D, B = M[np.ix_(I, E)], M[np.ix_(I, I)]
-    a, b = q[E], q[I]
-    if reduction not in ("auto", "schur", "split"):
-        raise OptionError(f"reduction must be 'auto', 'schur' or 'split', got {reduction!r}")
-    if E.size == 0:
-        def back0(x):
-            z = np.zeros(N)
-            z[I] = x
-            return z
-        return B, b, back0, "none"
-    use_schur = reduction == "schur"
-    if reduction == "auto":
-        try:
-            use_schur = bool(np.linalg.cond(A) < cond_max)
-        except np.linalg.LinAlgError:
-            use_schur = False
-    if use_schur:
-        import scipy.linalg as sla
+def _mlcp_tries(mlcp, mon, reduction, err_of, to_x, record_bases, piv_tol, tie_tol, good):
+    """Lemke on the LCP of ``mlcp`` by ``reduction`` ("auto": the Schur route, then the split one when
+    the first does not reach ``good``). ``to_x`` maps the MLCP's z to the caller's variables."""
+    M = dense_of(mlcp.M, "M", "lemke")
+    q = np.asarray(mlcp.q, dtype=float)
+    lo, hi = box_of(mlcp)
+    ne = int(np.sum(mlcp.is_eq))
+    mon.budget(PIVOTS_PER_ROW * max(1, 2 * ne + mlcp.m if reduction != "schur" else mlcp.m))
+    best, pivots = None, 0
+    for name in ([reduction] if reduction != "auto" else ["auto", "split"]):
+        red = MLCPToLCP(name)
+        lcp = red.apply(mlcp)
+        if best is not None and red.how == best.info["reduction"]:
+            continue
 
-        lu = sla.lu_factor(A)
-        AiC = sla.lu_solve(lu, C)
-        Aia = sla.lu_solve(lu, a)
-        Ml = B - D @ AiC
-        ql = b - D @ Aia
+        def polish(x, basic, red=red):
+            z = red.invert({"z": x})["z"]
+            return (to_x(p) for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic)))
 
-        def back(x):
-            z = np.zeros(N)
-            z[I] = x
-            z[E] = -(AiC @ x + Aia)
-            return z
-        return Ml, ql, back, "schur"
-    ne = E.size
-    Ml = np.block([[A, -A, C], [-A, A, -C], [D, -D, B]])
-    ql = np.concatenate([a, -a, b])
-
-    def back2(x):
-        z = np.zeros(N)
-        z[E] = x[:ne] - x[ne:2 * ne]
-        z[I] = x[2 * ne:]
-        return z
-    return Ml, ql, back2, "split"
+        out = _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda x, red=red: to_x(red.invert({"z": x})["z"]),
+                     err_of=err_of, polish=polish, piv_tol=piv_tol, tie_tol=tie_tol,
+                     record_bases=record_bases, info={"reduction": red.how, "lcp_size": lcp.size})
+        pivots += out.info.get("pivots", 0)
+        out.info["error"] = err_of(out.x) if out.x else np.inf
+        if best is None or out.info["error"] < best.info["error"]:
+            best = out
+        if best.info["error"] <= good or mon.status in (Status.CALLBACK_STOP, Status.TIME_LIMIT,
+                                                          Status.MAX_ITER, Status.NUMERICAL_ERROR):
+            break
+    if mon.status in (Status.CALLBACK_STOP, Status.TIME_LIMIT) and best.status is not mon.status:
+        best.status, best.message = mon.status, mon.message   # stopped while trying the split route
+    best.nit = mon.k
+    best.info["pivots"] = pivots
+    return best
 
 
 @register("mlcp", "lemke", "Lemke on the LCP reduction (Schur complement of A, or u = u+ - u-)",
           applies=_too_big)
-def mlcp_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
-               tie_tol=1e-13, reduction="auto"):
-    """MLCP by Lemke: ``reduction`` "auto" (Schur complement when A is well conditioned, else split),
-    "schur" or "split" (module docstring). When the Schur reduction does not reach ``tol``
-    (``auto``), the split reduction is tried as well. ``z0`` is ignored."""
-    M = _dense(problem.M, "M")
-    q = np.asarray(problem.q, float)
-    tries = [reduction] if reduction != "auto" else ["auto", "split"]
-    best = None
-    for red in tries:
-        Ml, ql, back, how = mlcp_to_lcp(M, q, np.asarray(problem.is_eq), red)
-        if best is not None and how == best.info.get("reduction"):
-            continue
-        x, status, nit, hist, msg, info = lemke_lcp(Ml, ql, max_iter=max_iter, piv_tol=piv_tol,
-                                                    tie_tol=tie_tol, history=history, callback=callback,
-                                                    err_fn=lambda x: problem.error(back(x)), to_x=back)
-        z = back(x)
-        info["reduction"] = how
-        info["lcp_size"] = Ml.shape[0]
-        info["error"] = problem.error(z)
-        out = Outcome({"z": z}, status, nit, hist, msg, info)
-        if best is None or info["error"] < best.info["error"]:
-            if best is not None:
-                out.nit += best.nit
-            best = out
-        if best.info["error"] <= tol or status is Status.CALLBACK_STOP:
-            break
-    return best
+def mlcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", record_bases=False):
+    """MLCP by Lemke on :class:`~nsopt.reductions.MLCPToLCP`: ``reduction`` "auto" (Schur complement
+    when A is well conditioned, else split; when the Schur route does not reach ``tol``, the split
+    one is tried as well), "schur" or "split"."""
+    MLCPToLCP(reduction)   # validates the option
+    out = _box_start(problem, mon)[-1]
+    if out is not None:
+        return out
+    return _mlcp_tries(problem, mon, reduction, lambda x: problem.error(x["z"]), lambda z: {"z": z},
+                       record_bases, piv_tol, tie_tol, mon.tol)
 
 
-def avi_to_mlcp(M, q, H, k):
-    """AVI over {z: Hz >= k} -> KKT MLCP on (z free, lambda >= 0): M z - H^T l + q = 0, Hz - k >= 0."""
-    n, m = M.shape[0], H.shape[0]
-    Mm = np.block([[M, -H.T], [H, np.zeros((m, m))]])
-    qm = np.concatenate([q, -k])
-    is_eq = np.zeros(n + m, bool)
-    is_eq[:n] = True
-    return Mm, qm, is_eq
+mlcp_lemke.__doc__ += _OPTIONS_DOC
 
 
 @register("avi", "lemke",
           "Lemke on the KKT system of the AVI (MLCP -> LCP, Schur complement when M is invertible)",
           applies=_too_big)
-def avi_lemke(problem, *, tol, max_iter, history=False, callback=None, z0=None, piv_tol=1e-12,
-              tie_tol=1e-13, reduction="auto"):
-    """AVI by Lemke on its KKT MLCP (module docstring); ``z0`` is ignored. Siconos uses Cao–Ferris."""
-    M = _dense(problem.M, "M")
-    H = _dense(problem.H, "H")
-    q, k = np.asarray(problem.q, float), np.asarray(problem.k, float)
-    n = q.shape[0]
-    Mm, qm, is_eq = avi_to_mlcp(M, q, H, k)
-    tries = [reduction] if reduction != "auto" else ["auto", "split"]
-    best = None
-    for red in tries:
-        Ml, ql, back, how = mlcp_to_lcp(Mm, qm, is_eq, red)
-        if best is not None and how == best.info.get("reduction"):
-            continue
-        kkt_err = lambda x: _kkt_error(Mm, qm, n, back(x))  # noqa: E731
-        x, status, nit, hist, msg, info = lemke_lcp(Ml, ql, max_iter=max_iter, piv_tol=piv_tol,
-                                                    tie_tol=tie_tol, history=history, callback=callback,
-                                                    err_fn=kkt_err, to_x=lambda x: back(x)[:n])
-        zl = back(x)
-        info.update(reduction=how, lcp_size=Ml.shape[0], multipliers=zl[n:], kkt_error=kkt_err(x))
-        out = Outcome({"z": zl[:n]}, status, nit, hist, msg, info)
-        if best is None or info["kkt_error"] < best.info["kkt_error"]:
-            best = out
-        if best.info["kkt_error"] <= tol * 1e-2 or status is Status.CALLBACK_STOP:
-            break
-    return best
+def avi_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", record_bases=False):
+    """AVI by Lemke on its KKT MLCP (:class:`~nsopt.reductions.AVIToLCP`); a warm start is only
+    checked as a solution. ``info["multipliers"]``: lambda; ``info["kkt_error"]``."""
+    MLCPToLCP(reduction)
+    out = _begin(problem, mon)
+    if out is not None:
+        return out
+    kkt = AVIToMLCP()
+    mlcp = kkt.apply(problem)
+    n = problem.size
+    out = _mlcp_tries(mlcp, mon, reduction, lambda x: problem.error(x["z"]),
+                      lambda zl: {"z": zl[:n], "zl": zl}, record_bases, piv_tol, tie_tol, mon.tol * 1e-2)
+    zl = out.x.get("zl", np.zeros(mlcp.size)) if out.x else np.zeros(mlcp.size)
+    out.x = {"z": zl[:n]}
+    out.info.update(multipliers=kkt.multipliers({"z": zl}), kkt_error=mlcp.error(zl))
+    return out
 
 
-def _kkt_error(Mm, qm, n, zl):
-    w = Mm @ zl + qm
-    e = np.concatenate([w[:n], np.minimum(zl[n:], w[n:])])
-    return float(np.linalg.norm(e)) / (1.0 + float(np.linalg.norm(qm)))
+avi_lemke.__doc__ += _OPTIONS_DOC
 
 
 # --------------------------------------------------------------------------------------------
 # FC2D
 # --------------------------------------------------------------------------------------------
 
-def fc2d_to_lcp(W, q, mu):
-    """2D Coulomb friction -> LCP on x = (r_N, beta, lambda) per contact, beta = r_T + mu r_N.
-
-    w = (u_N, u_T + lambda, 2 mu r_N - beta); u = W r + q, r_N = x0, r_T = x1 - mu x0.
-    """
-    W = np.asarray(W, float)
-    nc = mu.shape[0]
-    # r = P x with P mapping (rN, beta, lam) -> (rN, rT)
-    P = np.zeros((2 * nc, 3 * nc))
-    a = np.arange(nc)
-    P[2 * a, 3 * a] = 1.0
-    P[2 * a + 1, 3 * a] = -mu
-    P[2 * a + 1, 3 * a + 1] = 1.0
-    # rows: (u_N, u_T) from W P x + q, plus lambda in the tangent row, plus the cone row
-    R = np.zeros((3 * nc, 2 * nc))
-    R[3 * a, 2 * a] = 1.0
-    R[3 * a + 1, 2 * a + 1] = 1.0
-    Ml = R @ W @ P
-    Ml[3 * a + 1, 3 * a + 2] += 1.0
-    Ml[3 * a + 2, 3 * a] = 2.0 * mu
-    Ml[3 * a + 2, 3 * a + 1] = -1.0
-    ql = R @ q
-    return Ml, ql, P
-
-
 @register("fc2d", "lemke", "Lemke on the 2D Coulomb LCP (r_T = beta - mu r_N, 3 pairs per contact)",
           applies=_too_big)
-def fc2d_lemke(problem, *, tol, max_iter, history=False, callback=None, r0=None, piv_tol=1e-12,
-               tie_tol=1e-13):
-    """FC2D by Lemke on the LCP of Coulomb's law (module docstring); ``r0`` is ignored."""
-    W = _dense(problem.W, "W")
-    q = np.asarray(problem.q, float)
-    Ml, ql, P = fc2d_to_lcp(W, q, np.asarray(problem.mu, float))
-    x, status, nit, hist, msg, info = lemke_lcp(Ml, ql, max_iter=max_iter, piv_tol=piv_tol, tie_tol=tie_tol,
-                                                history=history, callback=callback,
-                                                err_fn=lambda x: problem.error(P @ x), xname="r",
-                                                to_x=lambda x: P @ x)
-    info["lcp_size"] = Ml.shape[0]
-    return Outcome({"r": P @ x}, status, nit, hist, msg, info)
+def fc2d_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False):
+    """FC2D by Lemke on the LCP of Coulomb's law (:class:`~nsopt.reductions.FC2DToLCP`); a warm
+    start is only checked as a solution."""
+    red = FC2DToLCP()
+    out = _begin(problem, mon)
+    if out is not None:
+        return out
+    lcp = red.apply(problem)
+    Ml, ql = np.asarray(lcp.M), np.asarray(lcp.q)
+    lo, hi = box_of(lcp)
+
+    def polish(x, basic):
+        return (red.invert({"z": p}) for p in _basis_points(Ml, ql, lo, hi, x, basic))
+
+    return _lemke(lcp, Ml, mon, to_x=lambda z: red.invert({"z": z}), err_of=lambda x: problem.error(x["r"]),
+                  polish=polish,
+                  piv_tol=piv_tol, tie_tol=tie_tol, record_bases=record_bases, info={"lcp_size": lcp.size})
+
+
+fc2d_lemke.__doc__ += _OPTIONS_DOC
