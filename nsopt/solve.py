@@ -10,7 +10,7 @@ import numpy as np
 
 from . import registry
 from .exceptions import MethodNotFound, NotApplicable, OptionError
-from .monitor import Monitor, _callback
+from .monitor import Monitor, Workspace, _callback
 from .problems._base import Problem
 from .result import Solution, Status
 
@@ -58,6 +58,12 @@ def check_time_limit(time_limit):
         raise OptionError(f"time_limit must be a non-negative number of seconds or None, got {time_limit!r}")
     t = float(time_limit)
     return None if t == math.inf else t
+
+
+def _check_workspace(workspace):
+    if workspace is not None and not isinstance(workspace, Workspace):
+        raise OptionError(f"workspace must be an nsopt.Workspace or None, got {type(workspace).__name__}")
+    return workspace
 
 
 def warm_start_of(problem, warm_start, label="warm_start") -> dict | None:
@@ -123,7 +129,7 @@ def _judge(problem, out, tol, info_name, elapsed, options):
 
 
 def run_method(problem, kind, info, tol, max_iter, options, *, time_limit=None, history=False,
-               callback=None, x0=None):
+               callback=None, x0=None, workspace=None):
     """Call one registered method under the iteration contract and judge its iterate by the
     problem's error measure."""
     given = dict(options)
@@ -140,7 +146,7 @@ def run_method(problem, kind, info, tol, max_iter, options, *, time_limit=None, 
         out = _run_legacy(problem, info, tol, max_iter, options, time_limit, history, callback, x0)
     else:
         mon = Monitor(tol=tol, max_iter=max_iter, time_limit=time_limit, history=history,
-                      callback=callback, x0=x0)
+                      callback=callback, x0=x0, workspace=workspace)
         out = info.func(problem, mon, **options)
     return _judge(problem, out, tol, info.name, time.perf_counter() - t0, given)
 
@@ -165,7 +171,7 @@ def _run_legacy(problem, info, tol, max_iter, options, time_limit, history, call
 
 def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None = None, *,
           time_limit: float | None = None, history: bool = False, callback=None, warm_start=None,
-          **options) -> Solution:
+          workspace=None, **options) -> Solution:
     """Solve a one-step nonsmooth problem.
 
     Parameters
@@ -183,6 +189,9 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         ``StopIteration`` stops with ``CALLBACK_STOP`` (``callback(k, x, err)`` is accepted too).
     warm_start : where to start: a previous :class:`Solution`, a dict of the problem's variables, or
         an array of its primal variable (``z`` or ``r``). ``z0``/``r0``/``v0`` are accepted as aliases.
+    workspace : an :class:`nsopt.Workspace` kept across the solves of a loop (same matrices, new
+        q): the method reuses what it built there (splits, work arrays, Newton pattern). Methods
+        that build nothing reusable ignore it. Not used by ``method="auto"``.
     **options : the method's own options (see ``help`` of the method, or :func:`methods`); an
         unknown option raises :class:`OptionError`.
 
@@ -211,7 +220,7 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         if why:
             raise NotApplicable(f"method {method!r} does not apply to this {kind} problem: {why}")
     return run_method(problem, kind, info, tol, max_iter, options, time_limit=time_limit, history=history,
-                      callback=callback, x0=x0)
+                      callback=callback, x0=x0, workspace=_check_workspace(workspace))
 
 
 __all__ = ["solve", "methods", "MethodNotFound"]
