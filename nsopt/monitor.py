@@ -36,6 +36,7 @@ import time
 import numpy as np
 
 from .exceptions import OptionError
+from .registry import Outcome
 from .result import Iterate, Status
 
 CHUNK_SECONDS = 0.02     # target duration of one compiled chunk (time_limit and Ctrl-C act between chunks)
@@ -186,11 +187,11 @@ class Monitor:
         n = len(errors)
         if n == 0:
             return None
+        if n == 1:   # the iterate of a one-iteration chunk is its best
+            return self.step(x, errors[0])
         if best is not None and best[1] < self.best_err:
             self.best_err = float(best[1])
             self.best_x = {k: np.array(v, dtype=float) for k, v in best[0].items()}
-        if n == 1:
-            return self.step(x, errors[0])
         if self._t_chunk is not None:   # size the next chunk to about CHUNK_SECONDS
             dt = time.perf_counter() - self._t_chunk
             per = dt / n
@@ -223,8 +224,6 @@ class Monitor:
     def outcome(self, message: str = "", info: dict | None = None, x: dict | None = None, status=None):
         """The :class:`~nsopt.registry.Outcome` of the solve: the best iterate (or ``x``), the status
         (MAX_ITER when the loop ended without one), iterations, history and message."""
-        from .registry import Outcome
-
         st = status or self.status or Status.MAX_ITER
         msg = message or self.message
         return Outcome(x=x if x is not None else (self.best_x or {}), status=st, nit=self.k,

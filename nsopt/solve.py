@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import time
 
 import numpy as np
@@ -73,15 +74,28 @@ def warm_start_of(problem, warm_start, label="warm_start") -> dict | None:
     if warm_start is None:
         return None
     if isinstance(warm_start, Solution):
+        sizes = problem.variable_sizes()
+        if warm_start.problem is not None and getattr(warm_start.problem, "kind", None) == problem.kind \
+                and math.isfinite(warm_start.error):
+            # a finite solution of a problem of this kind: its variables are finite arrays made by
+            # nsopt; only their sizes are checked (the common re-solve loop, kept cheap)
+            out = {}
+            for name in (problem.primal, "v"):
+                a = getattr(warm_start, name, None)
+                if name in sizes and a is not None and a.shape == (sizes[name],):
+                    out[name] = a
+            if problem.primal in out:
+                return out
         x = warm_start.variables()
     elif isinstance(warm_start, dict):
         x = warm_start
     else:
         x = {problem.primal: warm_start}
     sizes = problem.variable_sizes()
+    derived = ("w", "u") if problem.primal in x else ()   # determined by the primal one: never a start
     out = {}
     for name, value in x.items():
-        if name not in sizes:
+        if name not in sizes or name in derived:
             continue
         try:
             a = np.array(value, dtype=float).reshape(-1)
@@ -201,9 +215,10 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         Never raises on non-convergence: the best iterate comes back with a status.
     """
     kind = _kind(problem)
-    from . import solvers  # noqa: F401  (fills the registry)
+    if "nsopt.solvers" not in sys.modules:
+        from . import solvers  # noqa: F401  (fills the registry)
 
-    tol = check_tol(tol)
+    tol = tol if type(tol) is float and 0.0 < tol < math.inf else check_tol(tol)
     max_iter = check_max_iter(max_iter)
     time_limit = check_time_limit(time_limit)
     x0 = warm_start_of(problem, warm_start)

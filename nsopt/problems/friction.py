@@ -61,6 +61,17 @@ class FrictionContact(Problem):
         self.dim, self.W, self.q, self.mu = dim, W, q, mu
         self._freeze()
 
+    def replace(self, **changes):
+        """As :meth:`Problem.replace`; ``replace(q=...)``, the re-solve of a time-stepping loop, has a
+        short path: only q is checked, everything else (and the cache) is shared as it is."""
+        if len(changes) != 1 or "q" not in changes:
+            return super().replace(**changes)
+        new = object.__new__(type(self))
+        d = new.__dict__
+        d.update(self.__dict__)          # the fields, the shared cache and the frozen flag
+        d["q"] = as_vector(changes["q"], "q", "FrictionContact", size=self.q.shape[0])
+        return new
+
     @property
     def kind(self) -> str:
         return f"fc{self.dim}d"
@@ -77,6 +88,9 @@ class FrictionContact(Problem):
     @property
     def qnorm(self) -> float:
         r""":math:`\|q\|_2` (the norm of Siconos' error measure), computed once per q."""
+        hit = self._store.get("qnorm")
+        if hit is not None and hit[0][0] is self.q:   # the cache entry of Problem.cached, read directly
+            return hit[1]
         return self.cached("qnorm", lambda: float(np.linalg.norm(self.q)), on=("q",))
 
     def diag_blocks(self) -> np.ndarray:

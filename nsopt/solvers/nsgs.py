@@ -97,23 +97,26 @@ class _Sweeper:
         self.order = np.arange(nc, dtype=np.int64)
         self.x, self.px = np.empty(self.dim), np.empty(self.dim)
         if not self.msg:   # load the compiled kernels now (part of the build, not of the time limit)
-            self.run(problem, np.zeros(n), 0, 0.0, np.inf, (1e-13, 1, 1.0, False, 0))
             self.error(problem, np.zeros(n))
+            self.run(np.zeros(n), 0, 0.0, np.inf, (1e-13, 1, 1.0, False, 0))
 
     def error(self, problem, r):
-        """u = Wr + q (kept in ``self.u``) and the error of r, by the compiled twin."""
-        K.matvec_csc(self.ptr, self.idx, self.val, r, problem.q, self.u)
-        return K.fc_error(self.dim, r, self.u, problem.mu, problem.qnorm, self.x, self.px)
+        """u = Wr + q (kept in ``self.u``) and the error of r, by the compiled twin; sets the q, mu
+        and ||q|| that :meth:`run` uses."""
+        self.q, self.mu, self.qnorm = problem.q, problem.mu, problem.qnorm
+        K.matvec_csc(self.ptr, self.idx, self.val, r, self.q, self.u)
+        return K.fc_error(self.dim, r, self.u, self.mu, self.qnorm, self.x, self.px)
 
-    def run(self, problem, r, nsweeps, tol, best_err, opts):
-        """At most ``nsweeps`` sweeps in place on r; returns (errors per sweep, local failures)."""
+    def run(self, r, nsweeps, tol, best_err, opts):
+        """At most ``nsweeps`` sweeps in place on r (after :meth:`error`); returns (errors per
+        sweep, local failures)."""
         if self.errs.shape[0] < nsweeps:
             self.errs = np.empty(max(nsweeps, 2 * self.errs.shape[0]))
         self.best[0] = best_err
         local_tol, local_max_iter, omega, shuffle, resync = opts
-        k, fails = K.nsgs_fc(self.dim, self.ptr, self.idx, self.val, self.D, problem.q, problem.mu, r, self.u,
+        k, fails = K.nsgs_fc(self.dim, self.ptr, self.idx, self.val, self.D, self.q, self.mu, r, self.u,
                              self.order, shuffle, tol, nsweeps, local_tol, local_max_iter, omega,
-                             problem.qnorm, resync, self.errs, self.best_r, self.best)
+                             self.qnorm, resync, self.errs, self.best_r, self.best)
         return self.errs[:k], fails
 
 
@@ -154,12 +157,13 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     fails = 0
     if not mon.start({"r": r}, sw.error(problem, r)):
         while not mon.stopped:
-            errs, f = sw.run(problem, r, mon.chunk(), mon.tol, mon.best_err, opts)
+            errs, f = sw.run(r, mon.chunk(), mon.tol, mon.best_err, opts)
             fails += f
             mon.steps(errs, {"r": r}, best=({"r": sw.best_r}, sw.best[0]))
     info = {"local_failures": fails}
-    if mon.err == mon.best_err and np.array_equal(mon.best_x["r"], r):
-        # the last iterate is the best: u and the error come from the kernel, on u recomputed from scratch
+    if mon.err <= mon.best_err:
+        # the last iterate is (one of) the best: u and its error come from the kernel, u recomputed
+        # from scratch at the end of the chunk, the error by the compiled twin of the problem's measure
         out = mon.outcome(info=info, x={"r": r.copy(), "u": sw.u.copy()})
         out.error, out.complete = mon.err, True
         return out
@@ -193,11 +197,12 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
         return x, problem.error(r, x["v"])
 
     x, err = full(r)
+    sw.error(loc, r)     # u = Wr + q_loc for the sweeps
     fails, t = 0, mon.tol
     if not mon.start(x, err):
         while not mon.stopped:
             c = mon.chunk(per_iteration_errors=False)
-            errs, f = sw.run(loc, r, c, t, np.inf, opts)
+            errs, f = sw.run(r, c, t, np.inf, opts)
             fails += f
             x, err = full(r)
             if errs.shape[0] < c and err > mon.tol:   # the local tolerance was reached, not the global one
