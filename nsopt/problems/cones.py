@@ -22,7 +22,8 @@ def project_coulomb(X: np.ndarray, mu: np.ndarray) -> np.ndarray:
     """
     xN = X[:, 0]
     xT = X[:, 1:]
-    nT = np.sqrt(np.einsum("ij,ij->i", xT, xT))
+    two_d = X.shape[1] == 2    # 2-D: |x_T| and sign(x_T), as Siconos' fc2d (no overflow in x_T^2)
+    nT = np.abs(xT[:, 0]) if two_d else np.sqrt(np.einsum("ij,ij->i", xT, xT))
     polar = mu * nT <= -xN
     inside = nT <= mu * xN
     pN = (mu * nT + xN) / (mu * mu + 1.0)
@@ -33,7 +34,10 @@ def project_coulomb(X: np.ndarray, mu: np.ndarray) -> np.ndarray:
     bnd = ~(polar | inside)
     P = X * keep[:, None]
     P[:, 0] += np.where(bnd, pN, 0.0)
-    P[:, 1:] += np.where(bnd, scale, 0.0)[:, None] * xT
+    if two_d:
+        P[:, 1] += np.where(bnd, mu * pN, 0.0) * np.sign(xT[:, 0])
+    else:
+        P[:, 1:] += np.where(bnd, scale, 0.0)[:, None] * xT
     return P
 
 
@@ -43,7 +47,7 @@ def natural_map_sq(r: np.ndarray, u: np.ndarray, mu: np.ndarray, dim: int) -> fl
     U = u.reshape(-1, dim)
     UT = U[:, 1:]
     X = R - U
-    X[:, 0] -= mu * np.sqrt(np.einsum("ij,ij->i", UT, UT))
+    X[:, 0] -= mu * (np.abs(UT[:, 0]) if dim == 2 else np.sqrt(np.einsum("ij,ij->i", UT, UT)))
     D = R - project_coulomb(X, mu)
     return float(np.einsum("ij,ij->", D, D))
 

@@ -54,13 +54,22 @@ def pgs_sweeps(ptr, idx, val, diag, q, lo, hi, z, omega, nsweeps):
 # Coulomb cone helpers (Siconos' projectionOnCone and the natural map with De Saxce's shift)
 # ----------------------------------------------------------------------------------------------
 @njit(cache=True)
-def proj_cone(dim, mu, x, out):
-    """out = P_{K_mu}(x) for one contact (x, out of length dim)."""
-    xN = x[0]
-    nT2 = 0.0
+def _norm_t(dim, x):
+    """||x_T|| of one contact (|x_1| in 2-D, as Siconos' fc2d: no overflow of the square)."""
+    if dim == 2:
+        return abs(x[1])
+    s = 0.0
     for i in range(1, dim):
-        nT2 += x[i] * x[i]
-    nT = math.sqrt(nT2)
+        s += x[i] * x[i]
+    return math.sqrt(s)
+
+
+@njit(cache=True)
+def proj_cone(dim, mu, x, out):
+    """out = P_{K_mu}(x) for one contact (x, out of length dim; out may be x): the compiled twin of
+    :func:`nsopt.problems.cones.project_coulomb`."""
+    xN = x[0]
+    nT = _norm_t(dim, x)
     if mu * nT <= -xN:
         for i in range(dim):
             out[i] = 0.0
@@ -70,20 +79,21 @@ def proj_cone(dim, mu, x, out):
     else:
         pN = (mu * nT + xN) / (mu * mu + 1.0)
         out[0] = pN
-        s = mu * pN / nT
-        for i in range(1, dim):
-            out[i] = s * x[i]
+        if dim == 2:
+            out[1] = mu * pN if x[1] > 0.0 else -mu * pN
+        else:
+            s = mu * pN / nT
+            for i in range(1, dim):
+                out[i] = s * x[i]
 
 
 @njit(cache=True)
 def nat_map_sq(dim, mu, r, u, x, px):
-    """||r - P_K(r - u - mu ||u_T|| e_N)||^2 for one contact (x, px: work arrays)."""
-    uT2 = 0.0
-    for i in range(1, dim):
-        uT2 += u[i] * u[i]
+    """||r - P_K(r - u - mu ||u_T|| e_N)||^2 for one contact (x, px: work arrays): the compiled
+    twin of one term of :func:`nsopt.problems.cones.natural_map_sq`."""
     for i in range(dim):
         x[i] = r[i] - u[i]
-    x[0] -= mu * math.sqrt(uT2)
+    x[0] -= mu * _norm_t(dim, u)
     proj_cone(dim, mu, x, px)
     s = 0.0
     for i in range(dim):
@@ -94,7 +104,8 @@ def nat_map_sq(dim, mu, r, u, x, px):
 
 @njit(cache=True)
 def fc_error(dim, r, u, mu, normq, x, px):
-    """Siconos' friction-contact error of (r, u): the natural map over max(||q||, ||r||, ||u||)."""
+    """Siconos' friction-contact error of (r, u): the natural map over max(||q||, ||r||, ||u||); the
+    compiled twin of :func:`nsopt.problems.cones.fc_error`."""
     nc = mu.shape[0]
     e = 0.0
     nr = 0.0
