@@ -70,9 +70,9 @@ from ..registry import register
 from ..result import Status
 from . import _newton_kernels as K
 
-_DENSE_MAX = 240          # dense LAPACK path for W dense and n <= this
+DENSE_MAX = 240          # default of the option dense_max: dense LAPACK path for W dense and n <= this
 _LS = ("armijo", "nonmonotone", "none")
-_TREG = 0.1   # a plain Newton step shorter than this is retried with the regularised matrix
+REG_STEP = 0.1   # default of the option reg_step: a plain step cut below this is retried regularised
 
 
 # ============================================================================ helpers
@@ -190,12 +190,12 @@ class _Local:
     Built once per (W, mu, formulation, rho, scale) and kept in the problem's cache or the caller's
     :class:`~nsopt.Workspace`; :meth:`reset` sets the q of the problem being solved."""
 
-    def __init__(self, problem, formulation, rho, fb_scale=1.0):
+    def __init__(self, problem, formulation, rho, fb_scale=1.0, dense_max=DENSE_MAX):
         self.dim, self.nc = problem.dim, problem.nc
         self.n = problem.size
         self.mu = np.ascontiguousarray(problem.mu, dtype=float)
         W = problem.W
-        self.dense = (not sp.issparse(W)) and self.n <= _DENSE_MAX
+        self.dense = (not sp.issparse(W)) and self.n <= dense_max
         if self.dense:
             self.Wd = np.ascontiguousarray(W, dtype=float)
             self.pat = None
@@ -309,7 +309,8 @@ def _search(sys, r, u, d, f0, fref, line_search, phi_t):
     return False, 0.0, f0
 
 
-def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0):
+def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0,
+                  reg_step=REG_STEP):
     """Globalised semismooth Newton on a _Local system under the monitor ``mon`` (whose
     :meth:`~Monitor.start` it calls). Returns (last r, stalled, info); the best iterate is the
     monitor's. ``stalled``: the best error has not halved over the last ``stall`` iterations."""
@@ -335,7 +336,7 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
             accepted, t, ft = _search(sys, r, u, d, f0, fref, line_search, phi_t)
         else:
             n_reg += 1
-        if reg and (not accepted or t < _TREG):
+        if reg and (not accepted or t < reg_step):
             # poor plain step (W singular or nearly): retry with the regularised matrix
             # A + B (W + sigma_k I), sigma_k = reg x scale x min(err, 1), keep the better step
             sys.reg = reg * sys.wscale * min(err, 1.0)
@@ -374,20 +375,29 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
     return r, stalled, info
 
 
-def _local_system(problem, mon, formulation, rho, scale=1.0):
-    key = f"newton_local:{formulation}:{rho!r}:{scale!r}"
-    sys = mon.state(problem, key, lambda: _Local(problem, formulation, rho, scale), on=("W", "mu"))
+def _check_dense_max(dense_max):
+    if isinstance(dense_max, bool) or not isinstance(dense_max, (int, np.integer)) or dense_max < 0:
+        raise OptionError(f"dense_max must be a non-negative integer, got {dense_max!r}")
+    return int(dense_max)
+
+
+def _local_system(problem, mon, formulation, rho, scale=1.0, dense_max=DENSE_MAX):
+    key = f"newton_local:{formulation}:{rho!r}:{scale!r}:{dense_max}"
+    sys = mon.state(problem, key, lambda: _Local(problem, formulation, rho, scale, dense_max), on=("W", "mu"))
     return sys.reset(problem)
 
 
-def _local_solve(problem, mon, formulation, *, rho, line_search, hybrid=True, stall=100, reg=0.0, scale=1.0):
+def _local_solve(problem, mon, formulation, *, rho, line_search, hybrid=True, stall=100, reg=0.0, scale=1.0,
+                 dense_max=DENSE_MAX, reg_step=REG_STEP):
     _check_line_search(line_search)
     mon.budget(1000)
-    sys = _local_system(problem, mon, formulation, rho, scale)
+    if not (isinstance(reg_step, (int, float)) and 0.0 <= reg_step <= 1.0) or isinstance(reg_step, bool):
+        raise OptionError(f"reg_step must be a number in [0, 1], got {reg_step!r}")
+    sys = _local_system(problem, mon, formulation, rho, scale, _check_dense_max(dense_max))
     mon.built()
     r = mon.start_vector("r", problem.size)
     r, stalled, info = _newton_local(sys, r, mon, line_search=line_search, err_fn=sys.error,
-                                     stall=stall if hybrid else None, reg=reg)
+                                     stall=stall if hybrid else None, reg=reg, reg_step=float(reg_step))
     msg = f"{formulation.upper()} Newton: error {mon.best_err:.3g} after {mon.k} iterations"
     if stalled:
         # hybrid: the plain Newton stalled -> proximal regularisation from the best iterate
@@ -528,7 +538,8 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
 
 
 @register(("fc2d", "fc3d"), "nsn-ac", "semismooth Newton on the Alart-Curnier function, sparse LU, line search")
-def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybrid=True):
+def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybrid=True, reg_step=REG_STEP,
+           dense_max=DENSE_MAX):
     """Alart–Curnier semismooth Newton, from the warm start ``r`` (default 0).
 
     Options
@@ -543,13 +554,19 @@ def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybr
     hybrid : when the Newton iterates stall (the best error not halved over 100 iterations),
         continue with proximal-point iterations (``prox``: W + sigma I, inner AC Newton) from
         the best iterate; False: plain Newton until max_iter.
+    reg_step : a plain Newton step that the line search cuts below this (default 0.1) is retried
+        with the regularised matrix (when ``reg`` > 0).
+    dense_max : a dense W with at most this many unknowns (default 240) uses dense LAPACK solves;
+        larger or sparse W, the sparse LU on the fixed pattern.
     max_iter : Newton iterations (default 1000), proximal outer iterations counting as one each.
     """
-    return _local_solve(problem, mon, "ac", rho=rho, line_search=line_search, hybrid=hybrid, reg=_check_reg(reg))
+    return _local_solve(problem, mon, "ac", rho=rho, line_search=line_search, hybrid=hybrid, reg=_check_reg(reg),
+                        reg_step=reg_step, dense_max=dense_max)
 
 
 @register(("fc2d", "fc3d"), "nsn-fb", "semismooth Newton on the Fischer-Burmeister SOC function (De Saxce)")
-def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybrid=True):
+def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybrid=True, reg_step=REG_STEP,
+           dense_max=DENSE_MAX):
     """Fischer–Burmeister semismooth Newton (SOC Jordan algebra, De Saxcé's modified velocity).
 
     Options as ``nsn-ac`` (no rho; ``reg`` defaults to 0), and ``scale``: the FB function is taken
@@ -557,7 +574,7 @@ def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybri
     lambda_max(W_aa)), which helps when W is far from unit scale (e.g. LMGC_100_PR_PerioBox, W ~ 1e-5).
     """
     return _local_solve(problem, mon, "fb", rho=1.0, line_search=line_search, hybrid=hybrid,
-                        reg=_check_reg(reg), scale=_check_scale(scale))
+                        reg=_check_reg(reg), scale=_check_scale(scale), reg_step=reg_step, dense_max=dense_max)
 
 
 @register(("gfc2d", "gfc3d"), "nsn-ac", "Alart-Curnier semismooth Newton on the global sparse system (v, r)")
@@ -614,7 +631,7 @@ def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=
 
 @register("fc3d", "prox", "proximal point outer loop (W + sigma I) with an inner Alart-Curnier Newton")
 def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, line_search="nonmonotone",
-         shrink=3.0, grow=10.0):
+         shrink=3.0, grow=10.0, dense_max=DENSE_MAX):
     """Proximal point method: r_{k+1} solves the problem with W + sigma I, q - sigma r_k (inner nsn-ac),
     from the warm start ``r`` (default 0).
 
@@ -626,7 +643,8 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
         converged nor decreased the error.
     inner : the inner Newton, "ac" (Alart–Curnier, default) or "fb" (Fischer–Burmeister).
     inner_iter : Newton iterations per inner solve (default 30).
-    max_iter : outer iterations (default 1000). Other options as ``nsn-ac``.
+    max_iter : outer iterations (default 1000). Other options (``rho``, ``line_search``,
+        ``dense_max``) as ``nsn-ac``.
     """
     _check_line_search(line_search)
     if inner not in ("ac", "fb"):
@@ -635,7 +653,7 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 1.0:
             raise OptionError(f"prox: {name} must be a number > 1, got {v!r}")
     mon.budget(1000)
-    sys = _local_system(problem, mon, inner, rho if inner == "ac" else 1.0)
+    sys = _local_system(problem, mon, inner, rho if inner == "ac" else 1.0, dense_max=_check_dense_max(dense_max))
     mon.built()
     r = mon.start_vector("r", problem.size)
     if mon.start({"r": r}, sys.error(r, sys.u(r))):
