@@ -1,16 +1,18 @@
 """Re-solving cheaply: a sequence of problems with the same W and a new q, as a time-stepping loop makes.
 
-    python benchmarks/bench_resolve.py [--data DIR] [--n 1000] [--n-big N] [--no-siconos]
+    python benchmarks/bench_resolve.py [--data DIR] [--n 1000] [--n-big 100] [--drift 0.01] [--no-siconos]
                                       [--big fc3d/Capsules-i101-404.dat] [--methods nsgs nsn-ac]
 
 For the one-contact ``fc3d/FrictionContact3D_1c.dat`` and a Capsules-sized problem, a sequence of
-``--n`` right-hand sides ``q_k = q_0 (1 + 0.05 sin(0.1 k + phi_i))`` (a smooth drift, per entry
-phase phi_i) is solved with nsgs and nsn-ac (tol 1e-8) three ways; time per solve:
+``--n`` right-hand sides (``--n-big`` for the large one) ``q_k = q_0 (1 + d sin(0.1 k + phi_i))``
+(a smooth drift of relative amplitude d = ``--drift``, default 0.01, per entry phase phi_i) is solved with nsgs and nsn-ac (tol 1e-8) three ways; time per solve:
 
 (a) fresh: a new ``nsopt.FrictionContact(3, W, q_k, mu)`` and ``nsopt.solve`` from zero;
 (b) re-solve: ``p.replace(q=q_k)``, ``workspace=ws`` and ``warm_start=`` the previous solution;
 (c) Siconos 4.4 under /usr/bin/python3 (subprocess): ``FrictionContactProblem(3, nc, M, q_k, mu)``
-    and ``fc3d_driver`` with the previous reaction as initial guess (NSGS, NSN_AC), same tol.
+    and ``fc3d_driver`` with the previous reaction as initial guess (NSGS, NSN_AC), same tol,
+    10000 iterations; the sequence is cut after ``--siconos-budget`` seconds per solver (Siconos'
+    NSGS and NSN_AC take seconds per solve on Capsules) and the time is per solve done.
 
 For the one-contact sequence with nsgs it also times the compiled kernels alone (u = Wr + q, the
 error, the sweeps, as ``nsgs`` calls them) and prints the fixed cost of (b): its time minus the
@@ -49,6 +51,7 @@ import json, sys, time
 import numpy as np
 import siconos.numerics as sn
 path, qfile, methods, tol = sys.argv[1], sys.argv[2], sys.argv[3].split(","), float(sys.argv[4])
+budget = float(sys.argv[5])
 qs = np.load(qfile)
 base = sn.frictionContact_new_from_filename(path)
 nc = base.numberOfContacts
@@ -65,11 +68,15 @@ for m in methods:
     sn.fc3d_driver(p, z, w, so)
     z[:] = 0.0
     t0 = time.perf_counter()
+    done = 0
     for q in qs:
         p = sn.FrictionContactProblem(3, nc, base.M, q, mu)
         info = sn.fc3d_driver(p, z, w, so)   # z: the previous reaction, Siconos' warm start
         fails += info != 0
-    out[m] = {"time": (time.perf_counter() - t0) / len(qs), "fails": int(fails)}
+        done += 1
+        if time.perf_counter() - t0 > budget:
+            break
+    out[m] = {"time": (time.perf_counter() - t0) / done, "fails": int(fails), "done": done}
 print(json.dumps(out))
 """
 
@@ -82,11 +89,11 @@ def data_dir(arg):
     return ROOT.parent / "shared" / "siconos-data"
 
 
-def sequence(q0, n, seed=0):
+def sequence(q0, n, drift, seed=0):
     rng = np.random.default_rng(seed)
     phase = rng.uniform(0.0, 2.0 * np.pi, q0.shape[0])
     k = np.arange(n)[:, None]
-    return q0[None, :] * (1.0 + 0.05 * np.sin(0.1 * k + phase[None, :]))
+    return q0[None, :] * (1.0 + drift * np.sin(0.1 * k + phase[None, :]))
 
 
 def run_fresh(p, qs, method):
@@ -126,7 +133,7 @@ def run_kernels(p, qs):
     return (time.perf_counter() - t0) / len(qs)
 
 
-def run_siconos(path, qs, methods):
+def run_siconos(path, qs, methods, budget):
     if not (shutil.which(SICONOS_PY) and subprocess.run([SICONOS_PY, "-c", "import siconos.numerics"],
                                                         capture_output=True).returncode == 0):
         print("  (Siconos not available under /usr/bin/python3: comparison skipped)")
@@ -136,7 +143,7 @@ def run_siconos(path, qs, methods):
         np.save(qf, qs)
         env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
         r = subprocess.run([SICONOS_PY, "-c", _SICONOS_WORKER, str(path), str(qf),
-                            ",".join(SICONOS_IDS[m] for m in methods), str(TOL)],
+                            ",".join(SICONOS_IDS[m] for m in methods), str(TOL), str(budget)],
                            capture_output=True, text=True, env=env, timeout=3600)
     if r.returncode != 0:
         print("  Siconos worker failed:", r.stderr[-500:])
@@ -153,10 +160,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data")
     ap.add_argument("--n", type=int, default=1000, help="length of the one-contact sequence")
-    ap.add_argument("--n-big", type=int, default=1000, help="length of the Capsules-sized sequence")
+    ap.add_argument("--n-big", type=int, default=100,
+                    help="length of the Capsules-sized sequence (Siconos needs up to seconds per solve there)")
+    ap.add_argument("--drift", type=float, default=0.01, help="relative amplitude of the change of q")
     ap.add_argument("--big", default="fc3d/Capsules-i101-404.dat")
     ap.add_argument("--methods", nargs="+", default=["nsgs", "nsn-ac"])
     ap.add_argument("--no-siconos", action="store_true")
+    ap.add_argument("--siconos-budget", type=float, default=120.0,
+                    help="seconds per (problem, Siconos solver): the sequence is cut there, the time per "
+                         "solve is over the solves done")
     a = ap.parse_args(argv)
     data = data_dir(a.data)
     rows = []
@@ -166,11 +178,11 @@ def main(argv=None):
             print(f"{rel}: not found under {data}, skipped")
             continue
         p = load(path)
-        qs = sequence(np.asarray(p.q), n)
+        qs = sequence(np.asarray(p.q), n, a.drift)
         print(f"\n{rel}: {p.nc} contact(s), {n} right-hand sides, tol {TOL:g}")
         for m in a.methods:     # JIT / cache warm-up outside the measures
             nsopt.solve(p, method=m, tol=TOL)
-        sic = None if a.no_siconos else run_siconos(path, qs, a.methods)
+        sic = None if a.no_siconos else run_siconos(path, qs, a.methods, a.siconos_budget)
         kern = run_kernels(p, qs) if "nsgs" in a.methods else None
         print(f"  {'method':8s} {'fresh us':>9s} {'resolve us':>10s} {'siconos us':>10s} "
               f"{'fresh/res':>9s} {'res/sic':>8s}  solved (fresh, resolve, siconos)")
@@ -178,7 +190,7 @@ def main(argv=None):
             tf, okf = run_fresh(p, qs, m)
             tr, okr = run_resolve(p, qs, m)
             ts = sic[m]["time"] if sic else float("nan")
-            sok = n - sic[m]["fails"] if sic else None
+            sok = f'{sic[m]["done"] - sic[m]["fails"]}/{sic[m]["done"]}' if sic else None
             print(f"  {m:8s} {us(tf)} {us(tr):>10s} {us(ts):>10s} {tf / tr:9.2f} {tr / ts:8.2f}  "
                   f"({okf}, {okr}, {sok})")
             row = {"problem": rel, "nc": p.nc, "n": n, "method": m, "fresh_us": tf * 1e6,

@@ -74,7 +74,7 @@ class FrictionContact(Problem):
 
     @property
     def kind(self) -> str:
-        return f"fc{self.dim}d"
+        return "fc3d" if self.dim == 3 else "fc2d"
 
     @property
     def nc(self) -> int:
