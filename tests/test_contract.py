@@ -234,3 +234,39 @@ def test_sparse_problem_replace_keeps_sparse():
     p = nsopt.LCP(sp.csr_matrix(g.spd_matrix(5, _RNG)), np.ones(5))
     p2 = p.replace(q=-np.ones(5))
     assert sp.issparse(p2.M) and p2.M is p.M
+
+
+# ---------------------------------------------------------------------------------- workspace
+@pytest.mark.parametrize("method", ["nsgs", "nsn-ac", "nsn-fb", "prox"])
+def test_workspace_keeps_what_the_method_built(method):
+    """A re-solve with replace(q=...), a workspace and a warm start reuses the built objects (the
+    same ones) and gives the numbers of a solve without the workspace."""
+    p0 = g.friction_contact(12, dim=3, seed=9)[0]
+    p = nsopt.FrictionContact(3, sp.csr_matrix(p0.W), p0.q, p0.mu)      # sparse W: the Newton pattern
+    ws = nsopt.Workspace()
+    s1 = nsopt.solve(p, method=method, workspace=ws, tol=1e-10)
+    built = {k: v[1] for k, v in ws._store.items()}
+    assert built and s1.success
+    for k in range(3):
+        p2 = p.replace(q=np.asarray(p.q) * (1.0 + 0.01 * (k + 1)))
+        s2 = nsopt.solve(p2, method=method, workspace=ws, tol=1e-10, warm_start=s1)
+        assert {k2: v[1] for k2, v in ws._store.items()} == built and all(
+            ws._store[k2][1] is v for k2, v in built.items())
+        ref = nsopt.solve(p2, method=method, tol=1e-10, warm_start=s1)
+        assert s2.success and s2.nit == ref.nit and s2.status == ref.status
+        np.testing.assert_allclose(s2.r, ref.r, rtol=1e-12, atol=1e-14)
+        s1 = s2
+    if method != "nsgs":
+        assert p2._store["newton_pattern"][1] is p._store["newton_pattern"][1]   # keyed on W
+    with pytest.raises(OptionError, match="workspace"):
+        nsopt.solve(p, method=method, workspace={})
+
+
+def test_replace_q_shares_w_and_checks_q():
+    p = g.friction_contact(4, dim=3, seed=2)[0]
+    p2 = p.replace(q=np.ones(12))
+    assert p2.W is p.W and p2.mu is p.mu and p2._store is p._store and not p2.q.flags.writeable
+    with pytest.raises(ProblemError, match="q"):
+        p.replace(q=np.ones(11))
+    with pytest.raises(ProblemError, match="q"):
+        p.replace(q=np.full(12, np.nan))
