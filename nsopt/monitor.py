@@ -21,6 +21,12 @@ A method's loop::
         mon.step({"z": x}, problem.error(x))
     return mon.outcome(message=...)
 
+What a method builds and can reuse on the next solve of a problem with the same matrices (a CSC
+split, work arrays, a Newton system) goes through ``mon.state(problem, key, make, on=("W",))``: kept in
+the caller's :class:`Workspace` (``solve(..., workspace=ws)``) when there is one, else in the
+problem's cache, which ``problem.replace(q=...)`` shares. One-off builds end with ``mon.built()``:
+their time is ``Solution.build_time`` and does not count against ``time_limit``.
+
 Compiled kernels run several iterations per call: ``n = mon.chunk()`` says how many (1 when a
 callback wants every iteration; otherwise a number that keeps each call to a few tens of
 milliseconds, so that ``time_limit`` and Ctrl-C act between calls), and ``mon.steps(errors, x)``
