@@ -13,7 +13,8 @@ For the one-contact ``fc3d/FrictionContact3D_1c.dat`` and a Capsules-sized probl
     and ``fc3d_driver`` with the previous reaction as initial guess (NSGS, NSN_AC), same tol,
     10000 iterations; the sequence is cut after ``--siconos-budget`` seconds per solver (Siconos'
     NSGS and NSN_AC take seconds per solve on Capsules) and the time is per solve done. nsopt gets
-    the same budget of 10000 iterations.
+    the same budget of 10000 iterations. NSGS reuses one SolverOptions; NSN_AC gets fresh ones per
+    solve (reused, they keep internal state that makes the next Capsules solves fail).
 
 For the one-contact sequence with nsgs it also times the compiled kernels alone (u = Wr + q, the
 error, the sweeps, as ``nsgs`` calls them) and prints the fixed cost of (b): its time minus the
@@ -59,11 +60,15 @@ base = sn.frictionContact_new_from_filename(path)
 nc = base.numberOfContacts
 mu = np.array(base.mu)
 out = {}
-for m in methods:
-    sid = getattr(sn, m)
+def options(sid):
     so = sn.SolverOptions(sid)
     so.dparam[sn.SICONOS_DPARAM_TOL] = tol
     so.iparam[sn.SICONOS_IPARAM_MAX_ITER] = 10000
+    return so
+for m in methods:
+    sid = getattr(sn, m)
+    fresh = m.endswith("NSN_AC")     # NSN_AC keeps state in its options: reused, it fails on Capsules
+    so = options(sid)
     z, w = np.zeros(3 * nc), np.zeros(3 * nc)
     fails = 0
     p = sn.FrictionContactProblem(3, nc, base.M, qs[0], mu)      # warm-up
@@ -73,7 +78,7 @@ for m in methods:
     done = 0
     for q in qs:
         p = sn.FrictionContactProblem(3, nc, base.M, q, mu)
-        info = sn.fc3d_driver(p, z, w, so)   # z: the previous reaction, Siconos' warm start
+        info = sn.fc3d_driver(p, z, w, options(sid) if fresh else so)   # z: the previous reaction (warm start)
         fails += info != 0
         done += 1
         if time.perf_counter() - t0 > budget:
