@@ -70,6 +70,7 @@ def fmt_t(t):
 def fixed_cost(data, sic_rows):
     """Per-call cost of nsopt.solve on a one-contact problem, and its split."""
     from nsopt import registry
+    from nsopt.monitor import Monitor
 
     path = data / "fc3d" / "FrictionContact3D_1c.dat"
     p = nsopt.io.load(path) if path.is_file() else generate.friction_contact(nc=1, dim=3, seed=0)[0]
@@ -87,7 +88,7 @@ def fixed_cost(data, sic_rows):
         return statistics.median(best)
 
     t_solve = per_call(lambda: nsopt.solve(p, method="nsgs"))
-    t_method = per_call(lambda: info.func(p, tol=TOL, max_iter=None))
+    t_method = per_call(lambda: info.func(p, Monitor(tol=TOL)))
     t_error = per_call(lambda: p.error(r))
     t_u = per_call(lambda: p.u(r))
     srow = sic_rows.get("fc3d/FrictionContact3D_1c.dat")

@@ -11,6 +11,7 @@ from .exceptions import (FormatError, MethodNotFound, NotApplicable, NsoptError,
                          OptionError, ProblemError, SolverError)
 from .problems import (AVI, LCP, MLCP, Block, Equality, FrictionContact, GenericMechanical,
                        GlobalFrictionContact, Relay)
+from .monitor import Workspace
 from .result import Iterate, Solution, Status
 from .solve import methods, solve
 
@@ -18,7 +19,7 @@ from .problems import MultipleImpact  # noqa: E402  (the multiple-impact problem
 
 __version__ = "0.1.0"
 
-__all__ = ["solve", "methods", "Solution", "Status", "Iterate", "LCP", "MLCP", "Relay", "Equality", "AVI",
+__all__ = ["solve", "methods", "Workspace", "Solution", "Status", "Iterate", "LCP", "MLCP", "Relay", "Equality", "AVI",
            "FrictionContact", "GlobalFrictionContact", "GenericMechanical", "Block", "NsoptError",
            "ProblemError", "MethodNotFound", "OptionError", "NotApplicable", "SolverError",
            "FormatError", "NsoptWarning"]

@@ -21,6 +21,12 @@ A method's loop::
         mon.step({"z": x}, problem.error(x))
     return mon.outcome(message=...)
 
+What a method builds and can reuse on the next solve of a problem with the same matrices (a CSC
+split, work arrays, a Newton system) goes through ``mon.state(problem, key, make, on=("W",))``: kept in
+the caller's :class:`Workspace` (``solve(..., workspace=ws)``) when there is one, else in the
+problem's cache, which ``problem.replace(q=...)`` shares. One-off builds end with ``mon.built()``:
+their time is ``Solution.build_time`` and does not count against ``time_limit``.
+
 Compiled kernels run several iterations per call: ``n = mon.chunk()`` says how many (1 when a
 callback wants every iteration; otherwise a number that keeps each call to a few tens of
 milliseconds, so that ``time_limit`` and Ctrl-C act between calls), and ``mon.steps(errors, x)``
@@ -36,6 +42,7 @@ import time
 import numpy as np
 
 from .exceptions import OptionError
+from .registry import Outcome
 from .result import Iterate, Status
 
 CHUNK_SECONDS = 0.02     # target duration of one compiled chunk (time_limit and Ctrl-C act between chunks)
@@ -65,10 +72,13 @@ class Monitor:
     """
 
     __slots__ = ("tol", "max_iter", "deadline", "history", "callback", "x0", "k", "best_x",
-                 "best_err", "err", "status", "message", "build_time", "_chunk", "_t_chunk", "_t0")
+                 "best_err", "err", "status", "message", "build_time", "_chunk", "_t_chunk", "_t0",
+                 "workspace")
 
-    def __init__(self, *, tol, max_iter=None, time_limit=None, history=False, callback=None, x0=None):
+    def __init__(self, *, tol, max_iter=None, time_limit=None, history=False, callback=None, x0=None,
+                 workspace=None):
         self.tol = tol
+        self.workspace = workspace
         self.max_iter = max_iter
         self._t0 = time.perf_counter()
         self.deadline = None if time_limit is None else self._t0 + time_limit
@@ -97,6 +107,15 @@ class Monitor:
         if self.x0 is not None and self.x0.get(name) is not None:
             return np.array(self.x0[name], dtype=float)
         return np.zeros(size)
+
+    def state(self, problem, key, make, on=None):
+        """What a method built for ``problem`` and may reuse on the next solve: ``make()`` computed
+        once per identity of the fields ``on`` (see :meth:`Problem.cached`), kept in the
+        :class:`Workspace` when the caller gave one (it then survives new problem objects that share
+        those fields, e.g. made by ``replace``), else in the problem's own cache."""
+        if self.workspace is None:
+            return problem.cached(key, make, on=on)
+        return self.workspace.get(problem, key, make, on)
 
     def built(self):
         """Mark the end of a one-off build (factorisation, compiled program): its time is reported as
@@ -166,12 +185,19 @@ class Monitor:
         self._t_chunk = time.perf_counter()
         return int(max(1, min(self._chunk, left)))
 
-    def steps(self, errors, x: dict):
-        """Record a chunk of ``len(errors)`` iterations run by a kernel (``x`` at the chunk's end).
+    def steps(self, errors, x: dict, best=None):
+        """Record a chunk of ``len(errors)`` iterations run by a kernel (``x`` at the chunk's end;
+        ``best = (x_best, err_best)``: the best iterate the kernel saw inside the chunk, if it kept
+        one). A chunk of one iteration is :meth:`step` (the callback sees it).
         Returns the status when the solve must stop, else None."""
         n = len(errors)
         if n == 0:
             return None
+        if n == 1:   # the iterate of a one-iteration chunk is its best
+            return self.step(x, errors[0])
+        if best is not None and best[1] < self.best_err:
+            self.best_err = float(best[1])
+            self.best_x = {k: np.array(v, dtype=float) for k, v in best[0].items()}
         if self._t_chunk is not None:   # size the next chunk to about CHUNK_SECONDS
             dt = time.perf_counter() - self._t_chunk
             per = dt / n
@@ -204,9 +230,36 @@ class Monitor:
     def outcome(self, message: str = "", info: dict | None = None, x: dict | None = None, status=None):
         """The :class:`~nsopt.registry.Outcome` of the solve: the best iterate (or ``x``), the status
         (MAX_ITER when the loop ended without one), iterations, history and message."""
-        from .registry import Outcome
-
         st = status or self.status or Status.MAX_ITER
         msg = message or self.message
         return Outcome(x=x if x is not None else (self.best_x or {}), status=st, nit=self.k,
                        history=self.history, message=msg, info=info or {}, build_time=self.build_time)
+
+
+class Workspace:
+    """What methods build and may reuse across solves of problems that share their matrices: pass
+    one to every ``nsopt.solve(..., workspace=ws)`` of a loop (same W, new q).
+
+    Entries are keyed by (method key, identity of the fields they depend on); an entry whose fields
+    changed is rebuilt. Keeps NSGS' CSC split, work arrays and contact order, and the Newton
+    system (rho, sparsity pattern of the Newton matrix). Not thread-safe: one per loop.
+    """
+
+    def __init__(self):
+        self._store = {}
+
+    def get(self, problem, key, make, on=None):
+        fields = problem._fields if on is None else on
+        deps = tuple(getattr(problem, f) for f in fields)
+        hit = self._store.get(key)
+        if hit is not None and len(hit[0]) == len(deps) and all(a is b for a, b in zip(hit[0], deps)):
+            return hit[1]
+        value = make()
+        self._store[key] = (deps, value)
+        return value
+
+    def clear(self):
+        self._store.clear()
+
+    def __repr__(self):
+        return f"Workspace({sorted(self._store)})"

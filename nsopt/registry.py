@@ -47,7 +47,7 @@ class MethodInfo:
 
 
 _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
-COMMON = ("tol", "max_iter", "time_limit", "history", "callback", "warm_start")
+COMMON = ("tol", "max_iter", "time_limit", "history", "callback", "warm_start", "workspace")
 _LEGACY_COMMON = ("tol", "max_iter", "history", "callback")
 
 

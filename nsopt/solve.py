@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import time
 
 import numpy as np
 
 from . import registry
 from .exceptions import MethodNotFound, NotApplicable, OptionError
-from .monitor import Monitor, _callback
+from .monitor import Monitor, Workspace, _callback
 from .problems._base import Problem
 from .result import Solution, Status
 
@@ -60,6 +61,12 @@ def check_time_limit(time_limit):
     return None if t == math.inf else t
 
 
+def _check_workspace(workspace):
+    if workspace is not None and not isinstance(workspace, Workspace):
+        raise OptionError(f"workspace must be an nsopt.Workspace or None, got {type(workspace).__name__}")
+    return workspace
+
+
 def warm_start_of(problem, warm_start, label="warm_start") -> dict | None:
     """The warm start as a dict of the problem's variables (float arrays of the right sizes).
 
@@ -67,15 +74,28 @@ def warm_start_of(problem, warm_start, label="warm_start") -> dict | None:
     if warm_start is None:
         return None
     if isinstance(warm_start, Solution):
+        sizes = problem.variable_sizes()
+        if warm_start.problem is not None and getattr(warm_start.problem, "kind", None) == problem.kind \
+                and math.isfinite(warm_start.error):
+            # a finite solution of a problem of this kind: its variables are finite arrays made by
+            # nsopt; only their sizes are checked (the common re-solve loop, kept cheap)
+            out = {}
+            for name in (problem.primal, "v"):
+                a = getattr(warm_start, name, None)
+                if name in sizes and a is not None and a.shape == (sizes[name],):
+                    out[name] = a
+            if problem.primal in out:
+                return out
         x = warm_start.variables()
     elif isinstance(warm_start, dict):
         x = warm_start
     else:
         x = {problem.primal: warm_start}
     sizes = problem.variable_sizes()
+    derived = ("w", "u") if problem.primal in x else ()   # determined by the primal one: never a start
     out = {}
     for name, value in x.items():
-        if name not in sizes:
+        if name not in sizes or name in derived:
             continue
         try:
             a = np.array(value, dtype=float).reshape(-1)
@@ -125,7 +145,7 @@ def _judge(problem, out, tol, info_name, elapsed, options):
 
 
 def run_method(problem, kind, info, tol, max_iter, options, *, time_limit=None, history=False,
-               callback=None, x0=None):
+               callback=None, x0=None, workspace=None):
     """Call one registered method under the iteration contract and judge its iterate by the
     problem's error measure."""
     given = dict(options)
@@ -142,7 +162,7 @@ def run_method(problem, kind, info, tol, max_iter, options, *, time_limit=None, 
         out = _run_legacy(problem, info, tol, max_iter, options, time_limit, history, callback, x0)
     else:
         mon = Monitor(tol=tol, max_iter=max_iter, time_limit=time_limit, history=history,
-                      callback=callback, x0=x0)
+                      callback=callback, x0=x0, workspace=workspace)
         out = info.func(problem, mon, **options)
     return _judge(problem, out, tol, info.name, time.perf_counter() - t0, given)
 
@@ -167,7 +187,7 @@ def _run_legacy(problem, info, tol, max_iter, options, time_limit, history, call
 
 def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None = None, *,
           time_limit: float | None = None, history: bool = False, callback=None, warm_start=None,
-          **options) -> Solution:
+          workspace=None, **options) -> Solution:
     """Solve a one-step nonsmooth problem.
 
     Parameters
@@ -185,6 +205,9 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         ``StopIteration`` stops with ``CALLBACK_STOP`` (``callback(k, x, err)`` is accepted too).
     warm_start : where to start: a previous :class:`Solution`, a dict of the problem's variables, or
         an array of its primal variable (``z`` or ``r``). ``z0``/``r0``/``v0`` are accepted as aliases.
+    workspace : an :class:`nsopt.Workspace` kept across the solves of a loop (same matrices, new
+        q): the method reuses what it built there (splits, work arrays, Newton pattern). Methods
+        that build nothing reusable ignore it. Not used by ``method="auto"``.
     **options : the method's own options (see ``help`` of the method, or :func:`methods`); an
         unknown option raises :class:`OptionError`.
 
@@ -194,9 +217,10 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         Never raises on non-convergence: the best iterate comes back with a status.
     """
     kind = _kind(problem)
-    from . import solvers  # noqa: F401  (fills the registry)
+    if "nsopt.solvers" not in sys.modules:
+        from . import solvers  # noqa: F401  (fills the registry)
 
-    tol = check_tol(tol)
+    tol = tol if type(tol) is float and 0.0 < tol < math.inf else check_tol(tol)
     max_iter = check_max_iter(max_iter)
     time_limit = check_time_limit(time_limit)
     x0 = warm_start_of(problem, warm_start)
@@ -213,7 +237,7 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         if why:
             raise NotApplicable(f"method {method!r} does not apply to this {kind} problem: {why}")
     return run_method(problem, kind, info, tol, max_iter, options, time_limit=time_limit, history=history,
-                      callback=callback, x0=x0)
+                      callback=callback, x0=x0, workspace=_check_workspace(workspace))
 
 
 __all__ = ["solve", "methods", "MethodNotFound"]

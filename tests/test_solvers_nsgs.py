@@ -37,15 +37,16 @@ def test_fc_generated(dim, seed, mu):
 
 @pytest.mark.parametrize("dim", [2, 3])
 def test_fc_loop_error_equals_problem_error(dim):
-    """The error computed in the compiled loop (info['error'], history) is problem.error(r)."""
+    """The error computed in the compiled loop (Solution.error, history) is problem.error(r), and the
+    returned r is the best iterate of the history."""
     for seed in range(3):
         p, _ = g.friction_contact(nc=15, dim=dim, seed=10 + seed)
         for max_iter in (1, 4, 1000):
             sol = nsopt.solve(p, method="nsgs", max_iter=max_iter, history=True)
             e = p.error(sol.r)
-            assert sol.info["error"] == pytest.approx(e, rel=1e-6, abs=1e-14)
-            assert sol.history[-1] == pytest.approx(e, rel=1e-6, abs=1e-14)
-            assert len(sol.history) == sol.nit
+            assert sol.error == pytest.approx(e, rel=1e-6, abs=1e-14)
+            assert min(sol.history) == pytest.approx(e, rel=1e-6, abs=1e-14)
+            assert len(sol.history) == sol.nit + 1 and sol.nit <= max_iter
 
 
 def test_fc_sparse_and_dense_agree():
@@ -120,7 +121,7 @@ def test_local_fc3d_solver_random_contacts():
         r = rng.standard_normal(3) if rng.random() < 0.5 else np.zeros(3)
         st = K.local_fc3d(W, q, mu, r, 1e-13, 10, wk, J)
         u[:] = W @ r + q
-        res = np.sqrt(K._nat_map_sq(3, mu, r, u, x, px))
+        res = np.sqrt(K.nat_map_sq(3, mu, r, u, x, px))
         assert res <= 1e-9 * (1.0 + np.linalg.norm(q)), (st, res)
 
 
@@ -136,7 +137,7 @@ def test_local_fc2d_solver_random_contacts():
         r = np.zeros(2)
         K.local_fc2d(W, q, mu, r, 1e-13, 10, wk)
         u[:] = W @ r + q
-        assert np.sqrt(K._nat_map_sq(2, mu, r, u, x, px)) <= 1e-10 * (1.0 + np.linalg.norm(q))
+        assert np.sqrt(K.nat_map_sq(2, mu, r, u, x, px)) <= 1e-10 * (1.0 + np.linalg.norm(q))
 
 
 @pytest.mark.parametrize("dim", [2, 3])
@@ -192,7 +193,7 @@ def test_gmp_only_equalities_and_no_equalities():
     assert nsopt.solve(p, method="nsgs").success
     p = _gmp(5, kinds=("lcp", "fc3d", "fc3d"))
     sol = nsopt.solve(p, method="nsgs", history=True)
-    assert sol.success and len(sol.history) == sol.nit
+    assert sol.success and len(sol.history) == sol.nit + 1
 
 
 # ---------------------------------------------------------------- Siconos corpus
@@ -212,7 +213,7 @@ def test_corpus_fc(path, corpus):
     sol = nsopt.solve(p, method="nsgs", tol=TOL, max_iter=10000)
     assert sol.status is Status.SOLVED, sol
     assert p.error(sol.r) <= TOL
-    assert sol.info["error"] == pytest.approx(p.error(sol.r), rel=1e-6, abs=1e-14)
+    assert sol.error == pytest.approx(p.error(sol.r), rel=1e-6, abs=1e-14)
 
 
 @pytest.mark.parametrize("path", corpus_params("gfc3d", "gfc2d"))

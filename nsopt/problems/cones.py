@@ -1,10 +1,17 @@
-"""Coulomb cones: projection and the natural-map residual, vectorised over contacts (Siconos' formulas)."""
+"""Coulomb cones: projection, natural-map residual and the friction-contact error (Siconos' formulas).
+
+The one NumPy home of this math; the compiled twins used inside the numba kernels are in
+:mod:`nsopt.solvers._gs_kernels` (``proj_cone``, ``nat_map_sq``, ``fc_error``), and
+``tests/test_kernels_twin.py`` checks that they give the same numbers.
+"""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+
+from ._base import EPS, norm2
 
 
 def project_coulomb(X: np.ndarray, mu: np.ndarray) -> np.ndarray:
@@ -34,38 +41,8 @@ def project_coulomb(X: np.ndarray, mu: np.ndarray) -> np.ndarray:
     return P
 
 
-def _natural_map_sq_small(r, u, mu, dim) -> float:
-    """The same sum with plain floats: a few contacts cost less than numpy's per-call overhead."""
-    r, u, mu = r.tolist(), u.tolist(), mu.tolist()
-    if dim == 2:       # |t| rather than sqrt(t*t): Siconos' fc2d, and no overflow of t*t
-        def norm(v):
-            return abs(v[0])
-    else:
-        def norm(v):
-            return math.sqrt(sum(t * t for t in v))
-    tot = 0.0
-    for a, m in enumerate(mu):
-        i = a * dim
-        rT, uT = r[i + 1:i + dim], u[i + 1:i + dim]
-        xN = r[i] - u[i] - m * norm(uT)
-        xT = [ri - ui for ri, ui in zip(rT, uT)]
-        nT = norm(xT)
-        if m * nT <= -xN:
-            pN, pT = 0.0, [0.0] * (dim - 1)
-        elif nT <= m * xN:
-            pN, pT = xN, xT
-        else:
-            pN = (m * nT + xN) / (m * m + 1.0)
-            pT = [math.copysign(m * pN, xT[0])] if dim == 2 else [m * pN * t / nT for t in xT]
-        dN = r[i] - pN                 # products, not ** 2: a float ** overflows with an exception
-        tot += dN * dN + sum((a_ - b_) * (a_ - b_) for a_, b_ in zip(rT, pT))
-    return tot
-
-
 def natural_map_sq(r: np.ndarray, u: np.ndarray, mu: np.ndarray, dim: int) -> float:
     """sum_a ||r_a - P_K(r_a - u_a - mu_a ||u_T,a|| e_N)||^2 (rho = 1): the unnormalised FC error squared."""
-    if mu.shape[0] <= 8:
-        return _natural_map_sq_small(r, u, mu, dim)
     R = r.reshape(-1, dim)
     U = u.reshape(-1, dim)
     UT = U[:, 1:]
@@ -73,3 +50,12 @@ def natural_map_sq(r: np.ndarray, u: np.ndarray, mu: np.ndarray, dim: int) -> fl
     X[:, 0] -= mu * (np.abs(UT[:, 0]) if dim == 2 else np.sqrt(np.einsum("ij,ij->i", UT, UT)))
     D = R - project_coulomb(X, mu)
     return float(np.einsum("ij,ij->", D, D))
+
+
+def fc_error(r: np.ndarray, u: np.ndarray, mu: np.ndarray, dim: int, qnorm: float) -> float:
+    r"""Siconos' friction-contact error (``fc3d_compute_error``) of (r, u):
+    :math:`\sqrt{\sum_a \|r_a - P_{K_{\mu_a}}(r_a - \hat u_a)\|^2} / \max(\|q\|, \|r\|, \|u\|)`,
+    the division only when that maximum exceeds DBL_EPSILON (``qnorm`` = :math:`\|q\|`)."""
+    e = math.sqrt(natural_map_sq(r, u, mu, dim))
+    scale = max(qnorm, norm2(r), norm2(u))
+    return e / scale if scale > EPS else e

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from ..exceptions import ProblemError
 from ._base import EPS, Problem, as_matrix, as_vector, check_input, matvec, norm2
-from .cones import natural_map_sq
+from .cones import fc_error, natural_map_sq
 
 
 def _check_dim(dim, owner):
@@ -61,9 +61,20 @@ class FrictionContact(Problem):
         self.dim, self.W, self.q, self.mu = dim, W, q, mu
         self._freeze()
 
+    def replace(self, **changes):
+        """As :meth:`Problem.replace`; ``replace(q=...)``, the re-solve of a time-stepping loop, has a
+        short path: only q is checked, everything else (and the cache) is shared as it is."""
+        if len(changes) != 1 or "q" not in changes:
+            return super().replace(**changes)
+        new = object.__new__(type(self))
+        d = new.__dict__
+        d.update(self.__dict__)          # the fields, the shared cache and the frozen flag
+        d["q"] = as_vector(changes["q"], "q", "FrictionContact", size=self.q.shape[0])
+        return new
+
     @property
     def kind(self) -> str:
-        return f"fc{self.dim}d"
+        return "fc3d" if self.dim == 3 else "fc2d"
 
     @property
     def nc(self) -> int:
@@ -73,6 +84,18 @@ class FrictionContact(Problem):
     @property
     def size(self) -> int:
         return self.q.shape[0]
+
+    @property
+    def qnorm(self) -> float:
+        r""":math:`\|q\|_2` (the norm of Siconos' error measure), computed once per q."""
+        hit = self._store.get("qnorm")
+        if hit is not None and hit[0][0] is self.q:   # the cache entry of Problem.cached, read directly
+            return hit[1]
+        return self.cached("qnorm", lambda: norm2(self.q), on=("q",))
+
+    def diag_blocks(self) -> np.ndarray:
+        """The diagonal blocks W_aa as an (nc, dim, dim) array, computed once per W."""
+        return self.cached("diag_blocks", lambda: diag_blocks(self.W, self.nc, self.dim), on=("W",))
 
     def u(self, r) -> np.ndarray:
         """Local velocity u = Wr + q."""
@@ -90,16 +113,23 @@ class FrictionContact(Problem):
         """Siconos' friction-contact error of r (u recomputed as Wr + q, as Siconos does)."""
         r = check_input(r, "r", "FrictionContact", self.size)
         u = matvec(self.W, r) + self.q
-        return _fc_error(r, u, self.mu, self.dim, norm2(self.q))
+        return fc_error(r, u, self.mu, self.dim, self.qnorm)
 
     def __repr__(self):
         return f"FrictionContact(dim={self.dim}, nc={self.nc}, {'sparse' if sp.issparse(self.W) else 'dense'})"
 
 
-def _fc_error(r, u, mu, dim, norm):
-    e = np.sqrt(natural_map_sq(r, u, mu, dim))
-    scale = max(norm, norm2(r), norm2(u))
-    return float(e / scale) if scale > EPS else float(e)
+def diag_blocks(W, nc: int, dim: int) -> np.ndarray:
+    """The diagonal ``dim x dim`` blocks of W (dense or sparse) as an (nc, dim, dim) array."""
+    if sp.issparse(W):
+        C = W.tocoo()
+        bi, bj = C.row // dim, C.col // dim
+        m = bi == bj
+        D = np.zeros((nc, dim, dim))
+        np.add.at(D, (bi[m], C.row[m] % dim, C.col[m] % dim), C.data[m])
+        return D
+    Wd = np.asarray(W)
+    return np.array(Wd.reshape(nc, dim, nc, dim).diagonal(axis1=0, axis2=2).transpose(2, 0, 1), order="C")
 
 
 def _diagonal_or_none(M):
@@ -217,25 +247,32 @@ class GlobalFrictionContact(Problem):
         return self.error(xs["r"], xs["v"])
 
     def local(self) -> FrictionContact:
-        """The local (condensed) problem: W = HᵀM⁻¹H, q_loc = HᵀM⁻¹q + b (sparse when M⁻¹H is)."""
-        def make():
+        r"""The local (condensed) problem: :math:`W = H^\top M^{-1} H`, :math:`q_{loc} = H^\top M^{-1} q + b`.
+
+        W is built once per (M, H) and stays sparse when H is (:math:`M^{-1}H` by sparse solves, never
+        a dense copy of H); problems made by :meth:`replace` with new q or b share it (and every
+        cache keyed on it), only :math:`q_{loc}` being recomputed."""
+        def make_w():
             lu = self.factor_M()
             H = self.H
-            if isinstance(lu, _DiagonalSolve) and sp.issparse(H):   # W = H^T D^-1 H stays sparse
-                Hc = sp.csr_matrix(H)
-                W = (Hc.T @ sp.diags(1.0 / lu.d) @ Hc).tocsr()
-                qloc = matvec(Hc.T, lu.solve(np.asarray(self.q))) + self.b
-                return FrictionContact(self.dim, W, qloc, self.mu)
-            Hd = H.toarray() if sp.issparse(H) else np.asarray(H)
-            X = lu.solve(Hd) if Hd.shape[1] else np.zeros_like(Hd)  # M^-1 H, column by column
-            if sp.issparse(H):
-                X[np.abs(X) < 1e-300] = 0.0
-                W = (H.T @ sp.csr_matrix(X)).tocsr()
+            if isinstance(lu, _DiagonalSolve):   # W = H^T D^-1 H (diagonal M)
+                Hc = sp.csr_matrix(H) if sp.issparse(H) else np.asarray(H)
+                W = (Hc.T @ sp.diags(1.0 / lu.d) @ Hc) if sp.issparse(H) else Hc.T @ (Hc / lu.d[:, None])
+            elif sp.issparse(H):
+                from scipy.sparse.linalg import spsolve
+
+                X = spsolve(sp.csc_matrix(self.M), sp.csc_matrix(H)) if H.shape[1] else sp.csc_matrix(H.shape)
+                X = sp.csc_matrix(X).reshape(H.shape)
+                W = H.T @ X
             else:
-                W = Hd.T @ X
-            qloc = Hd.T @ lu.solve(np.asarray(self.q)) + self.b
-            return FrictionContact(self.dim, W, qloc, self.mu)
-        return self.cached("local", make)
+                W = H.T @ lu.solve(np.asarray(H)) if H.shape[1] else np.zeros((0, 0))
+            if sp.issparse(W):
+                W = sp.csr_matrix(W)
+                W.eliminate_zeros()
+            return FrictionContact(self.dim, W, np.zeros(W.shape[0]), self.mu)
+        base = self.cached("local_W", make_w, on=("M", "H", "mu", "dim"))
+        return self.cached("local", lambda: base.replace(
+            q=matvec(self.H.T, self.factor_M().solve(np.asarray(self.q))) + self.b))
 
     def error(self, r, v=None, u=None) -> float:
         """Siconos' global error of (r, v); u is recomputed as Hᵀv + b. For dim 2: the local FC2D error of r."""

@@ -35,10 +35,15 @@ class LCP(AffineProblem):
     def error(self, z, w=None) -> float:
         """Siconos' LCP error of z (w is recomputed as Mz + q, as Siconos does)."""
         z = check_input(z, "z", "LCP", self.size)
-        w = matvec(self.M, z) + self.q
-        e = float(np.linalg.norm(z - np.maximum(0.0, z - w)))
-        nq = norm2(self.q)
-        return e / nq if nq > EPS else e
+        return lcp_error(z, matvec(self.M, z) + self.q, norm2(self.q))
 
     def __repr__(self):
         return f"LCP(n={self.size}, {'sparse' if hasattr(self.M, 'nnz') else 'dense'})"
+
+
+def lcp_error(z: np.ndarray, w: np.ndarray, qnorm: float) -> float:
+    r"""Siconos' LCP error (``lcp_compute_error``) of (z, w): :math:`\|z - \max(0, z - w)\|_2 / \|q\|_2`,
+    the division only when :math:`\|q\|_2` (``qnorm``) exceeds DBL_EPSILON. The one home of this
+    formula: methods that track w themselves call it rather than write it again."""
+    e = norm2(z - np.maximum(0.0, z - w))
+    return e / qnorm if qnorm > EPS else e

@@ -54,13 +54,22 @@ def pgs_sweeps(ptr, idx, val, diag, q, lo, hi, z, omega, nsweeps):
 # Coulomb cone helpers (Siconos' projectionOnCone and the natural map with De Saxce's shift)
 # ----------------------------------------------------------------------------------------------
 @njit(cache=True)
-def _proj_cone(dim, mu, x, out):
-    """out = P_{K_mu}(x) for one contact (x, out of length dim)."""
-    xN = x[0]
-    nT2 = 0.0
+def _norm_t(dim, x):
+    """||x_T|| of one contact (|x_1| in 2-D, as Siconos' fc2d: no overflow of the square)."""
+    if dim == 2:
+        return abs(x[1])
+    s = 0.0
     for i in range(1, dim):
-        nT2 += x[i] * x[i]
-    nT = math.sqrt(nT2)
+        s += x[i] * x[i]
+    return math.sqrt(s)
+
+
+@njit(cache=True)
+def proj_cone(dim, mu, x, out):
+    """out = P_{K_mu}(x) for one contact (x, out of length dim; out may be x): the compiled twin of
+    :func:`nsopt.problems.cones.project_coulomb`."""
+    xN = x[0]
+    nT = _norm_t(dim, x)
     if mu * nT <= -xN:
         for i in range(dim):
             out[i] = 0.0
@@ -70,21 +79,22 @@ def _proj_cone(dim, mu, x, out):
     else:
         pN = (mu * nT + xN) / (mu * mu + 1.0)
         out[0] = pN
-        s = mu * pN / nT
-        for i in range(1, dim):
-            out[i] = s * x[i]
+        if dim == 2:
+            out[1] = mu * pN if x[1] > 0.0 else -mu * pN
+        else:
+            s = mu * pN / nT
+            for i in range(1, dim):
+                out[i] = s * x[i]
 
 
 @njit(cache=True)
-def _nat_map_sq(dim, mu, r, u, x, px):
-    """||r - P_K(r - u - mu ||u_T|| e_N)||^2 for one contact (x, px: work arrays)."""
-    uT2 = 0.0
-    for i in range(1, dim):
-        uT2 += u[i] * u[i]
+def nat_map_sq(dim, mu, r, u, x, px):
+    """||r - P_K(r - u - mu ||u_T|| e_N)||^2 for one contact (x, px: work arrays): the compiled
+    twin of one term of :func:`nsopt.problems.cones.natural_map_sq`."""
     for i in range(dim):
         x[i] = r[i] - u[i]
-    x[0] -= mu * math.sqrt(uT2)
-    _proj_cone(dim, mu, x, px)
+    x[0] -= mu * _norm_t(dim, u)
+    proj_cone(dim, mu, x, px)
     s = 0.0
     for i in range(dim):
         d = r[i] - px[i]
@@ -94,13 +104,14 @@ def _nat_map_sq(dim, mu, r, u, x, px):
 
 @njit(cache=True)
 def fc_error(dim, r, u, mu, normq, x, px):
-    """Siconos' friction-contact error of (r, u): the natural map over max(||q||, ||r||, ||u||)."""
+    """Siconos' friction-contact error of (r, u): the natural map over max(||q||, ||r||, ||u||); the
+    compiled twin of :func:`nsopt.problems.cones.fc_error`."""
     nc = mu.shape[0]
     e = 0.0
     nr = 0.0
     nu = 0.0
     for a in range(nc):
-        e += _nat_map_sq(dim, mu[a], r[a * dim:(a + 1) * dim], u[a * dim:(a + 1) * dim], x, px)
+        e += nat_map_sq(dim, mu[a], r[a * dim:(a + 1) * dim], u[a * dim:(a + 1) * dim], x, px)
     for i in range(r.shape[0]):
         nr += r[i] * r[i]
         nu += u[i] * u[i]
@@ -216,7 +227,7 @@ def _local_err3(W, q, mu, r, u, x, px):
     """Unnormalised natural-map residual of one 3-D contact."""
     for i in range(3):
         u[i] = q[i] + W[i, 0] * r[0] + W[i, 1] * r[1] + W[i, 2] * r[2]
-    return math.sqrt(_nat_map_sq(3, mu, r, u, x, px))
+    return math.sqrt(nat_map_sq(3, mu, r, u, x, px))
 
 
 @njit(cache=True)
@@ -315,7 +326,7 @@ def local_fc3d(W, q, mu, r, tol, maxit, wk, J):
             x[0] = r[0] - rho * (u[0] + mu * uT)
             x[1] = r[1] - rho * u[1]
             x[2] = r[2] - rho * u[2]
-            _proj_cone(3, mu, x, r)
+            proj_cone(3, mu, x, r)
             e = _local_err3(W, q, mu, r, u, x, px)
             if e < bestv:
                 bestv = e
@@ -378,10 +389,10 @@ def local_fc2d(W, q, mu, r, tol, maxit, wk):
         u[1] = qT + W10 * r[0] + W11 * r[1]
         x[0] = r[0] - rho * (u[0] + mu * abs(u[1]))
         x[1] = r[1] - rho * u[1]
-        _proj_cone(2, mu, x, r)
+        proj_cone(2, mu, x, r)
         u[0] = qN + W00 * r[0] + W01 * r[1]
         u[1] = qT + W10 * r[0] + W11 * r[1]
-        if math.sqrt(_nat_map_sq(2, mu, r, u, x, px)) <= tol * nq:
+        if math.sqrt(nat_map_sq(2, mu, r, u, x, px)) <= tol * nq:
             return k + 1
     return -1
 
@@ -390,7 +401,7 @@ def local_fc2d(W, q, mu, r, tol, maxit, wk):
 # NSGS over contacts
 # ----------------------------------------------------------------------------------------------
 @njit(cache=True)
-def _matvec_csc(ptr, idx, val, r, q, u):
+def matvec_csc(ptr, idx, val, r, q, u):
     for i in range(u.shape[0]):
         u[i] = q[i]
     for j in range(r.shape[0]):
@@ -401,17 +412,21 @@ def _matvec_csc(ptr, idx, val, r, q, u):
 
 
 @njit(cache=True)
-def nsgs_fc(dim, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, seed, tol, max_iter,
-            local_tol, local_max_iter, omega, normq, resync, hist):
-    """NSGS sweeps for a friction-contact problem, in place on r (and u = Wr + q, kept exact).
+def nsgs_fc(dim, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, local_tol,
+            local_max_iter, omega, normq, resync, errs, best_r, best):
+    """Run at most ``nsweeps`` NSGS sweeps, in place on r (and u = Wr + q), for one chunk of the
+    iteration contract.
 
     ``ptr, idx, val``: W in CSC; ``Wd``: the diagonal blocks (nc, dim, dim); ``order``: the contact
-    order of a sweep (int64, shuffled each sweep when ``shuffle``). Stops when the Siconos error
-    (computed on u recomputed from scratch, hence equal to ``problem.error``) is <= tol.
-    Returns (sweeps, error, status, local_failures); ``hist[k]`` = error after sweep k.
+    order of a sweep (int64, shuffled each sweep when ``shuffle``: seed numba's generator with
+    :func:`seed` first). ``errs[k]`` receives the Siconos error after sweep k. The sweeps stop early
+    when the error is <= tol or not finite. u is recomputed from scratch (removing the drift of the
+    incremental column updates) every ``resync`` sweeps, before any stop and at the end of the
+    chunk, so the error returned is the problem's error measure of the returned r. ``best_r`` and
+    ``best[0]`` keep the iterate of smallest error seen (``best[0]`` in/out).
+    Returns (sweeps done, local failures).
     """
     nc = mu.shape[0]
-    n = nc * dim
     rl = np.empty(dim)
     ql = np.empty(dim)
     dl = np.empty(dim)
@@ -419,16 +434,8 @@ def nsgs_fc(dim, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, seed, tol, max_
     J = np.empty((3, 3))
     x = np.empty(dim)
     px = np.empty(dim)
-    if shuffle:
-        np.random.seed(seed)
-    _matvec_csc(ptr, idx, val, r, q, u)
-    err = fc_error(dim, r, u, mu, normq, x, px)
-    if not math.isfinite(err):
-        return 0, err, NUMERR, 0
-    if err <= tol:
-        return 0, err, OK, 0
     failures = 0
-    for it in range(max_iter):
+    for it in range(nsweeps):
         if shuffle:
             np.random.shuffle(order)
         for k in range(nc):
@@ -460,17 +467,21 @@ def nsgs_fc(dim, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, seed, tol, max_
                     for p in range(ptr[c], ptr[c + 1]):
                         u[idx[p]] += val[p] * di
         err = fc_error(dim, r, u, mu, normq, x, px)
-        if err <= tol or (resync > 0 and (it + 1) % resync == 0) or not math.isfinite(err):
-            _matvec_csc(ptr, idx, val, r, q, u)  # remove the drift of the incremental updates
+        last = it + 1 == nsweeps
+        if err <= tol or last or (resync > 0 and (it + 1) % resync == 0) or not math.isfinite(err):
+            matvec_csc(ptr, idx, val, r, q, u)
             err = fc_error(dim, r, u, mu, normq, x, px)
-        if it < hist.shape[0]:
-            hist[it] = err
-        if not math.isfinite(err):
-            return it + 1, err, NUMERR, failures
-        if err <= tol:
-            return it + 1, err, OK, failures
-    _matvec_csc(ptr, idx, val, r, q, u)
-    err = fc_error(dim, r, u, mu, normq, x, px)
-    if max_iter > 0 and max_iter - 1 < hist.shape[0]:
-        hist[max_iter - 1] = err
-    return max_iter, err, MAXIT, failures
+        errs[it] = err
+        if err < best[0]:
+            best[0] = err
+            for i in range(r.shape[0]):
+                best_r[i] = r[i]
+        if not math.isfinite(err) or err <= tol:
+            return it + 1, failures
+    return nsweeps, failures
+
+
+@njit(cache=True)
+def seed(s):
+    """Seed numba's random generator (the contact order of ``shuffle``)."""
+    np.random.seed(s)

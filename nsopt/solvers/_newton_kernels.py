@@ -14,6 +14,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ._gs_kernels import proj_cone
+
 MU_TINY = 1e-12   # FB: friction coefficients below this are treated as frictionless (r_T = 0)
 
 # ----------------------------------------------------------------------------- Alart-Curnier
@@ -320,27 +322,7 @@ def assemble_csr(Wdata, Windptr, dim, A, B, wpos, dpos, Jindptr, Jdata):
 
 
 @njit(cache=True, error_model="numpy")
-def project_cone(x, mu, dim):
-    """In-place projection of x (length dim) on K_mu = {||x_T|| <= mu x_N}."""
-    nT = 0.0
-    for k in range(1, dim):
-        nT += x[k] * x[k]
-    nT = math.sqrt(nT)
-    if mu * nT <= -x[0]:
-        for k in range(dim):
-            x[k] = 0.0
-    elif nT <= mu * x[0]:
-        return
-    else:
-        pN = (mu * nT + x[0]) / (mu * mu + 1.0)
-        x[0] = pN
-        c = mu * pN / nT
-        for k in range(1, dim):
-            x[k] *= c
-
-
-@njit(cache=True, error_model="numpy")
-def pgs_sweeps(Wdata, Windices, Windptr, q, mu, dim, rho, r, nsweeps, inner):
+def fc_projected_sweeps(Wdata, Windices, Windptr, q, mu, dim, rho, r, nsweeps, inner):
     """Projected Gauss-Seidel sweeps on u = W r + q (in place on r): per contact, ``inner`` projected
     fixed-point steps r_a <- P_K(r_a - rho_a (u_a + mu ||u_T,a|| e_N)) with u_a kept exact."""
     nc = mu.shape[0]
@@ -368,7 +350,7 @@ def pgs_sweeps(Wdata, Windices, Windptr, q, mu, dim, rho, r, nsweeps, inner):
                 x[0] = r[i0] - rho[a] * (ua[0] + mu[a] * nT)
                 for k in range(1, dim):
                     x[k] = r[i0 + k] - rho[a] * ua[k]
-                project_cone(x, mu[a], dim)
+                proj_cone(dim, mu[a], x, x)
                 ch = 0.0
                 for k in range(dim):
                     d = x[k] - r[i0 + k]

@@ -5,32 +5,24 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..exceptions import NsoptWarning
-from ..registry import Outcome, register
+from ..linalg import solve_or_lstsq
+from ..registry import register
 from ..result import Status
 
 
 @register("equality", "linear", "direct solve of Mz = -q (sparse LU or dense LU; least squares if singular)")
-def linear(problem, *, tol, max_iter, history=False, callback=None):
-    M, q = problem.M, np.asarray(problem.q)
-    if sp.issparse(M):
-        from scipy.sparse.linalg import MatrixRankWarning, spsolve
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", MatrixRankWarning)
-            try:
-                z = spsolve(sp.csc_matrix(M), -q)
-                if np.all(np.isfinite(z)):
-                    return Outcome({"z": np.asarray(z)}, Status.SOLVED, 1)
-            except MatrixRankWarning:
-                pass
-        M = M.toarray()
-    try:
-        z = np.linalg.solve(M, -q)
-        return Outcome({"z": z}, Status.SOLVED, 1)
-    except np.linalg.LinAlgError:
+def linear(problem, mon):
+    """One iteration: z = -M⁻¹q (:func:`nsopt.linalg.solve_or_lstsq`; the minimum-norm least-squares
+    solution, with an :class:`NsoptWarning`, when M is singular). ``history[0]`` is the error of
+    the warm start (default 0); ``max_iter=0`` returns the warm start."""
+    z = mon.start_vector("z", problem.size)
+    if mon.start({"z": z}, problem.error(z)):
+        return mon.outcome()
+    z, exact = solve_or_lstsq(problem.M, -np.asarray(problem.q))
+    if not exact:
         warnings.warn("Equality: M is singular; returning the least-squares solution", NsoptWarning, stacklevel=3)
-        z, *_ = np.linalg.lstsq(M, -q, rcond=None)
-        return Outcome({"z": z}, Status.SOLVED, 1, message="singular M: least-squares solution")
+    if not mon.step({"z": z}, problem.error(z)):
+        mon.stop(Status.SOLVED)   # the one solve is done; solve() judges it by the error measure
+    return mon.outcome(message="" if exact else "singular M: least-squares solution")

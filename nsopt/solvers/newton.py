@@ -63,41 +63,19 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
 from ..exceptions import OptionError
-from ..problems._base import EPS
-from ..problems.cones import natural_map_sq
-from ..registry import Outcome, as_x0, register, stop_status
+from ..monitor import Monitor
+from ..problems.cones import fc_error, project_coulomb
+from ..problems.friction import diag_blocks
+from ..registry import register
 from ..result import Status
 from . import _newton_kernels as K
 
-_DENSE_MAX = 240          # dense LAPACK path for W dense and n <= this
+DENSE_MAX = 240          # default of the option dense_max: dense LAPACK path for W dense and n <= this
 _LS = ("armijo", "nonmonotone", "none")
-_TREG = 0.1   # a plain Newton step shorter than this is retried with the regularised matrix
-_PROX = [3.0, 10.0, 8]     # sigma divided by [0] after an inner solve of <= [2] iterations, times [1] on failure
+REG_STEP = 0.1   # default of the option reg_step: a plain step cut below this is retried regularised
 
 
 # ============================================================================ helpers
-
-
-def _fc_err(r, u, mu, dim, qnorm):
-    """Siconos' friction-contact error (as FrictionContact.error) from r and u."""
-    e = np.sqrt(natural_map_sq(r, u, mu, dim))
-    s = max(qnorm, float(np.linalg.norm(r)), float(np.linalg.norm(u)))
-    return float(e / s) if s > EPS else float(e)
-
-
-def _diag_blocks(W, nc, dim):
-    """The diagonal dim x dim blocks of W (dense or sparse) as an (nc, dim, dim) array."""
-    n = nc * dim
-    if sp.issparse(W):
-        Wc = W.tocsr()
-        D = np.zeros((nc, dim, dim))
-        for l in range(dim):
-            for m in range(dim):
-                D[:, l, m] = np.asarray(Wc[np.arange(l, n, dim), np.arange(m, n, dim)]).reshape(-1)
-        return D
-    Wd = np.asarray(W)
-    idx = np.arange(n).reshape(nc, dim)
-    return Wd[idx[:, :, None], idx[:, None, :]]
 
 
 def _rho_from_blocks(Wd, rho, mu):
@@ -142,10 +120,9 @@ def _check_scale(scale):
     return float(scale)
 
 
-def _check_common(line_search, max_iter, default):
+def _check_line_search(line_search):
     if line_search not in _LS:
         raise OptionError(f"line_search must be one of {_LS}, got {line_search!r}")
-    return default if max_iter is None else int(max_iter)
 
 
 class _Pattern:
@@ -153,34 +130,35 @@ class _Pattern:
 
     def __init__(self, W, nc, dim):
         n = nc * dim
-        W = sp.csr_matrix(W)
+        W = sp.csr_matrix(W, dtype=float, copy=True)
         W.sum_duplicates()
         W.sort_indices()
         self.W = W
         self.Wdata = np.ascontiguousarray(W.data, dtype=float)
         self.Windices = W.indices.astype(np.int64)
         self.Windptr = W.indptr.astype(np.int64)
-        # union of the columns of the dim rows of each contact, plus the diagonal block
-        cols_per = []
-        wpos = np.empty(W.nnz, dtype=np.int64)
-        dpos = np.empty(n, dtype=np.int64)
-        indptr = [0]
-        indices = []
-        for a in range(nc):
-            lo, hi = W.indptr[a * dim], W.indptr[a * dim + dim]
-            c = np.union1d(W.indices[lo:hi], np.arange(a * dim, a * dim + dim))
-            cols_per.append(c)
-            for m in range(dim):
-                p0, p1 = W.indptr[a * dim + m], W.indptr[a * dim + m + 1]
-                wpos[p0:p1] = np.searchsorted(c, W.indices[p0:p1])
-            dpos[a * dim:(a + 1) * dim] = np.searchsorted(c, np.arange(a * dim, a * dim + dim))
-            for _ in range(dim):
-                indices.append(c)
-                indptr.append(indptr[-1] + c.size)
-        self.indptr = np.asarray(indptr, dtype=np.int64)
-        self.indices = np.concatenate(indices).astype(np.int32) if indices else np.zeros(0, np.int32)
-        self.wpos, self.dpos = wpos, dpos
-        self.diag_idx = np.array([self.indptr[i] + dpos[i] for i in range(n)], dtype=np.int64)
+        # C: contact x column pattern (union of the columns of a contact's dim rows, plus its
+        # diagonal block); every row of contact a of J has the pattern of row a of C
+        rows_c = np.repeat(np.arange(n) // dim, np.diff(W.indptr))
+        diag_r = np.repeat(np.arange(nc), dim)
+        C = sp.csr_matrix((np.ones(W.nnz + n), (np.concatenate([rows_c, diag_r]),
+                                                np.concatenate([W.indices, np.arange(n)]))), shape=(nc, n))
+        C.sum_duplicates()
+        C.sort_indices()
+        clen = np.diff(C.indptr)
+        row_c = np.arange(n) // dim
+        L = clen[row_c]                                  # row lengths of J
+        self.indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(L, out=self.indptr[1:])
+        offs = np.repeat(C.indptr[row_c] - self.indptr[:-1], L) + np.arange(self.indptr[-1])
+        self.indices = C.indices[offs].astype(np.int32)
+        # positions inside a contact's pattern, by binary search on the flat keys (contact, column)
+        keys = np.repeat(np.arange(nc, dtype=np.int64), clen) * n + C.indices
+        self.wpos = np.searchsorted(keys, rows_c.astype(np.int64) * n + W.indices) - C.indptr[rows_c]
+        self.dpos = np.searchsorted(keys, row_c.astype(np.int64) * n + np.arange(n)) - C.indptr[row_c]
+        self.wpos = self.wpos.astype(np.int64)
+        self.dpos = self.dpos.astype(np.int64)
+        self.diag_idx = self.indptr[:-1] + self.dpos
         self.data = np.zeros(self.indices.size)
         self.n = n
         self.indptr32 = self.indptr.astype(np.int32)
@@ -207,28 +185,28 @@ class _Pattern:
 
 
 class _Local:
-    """One local friction-contact system u = W r + q + sigma (r - rc) and its Newton machinery."""
+    """One local friction-contact system u = W r + q + sigma (r - rc) and its Newton machinery.
 
-    def __init__(self, problem, formulation, rho, fb_scale=1.0):
+    Built once per (W, mu, formulation, rho, scale) and kept in the problem's cache or the caller's
+    :class:`~nsopt.Workspace`; :meth:`reset` sets the q of the problem being solved."""
+
+    def __init__(self, problem, formulation, rho, fb_scale=1.0, dense_max=DENSE_MAX):
         self.dim, self.nc = problem.dim, problem.nc
         self.n = problem.size
         self.mu = np.ascontiguousarray(problem.mu, dtype=float)
-        self.q = np.ascontiguousarray(problem.q, dtype=float)
-        self.qnorm = float(np.linalg.norm(self.q))
         W = problem.W
-        self.dense = (not sp.issparse(W)) and self.n <= _DENSE_MAX
+        self.dense = (not sp.issparse(W)) and self.n <= dense_max
         if self.dense:
             self.Wd = np.ascontiguousarray(W, dtype=float)
             self.pat = None
             Wcsr = sp.csr_matrix(self.Wd)
         else:
-            self.pat = problem.cached("newton_pattern", lambda: _Pattern(W, self.nc, self.dim))
+            self.pat = problem.cached("newton_pattern", lambda: _Pattern(W, self.nc, self.dim), on=("W",))
             Wcsr = self.pat.W
         self.Wcsr = Wcsr
         self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
                     Wcsr.indptr.astype(np.int64))
-        blocks = problem.cached("newton_diag_blocks", lambda: _diag_blocks(W, self.nc, self.dim))
-        self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(blocks, rho, self.mu)
+        self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
         self.formulation = formulation
         # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)
         g = float(np.mean(self.rho_pgs)) if fb_scale == "auto" else float(fb_scale)
@@ -237,9 +215,20 @@ class _Local:
         self.A = np.zeros((self.nc, self.dim, self.dim))
         self.B = np.zeros((self.nc, self.dim, self.dim))
         self.phi = np.zeros(self.n)
+        self.wscale = float(np.mean(1.0 / self.rho_pgs)) if self.nc else 1.0
+        self.reset(problem)
+
+    def reset(self, problem):
+        """Start a solve of ``problem`` (same W and mu): its q, no proximal term."""
+        self.q = np.ascontiguousarray(problem.q, dtype=float)
+        self.qnorm = problem.qnorm
         self.sigma, self.rc = 0.0, None
         self.reg = 0.0            # Levenberg-Marquardt-like shift of the Newton matrix only: A + B (W + reg I)
-        self.wscale = float(np.mean(1.0 / self.rho_pgs)) if self.nc else 1.0
+        return self
+
+    def error(self, r, u):
+        """The problem's error measure of (r, u) (the proximal term aside)."""
+        return fc_error(r, u, self.mu, self.dim, self.qnorm)
 
     def matvec(self, x):
         return self.Wd @ x if self.dense else self.Wcsr @ x
@@ -301,7 +290,7 @@ class _Local:
         else:
             data, ind, ptr = self.csr
             q, rho = self.q, self.rho_pgs
-        K.pgs_sweeps(data, ind, ptr, q, self.mu, self.dim, rho, r, nsweeps, inner)
+        K.fc_projected_sweeps(data, ind, ptr, q, self.mu, self.dim, rho, r, nsweeps, inner)
 
 
 def _search(sys, r, u, d, f0, fref, line_search, phi_t):
@@ -320,44 +309,22 @@ def _search(sys, r, u, d, f0, fref, line_search, phi_t):
     return False, 0.0, f0
 
 
-def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callback,
-                  deadline=None, memory=5, stall=None, switch=20, keep="best", reg=0.0):
-    """Globalised semismooth Newton on a _Local system. Returns (best_r, status, nit, hist, info)."""
+def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0,
+                  reg_step=REG_STEP):
+    """Globalised semismooth Newton on a _Local system under the monitor ``mon`` (whose
+    :meth:`~Monitor.start` it calls). Returns (last r, stalled, info); the best iterate is the
+    monitor's. ``stalled``: the best error has not halved over the last ``stall`` iterations."""
     n = sys.n
     u = sys.u(r)
-    hist = [] if history else None
-    best_r, best_err = r.copy(), np.inf
     merits = []
     phi_t = np.empty(n)
     n_fallback = n_reg = n_switch = n_lm = 0
-    status = Status.MAX_ITER
-    nit = 0
-    since_best = 0
-    bests = []
-    for k in range(max_iter + 1):
-        err = err_fn(r, u)
-        if hist is not None:
-            hist.append(err)
-        if err < best_err:
-            best_err, best_r = err, r.copy()
-        bests.append(best_err)
-        # stalled: the best error has not halved over the last `stall` iterations
-        since_best = stall if (stall is not None and len(bests) > stall and best_err > 0.5 * bests[-1 - stall]) else 0
-        stop = stop_status(k, {"r": r.copy()} if callback else None, err, tol=tol, max_iter=max_iter,
-                           callback=callback, deadline=deadline)
-        if stop is not None:
-            status = stop
-            break
-        if stall is not None and since_best >= stall:
-            status = Status.STALLED
-            break
-        if switch and k and k % switch == 0 and len(bests) > switch and best_err > 0.5 * bests[-1 - switch] \
-                and line_search != "none":
-            # slow progress: alternate monotone / non-monotone acceptance, restart the memory
-            line_search = "armijo" if line_search == "nonmonotone" else "nonmonotone"
-            merits.clear()
-            n_switch += 1
-        nit = k + 1
+    stalled = False
+    err = err_fn(r, u)
+    bests = [err]
+    mon.start({"r": r}, err)
+    k = 0
+    while not mon.stopped:
         f0 = sys.jac(r, u)
         merits.append(f0)
         fref = max(merits[-memory:]) if line_search == "nonmonotone" else f0
@@ -369,7 +336,7 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
             accepted, t, ft = _search(sys, r, u, d, f0, fref, line_search, phi_t)
         else:
             n_reg += 1
-        if reg and (not accepted or t < _TREG):
+        if reg and (not accepted or t < reg_step):
             # poor plain step (W singular or nearly): retry with the regularised matrix
             # A + B (W + sigma_k I), sigma_k = reg x scale x min(err, 1), keep the better step
             sys.reg = reg * sys.wscale * min(err, 1.0)
@@ -382,46 +349,63 @@ def _newton_local(sys, r, *, tol, max_iter, line_search, err_fn, history, callba
                     n_lm += 1
         if accepted:
             r = r + t * d
-        if not accepted:
+        else:
             n_fallback += 1
             merits.clear()
+            r = r.copy()
             sys.pgs(r, nsweeps=3)
         u = sys.u(r)
+        err = err_fn(r, u)
+        k += 1
+        if mon.step({"r": r}, err):
+            break
+        best_err = min(bests[-1], err)
+        bests.append(best_err)
+        if stall is not None and len(bests) > stall and best_err > 0.5 * bests[-1 - stall]:
+            stalled = True
+            break
+        if switch and k % switch == 0 and len(bests) > switch and best_err > 0.5 * bests[-1 - switch] \
+                and line_search != "none":
+            # slow progress: alternate monotone / non-monotone acceptance, restart the memory
+            line_search = "armijo" if line_search == "nonmonotone" else "nonmonotone"
+            merits.clear()
+            n_switch += 1
     info = {"fallback_steps": n_fallback, "singular": n_reg, "line_search_switches": n_switch,
             "regularised_steps": n_lm}
-    if keep == "last" and status is not Status.SOLVED:   # inner solves: the merit decreased, move on
-        return r, err, status, nit, hist, info
-    return best_r, best_err, status, nit, hist, info
+    return r, stalled, info
 
 
-def _local_solve(problem, formulation, *, tol, max_iter, history, callback, r0, rho, line_search,
-                 time_limit, hybrid=True, stall=100, default_iter=1000, reg=0.0, scale=1.0):
-    max_iter = _check_common(line_search, max_iter, default_iter)
-    r = as_x0(r0, problem.size, "r0")
-    if problem.size == 0:
-        return Outcome(x={"r": r}, status=Status.SOLVED, nit=0, history=[0.0] if history else None)
-    sys = _Local(problem, formulation, rho, scale)
-    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
+def _check_dense_max(dense_max):
+    if isinstance(dense_max, bool) or not isinstance(dense_max, (int, np.integer)) or dense_max < 0:
+        raise OptionError(f"dense_max must be a non-negative integer, got {dense_max!r}")
+    return int(dense_max)
 
-    def err_fn(r, u):
-        return _fc_err(r, u, sys.mu, sys.dim, sys.qnorm)
 
-    best_r, best_err, status, nit, hist, info = _newton_local(
-        sys, r, tol=tol, max_iter=max_iter, line_search=line_search, err_fn=err_fn, history=history,
-        callback=callback, deadline=deadline, stall=stall if hybrid else None, reg=reg)
-    msg = f"{formulation.upper()} Newton: error {best_err:.3g} after {nit} iterations"
-    if status is Status.STALLED and nit < max_iter:
+def _local_system(problem, mon, formulation, rho, scale=1.0, dense_max=DENSE_MAX):
+    key = f"newton_local:{formulation}:{rho!r}:{scale!r}:{dense_max}"
+    sys = mon.state(problem, key, lambda: _Local(problem, formulation, rho, scale, dense_max), on=("W", "mu"))
+    return sys.reset(problem)
+
+
+def _local_solve(problem, mon, formulation, *, rho, line_search, hybrid=True, stall=100, reg=0.0, scale=1.0,
+                 dense_max=DENSE_MAX, reg_step=REG_STEP):
+    _check_line_search(line_search)
+    mon.budget(1000)
+    if not (isinstance(reg_step, (int, float)) and 0.0 <= reg_step <= 1.0) or isinstance(reg_step, bool):
+        raise OptionError(f"reg_step must be a number in [0, 1], got {reg_step!r}")
+    sys = _local_system(problem, mon, formulation, rho, scale, _check_dense_max(dense_max))
+    mon.built()
+    r = mon.start_vector("r", problem.size)
+    r, stalled, info = _newton_local(sys, r, mon, line_search=line_search, err_fn=sys.error,
+                                     stall=stall if hybrid else None, reg=reg, reg_step=float(reg_step))
+    msg = f"{formulation.upper()} Newton: error {mon.best_err:.3g} after {mon.k} iterations"
+    if stalled:
         # hybrid: the plain Newton stalled -> proximal regularisation from the best iterate
-        out = _prox_loop(sys, best_r, tol=tol, max_iter=max(1, max_iter - nit), sigma=None, inner_iter=30,
-                         line_search=line_search, history=history, callback=callback, deadline=deadline)
-        if out.history is not None and hist is not None:
-            hist = hist + out.history
-        info.update(prox_outer=out.nit, prox_newton=out.info["newton_iterations"])
-        nit += out.info["newton_iterations"]
-        if out.info["best_error"] <= best_err:
-            best_r, best_err, status = out.x["r"], out.info["best_error"], out.status
-        msg += f"; stalled, proximal continuation: error {best_err:.3g}"
-    return Outcome(x={"r": best_r}, status=status, nit=nit, history=hist, message=msg, info=info)
+        k0 = mon.k
+        pinfo = _prox_loop(sys, mon.best_x["r"].copy(), mon, sigma=None, inner_iter=30, line_search=line_search)
+        info.update(prox_outer=mon.k - k0, prox_newton=pinfo["newton_iterations"])
+        msg += f"; stalled, proximal continuation: error {mon.best_err:.3g}"
+    return mon.outcome(message=msg, info=info)
 
 
 # ============================================================================ global problems
@@ -436,15 +420,13 @@ class _Global:
         self.M = sp.csr_matrix(problem.M)
         self.H = sp.csr_matrix(problem.H)
         self.Ht = self.H.T.tocsr()
-        self.q = np.asarray(problem.q, float)
-        self.b = np.asarray(problem.b, float)
         self.mu = np.ascontiguousarray(problem.mu, float)
         self.formulation = formulation
         # rho from the diagonal blocks of H^T diag(M)^-1 H (exact when M is diagonal)
         dM = self.M.diagonal()
         dM = np.where(np.abs(dM) > 0, np.abs(dM), 1.0)
         Wapprox = (self.Ht @ sp.diags(1.0 / dM) @ self.H).tocsr()
-        blocks = _diag_blocks(Wapprox, self.nc, self.dim)
+        blocks = diag_blocks(Wapprox, self.nc, self.dim)
         self.rhoN, self.rhoT, rp = _rho_from_blocks(blocks, rho, self.mu)
         self.wscale = float(np.mean(1.0 / rp)) if self.nc else 1.0
         self.A = np.zeros((self.nc, self.dim, self.dim))
@@ -452,6 +434,14 @@ class _Global:
         self.phi = np.zeros(self.m)
         bi = np.arange(self.nc, dtype=np.int32)
         self._bsr = (bi, np.arange(self.nc + 1, dtype=np.int32))
+        self.reset(problem)
+
+    def reset(self, problem):
+        """Start a solve of ``problem`` (same M, H, mu): its q and b."""
+        self.p = problem
+        self.q = np.asarray(problem.q, float)
+        self.b = np.asarray(problem.b, float)
+        return self
 
     def merit_phi(self, r, u, out):
         if self.formulation == "ac":
@@ -483,35 +473,22 @@ class _Global:
         return None
 
 
-def _global_solve(problem, formulation, *, tol, max_iter, history, callback, r0, v0, rho,
-                  line_search, time_limit, reg=0.0, default_iter=1000):
-    max_iter = _check_common(line_search, max_iter, default_iter)
-    r = as_x0(r0, problem.size, "r0")
-    if problem.size == 0:
-        v = problem.factor_M().solve(np.asarray(problem.q, float))
-        return Outcome(x={"r": r, "v": v}, status=Status.SOLVED, history=[0.0] if history else None)
-    g = _Global(problem, formulation, rho)
-    v = as_x0(v0, problem.ndof, "v0") if v0 is not None else problem.v(r)
-    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
-    hist = [] if history else None
-    best = (np.inf, r.copy(), v.copy())
+def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
+    _check_line_search(line_search)
+    mon.budget(1000)
+    key = f"newton_global:{formulation}:{rho!r}"
+    g = mon.state(problem, key, lambda: _Global(problem, formulation, rho), on=("M", "H", "mu")).reset(problem)
+    mon.built()
+    r = mon.start_vector("r", problem.size)
+    v = mon.start_vector("v", problem.ndof) if (mon.x0 or {}).get("v") is not None else problem.v(r)
     merits = []
-    status, nit, n_fb = Status.MAX_ITER, 0, 0
+    n_fb = 0
     memory = 5
     phi_t = np.empty(g.m)
-    for k in range(max_iter + 1):
+    err = problem.error(r, v)
+    mon.start({"r": r, "v": v}, err)
+    while not mon.stopped:
         u = g.Ht @ v + g.b
-        err = problem.error(r, v)
-        if hist is not None:
-            hist.append(err)
-        if err < best[0]:
-            best = (err, r.copy(), v.copy())
-        stop = stop_status(k, {"r": r.copy(), "v": v.copy()} if callback else None, err, tol=tol, max_iter=max_iter,
-                           callback=callback, deadline=deadline)
-        if stop is not None:
-            status = stop
-            break
-        nit = k + 1
         res1 = g.M @ v - g.H @ r - g.q
         f0 = g.jac(r, u) + 0.5 * float(res1 @ res1)
         merits.append(f0)
@@ -540,33 +517,33 @@ def _global_solve(problem, formulation, *, tol, max_iter, history, callback, r0,
             n_fb += 1
             merits.clear()
             x = (r - g.rhoN.repeat(g.dim) * g.phi)
-            from ..problems.cones import project_coulomb
             r = project_coulomb(x.reshape(-1, g.dim), g.mu).reshape(-1)
             v = problem.v(r)
-    err, r, v = best
+        err = problem.error(r, v)
+        mon.step({"r": r, "v": v}, err)
+    out = mon.outcome(message=f"{formulation.upper()} Newton (global): error {mon.best_err:.3g} after "
+                              f"{mon.k} iterations", info={"fallback_steps": n_fb})
     # v from r exactly (e1 = 0 up to rounding) when that is not worse
-    v2 = problem.v(r)
-    e2 = problem.error(r, v2)
-    if e2 <= err:
-        v, err = v2, e2
-    if err <= tol:
-        status = Status.SOLVED
-    msg = f"{formulation.upper()} Newton (global): error {err:.3g} after {nit} iterations"
-    return Outcome(x={"r": r, "v": v}, status=status, nit=nit, history=hist, message=msg,
-                   info={"fallback_steps": n_fb})
+    rb = out.x["r"]
+    v2 = problem.v(rb)
+    e2 = problem.error(rb, v2)
+    if e2 <= mon.best_err:
+        out.x = {"r": rb, "v": v2}
+        if e2 <= mon.tol:
+            out.status = Status.SOLVED
+    return out
 
 
 # ============================================================================ registered methods
 
 
 @register(("fc2d", "fc3d"), "nsn-ac", "semismooth Newton on the Alart-Curnier function, sparse LU, line search")
-def nsn_ac(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho="auto",
-           line_search="nonmonotone", reg=1.0, hybrid=True, time_limit=None):
-    """Alart–Curnier semismooth Newton.
+def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybrid=True, reg_step=REG_STEP,
+           dense_max=DENSE_MAX):
+    """Alart–Curnier semismooth Newton, from the warm start ``r`` (default 0).
 
     Options
     -------
-    r0 : initial reaction (warm start), default 0.
     rho : "auto" (per contact: rho_N = 1/W_aa[N,N], rho_T = 1/lambda_max(W_aa[T,T])), a positive
         scalar, or a pair (rho_N, rho_T).
     line_search : "nonmonotone" (Armijo against the max of the last 5 merits), "armijo", "none".
@@ -574,133 +551,114 @@ def nsn_ac(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho
         sigma_k = reg x mean_a lambda_max(W_aa) x min(error_k, 1) (Levenberg–Marquardt-like: it vanishes
         as the error does, so the local convergence is kept; the residual is never changed).
         Default 1 for AC (W is often singular: more contact unknowns than degrees of freedom), 0 for FB.
-    hybrid : when the Newton iterates stall (40 iterations without a 0.1 % decrease of the best
-        error), continue with proximal-point iterations (``prox``: W + sigma I, inner AC Newton) from
+    hybrid : when the Newton iterates stall (the best error not halved over 100 iterations),
+        continue with proximal-point iterations (``prox``: W + sigma I, inner AC Newton) from
         the best iterate; False: plain Newton until max_iter.
-    max_iter : Newton iterations (default 1000).
-    time_limit : wall-clock budget in seconds (None: none); status TIME_LIMIT when hit.
+    reg_step : a plain Newton step that the line search cuts below this (default 0.1) is retried
+        with the regularised matrix (when ``reg`` > 0).
+    dense_max : a dense W with at most this many unknowns (default 240) uses dense LAPACK solves;
+        larger or sparse W, the sparse LU on the fixed pattern.
+    max_iter : Newton iterations (default 1000), proximal outer iterations counting as one each.
     """
-    return _local_solve(problem, "ac", tol=tol, max_iter=max_iter, history=history, callback=callback,
-                        r0=r0, rho=rho, line_search=line_search, time_limit=time_limit, hybrid=hybrid,
-                        reg=_check_reg(reg))
+    return _local_solve(problem, mon, "ac", rho=rho, line_search=line_search, hybrid=hybrid, reg=_check_reg(reg),
+                        reg_step=reg_step, dense_max=dense_max)
 
 
 @register(("fc2d", "fc3d"), "nsn-fb", "semismooth Newton on the Fischer-Burmeister SOC function (De Saxce)")
-def nsn_fb(problem, *, tol, max_iter, history=False, callback=None, r0=None, line_search="nonmonotone",
-           reg=0.0, scale=1.0, hybrid=True, time_limit=None):
+def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybrid=True, reg_step=REG_STEP,
+           dense_max=DENSE_MAX):
     """Fischer–Burmeister semismooth Newton (SOC Jordan algebra, De Saxcé's modified velocity).
 
     Options as ``nsn-ac`` (no rho; ``reg`` defaults to 0), and ``scale``: the FB function is taken
     on (r, scale x u) (same zeros): a positive number (default 1) or "auto" (1 / the mean of
     lambda_max(W_aa)), which helps when W is far from unit scale (e.g. LMGC_100_PR_PerioBox, W ~ 1e-5).
     """
-    return _local_solve(problem, "fb", tol=tol, max_iter=max_iter, history=history, callback=callback,
-                        r0=r0, rho=1.0, line_search=line_search, time_limit=time_limit, hybrid=hybrid,
-                        reg=_check_reg(reg), scale=_check_scale(scale))
+    return _local_solve(problem, mon, "fb", rho=1.0, line_search=line_search, hybrid=hybrid,
+                        reg=_check_reg(reg), scale=_check_scale(scale), reg_step=reg_step, dense_max=dense_max)
 
 
 @register(("gfc2d", "gfc3d"), "nsn-ac", "Alart-Curnier semismooth Newton on the global sparse system (v, r)")
-def gnsn_ac(problem, *, tol, max_iter, history=False, callback=None, r0=None, v0=None, rho="auto",
-            line_search="nonmonotone", reg=0.0, time_limit=None):
+def gnsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=0.0):
     """Alart–Curnier Newton on the global system (M v = q + H r, u = H^T v + b); options as fc3d
-    (``v0``: initial global velocity, default M^-1 (q + H r0); ``reg`` defaults to 0 here, the
+    (warm start ``r`` and ``v``, default v = M^-1 (q + H r); ``reg`` defaults to 0 here, the
     global matrix being nonsingular when M is; no proximal continuation)."""
-    return _global_solve(problem, "ac", tol=tol, max_iter=max_iter, history=history, callback=callback,
-                         r0=r0, v0=v0, rho=rho, line_search=line_search, time_limit=time_limit,
-                         reg=_check_reg(reg))
+    return _global_solve(problem, mon, "ac", rho=rho, line_search=line_search, reg=_check_reg(reg))
 
 
 @register("gfc3d", "nsn-fb", "Fischer-Burmeister semismooth Newton on the global sparse system (v, r)")
-def gnsn_fb(problem, *, tol, max_iter, history=False, callback=None, r0=None, v0=None,
-            line_search="nonmonotone", reg=0.0, time_limit=None):
+def gnsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0):
     """Fischer–Burmeister Newton on the global system."""
-    return _global_solve(problem, "fb", tol=tol, max_iter=max_iter, history=history, callback=callback,
-                         r0=r0, v0=v0, rho=1.0, line_search=line_search, time_limit=time_limit,
-                         reg=_check_reg(reg))
+    return _global_solve(problem, mon, "fb", rho=1.0, line_search=line_search, reg=_check_reg(reg))
 
 
-def _prox_loop(sys, r, *, tol, max_iter, sigma, inner_iter, line_search, history, callback, deadline):
-    """Proximal point iterations on a _Local system (sys.sigma / sys.rc are set here and reset after)."""
+def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=10.0, fast=8):
+    """Proximal point iterations on a _Local system, one contract iteration each (the caller has
+    started ``mon``). ``sigma`` is divided by ``shrink`` after an inner solve of at most ``fast``
+    Newton steps and multiplied by ``grow`` after one that neither converged nor decreased the
+    error. ``sys.sigma`` / ``sys.rc`` are set here and reset after. Returns an info dict."""
     dW = 1.0 / sys.rho_pgs
     sig = float(sigma) if sigma is not None else 1e-2 * float(np.mean(dW))
     if not (np.isfinite(sig) and sig > 0):
         raise OptionError(f"sigma must be a positive number, got {sigma!r}")
     sys.sigma = 0.0
-    mu, dim, qn = sys.mu, sys.dim, sys.qnorm
-
-    def outer_err(r):
-        return _fc_err(r, sys.u(r), mu, dim, qn)
-
-    def inner_err(r, u):
-        return _fc_err(r, u, mu, dim, qn)
-
-    hist = [] if history else None
-    best_err, best_r = np.inf, r.copy()
-    status, nit, inner_total = Status.MAX_ITER, 0, 0
-    err = outer_err(r)
+    err = sys.error(r, sys.u(r))
+    inner_total = 0
     try:
-        for k in range(max_iter + 1):
-            if hist is not None:
-                hist.append(err)
-            if err < best_err:
-                best_err, best_r = err, r.copy()
-            if callback is not None:
-                try:
-                    callback(k, {"r": r.copy()}, err)
-                except StopIteration:
-                    status = Status.CALLBACK_STOP
-                    break
-            if err <= tol:
-                status = Status.SOLVED
-                break
-            if k == max_iter:
-                break
-            if deadline is not None and time.perf_counter() > deadline:
-                status = Status.TIME_LIMIT
-                break
-            nit = k + 1
+        while not mon.stopped:
             sys.sigma, sys.rc = sig, r.copy()
-            itol = max(min(0.1 * err, 1e-2), 0.1 * tol)
-            rn, _, st, ni, _, _ = _newton_local(sys, r.copy(), tol=itol, max_iter=inner_iter,
-                                                  line_search=line_search, err_fn=inner_err, history=False,
-                                                  callback=None, deadline=deadline, keep="last")
-            sys.sigma = 0.0
-            inner_total += ni
-            e_new = outer_err(rn)
-            if st is Status.SOLVED or e_new < err:
-                r, err = rn, e_new
-                if ni <= _PROX[2]:
-                    sig = max(sig / _PROX[0], 1e-14 * float(np.mean(dW)))
+            itol = max(min(0.1 * err, 1e-2), 0.1 * mon.tol)
+            left = None if mon.deadline is None else max(0.0, mon.deadline - time.perf_counter())
+            inner = Monitor(tol=itol, max_iter=inner_iter, time_limit=left)
+            rn, _, _ = _newton_local(sys, r.copy(), inner, line_search=line_search, err_fn=sys.error)
+            if inner.status is not Status.SOLVED:
+                rn = rn            # inner solves: the merit decreased, move on from the last iterate
             else:
-                sig *= _PROX[1]
+                rn = inner.best_x["r"]
+            sys.sigma = 0.0
+            inner_total += inner.k
+            e_new = sys.error(rn, sys.u(rn))
+            if inner.status is Status.SOLVED or e_new < err:
+                r, err = rn, e_new
+                if inner.k <= fast:
+                    sig = max(sig / shrink, 1e-14 * float(np.mean(dW)))
+            else:
+                sig *= grow
+            mon.step({"r": r}, err)
     finally:
         sys.sigma, sys.rc = 0.0, None
-    msg = f"PROX: error {best_err:.3g} after {nit} outer / {inner_total} Newton iterations"
-    return Outcome(x={"r": best_r}, status=status, nit=nit, history=hist, message=msg,
-                   info={"newton_iterations": inner_total, "sigma": sig, "best_error": best_err})
+    return {"newton_iterations": inner_total, "sigma": sig}
 
 
 @register("fc3d", "prox", "proximal point outer loop (W + sigma I) with an inner Alart-Curnier Newton")
-def prox(problem, *, tol, max_iter, history=False, callback=None, r0=None, rho="auto", sigma=None,
-         inner="ac", inner_iter=30, line_search="nonmonotone", time_limit=None):
-    """Proximal point method: r_{k+1} solves the problem with W + sigma I, q - sigma r_k (inner nsn-ac).
+def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, line_search="nonmonotone",
+         shrink=3.0, grow=10.0, dense_max=DENSE_MAX):
+    """Proximal point method: r_{k+1} solves the problem with W + sigma I, q - sigma r_k (inner nsn-ac),
+    from the warm start ``r`` (default 0).
 
     Options
     -------
-    sigma : initial proximal parameter (default: 1e-2 x the mean of lambda_max(W_aa));
-        divided by 3 after an inner solve that converged in at most 8 Newton steps, multiplied by
-        10 after one that neither converged nor decreased the error.
+    sigma : initial proximal parameter (default: 1e-2 x the mean of lambda_max(W_aa)).
+    shrink, grow : sigma is divided by ``shrink`` (default 3) after an inner solve that converged in
+        at most 8 Newton steps, multiplied by ``grow`` (default 10) after one that neither
+        converged nor decreased the error.
     inner : the inner Newton, "ac" (Alart–Curnier, default) or "fb" (Fischer–Burmeister).
     inner_iter : Newton iterations per inner solve (default 30).
-    max_iter : outer iterations (default 1000). Other options as ``nsn-ac``.
+    max_iter : outer iterations (default 1000). Other options (``rho``, ``line_search``,
+        ``dense_max``) as ``nsn-ac``.
     """
-    max_iter = _check_common(line_search, max_iter, 1000)
-    r = as_x0(r0, problem.size, "r0")
-    if problem.size == 0:
-        return Outcome(x={"r": r}, status=Status.SOLVED, history=[0.0] if history else None)
+    _check_line_search(line_search)
     if inner not in ("ac", "fb"):
         raise OptionError(f"inner must be 'ac' or 'fb', got {inner!r}")
-    sys = _Local(problem, inner, rho if inner == "ac" else 1.0)
-    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
-    return _prox_loop(sys, r, tol=tol, max_iter=max_iter, sigma=sigma, inner_iter=int(inner_iter),
-                      line_search=line_search, history=history, callback=callback, deadline=deadline)
+    for name, v in (("shrink", shrink), ("grow", grow)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 1.0:
+            raise OptionError(f"prox: {name} must be a number > 1, got {v!r}")
+    mon.budget(1000)
+    sys = _local_system(problem, mon, inner, rho if inner == "ac" else 1.0, dense_max=_check_dense_max(dense_max))
+    mon.built()
+    r = mon.start_vector("r", problem.size)
+    if mon.start({"r": r}, sys.error(r, sys.u(r))):
+        return mon.outcome()
+    info = _prox_loop(sys, r, mon, sigma=sigma, inner_iter=int(inner_iter), line_search=line_search,
+                      shrink=float(shrink), grow=float(grow))
+    return mon.outcome(message=f"PROX: error {mon.best_err:.3g} after {mon.k} outer / "
+                               f"{info['newton_iterations']} Newton iterations", info=info)

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import OptionError
-from ..registry import Outcome, as_x0, register
+from ..registry import register
 from ..result import Status
 
 
@@ -48,8 +48,7 @@ def _fb(z, w, comp):
     return phi, Da, Db
 
 
-def _newton(problem, M, q, comp, *, tol, max_iter, history, callback, z0, linear_solver, sigma,
-            beta, rho, p_exp, max_ls, polish_below=1e-4):
+def _newton(problem, mon, M, q, comp, *, linear_solver, sigma, beta, rho, p_exp, max_ls, polish_below=1e-4):
     n = q.shape[0]
     sparse = sp.issparse(M)
     if linear_solver == "auto":
@@ -62,9 +61,8 @@ def _newton(problem, M, q, comp, *, tol, max_iter, history, callback, z0, linear
     if linear_solver == "sparse" and not sparse:
         M = sp.csr_matrix(M)
         sparse = True
-    if max_iter is None:
-        max_iter = 100
-    z = as_x0(z0, n, "z0")
+    mon.budget(100)
+    z = mon.start_vector("z", n)
 
     def matvec(x):
         return np.asarray(M @ x).reshape(-1)
@@ -91,18 +89,9 @@ def _newton(problem, M, q, comp, *, tol, max_iter, history, callback, z0, linear
     w = matvec(z) + q
     phi, Da, Db = _fb(z, w, comp)
     psi = 0.5 * float(phi @ phi)
-    err = problem.error(z)
-    best_z, best_err = z.copy(), err
-    hist = [err] if history else None
-    status, msg, k = Status.MAX_ITER, "", 0
     ngrad = 0
-    while True:
-        if err <= tol:
-            status, msg = Status.SOLVED, "error measure below tol"
-            break
-        if k >= max_iter:
-            msg = f"{k} Newton steps"
-            break
+    mon.start({"z": z}, problem.error(z))
+    while not mon.stopped:
         g = gradient(Da, Db, phi)
         try:
             d = solve(Da, Db, -phi)
@@ -114,7 +103,7 @@ def _newton(problem, M, q, comp, *, tol, max_iter, history, callback, z0, linear
             slope = -float(g @ g)
             ngrad += 1
         if slope == 0.0:
-            status, msg = Status.STALLED, "zero gradient of the merit function (stationary point)"
+            mon.stop(Status.STALLED, "zero gradient of the merit function (stationary point)")
             break
         t, ok = 1.0, False
         for _ in range(max_ls):
@@ -126,15 +115,12 @@ def _newton(problem, M, q, comp, *, tol, max_iter, history, callback, z0, linear
                 ok = True
                 break
             t *= beta
-        k += 1
         if not ok:
-            status, msg = Status.STALLED, "line search failed"
+            mon.stop(Status.STALLED, f"line search failed after {mon.k} Newton step(s)")
             break
         z, w, phi, Da, Db, psi = zt, wt, phit, Dat, Dbt, psit
         err = problem.error(z)
-        if err < best_err:
-            best_z, best_err = z.copy(), err
-        if tol < err < polish_below:
+        if mon.tol < err < polish_below:
             zp = _polish(M, q, z, comp, sparse)
             if zp is not None:
                 ep = problem.error(zp)
@@ -143,17 +129,8 @@ def _newton(problem, M, q, comp, *, tol, max_iter, history, callback, z0, linear
                     w = matvec(z) + q
                     phi, Da, Db = _fb(z, w, comp)
                     psi = 0.5 * float(phi @ phi)
-                    if err < best_err:
-                        best_z, best_err = z.copy(), err
-        if hist is not None:
-            hist.append(err)
-        if callback is not None:
-            try:
-                callback(k, {"z": z.copy()}, err)
-            except StopIteration:
-                status, msg = Status.CALLBACK_STOP, "stopped by the callback"
-                break
-    return Outcome({"z": best_z}, status, k, hist, msg, {"gradient_steps": ngrad, "merit": psi})
+        mon.step({"z": z}, err)
+    return mon.outcome(info={"gradient_steps": ngrad, "merit": psi})
 
 
 def _residual(M, q, J, zJ, comp):
@@ -207,7 +184,7 @@ def _polish(M, q, z, comp, sparse):
 
 
 _DOC_OPTS = """
-    Options: ``z0`` initial guess (default 0); ``max_iter`` Newton steps (default 100);
+    Options: the warm start ``z`` (default 0); ``max_iter`` Newton steps (default 100);
     ``linear_solver`` "auto" (sparse LU for sparse M, LAPACK otherwise), "dense" or "sparse";
     ``sigma`` Armijo constant (1e-4), ``beta`` backtracking factor (0.5), ``max_ls`` backtracking
     steps (40); a Newton direction d is rejected for the gradient when
@@ -216,20 +193,16 @@ _DOC_OPTS = """
 
 
 @register("lcp", "newton-fb", "semismooth Newton on the Fischer-Burmeister function, Armijo line search")
-def lcp_newton_fb(problem, *, tol, max_iter, history=False, callback=None, z0=None, linear_solver="auto",
-                  sigma=1e-4, beta=0.5, rho=1e-8, p_exp=2.1, max_ls=40):
-    return _newton(problem, problem.M, np.asarray(problem.q, float), None, tol=tol, max_iter=max_iter,
-                   history=history, callback=callback, z0=z0, linear_solver=linear_solver, sigma=sigma,
-                   beta=beta, rho=rho, p_exp=p_exp, max_ls=max_ls)
+def lcp_newton_fb(problem, mon, *, linear_solver="auto", sigma=1e-4, beta=0.5, rho=1e-8, p_exp=2.1, max_ls=40):
+    return _newton(problem, mon, problem.M, np.asarray(problem.q, float), None, linear_solver=linear_solver,
+                   sigma=sigma, beta=beta, rho=rho, p_exp=p_exp, max_ls=max_ls)
 
 
 @register("mlcp", "newton-fb", "semismooth Newton on Fischer-Burmeister (free rows kept as equations)")
-def mlcp_newton_fb(problem, *, tol, max_iter, history=False, callback=None, z0=None, linear_solver="auto",
-                   sigma=1e-4, beta=0.5, rho=1e-8, p_exp=2.1, max_ls=40):
+def mlcp_newton_fb(problem, mon, *, linear_solver="auto", sigma=1e-4, beta=0.5, rho=1e-8, p_exp=2.1, max_ls=40):
     comp = ~np.asarray(problem.is_eq)
-    return _newton(problem, problem.M, np.asarray(problem.q, float), comp, tol=tol, max_iter=max_iter,
-                   history=history, callback=callback, z0=z0, linear_solver=linear_solver, sigma=sigma,
-                   beta=beta, rho=rho, p_exp=p_exp, max_ls=max_ls)
+    return _newton(problem, mon, problem.M, np.asarray(problem.q, float), comp, linear_solver=linear_solver,
+                   sigma=sigma, beta=beta, rho=rho, p_exp=p_exp, max_ls=max_ls)
 
 
 lcp_newton_fb.__doc__ = "Fischer–Burmeister semismooth Newton for the LCP (module docstring).\n" + _DOC_OPTS

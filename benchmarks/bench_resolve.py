@@ -1,0 +1,226 @@
+"""Re-solving cheaply: a sequence of problems with the same W and a new q, as a time-stepping loop makes.
+
+    python benchmarks/bench_resolve.py [--data DIR] [--n 1000] [--n-big 100] [--drift 0.01] [--no-siconos]
+                                      [--big fc3d/Capsules-i101-404.dat] [--methods nsgs nsn-ac]
+
+For the one-contact ``fc3d/FrictionContact3D_1c.dat`` and a Capsules-sized problem, a sequence of
+``--n`` right-hand sides (``--n-big`` for the large one) ``q_k = q_0 (1 + d sin(0.1 k + phi_i))``
+(a smooth drift of relative amplitude d = ``--drift``, default 0.01, per entry phase phi_i) is solved with nsgs and nsn-ac (tol 1e-8) three ways; time per solve:
+
+(a) fresh: a new ``nsopt.FrictionContact(3, W, q_k, mu)`` and ``nsopt.solve`` from zero;
+(b) re-solve: ``p.replace(q=q_k)``, ``workspace=ws`` and ``warm_start=`` the previous solution;
+(c) Siconos 4.4 under /usr/bin/python3 (subprocess): ``FrictionContactProblem(3, nc, M, q_k, mu)``
+    and ``fc3d_driver`` with the previous reaction as initial guess (NSGS, NSN_AC), same tol,
+    10000 iterations; the sequence is cut after ``--siconos-budget`` seconds per solver (Siconos'
+    NSGS and NSN_AC take seconds per solve on Capsules) and the time is per solve done. nsopt gets
+    the same budget of 10000 iterations. NSGS reuses one SolverOptions; NSN_AC gets fresh ones per
+    solve (reused, they keep internal state that makes the next Capsules solves fail).
+
+For the one-contact sequence with nsgs it also times the compiled kernels alone (u = Wr + q, the
+error, the sweeps, as ``nsgs`` calls them) and prints the fixed cost of (b): its time minus the
+kernels' (target < 10 us), and the ratios (b)/(c) (target <= 3) and (a)/(b). All numbers come from
+one run on the same machine (only ratios measured together mean something). CSV:
+``benchmarks/results/bench_resolve.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import nsopt  # noqa: E402
+from nsopt.io import load  # noqa: E402
+
+SICONOS_PY = "/usr/bin/python3"
+TOL = 1e-8
+MAX_ITER = {"nsgs": 10000, "nsn-ac": 10000}   # as Siconos' iparam[MAX_ITER] below
+SICONOS_IDS = {"nsgs": "SICONOS_FRICTION_3D_NSGS", "nsn-ac": "SICONOS_FRICTION_3D_NSN_AC"}
+
+_SICONOS_WORKER = r"""
+import json, sys, time
+import numpy as np
+import siconos.numerics as sn
+path, qfile, methods, tol = sys.argv[1], sys.argv[2], sys.argv[3].split(","), float(sys.argv[4])
+budget = float(sys.argv[5])
+qs = np.load(qfile)
+base = sn.frictionContact_new_from_filename(path)
+nc = base.numberOfContacts
+mu = np.array(base.mu)
+out = {}
+def options(sid):
+    so = sn.SolverOptions(sid)
+    so.dparam[sn.SICONOS_DPARAM_TOL] = tol
+    so.iparam[sn.SICONOS_IPARAM_MAX_ITER] = 10000
+    return so
+for m in methods:
+    sid = getattr(sn, m)
+    fresh = m.endswith("NSN_AC")     # NSN_AC keeps state in its options: reused, it fails on Capsules
+    so = options(sid)
+    z, w = np.zeros(3 * nc), np.zeros(3 * nc)
+    fails = 0
+    p = sn.FrictionContactProblem(3, nc, base.M, qs[0], mu)      # warm-up
+    sn.fc3d_driver(p, z, w, so)
+    z[:] = 0.0
+    t0 = time.perf_counter()
+    done = 0
+    for q in qs:
+        p = sn.FrictionContactProblem(3, nc, base.M, q, mu)
+        info = sn.fc3d_driver(p, z, w, options(sid) if fresh else so)   # z: the previous reaction (warm start)
+        fails += info != 0
+        done += 1
+        if time.perf_counter() - t0 > budget:
+            break
+    out[m] = {"time": (time.perf_counter() - t0) / done, "fails": int(fails), "done": done}
+print(json.dumps(out))
+"""
+
+
+def data_dir(arg):
+    if arg:
+        return Path(arg)
+    if os.environ.get("NSOPT_DATA"):
+        return Path(os.environ["NSOPT_DATA"])
+    return ROOT.parent / "shared" / "siconos-data"
+
+
+def sequence(q0, n, drift, seed=0):
+    rng = np.random.default_rng(seed)
+    phase = rng.uniform(0.0, 2.0 * np.pi, q0.shape[0])
+    k = np.arange(n)[:, None]
+    return q0[None, :] * (1.0 + drift * np.sin(0.1 * k + phase[None, :]))
+
+
+def run_fresh(p, qs, method):
+    W, mu = p.W, p.mu
+    ok = 0
+    t0 = time.perf_counter()
+    for q in qs:
+        s = nsopt.solve(nsopt.FrictionContact(3, W, q, mu), method=method, tol=TOL, max_iter=MAX_ITER[method])
+        ok += s.success
+    return (time.perf_counter() - t0) / len(qs), ok
+
+
+def run_resolve(p, qs, method):
+    ws = nsopt.Workspace()
+    prev = None
+    ok = 0
+    t0 = time.perf_counter()
+    for q in qs:
+        prev = nsopt.solve(p.replace(q=q), method=method, tol=TOL, max_iter=MAX_ITER[method], workspace=ws,
+                           warm_start=prev)
+        ok += prev.success
+    return (time.perf_counter() - t0) / len(qs), ok
+
+
+def run_kernels(p, qs):
+    """The compiled work of nsgs on the same sequence (warm-started): u = Wr + q, the error, the
+    sweeps, called as ``nsgs`` calls them, without ``nsopt.solve`` around them."""
+    from nsopt.solvers.nsgs import _Sweeper
+
+    sw = _Sweeper(p)
+    opts = (1e-13, 10, 1.0, False, 50)
+    probs = [p.replace(q=q) for q in qs]      # read-only q, as the kernels see it inside solve
+    r = np.zeros(p.size)
+    t0 = time.perf_counter()
+    for pk in probs:
+        if sw.error(pk, r) > TOL:
+            sw.run(r, MAX_ITER["nsgs"], TOL, np.inf, opts)
+    return (time.perf_counter() - t0) / len(qs)
+
+
+def run_siconos(path, qs, methods, budget):
+    if not (shutil.which(SICONOS_PY) and subprocess.run([SICONOS_PY, "-c", "import siconos.numerics"],
+                                                        capture_output=True).returncode == 0):
+        print("  (Siconos not available under /usr/bin/python3: comparison skipped)")
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        qf = Path(d) / "qs.npy"
+        np.save(qf, qs)
+        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+        r = subprocess.run([SICONOS_PY, "-c", _SICONOS_WORKER, str(path), str(qf),
+                            ",".join(SICONOS_IDS[m] for m in methods), str(TOL), str(budget)],
+                           capture_output=True, text=True, env=env, timeout=3600)
+    if r.returncode != 0:
+        print("  Siconos worker failed:", r.stderr[-500:])
+        return None
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    return {m: out[SICONOS_IDS[m]] for m in methods}
+
+
+def us(t):
+    return f"{t * 1e6:9.1f}"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data")
+    ap.add_argument("--n", type=int, default=1000, help="length of the one-contact sequence")
+    ap.add_argument("--n-big", type=int, default=100,
+                    help="length of the Capsules-sized sequence (Siconos needs up to seconds per solve there)")
+    ap.add_argument("--drift", type=float, default=0.01, help="relative amplitude of the change of q")
+    ap.add_argument("--big", default="fc3d/Capsules-i101-404.dat")
+    ap.add_argument("--methods", nargs="+", default=["nsgs", "nsn-ac"])
+    ap.add_argument("--no-siconos", action="store_true")
+    ap.add_argument("--siconos-budget", type=float, default=120.0,
+                    help="seconds per (problem, Siconos solver): the sequence is cut there, the time per "
+                         "solve is over the solves done")
+    a = ap.parse_args(argv)
+    data = data_dir(a.data)
+    rows = []
+    for rel, n in (("fc3d/FrictionContact3D_1c.dat", a.n), (a.big, a.n_big)):
+        path = data / rel
+        if not path.is_file():
+            print(f"{rel}: not found under {data}, skipped")
+            continue
+        p = load(path)
+        qs = sequence(np.asarray(p.q), n, a.drift)
+        print(f"\n{rel}: {p.nc} contact(s), {n} right-hand sides, tol {TOL:g}")
+        for m in a.methods:     # JIT / cache warm-up outside the measures
+            nsopt.solve(p, method=m, tol=TOL)
+        sic = None if a.no_siconos else run_siconos(path, qs, a.methods, a.siconos_budget)
+        kern = run_kernels(p, qs) if "nsgs" in a.methods and p.nc == 1 else None   # fixed cost: one contact
+        print(f"  {'method':8s} {'fresh us':>9s} {'resolve us':>10s} {'siconos us':>10s} "
+              f"{'fresh/res':>9s} {'res/sic':>8s}  solved (fresh, resolve, siconos)")
+        for m in a.methods:
+            tf, okf = run_fresh(p, qs, m)
+            tr, okr = run_resolve(p, qs, m)
+            ts = sic[m]["time"] if sic else float("nan")
+            sok = f'{sic[m]["done"] - sic[m]["fails"]}/{sic[m]["done"]}' if sic else None
+            print(f"  {m:8s} {us(tf)} {us(tr):>10s} {us(ts):>10s} {tf / tr:9.2f} {tr / ts:8.2f}  "
+                  f"({okf}, {okr}, {sok})")
+            row = {"problem": rel, "nc": p.nc, "n": n, "method": m, "fresh_us": tf * 1e6,
+                   "resolve_us": tr * 1e6, "siconos_us": ts * 1e6, "fresh_over_resolve": tf / tr,
+                   "resolve_over_siconos": tr / ts, "solved_fresh": okf, "solved_resolve": okr,
+                   "solved_siconos": sok}
+            if m == "nsgs" and kern is not None:
+                row["kernel_us"] = kern * 1e6
+                row["fixed_us"] = (tr - kern) * 1e6
+                print(f"  {'':8s} nsgs kernels alone {us(kern)} us -> fixed cost of a re-solve "
+                      f"{us(tr - kern)} us   (target < 10 us)")
+            rows.append(row)
+    out = ROOT / "benchmarks" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    if rows:
+        keys = sorted({k for r in rows for k in r}, key=lambda k: list(rows[0]).index(k) if k in rows[0] else 99)
+        with open(out / "bench_resolve.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=keys)
+            w.writeheader()
+            w.writerows(rows)
+        print(f"\nCSV: {out / 'bench_resolve.csv'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""The compiled twins give the same numbers as the one NumPy home of the math (nsopt.problems.cones),
+and the vectorised Newton pattern is the pattern of J = A + B W."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from nsopt.problems.cones import fc_error, natural_map_sq, project_coulomb
+from nsopt.solvers import _gs_kernels as K
+from nsopt.solvers import _newton_kernels as NK
+from nsopt.solvers.newton import _Pattern
+
+
+def _points(rng, nc, dim):
+    """Random points with every case of the projection: inside, polar, boundary, zero, mu = 0."""
+    X = rng.standard_normal((nc, dim)) * rng.uniform(0.01, 10.0, (nc, 1))
+    mu = rng.uniform(0.0, 2.0, nc)
+    mu[::7] = 0.0
+    X[::5] = 0.0
+    X[1::6, 1:] = 0.0
+    X[2::9, 0] = -X[2::9, 0] - 1.0       # below the apex
+    return X, mu
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_projection_twin(dim):
+    rng = np.random.default_rng(dim)
+    X, mu = _points(rng, 400, dim)
+    P = project_coulomb(X, mu)
+    out = np.empty(dim)
+    for a in range(X.shape[0]):
+        K.proj_cone(dim, mu[a], X[a].copy(), out)
+        np.testing.assert_allclose(out, P[a], rtol=1e-14, atol=1e-15)
+        x = X[a].copy()
+        K.proj_cone(dim, mu[a], x, x)        # in place, as the Newton sweeps call it
+        np.testing.assert_allclose(x, P[a], rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+@pytest.mark.parametrize("nc", [1, 3, 250])
+def test_fc_error_twin(dim, nc):
+    rng = np.random.default_rng(10 * nc + dim)
+    for _ in range(20):
+        R, mu = _points(rng, nc, dim)
+        U, _ = _points(rng, nc, dim)
+        r, u = R.reshape(-1), U.reshape(-1)
+        qn = float(rng.uniform(0.0, 5.0)) if rng.random() < 0.8 else 0.0
+        x, px = np.empty(dim), np.empty(dim)
+        e_np = fc_error(r, u, mu, dim, qn)
+        e_nb = K.fc_error(dim, r, u, mu, qn, x, px)
+        assert e_nb == pytest.approx(e_np, rel=1e-12, abs=1e-300)
+        s = sum(K.nat_map_sq(dim, mu[a], R[a], U[a], x, px) for a in range(nc))
+        assert s == pytest.approx(natural_map_sq(r, u, mu, dim), rel=1e-12, abs=1e-300)
+
+
+def test_fc_error_twin_scaling_branch():
+    """Below DBL_EPSILON the error is not divided, in both versions."""
+    r = np.array([1e-17, 0.0, 0.0])
+    u = np.array([-1e-17, 0.0, 0.0])
+    mu = np.array([0.5])
+    x, px = np.empty(3), np.empty(3)
+    assert K.fc_error(3, r, u, mu, 0.0, x, px) == fc_error(r, u, mu, 3, 0.0) > 0.0
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_newton_pattern_is_the_pattern_of_J(dim):
+    """The vectorised CSR pattern holds every entry of A + B W (A, B block diagonal) and J assembled
+    on it equals the dense product."""
+    rng = np.random.default_rng(dim)
+    nc = 30
+    n = nc * dim
+    W = sp.random(n, n, density=0.05, random_state=3, format="csr") + sp.identity(n)
+    W = (W + W.T).tocsr()
+    pat = _Pattern(W, nc, dim)
+    A = rng.standard_normal((nc, dim, dim))
+    B = rng.standard_normal((nc, dim, dim))
+    NK.assemble_csr(pat.Wdata, pat.Windptr, dim, A, B, pat.wpos, pat.dpos, pat.indptr, pat.data)
+    J = sp.csr_matrix((pat.data, pat.indices, pat.indptr), shape=(n, n)).toarray()
+    Ab = sp.block_diag(list(A)).toarray()
+    Bb = sp.block_diag(list(B)).toarray()
+    np.testing.assert_allclose(J, Ab + Bb @ W.toarray(), rtol=1e-13, atol=1e-13)
+    # each row of contact a: exactly the union of the columns of a's rows of W and of its block
+    Wd = W.toarray() != 0
+    for i in range(n):
+        a = i // dim
+        want = np.flatnonzero(Wd[a * dim:(a + 1) * dim].any(axis=0))
+        want = np.union1d(want, np.arange(a * dim, a * dim + dim))
+        assert np.array_equal(pat.indices[pat.indptr[i]:pat.indptr[i + 1]], want)

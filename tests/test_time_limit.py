@@ -1,0 +1,90 @@
+"""The deadline and Ctrl-C reach compiled and Newton loops: time_limit on a hard corpus problem, and
+SIGINT during a long NSGS run (issue 7 §4: it used to be ignored until the kernel returned)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nsopt
+from nsopt import registry
+from nsopt.result import Status
+
+ROCKPILE = "fc3d/RockPile_tob1.dat"
+MINE = ("nsgs", "nsn-ac", "nsn-fb", "prox")   # the fc3d methods of the Gauss–Seidel and Newton families
+
+
+def _rockpile(corpus):
+    path = Path(corpus) / ROCKPILE
+    if not path.is_file():
+        pytest.skip(f"{ROCKPILE} not in the corpus")
+    from nsopt.io import load
+
+    return load(path)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("method", MINE)
+def test_time_limit_on_rockpile(method, corpus):
+    """time_limit=0.05: back within 0.2 s plus the reported one-off build, TIME_LIMIT, best iterate."""
+    p = _rockpile(corpus)
+    nsopt.solve(p, method=method, max_iter=1)      # first use: numba's cache load, outside the measure
+    t0 = time.perf_counter()
+    s = nsopt.solve(p, method=method, time_limit=0.05, history=True, max_iter=10**12)
+    dt = time.perf_counter() - t0
+    assert s.status is Status.TIME_LIMIT, s
+    assert dt <= 0.2 + s.build_time, (dt, s.build_time)
+    assert s.error == pytest.approx(min(s.history), rel=1e-6)
+    assert s.error == pytest.approx(p.error(s.r), rel=1e-6)
+
+
+def test_every_fc3d_method_of_the_families_is_listed():
+    assert set(MINE) <= {m.name for m in registry.for_kind("fc3d")}
+
+
+_CHILD = r"""
+import sys, time
+import nsopt
+from nsopt.io import load
+p = load(sys.argv[1])
+nsopt.solve(p, method="nsgs", max_iter=1)          # compile / load the kernels first
+print("solving", flush=True)
+try:
+    nsopt.solve(p, method="nsgs", max_iter=10**7, tol=1e-300)
+except KeyboardInterrupt:
+    print("interrupted %.6f" % time.perf_counter(), flush=True)
+    sys.exit(3)
+print("finished", flush=True)
+"""
+
+
+@pytest.mark.corpus
+def test_sigint_interrupts_nsgs_within_a_second(corpus):
+    path = Path(corpus) / ROCKPILE
+    if not path.is_file():
+        pytest.skip(f"{ROCKPILE} not in the corpus")
+    env = dict(os.environ, PYTHONPATH=str(Path(nsopt.__file__).parents[1]))
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "solving"
+        time.sleep(0.5)
+        sent = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail("SIGINT ignored: NSGS still running 10 s after it")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    line = out.strip().splitlines()[-1] if out.strip() else ""
+    assert line.startswith("interrupted"), (out, err)
+    assert proc.returncode == 3
+    # perf_counter is CLOCK_MONOTONIC on Linux: the same clock in both processes
+    assert float(line.split()[1]) - sent < 1.0
