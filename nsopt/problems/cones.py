@@ -30,14 +30,15 @@ def project_coulomb(X: np.ndarray, mu: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.where(nT > 0.0, mu * pN / nT, 0.0)
     # branch order as Siconos: polar first, then inside, else the boundary
-    keep = np.where(polar, 0.0, np.where(inside, 1.0, 0.0))
+    # (np.where, not products with 0/1 masks: 0 * inf would be nan where Siconos gives 0 or inf)
     bnd = ~(polar | inside)
-    P = X * keep[:, None]
+    P = np.where((inside & ~polar)[:, None], X, 0.0)
     P[:, 0] += np.where(bnd, pN, 0.0)
-    if two_d:
-        P[:, 1] += np.where(bnd, mu * pN, 0.0) * np.sign(xT[:, 0])
-    else:
-        P[:, 1:] += np.where(bnd, scale, 0.0)[:, None] * xT
+    with np.errstate(invalid="ignore", over="ignore"):
+        if two_d:
+            P[:, 1] += np.where(bnd, mu * pN * np.sign(xT[:, 0]), 0.0)
+        else:
+            P[:, 1:] += np.where(bnd[:, None], scale[:, None] * xT, 0.0)
     return P
 
 

@@ -45,5 +45,5 @@ def lcp_error(z: np.ndarray, w: np.ndarray, qnorm: float) -> float:
     r"""Siconos' LCP error (``lcp_compute_error``) of (z, w): :math:`\|z - \max(0, z - w)\|_2 / \|q\|_2`,
     the division only when :math:`\|q\|_2` (``qnorm``) exceeds DBL_EPSILON. The one home of this
     formula: methods that track w themselves call it rather than write it again."""
-    e = norm2(z - np.maximum(0.0, z - w))
+    e = float(np.linalg.norm(z - np.maximum(0.0, z - w)))   # sqrt of the sum of squares, as Siconos (may underflow)
     return e / qnorm if qnorm > EPS else e
