@@ -193,15 +193,16 @@ class Monitor:
         n = len(errors)
         if n == 0:
             return None
+        if self._t_chunk is not None:   # size the next chunk to about CHUNK_SECONDS (at most doubling)
+            dt = time.perf_counter() - self._t_chunk
+            per = dt / n
+            self._chunk = max(1, min(2 * n, int(CHUNK_SECONDS / per) if per > 0 else 2 * n))
+            self._t_chunk = None
         if n == 1:   # the iterate of a one-iteration chunk is its best
             return self.step(x, errors[0])
         if best is not None and best[1] < self.best_err:
             self.best_err = float(best[1])
             self.best_x = {k: np.array(v, dtype=float) for k, v in best[0].items()}
-        if self._t_chunk is not None:   # size the next chunk to about CHUNK_SECONDS
-            dt = time.perf_counter() - self._t_chunk
-            per = dt / n
-            self._chunk = max(1, min(2 * n, int(CHUNK_SECONDS / per) if per > 0 else 2 * n))
         self.k += n
         if self.history is not None:
             self.history.extend(float(e) for e in errors)
@@ -212,8 +213,6 @@ class Monitor:
     def advance(self, n: int, x: dict, err: float):
         """Record a chunk of ``n`` iterations of which only the last error is known (see
         :meth:`chunk`). Returns the status when the solve must stop, else None."""
-        if n == 1:
-            return self.step(x, err)
         return self.steps([err] * n, x)
 
     def stop(self, status: Status, message: str = ""):

@@ -158,6 +158,11 @@ def run_method(problem, kind, info, tol, max_iter, options, *, time_limit=None, 
     if problem.size == 0:   # every method: the trivial solution of an empty problem
         out = registry.Outcome(x={problem.primal: np.zeros(0)}, nit=0, history=[0.0] if history else None,
                                message="empty problem")
+    elif (why := problem.infeasibility()) is not None:   # every method: a certified empty problem
+        x = {problem.primal: np.zeros(problem.size)}
+        out = registry.Outcome(x=x, status=Status.INFEASIBLE, nit=0, message=why,
+                               history=[float(problem.error_of(problem.complete(x)))] if history else None,
+                               info={"certificate": "problem"})
     elif info.legacy:
         out = _run_legacy(problem, info, tol, max_iter, options, time_limit, history, callback, x0)
     else:

@@ -270,6 +270,11 @@ class Problem:
 
     __hash__ = object.__hash__
 
+    def infeasibility(self) -> str | None:
+        """None, or why no vector can solve this problem (checked by ``solve`` before any method
+        runs; e.g. an AVI over an empty polyhedron). Cheap and cached where it costs anything."""
+        return None
+
     @property
     def default_method(self) -> str:
         return "auto"

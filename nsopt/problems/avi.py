@@ -44,6 +44,10 @@ class AVI(AffineProblem):
             return res.status == 2          # 2: infeasible
         return self.cached("k_empty", make, on=("H", "k"))
 
+    def infeasibility(self):
+        return ("the polyhedron K = {z : Hz >= k} is empty (a feasibility LP is infeasible): no z solves "
+                "the AVI") if self.is_empty() else None
+
     def project(self, y) -> np.ndarray:
         """Euclidean projection on K = {z : Hz >= k}, by the dual QP: min ||x - y||^2, Hx >= k."""
         from scipy.optimize import minimize

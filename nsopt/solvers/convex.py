@@ -39,6 +39,7 @@ backend (Clarabel's ``time_limit``, OSQP's ``time_limit``, SCS' ``time_limit_sec
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 
@@ -448,15 +449,20 @@ def _qp_solve(problem, mon, form, comp, polish, t0, opts=None):
                 "the QP is unbounded below, so the problem (symmetric PSD M) has no solution")
         info["certificate"] = res.certificate
         z0 = np.zeros(p.size)
-        mon.start({"z": z0}, p.error(z0))
+        if mon.best_x is None:
+            mon.start({"z": z0}, p.error(z0))
         return None, mon.outcome(x={"z": z0}, status=S.INFEASIBLE, info=info, message=f"{msg}: {what}")
     if res.x is None:
         z0 = np.zeros(p.size)
-        mon.start({"z": z0}, p.error(z0))
+        if mon.best_x is None:
+            mon.start({"z": z0}, p.error(z0))
         st = res.status if res.status not in (S.SOLVED, S.INACCURATE) else S.NUMERICAL_ERROR
         return None, mon.outcome(status=st, info=info, message=f"{form.solver} returned no solution ({res.label})")
     z, e, msg = _polished(p, form, res.x, polish, msg)
-    mon.start({"z": z}, e)
+    if mon.best_x is None:
+        mon.start({"z": z}, e)
+    else:
+        mon.step({"z": z}, e)
     info["timings"]["total"] = time.perf_counter() - t0
     return z, mon.outcome(info=info, message=msg, status=mon.status or res.status)
 
@@ -488,9 +494,14 @@ def _left(mon):
           "convex QP (symmetric PSD M) by CVXPY + Clarabel/OSQP/SCS, then an active-set polish",
           applies=_psd_applies)
 def qp(problem, mon, *, solver=None, solver_options=None, polish=True, formulation=None):
-    """The convex QP of a symmetric PSD problem (module docstring: options, statuses). The QP has no
-    starting point: ``warm_start`` is not used; ``history[0]`` is the error of the QP's solution."""
+    """The convex QP of a symmetric PSD problem (module docstring: options, statuses). The QP itself
+    has no starting point: ``history[0]`` is the error of the start (the warm start, else zeros),
+    which ends the solve when it already solves; the QP's polished solution is iteration 1."""
     t0 = time.perf_counter()
+    z0 = mon.start_vector("z", problem.size)
+    e0 = problem.error(z0)
+    if math.isfinite(e0) and mon.start({"z": z0}, e0):   # (an AVI over an empty K has e0 = inf:
+        return mon.outcome(message="the starting point solves the problem")   # the QP certifies it)
     cls = _QP[problem.kind]
     form = reuse(formulation, cls, problem) or cls(problem, solver=solver, solver_options=solver_options,
                                                    check=False)
