@@ -46,6 +46,7 @@ from .registry import Outcome
 from .result import Iterate, Status
 
 CHUNK_SECONDS = 0.02     # target duration of one compiled chunk (time_limit and Ctrl-C act between chunks)
+WORK_PER_CHUNK = 10**7   # flops of one chunk on the deterministic schedule (a few ms to a few tens)
 
 
 def _callback(cb):
@@ -72,7 +73,7 @@ class Monitor:
     """
 
     __slots__ = ("tol", "max_iter", "deadline", "history", "callback", "x0", "k", "best_x",
-                 "best_err", "err", "status", "message", "build_time", "_chunk", "_t_chunk", "_t0",
+                 "best_err", "err", "status", "message", "build_time", "_chunk", "_det", "_t_chunk", "_t0",
                  "workspace")
 
     def __init__(self, *, tol, max_iter=None, time_limit=None, history=False, callback=None, x0=None,
@@ -93,6 +94,7 @@ class Monitor:
         self.message = ""
         self.build_time = 0.0
         self._chunk = 1
+        self._det = 1
         self._t_chunk = None
 
     # -- set-up --------------------------------------------------------------------------------
@@ -174,14 +176,21 @@ class Monitor:
                 return self.stop(Status.CALLBACK_STOP, f"stopped by the callback after {self.k} iteration(s)")
         return self._judge(err)
 
-    def chunk(self, per_iteration_errors: bool = True) -> int:
+    def chunk(self, per_iteration_errors: bool = True, work: int | None = None) -> int:
         """How many iterations a compiled kernel should run before returning to Python.
 
         ``per_iteration_errors=False``: the kernel only knows the error at the end of its chunk
-        (:meth:`advance`); then a requested history also asks for one iteration per chunk."""
+        (:meth:`advance`); then a requested history also asks for one iteration per chunk, and the
+        chunk sizes must not depend on timing, or the iteration at which the solve stops (and so its
+        result) would: give ``work``, the cost of one iteration in flops (e.g. nnz), and the sizes
+        double from 1 up to about ``WORK_PER_CHUNK / work``, a schedule fixed by the problem alone."""
         if self.callback is not None or (self.history is not None and not per_iteration_errors):
             return 1
         left = math.inf if self.max_iter is None else self.max_iter - self.k
+        if work is not None:
+            size = min(self._det, max(1, int(WORK_PER_CHUNK // max(int(work), 1))))
+            self._det = 2 * size
+            return int(max(1, min(size, left)))
         self._t_chunk = time.perf_counter()
         return int(max(1, min(self._chunk, left)))
 

@@ -34,6 +34,7 @@ import scipy.sparse as sp
 
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
+from ..problems._base import nnz
 from ..reductions.friction import GlobalToLocal, SubstituteEqualities
 from ..registry import register
 from ..result import Status
@@ -201,7 +202,7 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
     fails, t = 0, mon.tol
     if not mon.start(x, err):
         while not mon.stopped:
-            c = mon.chunk(per_iteration_errors=False)
+            c = mon.chunk(per_iteration_errors=False, work=nnz(loc.W) + nnz(problem.H))   # deterministic
             errs, f = sw.run(r, c, t, np.inf, opts)
             fails += f
             x, err = full(r)

@@ -76,7 +76,7 @@ def _run(problem, mon, omega):
         return mon.outcome(info={"omega": omega})
     q = problem.q
     while not mon.stopped:
-        c = mon.chunk(per_iteration_errors=False)
+        c = mon.chunk(per_iteration_errors=False, work=val.shape[0] + n)   # deterministic sizes
         pgs_sweeps(ptr, idx, val, diag, q, lo, hi, z, float(omega), c)
         mon.advance(c, {"z": z}, problem.error(z))
     return mon.outcome(info={"omega": omega})
