@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import inspect
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from .exceptions import MethodNotFound
 from .result import Status
@@ -43,12 +40,10 @@ class MethodInfo:
     summary: str
     options: tuple[str, ...]          # the method's own options (keyword-only parameters)
     applies: Callable | None = None   # problem -> None or a reason why not (cheap structural check)
-    legacy: bool = False              # old signature func(problem, *, tol, max_iter, history, callback, ...)
 
 
 _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
 COMMON = ("tol", "max_iter", "time_limit", "history", "callback", "warm_start", "workspace")
-_LEGACY_COMMON = ("tol", "max_iter", "history", "callback")
 
 
 def register(kinds, name: str, summary: str, *, applies: Callable | None = None):
@@ -66,19 +61,13 @@ def register(kinds, name: str, summary: str, *, applies: Callable | None = None)
     def deco(func):
         sig = inspect.signature(func)
         opts = tuple(p.name for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY)
-        legacy = "tol" in opts
-        if legacy:
-            missing = [c for c in _LEGACY_COMMON if c not in opts]
-            if missing:
-                raise TypeError(f"method {name!r} must accept the common options {missing}")
-            opts = tuple(o for o in opts if o not in COMMON)
         clash = [o for o in opts if o in COMMON]
         if clash:
             raise TypeError(f"method {name!r}: {clash} are common options, handled by the monitor")
         for k in kinds:
             if (k, name) in _REGISTRY:
                 raise ValueError(f"method {name!r} registered twice for kind {k!r}")
-            _REGISTRY[(k, name)] = MethodInfo(k, name, func, summary, opts, applies, legacy)
+            _REGISTRY[(k, name)] = MethodInfo(k, name, func, summary, opts, applies)
         return func
 
     return deco
@@ -105,38 +94,3 @@ def for_kind(kind: str) -> list[MethodInfo]:
 
 def kinds() -> list[str]:
     return sorted({k for k, _ in _REGISTRY})
-
-
-def as_x0(x0, size, name):
-    """Initial guess: zeros when None, else a float copy of the right size."""
-    from .exceptions import OptionError
-
-    if x0 is None:
-        return np.zeros(size)
-    a = np.array(x0, dtype=float).reshape(-1)
-    if a.shape[0] != size or not np.all(np.isfinite(a)):
-        raise OptionError(f"{name}: initial guess must be a finite vector of size {size}, got shape {np.shape(x0)}")
-    return a
-
-
-def stop_status(k, x, err, *, tol, max_iter, callback=None, deadline=None):
-    """The shared stopping test of an iterative method after iteration ``k``.
-
-    Calls ``callback(k, x, err)`` (``StopIteration`` -> CALLBACK_STOP), then stops on a non-finite
-    error (NUMERICAL_ERROR), ``err <= tol`` (SOLVED), ``k == max_iter`` (MAX_ITER) or a passed
-    ``deadline`` of ``time.perf_counter()`` (TIME_LIMIT). Returns the status to stop with, or None.
-    """
-    if callback is not None:
-        try:
-            callback(k, x, err)
-        except StopIteration:
-            return Status.CALLBACK_STOP
-    if not np.isfinite(err):
-        return Status.NUMERICAL_ERROR
-    if err <= tol:
-        return Status.SOLVED
-    if k == max_iter:
-        return Status.MAX_ITER
-    if deadline is not None and time.perf_counter() > deadline:
-        return Status.TIME_LIMIT
-    return None

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import registry
 from .exceptions import MethodNotFound, NotApplicable, OptionError
-from .monitor import Monitor, Workspace, _callback
+from .monitor import Monitor, Workspace
 from .problems._base import Problem
 from .result import Solution, Status
 
@@ -163,31 +163,11 @@ def run_method(problem, kind, info, tol, max_iter, options, *, time_limit=None, 
         out = registry.Outcome(x=x, status=Status.INFEASIBLE, nit=0, message=why,
                                history=[float(problem.error_of(problem.complete(x)))] if history else None,
                                info={"certificate": "problem"})
-    elif info.legacy:
-        out = _run_legacy(problem, info, tol, max_iter, options, time_limit, history, callback, x0)
     else:
         mon = Monitor(tol=tol, max_iter=max_iter, time_limit=time_limit, history=history,
                       callback=callback, x0=x0, workspace=workspace)
         out = info.func(problem, mon, **options)
     return _judge(problem, out, tol, info.name, time.perf_counter() - t0, given)
-
-
-def _run_legacy(problem, info, tol, max_iter, options, time_limit, history, callback, x0):
-    """Methods not yet moved to the monitor: their own loop, the common options passed as before."""
-    opts = dict(options)
-    for a in _ALIASES:
-        if a in info.options and a not in opts and x0 is not None and x0.get(a[0]) is not None:
-            opts[a] = x0[a[0]]
-    if time_limit is not None and "time_limit" in info.func.__code__.co_varnames:
-        opts["time_limit"] = time_limit
-    cb = _callback(callback)
-    if cb is not None:
-        from .result import Iterate
-
-        def legacy_cb(k, x, err):
-            cb(Iterate(k, err, x))
-        opts["callback"] = legacy_cb
-    return info.func(problem, tol=tol, max_iter=max_iter, history=history, **opts)
 
 
 def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None = None, *,
@@ -245,4 +225,4 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
                       callback=callback, x0=x0, workspace=_check_workspace(workspace))
 
 
-__all__ = ["solve", "methods", "MethodNotFound"]
+__all__ = ["MethodNotFound", "methods", "solve"]

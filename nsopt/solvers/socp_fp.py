@@ -261,16 +261,8 @@ def newton_polish(problem, x, *, tol, max_steps=POLISH_STEPS, time_limit=None):
     quadratically. Returns ``(variables like x, error, Newton iterations)``."""
     info = registry.get(problem.kind, "nsn-ac")
     opts = {"hybrid": False} if "hybrid" in info.options else {}
-    if info.legacy:     # a method not yet on the iteration contract: its own common options
-        for a in ("r", "v"):
-            if f"{a}0" in info.options and x.get(a) is not None:
-                opts[f"{a}0"] = x[a]
-        if time_limit is not None and "time_limit" in info.func.__code__.co_varnames:
-            opts["time_limit"] = time_limit
-        out = info.func(problem, tol=tol, max_iter=max_steps, history=False, callback=None, **opts)
-    else:
-        mon = Monitor(tol=tol, max_iter=max_steps, time_limit=time_limit, x0=dict(x))
-        out = info.func(problem, mon, **opts)
+    mon = Monitor(tol=tol, max_iter=max_steps, time_limit=time_limit, x0=dict(x))
+    out = info.func(problem, mon, **opts)
     xs = problem.complete(out.x)
     return {k: np.asarray(xs[k], float) for k in x}, float(problem.error_of(xs)), int(out.nit)
 
