@@ -20,7 +20,8 @@ fc2d       nsgs → nsn-ac → lemke → nsn-fb
 fc3d       nsgs → nsn-ac → socp-fp → nsn-fb → prox
 gfc2d      nsgs → nsn-ac
 gfc3d      nsgs → nsn-ac → socp-fp → nsn-fb
-gmp        nsgs
+gmp        nsgs → nsn (global semismooth Newton when block Gauss–Seidel stalls)
+multiple-impact  lzb
 =========  ======================================================================================
 
 NSGS leads for friction contact because it is cheap per sweep and Siconos' own default, so the
@@ -65,7 +66,8 @@ POLICY: dict[str, tuple[str, ...]] = {
     "fc3d": ("nsgs", "nsn-ac", "socp-fp", "nsn-fb", "prox"),
     "gfc2d": ("nsgs", "nsn-ac"),
     "gfc3d": ("nsgs", "nsn-ac", "socp-fp", "nsn-fb"),
-    "gmp": ("nsgs",),
+    "gmp": ("nsgs", "nsn"),
+    "multiple-impact": ("lzb",),
 }
 
 
