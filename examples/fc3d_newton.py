@@ -48,8 +48,8 @@ def main():
     s = nsopt.solve(p, method="nsn-fb", tol=1e-8, time_limit=60)
     show("nsn-fb (hybrid prox)", s)
     print(f"    {s.message}")
-    for m in ("nsn-ac", "prox"):
-        show(m, nsopt.solve(p, method=m, tol=1e-8, time_limit=60))
+    for m in ("nsn-ac", "prox"):   # a 10 s budget: the best iterate comes back with its status
+        show(m, nsopt.solve(p, method=m, tol=1e-8, time_limit=10))
     # warm start: a few NSGS sweeps, then Newton from there
     if "nsgs" in nsopt.methods(p):
         g = nsopt.solve(p, method="nsgs", tol=1e-8, max_iter=200)
