@@ -106,3 +106,11 @@ def test_other_typed_errors():
     with pytest.raises(ModelingError, match=r"TimeStepping\.on_failure"):
         nm.TimeStepping(nsds, 0.1, on_failure="ignore")
     assert issubclass(ModelingError, NsoptError) and issubclass(PluginError, ModelingError)
+
+
+def test_complex_data_is_rejected_naming_the_field():
+    """Modeling data goes through the problems' validators: complex values are not silently cut."""
+    with pytest.raises(ModelingError, match=r"LagrangianLinearTIDS\.q0: has complex entries"):
+        nm.LagrangianLinearTIDS(q0=[1j], v0=[0.0], M=[[1.0]])
+    with pytest.raises(ModelingError, match=r"LagrangianLinearTIR\.H: has complex entries"):
+        nm.LagrangianLinearTIR(H=[[1j]])

@@ -6,7 +6,8 @@ import numbers
 
 import numpy as np
 
-from ..exceptions import ModelingError, PluginError
+from ..exceptions import ModelingError, PluginError, ProblemError
+from ..problems._base import as_matrix, as_vector, dense
 
 
 def label(obj) -> str:
@@ -16,38 +17,21 @@ def label(obj) -> str:
 
 
 def vector(v, owner, field, size=None) -> np.ndarray:
-    """A finite float vector (a fresh, writable copy)."""
+    """A finite real float vector (a fresh, writable copy); the checks of :func:`nsopt.problems._base.as_vector`."""
     try:
-        a = np.array(v, dtype=float)
-    except (TypeError, ValueError) as e:
-        raise ModelingError(owner, field, f"not a numeric vector ({e})") from None
-    if a.ndim == 0:
-        a = a.reshape(1)
-    if a.ndim == 2 and 1 in a.shape:
-        a = a.reshape(-1)
-    if a.ndim != 1:
-        raise ModelingError(owner, field, f"expected a vector, got an array of shape {a.shape}")
-    if size is not None and a.shape[0] != size:
-        raise ModelingError(owner, field, f"has {a.shape[0]} entries, expected {size}")
-    if not np.all(np.isfinite(a)):
-        raise ModelingError(owner, field, "has non-finite entries (nan or inf)")
-    return a
+        return np.array(as_vector(v, field, label(owner), size=size))
+    except ProblemError as e:
+        raise ModelingError(owner, field, e.fault) from None
 
 
 def matrix(M, owner, field, shape=None) -> np.ndarray:
-    """A finite float 2-D array of the given shape (None entries: any)."""
+    """A finite real float 2-D array (dense copy) of the given shape (None entries: any)."""
     try:
-        A = np.array(M, dtype=float)
-    except (TypeError, ValueError) as e:
-        raise ModelingError(owner, field, f"not a numeric matrix ({e})") from None
-    if A.ndim == 0:
-        A = A.reshape(1, 1)
-    if A.ndim != 2:
-        raise ModelingError(owner, field, f"expected a matrix, got an array of shape {A.shape}")
+        A = np.array(dense(as_matrix(M, field, label(owner))))
+    except ProblemError as e:
+        raise ModelingError(owner, field, e.fault.replace("2-D matrix", "matrix")) from None
     if shape is not None and any(w is not None and w != g for w, g in zip(shape, A.shape)):
         raise ModelingError(owner, field, f"has shape {A.shape}, expected {_pretty(shape)}")
-    if not np.all(np.isfinite(A)):
-        raise ModelingError(owner, field, "has non-finite entries (nan or inf)")
     return A
 
 
