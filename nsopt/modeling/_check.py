@@ -62,7 +62,7 @@ class Operator:
     ``Operator(value, owner, field, shape)``; ``op(*args)`` returns the array. Constants are validated
     once and returned as they are (``op.constant`` is True)."""
 
-    __slots__ = ("func", "value", "owner", "field", "shape", "constant", "signature")
+    __slots__ = ("constant", "field", "func", "owner", "shape", "signature", "value")
 
     def __init__(self, value, owner, field, shape, signature=""):
         self.owner, self.field, self.shape, self.signature = owner, field, tuple(shape), signature
