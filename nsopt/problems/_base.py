@@ -145,8 +145,8 @@ def norm2(x) -> float:
     underflow (all |x_i| < 1e-154) or overflow (some |x_i| > 1e154), as fast as ``np.linalg.norm``
     elsewhere."""
     x = np.asarray(x, dtype=float).reshape(-1)
-    if x.size == 0:
-        return 0.0
+    if x.size <= 16:          # math.hypot scales as dnrm2 does, without numpy's per-call overhead
+        return math.hypot(*x.tolist())
     m = float(np.max(np.abs(x)))
     if 1e-140 < m < 1e140:                    # no square overflows, those that underflow are negligible
         return math.sqrt(float(x @ x))
