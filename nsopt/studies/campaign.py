@@ -10,6 +10,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -202,6 +203,7 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
     """
     from ..solve import check_max_iter, check_tol
 
+    clock = _Clock()
     log = log or (lambda m: print(m, file=sys.stderr))
     tol = check_tol(tol)
     max_iter = check_max_iter(max_iter)
@@ -225,6 +227,7 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
         folder.mkdir(parents=True, exist_ok=True)
         refs = resolve_problems(problems, folder, warn=log)
         described = [(r, files.detect_kind(r), files.content_hash(r)) for r in refs]
+        clock("problems")
         with records.Store(folder) as store:
             tasks, none_apply = build_tasks(described, methods, tol=tol, max_iter=max_iter,
                                             timeout=timeout, warmup=warmup)
@@ -253,19 +256,50 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
             if done:
                 log(f"resuming {folder}: {done} run(s) already recorded, {len(todo)} task(s) to do")
             _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, history)
+            clock("store")
             _run(todo, store, jobs=jobs, scheduler=scheduler, plugins=plugins, log_dir=folder / "logs",
                  progress=progress, replace=bool(retry))
+            clock("run")
             if history:
                 _history(described, methods, history, folder, tol=tol, max_iter=max_iter,
                          timeout=timeout, jobs=jobs, plugins=plugins, log=log)
-            store.export()
+                clock("history")
+            if tmp is None:      # a temporary folder is removed: no file worth writing
+                store.export()
+                clock("export")
             df = store.frame()
-        if report:
+            clock("frame")
+        if report and tmp is None:
             write_report(folder, df)
+            clock("report")
+        df.attrs["timings"] = clock.phases
+        if tmp is None:
+            clock.write(folder / "logs" / "timings.json")
         return df
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+class _Clock:
+    """The wall time of a campaign's phases (``df.attrs["timings"]``, ``logs/timings.json``)."""
+
+    def __init__(self):
+        self.t0 = self.t = time.perf_counter()
+        self.phases = {}
+
+    def __call__(self, phase):
+        now = time.perf_counter()
+        self.phases[phase] = self.phases.get(phase, 0.0) + now - self.t
+        self.phases["total"] = now - self.t0
+        self.t = now
+
+    def write(self, path):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(self.phases) + "\n")
+        except OSError:
+            pass
 
 
 def _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, history):
@@ -283,18 +317,16 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
 
     if not tasks:
         return
-    import threading
-
-    # the table's libraries load while the first workers start (the main thread waits on them)
-    threading.Thread(target=_preload, daemon=True).start()
     for i, t in enumerate(tasks):
         t["id"] = i
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(tasks), unit="run", dynamic_ncols=True, file=sys.stderr,
-                   desc="compare")
+        class Bar(tqdm):
+            monitor_interval = 0    # no monitor thread: workers are forked from a single thread
+
+        bar = Bar(total=len(tasks), unit="run", dynamic_ncols=True, file=sys.stderr, desc="compare")
 
     def dispatch(task):
         if bar is not None:
@@ -318,14 +350,6 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
         gen.close()
         if bar is not None:
             bar.close()
-
-
-def _preload():
-    try:
-        import pandas  # noqa: F401
-        import pyarrow  # noqa: F401
-    except ImportError:
-        pass
 
 
 def _history(described, methods, pattern, folder, *, tol, max_iter, timeout, jobs, plugins, log):

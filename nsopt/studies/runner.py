@@ -1,12 +1,27 @@
 """Running tasks: a local pool of worker processes with a hard limit per solve and crash isolation,
 or a dask.distributed cluster whose workers each drive one such process.
 
-Each worker is a separate process (:mod:`nsopt.studies.worker`) started with one BLAS thread; the
-parent sends it one task at a time and waits. When a solve runs past its hard limit the worker's
-process group is killed (status ``timeout``) and a fresh worker takes the next task; when a worker
-dies (a segfault in a compiled kernel, ``os._exit``, the out-of-memory killer) its task is recorded
-as ``crashed`` with the exit signal and the tail of the worker's stderr. Nothing a solver does can
-stop the campaign.
+Each worker is a separate process (:mod:`nsopt.studies.worker`) with one BLAS thread; the parent
+sends it one task at a time and waits. When a solve runs past its hard limit the worker's process
+group is killed (status ``timeout``) and a fresh worker takes the next task; when a worker dies (a
+segfault in a compiled kernel, ``os._exit``, the out-of-memory killer) its task is recorded as
+``crashed`` with the exit signal and the tail of the worker's stderr. Nothing a solver does can stop
+the campaign.
+
+**Starting workers.** When the parent runs no other thread (the ``nsopt`` command; check
+``threading.active_count() == 1``), a worker is an ``os.fork()`` of the parent, which has already
+imported nsopt's solvers and the plugins and initialised numba (:func:`worker.prepare_parent`):
+about a millisecond instead of the second or more of a fresh interpreter that imports numpy, scipy
+and numba. Otherwise (a Jupyter kernel runs threads; forking a process with threads is unsafe) it is
+a fresh interpreter (``python -m nsopt.studies.worker``). ``NSOPT_WORKER_START=spawn`` (or ``fork``)
+forces the choice.
+
+**The pool is kept.** The workers of a finished campaign stay alive, idle, for the next
+:func:`~nsopt.studies.compare` call of the same process (as loky's reusable executor does), with
+their imports, numba kernels and warm-ups: a notebook pays the start once. They are replaced when
+what they inherited changes (the plugins, ``sys.path``, the environment, the registered methods) and
+stopped when the process exits (or by :func:`shutdown`). A campaign interrupted (Ctrl-C, an error)
+stops its workers.
 
 Limits: the soft limit ``timeout`` is passed to :func:`nsopt.solve` as ``time_limit`` (the method
 stops with ``time_limit`` and its best iterate); the hard limit, after which the worker is killed, is
@@ -16,6 +31,7 @@ problem has its own allowance, the warm-up gets the hard limit plus 10 s).
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import pickle
@@ -28,12 +44,10 @@ import threading
 import time
 from collections import deque
 
-from .worker import _HEADER, failure_record, run_metadata
+from .worker import _HEADER, _THREAD_VARS, failure_record, run_metadata, write_frame
 
 LOAD_ALLOWANCE = 300.0      # seconds to load a problem file before the worker counts as hung
 WARMUP_ALLOWANCE = 10.0     # seconds added to the hard limit for the untimed warm-up (JIT, imports)
-_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
 def hard_limit(timeout: float | None) -> float:
@@ -52,16 +66,42 @@ def _signal_name(rc: int) -> str:
     return f"exit code {rc}"
 
 
+def start_method() -> str:
+    """``"fork"`` when this process may fork its workers (POSIX, no other Python thread), else
+    ``"spawn"``; ``NSOPT_WORKER_START`` overrides."""
+    forced = os.environ.get("NSOPT_WORKER_START", "").strip().lower()
+    if forced in ("fork", "spawn"):
+        return forced if hasattr(os, "fork") else "spawn"
+    return "fork" if hasattr(os, "fork") and threading.active_count() == 1 else "spawn"
+
+
+_LOG_DIR = None
+
+
+def _default_log_dir() -> str:
+    """A folder for the logs of workers that serve campaigns without a folder (removed at exit)."""
+    global _LOG_DIR
+    if _LOG_DIR is None:
+        import shutil
+
+        _LOG_DIR = tempfile.mkdtemp(prefix="nsopt_workers_")
+        atexit.register(shutil.rmtree, _LOG_DIR, True)
+    return _LOG_DIR
+
+
 class WorkerHandle:
     """One worker process, driven by the parent: ``submit`` a task, then ``poll`` until it is done."""
 
-    def __init__(self, plugins=(), log_dir=None, name="worker"):
+    def __init__(self, plugins=(), log_dir=None, name="worker", method=None):
         self.plugins, self.name = tuple(plugins), name
         self.log_dir = log_dir
-        self.proc = None
-        self.task = None
+        self.method = method or start_method()
+        self.proc = self.pid = self.rfd = self.wfile = None
+        self.queue: deque = deque()
+        self.started: list = []
         self.buf = b""
-        self.log = None
+        self.log = self.log_path = None
+        self.last_problem = None
 
     # -- process ---------------------------------------------------------------------------
     def _env(self):
@@ -72,49 +112,97 @@ class WorkerHandle:
         env["PYTHONPATH"] = os.pathsep.join(paths)
         return env
 
+    def _open_log(self):
+        path = os.path.join(self.log_dir or _default_log_dir(), f"{self.name}.log")
+        if path != self.log_path:
+            if self.log is not None:
+                self.log.close()
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            self.log, self.log_path = open(path, "ab+"), path
+            return True
+        return False
+
     def start(self):
-        if self.log is None:
-            if self.log_dir is not None:
-                os.makedirs(self.log_dir, exist_ok=True)
-                self.log = open(os.path.join(self.log_dir, f"{self.name}.log"), "ab+")
-            else:
-                self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([sys.executable, "-m", "nsopt.studies.worker", *self.plugins],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     env=self._env(), start_new_session=True)
-        self.buf = b""
+        self._open_log()
+        self.buf, self.last_problem = b"", None
+        if self.method == "fork" and start_method() == "fork":   # no thread started since
+            from .worker import child_main, prepare_parent
+
+            prepare_parent(self.plugins)
+            r_task, w_task = os.pipe()
+            r_res, w_res = os.pipe()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:   # the worker (never returns)
+                child_main(r_task, w_res, self.log_path, self.plugins)
+            os.close(r_task)
+            os.close(w_res)
+            self.pid, self.rfd, self.wfile = pid, r_res, os.fdopen(w_task, "wb")
+            self.returncode = None
+        else:
+            self.proc = subprocess.Popen([sys.executable, "-m", "nsopt.studies.worker", *self.plugins],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                         env=self._env(), start_new_session=True)
+            self.pid, self.rfd, self.wfile = self.proc.pid, self.proc.stdout.fileno(), self.proc.stdin
+
+    def _wait(self, block: bool):
+        """The worker's exit status (``Popen.returncode`` convention), None while it runs."""
+        if self.proc is not None:
+            try:
+                return self.proc.wait(timeout=10) if block else self.proc.poll()
+            except subprocess.TimeoutExpired:
+                return None
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                return -1
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
 
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.pid is not None and self._wait(False) is None
 
     def fileno(self) -> int:
-        return self.proc.stdout.fileno()
+        return self.rfd
 
     def kill(self):
-        if self.proc is None:
+        if self.pid is None:
             return
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)   # the worker and any program it started
+            os.killpg(self.pid, signal.SIGKILL)   # the worker and any program it started
         except (ProcessLookupError, PermissionError):
             pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        for f in (self.proc.stdin, self.proc.stdout):
+        self._wait(True)
+        for f in (self.wfile, self.proc.stdout if self.proc is not None else None):
             try:
-                f.close()
+                if f is not None:
+                    f.close()
             except OSError:
                 pass
-        self.proc = None
+        if self.proc is None:
+            try:
+                os.close(self.rfd)
+            except OSError:
+                pass
+        self.proc = self.pid = self.rfd = self.wfile = None
+        self.queue.clear()
 
     def close(self):
         """Stop the worker (between tasks it holds nothing to save: no need to wait for its exit)."""
         self.kill()
         if self.log is not None:
             self.log.close()
-            self.log = None
+            self.log = self.log_path = None
+
+    def retarget(self, log_dir):
+        """Send the worker's stderr to ``log_dir`` (a kept worker serving a new campaign)."""
+        self.log_dir = log_dir
+        if self._open_log() and self.pid is not None:
+            self._send({"control": "log", "path": self.log_path})
 
     def log_tail(self, n=400) -> str:
         try:
@@ -127,50 +215,69 @@ class WorkerHandle:
         except (OSError, AttributeError):
             return ""
 
-    # -- one task --------------------------------------------------------------------------
-    def submit(self, task: dict):
-        if not self.alive:
-            self.start()
-        from .worker import write_frame
+    # -- tasks ------------------------------------------------------------------------------
+    @property
+    def task(self) -> dict | None:
+        """The task the worker is on (the head of the tasks sent to it), None when idle."""
+        return self.queue[0] if self.queue else None
 
-        self.task, self.info, self.t_start = task, None, None
-        self.limit = task.get("hard_limit") or hard_limit(task.get("timeout"))
-        self.t_phase = time.monotonic()
-        self.deadline = self.t_phase + LOAD_ALLOWANCE
+    def _send(self, obj):
         try:
-            write_frame(self.proc.stdin, task)
+            write_frame(self.wfile, obj)
         except (BrokenPipeError, OSError):
             pass   # seen as a crash by poll()
 
-    def _failure(self, status, message):
-        rec = failure_record(self.task, status, message, self.info)
-        rec.update(run_metadata())
-        self.task = None
-        return [rec]
+    def _begin(self, now):
+        """The head task starts now (loading its problem): its clock and its load allowance."""
+        task = self.queue[0]
+        self.info, self.t_start, self.t_phase = None, None, now
+        self.limit = task.get("hard_limit") or hard_limit(task.get("timeout"))
+        self.deadline = now + LOAD_ALLOWANCE
+        self.started.append(task)
 
-    def expire(self) -> list[dict] | None:
-        """The timeout record, after killing the worker, when the task ran past its deadline."""
-        if self.task is None or time.monotonic() < self.deadline:
-            return None
+    def submit(self, task: dict):
+        """Send a task; it waits in the pipe while the worker finishes the ones sent before."""
+        if not self.queue and not self.alive:   # (a worker that died busy is seen by poll)
+            self.kill()
+            self.start()
+        self.queue.append(task)
+        self.last_problem = task.get("problem")
+        if len(self.queue) == 1:
+            self._begin(time.monotonic())
+        self._send(task)
+
+    def _lost(self, status, message):
+        """The head task fails (the worker is gone); the tasks queued behind it are handed back."""
+        task, rest = self.queue[0], list(self.queue)[1:]
+        rec = failure_record(task, status, message, self.info)
+        rec.update(run_metadata())
+        self.kill()
+        return [(task, [rec])], rest
+
+    def expire(self):
+        """``([(task, records)], requeue)``: the timeout record, after killing the worker, when the
+        head task ran past its deadline (``requeue``: the tasks that were queued behind it)."""
+        if not self.queue or time.monotonic() < self.deadline:
+            return [], []
         phase = "solve" if self.t_start is not None else ("warm-up" if self.info else "load")
         waited = time.monotonic() - self.t_phase
-        self.kill()
-        return self._failure("timeout", f"killed after {waited:.1f} s in the {phase} "
-                                        f"(hard limit {self.limit:.3g} s)")
+        return self._lost("timeout", f"killed after {waited:.1f} s in the {phase} "
+                                     f"(hard limit {self.limit:.3g} s)")
 
-    def poll(self) -> list[dict] | None:
-        """Read what the worker sent; the task's records once it is done (or crashed), else None."""
+    def poll(self):
+        """``([(task, records)], requeue)``: read what the worker sent; the tasks finished (or the
+        head task crashed, and then the tasks to run again elsewhere)."""
         try:
             chunk = os.read(self.fileno(), 1 << 16)
         except OSError:
             chunk = b""
         if not chunk:      # the worker died
-            rc = self.proc.wait()
+            rc = self._wait(True)
             tail = self.log_tail()
-            self.kill()
-            return self._failure("crashed", f"worker died ({_signal_name(rc)})" +
-                                 (f"; stderr: {tail}" if tail else ""))
+            return self._lost("crashed", f"worker died ({_signal_name(rc)})" +
+                              (f"; stderr: {tail}" if tail else ""))
         self.buf += chunk
+        done = []
         while len(self.buf) >= _HEADER.size:
             (n,) = _HEADER.unpack_from(self.buf)
             if len(self.buf) < _HEADER.size + n:
@@ -185,9 +292,10 @@ class WorkerHandle:
                 self.t_start = self.t_phase = now
                 self.deadline = now + self.limit
             elif msg[0] == "done":
-                self.task = None
-                return msg[2]
-        return None
+                done.append((self.queue.popleft(), msg[2]))
+                if self.queue:
+                    self._begin(now)
+        return done, []
 
     def run_one(self, task: dict) -> list[dict]:
         """Submit one task and block until its records come back (the dask path)."""
@@ -195,49 +303,99 @@ class WorkerHandle:
         while True:
             wait = max(0.0, self.deadline - time.monotonic())
             ready, _, _ = select.select([self.fileno()], [], [], min(wait, 3600.0))
-            if ready:
-                out = self.poll()
-                if out is not None:
-                    return out
-            else:
-                out = self.expire()
-                if out is not None:
-                    return out
+            done, _ = self.poll() if ready else self.expire()
+            if done:
+                self.started.clear()
+                return done[0][1]
 
 
-def run_local(tasks, jobs=1, plugins=(), log_dir=None, on_dispatch=None):
+# ------------------------------------------------------------------------------------ the pool
+_POOL: dict = {"key": None, "handles": []}
+
+
+def _pool_key(plugins, method) -> tuple:
+    """What kept workers inherited: a change means new workers."""
+    from .. import registry
+
+    methods = tuple(sorted((k, id(m.func)) for k, m in registry._REGISTRY.items()))
+    return (tuple(plugins), method, tuple(sys.path), tuple(sorted(os.environ.items())), methods)
+
+
+def shutdown() -> None:
+    """Stop the kept workers (they are also stopped when the process exits)."""
+    for h in _POOL["handles"]:
+        h.close()
+    _POOL["handles"], _POOL["key"] = [], None
+
+
+atexit.register(shutdown)
+
+
+def _handles(jobs, plugins, log_dir) -> list[WorkerHandle]:
+    """``jobs`` workers for a campaign: the kept ones when they fit, else new ones."""
+    method = start_method()
+    key = _pool_key(plugins, method)
+    if _POOL["key"] != key:
+        shutdown()
+        _POOL["key"] = key
+    hs = _POOL["handles"]
+    while len(hs) > jobs:
+        hs.pop().close()
+    while len(hs) < jobs:
+        hs.append(WorkerHandle(plugins, log_dir, name=f"worker-{len(hs)}", method=method))
+    for h in hs:
+        h.retarget(log_dir)
+    return list(hs)
+
+
+def _next_task(pending: deque, h: WorkerHandle):
+    """The next task for worker ``h``: one on the problem it loaded last if one is near the head of
+    the queue (the problem is parsed once for all its methods), else the head."""
+    if h.last_problem is not None:
+        for i, t in enumerate(pending):
+            if i >= 8:
+                break
+            if t.get("problem") == h.last_problem and t.get("source") != "siconos":
+                del pending[i]
+                return t
+    return pending.popleft()
+
+
+def run_local(tasks, jobs=1, plugins=(), log_dir=None, on_dispatch=None, depth: int = 2):
     """Run ``tasks`` on ``jobs`` local worker processes; yield ``(task, records)`` as each finishes.
 
-    ``on_dispatch(task)`` is called when a task is handed to a worker (progress display). Closing the
-    generator (or Ctrl-C) kills the workers; the tasks in flight are then not recorded."""
+    Each worker has up to ``depth`` tasks sent to it (the next one waits in its pipe), so that it
+    goes on to the next task while the parent records the last one. ``on_dispatch(task)`` is called
+    when a worker starts on a task (progress display). The workers are kept for the next call when
+    every task is done; closing the generator early (or Ctrl-C) kills them, and the tasks in flight
+    are then not recorded."""
     pending = deque(tasks)
-    handles = [WorkerHandle(plugins, log_dir, name=f"worker-{i}") for i in range(max(1, jobs))]
-    busy: dict[int, WorkerHandle] = {}
+    handles = _handles(max(1, jobs), plugins, log_dir)
+    finished = False
     try:
-        while pending or busy:
+        while True:
             for h in handles:
-                if pending and h.task is None:
-                    task = pending.popleft()
-                    if on_dispatch:
-                        on_dispatch(task)
-                    h.submit(task)
-                    busy[id(h)] = h
-            now = time.monotonic()
-            wait = min(h.deadline for h in busy.values()) - now
-            ready, _, _ = select.select([h.fileno() for h in busy.values()], [], [],
-                                        max(0.0, min(wait, 3600.0)))
+                while pending and len(h.queue) < max(1, depth):
+                    h.submit(_next_task(pending, h))
+            busy = [h for h in handles if h.queue]
+            if not busy:
+                break
+            if on_dispatch:
+                for h in busy:
+                    for t in h.started:
+                        on_dispatch(t)
+                    h.started.clear()
+            wait = min(h.deadline for h in busy) - time.monotonic()
+            ready, _, _ = select.select([h.fileno() for h in busy], [], [], max(0.0, min(wait, 3600.0)))
             ready = set(ready)
-            for h in list(busy.values()):
-                if h.task is None:
-                    continue
-                task = h.task
-                out = h.poll() if h.fileno() in ready else h.expire()
-                if out is not None:
-                    del busy[id(h)]
-                    yield task, out
+            for h in busy:
+                done, requeue = h.poll() if h.fileno() in ready else h.expire()
+                pending.extendleft(reversed(requeue))
+                yield from done
+        finished = True
     finally:
-        for h in handles:
-            h.close()
+        if not finished:
+            shutdown()
 
 
 # ------------------------------------------------------------------------------------ dask
@@ -250,7 +408,7 @@ def _dask_run(task: dict, plugins: tuple) -> list[dict]:
     if h is None or h.plugins != tuple(plugins):
         if h is not None:
             h.close()
-        h = _LOCAL.handle = WorkerHandle(plugins, name="dask-worker")
+        h = _LOCAL.handle = WorkerHandle(plugins, name="dask-worker", method="spawn")
     return h.run_one(task)
 
 

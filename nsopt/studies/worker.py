@@ -1,8 +1,17 @@
 """The worker side of a campaign: load one problem, solve it with one method, return one record.
 
-A worker is a separate process (``python -m nsopt.studies.worker [PLUGIN ...]``) that reads tasks
-from its stdin and writes messages to the parent on its original stdout (the solvers' own prints go
-to stderr). Messages are length-prefixed pickles:
+A worker is a separate process that reads tasks from a pipe and writes messages to the parent on
+another (the solvers' own prints go to its log). It is started in one of two ways
+(:mod:`nsopt.studies.runner` chooses):
+
+- **fork** (the default on Linux and macOS when the parent runs no other thread, e.g. the ``nsopt``
+  command): ``os.fork()`` of the parent, which has already imported nsopt and its solvers and
+  initialised numba, so that a worker is up in about a millisecond (:func:`child_main`);
+- **spawn** (a parent with threads, e.g. a Jupyter kernel, or ``NSOPT_WORKER_START=spawn``): a fresh
+  interpreter, ``python -m nsopt.studies.worker [PLUGIN ...]``, which imports nsopt's solvers (about a
+  second) before its first task (:func:`main`).
+
+Messages are length-prefixed pickles:
 
 - ``("loaded", id, info)`` once the problem is loaded (``info``: kind and sizes);
 - ``("start", id)`` after the warm-up, right before the timed solve;
@@ -10,12 +19,19 @@ to stderr). Messages are length-prefixed pickles:
 
 The parent times the solve between ``start`` and ``done`` and kills the worker when the hard limit
 passes (status ``timeout``); a worker that dies (segfault, ``os._exit``) is recorded as ``crashed``.
+A task ``{"control": "log", "path": P}`` sends the worker's stderr to the file ``P`` from then on (a
+worker kept for the next campaign writes to that campaign's ``logs/``).
+
+**Loading**: a worker keeps the last problem it loaded (keyed by its reference and content hash) and
+gives each method a deep copy of it, so a problem file is parsed once for all its methods and every
+method starts from a problem with empty caches.
 
 **Warm-up** (numba compile time is not in the timings): the numba kernels of nsopt are compiled with
 ``cache=True``, but loading or compiling them, and importing a method's backends (CVXPY), still costs
 up to seconds on a process' first call. Before its first timed solve of a (kind, method, matrix
-storage) a worker therefore solves a copy of the problem once with ``max_iter=1`` and throws the
-result away.
+storage) a worker therefore solves a tiny generated problem of the kind and a copy of the problem
+(two iterations), untimed, and throws the results away. A worker serves many tasks (and, kept in the
+runner's pool, many campaigns of one process), so this is paid once per worker and method.
 """
 
 from __future__ import annotations
@@ -154,6 +170,22 @@ def warm_up(problem, task) -> None:
             pass
 
 
+_LAST: dict = {}
+
+
+def _load(task: dict):
+    """The task's problem: loaded once per (reference, content hash) for all the methods run on it in
+    a row, each method getting its own deep copy (no cache left by one method speeds up the next)."""
+    from .files import load_problem
+
+    key = (task["problem"], task.get("problem_hash"))
+    if _LAST.get("key") != key or task.get("problem_hash") is None:
+        _LAST.clear()
+        _LAST["problem"] = load_problem(task["problem"])
+        _LAST["key"] = key
+    return copy.deepcopy(_LAST["problem"])
+
+
 def run_task(task: dict, send=lambda *msg: None) -> list[dict]:
     """Run one task: load the problem, warm up, solve, and return its records.
 
@@ -169,11 +201,10 @@ def run_task(task: dict, send=lambda *msg: None) -> list[dict]:
         return siconos.run_task(task)
     from .. import solve
     from ..exceptions import MethodNotFound, NotApplicable
-    from .files import load_problem
 
     t0 = time.perf_counter()
     try:
-        problem = load_problem(task["problem"])
+        problem = _load(task)
     except Exception as e:  # noqa: BLE001  a corrupt file is a row, the campaign goes on
         return [failure_record(task, "load_error", f"{type(e).__name__}: {e}")]
     t1 = time.perf_counter()
@@ -203,25 +234,64 @@ def run_task(task: dict, send=lambda *msg: None) -> list[dict]:
     return [rec]
 
 
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
 def _limit_threads() -> None:
-    for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-              "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
-        os.environ.setdefault(v, "1")
+    """One BLAS thread: the environment (for libraries not loaded yet) and, in a forked worker whose
+    parent already loaded OpenBLAS or MKL, the loaded libraries themselves."""
+    for v in _THREAD_VARS:
+        os.environ[v] = "1"
+    if "numpy" not in sys.modules:
+        return
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "blas" in line.lower() or "mkl" in line.lower()}
+    except OSError:
+        return
+    for path in libs:
+        if not path.endswith(".so") and ".so." not in path:
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for sym in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                    "openblas_set_num_threads64_", "openblas_set_num_threads", "MKL_Set_Num_Threads"):
+            fn = getattr(lib, sym, None)
+            if fn is not None:
+                fn(1)
+                break
 
 
-def main(argv=None) -> int:
-    """Worker loop: import the plugin modules named in ``argv``, then run tasks until stdin closes."""
-    import signal
+def prepare_parent(plugins=()) -> None:
+    """What a forked worker inherits instead of doing it itself: nsopt's solvers and the plugins
+    imported, and numba's compiler initialised (by loading one trivial kernel from its on-disk cache;
+    no solver runs in the parent)."""
+    from .. import solvers  # noqa: F401
+    from . import _jit
+
+    for mod in plugins:
+        importlib.import_module(mod)
+    _jit.ready()
+
+
+def _reopen_log(path: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, 2)
+    os.dup2(fd, 1)
+    os.close(fd)
+
+
+def serve(inp, out, plugins=()) -> int:
+    """The worker loop: run the tasks read from ``inp`` (binary file) until it closes, writing the
+    messages to ``out``."""
     import warnings
 
-    _limit_threads()   # effective when numpy is not imported yet (the parent also sets them)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)                                  # stray prints go to the log, not the protocol
-    inp = sys.stdin.buffer
-    from .. import solvers  # noqa: F401  (imports are not part of any solve's time)
-
-    for mod in (argv if argv is not None else sys.argv[1:]):
+    for mod in plugins:
         importlib.import_module(mod)
     warnings.simplefilter("ignore")
 
@@ -232,12 +302,74 @@ def main(argv=None) -> int:
         task = read_frame(inp)
         if task is None:
             return 0
+        if task.get("control") == "log":
+            _reopen_log(task["path"])
+            continue
         records = run_task(task, send)
         meta = run_metadata()
         for r in records:
             for k, v in meta.items():
                 r.setdefault(k, v)
         send("done", task["id"], records)
+
+
+def child_main(task_fd: int, result_fd: int, log_path: str, plugins=()) -> None:
+    """The body of a forked worker (never returns: the process ends with ``os._exit``).
+
+    The child leaves the parent's world first: a session of its own (the parent kills its group),
+    stderr and stdout to its log, stdin from /dev/null, every other inherited file descriptor closed
+    (the campaign folder's lock, the other workers' pipes), the parent's objects frozen (never
+    collected here), one BLAS thread, Ctrl-C ignored (the parent's to handle)."""
+    import gc
+    import io
+    import signal
+
+    code = 1
+    try:
+        gc.freeze()
+        os.setsid()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        _reopen_log(log_path)
+        keep = sorted({task_fd, result_fd})
+        lo = 3
+        for fd in keep + [None]:
+            os.closerange(lo, fd if fd is not None else os.sysconf("SC_OPEN_MAX"))
+            lo = (fd or 0) + 1
+        sys.stdin = open(os.devnull)
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
+        _limit_threads()
+        _WARM.clear()
+        _LAST.clear()
+        code = serve(os.fdopen(task_fd, "rb"), os.fdopen(result_fd, "wb"), plugins)
+    except BaseException:  # noqa: BLE001  reported in the log; the parent records the crash
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def main(argv=None) -> int:
+    """Spawned worker: import the plugin modules named in ``argv``, then run tasks until stdin closes."""
+    import signal
+
+    for v in _THREAD_VARS:   # effective when numpy is not imported yet (the parent also sets them)
+        os.environ.setdefault(v, "1")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)                                  # stray prints go to the log, not the protocol
+    from .. import solvers  # noqa: F401  (imports are not part of any solve's time)
+
+    return serve(sys.stdin.buffer, out, argv if argv is not None else sys.argv[1:])
 
 
 if __name__ == "__main__":
