@@ -67,7 +67,10 @@ def plugin(tmp_path_factory):
     sys.modules.pop(MOD, None)
 
 
-def test_timeout_and_crashes_are_recorded_and_the_campaign_finishes(plugin, tmp_path):
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_timeout_and_crashes_are_recorded_and_the_campaign_finishes(plugin, tmp_path, start,
+                                                                     monkeypatch):
+    monkeypatch.setenv("NSOPT_WORKER_START", start)
     probs = ["nsopt:generated/lcp-spd-10", "nsopt:generated/lcp-p-30"]
     t0 = time.monotonic()
     df = nsopt.studies.compare(probs, "test-hang,test-exit,test-segv", timeout=1.0, jobs=2,
@@ -88,6 +91,18 @@ def test_timeout_and_crashes_are_recorded_and_the_campaign_finishes(plugin, tmp_
         assert "SIGSEGV" in st[(p, "test-segv")].message
         r = st[(p, "lemke")]
         assert r.status == "solved" and r.error <= 1e-8
+
+
+def test_tasks_queued_behind_a_crash_run_again(plugin, tmp_path, monkeypatch):
+    """One worker, two tasks in flight: the task queued behind a crash or a timeout is not lost, it
+    runs on the next worker."""
+    monkeypatch.setenv("NSOPT_WORKER_START", "fork")
+    probs = ["nsopt:generated/lcp-spd-10", "nsopt:generated/lcp-p-30", "nsopt:generated/lcp-spd-50"]
+    df = nsopt.studies.compare(probs, "test-exit,lemke,test-hang", timeout=1.0, jobs=1,
+                               out=tmp_path / "c", plugins=[MOD], progress=False, report=False)
+    assert len(df) == 9
+    by = df.groupby("method")["status"].agg(set).to_dict()
+    assert by == {"test-exit": {"crashed"}, "lemke": {"solved"}, "test-hang": {"timeout"}}
 
 
 def _lcp_folder(d: Path, n=8) -> Path:

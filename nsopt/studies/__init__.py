@@ -12,7 +12,8 @@ A campaign runs every method on every problem and writes one folder::
     profile_time.{png,svg}         Dolan-More performance profiles (x: log2 ratio to the best)
     profile_iterations.{png,svg}
     history.{png,svg}              error per iteration on one problem (``history=``)
-    campaign.json, logs/           the campaign's settings; the workers' stderr
+    campaign.json, logs/           the campaign's settings; the workers' stderr, the wall time of
+                                   the campaign's phases (logs/timings.json)
 
 Statuses: those of :class:`nsopt.Status` (``solved``, ``max_iter``, ``time_limit``, ...) and the
 campaign's own: ``timeout`` (killed at the hard limit), ``crashed`` (the worker died: segfault,
@@ -27,8 +28,17 @@ Python API::
     fig = st.performance_profile(df, measure="time")
     st.summary(df)
 
+Harness overhead: the workers are forked from the campaign's process (nsopt and numba already
+loaded: a worker is up in about a millisecond) and kept for the next ``compare()`` call of the
+process; a worker parses each problem file once for all its methods, warms each method up once
+(untimed), and has its next task waiting in its pipe while the parent records the last one. What
+remains per task is the load (or copy) of the problem, the pipe and the record appended to disk;
+per campaign, finding and hashing the files, the tables and the figures; per command, Python's start
+and imports (``benchmarks/bench_harness.py`` measures each; ``benchmarks/README.md`` has the figures).
+
 Modules: :mod:`~nsopt.studies.files` (problem sources), :mod:`~nsopt.studies.worker` (one run),
-:mod:`~nsopt.studies.runner` (local pool with hard limits, dask backend),
+:mod:`~nsopt.studies.runner` (local pool with hard limits, dask backend; :func:`shutdown` stops
+the kept workers),
 :mod:`~nsopt.studies.records` (store, resume, merge), :mod:`~nsopt.studies.profiles` (profiles,
 summary), :mod:`~nsopt.studies.siconos` (Siconos through ``siconos_bench.py``),
 :mod:`~nsopt.studies.campaign` (:func:`compare`, :func:`write_report`).
@@ -46,6 +56,8 @@ from .campaign import compare, parse_methods, write_report
 from .files import builtin_problems, find_problems, load_problem
 from .profiles import performance_profile, summary
 from .records import COLUMNS, Store, load_results, merge
+from .runner import shutdown
 
 __all__ = ["compare", "performance_profile", "summary", "write_report", "load_results", "merge",
-           "find_problems", "builtin_problems", "load_problem", "parse_methods", "Store", "COLUMNS"]
+           "find_problems", "builtin_problems", "load_problem", "parse_methods", "Store", "COLUMNS",
+           "shutdown"]

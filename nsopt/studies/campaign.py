@@ -181,9 +181,11 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
     max_iter : iteration budget of every method (None: each method's default).
     timeout : seconds per solve: the soft ``time_limit`` of the method, and the hard limit (plus
         10 %, at least 1 s) after which the worker is killed and the row says ``timeout``.
-    jobs : worker processes (one BLAS thread each).
+    jobs : worker processes (one BLAS thread each; kept for the next call of this process, see
+        :mod:`nsopt.studies.runner`).
     out : campaign folder (results, profiles, summary); re-running with the same folder does only
-        what is missing. None: a temporary folder, removed at the end.
+        what is missing. None: only the DataFrame is returned (the records go to a temporary
+        folder, removed at the end; no table or figure is written).
     siconos : Siconos solver labels (``["NSGS", "PROX"]`` or ``"NSGS,PROX"``) run through
         ``siconos_bench.py`` (see :mod:`nsopt.studies.siconos`); skipped, with the reason, when
         Siconos is not available.
@@ -199,7 +201,10 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
     Returns
     -------
     pandas.DataFrame
-        The rows of the campaign folder (:data:`nsopt.studies.records.COLUMNS`).
+        The rows of the campaign folder (:data:`nsopt.studies.records.COLUMNS`);
+        ``df.attrs["timings"]``: the wall time of the campaign's phases in seconds (``problems``:
+        finding, hashing them; ``store``; ``run``; ``export``: the tables; ``frame``; ``report``:
+        summary and figures; ``total``), also written to ``logs/timings.json``.
     """
     from ..solve import check_max_iter, check_tol
 

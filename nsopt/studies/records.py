@@ -77,12 +77,10 @@ def to_frame(records):
     """The records as a pandas DataFrame, :data:`COLUMNS` first."""
     import pandas as pd
 
-    df = pd.DataFrame.from_records(list(records))
-    for c in COLUMNS:
-        if c not in df.columns:
-            df[c] = None
-    extra = [c for c in df.columns if c not in COLUMNS and c != "history"]
-    return df[COLUMNS + extra]
+    records = list(records)
+    extra = [c for c in dict.fromkeys(k for r in records for k in r) if c not in COLUMNS and c != "history"]
+    cols = COLUMNS + extra
+    return pd.DataFrame({c: [r.get(c) for r in records] for c in cols}, columns=cols)
 
 
 def _lock(folder: Path):

@@ -289,6 +289,8 @@ class WorkerHandle:
                 self.info, self.t_phase = msg[2], now
                 self.deadline = now + self.limit + WARMUP_ALLOWANCE
             elif msg[0] == "start":
+                if len(msg) > 2:
+                    self.info = msg[2]
                 self.t_start = self.t_phase = now
                 self.deadline = now + self.limit
             elif msg[0] == "done":
@@ -365,7 +367,8 @@ def run_local(tasks, jobs=1, plugins=(), log_dir=None, on_dispatch=None, depth: 
     """Run ``tasks`` on ``jobs`` local worker processes; yield ``(task, records)`` as each finishes.
 
     Each worker has up to ``depth`` tasks sent to it (the next one waits in its pipe), so that it
-    goes on to the next task while the parent records the last one. ``on_dispatch(task)`` is called
+    goes on to the next task while the parent records the last one (not at the end of the queue,
+    where a task waiting behind a long solve could have gone to a worker that is free sooner). ``on_dispatch(task)`` is called
     when a worker starts on a task (progress display). The workers are kept for the next call when
     every task is done; closing the generator early (or Ctrl-C) kills them, and the tasks in flight
     are then not recorded."""
@@ -374,9 +377,10 @@ def run_local(tasks, jobs=1, plugins=(), log_dir=None, on_dispatch=None, depth: 
     finished = False
     try:
         while True:
-            for h in handles:
-                while pending and len(h.queue) < max(1, depth):
-                    h.submit(_next_task(pending, h))
+            for level in range(1, max(1, depth) + 1):   # every worker one task, then a second...
+                for h in handles:
+                    if pending and len(h.queue) < level and (level == 1 or len(pending) >= len(handles)):
+                        h.submit(_next_task(pending, h))
             busy = [h for h in handles if h.queue]
             if not busy:
                 break

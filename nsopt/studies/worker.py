@@ -13,8 +13,9 @@ another (the solvers' own prints go to its log). It is started in one of two way
 
 Messages are length-prefixed pickles:
 
-- ``("loaded", id, info)`` once the problem is loaded (``info``: kind and sizes);
-- ``("start", id)`` after the warm-up, right before the timed solve;
+- ``("loaded", id, info)`` once the problem is loaded, when a warm-up follows (``info``: kind and
+  sizes);
+- ``("start", id, info)`` right before the timed solve;
 - ``("done", id, records)`` with a list of flat records (one per row of the results table).
 
 The parent times the solve between ``start`` and ``done`` and kills the worker when the hard limit
@@ -22,9 +23,10 @@ passes (status ``timeout``); a worker that dies (segfault, ``os._exit``) is reco
 A task ``{"control": "log", "path": P}`` sends the worker's stderr to the file ``P`` from then on (a
 worker kept for the next campaign writes to that campaign's ``logs/``).
 
-**Loading**: a worker keeps the last problem it loaded (keyed by its reference and content hash) and
-gives each method a deep copy of it, so a problem file is parsed once for all its methods and every
-method starts from a problem with empty caches.
+**Loading**: a worker keeps the problems it loaded (keyed by reference and content hash, at most 64
+problems and 128 MB of arrays) and gives each method a deep copy, so that a file is parsed once for
+all its methods (and, in a kept worker, for the next campaigns on the same files) while every method
+starts from a problem with empty caches. ``load_time`` is the time of that load or copy.
 
 **Warm-up** (numba compile time is not in the timings): the numba kernels of nsopt are compiled with
 ``cache=True``, but loading or compiling them, and importing a method's backends (CVXPY), still costs
@@ -95,11 +97,21 @@ def now_utc() -> str:
 
 
 # ------------------------------------------------------------------------------- peak memory
+_PROC: dict = {}
+
+
+def _proc_fd(name: str, flags: int):
+    """A descriptor of ``/proc/self/NAME`` kept open (per process: a forked worker opens its own)."""
+    key = (name, os.getpid())
+    if key not in _PROC:
+        _PROC[key] = os.open(f"/proc/self/{name}", flags)
+    return _PROC[key]
+
+
 def _reset_peak() -> bool:
     """Reset this process' peak resident set size (Linux ``/proc/self/clear_refs``)."""
     try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
+        os.pwrite(_proc_fd("clear_refs", os.O_WRONLY), b"5", 0)
         return True
     except OSError:
         return False
@@ -108,13 +120,11 @@ def _reset_peak() -> bool:
 def _peak_mb() -> float | None:
     """This process' peak resident set size since the last reset, in MB (Linux ``VmHWM``)."""
     try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return None
+        data = os.pread(_proc_fd("status", os.O_RDONLY), 1 << 14, 0)
+        i = data.index(b"VmHWM:")
+        return int(data[i + 6:data.index(b"\n", i)].split()[0]) / 1024.0
+    except (OSError, ValueError):
+        return None
 
 
 # ------------------------------------------------------------------------------- one task
@@ -136,9 +146,7 @@ def task_columns(task: dict) -> dict:
 
 
 def _storage(problem) -> str:
-    import scipy.sparse as sp
-
-    return "sparse" if any(sp.issparse(v) for v in vars(problem).values()) else "dense"
+    return "sparse" if any(hasattr(v, "tocsr") for v in vars(problem).values()) else "dense"
 
 
 _TINY = {"lcp": lambda g: g.lcp(6, seed=0)[0], "mlcp": lambda g: g.mlcp(2, 4, seed=0)[0],
@@ -148,14 +156,22 @@ _TINY = {"lcp": lambda g: g.lcp(6, seed=0)[0], "mlcp": lambda g: g.mlcp(2, 4, se
          "gfc3d": lambda g: g.global_friction_contact(2, 8, seed=0)[0]}
 
 
+def _warm_key(problem, task) -> tuple:
+    return (problem.kind, task["method"], _storage(problem), task.get("options_key"))
+
+
+def needs_warm_up(problem, task) -> bool:
+    """Whether this worker has not yet warmed up the task's (kind, method, storage, options)."""
+    return bool(task.get("warmup", True)) and _warm_key(problem, task) not in _WARM
+
+
 def warm_up(problem, task) -> None:
     """Compile (or load from numba's cache) and import what the method needs, untimed: a full solve
     of a tiny generated problem of the same kind, then two iterations on a copy of the problem (its
     storage may need other compiled specialisations)."""
-    key = (problem.kind, task["method"], _storage(problem), task.get("options_key"))
-    if key in _WARM or not task.get("warmup", True):
+    if not needs_warm_up(problem, task):
         return
-    _WARM.add(key)
+    _WARM.add(_warm_key(problem, task))
     from .. import generate, solve
 
     opts = task.get("options", {})
@@ -170,20 +186,50 @@ def warm_up(problem, task) -> None:
             pass
 
 
-_LAST: dict = {}
+_CACHE: dict = {}
+CACHE_PROBLEMS = 64          # problems a worker keeps loaded (least recently used dropped first)
+CACHE_BYTES = 128 << 20      # and their array bytes
+
+
+def _nbytes(obj, depth=0) -> int:
+    """The bytes of the arrays (dense and sparse) in a problem's fields, nested ones included."""
+    import numpy as np
+
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if hasattr(obj, "tocsr"):
+        return sum(getattr(obj, a).nbytes for a in ("data", "indices", "indptr", "row", "col")
+                   if isinstance(getattr(obj, a, None), np.ndarray))
+    if depth > 3:
+        return 0
+    if isinstance(obj, (list, tuple)):
+        return sum(_nbytes(v, depth + 1) for v in obj)
+    if isinstance(obj, dict):
+        return sum(_nbytes(v, depth + 1) for v in obj.values())
+    if hasattr(obj, "__dict__"):
+        return sum(_nbytes(v, depth + 1) for v in vars(obj).values())
+    return 0
 
 
 def _load(task: dict):
-    """The task's problem: loaded once per (reference, content hash) for all the methods run on it in
-    a row, each method getting its own deep copy (no cache left by one method speeds up the next)."""
+    """The task's problem, each method getting its own deep copy (no cache left on the problem by
+    one method speeds up the next). A worker keeps the problems it loaded, keyed by reference and
+    content hash (:data:`CACHE_PROBLEMS`, :data:`CACHE_BYTES`): a file is parsed once for all the
+    methods run on it, and again only when its content changed."""
     from .files import load_problem
 
     key = (task["problem"], task.get("problem_hash"))
-    if _LAST.get("key") != key or task.get("problem_hash") is None:
-        _LAST.clear()
-        _LAST["problem"] = load_problem(task["problem"])
-        _LAST["key"] = key
-    return copy.deepcopy(_LAST["problem"])
+    if key[1] is None:
+        return load_problem(task["problem"])
+    hit = _CACHE.pop(key, None)
+    if hit is None:
+        p = load_problem(task["problem"])
+        hit = (p, _nbytes(p))
+    _CACHE[key] = hit                       # most recently used last
+    while len(_CACHE) > CACHE_PROBLEMS or (len(_CACHE) > 1 and
+                                           sum(b for _, b in _CACHE.values()) > CACHE_BYTES):
+        del _CACHE[next(iter(_CACHE))]
+    return copy.deepcopy(hit[0])
 
 
 def run_task(task: dict, send=lambda *msg: None) -> list[dict]:
@@ -210,10 +256,11 @@ def run_task(task: dict, send=lambda *msg: None) -> list[dict]:
     t1 = time.perf_counter()
     info = {"kind": problem.kind, "size": int(getattr(problem, "size", 0)),
             "nc": getattr(problem, "nc", None)}
-    send("loaded", task["id"], info)
-    warm_up(problem, task)
+    if needs_warm_up(problem, task):
+        send("loaded", task["id"], info)
+        warm_up(problem, task)
     t2 = time.perf_counter()
-    send("start", task["id"])
+    send("start", task["id"], info)
     measured = _reset_peak()
     try:
         sol = solve(problem, method=task["method"], tol=task["tol"], max_iter=task.get("max_iter"),
@@ -276,7 +323,10 @@ def prepare_parent(plugins=()) -> None:
 
     for mod in plugins:
         importlib.import_module(mod)
-    _jit.ready()
+    try:
+        _jit.ready()
+    except Exception:  # noqa: BLE001  (no numba cache here: each worker initialises numba itself)
+        pass
 
 
 def _reopen_log(path: str) -> None:
@@ -345,7 +395,8 @@ def child_main(task_fd: int, result_fd: int, log_path: str, plugins=()) -> None:
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
         _limit_threads()
         _WARM.clear()
-        _LAST.clear()
+        _CACHE.clear()
+        _PROC.clear()
         code = serve(os.fdopen(task_fd, "rb"), os.fdopen(result_fd, "wb"), plugins)
     except BaseException:  # noqa: BLE001  reported in the log; the parent records the crash
         import traceback

@@ -1,0 +1,120 @@
+"""The campaign's worker pool: forked workers, kept across compare() calls, replaced when what they
+inherited changes; a problem loaded once for its methods; one BLAS thread per worker."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+
+import numpy as np
+import pytest
+
+import nsopt
+import nsopt.studies as st
+from nsopt import registry
+from nsopt.registry import Outcome
+from nsopt.studies import records, runner, worker
+
+PROBLEMS = ["nsopt:generated/lcp-spd-10", "nsopt:generated/lcp-p-30"]
+
+
+@pytest.fixture(params=["fork", "spawn"])
+def start(request, monkeypatch):
+    """Each test once with forked workers, once with fresh interpreters."""
+    monkeypatch.setenv("NSOPT_WORKER_START", request.param)
+    yield request.param
+    runner.shutdown()
+
+
+def _pids():
+    return [h.pid for h in runner._POOL["handles"]]
+
+
+def test_pool_is_kept_and_the_folder_lock_released(start, tmp_path):
+    df = st.compare(PROBLEMS, "lemke", jobs=2, out=tmp_path / "a", progress=False, report=False)
+    assert len(df) == 2 and df["status"].eq("solved").all()
+    pids = _pids()
+    assert len(pids) == 2 and all(pids)
+    # the kept workers hold no descriptor of the campaign folder: another writer may lock it
+    records.Store(tmp_path / "a").close()
+    # a second campaign (another folder, fewer jobs) runs on the same processes
+    df = st.compare(PROBLEMS, "lemke,newton-fb", jobs=1, out=tmp_path / "b", progress=False,
+                    report=False)
+    assert len(df) == 4 and (df["error"] <= 1e-8).all()
+    assert _pids() == pids[:1]
+    # its stderr went to the new campaign's logs
+    assert (tmp_path / "b" / "logs" / "worker-0.log").is_file()
+    assert json.loads((tmp_path / "b" / "logs" / "timings.json").read_text())["run"] > 0
+
+
+def test_a_new_method_replaces_the_forked_pool(monkeypatch, tmp_path):
+    monkeypatch.setenv("NSOPT_WORKER_START", "fork")
+    try:
+        st.compare(PROBLEMS[:1], "lemke", out=None, progress=False)
+        before = _pids()
+
+        @registry.register("lcp", "test-pool-threads", "BLAS threads in this process as nit")
+        def threads(problem, mon):
+            n = 0
+            for line in open("/proc/self/maps"):
+                if "openblas" in line and line.rstrip().endswith(".so"):
+                    lib = ctypes.CDLL(line.split()[-1])
+                    for sym in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads"):
+                        if hasattr(lib, sym):
+                            n = max(n, getattr(lib, sym)())
+            return Outcome(x={"z": np.zeros(problem.size)}, nit=n)
+
+        df = st.compare(PROBLEMS[:1], "test-pool-threads", tol=1e300, out=None, progress=False)
+        # the method exists in the worker: the pool was forked again after it was registered
+        assert _pids() != before
+        assert df["status"].iloc[0] == "solved", df["message"].iloc[0]
+        assert df["iterations"].iloc[0] in (0, 1)     # 0: no OpenBLAS loaded; else one thread
+        assert "timings" in df.attrs and df.attrs["timings"]["run"] > 0
+    finally:
+        registry._REGISTRY.pop(("lcp", "test-pool-threads"), None)
+        runner.shutdown()
+
+
+def test_interrupted_campaign_stops_its_workers(monkeypatch):
+    monkeypatch.setenv("NSOPT_WORKER_START", "fork")
+    tasks = [{"problem": p, "problem_hash": None, "kind": "lcp", "method": "lemke", "options": {},
+              "options_key": "{}", "tol": 1e-8, "max_iter": None, "timeout": None, "id": i}
+             for i, p in enumerate(PROBLEMS * 2)]
+    gen = runner.run_local(tasks, jobs=1)
+    task, recs = next(gen)
+    assert recs[0]["status"] == "solved"
+    handle = runner._POOL["handles"][0]
+    gen.close()                     # the consumer stops early (Ctrl-C): the pool is stopped
+    assert runner._POOL["handles"] == [] and handle.pid is None
+
+
+def test_worker_loads_a_problem_once_for_its_methods(monkeypatch):
+    loads = []
+
+    def load(ref):
+        loads.append(ref)
+        return nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0 - len(loads)])
+
+    monkeypatch.setattr("nsopt.studies.files.load_problem", load)
+    monkeypatch.setattr(worker, "_CACHE", {})
+    monkeypatch.setattr(worker, "CACHE_PROBLEMS", 2)
+    a = worker._load({"problem": "a.dat", "problem_hash": "h1"})
+    b = worker._load({"problem": "a.dat", "problem_hash": "h1"})
+    assert loads == ["a.dat"]
+    assert a is not b and a.M is not b.M and np.array_equal(a.q, b.q)   # each method its own copy
+    worker._load({"problem": "a.dat", "problem_hash": "h2"})             # the file changed
+    assert loads == ["a.dat"] * 2
+    worker._load({"problem": "b.dat", "problem_hash": "h3"})             # drops the oldest (h1)
+    worker._load({"problem": "a.dat", "problem_hash": "h1"})
+    assert loads == ["a.dat", "a.dat", "b.dat", "a.dat"] and len(worker._CACHE) == 2
+    worker._load({"problem": "c.dat", "problem_hash": None})             # no hash: never kept
+    worker._load({"problem": "c.dat", "problem_hash": None})
+    assert loads[-2:] == ["c.dat", "c.dat"]
+
+
+def test_nbytes_counts_dense_and_sparse_arrays():
+    import scipy.sparse as sp
+
+    p = nsopt.LCP(sp.csr_matrix(np.eye(50)), np.ones(50))
+    assert worker._nbytes(p) >= 50 * 8 + 50 * 8 + 50 * 4
+    assert worker._nbytes(nsopt.LCP(np.eye(3), np.ones(3))) == 9 * 8 + 3 * 8
