@@ -1,17 +1,22 @@
 """NSGS benchmark: nsopt's NSGS against Siconos 4.4 NSGS, measured in the same run.
 
-    python benchmarks/bench_nsgs.py [--data DIR] [--timeout S]
+    python benchmarks/bench_nsgs.py [--data DIR] [--timeout S] [--max-iter 10000] [--no-siconos]
+                                    [--folders fc3d fc2d gfc3d] [--siconos-folders fc3d ...]
 
-1. Runs Siconos' NSGS (``../shared/tools/siconos_bench.py`` under ``/usr/bin/python3``) on the fc3d
-   folder (skipped with a message when siconos is not importable there), then nsopt's NSGS on the
-   same files, and prints per problem: contacts, nsopt error, sweeps, nsopt time, Siconos time and
-   the ratio nsopt/Siconos, with the median ratio over the problems where Siconos takes > 1 ms.
-   Times: wall time of one solve on a freshly loaded problem (nsopt: the whole ``nsopt.solve``
-   call including the one-off CSC conversion and the final error check; Siconos: ``fc3d_driver``),
-   median of 3 when under 1 s, after a JIT warm-up (compile time is never counted).
-2. The fixed cost of one ``nsopt.solve`` call on a one-contact problem (FrictionContact3D_1c),
-   with its split (method body, error measure) so that the overhead is visible.
-3. The per-problem table of nsopt NSGS on fc2d, fc3d and gfc3d (contacts, error, sweeps, time).
+One campaign (:func:`nsopt.studies.compare`, folder ``benchmarks/results/bench_nsgs_campaign``,
+made afresh each run: results table, summary, performance profiles): nsopt's ``nsgs`` on every file
+of ``--folders`` and Siconos' NSGS (``--siconos NSGS``: ``siconos_bench.py``, skipped with a message
+when Siconos is not available) on those of ``--siconos-folders``, tol 1e-8, ``--max-iter`` sweeps,
+``--timeout`` seconds per solve for both. Times: the campaign's ``time`` column (nsopt: the method
+and the final error check inside ``nsopt.solve``, on a fresh copy of the loaded problem, after the
+worker's untimed JIT warm-up; Siconos: ``fc3d_driver``), median of 3 when under 1 s (``repeat=3``).
+
+1. fc3d, nsopt vs Siconos: per problem contacts, nsopt's error, sweeps, time, Siconos' status, error
+   and time, the ratio nsopt/Siconos; the median ratio over the problems where Siconos takes more than
+   1 ms (:func:`nsopt.studies.tables.time_ratio`).
+2. The fixed cost of one ``nsopt.solve`` call on a one-contact problem (FrictionContact3D_1c), with
+   its split (method body, error measure), timed in this process (a micro-benchmark, not a campaign).
+3. The per-problem table of nsopt NSGS on fc3d, fc2d and gfc3d (contacts, error, sweeps, time).
 
 CSV files go to benchmarks/results/ (gitignored).
 """
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
+import shutil
 import statistics
 import sys
 import time
@@ -32,42 +37,28 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import nsopt  # noqa: E402
+import nsopt.studies as st  # noqa: E402
 from nsopt import generate  # noqa: E402
 from nsopt.data import data_dir  # noqa: E402
-from nsopt.studies.siconos import run_folders  # noqa: E402
-from nsopt.studies.timing import median_time  # noqa: E402
+from nsopt.studies.tables import by_problem, fmt_time, time_ratio  # noqa: E402
 
 TOL = 1e-8
 
 
-def run_siconos(data, folders, timeout, max_iter, out, bench):
-    """Siconos NSGS through siconos_bench.py; {'folder/file': row} (time_s, status, err_check, iterations)."""
-    return run_folders(data, folders, ["NSGS"], out, timeout=timeout, max_iter=max_iter, tool=bench,
-                       what="Siconos NSGS")
+def campaign(data, a):
+    """nsopt's NSGS on the folders, Siconos NSGS on the Siconos folders: one campaign folder."""
+    out = a.out / "bench_nsgs_campaign"
+    shutil.rmtree(out, ignore_errors=True)
+    folders = list(dict.fromkeys(a.folders + a.siconos_folders))
+    files = {fo: st.find_problems([data / fo])[0] if (data / fo).is_dir() else [] for fo in folders}
+    both = [f for fo in a.siconos_folders for f in files[fo]]
+    kw = dict(tol=TOL, max_iter=a.max_iter, timeout=a.timeout, repeat=3, out=out, jobs=1)
+    if both and not a.no_siconos:
+        st.compare(both, "nsgs", siconos="NSGS", siconos_bench=a.siconos_bench, report=False, **kw)
+    return st.compare([f for fo in folders for f in files[fo]], "nsgs", **kw)
 
 
-def warm_up():
-    """Compile (or load from the numba cache) every kernel before timing anything."""
-    for dim in (2, 3):
-        p, _ = generate.friction_contact(nc=3, dim=dim, seed=0)
-        nsopt.solve(p, method="nsgs")
-        p, _ = generate.global_friction_contact(nc=2, ndof=8, dim=dim, seed=0)
-        nsopt.solve(p, method="nsgs")
-
-
-def time_nsopt(path, max_iter):
-    """(solution, problem, wall seconds): median of 3 fresh-load solves when one takes < 1 s."""
-    sol, t = median_time(lambda: nsopt.io.load(path), "nsgs", tol=TOL, max_iter=max_iter)
-    return sol, sol.problem, t
-
-
-def fmt_t(t):
-    if t is None or (isinstance(t, float) and np.isnan(t)):
-        return "-"
-    return f"{t * 1e3:.3f}ms" if t < 1 else f"{t:.3f}s"
-
-
-def fixed_cost(data, sic_rows):
+def fixed_cost(data, rows):
     """Per-call cost of nsopt.solve on a one-contact problem, and its split."""
     from nsopt import registry
     from nsopt.monitor import Monitor
@@ -91,8 +82,8 @@ def fixed_cost(data, sic_rows):
     t_method = per_call(lambda: info.func(p, Monitor(tol=TOL)))
     t_error = per_call(lambda: p.error(r))
     t_u = per_call(lambda: p.u(r))
-    srow = sic_rows.get("fc3d/FrictionContact3D_1c.dat")
-    t_sic = float(srow["time_s"]) if srow and srow.get("time_s") else None
+    t_sic = next((r["siconos_time_s"] for r in rows if r["problem"] == "fc3d/FrictionContact3D_1c.dat"),
+                 None)
     return dict(problem=path.name if path.is_file() else "generated 1 contact", solve_us=t_solve * 1e6,
                 method_us=t_method * 1e6, error_us=t_error * 1e6, u_us=t_u * 1e6,
                 siconos_us=t_sic * 1e6 if t_sic else None)
@@ -115,69 +106,62 @@ def main(argv=None):
     if not data.is_dir():
         sys.exit(f"corpus folder {data} not found (--data or NSOPT_DATA)")
     a.out.mkdir(parents=True, exist_ok=True)
-    bench = a.siconos_bench     # None: $NSOPT_SICONOS_BENCH, else ../shared/tools/siconos_bench.py
 
-    sic = {} if a.no_siconos else run_siconos(data, a.siconos_folders, a.timeout, a.max_iter,
-                                              a.out / "siconos_nsgs.csv", bench)
-    warm_up()
+    df = campaign(data, a)
+    has_sic = bool((df["source"] == "siconos").any())
+    if not a.no_siconos and not has_sic:
+        print("# Siconos NSGS not run (see the message above): nsopt only")
+    wide = by_problem(df, ("status", "error", "iterations", "time"))
+    sic = "Siconos NSGS"
+
+    def col(c, m, p):     # one cell, None when absent or NaN
+        v = wide[(c, m)].get(p) if (c, m) in wide.columns else None
+        return None if v is None or (isinstance(v, float) and np.isnan(v)) else v
 
     rows = []
-    for folder in a.folders:
-        files = sorted(f for f in (data / folder).iterdir() if f.suffix in (".dat", ".hdf5")) \
-            if (data / folder).is_dir() else []
-        for f in files:
-            key = f"{folder}/{f.name}"
-            try:
-                sol, p, t = time_nsopt(f, a.max_iter)
-            except Exception as e:  # a reader or solver crash is a result too
-                rows.append(dict(problem=key, folder=folder, contacts="", status=f"error: {e}"))
-                continue
-            s = sic.get(key, {})
-            ts = float(s["time_s"]) if s.get("time_s") else None
-            rows.append(dict(problem=key, folder=folder, contacts=p.nc, status=sol.status.value,
-                             error=sol.error, sweeps=sol.nit, time_s=t, method_time_s=sol.solve_time,
-                             siconos_status=s.get("status", ""), siconos_error=s.get("err_check", ""),
-                             siconos_sweeps=s.get("iterations", ""), siconos_time_s=ts,
-                             ratio=(t / ts) if ts else None))
-            print(f"  {key:55s} {sol.status.value:9s} err={sol.error:.2e} sweeps={sol.nit:<6d} "
-                  f"t={fmt_t(t)}", flush=True)
-
+    for p, r in wide.iterrows():
+        folder = Path(p).parent.name
+        ts, t = col("time", sic, p), col("time", "nsgs", p)
+        rows.append(dict(problem=f"{folder}/{r[('name', '')]}", folder=folder, contacts=r[("nc", "")],
+                         status=col("status", "nsgs", p), error=col("error", "nsgs", p),
+                         sweeps=col("iterations", "nsgs", p), time_s=t,
+                         siconos_status=col("status", sic, p) or "", siconos_error=col("error", sic, p),
+                         siconos_sweeps=col("iterations", sic, p), siconos_time_s=ts,
+                         ratio=t / ts if ts and t else None))
     with open(a.out / "bench_nsgs.csv", "w", newline="") as fh:
-        fields = ["problem", "folder", "contacts", "status", "error", "sweeps", "time_s", "method_time_s",
-                  "siconos_status", "siconos_error", "siconos_sweeps", "siconos_time_s", "ratio"]
+        fields = list(rows[0]) if rows else ["problem"]
         w = csv.DictWriter(fh, fieldnames=fields)
         w.writeheader()
         for r in rows:
-            w.writerow({k: r.get(k, "") if r.get(k) is not None else "" for k in fields})
+            w.writerow({k: "" if r.get(k) is None else r[k] for k in fields})
 
     # 1. nsopt vs Siconos on fc3d
+    fc3d = [r for r in rows if r["folder"] == "fc3d"]
     print("\n## NSGS on fc3d: nsopt vs Siconos 4.4 (tol 1e-8, same run)\n")
     print(f"| {'problem':45s} | contacts | nsopt error | sweeps | nsopt time | Siconos | Siconos time | ratio |")
     print(f"|{'-' * 47}|---------:|------------:|-------:|-----------:|---------|-------------:|------:|")
-    ratios = []
-    for r in rows:
-        if r["folder"] != "fc3d":
-            continue
-        ts = r.get("siconos_time_s")
-        ratio = r.get("ratio")
-        if ratio is not None and ts > 1e-3:
-            ratios.append(ratio)
-        sic_st = (f"{r['siconos_status']} {float(r['siconos_error']):.1e}" if r.get("siconos_error") else
-                  (r.get("siconos_status") or "-"))
-        print(f"| {r['problem'][5:]:45s} | {r.get('contacts', ''):>8} | {r.get('error', float('nan')):11.2e} | "
-              f"{r.get('sweeps', ''):>6} | {fmt_t(r.get('time_s')):>10} | {sic_st:15s} | "
-              f"{fmt_t(ts):>12} | {('%.2f' % ratio) if ratio else '-':>5} |")
-    solved = sum(1 for r in rows if r["folder"] == "fc3d" and r.get("status") == "solved")
-    sic_ok = sum(1 for r in rows if r["folder"] == "fc3d" and r.get("siconos_status") == "ok")
-    nfc3d = sum(1 for r in rows if r["folder"] == "fc3d")
-    print(f"\nsolved to 1e-8: nsopt {solved}/{nfc3d}, Siconos {sic_ok}/{nfc3d}" if sic else
-          f"\nsolved to 1e-8: nsopt {solved}/{nfc3d} (Siconos not run)")
+    for r in fc3d:
+        sic_st = (f"{r['siconos_status']} {r['siconos_error']:.1e}" if r["siconos_error"] is not None
+                  else (r["siconos_status"] or "-"))
+        err = r["error"] if r["error"] is not None else float("nan")
+        print(f"| {r['problem'][5:]:45s} | {r['contacts'] or '':>8} | {err:11.2e} | "
+              f"{r['sweeps'] if r['sweeps'] is not None else '':>6} | {fmt_time(r['time_s']):>10} | "
+              f"{sic_st:15s} | {fmt_time(r['siconos_time_s']):>12} | "
+              f"{('%.2f' % r['ratio']) if r['ratio'] else '-':>5} |")
+    fc3d_df = df[df["kind"].eq("fc3d")]
+    solved = int((fc3d_df["method"].eq("nsgs") & fc3d_df["status"].eq("solved")).sum())
+    sic_ok = int((fc3d_df["method"].eq("siconos:NSGS") & fc3d_df["status"].eq("solved")).sum())
+    print(f"\nsolved to 1e-8: nsopt {solved}/{len(fc3d)}, Siconos {sic_ok}/{len(fc3d)}" if has_sic else
+          f"\nsolved to 1e-8: nsopt {solved}/{len(fc3d)} (Siconos not run)")
+    ratios = time_ratio(fc3d_df, "nsgs", sic, both_solved=False) if has_sic else []
+    slow = fc3d_df[fc3d_df["method"].eq("siconos:NSGS") & (fc3d_df["time"] > 1e-3)]["problem"]
+    ratios = [float(x) for p, x in getattr(ratios, "items", lambda: [])() if p in set(slow)]
     if ratios:
         print(f"median time ratio nsopt/Siconos over the {len(ratios)} problems where Siconos takes > 1 ms: "
               f"{statistics.median(ratios):.2f}x  (target <= 3x; < 1 means nsopt is faster)")
 
     # 2. fixed cost
-    fc = fixed_cost(data, sic)
+    fc = fixed_cost(data, rows)
     with open(a.out / "bench_nsgs_fixed.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(fc))
         w.writeheader()
@@ -195,14 +179,16 @@ def main(argv=None):
     for r in rows:
         err = r.get("error")
         sic_txt = "-"
-        if r.get("siconos_status"):
-            e = r.get("siconos_error")
-            sic_txt = (f"{r['siconos_status']} {float(e):.1e} {r.get('siconos_sweeps', '')} sw "
-                       f"{fmt_t(r.get('siconos_time_s'))}" if e else r["siconos_status"])
-        print(f"| {r['problem']:55s} | {r.get('contacts', ''):>8} | {r.get('status', '')} | "
-              f"{(f'{err:.1e}' if err is not None else '-')} | {r.get('sweeps', '')} | {fmt_t(r.get('time_s'))} "
-              f"| {sic_txt} |")
-    print(f"\nCSV: {a.out / 'bench_nsgs.csv'}, {a.out / 'bench_nsgs_fixed.csv'}")
+        if r["siconos_status"]:
+            sic_txt = " ".join([r["siconos_status"]] + ([f"{r['siconos_error']:.1e}"] if r["siconos_error"]
+                                                         is not None else []) +
+                               ([f"{r['siconos_sweeps']:.0f} sw"] if r["siconos_sweeps"] is not None else []) +
+                               [fmt_time(r["siconos_time_s"])])
+        print(f"| {r['problem']:55s} | {r['contacts'] or '':>8} | {r['status']} | "
+              f"{(f'{err:.1e}' if err is not None else '-')} | "
+              f"{r['sweeps'] if r['sweeps'] is not None else ''} | {fmt_time(r['time_s'])} | {sic_txt} |")
+    print(f"\nCSV: {a.out / 'bench_nsgs.csv'}, {a.out / 'bench_nsgs_fixed.csv'}; campaign (results, "
+          f"summary, profiles): {a.out / 'bench_nsgs_campaign'}")
 
 
 if __name__ == "__main__":

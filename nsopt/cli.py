@@ -372,6 +372,8 @@ def compare_cmd(argv) -> int:
                     help="plot the error per iteration of every method on this problem (file name)")
     ap.add_argument("--retry", default="", metavar="STATUS,...",
                     help="on resume, redo the runs stored with these statuses (e.g. error,crashed)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run a solve faster than 1 s this many times and record the median time")
     ap.add_argument("--no-warmup", action="store_true", help="time the first call too (JIT included)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
@@ -399,7 +401,8 @@ def compare_cmd(argv) -> int:
         df = compare(args.paths or None, methods, tol=tol, max_iter=args.max_iter, timeout=args.timeout,
                      jobs=args.jobs, out=args.out, siconos=args.siconos, siconos_bench=args.siconos_bench,
                      siconos_python=args.siconos_python, scheduler=args.scheduler, plugins=args.plugin,
-                     history=args.history, warmup=not args.no_warmup, retry=[s for s in args.retry.split(",") if s], progress=not args.no_progress,
+                     history=args.history, warmup=not args.no_warmup, repeat=max(1, args.repeat),
+                     retry=[s for s in args.retry.split(",") if s], progress=not args.no_progress,
                      log=lambda m: print(f"nsopt: {m}", file=sys.stderr))
     except NsoptError as e:
         raise UsageError(str(e)) from None

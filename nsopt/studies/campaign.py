@@ -98,7 +98,8 @@ def _options_key(opts: dict) -> str:
     return json.dumps(opts, sort_keys=True, default=str)
 
 
-def build_tasks(refs, methods, *, tol, max_iter, timeout, history=False, warmup=True):
+def build_tasks(refs, methods, *, tol, max_iter, timeout, history=False, warmup=True, repeat=1,
+                repeat_under=1.0):
     """One task per (problem, method, options) whose method exists for the problem's kind, and the
     references of problems that no method applies to."""
     tasks, none_apply = [], []
@@ -109,11 +110,12 @@ def build_tasks(refs, methods, *, tol, max_iter, timeout, history=False, warmup=
         for m, o in mine:
             tasks.append({"problem": ref, "problem_hash": h, "kind": kind, "method": m, "options": o,
                           "options_key": _options_key(o), "tol": float(tol), "max_iter": max_iter,
-                          "timeout": timeout, "history": history, "warmup": warmup})
+                          "timeout": timeout, "history": history, "warmup": warmup,
+                          "repeat": repeat, "repeat_under": repeat_under})
     return tasks, none_apply
 
 
-def siconos_tasks(refs, labels, missing, *, tol, max_iter, timeout, tool, python):
+def siconos_tasks(refs, labels, missing, *, tol, max_iter, timeout, tool, python, repeat_under=0.0):
     """One task per problem with the Siconos labels it still misses (``missing(key)``)."""
     from .siconos import hard_limit
 
@@ -129,6 +131,7 @@ def siconos_tasks(refs, labels, missing, *, tol, max_iter, timeout, tool, python
                         "source": "siconos", "siconos_solvers": todo, "options": {},
                         "options_key": "{}", "tol": float(tol), "max_iter": max_iter,
                         "timeout": timeout, "tool": str(tool), "python": python,
+                        "repeat_under": repeat_under,
                         "hard_limit": hard_limit(len(todo), timeout)})
     return out
 
@@ -167,7 +170,7 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
             timeout: float | None = None, jobs: int = 1, out=None, siconos=None,
             siconos_bench=None, siconos_python=None, scheduler: str | None = None, plugins=(),
             history: str | None = None, warmup: bool = True, progress: bool = True, report: bool = True,
-            retry=(), log=None):
+            retry=(), log=None, repeat: int = 1, repeat_under: float = 1.0):
     """Run every method on every problem and return the results table (one row per problem, method,
     options).
 
@@ -196,6 +199,9 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
     history : a problem (file name or a part of its path) whose error history per iteration is
         recorded for every nsopt method and plotted (``history.png``).
     retry : statuses (e.g. ``("error", "crashed")``) whose stored runs are done again on resume.
+    repeat, repeat_under : a solve that takes less than ``repeat_under`` seconds is run ``repeat``
+        times (each on a fresh copy of the problem) and ``time`` is the median (``runs``: how many);
+        Siconos' rows likewise (the tool's median of 3). For the short solves of benchmarks.
     log : ``log(message)`` for warnings and notes (default: print to stderr).
 
     Returns
@@ -235,7 +241,8 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
         clock("problems")
         with records.Store(folder) as store:
             tasks, none_apply = build_tasks(described, methods, tol=tol, max_iter=max_iter,
-                                            timeout=timeout, warmup=warmup)
+                                            timeout=timeout, warmup=warmup, repeat=repeat,
+                                            repeat_under=repeat_under)
             if none_apply:
                 log(f"note: {len(none_apply)} problem(s) of kinds none of the methods applies to "
                     f"({', '.join(sorted({str(k) for _, k in none_apply}))}) are not run")
@@ -256,7 +263,8 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
                     tool = sic.find_tool(siconos_bench)
                     todo += siconos_tasks(described, labels, missing, tol=tol, max_iter=max_iter,
                                           timeout=timeout, tool=tool,
-                                          python=sic.find_python(tool, siconos_python))
+                                          python=sic.find_python(tool, siconos_python),
+                                          repeat_under=repeat_under if repeat > 1 else 0.0)
             done = len(tasks) - sum(1 for t in todo if t.get("source") != "siconos")
             if done:
                 log(f"resuming {folder}: {done} run(s) already recorded, {len(todo)} task(s) to do")

@@ -22,7 +22,8 @@ from pathlib import Path
 
 COLUMNS = ["problem", "problem_hash", "kind", "size", "nc", "method", "source", "options", "tol",
            "max_iter", "timeout", "status", "error", "iterations", "time", "build_time",
-           "load_time", "warmup_time", "peak_rss_mb", "message", "nsopt_version", "versions", "host", "finished_at"]
+           "load_time", "warmup_time", "peak_rss_mb", "message", "nsopt_version", "versions", "host",
+           "finished_at", "runs", "info"]
 STORE = "records.jsonl"
 CSV = "results.csv"
 PARQUET = "results.parquet"
@@ -168,7 +169,7 @@ class Store:
 
 def write_parquet(df, path):
     df = df.copy()
-    for c in ("size", "nc", "iterations", "max_iter"):
+    for c in ("size", "nc", "iterations", "max_iter", "runs"):
         df[c] = df[c].astype("Int64")
     for c in ("error", "time", "build_time", "load_time", "warmup_time", "peak_rss_mb", "tol", "timeout"):
         df[c] = df[c].astype("float64")

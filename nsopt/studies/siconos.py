@@ -20,7 +20,8 @@ campaign goes on without the Siconos rows.
 
 Each task runs the tool on one file (a temporary folder that links to it) with the missing solvers,
 ``--tol``, ``--max-iter``, ``--timeout`` (the tool kills a solve after ``timeout + 15`` s) and one BLAS
-thread, with ``--repeat-under 0`` (one timed run, as nsopt's rows). The tool reports the time of the
+thread, with ``--repeat-under 0`` (one timed run, as nsopt's rows; with ``compare(repeat=3)``,
+``--repeat-under repeat_under``: the median of 3 runs under that time). The tool reports the time of the
 driver call alone and the error recomputed by Siconos' own error function of the kind (the measure
 nsopt computes too); a row is ``solved`` when that error is at most ``tol``, as for nsopt's rows.
 """
@@ -149,7 +150,8 @@ def run_task(task: dict) -> list[dict]:
             os.symlink(os.path.abspath(ref), link)
         out = Path(tmp, "out.csv")
         cmd = [task["python"], str(tool), "--data", tmp, "--folders", kind, "--out", str(out),
-               "--tol", repr(task["tol"]), "--repeat-under", "0", "--threads", "1",
+               "--tol", repr(task["tol"]), "--repeat-under", repr(float(task.get("repeat_under") or 0)),
+               "--threads", "1",
                "--solvers", *labels]
         if task.get("timeout"):
             cmd += ["--timeout", repr(float(task["timeout"]))]
