@@ -1,116 +1,99 @@
 """Lemke benchmark: nsopt's lexicographic Lemke against Siconos 4.4 LEMKE, measured in the same run.
 
     python benchmarks/bench_lemke.py [--sizes 100 300 1000] [--seeds 3] [--corpus] [--profile]
-                                     [--no-siconos] [--data DIR]
+                                     [--no-siconos] [--data DIR] [--timeout 120]
 
 1. Generates LCPs with nsopt.generate (P-matrices and SPD matrices, alternately) at each size,
-   writes them as Siconos ``.dat`` files (nsopt.io.write_siconos_dat) in a temporary folder, runs
-   Siconos' LEMKE on them (``../shared/tools/siconos_bench.py --folders lcp --solvers LEMKE`` under
-   ``/usr/bin/python3``; skipped with a message when unavailable) and nsopt's ``method="lemke"`` on
-   the same files read back with nsopt.io.load. Prints per problem: n, matrix, pivots, errors,
-   times and the ratio nsopt/Siconos, then the median ratio at n >= 300 (target <= 2).
-   Times: wall time of one solve (nsopt: the whole ``nsopt.solve`` call, error check included;
-   Siconos: ``lcp_driver_DenseMatrix``), median of 3, after a JIT warm-up.
-2. ``--corpus``: the same comparison on the corpus folders lcp, relay, mlcp, fc2d (Siconos LEMKE,
+   writes them as Siconos ``.dat`` files (nsopt.io.write_siconos_dat) in a temporary folder, and runs
+   one campaign on them (:func:`nsopt.studies.compare`: nsopt's ``lemke`` and, with ``--siconos
+   LEMKE``, Siconos' LEMKE through ``siconos_bench.py``; skipped with a message when unavailable).
+   Prints per problem: n, pivots, errors, times and the ratio nsopt/Siconos when both solved, then the
+   median ratio per size and at n >= 300 (target <= 2). Times: the campaign's ``time`` column (nsopt:
+   the method and the final error check inside ``nsopt.solve``, after the worker's untimed JIT
+   warm-up; Siconos: ``lcp_driver_DenseMatrix``), median of 3 under 1 s.
+2. ``--corpus``: the same campaign on the corpus folders lcp, relay, mlcp, fc2d (Siconos LEMKE,
    MLCP LCP_LEMKE, FC2D LEMKE), with the solved counts of both at tol 1e-8.
 3. ``--profile``: cProfile of nsopt's Lemke on the largest generated problem (top entries).
 
-CSV files go to benchmarks/results/ (gitignored).
+The campaign folders (results, summary, profiles) are ``benchmarks/results/bench_lemke_gen`` and
+``bench_lemke_corpus``; CSV files go to benchmarks/results/ (gitignored).
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
-import csv
 import io
 import os
 import pstats
+import shutil
 import statistics
 import sys
 import tempfile
-import time
-import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import nsopt  # noqa: E402
+import nsopt.studies as st  # noqa: E402
 from nsopt import generate  # noqa: E402
 from nsopt.data import data_dir  # noqa: E402
-from nsopt.studies.siconos import run_folders  # noqa: E402
-from nsopt.studies.timing import median_time  # noqa: E402
+from nsopt.studies.tables import by_problem, time_ratio  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 TOL = 1e-8
 SICONOS_LABEL = {"lcp": "LEMKE", "relay": "LEMKE", "mlcp": "LCP_LEMKE", "fc2d": "LEMKE"}
 
 
-def run_siconos(data, folders, solvers, out, timeout=120):
-    return run_folders(data, folders, solvers, out, tol=TOL, timeout=timeout)
-
-
-def time_nsopt(p, repeat=3):
-    """Median wall time of nsopt.solve(p, 'lemke') (one run when it takes more than 1 s)."""
-    sol, t = median_time(p, "lemke", repeat=repeat, tol=TOL)
-    return t, sol
-
-
-def warm_up():
-    for n in (3, 8):
-        p, _ = generate.lcp(n, seed=0, matrix="p")
-        nsopt.solve(p, method="lemke")
-    p, _ = generate.friction_contact(3, dim=2, seed=0)
-    nsopt.solve(p, method="lemke")
-
-
-def fmt_t(t):
-    return f"{t:9.4f}" if t is not None else "        -"
-
-
-def compare(files, sic, rel_root, label_of=None):
+def campaign(files, name, args):
+    """nsopt's lemke and Siconos' Lemke solvers on ``files``: (per-problem table, ratio per problem)."""
+    out = RESULTS / name
+    shutil.rmtree(out, ignore_errors=True)
+    labels = sorted(set(SICONOS_LABEL.values()))
+    df = st.compare(files, "lemke", tol=TOL, timeout=args.timeout, repeat=3, out=out,
+                    siconos=None if args.no_siconos else labels)
+    df = df[df["status"] != "skipped"]           # a Siconos label without a solver for the kind
+    sic = df["method"].str.startswith("siconos:")
+    df.loc[sic, "method"] = "siconos:LEMKE"      # one Siconos column (LEMKE or LCP_LEMKE by kind)
+    wide = by_problem(df, ("status", "error", "iterations", "time"))
+    ratio = time_ratio(df, "lemke", "Siconos LEMKE") if sic.any() else {}
+    print(f"{'problem':44s} {'kind':5s} {'n':>5s} {'pivots':>6s} {'nsopt err':>10s} {'sic err':>10s} "
+          f"{'sic it':>6s} {'t nsopt':>9s} {'t siconos':>9s} {'ratio':>7s}")
+    print("-" * 118)
     rows = []
-    hdr = (f"{'problem':44s} {'kind':5s} {'n':>5s} {'pivots':>6s} {'nsopt err':>10s} {'sic err':>10s} "
-           f"{'sic it':>6s} {'t nsopt':>9s} {'t siconos':>9s} {'ratio':>7s}")
-    print(hdr)
-    print("-" * len(hdr))
-    for f in files:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                p = nsopt.io.load(f)
-            except nsopt.FormatError as e:
-                print(f"{f.name:44s} not loadable: {str(e)[-60:]}")
-                continue
-            t, sol = time_nsopt(p)
-        key = str(f.relative_to(rel_root))
-        s = sic.get(key)
-        ts = float(s["time_s"]) if s and s["time_s"] not in ("", None) else None
-        s_ok = bool(s) and s["status"] == "ok"
-        ratio = t / ts if (ts and s_ok and sol.success) else None
-        row = dict(problem=key, kind=p.kind, n=p.size, pivots=sol.nit, nsopt_status=sol.status.value,
-                   nsopt_error=sol.error, nsopt_time=t, siconos_status=s["status"] if s else "",
-                   siconos_error=s["err_check"] if s else "", siconos_iter=s["iterations"] if s else "",
-                   siconos_time=ts, ratio=ratio)
+    for p, r in wide.iterrows():
+        def get(c, m):
+            v = r.get((c, m)) if (c, m) in wide.columns else None
+            return None if v is None or v != v else v
+        st_n, st_s = get("status", "lemke"), get("status", "Siconos LEMKE")
+        if st_n == "load_error":
+            print(f"{r[('name', '')]:44s} not loadable by nsopt")
+            continue
+        row = dict(problem=p, kind=r[("kind", "")], n=int(r[("size", "")] or 0),
+                   pivots=get("iterations", "lemke"), nsopt_status=st_n, nsopt_error=get("error", "lemke"),
+                   nsopt_time=get("time", "lemke"), siconos_status=st_s or "",
+                   siconos_error=get("error", "Siconos LEMKE"), siconos_iter=get("iterations", "Siconos LEMKE"),
+                   siconos_time=get("time", "Siconos LEMKE"), ratio=ratio.get(p) if len(ratio) else None)
         rows.append(row)
-        print(f"{key[-44:]:44s} {p.kind:5s} {p.size:5d} {sol.nit:6d} {sol.error:10.2e} "
-              f"{(float(s['err_check']) if s and s['err_check'] not in ('', 'nan') else float('nan')):10.2e} "
-              f"{(s['iterations'] if s else '-'):>6s} {fmt_t(t)} {fmt_t(ts)} "
-              f"{(f'{ratio:7.2f}' if ratio else '      -')}"
-              f"{'' if sol.success else '  nsopt: ' + sol.status.value}"
-              f"{'' if not s or s_ok else '  siconos: ' + s['status']}")
+
+        def f(x, fmt):
+            return format(x, fmt) if x is not None else format("-", fmt.rstrip("efg").split(".")[0] or ">")
+        print(f"{r[('name', '')][-44:]:44s} {row['kind']:5s} {row['n']:5d} {f(row['pivots'], '6.0f')} "
+              f"{f(row['nsopt_error'], '10.2e')} {f(row['siconos_error'], '10.2e')} "
+              f"{f(row['siconos_iter'], '6.0f')} {f(row['nsopt_time'], '9.4f')} {f(row['siconos_time'], '9.4f')} "
+              f"{f(row['ratio'], '7.2f')}"
+              f"{'' if st_n == 'solved' else '  nsopt: ' + str(st_n)}"
+              f"{'' if st_s in (None, 'solved') else '  siconos: ' + st_s}")
     return rows
 
 
 def write_csv(rows, path):
     if not rows:
         return
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    import pandas as pd
+
+    pd.DataFrame(rows).to_csv(path, index=False)
     print(f"# wrote {path}")
 
 
@@ -126,8 +109,7 @@ def generated(args):
             nsopt.io.write_siconos_dat(p, f)
             files.append(f)
     print(f"# {len(files)} generated LCPs in {tmp}")
-    sic = {} if args.no_siconos else run_siconos(tmp, ["lcp"], ["LEMKE"], RESULTS / "siconos_lemke_gen.csv")
-    rows = compare(files, sic, tmp)
+    rows = campaign(files, "bench_lemke_gen", args)
     for n in args.sizes:
         rs = [r["ratio"] for r in rows if r["n"] == n and r["ratio"]]
         if rs:
@@ -144,23 +126,24 @@ def generated(args):
 def corpus(args):
     data = Path(args.data) if args.data else data_dir()
     folders = ["lcp", "relay", "mlcp", "fc2d"]
-    sic = {} if args.no_siconos else run_siconos(data, folders, ["LEMKE", "LCP_LEMKE"],
-                                                 RESULTS / "siconos_lemke_corpus.csv", timeout=args.timeout)
-    files = [f for fo in folders for f in sorted((data / fo).iterdir()) if f.suffix in (".dat", ".hdf5")]
-    rows = compare(files, sic, data)
+    files, _ = st.find_problems([data / fo for fo in folders])
+    rows = campaign(files, "bench_lemke_corpus", args)
     print()
     for fo in folders:
-        rs = [r for r in rows if r["problem"].startswith(fo + "/")]
+        rs = [r for r in rows if Path(r["problem"]).parent.name == fo]
+        every = [f for f in files if Path(f).parent.name == fo]
         ns = sum(r["nsopt_status"] == "solved" for r in rs)
-        ss = sum(r["siconos_status"] == "ok" for r in rs)
-        sic_only = [r["problem"] for r in rs if r["siconos_status"] == "ok" and r["nsopt_status"] != "solved"]
-        print(f"# {fo:6s} solved at tol {TOL:g}: nsopt lemke {ns}/{len(rs)}, Siconos {SICONOS_LABEL[fo]} "
-              f"{ss}/{len(rs)}" + (f"; solved by Siconos only: {sic_only}" if sic_only else ""))
+        ss = sum(r["siconos_status"] == "solved" for r in rs)
+        sic_only = [Path(r["problem"]).name for r in rs
+                    if r["siconos_status"] == "solved" and r["nsopt_status"] != "solved"]
+        print(f"# {fo:6s} solved at tol {TOL:g}: nsopt lemke {ns}/{len(every)}, Siconos {SICONOS_LABEL[fo]} "
+              f"{ss}/{len(every)}" + (f"; solved by Siconos only: {sic_only}" if sic_only else ""))
     write_csv(rows, RESULTS / "bench_lemke_corpus.csv")
 
 
 def profile(files):
     f = max(files, key=lambda f: (f.name.split("_n")[1], "_p_" in f.name))  # largest n, P-matrix
+    nsopt.solve(nsopt.io.load(f), method="lemke")      # JIT warm-up (the campaign's was in its worker)
     p = nsopt.io.load(f)
     pr = cProfile.Profile()
     pr.enable()
@@ -185,15 +168,16 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=120)
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    warm_up()
+    RESULTS.mkdir(parents=True, exist_ok=True)
     print("## 1. generated LCPs (Siconos .dat files read by both)")
-    _, files = generated(args)
+    tmp, files = generated(args)
     if args.corpus:
         print("\n## 2. corpus: lcp, relay, mlcp, fc2d")
         corpus(args)
     if args.profile:
         print("\n## 3. profile")
         profile(files)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

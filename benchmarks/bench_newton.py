@@ -1,16 +1,18 @@
 """Newton benchmark: nsopt's nsn-ac against Siconos 4.4 NSN_AC on fc3d, measured in the same run.
 
-    python benchmarks/bench_newton.py [--data DIR] [--timeout 60] [--no-siconos] [--profile FILE ...]
+    python benchmarks/bench_newton.py [--data DIR] [--timeout 60] [--no-siconos] [--methods nsn-ac ...]
+                                      [--files NAME ...] [--profile FILE ...]
 
-1. Runs Siconos' NSN_AC (``../shared/tools/siconos_bench.py`` under ``/usr/bin/python3``, tol 1e-8,
-   10000 iterations, per-solve limit ``--timeout``) on the fc3d folder (skipped with a message when
-   siconos is not importable there), then nsopt's ``nsn-ac``, ``nsn-fb`` and ``prox`` on the same
-   files (tol 1e-8, ``time_limit=--timeout``), and prints per problem: contacts, nsopt's error
-   (problem.error), status, Newton iterations and time, Siconos' status and time, and the ratio
-   nsopt/Siconos for nsn-ac; then the median ratio over the problems with >= 50 contacts (target
-   <= 2) and the counts solved at 1e-8 by each method. Times: wall time of one ``nsopt.solve`` call
-   on a loaded problem (including the one-off sparse pattern build cached on the problem and the
-   final error check), median of 3 when under 1 s, after a JIT warm-up.
+1. One campaign (:func:`nsopt.studies.compare`, folder ``benchmarks/results/bench_newton_campaign``,
+   made afresh: results table, summary, profiles): nsopt's ``nsn-ac``, ``nsn-fb`` and ``prox`` and
+   Siconos' NSN_AC (``--siconos NSN_AC`` through ``siconos_bench.py``, 10000 iterations; skipped with a
+   message when Siconos is not available) on the fc3d folder, tol 1e-8, ``--timeout`` seconds per
+   solve for all. Printed per problem: contacts, nsopt's error, status, Newton iterations and time,
+   Siconos' status and time, the ratio nsopt nsn-ac / Siconos; then the median ratio over the
+   problems with >= 50 contacts solved by both (:func:`nsopt.studies.tables.time_ratio`; target
+   <= 2) and the counts solved at 1e-8. Times: the campaign's ``time`` column (the method and the final
+   error check inside ``nsopt.solve``, on a fresh copy of the loaded problem, including the one-off
+   sparse pattern build cached on it, after the worker's untimed JIT warm-up), median of 3 under 1 s.
 2. ``--profile FILE ...`` (default Capsules-i101-404.dat RockPile_tob1.dat): cProfile of nsn-ac on
    those files (second solve: the pattern is cached and the kernels compiled), top entries by tottime.
 
@@ -21,44 +23,25 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import csv
 import io
 import math
 import pstats
+import shutil
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import nsopt
-from nsopt import generate
-from nsopt.data import corpus_files, data_dir
-from nsopt.studies.siconos import run_folders
-from nsopt.studies.timing import median_time
+import nsopt  # noqa: E402
+import nsopt.studies as st  # noqa: E402
+from nsopt.data import corpus_files, data_dir  # noqa: E402
+from nsopt.studies.tables import by_problem, time_ratio  # noqa: E402
 
 TOL = 1e-8
 METHODS = ("nsn-ac", "nsn-fb", "prox")
-
-
-def run_siconos(data, timeout, out, bench):
-    return run_folders(data, ["fc3d"], ["NSN_AC"], out, timeout=timeout, max_iter=10000, tol=TOL,
-                       threads=1, tool=bench, what="Siconos NSN_AC")
-
-
-def warm_up():
-    for dim in (2, 3):
-        p, _ = generate.friction_contact(nc=4, dim=dim, seed=0)
-        for m in ("nsn-ac", "nsn-fb"):
-            nsopt.solve(p, method=m)
-    p, _ = generate.friction_contact(nc=4, dim=3, seed=0)
-    nsopt.solve(p, method="prox")
-
-
-def timed(problem, method, timeout):
-    return median_time(problem, method, tol=TOL, time_limit=timeout)
+SICONOS = "Siconos NSN_AC"
 
 
 def profile(path, method="nsn-ac", top=12):
@@ -89,67 +72,58 @@ def main(argv=None):
     ap.add_argument("--profile", nargs="*", default=["Capsules-i101-404.dat", "RockPile_tob1.dat"],
                     help="fc3d files to profile nsn-ac on (none: no profile)")
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
+    ap.add_argument("--files", nargs="*", help="only these fc3d file names")
     a = ap.parse_args(argv)
     import os
 
     if a.data is not None:
         os.environ["NSOPT_DATA"] = str(a.data.resolve())
     data = data_dir()
-    files = corpus_files("fc3d")
+    files = [f for f in corpus_files("fc3d") if not a.files or f.name in a.files]
     if not files:
         print(f"# no fc3d corpus at {data}: nothing to do")
         return 0
     res = ROOT / "benchmarks" / "results"
-    res.mkdir(parents=True, exist_ok=True)
-    sic = {} if a.no_siconos else run_siconos(data, a.timeout, res / "siconos_nsn_ac.csv", a.siconos_bench)
+    out = res / "bench_newton_campaign"
+    shutil.rmtree(out, ignore_errors=True)
+    df = st.compare(files, a.methods, tol=TOL, timeout=a.timeout, repeat=3, out=out,
+                    siconos=None if a.no_siconos else "NSN_AC", siconos_bench=a.siconos_bench)
+    # (Siconos runs with its tool's 10000 iterations: max_iter=None leaves each its own default)
+    wide = by_problem(df, ("status", "error", "iterations", "time"))
+    has_sic = ("time", SICONOS) in wide.columns
+    ratio = time_ratio(df, "nsn-ac", SICONOS, both_solved=False) if has_sic and "nsn-ac" in a.methods else {}
 
-    from nsopt.io import load
-
-    warm_up()
-    rows, counts, ratios = [], {m: 0 for m in a.methods}, []
     print(f"\n## fc3d, tol {TOL:g}: nsopt {', '.join(a.methods)} vs Siconos NSN_AC (ratio = nsopt nsn-ac / Siconos)")
     head = f"{'problem':40s} {'nc':>4s}"
     for m in a.methods:
         head += f" | {m:>6s} {'status':8s} {'error':>8s} {'it':>5s} {'time':>8s}"
-    head += " | Siconos  status     time  | ratio"
-    print(head)
-    for f in files:
-        p = load(f)
-        row = {"problem": f.name, "nc": p.nc}
-        line = f"{f.name[:40]:40s} {p.nc:4d}"
+    print(head + (" | Siconos  status     time  | ratio" if has_sic else ""))
+    big = []
+    for p, r in wide.iterrows():
+        line = f"{r[('name', '')][:40]:40s} {int(r[('nc', '')] or 0):4d}"
         for m in a.methods:
-            s, dt = timed(p, m, a.timeout)
-            counts[m] += s.success
-            row.update({f"{m}_status": s.status.value, f"{m}_error": s.error, f"{m}_nit": s.nit, f"{m}_time": dt})
-            line += f" | {'':6s} {s.status.value[:8]:8s} {s.error:8.1e} {s.nit:5d} {dt:8.4f}"
-        srow = sic.get(f"fc3d/{f.name}")
-        ratio = None
-        if srow:
-            st = float(srow["time_s"]) if srow["time_s"] else float(srow.get("time_runs") or "nan")
-            row.update(siconos_status=srow["status"], siconos_time=st, siconos_error=srow["err_check"])
-            if "nsn-ac" in a.methods and math.isfinite(st) and st > 0:
-                ratio = row["nsn-ac_time"] / st
-                if p.nc >= 50 and srow["status"] == "ok" and row["nsn-ac_status"] == "solved":
-                    ratios.append(ratio)
-            line += f" | {srow['status'][:7]:7s} {st:9.4f} | {ratio:.2f}" if ratio is not None else \
-                f" | {srow['status'][:7]:7s} {st:9.4f} |"
-        row["ratio"] = ratio
-        rows.append(row)
+            e, it, t = r[("error", m)], r[("iterations", m)], r[("time", m)]
+            line += (f" | {'':6s} {str(r[('status', m)])[:8]:8s} {e:8.1e} {it:5.0f} {t:8.4f}"
+                     if isinstance(r[("status", m)], str) else f" | {'':6s} {'-':8s}")
+        if has_sic:
+            line += f" | {str(r[('status', SICONOS)])[:7]:7s} {r[('time', SICONOS)]:9.4f} |"
+            if p in ratio:
+                line += f" {ratio[p]:.2f}"
+                if (r[("nc", "")] or 0) >= 50 and r[("status", SICONOS)] == "solved" == r[("status", "nsn-ac")]:
+                    big.append(ratio[p])
         print(line, flush=True)
-    print(f"\nsolved at {TOL:g}: " + ", ".join(f"{m} {counts[m]}/{len(files)}" for m in a.methods)
+    solved = {m: int(df[df["method"].eq(m)]["status"].eq("solved").sum()) for m in a.methods}
+    print(f"\nsolved at {TOL:g}: " + ", ".join(f"{m} {solved[m]}/{len(files)}" for m in a.methods)
           + "   (Siconos 4.4 anchors: NSN-AC 29/30, NSN-FB 28/30, PROX 29/30)")
-    if sic:
-        sic_ok = sum(1 for r in sic.values() if r["status"] == "ok")
-        print(f"Siconos NSN_AC in this run: {sic_ok}/{len(sic)}")
-    if ratios:
-        print(f"median ratio nsopt nsn-ac / Siconos NSN_AC over {len(ratios)} problems with >= 50 contacts "
-              f"solved by both: {statistics.median(ratios):.2f} (target <= 2); "
-              f"per problem: {', '.join(f'{x:.2f}' for x in ratios)}")
-    keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "problem", k))
-    with open(res / "bench_newton.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+    if has_sic:
+        sic_ok = int(df[df["method"].eq("siconos:NSN_AC")]["status"].eq("solved").sum())
+        print(f"Siconos NSN_AC in this run: {sic_ok}/{len(files)}")
+    if big:
+        print(f"median ratio nsopt nsn-ac / Siconos NSN_AC over {len(big)} problems with >= 50 contacts "
+              f"solved by both: {statistics.median(big):.2f} (target <= 2); "
+              f"per problem: {', '.join(f'{x:.2f}' for x in big)}")
+    wide.to_csv(res / "bench_newton.csv")
+    print(f"# CSV: {res / 'bench_newton.csv'}; campaign (results, summary, profiles): {out}")
     for name in a.profile or ():
         pf = data / "fc3d" / name
         if pf.is_file():
