@@ -3,26 +3,30 @@
     python benchmarks/bench_convex.py                      # fc3d folder, CLARABEL and SCS, + Siconos ACLMFP
     python benchmarks/bench_convex.py --solvers CLARABEL --no-siconos --files Capsules-i101-404.dat
 
-Part 1 (the fc3d table): every problem of the shared fc3d folder solved by ``socp-fp`` (SOCP + the
-Anderson-accelerated fixed point on s = mu ||u_T||) with each conic solver: contacts, error reached
-(nsopt's Siconos error measure), fixed-point iterations, time inside the conic solver, total time;
-Siconos' ACLMFP (its convex-relaxation fixed point) in the same run through
-``../shared/tools/siconos_bench.py`` (``/usr/bin/python3``; skipped cleanly when unavailable) and
-the time ratio nsopt / Siconos on the problems with >= 50 contacts.
+Part 1 (the fc3d table): one campaign (:func:`nsopt.studies.compare`, folder
+``benchmarks/results/bench_convex_campaign``, made afresh: results table, summary, profiles) on the
+shared fc3d folder: ``socp-fp`` (SOCP + the Anderson-accelerated fixed point on s = mu ||u_T||) with
+each conic solver (``socp-fp[solver=CLARABEL]``, ...), and Siconos' ACLMFP (its convex-relaxation fixed
+point) through ``siconos_bench.py`` (skipped cleanly when unavailable), ``--time-limit`` seconds per
+solve for both. Printed: contacts, error reached (nsopt's Siconos error measure), fixed-point
+iterations, time inside the conic solver (the ``timings.solver`` entry of the ``info`` column),
+total time of the solve (the ``time`` column, after the worker's untimed warm-up: CVXPY's imports
+and first compile of a tiny problem), and the time ratio nsopt / Siconos on the problems with >= 50
+contacts (:func:`nsopt.studies.tables.time_ratio`).
 
-Part 2 (the compiled-once re-solve): on one problem (default Capsules-i101-404, 225 contacts), the
-time per fixed-point iteration when the compiled program's data are updated in place and re-solved
-(through CVXPY's solving chain, and through one Clarabel solver updated in place, nsopt's default),
-versus rebuilding the CVXPY program each iteration (ratio measured in this run), and the share of
-the re-solve time spent inside the conic solver.
+Part 2 (the compiled-once re-solve, a micro-benchmark in this process): on one problem (default
+Capsules-i101-404, 225 contacts), the time per fixed-point iteration when the compiled program's data
+are updated in place and re-solved (through CVXPY's solving chain, and through one Clarabel solver
+updated in place, nsopt's default), versus rebuilding the CVXPY program each iteration (ratio
+measured in this run), and the share of the re-solve time spent inside the conic solver.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,26 +35,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import nsopt
-from nsopt.data import corpus_files, data_dir
-from nsopt.studies.siconos import run_folders
+import nsopt  # noqa: E402
+import nsopt.studies as st  # noqa: E402
+from nsopt.data import corpus_files, data_dir  # noqa: E402
+from nsopt.studies.tables import by_problem, time_ratio  # noqa: E402
 
-
-def run_siconos(folder, files, timeout):
-    """Siconos' ACLMFP on the folder: {file name: (status, error, iterations, seconds)} or None."""
-    out = Path(tempfile.mkdtemp()) / "aclmfp.csv"
-    rows = run_folders(data_dir(), [folder], ["ACLMFP"], out, tol="1e-8", timeout=timeout,
-                       what="Siconos ACLMFP")
-    shutil.rmtree(out.parent, ignore_errors=True)
-    if not rows:
-        return None
-    res = {}
-    for row in rows.values():
-        name = Path(row["file"]).name
-        err = float(row["err_check"]) if row["err_check"] else float("nan")
-        it = int(row["iterations"]) if row["iterations"] else -1
-        res[name] = (row["status"], err, it, float(row["time_s"]))
-    return res
+SICONOS = "Siconos ACLMFP"
 
 
 def fc3d_table(args):
@@ -60,60 +50,47 @@ def fc3d_table(args):
     if not files:
         print(f"no problem files in {data_dir() / args.folder}")
         return
-    sic = None if args.no_siconos else run_siconos(args.folder, files, args.timeout)
-    import cvxpy as cp  # warm-up: CVXPY's first solve pays one-off imports and initialisation
-
-    w = cp.Variable(2)
-    for s in args.solvers:
-        cp.Problem(cp.Minimize(cp.sum_squares(w)), [cp.norm(w) <= w[0] + 1]).solve(solver=s)
-    # and the Newton polish (nsn-ac): its compiled kernels are loaded once per process
-    nsopt.solve(nsopt.FrictionContact(3, np.eye(3), [-1.0, 1.0, 0.0], 0.5), method="nsn-ac")
-    rows = []
+    out = ROOT / "benchmarks" / "results" / "bench_convex_campaign"
+    shutil.rmtree(out, ignore_errors=True)
+    methods = [("socp-fp", {"solver": s}) for s in args.solvers]
+    df = st.compare(files, methods, tol=1e-8, max_iter=args.max_iter, timeout=args.time_limit, out=out,
+                    siconos=None if args.no_siconos else "ACLMFP")
+    df["solver_s"] = [json.loads(i).get("timings.solver", np.nan) if isinstance(i, str) else np.nan
+                      for i in df["info"]]
+    wide = by_problem(df, ("status", "error", "iterations", "solver_s", "time"))
+    labels = {s: f"socp-fp solver={s}" for s in args.solvers}
+    has_sic = ("time", SICONOS) in wide.columns
     head = f"{'problem':44s} {'nc':>4s}"
     for s in args.solvers:
         head += f" | {s[:8]:>8s} {'error':>8s} {'fp_it':>5s} {'solver_s':>8s} {'total_s':>8s}"
-    if sic is not None:
+    if has_sic:
         head += f" | {'ACLMFP':>7s} {'error':>8s} {'it':>5s} {'time_s':>8s}"
     print(head)
     print("-" * len(head))
-    for f in files:
-        p = nsopt.io.load(f)
-        line = f"{f.name[:44]:44s} {p.nc:4d}"
-        row = {"name": f.name, "nc": p.nc}
-        for s in args.solvers:
-            sol = nsopt.solve(p, method="socp-fp", solver=s, max_iter=args.max_iter, time_limit=args.time_limit)
-            t = sol.info.get("timings", {})
-            row[s] = (sol.error, sol.nit, t.get("solver", float("nan")), sol.solve_time, sol.status.value)
-            line += (f" | {sol.status.value[:8]:>8s} {sol.error:8.1e} {sol.nit:5d} "
-                     f"{t.get('solver', float('nan')):8.3f} {sol.solve_time:8.3f}")
-        if sic is not None:
-            st, err, it, ts = sic.get(f.name, ("absent", float("nan"), -1, float("nan")))
-            row["siconos"] = (st, err, it, ts)
-            line += f" | {st[:7]:>7s} {err:8.1e} {it:5d} {ts:8.3f}"
-        print(line, flush=True)
-        rows.append(row)
+    for _, r in wide.iterrows():
+        line = f"{r[('name', '')][:44]:44s} {int(r[('nc', '')] or 0):4d}"
+        for m in list(labels.values()) + ([SICONOS] if has_sic else []):
+            it = r[("iterations", m)]
+            line += f" | {str(r[('status', m)])[:8]:>8s} {r[('error', m)]:8.1e} {it if it == it else -1:5.0f}"
+            line += (f" {r[('solver_s', m)]:8.3f}" if m != SICONOS else "") + f" {r[('time', m)]:8.3f}"
+        print(line)
     print()
-    for s in args.solvers:
-        ok = sum(1 for r in rows if r[s][0] <= 1e-8)
-        print(f"socp-fp + {s}: {ok}/{len(rows)} problems to error <= 1e-8; "
-              f"not reached (Newton fallback needed): "
-              f"{', '.join(r['name'] for r in rows if r[s][0] > 1e-8) or 'none'}")
-    if sic is not None:
-        ok = sum(1 for r in rows if r["siconos"][0] == "ok")
-        print(f"Siconos ACLMFP: {ok}/{len(rows)} ok")
+    for s, m in labels.items():
+        d = df[df["options"].str.contains(f'"{s}"') & df["method"].eq("socp-fp")]
+        bad = [Path(p).name for p, e in zip(d["problem"], d["error"]) if not e <= 1e-8]
+        print(f"socp-fp + {s}: {len(d) - len(bad)}/{len(d)} problems to error <= 1e-8; "
+              f"not reached (Newton fallback needed): {', '.join(bad) or 'none'}")
+    if has_sic:
+        d = df[df["method"].eq("siconos:ACLMFP")]
+        print(f"Siconos ACLMFP: {int(d['status'].eq('solved').sum())}/{len(d)} solved")
         print("\nTime ratio nsopt socp-fp / Siconos ACLMFP on problems with >= 50 contacts "
-              "(< 1: nsopt faster; Siconos not ok counts its time until it stopped):")
-        for s in args.solvers:
-            parts, wins, tot = [], 0, 0
-            for r in rows:
-                if r["nc"] < 50:
-                    continue
-                ts = r["siconos"][3]
-                ratio = r[s][3] / ts if ts and np.isfinite(ts) and ts > 0 else float("nan")
-                tot += 1
-                wins += ratio < 1
-                parts.append(f"{r['name'][:26]}={ratio:.3g}")
-            print(f"  {s}: faster on {wins}/{tot}: " + ", ".join(parts))
+              "(< 1: nsopt faster; Siconos not solved counts its time until it stopped):")
+        big = set(wide.index[wide[("nc", "")].fillna(0) >= 50])
+        for s, m in labels.items():
+            ratio = time_ratio(df, m, SICONOS, both_solved=False)
+            ratio = ratio[[p for p in ratio.index if p in big]]
+            print(f"  {s}: faster on {int((ratio < 1).sum())}/{len(ratio)}: " +
+                  ", ".join(f"{Path(p).name[:26]}={x:.3g}" for p, x in ratio.items()))
 
 
 def resolve_benchmark(args):
@@ -194,10 +171,9 @@ def main(argv=None):
     ap.add_argument("--files", nargs="*", help="only these file names")
     ap.add_argument("--solvers", nargs="+", default=["CLARABEL", "SCS"])
     ap.add_argument("--max-iter", type=int, default=None, help="fixed-point iterations (default 200)")
-    ap.add_argument("--time-limit", type=float, default=75.0,
-                    help="nsopt per-solve wall limit (s), as Siconos' --timeout")
+    ap.add_argument("--time-limit", "--timeout", type=float, default=75.0,
+                    help="per-solve wall limit (s) of nsopt and of Siconos")
     ap.add_argument("--no-siconos", action="store_true", help="do not run Siconos' ACLMFP")
-    ap.add_argument("--timeout", type=float, default=75.0, help="Siconos per-solve wall limit (s)")
     ap.add_argument("--resolve-problem", default="Capsules-i101-404.dat")
     ap.add_argument("--resolve-solver", default="CLARABEL")
     ap.add_argument("--resolve-iterations", type=int, default=20)
