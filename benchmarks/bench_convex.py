@@ -35,10 +35,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import nsopt  # noqa: E402
-import nsopt.studies as st  # noqa: E402
-from nsopt.data import corpus_files, data_dir  # noqa: E402
-from nsopt.studies.tables import by_problem, time_ratio  # noqa: E402
+import nsopt
+import nsopt.studies as st
+from nsopt.data import corpus_files, data_dir
+from nsopt.studies.tables import by_problem, time_ratio
 
 SICONOS = "Siconos ACLMFP"
 
@@ -71,7 +71,7 @@ def fc3d_table(args):
         line = f"{r[('name', '')][:44]:44s} {int(r[('nc', '')] or 0):4d}"
         for m in list(labels.values()) + ([SICONOS] if has_sic else []):
             it = r[("iterations", m)]
-            line += f" | {str(r[('status', m)])[:8]:>8s} {r[('error', m)]:8.1e} {it if it == it else -1:5.0f}"
+            line += f" | {str(r[('status', m)])[:8]:>8s} {r[('error', m)]:8.1e} {-1 if np.isnan(it) else it:5.0f}"
             line += (f" {r[('solver_s', m)]:8.3f}" if m != SICONOS else "") + f" {r[('time', m)]:8.3f}"
         print(line)
     print()

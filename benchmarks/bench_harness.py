@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,10 +42,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import nsopt.studies as st  # noqa: E402
-from nsopt import generate  # noqa: E402
-from nsopt.data import data_dir  # noqa: E402
-from nsopt.io import write_siconos_dat  # noqa: E402
+import nsopt.studies as st
+from nsopt import generate
+from nsopt.data import data_dir
+from nsopt.io import write_siconos_dat
 
 
 def cold(path, method, jobs, tmp, extra=()):
@@ -56,7 +55,7 @@ def cold(path, method, jobs, tmp, extra=()):
     cmd = [sys.executable, "-m", "nsopt", "compare", str(path), "--methods", method, "--jobs", str(jobs),
            "--out", str(out), *extra]
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
     if r.returncode not in (0, 1):
         raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr[-2000:]}")
@@ -103,18 +102,18 @@ def main(argv=None):
     try:
         # 1. cold: the command line
         for jobs in (1, 2):
-            w, s, n, ph = median_runs(lambda: cold(lcp_dir, "lemke", jobs, tmp), args.repeat)
+            w, s, n, ph = median_runs(lambda j=jobs: cold(lcp_dir, "lemke", j, tmp), args.repeat)
             rows.append(("cold", f"lcp ({len(lcp)}), lemke, CLI", jobs, n, w, s))
             walls[("cold", jobs)], phases[jobs] = w, (w, ph)
         # 2. warm: a second compare() in this process
         warm(lcp, "lemke", 1, tmp)
         for jobs in (1, 2):
             warm(lcp, "lemke", jobs, tmp)
-            w, s, n = median_runs(lambda: warm(lcp, "lemke", jobs, tmp), args.repeat)
+            w, s, n = median_runs(lambda j=jobs: warm(lcp, "lemke", j, tmp), args.repeat)
             rows.append(("warm", f"lcp ({len(lcp)}), lemke, out=None", jobs, n, w, s))
             walls[("warm", jobs)] = w
         for label, kw in (("out=DIR", {}), ("out=DIR, report=False", {"report": False})):
-            w, s, n = median_runs(lambda: warm(lcp, "lemke", 1, tmp, out=True, **kw), args.repeat)
+            w, s, n = median_runs(lambda k=kw: warm(lcp, "lemke", 1, tmp, out=True, **k), args.repeat)
             rows.append(("warm", f"lcp ({len(lcp)}), lemke, {label}", 1, n, w, s))
         # 3. per task: W - S = F + c n
         many = []

@@ -32,14 +32,16 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import nsopt  # noqa: E402
-import nsopt.studies as st  # noqa: E402
-from nsopt import generate  # noqa: E402
-from nsopt.data import data_dir  # noqa: E402
-from nsopt.studies.tables import by_problem, time_ratio  # noqa: E402
+import nsopt
+import nsopt.studies as st
+from nsopt import generate
+from nsopt.data import data_dir
+from nsopt.studies.tables import by_problem, time_ratio
 
 RESULTS = ROOT / "benchmarks" / "results"
 TOL = 1e-8
@@ -62,15 +64,18 @@ def campaign(files, name, args):
           f"{'sic it':>6s} {'t nsopt':>9s} {'t siconos':>9s} {'ratio':>7s}")
     print("-" * 118)
     rows = []
+    def cell(r, c, m):
+        v = r.get((c, m)) if (c, m) in wide.columns else None
+        return None if v is None or (isinstance(v, float) and np.isnan(v)) else v
+
     for p, r in wide.iterrows():
-        def get(c, m):
-            v = r.get((c, m)) if (c, m) in wide.columns else None
-            return None if v is None or v != v else v
+        def get(c, m, r=r):
+            return cell(r, c, m)
         st_n, st_s = get("status", "lemke"), get("status", "Siconos LEMKE")
         if st_n == "load_error":
             print(f"{r[('name', '')]:44s} not loadable by nsopt")
             continue
-        row = dict(problem=p, kind=r[("kind", "")], n=int(r[("size", "")] or 0),
+        row = dict(problem=p, kind=r[("kind", "")], n=int(r[("size", "")] or 0),  # noqa: C408
                    pivots=get("iterations", "lemke"), nsopt_status=st_n, nsopt_error=get("error", "lemke"),
                    nsopt_time=get("time", "lemke"), siconos_status=st_s or "",
                    siconos_error=get("error", "Siconos LEMKE"), siconos_iter=get("iterations", "Siconos LEMKE"),

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import math
 import pstats
 import shutil
 import statistics
@@ -34,10 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import nsopt  # noqa: E402
-import nsopt.studies as st  # noqa: E402
-from nsopt.data import corpus_files, data_dir  # noqa: E402
-from nsopt.studies.tables import by_problem, time_ratio  # noqa: E402
+import nsopt
+import nsopt.studies as st
+from nsopt.data import corpus_files, data_dir
+from nsopt.studies.tables import by_problem, time_ratio
 
 TOL = 1e-8
 METHODS = ("nsn-ac", "nsn-fb", "prox")

@@ -36,11 +36,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import nsopt  # noqa: E402
-import nsopt.studies as st  # noqa: E402
-from nsopt import generate  # noqa: E402
-from nsopt.data import data_dir  # noqa: E402
-from nsopt.studies.tables import by_problem, fmt_time, time_ratio  # noqa: E402
+import nsopt
+import nsopt.studies as st
+from nsopt import generate
+from nsopt.data import data_dir
+from nsopt.studies.tables import by_problem, fmt_time, time_ratio
 
 TOL = 1e-8
 
@@ -52,7 +52,7 @@ def campaign(data, a):
     folders = list(dict.fromkeys(a.folders + a.siconos_folders))
     files = {fo: st.find_problems([data / fo])[0] if (data / fo).is_dir() else [] for fo in folders}
     both = [f for fo in a.siconos_folders for f in files[fo]]
-    kw = dict(tol=TOL, max_iter=a.max_iter, timeout=a.timeout, repeat=3, out=out, jobs=1)
+    kw = {"tol": TOL, "max_iter": a.max_iter, "timeout": a.timeout, "repeat": 3, "out": out, "jobs": 1}
     if both and not a.no_siconos:
         st.compare(both, "nsgs", siconos="NSGS", siconos_bench=a.siconos_bench, report=False, **kw)
     return st.compare([f for fo in folders for f in files[fo]], "nsgs", **kw)
@@ -84,9 +84,9 @@ def fixed_cost(data, rows):
     t_u = per_call(lambda: p.u(r))
     t_sic = next((r["siconos_time_s"] for r in rows if r["problem"] == "fc3d/FrictionContact3D_1c.dat"),
                  None)
-    return dict(problem=path.name if path.is_file() else "generated 1 contact", solve_us=t_solve * 1e6,
-                method_us=t_method * 1e6, error_us=t_error * 1e6, u_us=t_u * 1e6,
-                siconos_us=t_sic * 1e6 if t_sic else None)
+    return {"problem": path.name if path.is_file() else "generated 1 contact", "solve_us": t_solve * 1e6,
+            "method_us": t_method * 1e6, "error_us": t_error * 1e6, "u_us": t_u * 1e6,
+            "siconos_us": t_sic * 1e6 if t_sic else None}
 
 
 def main(argv=None):
@@ -122,7 +122,7 @@ def main(argv=None):
     for p, r in wide.iterrows():
         folder = Path(p).parent.name
         ts, t = col("time", sic, p), col("time", "nsgs", p)
-        rows.append(dict(problem=f"{folder}/{r[('name', '')]}", folder=folder, contacts=r[("nc", "")],
+        rows.append(dict(problem=f"{folder}/{r[('name', '')]}", folder=folder,  # noqa: C408 contacts=r[("nc", "")],
                          status=col("status", "nsgs", p), error=col("error", "nsgs", p),
                          sweeps=col("iterations", "nsgs", p), time_s=t,
                          siconos_status=col("status", sic, p) or "", siconos_error=col("error", sic, p),
@@ -147,7 +147,7 @@ def main(argv=None):
         print(f"| {r['problem'][5:]:45s} | {r['contacts'] or '':>8} | {err:11.2e} | "
               f"{r['sweeps'] if r['sweeps'] is not None else '':>6} | {fmt_time(r['time_s']):>10} | "
               f"{sic_st:15s} | {fmt_time(r['siconos_time_s']):>12} | "
-              f"{('%.2f' % r['ratio']) if r['ratio'] else '-':>5} |")
+              f"{format(r['ratio'], '.2f') if r['ratio'] else '-':>5} |")
     fc3d_df = df[df["kind"].eq("fc3d")]
     solved = int((fc3d_df["method"].eq("nsgs") & fc3d_df["status"].eq("solved")).sum())
     sic_ok = int((fc3d_df["method"].eq("siconos:NSGS") & fc3d_df["status"].eq("solved")).sum())
@@ -155,7 +155,7 @@ def main(argv=None):
           f"\nsolved to 1e-8: nsopt {solved}/{len(fc3d)} (Siconos not run)")
     ratios = time_ratio(fc3d_df, "nsgs", sic, both_solved=False) if has_sic else []
     slow = fc3d_df[fc3d_df["method"].eq("siconos:NSGS") & (fc3d_df["time"] > 1e-3)]["problem"]
-    ratios = [float(x) for p, x in getattr(ratios, "items", lambda: [])() if p in set(slow)]
+    ratios = [float(x) for p, x in getattr(ratios, "items", list)() if p in set(slow)]
     if ratios:
         print(f"median time ratio nsopt/Siconos over the {len(ratios)} problems where Siconos takes > 1 ms: "
               f"{statistics.median(ratios):.2f}x  (target <= 3x; < 1 means nsopt is faster)")
@@ -173,7 +173,7 @@ def main(argv=None):
           f"(run once by solve to judge the status), problem.u {fc['u_us']:.1f} µs")
 
     # 3. per-problem table for the note
-    print("\n## nsopt NSGS per problem (tol 1e-8, max_iter %d)\n" % a.max_iter)
+    print(f"\n## nsopt NSGS per problem (tol 1e-8, max_iter {a.max_iter})\n")
     print(f"| {'problem':55s} | contacts | status | error | sweeps | time | Siconos NSGS |")
     print(f"|{'-' * 57}|---------:|--------|------:|-------:|-----:|--------------|")
     for r in rows:

@@ -238,3 +238,34 @@ def test_median_time_repeats_fast_solves_only():
     assert len(made) == 1 and sol.success
     sol, _ = median_time(MURTY, "pgs", repeat=2, tol=1e-6)
     assert sol.problem is MURTY and sol.error <= 1e-6
+
+
+# ------------------------------------------------------------------------------- tables
+def test_tables_side_by_side_and_time_ratios_by_hand():
+    from nsopt.studies.records import normalize, to_frame
+    from nsopt.studies.tables import by_problem, fmt_time, time_ratio
+
+    recs = [_rec("d/p1.dat", "a", time=2.0, nc=3), _rec("d/p1.dat", "siconos:X", time=4.0, nc=3),
+            _rec("d/p2.dat", "a", time=3.0), _rec("d/p2.dat", "siconos:X", status="failed", time=1.0),
+            _rec("d/p3.dat", "a", time=1.0)]
+    df = to_frame([normalize(r) for r in recs])
+    w = by_problem(df, ("status", "time"))
+    assert list(w.index) == ["d/p1.dat", "d/p2.dat", "d/p3.dat"]
+    assert list(w[("name", "")]) == ["p1.dat", "p2.dat", "p3.dat"] and w.loc["d/p1.dat", ("nc", "")] == 3
+    assert w.loc["d/p2.dat", ("status", "Siconos X")] == "failed"
+    assert w.loc["d/p1.dat", ("time", "a")] == 2.0 and np.isnan(w.loc["d/p3.dat", ("time", "Siconos X")])
+    r = time_ratio(df, "a", "Siconos X")                      # both solved: p1 only
+    assert r.to_dict() == {"d/p1.dat": 0.5}
+    r = time_ratio(df, "a", "Siconos X", both_solved=False)   # every pair of times
+    assert r.to_dict() == {"d/p1.dat": 0.5, "d/p2.dat": 3.0}
+    assert (fmt_time(None), fmt_time(float("nan")), fmt_time(2e-3), fmt_time(2.5)) == \
+        ("-", "-", "2.000ms", "2.500s")
+
+
+def test_compare_repeats_fast_solves_and_keeps_the_method_info():
+    p = ["nsopt:generated/lcp-spd-10", "nsopt:generated/lcp-p-30"]
+    df = nsopt.studies.compare(p, "lemke", repeat=3, progress=False)
+    assert df["runs"].eq(3).all() and (df["time"] > 0).all() and df["status"].eq("solved").all()
+    assert all(json.loads(i)["pivots"] == n for i, n in zip(df["info"], df["iterations"]))
+    df = nsopt.studies.compare(p, "lemke", repeat=3, repeat_under=0.0, progress=False)
+    assert df["runs"].eq(1).all()

@@ -56,7 +56,9 @@ def test_a_new_method_replaces_the_forked_pool(monkeypatch, tmp_path):
         @registry.register("lcp", "test-pool-threads", "BLAS threads in this process as nit")
         def threads(problem, mon):
             n = 0
-            for line in open("/proc/self/maps"):
+            with open("/proc/self/maps") as f:
+                maps = f.read().splitlines()
+            for line in maps:
                 if "openblas" in line and line.rstrip().endswith(".so"):
                     lib = ctypes.CDLL(line.split()[-1])
                     for sym in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads"):
@@ -81,7 +83,7 @@ def test_interrupted_campaign_stops_its_workers(monkeypatch):
               "options_key": "{}", "tol": 1e-8, "max_iter": None, "timeout": None, "id": i}
              for i, p in enumerate(PROBLEMS * 2)]
     gen = runner.run_local(tasks, jobs=1)
-    task, recs = next(gen)
+    _, recs = next(gen)
     assert recs[0]["status"] == "solved"
     handle = runner._POOL["handles"][0]
     gen.close()                     # the consumer stops early (Ctrl-C): the pool is stopped

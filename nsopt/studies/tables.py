@@ -3,6 +3,8 @@ them (what the benchmark scripts print next to Siconos' figures)."""
 
 from __future__ import annotations
 
+import math
+
 from .files import short_name
 from .profiles import method_label
 
@@ -55,6 +57,6 @@ def time_ratio(df, method: str, reference: str, *, both_solved: bool = True):
 
 def fmt_time(t) -> str:
     """``0.123ms``, ``1.234s``, or ``-`` for a missing time (None, NaN)."""
-    if t is None or t != t:
+    if t is None or math.isnan(t):
         return "-"
     return f"{t * 1e3:.3f}ms" if t < 1 else f"{t:.3f}s"
