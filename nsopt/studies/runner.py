@@ -26,7 +26,8 @@ stops its workers.
 Limits: the soft limit ``timeout`` is passed to :func:`nsopt.solve` as ``time_limit`` (the method
 stops with ``time_limit`` and its best iterate); the hard limit, after which the worker is killed, is
 ``timeout + max(1 s, 10 % of timeout)``, counted from the start of the timed solve (loading the
-problem has its own allowance, the warm-up gets the hard limit plus 10 s).
+problem has its own allowance, the warm-up gets the hard limit plus 10 s). Without a timeout nothing
+is killed (a crash is still recorded as such).
 """
 
 from __future__ import annotations
@@ -232,7 +233,7 @@ class WorkerHandle:
         task = self.queue[0]
         self.info, self.t_start, self.t_phase = None, None, now
         self.limit = task.get("hard_limit") or hard_limit(task.get("timeout"))
-        self.deadline = now + LOAD_ALLOWANCE
+        self.deadline = now + LOAD_ALLOWANCE if math.isfinite(self.limit) else math.inf
         self.started.append(task)
 
     def submit(self, task: dict):
