@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import numpy as np
 import pandas as pd
@@ -269,3 +270,22 @@ def test_compare_repeats_fast_solves_and_keeps_the_method_info():
     assert all(json.loads(i)["pivots"] == n for i, n in zip(df["info"], df["iterations"]))
     df = nsopt.studies.compare(p, "lemke", repeat=3, repeat_under=0.0, progress=False)
     assert df["runs"].eq(1).all()
+
+
+def test_describe_is_kept_while_the_file_is_unchanged(tmp_path, monkeypatch):
+    from nsopt.studies import files
+
+    f = tmp_path / "murty.dat"
+    write_siconos_dat(MURTY, f)
+    ref, kind, h = files.describe(str(f))
+    assert (ref, kind, h) == (str(f), "lcp", files.content_hash(str(f)))
+    write_siconos_dat(nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -7.0]), f)   # rewritten at once:
+    assert files.describe(str(f))[2] == files.content_hash(str(f)) != h      # same size, maybe mtime
+    old = os.stat(f).st_mtime_ns - 10**10                                       # a file 10 s old
+    os.utime(f, ns=(old, old))
+    first = files.describe(str(f))
+    calls = []
+    monkeypatch.setattr(files, "content_hash", lambda r: calls.append(r) or "x")
+    assert files.describe(str(f)) == first and calls == []                      # kept
+    os.utime(f, ns=(old + 1, old + 1))                                          # touched
+    assert files.describe(str(f))[2] == "x" and calls == [str(f)]

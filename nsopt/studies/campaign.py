@@ -237,7 +237,7 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
     try:
         folder.mkdir(parents=True, exist_ok=True)
         refs = resolve_problems(problems, folder, warn=log)
-        described = [(r, files.detect_kind(r), files.content_hash(r)) for r in refs]
+        described = [files.describe(r) for r in refs]
         clock("problems")
         with records.Store(folder) as store:
             tasks, none_apply = build_tasks(described, methods, tol=tol, max_iter=max_iter,

@@ -49,6 +49,38 @@ def content_hash(ref: str) -> str:
     return h.hexdigest()[:16]
 
 
+_DESCRIBED: dict = {}
+
+
+def describe(ref: str) -> tuple:
+    """``(ref, kind, content hash)`` of a problem (:func:`detect_kind`, :func:`content_hash`).
+
+    For a file, the answer is kept for the next campaigns of this process while the file's
+    ``(size, mtime_ns, inode)`` are unchanged (git's index does the same), so that a campaign run
+    again on the same folder does not read every file again before its first task. As in git, an
+    entry is trusted only for a file last modified more than 2 s before it was read (a file
+    rewritten within the clock's granularity keeps its mtime)."""
+    import time
+
+    stamp = None
+    if not ref.startswith(GENERATED):
+        try:
+            st = os.stat(ref)
+            stamp = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+        except OSError:
+            stamp = None
+    kept = _DESCRIBED.get(ref)
+    if stamp is not None and kept is not None and kept[0] == stamp and kept[1] - stamp[1] > 2e9:
+        return kept[2]
+    now = time.time_ns()
+    out = (ref, detect_kind(ref), content_hash(ref))
+    if stamp is not None:
+        if len(_DESCRIBED) > 100_000:
+            _DESCRIBED.clear()
+        _DESCRIBED[ref] = (stamp, now, out)
+    return out
+
+
 def _builtin():
     """name -> builder of the built-in set: problems with known solutions, each from its own seed."""
     from .. import generate as g
