@@ -2,7 +2,7 @@
 solve times it records, cold (a fresh command) and warm (a second ``compare()`` in one process).
 
     python benchmarks/bench_harness.py [--data DIR] [--repeat 3] [--copies 4]
-                                       [--gen-n 100] [--gen-count 8] [--gen-iter 10000]
+                                       [--gen-n 100] [--gen-count 8] [--gen-iter 80000]
 
 S is the sum of the ``time`` column: the time of each ``nsopt.solve`` call as the worker recorded it.
 Everything else in W is the harness' (starting Python and the workers, imports, the untimed JIT
@@ -90,7 +90,7 @@ def main(argv=None):
     ap.add_argument("--copies", type=int, default=4, help="copies of the lcp folder for the per-task fit")
     ap.add_argument("--gen-n", type=int, default=100, help="size of the generated LCPs")
     ap.add_argument("--gen-count", type=int, default=8, help="number of generated LCPs (0: skip)")
-    ap.add_argument("--gen-iter", type=int, default=10000, help="PGS sweeps per generated LCP")
+    ap.add_argument("--gen-iter", type=int, default=80000, help="PGS sweeps per generated LCP")
     args = ap.parse_args(argv)
     data = Path(args.data) if args.data else data_dir()
     lcp_dir = data / "lcp"

@@ -55,7 +55,8 @@ def campaign(data, a):
     kw = {"tol": TOL, "max_iter": a.max_iter, "timeout": a.timeout, "repeat": 3, "out": out, "jobs": 1}
     if both and not a.no_siconos:
         st.compare(both, "nsgs", siconos="NSGS", siconos_bench=a.siconos_bench, report=False, **kw)
-    return st.compare([f for fo in folders for f in files[fo]], "nsgs", **kw)
+    return st.compare([f for fo in folders for f in files[fo]], "nsgs", **kw,   # the other folders
+                      log=lambda m: m.startswith("resuming") or print(m, file=sys.stderr))
 
 
 def fixed_cost(data, rows):
@@ -122,7 +123,8 @@ def main(argv=None):
     for p, r in wide.iterrows():
         folder = Path(p).parent.name
         ts, t = col("time", sic, p), col("time", "nsgs", p)
-        rows.append(dict(problem=f"{folder}/{r[('name', '')]}", folder=folder,  # noqa: C408 contacts=r[("nc", "")],
+        rows.append(dict(problem=f"{folder}/{r[('name', '')]}", folder=folder,  # noqa: C408
+                         contacts=r[("nc", "")],
                          status=col("status", "nsgs", p), error=col("error", "nsgs", p),
                          sweeps=col("iterations", "nsgs", p), time_s=t,
                          siconos_status=col("status", sic, p) or "", siconos_error=col("error", sic, p),

@@ -12,8 +12,15 @@ import pytest
 
 import nsopt
 from nsopt.io import write_siconos_dat
-from nsopt.studies import (builtin_problems, find_problems, load_problem, merge, parse_methods,
-                           performance_profile, summary)
+from nsopt.studies import (
+    builtin_problems,
+    find_problems,
+    load_problem,
+    merge,
+    parse_methods,
+    performance_profile,
+    summary,
+)
 from nsopt.studies import records as rec_mod
 from nsopt.studies.profiles import measure_table, profile_curves
 
