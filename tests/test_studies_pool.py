@@ -99,6 +99,7 @@ def test_worker_loads_a_problem_once_for_its_methods(monkeypatch):
 
     monkeypatch.setattr("nsopt.studies.files.load_problem", load)
     monkeypatch.setattr(worker, "_CACHE", {})
+    monkeypatch.setattr(worker, "_CACHE_SIZE", [0])
     monkeypatch.setattr(worker, "CACHE_PROBLEMS", 2)
     a = worker._load({"problem": "a.dat", "problem_hash": "h1"})
     b = worker._load({"problem": "a.dat", "problem_hash": "h1"})
@@ -112,6 +113,10 @@ def test_worker_loads_a_problem_once_for_its_methods(monkeypatch):
     worker._load({"problem": "c.dat", "problem_hash": None})             # no hash: never kept
     worker._load({"problem": "c.dat", "problem_hash": None})
     assert loads[-2:] == ["c.dat", "c.dat"]
+    assert worker._CACHE_SIZE[0] == sum(b for _, b in worker._CACHE.values()) == 2 * (4 + 2) * 8
+    monkeypatch.setattr(worker, "CACHE_BYTES", 50)                      # 48 bytes each
+    worker._load({"problem": "d.dat", "problem_hash": "h4"})             # over the bytes: keeps one
+    assert list(worker._CACHE) == [("d.dat", "h4")] and worker._CACHE_SIZE[0] == 48
 
 
 def test_nbytes_counts_dense_and_sparse_arrays():

@@ -24,7 +24,7 @@ passes (status ``timeout``); a worker that dies (segfault, ``os._exit``) is reco
 A task ``{"control": "log", "path": P}`` sends the worker's stderr to the file ``P`` from then on (a
 worker kept for the next campaign writes to that campaign's ``logs/``).
 
-**Loading**: a worker keeps the problems it loaded (keyed by reference and content hash, at most 64
+**Loading**: a worker keeps the problems it loaded (keyed by reference and content hash, at most 512
 problems and 128 MB of arrays) and gives each method a deep copy, so that a file is parsed once for
 all its methods (and, in a kept worker, for the next campaigns on the same files) while every method
 starts from a problem with empty caches. ``load_time`` is the time of that load or copy.
@@ -209,7 +209,8 @@ def warm_up(problem, task) -> None:
 
 
 _CACHE: dict = {}
-CACHE_PROBLEMS = 64          # problems a worker keeps loaded (least recently used dropped first)
+_CACHE_SIZE = [0]            # the array bytes in _CACHE
+CACHE_PROBLEMS = 512         # problems a worker keeps loaded (least recently used dropped first)
 CACHE_BYTES = 128 << 20      # and their array bytes
 
 
@@ -247,10 +248,10 @@ def _load(task: dict):
     if hit is None:
         p = load_problem(task["problem"])
         hit = (p, _nbytes(p))
+        _CACHE_SIZE[0] += hit[1]
     _CACHE[key] = hit                       # most recently used last
-    while len(_CACHE) > CACHE_PROBLEMS or (len(_CACHE) > 1 and
-                                           sum(b for _, b in _CACHE.values()) > CACHE_BYTES):
-        del _CACHE[next(iter(_CACHE))]
+    while len(_CACHE) > CACHE_PROBLEMS or (len(_CACHE) > 1 and _CACHE_SIZE[0] > CACHE_BYTES):
+        _CACHE_SIZE[0] -= _CACHE.pop(next(iter(_CACHE)))[1]
     return copy.deepcopy(hit[0])
 
 
@@ -450,6 +451,7 @@ def child_main(task_fd: int, result_fd: int, log_path: str, plugins=()) -> None:
         _limit_threads()
         _WARM.clear()
         _CACHE.clear()
+        _CACHE_SIZE[0] = 0
         _PROC.clear()
         code = serve(os.fdopen(task_fd, "rb"), os.fdopen(result_fd, "wb"), plugins)
     except BaseException:  # noqa: BLE001  reported in the log; the parent records the crash
