@@ -30,11 +30,13 @@ Python API::
 
 Harness overhead: the workers are forked from the campaign's process (nsopt and numba already
 loaded: a worker is up in about a millisecond) and kept for the next ``compare()`` call of the
-process; a worker parses each problem file once for all its methods, warms each method up once
-(untimed), and has its next task waiting in its pipe while the parent records the last one. What
-remains per task is the load (or copy) of the problem, the pipe and the record appended to disk;
-per campaign, finding and hashing the files, the tables and the figures; per command, Python's start
-and imports (``benchmarks/bench_harness.py`` measures each; ``benchmarks/README.md`` has the figures).
+process; a worker parses each problem file once for all its methods (and keeps it for the next
+campaigns), warms each method up once (untimed), and has its next task waiting in its pipe while the
+parent records the last one; the files' kinds and hashes are kept while the files are unchanged.
+What remains per task is the copy of the problem, the pipe and the record appended to disk (about
+half a millisecond); per campaign, finding the files, the tables and the figures; per command,
+Python's start and imports (``benchmarks/bench_harness.py`` measures each; ``benchmarks/README.md``
+has the figures). ``df.attrs["timings"]`` and ``logs/timings.json`` give a campaign's phases.
 
 Modules: :mod:`~nsopt.studies.files` (problem sources), :mod:`~nsopt.studies.worker` (one run),
 :mod:`~nsopt.studies.runner` (local pool with hard limits, dask backend; :func:`shutdown` stops

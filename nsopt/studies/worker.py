@@ -380,7 +380,7 @@ def prepare_parent(plugins=()) -> None:
         importlib.import_module(mod)
     try:
         _jit.ready()
-    except Exception:  # noqa: BLE001  (no numba cache here: each worker initialises numba itself)
+    except Exception:  # noqa: BLE001, S110  (no numba cache here: each worker initialises numba)
         pass
 
 
@@ -445,7 +445,7 @@ def child_main(task_fd: int, result_fd: int, log_path: str, plugins=()) -> None:
         for fd in keep + [None]:
             os.closerange(lo, fd if fd is not None else os.sysconf("SC_OPEN_MAX"))
             lo = (fd or 0) + 1
-        sys.stdin = open(os.devnull)
+        sys.stdin = open(os.devnull)  # noqa: SIM115  (for the life of the process)
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
         _limit_threads()
