@@ -166,6 +166,11 @@ def main(argv=None):
             print(f"speed-up --jobs 2 over --jobs 1, {label}: {walls[(key, 1)] / walls[(key, 2)]:.2f}x")
     print("(target: W/S < 1.5 with --jobs 1 on the lcp folder. With --jobs 2, S sums the solve times "
           "of both workers.)")
+    for kind, name, jobs, n, w, s in rows:
+        if jobs == 1 and name.startswith("lcp (") and ("CLI" in name or "out=None" in name):
+            print(f"target W/S < 1.5, {kind}, {name}: {'met' if w / s < 1.5 else 'NOT met'} ({w / s:.2f}); "
+                  f"fixed cost {'per command' if kind == 'cold' else 'per call'} "
+                  f"{(w - s - (c * n if kind == 'warm' else 0)) * 1e3:.0f} ms + {c * 1e6:.0f} us per task")
 
 
 if __name__ == "__main__":

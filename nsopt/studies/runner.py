@@ -14,7 +14,8 @@ imported nsopt's solvers and the plugins and initialised numba (:func:`worker.pr
 about a millisecond instead of the second or more of a fresh interpreter that imports numpy, scipy
 and numba. Otherwise (a Jupyter kernel runs threads; forking a process with threads is unsafe) it is
 a fresh interpreter (``python -m nsopt.studies.worker``). ``NSOPT_WORKER_START=spawn`` (or ``fork``)
-forces the choice.
+forces the choice. (The only other threads of a forking parent are then the BLAS libraries' pools,
+which are fork-safe; the forked worker sets its BLAS to one thread.)
 
 **The pool is kept.** The workers of a finished campaign stay alive, idle, for the next
 :func:`~nsopt.studies.compare` call of the same process (as loky's reusable executor does), with
@@ -43,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections import deque
 
 from .worker import _HEADER, _THREAD_VARS, failure_record, run_metadata, write_frame
@@ -134,7 +136,12 @@ class WorkerHandle:
             r_res, w_res = os.pipe()
             sys.stdout.flush()
             sys.stderr.flush()
-            pid = os.fork()
+            with warnings.catch_warnings():
+                # Python >= 3.12 warns when the process has OS threads: here only the BLAS
+                # libraries' pools (no Python thread runs; OpenBLAS and MKL reset their pools
+                # in the child through pthread_atfork)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
             if pid == 0:   # the worker (never returns)
                 child_main(r_task, w_res, self.log_path, self.plugins)
             os.close(r_task)
