@@ -40,6 +40,7 @@ class MethodInfo:
     summary: str
     options: tuple[str, ...]          # the method's own options (keyword-only parameters)
     applies: Callable | None = None   # problem -> None or a reason why not (cheap structural check)
+    plan: Callable | None = None      # (problem, tol, max_iter, options, workspace) -> Plan or None
 
 
 _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
@@ -69,6 +70,30 @@ def register(kinds, name: str, summary: str, *, applies: Callable | None = None)
                 raise ValueError(f"method {name!r} registered twice for kind {k!r}")
             _REGISTRY[(k, name)] = MethodInfo(k, name, func, summary, opts, applies)
         return func
+
+    return deco
+
+
+def plan(kinds, name: str):
+    """Decorator: register the re-solve plan of the method ``name`` for ``kinds`` (already registered).
+
+    ``make(problem, tol, max_iter, options, workspace)`` is called by :func:`nsopt.solve` after a full
+    solve with a :class:`~nsopt.Workspace` and none of ``history``, ``callback``, ``time_limit``; it
+    returns None or a callable ``plan(problem, warm_start, options) -> Solution | None`` that
+    :func:`nsopt.solve` calls first on the next solves with the same method and options (the lean
+    path: no option checks, no registry look-up, no monitor). The plan must return exactly the
+    Solution the full path would (status, error, iterations, vectors, message), or None to hand
+    the call back to the full path (a case it does not cover: a changed matrix, a warm start to
+    validate, ...)."""
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+
+    def deco(make):
+        for k in kinds:
+            info = _REGISTRY[(k, name)]
+            _REGISTRY[(k, name)] = MethodInfo(info.kind, info.name, info.func, info.summary, info.options,
+                                              info.applies, make)
+        return make
 
     return deco
 

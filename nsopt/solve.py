@@ -13,7 +13,7 @@ from . import registry
 from .exceptions import MethodNotFound, NotApplicable, OptionError
 from .monitor import Monitor, Workspace
 from .problems._base import Problem
-from .result import Solution, Status
+from .result import Solution, Status, judged
 
 _ALIASES = ("z0", "r0", "v0")    # the per-method initial-guess options of nsopt 0.1, now warm_start
 
@@ -131,17 +131,10 @@ def _judge(problem, out, tol, info_name, elapsed, options):
         err = float(problem.error_of(xs))
     if out.status is Status.INFEASIBLE and out.info.get("certificate"):
         status = Status.INFEASIBLE      # a backend's certificate is not overruled by the error measure
-    elif not math.isfinite(err):
-        status = Status.NUMERICAL_ERROR
-    elif err <= tol:
-        status = Status.SOLVED
-    elif out.status is Status.SOLVED:
-        status = Status.INACCURATE
     else:
-        status = out.status
-    return Solution(problem=problem, method=info_name, status=status, error=err, tol=tol, nit=out.nit,
-                    solve_time=elapsed, history=out.history, message=out.message, info=out.info,
-                    options=options, build_time=out.build_time, **xs)
+        status = judged(out.status, err, tol)
+    return Solution._make(problem, info_name, status, err, tol, out.nit, elapsed, xs, out.history, out.message,
+                          out.info, options, out.build_time)
 
 
 def run_method(problem, kind, info, tol, max_iter, options, *, time_limit=None, history=False,
@@ -191,8 +184,11 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
     warm_start : where to start: a previous :class:`Solution`, a dict of the problem's variables, or
         an array of its primal variable (``z`` or ``r``). ``z0``/``r0``/``v0`` are accepted as aliases.
     workspace : an :class:`nsopt.Workspace` kept across the solves of a loop (same matrices, new
-        q): the method reuses what it built there (splits, work arrays, Newton pattern). Methods
-        that build nothing reusable ignore it. Not used by ``method="auto"``.
+        q): the method reuses what it built there (splits, work arrays, Newton pattern), and the
+        next calls with the same method and options (and no ``history``, ``callback`` or
+        ``time_limit``) take the method's re-solve plan: no option checks, no registry look-up,
+        the whole loop in one compiled call where the method has one, the same Solution.
+        Methods that build nothing reusable ignore it. Not used by ``method="auto"``.
     **options : the method's own options (see ``help`` of the method, or :func:`methods`); an
         unknown option raises :class:`OptionError`.
 
@@ -201,6 +197,17 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
     Solution
         Never raises on non-convergence: the best iterate comes back with a status.
     """
+    key = None
+    if workspace is not None and callback is None and time_limit is None and not history \
+            and type(tol) is float and type(method) is str and (max_iter is None or type(max_iter) is int) \
+            and isinstance(workspace, Workspace):
+        # the lean path of a re-solve loop: the plan the method left in the workspace (see Workspace)
+        key = (method, tol, max_iter) if not options else _plan_key(method, tol, max_iter, options)
+        plan = workspace._plans.get(key) if key is not None else None
+        if plan is not None:
+            sol = plan(problem, warm_start, options)
+            if sol is not None:
+                return sol
     kind = _kind(problem)
     if "nsopt.solvers" not in sys.modules:
         from . import solvers  # noqa: F401  (fills the registry)
@@ -221,8 +228,25 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         why = info.applies(problem)
         if why:
             raise NotApplicable(f"method {method!r} does not apply to this {kind} problem: {why}")
-    return run_method(problem, kind, info, tol, max_iter, options, time_limit=time_limit, history=history,
-                      callback=callback, x0=x0, workspace=_check_workspace(workspace))
+    given = dict(options)
+    sol = run_method(problem, kind, info, tol, max_iter, options, time_limit=time_limit, history=history,
+                     callback=callback, x0=x0, workspace=_check_workspace(workspace))
+    if key is not None and info.plan is not None:
+        plan = info.plan(problem, tol, max_iter, given, workspace)
+        if plan is not None:
+            workspace._plans[key] = plan
+    return sol
+
+
+def _plan_key(method, tol, max_iter, options):
+    """The key of a re-solve plan in a workspace, or None when the options cannot be one (a value
+    that is not hashable). Option values are keyed with their type (``True`` is not ``1``)."""
+    try:
+        k = (method, tol, max_iter, tuple(sorted((n, type(v), v) for n, v in options.items())))
+        hash(k)
+    except TypeError:
+        return None
+    return k
 
 
 __all__ = ["MethodNotFound", "methods", "solve"]
