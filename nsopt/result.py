@@ -137,12 +137,17 @@ class Solution:
         fields; what a re-solve loop saves is its per-call cost). ``x``: the problem's variables."""
         s = object.__new__(cls)
         # the variables it does not carry and a history of None: the dataclass' class defaults
-        s.__dict__ = {"problem": problem, "method": method, "status": status, "error": error, "tol": tol,
-                      "nit": nit, "solve_time": solve_time, **x, "message": message,
-                      "info": {} if info is None else info, "trace": [],
-                      "options": {} if options is None else options, "build_time": build_time}
+        d = {"problem": problem, "method": method, "status": status, "error": error, "tol": tol, "nit": nit,
+             "solve_time": solve_time, "message": message, "info": info, "trace": [], "options": options,
+             "build_time": build_time}
+        d.update(x)
         if history is not None:
-            s.history = history
+            d["history"] = history
+        if info is None:
+            d["info"] = {}
+        if options is None:
+            d["options"] = {}
+        s.__dict__ = d
         return s
 
     @property

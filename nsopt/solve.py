@@ -12,8 +12,8 @@ import numpy as np
 from . import registry
 from .exceptions import MethodNotFound, NotApplicable, OptionError
 from .monitor import Monitor, Workspace
-from .problems._base import Problem
-from .result import Solution, Status, judged
+from .problems._base import FLOAT64, Problem, all_finite
+from .result import Solution, Status
 
 _ALIASES = ("z0", "r0", "v0")    # the per-method initial-guess options of nsopt 0.1, now warm_start
 
@@ -123,20 +123,6 @@ def _pop_aliases(problem, info, options, x0):
 
 
 # ------------------------------------------------------------------------------------- running
-def _judge(problem, out, tol, info_name, elapsed, options):
-    if out.complete and out.error is not None:
-        xs, err = out.x, float(out.error)
-    else:
-        xs = problem.complete(out.x)
-        err = float(problem.error_of(xs))
-    if out.status is Status.INFEASIBLE and out.info.get("certificate"):
-        status = Status.INFEASIBLE      # a backend's certificate is not overruled by the error measure
-    else:
-        status = judged(out.status, err, tol)
-    return Solution._make(problem, info_name, status, err, tol, out.nit, elapsed, xs, out.history, out.message,
-                          out.info, options, out.build_time)
-
-
 def run_method(problem, kind, info, tol, max_iter, options, *, time_limit=None, history=False,
                callback=None, x0=None, workspace=None):
     """Call one registered method under the iteration contract and judge its iterate by the
@@ -160,7 +146,7 @@ def run_method(problem, kind, info, tol, max_iter, options, *, time_limit=None, 
         mon = Monitor(tol=tol, max_iter=max_iter, time_limit=time_limit, history=history,
                       callback=callback, x0=x0, workspace=workspace)
         out = info.func(problem, mon, **options)
-    return _judge(problem, out, tol, info.name, time.perf_counter() - t0, given)
+    return out.solution(problem, tol, info.name, time.perf_counter() - t0, given)
 
 
 def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None = None, *,
@@ -231,11 +217,54 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
     given = dict(options)
     sol = run_method(problem, kind, info, tol, max_iter, options, time_limit=time_limit, history=history,
                      callback=callback, x0=x0, workspace=_check_workspace(workspace))
-    if key is not None and info.plan is not None:
-        plan = info.plan(problem, tol, max_iter, given, workspace)
+    if key is not None:
+        plan = info.plan(problem, tol, max_iter, given, workspace, info=info) if info.plan else None
+        if plan is None:
+            plan = _DirectPlan.make(problem, tol, max_iter, given, workspace, info=info)
         if plan is not None:
             workspace._plans[key] = plan
     return sol
+
+
+class _DirectPlan:
+    """The re-solve plan of a method that has none of its own: the method's function called
+    directly with its options checked once and a bare monitor (no registry look-up, no option
+    checks), for a problem whose fields other than q are the very objects of the first solve
+    (so ``applies`` and the method's structural checks still hold). The same calls as the
+    full path, so the same Solution."""
+
+    def __init__(self, problem, tol, max_iter, options, workspace, info):
+        self.info, self.tol, self.max_iter, self.ws = info, tol, max_iter, workspace
+        self.cls, self.kind = type(problem), problem.kind
+        self.fixed = [(f, getattr(problem, f)) for f in problem._fields if f != "q"]
+        self.options = options
+
+    @classmethod
+    def make(cls, problem, tol, max_iter, options, workspace, info):
+        if any(k not in info.options for k in options):     # aliases (z0, r0, v0): the full path maps them
+            return None
+        return cls(problem, tol, max_iter, options, workspace, info)
+
+    def __call__(self, problem, warm_start, options):
+        t0 = time.perf_counter()
+        if type(problem) is not self.cls or any(getattr(problem, f) is not v for f, v in self.fixed):
+            return None
+        name = problem.primal
+        if warm_start is None:
+            x0 = None
+        elif type(warm_start) is Solution and type(warm_start.problem) is self.cls \
+                and warm_start.problem.kind == self.kind and math.isfinite(warm_start.error):
+            x0 = warm_start_of(problem, warm_start)
+        elif type(warm_start) is np.ndarray and warm_start.dtype is FLOAT64 and warm_start.ndim == 1 \
+                and warm_start.shape[0] == problem.size and all_finite(warm_start):
+            x0 = {name: warm_start.copy()}
+        else:
+            return None
+        if problem.size == 0 or problem.infeasibility() is not None:
+            return None
+        mon = Monitor(tol=self.tol, max_iter=self.max_iter, x0=x0, workspace=self.ws)
+        out = self.info.func(problem, mon, **self.options)
+        return out.solution(problem, self.tol, self.info.name, time.perf_counter() - t0, dict(options))
 
 
 def _plan_key(method, tol, max_iter, options):

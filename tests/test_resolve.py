@@ -271,3 +271,39 @@ def test_replace_copies_and_shares():
     q[0] = 99.0
     assert p2.q[0] == 1.0 and not p2.q.flags.writeable and p2.M is lcp.M
     assert lcp.replace(q=[1, 2, 3]).q.dtype == np.float64
+
+
+_DIRECT = [("fc3d", "nsn-ac", {}), ("fc3d", "nsn-fb", {}), ("fc2d", "nsn-ac", {"rho": 1.0}), ("fc3d", "prox", {}),
+           ("lcp", "pgs", {}), ("lcp", "newton-fb", {}), ("lcp", "lemke", {}), ("relay", "lemke", {}),
+           ("fc3d", "nsgs", {"shuffle": True, "seed": 3})]
+
+
+@pytest.mark.parametrize("kind,method,opts", _DIRECT, ids=[f"{k}-{m}" for k, m, _ in _DIRECT])
+def test_direct_plan_gives_the_full_path_solution(kind, method, opts, no_full_path):
+    """Methods without a compiled plan (and lemke on an LCP above SMALL_LCP) get the generic one:
+    their function called directly with the options checked once; the same Solution."""
+    for seed in range(3):
+        if kind in ("fc2d", "fc3d"):
+            p, _ = g.friction_contact(2 + seed, dim=int(kind[2]), seed=seed)
+        elif kind == "lcp":
+            p, _ = g.lcp(20 if method == "lemke" else 6, seed=seed)
+        else:
+            p, _ = g.relay(5, seed=seed)
+        ws = nsopt.Workspace()
+        no_full_path["armed"] = False
+        prev = nsopt.solve(p, method, tol=1e-9, workspace=ws, **opts)
+        assert ws._plans
+        for j, q in enumerate(_qs(p, 3, seed)):
+            pk = p.replace(q=q)
+            warm = getattr(prev, p.primal) if j % 2 else prev
+            no_full_path["armed"] = False
+            full = nsopt.solve(pk, method, tol=1e-9, warm_start=warm, **opts)
+            no_full_path["armed"] = True
+            fast = nsopt.solve(pk, method, tol=1e-9, workspace=ws, warm_start=warm, **opts)
+            _same(fast, full)
+            prev = fast
+    no_full_path["armed"] = True
+    other = g.lcp(4, seed=9)[0] if kind == "lcp" else g.relay(4, seed=9)[0] if kind == "relay" else \
+        g.friction_contact(2, dim=int(kind[2]), seed=9)[0]
+    with pytest.raises(AssertionError, match="full path"):      # another matrix: the full path checks it
+        nsopt.solve(other, method, tol=1e-9, workspace=ws, **opts)

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from ..exceptions import ProblemError
 
 EPS = np.finfo(float).eps  # DBL_EPSILON, Siconos' threshold for dividing by a norm
-_F64 = np.dtype(np.float64)
+FLOAT64 = np.dtype(np.float64)
 
 # Fields of an existing (validated, read-only) problem that ``Problem.replace`` passes on unchanged:
 # the validators return them as they are instead of converting and checking them again.
@@ -85,7 +85,7 @@ def as_vector(v, field: str, owner: str, *, size=None, allow_inf=False):
     admits +-inf entries (bounds), never nan."""
     if _TRUSTED and _trusted(v) and (size is None or v.shape[0] == size):
         return v
-    if type(v) is np.ndarray and v.dtype is _F64 and v.ndim == 1:   # the common case, checked cheaply
+    if type(v) is np.ndarray and v.dtype is FLOAT64 and v.ndim == 1:   # the common case, checked cheaply
         if size is not None and v.shape[0] != size:
             raise ProblemError(field, f"has {v.shape[0]} entries, expected {size}", owner)
         a = v.copy()
@@ -162,7 +162,7 @@ def norm2(x) -> float:
     """Euclidean norm as BLAS ``dnrm2`` (Siconos' ``cblas_dnrm2``): exact where sqrt(x·x) would
     underflow (all |x_i| < 1e-154) or overflow (some |x_i| > 1e154), as fast as ``np.linalg.norm``
     elsewhere."""
-    if type(x) is not np.ndarray or x.dtype is not _F64 or x.ndim != 1:
+    if type(x) is not np.ndarray or x.dtype is not FLOAT64 or x.ndim != 1:
         x = np.asarray(x, dtype=float).reshape(-1)
     if x.shape[0] <= 16:      # math.hypot scales as dnrm2 does, without numpy's per-call overhead
         return math.hypot(*x.tolist())

@@ -105,7 +105,7 @@ import scipy.linalg as sla
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
 from ..monitor import CHUNK_SECONDS
-from ..problems._base import norm2
+from ..problems._base import FLOAT64, norm2
 from ..problems.lcp import LCP
 from ..reductions import AVIToMLCP, FC2DToLCP, MLCPToLCP, RelayToLCP, box_of, dense_of, lcp_size
 from ..registry import plan, register
@@ -904,7 +904,7 @@ class _LCPPlan:
         n = q.shape[0]
         if warm_start is None:
             z, warm = np.zeros(n), False
-        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype == np.float64:
+        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype is FLOAT64:
             z, warm = warm_start.copy(), True            # checked finite by the kernel
         elif type(warm_start) is Solution and type(warm_start.problem) is LCP and warm_start.z is not None \
                 and warm_start.z.shape[0] == n and math.isfinite(warm_start.error):
@@ -928,7 +928,7 @@ class _LCPPlan:
 
 
 @plan("lcp", "lemke")
-def _lcp_plan(problem, tol, max_iter, options, ws):
+def _lcp_plan(problem, tol, max_iter, options, ws, info=None):
     return _LCPPlan(problem, tol, max_iter) if _small_lcp(problem, problem.M) else None
 
 

@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
 from ..monitor import WORK_PER_CHUNK
-from ..problems._base import nnz, norm2
+from ..problems._base import FLOAT64, nnz, norm2
 from ..reductions.friction import GlobalToLocal, SubstituteEqualities
 from ..registry import plan, register
 from ..result import Solution, Status, judged
@@ -233,7 +233,7 @@ class _Plan:
                     or not math.isfinite(warm_start.error):
                 return None
             r = r0.copy()
-        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype == np.float64:
+        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype is FLOAT64:
             r = warm_start.copy()              # checked finite by the kernel
         else:
             return None                        # validated by the full path
@@ -269,7 +269,7 @@ class _Plan:
 
 
 @plan(("fc2d", "fc3d"), "nsgs")
-def _nsgs_plan(problem, tol, max_iter, options, ws):
+def _nsgs_plan(problem, tol, max_iter, options, ws, info=None):
     if options.get("shuffle") or not set(options) <= {"local_tol", "local_max_iter", "omega", "resync", "seed",
                                                        "shuffle"}:
         return None
