@@ -307,3 +307,29 @@ def test_direct_plan_gives_the_full_path_solution(kind, method, opts, no_full_pa
         g.friction_contact(2, dim=int(kind[2]), seed=9)[0]
     with pytest.raises(AssertionError, match="full path"):      # another matrix: the full path checks it
         nsopt.solve(other, method, tol=1e-9, workspace=ws, **opts)
+
+
+@pytest.mark.parametrize("method", ["nsn-ac", "nsn-fb"])
+@pytest.mark.parametrize("kw", [{"tol": 1e-10}, {"tol": 1e-300, "max_iter": 4}, {"tol": 1e-12, "reg": 0.0},
+                                {"tol": 1e-12, "line_search": "armijo", "hybrid": False}],
+                         ids=["default", "max_iter", "noreg", "armijo"])
+def test_newton_dense_plan_gives_the_full_path_solution(method, kw, no_full_path):
+    """nsn-ac / nsn-fb on small dense systems: the plan runs the compiled loop in one call; the
+    Solution is the full path's, also at MAX_ITER with the best iterate."""
+    if method == "nsn-fb" and "reg" in kw:
+        kw = {**kw, "reg": 0.5}
+    for i, p in enumerate(_fc_cases()):
+        ws = nsopt.Workspace()
+        no_full_path["armed"] = False
+        prev_fast = prev_full = nsopt.solve(p, method, workspace=ws, **kw)
+        for j, q in enumerate(_qs(p, 4, i)):
+            pk = p.replace(q=q)
+            warm_full = prev_full.r if j % 2 else prev_full
+            warm_fast = prev_fast.r if j % 2 else prev_fast
+            no_full_path["armed"] = False
+            full = nsopt.solve(pk, method, warm_start=warm_full, **kw)
+            plan = next(iter(ws._plans.values()))
+            no_full_path["armed"] = type(plan).__name__ == "_DensePlan"
+            fast = nsopt.solve(pk, method, workspace=ws, warm_start=warm_fast, **kw)
+            _same(fast, full)
+            prev_fast, prev_full = fast, full
