@@ -141,6 +141,68 @@ def lcp_error(z, w, qnorm):
 
 
 # ----------------------------------------------------------------------------------------------
+# small dense linear algebra (the one compiled home: enum's supports, lemke's compiled start,
+# the dense Newton loop)
+# ----------------------------------------------------------------------------------------------
+@njit(cache=True)
+def gauss_solve(A, b, x, rel):
+    """x = A^-1 b by Gaussian elimination with partial pivoting, in place on A and b (work copies;
+    x may be b). False when a pivot is <= ``rel`` x max|A| (``rel`` = 0: exactly 0, as LAPACK's
+    dgesv reports a singular matrix)."""
+    n = b.shape[0]
+    if n == 0:
+        return True
+    amax = 0.0
+    for i in range(n):
+        for j in range(n):
+            if abs(A[i, j]) > amax:
+                amax = abs(A[i, j])
+    if amax == 0.0:
+        return False
+    tiny = amax * rel
+    for k in range(n):
+        p = k
+        best = abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > best:
+                best = abs(A[i, k])
+                p = i
+        if best <= tiny:
+            return False
+        if p != k:
+            for j in range(n):
+                t = A[k, j]
+                A[k, j] = A[p, j]
+                A[p, j] = t
+            t = b[k]
+            b[k] = b[p]
+            b[p] = t
+        for i in range(k + 1, n):
+            f = A[i, k] / A[k, k]
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    A[i, j] -= f * A[k, j]
+                b[i] -= f * b[k]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, n):
+            s -= A[i, j] * x[j]
+        x[i] = s / A[i, i]
+    return True
+
+
+@njit(cache=True)
+def dense_affine(M, z, q, out):
+    """out = M z + q for a dense M (row sums in order, then + q: as ``M @ z + q``)."""
+    n = q.shape[0]
+    for i in range(n):
+        s = 0.0
+        for j in range(z.shape[0]):
+            s += M[i, j] * z[j]
+        out[i] = s + q[i]
+
+
+# ----------------------------------------------------------------------------------------------
 # Local solvers for one contact
 # ----------------------------------------------------------------------------------------------
 @njit(cache=True)

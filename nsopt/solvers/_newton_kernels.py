@@ -367,40 +367,6 @@ def fc_projected_sweeps(Wdata, Windices, Windptr, q, mu, dim, rho, r, nsweeps, i
 
 
 @njit(cache=True, error_model="numpy")
-def _lu_solve(J, b):
-    """b <- J^-1 b by Gaussian elimination with partial pivoting, in place on J and b; False when a
-    pivot is exactly 0 (as LAPACK's dgesv reports a singular matrix)."""
-    n = b.shape[0]
-    for k in range(n):
-        p = k
-        for i in range(k + 1, n):
-            if abs(J[i, k]) > abs(J[p, k]):
-                p = i
-        if J[p, k] == 0.0:
-            return False
-        if p != k:
-            for j in range(k, n):
-                t = J[k, j]
-                J[k, j] = J[p, j]
-                J[p, j] = t
-            t = b[k]
-            b[k] = b[p]
-            b[p] = t
-        for i in range(k + 1, n):
-            f = J[i, k] / J[k, k]
-            if f != 0.0:
-                for j in range(k + 1, n):
-                    J[i, j] -= f * J[k, j]
-                b[i] -= f * b[k]
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for j in range(i + 1, n):
-            s -= J[i, j] * b[j]
-        b[i] = s / J[i, i]
-    return True
-
-
-@njit(cache=True, error_model="numpy")
 def dense_direction(A, B, W, phi, shifts, d):
     """The Newton direction of a small dense system: J d = -phi with J = A + B W (A, B block
     diagonal, ``dim x dim`` blocks, W dense), retried with J + s I for the next ``shifts`` when J
@@ -425,7 +391,7 @@ def dense_direction(A, B, W, phi, shifts, d):
                 LU[i, j] = J[i, j]
             LU[i, i] += s
             d[i] = -phi[i]
-        if _lu_solve(LU, d):
+        if GS.gauss_solve(LU, d, d, 0.0):
             ok = True
             for i in range(n):
                 if not math.isfinite(d[i]):
@@ -440,16 +406,6 @@ def dense_direction(A, B, W, phi, shifts, d):
 # istate of newton_dense: iterations, line search (0 armijo, 1 nonmonotone, 2 none), fallback steps,
 # singular matrices, line-search switches, regularised steps, merits kept, bests kept, stop
 NEWTON_RUN, NEWTON_STOP, NEWTON_STALLED, NEWTON_FRESH = 0, 1, 2, -1
-
-
-@njit(cache=True, error_model="numpy")
-def _dense_u(W, r, q, u):
-    n = r.shape[0]
-    for i in range(n):
-        s = 0.0
-        for j in range(n):
-            s += W[i, j] * r[j]
-        u[i] = s + q[i]
 
 
 @njit(cache=True, error_model="numpy")
@@ -522,7 +478,7 @@ def newton_dense(fb, W, q, mu, rhoN, rhoT, gamma, gamma_c, rho_pgs, csr_data, cs
     nb_cap = bests.shape[0]
     done = 0
     if istate[8] == NEWTON_FRESH:      # the start: u = Wr + q, its error (fstate[0], fstate[1]), the first best
-        _dense_u(W, r, q, u)
+        GS.dense_affine(W, r, q, u)
         err = GS.fc_error(dim, r, u, mu, qnorm, x, px)
         fstate[0] = err
         fstate[1] = err
@@ -583,7 +539,7 @@ def newton_dense(fb, W, q, mu, rhoN, rhoT, gamma, gamma_c, rho_pgs, csr_data, cs
             istate[2] += 1
             istate[6] = 0
             fc_projected_sweeps(csr_data, csr_ind, csr_ptr, q, mu, dim, rho_pgs, r, 3, 10)
-        _dense_u(W, r, q, u)
+        GS.dense_affine(W, r, q, u)
         err = GS.fc_error(dim, r, u, mu, qnorm, x, px)
         k += 1
         istate[0] = k

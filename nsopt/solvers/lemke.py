@@ -354,65 +354,20 @@ def _two_prod(a, b):
 
 @njit(cache=True)
 def _lu_refined(A, b, x, rounds):
-    """x = A^-1 b for a small dense A: LU with partial pivoting, then ``rounds`` steps of iterative
-    refinement with residuals b - Ax in double-double (as :func:`refined_solve` with its
-    extended-precision residuals). False when a pivot is exactly 0 or x is not finite (the
-    caller then takes the Python path: :func:`refined_solve`, least squares when singular)."""
+    """x = A^-1 b for a small dense A: Gaussian elimination with partial pivoting
+    (``_gs_kernels.gauss_solve``), then ``rounds`` steps of iterative refinement with residuals
+    b - Ax in double-double (as :func:`refined_solve` with its extended-precision residuals).
+    False when a pivot is exactly 0 or x is not finite (the caller then takes the Python path:
+    :func:`refined_solve`, least squares when singular)."""
     m = b.shape[0]
-    LU = A.copy()
-    perm = np.arange(m)
-    for k in range(m):
-        p = k
-        for i in range(k + 1, m):
-            if abs(LU[i, k]) > abs(LU[p, k]):
-                p = i
-        if LU[p, k] == 0.0:
+    if not K.gauss_solve(A.copy(), b.copy(), x, 0.0):
+        return False
+    for i in range(m):
+        if not math.isfinite(x[i]):
             return False
-        if p != k:
-            for j in range(m):
-                t = LU[k, j]
-                LU[k, j] = LU[p, j]
-                LU[p, j] = t
-            t2 = perm[k]
-            perm[k] = perm[p]
-            perm[p] = t2
-        for i in range(k + 1, m):
-            LU[i, k] /= LU[k, k]
-            f = LU[i, k]
-            for j in range(k + 1, m):
-                LU[i, j] -= f * LU[k, j]
-    r = b.copy()
-    for it in range(rounds + 1):
-        y = np.empty(m)
-        for i in range(m):
-            s = r[perm[i]]
-            for j in range(i):
-                s -= LU[i, j] * y[j]
-            y[i] = s
-        for i in range(m - 1, -1, -1):
-            s = y[i]
-            for j in range(i + 1, m):
-                s -= LU[i, j] * y[j]
-            y[i] = s / LU[i, i]
-        if it == 0:
-            for i in range(m):
-                x[i] = y[i]
-                if not math.isfinite(y[i]):
-                    return False
-        else:
-            big = 0.0
-            dmax = 0.0
-            for i in range(m):
-                if not math.isfinite(y[i]):
-                    return True          # as refined_solve: a non-finite correction ends the refinement
-            for i in range(m):
-                x[i] += y[i]
-                big = max(big, abs(x[i]))
-                dmax = max(dmax, abs(y[i]))
-            if dmax <= EPS * max(big, TINY):
-                return True
-        if it == rounds:
-            return True
+    r = np.empty(m)
+    y = np.empty(m)
+    for _ in range(rounds):
         for i in range(m):      # r = b - A x in double-double, rounded once
             hi = b[i]
             lo = 0.0
@@ -423,6 +378,19 @@ def _lu_refined(A, b, x, rounds):
                 lo += ((hi - (s - bb)) + (-p - bb)) - e
                 hi = s
             r[i] = hi + lo
+        if not K.gauss_solve(A.copy(), r, y, 0.0):
+            return True
+        big = 0.0
+        dmax = 0.0
+        for i in range(m):
+            if not math.isfinite(y[i]):
+                return True          # as refined_solve: a non-finite correction ends the refinement
+        for i in range(m):
+            x[i] += y[i]
+            big = max(big, abs(x[i]))
+            dmax = max(dmax, abs(y[i]))
+        if dmax <= EPS * max(big, TINY):
+            return True
     return True
 
 
@@ -437,11 +405,7 @@ def _lcp_start(M, q, z, w, warm, qnorm, tol):
     for i in range(n):
         if not math.isfinite(z[i]):
             return np.nan, -1
-    for i in range(n):
-        s = 0.0
-        for j in range(n):
-            s += M[i, j] * z[j]
-        w[i] = s + q[i]
+    K.dense_affine(M, z, q, w)
     err = K.lcp_error(z, w, qnorm)
     if not (warm and err > tol):
         return err, 0
@@ -464,11 +428,7 @@ def _lcp_start(M, q, z, w, warm, qnorm, tol):
     for a in range(m):
         zb[F[a]] = x[a]
     wb = np.empty(n)
-    for i in range(n):
-        s = 0.0
-        for j in range(n):
-            s += M[i, j] * zb[j]
-        wb[i] = s + q[i]
+    K.dense_affine(M, zb, q, wb)
     eb = K.lcp_error(zb, wb, qnorm)
     if eb < err:
         for i in range(n):
