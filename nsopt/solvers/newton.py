@@ -202,6 +202,7 @@ class _Local:
         self.mu = np.ascontiguousarray(problem.mu, dtype=float)
         W = problem.W
         self.dense = (not sp.issparse(W)) and self.n <= dense_max
+        self.small = self.dense and self.n <= SMALL_DENSE      # the compiled Newton loop (newton_dense)
         if self.dense:
             self.Wd = np.ascontiguousarray(W, dtype=float)
             self.pat = None
@@ -379,7 +380,7 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
     monitor's. ``stalled``: the best error has not halved over the last ``stall`` iterations.
     A small dense system (n <= SMALL_DENSE) without proximal term runs the compiled twin of this
     loop (:func:`_newton_dense`)."""
-    if sys.dense and sys.n <= SMALL_DENSE and not sys.sigma and err_fn == sys.error:
+    if sys.small and not sys.sigma and err_fn == sys.error:
         return _newton_dense(sys, r, mon, line_search=line_search, memory=memory, stall=stall, switch=switch,
                              reg=float(reg), reg_step=float(reg_step))
     n = sys.n
@@ -474,9 +475,11 @@ def _local_solve(problem, mon, formulation, *, rho, line_search, hybrid=True, st
         info.update(prox_outer=mon.k - k0, prox_newton=pinfo["newton_iterations"])
         msg += f"; stalled, proximal continuation: error {mon.best_err:.3g}"
     out = mon.outcome(message=msg, info=info)
-    if out.x.get("r") is not None:
-        # the best iterate with u = Wr + q and its error by the twin (as every iterate was judged):
-        # solve() does not recompute them
+    if sys.small and out.x.get("r") is not None:
+        # the compiled loop: the best iterate with u = Wr + q as problem.u computes it (the same
+        # product of the same arrays) and its error by the compiled twin of the measure (the same
+        # number as problem.error up to the twin's rounding), which solve() does not recompute;
+        # the re-solve plan (_DensePlan) returns the same numbers
         r = out.x["r"]
         u = sys.u(r)
         out.x, out.error, out.complete = {"r": r, "u": u}, sys.error(r, u), True
@@ -701,8 +704,10 @@ class _DensePlan:
                            self.best_r, best)
             if istate[8] != K.NEWTON_RUN:
                 break
-        err, best_err, k = float(self.fstate[0]), float(best[0]), int(istate[0])
-        if istate[8] == K.NEWTON_STALLED or not math.isfinite(self.fstate[1]):
+        k, _, n_fb, n_sing, n_sw, n_lm, _, _, code = istate.tolist()
+        err, e0 = self.fstate.tolist()
+        best_err = float(best[0])
+        if code == K.NEWTON_STALLED or not math.isfinite(e0):
             return None
         if not math.isfinite(err):
             status = Status.NUMERICAL_ERROR
@@ -710,11 +715,10 @@ class _DensePlan:
             status = Status.SOLVED
         else:
             status = Status.MAX_ITER
-        rb = self.best_r.copy()
+        rb = self.best_r.copy()     # with u and its error as _local_solve returns them
         u = sys.u(rb)
         e = sys.error(rb, u)
-        info = {"fallback_steps": int(istate[2]), "singular": int(istate[3]), "line_search_switches": int(istate[4]),
-                "regularised_steps": int(istate[5])}
+        info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
         msg = f"{sys.formulation.upper()} Newton: error {best_err:.3g} after {k} iterations"
         return Solution._make(problem, self.name, judged(status, e, self.tol), e, self.tol, k,
                               time.perf_counter() - t0, {"r": rb, "u": u}, None, msg, info,
