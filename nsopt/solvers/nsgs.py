@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
 from ..monitor import WORK_PER_CHUNK
-from ..problems._base import FLOAT64, matvec, nnz, norm2
+from ..problems._base import FLOAT64, nnz, norm2
 from ..reductions.friction import GlobalToLocal, SubstituteEqualities
 from ..registry import plan, register
 from ..result import Solution, Status, judged
@@ -175,20 +175,21 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     if mon.err <= mon.best_err:
         # the last iterate is (one of) the best: it comes back with u and its error (_measured)
         r = r.copy()
-        u, err = _measured(problem, r, sw)
+        u, err = _measured(problem, r, sw, problem.qnorm)
         out = mon.outcome(info=info, x={"r": r, "u": u})
         out.error, out.complete = err, True
         return out
     return mon.outcome(info=info)
 
 
-def _measured(problem, r, sw):
-    """(u, error) of r: u = Wr + q computed as ``problem.u`` computes it (the same product), the
-    error by the compiled twin of the problem's measure on (r, u), so the same number as
+def _measured(problem, r, sw, qnorm):
+    """(u, error) of r: u = Wr + q computed as ``problem.u`` computes it (the same product, then
+    + q), the error by the compiled twin of the problem's measure on (r, u), so the same number as
     ``problem.error(r)`` up to the twin's rounding (tests/test_resolve.py); solve() does not
     recompute it."""
-    u = matvec(problem.W, r) + problem.q
-    return u, K.fc_error(problem.dim, r, u, problem.mu, problem.qnorm, sw.x, sw.px)
+    u = problem.W.dot(r)         # W @ r by the same BLAS product (dense) or CSR product (sparse)
+    u += problem.q
+    return u, K.fc_error(problem.dim, r, u, problem.mu, qnorm, sw.x, sw.px)
 
 
 _STATUS = {K.SOLVED: Status.SOLVED, K.MAX_ITER: Status.MAX_ITER, K.NON_FINITE: Status.NUMERICAL_ERROR}
@@ -269,7 +270,7 @@ class _Plan:
         else:
             msg = f"non-finite error after {k} iteration(s)"
         if err <= best_err:      # the last iterate is the best: u and its error as nsgs_fc returns them
-            u, err = _measured(problem, r, sw)
+            u, err = _measured(problem, r, sw, qnorm)
             x = {"r": r, "u": u}
         else:                    # the best iterate, u and the error recomputed (as nsopt.solve does)
             x = problem.complete({"r": self.best_r.copy()})
