@@ -14,6 +14,7 @@ import math
 import numpy as np
 from numba import njit
 
+from . import _gs_kernels as GS
 from ._gs_kernels import proj_cone
 
 MU_TINY = 1e-12   # FB: friction coefficients below this are treated as frictionless (r_T = 0)
@@ -360,3 +361,209 @@ def fc_projected_sweeps(Wdata, Windices, Windptr, q, mu, dim, rho, r, nsweeps, i
                     r[i0 + k] = x[k]
                 if ch == 0.0:
                     break
+
+
+# ----------------------------------------------------------------------------- small dense systems
+
+
+@njit(cache=True, error_model="numpy")
+def dense_direction(A, B, W, phi, shifts, d):
+    """The Newton direction of a small dense system: J d = -phi with J = A + B W (A, B block
+    diagonal, ``dim x dim`` blocks, W dense), retried with J + s I for the next ``shifts`` when J
+    is singular or d not finite. Returns True with d set, else False."""
+    nc, dim = A.shape[0], A.shape[1]
+    n = phi.shape[0]
+    J = np.empty((n, n))
+    for a in range(nc):
+        for l in range(dim):
+            i = a * dim + l
+            for j in range(n):
+                s = 0.0
+                for m in range(dim):
+                    s += B[a, l, m] * W[a * dim + m, j]
+                J[i, j] = s
+            for m in range(dim):
+                J[i, a * dim + m] += A[a, l, m]
+    LU = np.empty((n, n))
+    for s in shifts:
+        for i in range(n):
+            for j in range(n):
+                LU[i, j] = J[i, j]
+            LU[i, i] += s
+            d[i] = -phi[i]
+        if GS.gauss_solve(LU, d, d, 0.0):
+            ok = True
+            for i in range(n):
+                if not math.isfinite(d[i]):
+                    ok = False
+            if ok:
+                return True
+    return False
+
+
+# ----------------------------------------------------------------------------- the whole loop, small dense W
+
+# istate of newton_dense: iterations, line search (0 armijo, 1 nonmonotone, 2 none), fallback steps,
+# singular matrices, line-search switches, regularised steps, merits kept, bests kept, stop
+NEWTON_RUN, NEWTON_STOP, NEWTON_STALLED, NEWTON_FRESH = 0, 1, 2, -1
+
+
+@njit(cache=True, error_model="numpy")
+def _merit(fb, r, u, mu, rhoN, rhoT, gamma, dim, out, tmp):
+    if fb:
+        for i in range(u.shape[0]):
+            tmp[i] = gamma[i] * u[i]
+        return fb_phi(r, tmp, mu, dim, out)
+    return ac_phi(r, u, mu, rhoN, rhoT, dim, out)
+
+
+@njit(cache=True, error_model="numpy")
+def _dense_search(fb, W, r, u, d, f0, fref, ls, mu, rhoN, rhoT, gamma, dim, Wd, rt, ut, phi_t, tmp):
+    """Backtracking on the merit along d (``newton._search``): (accepted, t, merit at t)."""
+    n = r.shape[0]
+    for i in range(n):
+        s = 0.0
+        for j in range(n):
+            s += W[i, j] * d[j]
+        Wd[i] = s
+    if ls == 2:
+        return True, 1.0, f0
+    t = 1.0
+    while t >= 1e-10:
+        for i in range(n):
+            rt[i] = r[i] + t * d[i]
+            ut[i] = u[i] + t * Wd[i]
+        ft = _merit(fb, rt, ut, mu, rhoN, rhoT, gamma, dim, phi_t, tmp)
+        if math.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
+            return True, t, ft
+        t *= 0.5
+    return False, 0.0, f0
+
+
+@njit(cache=True, error_model="numpy")
+def newton_dense(fb, W, q, mu, rhoN, rhoT, gamma, gamma_c, rho_pgs, csr_data, csr_ind, csr_ptr, qnorm, wscale,
+                 r, u, istate, fstate, merits, bests, nsteps, tol, max_iter, stall, switch, reg, reg_step, errs,
+                 best_r, best):
+    """At most ``nsteps`` iterations of the globalised semismooth Newton method of
+    :func:`nsopt.solvers.newton._newton_local` on a small dense W (no proximal term), in place on
+    r and u = Wr + q, for one chunk of the iteration contract: the same steps (nonmonotone Armijo
+    on the last 5 merits, the regularised retry, projected Gauss–Seidel when the line search
+    fails, monotone/nonmonotone switches every ``switch`` iterations, the stall test over ``stall``
+    iterations, -1: none) in one compiled call. ``errs[k]``: the error (compiled twin of the
+    Siconos measure) after iteration k of the chunk; ``best_r``/``best[0]``: the best iterate
+    (in/out). ``fstate[0]``: the error of the current iterate (in/out); ``merits``, ``bests``: rings
+    of the last merits and best errors (counts in istate[6], istate[7]). Called with istate[8] =
+    NEWTON_FRESH it first sets u = Wr + q and the start's error (``fstate[1]``; it stops there when
+    the start is solved, not finite or max_iter is 0, as the monitor does). Stops early at error <= tol, a non-finite error or ``max_iter`` iterations in all
+    (istate[8] = NEWTON_STOP), or on a stall (NEWTON_STALLED). Returns the iterations done."""
+    nc = mu.shape[0]
+    n = r.shape[0]
+    dim = n // nc if nc else 1
+    A = np.empty((nc, dim, dim))
+    B = np.empty((nc, dim, dim))
+    Ae = np.empty((nc, dim, dim))
+    phi = np.empty(n)
+    phi_t = np.empty(n)
+    d = np.empty(n)
+    d2 = np.empty(n)
+    tmp = np.empty(n)
+    rt = np.empty(n)
+    ut = np.empty(n)
+    Wd = np.empty(n)
+    x = np.empty(dim)
+    px = np.empty(dim)
+    shifts0 = np.zeros(1) if reg else np.array([0.0, 1e-10, 1e-6])
+    shifts1 = np.array([0.0, 1e-10, 1e-6])
+    nm_cap = merits.shape[0]
+    nb_cap = bests.shape[0]
+    done = 0
+    if istate[8] == NEWTON_FRESH:      # the start: u = Wr + q, its error (fstate[0], fstate[1]), the first best
+        GS.dense_affine(W, r, q, u)
+        err = GS.fc_error(dim, r, u, mu, qnorm, x, px)
+        fstate[0] = err
+        fstate[1] = err
+        bests[0] = err
+        istate[7] = 1
+        istate[8] = NEWTON_RUN
+        if err < best[0]:
+            best[0] = err
+            for i in range(n):
+                best_r[i] = r[i]
+        if not math.isfinite(err) or err <= tol or max_iter <= 0:
+            istate[8] = NEWTON_STOP
+            return 0
+    while done < nsteps:
+        k = istate[0]
+        ls = istate[1]
+        err = fstate[0]      # the error of the current iterate
+        if fb:
+            for i in range(n):
+                tmp[i] = gamma[i] * u[i]
+            f0 = fb_jac(r, tmp, mu, dim, phi, A, B)
+            for a in range(nc):
+                for l in range(dim):
+                    for m in range(dim):
+                        B[a, l, m] *= gamma_c[a]
+        else:
+            f0 = ac_jac(r, u, mu, rhoN, rhoT, dim, phi, A, B)
+        merits[istate[6] % nm_cap] = f0
+        istate[6] += 1
+        fref = f0
+        if ls == 1:
+            for j in range(min(istate[6], nm_cap)):
+                fref = max(fref, merits[(istate[6] - 1 - j) % nm_cap])
+        accepted, t, ft = False, 0.0, f0
+        if dense_direction(A, B, W, phi, shifts0, d):
+            accepted, t, ft = _dense_search(fb, W, r, u, d, f0, fref, ls, mu, rhoN, rhoT, gamma, dim, Wd, rt, ut,
+                                            phi_t, tmp)
+        else:
+            istate[3] += 1
+        use2 = False
+        if reg and (not accepted or t < reg_step):
+            sg = reg * wscale * min(err, 1.0)
+            for a in range(nc):
+                for l in range(dim):
+                    for m in range(dim):
+                        Ae[a, l, m] = A[a, l, m] + sg * B[a, l, m]
+            if dense_direction(Ae, B, W, phi, shifts1, d2):
+                a2, t2, f2 = _dense_search(fb, W, r, u, d2, f0, fref, ls, mu, rhoN, rhoT, gamma, dim, Wd, rt, ut,
+                                           phi_t, tmp)
+                if a2 and (not accepted or f2 < ft):
+                    accepted, t, ft, use2 = True, t2, f2, True
+                    istate[5] += 1
+        if accepted:
+            dd = d2 if use2 else d
+            for i in range(n):
+                r[i] = r[i] + t * dd[i]
+        else:
+            istate[2] += 1
+            istate[6] = 0
+            fc_projected_sweeps(csr_data, csr_ind, csr_ptr, q, mu, dim, rho_pgs, r, 3, 10)
+        GS.dense_affine(W, r, q, u)
+        err = GS.fc_error(dim, r, u, mu, qnorm, x, px)
+        k += 1
+        istate[0] = k
+        fstate[0] = err
+        errs[done] = err
+        done += 1
+        if err < best[0]:
+            best[0] = err
+            for i in range(n):
+                best_r[i] = r[i]
+        if not math.isfinite(err) or err <= tol or k >= max_iter:
+            istate[8] = NEWTON_STOP
+            return done
+        prev = bests[(istate[7] - 1) % nb_cap]
+        best_err = min(prev, err)
+        bests[istate[7] % nb_cap] = best_err
+        istate[7] += 1
+        nb = istate[7]
+        if stall >= 0 and nb > stall and best_err > 0.5 * bests[(nb - 1 - stall) % nb_cap]:
+            istate[8] = NEWTON_STALLED
+            return done
+        if switch and k % switch == 0 and nb > switch and best_err > 0.5 * bests[(nb - 1 - switch) % nb_cap] \
+                and ls != 2:
+            istate[1] = 0 if ls == 1 else 1
+            istate[6] = 0
+            istate[4] += 1
+    return done

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from ..reductions import box_of
 from ..registry import register
 from ..result import Status
+from ._gs_kernels import gauss_solve
 from .lemke import Chunks, basis_solve
 
 try:
@@ -37,51 +38,6 @@ except ImportError:  # pragma: no cover
         return lambda f: f
 
 MAX_PAIRS = 20
-
-
-@njit(cache=True)
-def _solve_small(A, b, x):
-    """Gaussian elimination with partial pivoting, in place on copies; False if (near) singular."""
-    n = b.shape[0]
-    if n == 0:
-        return True
-    amax = 0.0
-    for i in range(n):
-        for j in range(n):
-            if abs(A[i, j]) > amax:
-                amax = abs(A[i, j])
-    if amax == 0.0:
-        return False
-    tiny = amax * 1e-13
-    for k in range(n):
-        p = k
-        best = abs(A[k, k])
-        for i in range(k + 1, n):
-            if abs(A[i, k]) > best:
-                best = abs(A[i, k])
-                p = i
-        if best <= tiny:
-            return False
-        if p != k:
-            for j in range(n):
-                t = A[k, j]
-                A[k, j] = A[p, j]
-                A[p, j] = t
-            t = b[k]
-            b[k] = b[p]
-            b[p] = t
-        for i in range(k + 1, n):
-            f = A[i, k] / A[k, k]
-            if f != 0.0:
-                for j in range(k + 1, n):
-                    A[i, j] -= f * A[k, j]
-                b[i] -= f * b[k]
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for j in range(i + 1, n):
-            s -= A[i, j] * x[j]
-        x[i] = s / A[i, i]
-    return True
 
 
 @njit(cache=True)
@@ -138,7 +94,7 @@ def _enum_run(M, q, eq, comp, guess, state, budget, tol, z, supp):
                 b[a] = -q[idx[a]]
                 for c2 in range(k):
                     A[a, c2] = M[idx[a], idx[c2]]
-            ok = _solve_small(A[:k, :k], b[:k], x[:k])
+            ok = gauss_solve(A[:k, :k], b[:k], x[:k], 1e-13)
             if ok:
                 for i in range(N):
                     z[i] = 0.0

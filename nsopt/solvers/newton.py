@@ -56,6 +56,8 @@ References
 
 from __future__ import annotations
 
+import inspect
+import math
 import time
 
 import numpy as np
@@ -64,13 +66,17 @@ from scipy.sparse.linalg import splu
 
 from ..exceptions import OptionError
 from ..monitor import Monitor
-from ..problems.cones import fc_error, project_coulomb
+from ..problems._base import FLOAT64, all_finite
+from ..problems.cones import project_coulomb
 from ..problems.friction import diag_blocks
-from ..registry import register
-from ..result import Status
+from ..registry import plan, register
+from ..result import Solution, Status, judged
+from . import _gs_kernels as GS
 from . import _newton_kernels as K
 
 DENSE_MAX = 240          # default of the option dense_max: dense LAPACK path for W dense and n <= this
+SMALL_DENSE = 24         # a dense system up to this size runs the compiled Newton loop (newton_dense)
+DENSE_CHUNK = 1024       # iterations per compiled call of that loop (without callback or deadline)
 _LS = ("armijo", "nonmonotone", "none")
 REG_STEP = 0.1   # default of the option reg_step: a plain step cut below this is retried regularised
 
@@ -107,7 +113,7 @@ def _rho_from_blocks(Wd, rho, mu):
 
 
 def _check_reg(reg):
-    if isinstance(reg, bool) or not isinstance(reg, (int, float)) or not np.isfinite(reg) or reg < 0:
+    if isinstance(reg, bool) or not isinstance(reg, (int, float)) or not math.isfinite(reg) or reg < 0:
         raise OptionError(f"reg must be a non-negative number, got {reg!r}")
     return float(reg)
 
@@ -196,6 +202,7 @@ class _Local:
         self.mu = np.ascontiguousarray(problem.mu, dtype=float)
         W = problem.W
         self.dense = (not sp.issparse(W)) and self.n <= dense_max
+        self.small = self.dense and self.n <= SMALL_DENSE      # the compiled Newton loop (newton_dense)
         if self.dense:
             self.Wd = np.ascontiguousarray(W, dtype=float)
             self.pat = None
@@ -215,6 +222,8 @@ class _Local:
         self.A = np.zeros((self.nc, self.dim, self.dim))
         self.B = np.zeros((self.nc, self.dim, self.dim))
         self.phi = np.zeros(self.n)
+        self._x, self._px = np.empty(self.dim), np.empty(self.dim)
+        self.dense_state = None     # work arrays of the compiled loop (_newton_dense)
         self.wscale = float(np.mean(1.0 / self.rho_pgs)) if self.nc else 1.0
         self.reset(problem)
 
@@ -227,8 +236,9 @@ class _Local:
         return self
 
     def error(self, r, u):
-        """The problem's error measure of (r, u) (the proximal term aside)."""
-        return fc_error(r, u, self.mu, self.dim, self.qnorm)
+        """The problem's error measure of (r, u) (the proximal term aside), by its compiled twin
+        (``_gs_kernels.fc_error``: the same numbers as :func:`nsopt.problems.cones.fc_error`)."""
+        return GS.fc_error(self.dim, r, u, self.mu, self.qnorm, self._x, self._px)
 
     def matvec(self, x):
         return self.Wd @ x if self.dense else self.Wcsr @ x
@@ -255,6 +265,9 @@ class _Local:
         """Solve J d = -phi (J = A + B (W + sigma I)); None when singular even after regularisation."""
         sg = self.sigma + self.reg
         A = self.A + sg * self.B if sg else self.A
+        if self.dense and self.n <= SMALL_DENSE:     # compiled: assembly and LU in one call
+            d = np.empty(self.n)
+            return d if K.dense_direction(A, self.B, self.Wd, self.phi, np.array(shifts, dtype=float), d) else None
         if self.dense:
             nc, dim = self.nc, self.dim
             J = np.einsum("alm,amj->alj", self.B, self.Wd.reshape(nc, dim, self.n)).reshape(self.n, self.n)
@@ -309,11 +322,67 @@ def _search(sys, r, u, d, f0, fref, line_search, phi_t):
     return False, 0.0, f0
 
 
+_LS_CODES = {"armijo": 0, "nonmonotone": 1, "none": 2}
+
+
+def _newton_dense(sys, r, mon, *, line_search, memory, stall, switch, reg, reg_step):
+    """:func:`_newton_local` on a small dense system without proximal term: the same loop, compiled
+    (``_newton_kernels.newton_dense``), in chunks of iterations under the monitor. Without a
+    callback or a deadline the start and the first chunk are one call (the monitor records the
+    start first, as the start decides whether to iterate: the kernel applies the same test)."""
+    n = sys.n
+    st = sys.dense_state
+    if st is None or st[2].shape[0] != memory or st[3].shape[0] != max(stall or 0, switch) + 2:
+        st = sys.dense_state = (np.empty(9, dtype=np.int64), np.empty(2), np.empty(memory),
+                                np.empty(max(stall or 0, switch) + 2), np.empty(16), np.empty(n), np.empty(1))
+    istate, fstate, merits, bests, errs, best_r, best = st
+    istate[:] = (0, _LS_CODES[line_search], 0, 0, 0, 0, 0, 1, K.NEWTON_FRESH)
+    u = np.empty(n)
+    data, ind, ptr = sys.csr
+    fb = sys.formulation == "fb"
+    stall = -1 if stall is None else stall
+    fused = mon.callback is None and mon.deadline is None
+    r0 = r.copy()
+    stalled = False
+    while True:
+        # the chunks do not change the iterates: without a callback or a deadline, up to
+        # DENSE_CHUNK iterations per call (a few ms at most on n <= SMALL_DENSE)
+        if istate[8] == K.NEWTON_FRESH:
+            c = max(0, min(DENSE_CHUNK, mon.max_iter)) if fused else 0
+        else:
+            c = max(1, min(DENSE_CHUNK, mon.max_iter - mon.k)) if fused else mon.chunk()
+        if errs.shape[0] < c:
+            errs = np.empty(max(c, 2 * errs.shape[0]))
+            sys.dense_state = st = st[:4] + (errs,) + st[5:]
+        fresh = istate[8] == K.NEWTON_FRESH
+        best[0] = mon.best_err
+        kk = K.newton_dense(fb, sys.Wd, sys.q, sys.mu, sys.rhoN, sys.rhoT, sys.gamma, sys.gamma_c, sys.rho_pgs,
+                            data, ind, ptr, sys.qnorm, sys.wscale, r, u, istate, fstate, merits, bests, c, mon.tol,
+                            mon.max_iter, stall, switch, reg, reg_step, errs, best_r, best)
+        if fresh and mon.start({"r": r0}, fstate[1]):
+            break
+        if kk:
+            mon.steps(errs[:kk], {"r": r}, best=({"r": best_r}, best[0]))
+        if mon.stopped:
+            break
+        if istate[8] == K.NEWTON_STALLED:
+            stalled = True
+            break
+    info = {"fallback_steps": int(istate[2]), "singular": int(istate[3]), "line_search_switches": int(istate[4]),
+            "regularised_steps": int(istate[5])}
+    return r, stalled, info
+
+
 def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0,
                   reg_step=REG_STEP):
     """Globalised semismooth Newton on a _Local system under the monitor ``mon`` (whose
     :meth:`~Monitor.start` it calls). Returns (last r, stalled, info); the best iterate is the
-    monitor's. ``stalled``: the best error has not halved over the last ``stall`` iterations."""
+    monitor's. ``stalled``: the best error has not halved over the last ``stall`` iterations.
+    A small dense system (n <= SMALL_DENSE) without proximal term runs the compiled twin of this
+    loop (:func:`_newton_dense`)."""
+    if sys.small and not sys.sigma and err_fn == sys.error:
+        return _newton_dense(sys, r, mon, line_search=line_search, memory=memory, stall=stall, switch=switch,
+                             reg=float(reg), reg_step=float(reg_step))
     n = sys.n
     u = sys.u(r)
     merits = []
@@ -405,7 +474,16 @@ def _local_solve(problem, mon, formulation, *, rho, line_search, hybrid=True, st
         pinfo = _prox_loop(sys, mon.best_x["r"].copy(), mon, sigma=None, inner_iter=30, line_search=line_search)
         info.update(prox_outer=mon.k - k0, prox_newton=pinfo["newton_iterations"])
         msg += f"; stalled, proximal continuation: error {mon.best_err:.3g}"
-    return mon.outcome(message=msg, info=info)
+    out = mon.outcome(message=msg, info=info)
+    if sys.small and out.x.get("r") is not None:
+        # the compiled loop: the best iterate with u = Wr + q as problem.u computes it (the same
+        # product of the same arrays) and its error by the compiled twin of the measure (the same
+        # number as problem.error up to the twin's rounding), which solve() does not recompute;
+        # the re-solve plan (_DensePlan) returns the same numbers
+        r = out.x["r"]
+        u = sys.u(r)
+        out.x, out.error, out.complete = {"r": r, "u": u}, sys.error(r, u), True
+    return out
 
 
 # ============================================================================ global problems
@@ -577,6 +655,91 @@ def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybri
                         reg=_check_reg(reg), scale=_check_scale(scale), reg_step=reg_step, dense_max=dense_max)
 
 
+class _DensePlan:
+    """The re-solve plan of ``nsn-ac`` / ``nsn-fb`` on a small dense fc2d/fc3d system
+    (:func:`nsopt.registry.plan`): the whole loop in one compiled call (``newton_dense``, as the
+    full path runs it: the same iterates, best iterate and stops), then the Solution that
+    ``nsopt.solve`` would build. A stall (the proximal continuation) or a non-finite start hands
+    the call back to the full path."""
+
+    def __init__(self, name, problem, tol, max_iter, sys, kw, ws):
+        self.name, self.cls, self.dim, self.tol = name, type(problem), problem.dim, tol
+        self.max_iter = 1000 if max_iter is None else max_iter
+        self.W, self.mu, self.sys, self.kw = problem.W, problem.mu, sys, kw
+        self.ls = _LS_CODES[kw["line_search"]]
+        self.stall = kw["stall"] if kw["hybrid"] else -1
+        n = problem.size
+        self.istate, self.fstate = np.empty(9, dtype=np.int64), np.empty(2)
+        self.merits, self.bests = np.empty(5), np.empty(max(self.stall, 20) + 2)
+        self.errs, self.best_r, self.best = np.empty(min(self.max_iter, DENSE_CHUNK) + 1), np.empty(n), np.empty(1)
+
+    def __call__(self, problem, warm_start, options):
+        t0 = time.perf_counter()
+        if type(problem) is not self.cls or problem.W is not self.W or problem.mu is not self.mu:
+            return None
+        n = problem.q.shape[0]
+        if warm_start is None:
+            r = np.zeros(n)
+        elif type(warm_start) is Solution:
+            r0, p0 = warm_start.r, warm_start.problem
+            if type(p0) is not self.cls or p0.dim != self.dim or r0 is None or r0.shape[0] != n \
+                    or not math.isfinite(warm_start.error):
+                return None
+            r = r0.copy()
+        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype is FLOAT64 \
+                and all_finite(warm_start):
+            r = warm_start.copy()
+        else:
+            return None
+        sys, istate, best, kw = self.sys.reset(problem), self.istate, self.best, self.kw
+        istate[:] = (0, self.ls, 0, 0, 0, 0, 0, 1, K.NEWTON_FRESH)
+        best[0] = math.inf
+        u = np.empty(n)
+        data, ind, ptr = sys.csr
+        while True:
+            K.newton_dense(sys.formulation == "fb", sys.Wd, sys.q, sys.mu, sys.rhoN, sys.rhoT, sys.gamma,
+                           sys.gamma_c, sys.rho_pgs, data, ind, ptr, sys.qnorm, sys.wscale, r, u, istate, self.fstate,
+                           self.merits, self.bests, max(0, min(DENSE_CHUNK, self.max_iter - int(istate[0]))),
+                           self.tol, self.max_iter, self.stall, 20, kw["reg"], kw["reg_step"], self.errs,
+                           self.best_r, best)
+            if istate[8] != K.NEWTON_RUN:
+                break
+        k, _, n_fb, n_sing, n_sw, n_lm, _, _, code = istate.tolist()
+        err, e0 = self.fstate.tolist()
+        best_err = float(best[0])
+        if code == K.NEWTON_STALLED or not math.isfinite(e0):
+            return None
+        if not math.isfinite(err):
+            status = Status.NUMERICAL_ERROR
+        elif err <= self.tol:
+            status = Status.SOLVED
+        else:
+            status = Status.MAX_ITER
+        rb = self.best_r.copy()     # with u and its error as _local_solve returns them
+        u = sys.u(rb)
+        e = sys.error(rb, u)
+        info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
+        msg = f"{sys.formulation.upper()} Newton: error {best_err:.3g} after {k} iterations"
+        return Solution._make(problem, self.name, judged(status, e, self.tol), e, self.tol, k,
+                              time.perf_counter() - t0, {"r": rb, "u": u}, None, msg, info,
+                              dict(options) if options else {}, 0.0)
+
+
+def _dense_plan(name, formulation, defaults):
+    def make(problem, tol, max_iter, options, ws, info=None):
+        o = {**defaults, **options}
+        kw = {"rho": o.get("rho", 1.0), "line_search": o["line_search"], "hybrid": o["hybrid"], "stall": 100,
+              "reg": _check_reg(o["reg"]), "reg_step": float(o["reg_step"]), "scale": _check_scale(o.get("scale", 1.0)),
+              "dense_max": _check_dense_max(o["dense_max"])}
+        if problem.size == 0 or problem.size > SMALL_DENSE or sp.issparse(problem.W) or problem.size > kw["dense_max"]:
+            return None
+        key = f"newton_local:{formulation}:{kw['rho']!r}:{kw['scale']!r}:{kw['dense_max']}"
+        sys = ws.get(problem, key, lambda: _Local(problem, formulation, kw["rho"], kw["scale"], kw["dense_max"]),
+                     ("W", "mu"))
+        return _DensePlan(name, problem, tol, max_iter, sys, kw, ws) if sys.dense else None
+    return make
+
+
 @register(("gfc2d", "gfc3d"), "nsn-ac", "Alart-Curnier semismooth Newton on the global sparse system (v, r)")
 def gnsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=0.0):
     """Alart–Curnier Newton on the global system (M v = q + H r, u = H^T v + b); options as fc3d
@@ -662,3 +825,11 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
                       shrink=float(shrink), grow=float(grow))
     return mon.outcome(message=f"PROX: error {mon.best_err:.3g} after {mon.k} outer / "
                                f"{info['newton_iterations']} Newton iterations", info=info)
+
+
+def _defaults(func):
+    return {k: v.default for k, v in inspect.signature(func).parameters.items() if v.kind is v.KEYWORD_ONLY}
+
+
+plan(("fc2d", "fc3d"), "nsn-ac")(_dense_plan("nsn-ac", "ac", _defaults(nsn_ac)))
+plan(("fc2d", "fc3d"), "nsn-fb")(_dense_plan("nsn-fb", "fb", _defaults(nsn_fb)))
