@@ -49,26 +49,61 @@ def wall_relation(n, d):
 
 
 def _pair_h(q, z):
-    d0, d1, d2 = q[0] - q[6], q[1] - q[7], q[2] - q[8]
-    return np.array([math.sqrt(d0 * d0 + d1 * d1 + d2 * d2) - 2 * R, 0.0, 0.0])
+    """Gap of sphere pairs, vectorized: q (k, 12) stacked (x1, r1, x2, r2) -> (k, 3)."""
+    d = q[:, :3] - q[:, 6:9]
+    out = np.zeros((q.shape[0], 3))
+    out[:, 0] = np.sqrt(np.einsum("ij,ij->i", d, d)) - 2 * R
+    return out
+
+
+def _cross(a, b):
+    """Row-wise a × b for (k, 3) arrays (np.cross is slow on small stacks)."""
+    out = np.empty_like(a)
+    out[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
+    out[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
+    out[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    return out
+
+
+def _frames(n):
+    """Unit tangents (t1, t2) completing the rows of n (k, 3) to right-handed frames, as :func:`frame`."""
+    a = np.zeros_like(n)
+    use_x = np.abs(n[:, 0]) < 0.9
+    a[use_x, 0] = 1.0
+    a[~use_x, 1] = 1.0
+    t1 = _cross(n, a)
+    t1 /= np.sqrt(np.einsum("ij,ij->i", t1, t1))[:, None]
+    return t1, _cross(n, t1)
 
 
 def _pair_G0(q, z):
-    d = q[:3] - q[6:9]
-    n = d / math.sqrt(d @ d)
-    t1, t2 = frame(n)
+    """Jacobian of the pair gap and tangential velocities, vectorized: (k, 12) -> (k, 3, 12)."""
+    d = q[:, :3] - q[:, 6:9]
+    n = d / np.sqrt(np.einsum("ij,ij->i", d, d))[:, None]
+    t1, t2 = _frames(n)
     w1, w2 = -R * t2, R * t1          # -R (n × t1), -R (n × t2) in the right-handed frame (n, t1, t2)
-    G = np.zeros((3, 12))
-    G[0, :3], G[0, 6:9] = n, -n
-    G[1, :3], G[1, 3:6], G[1, 6:9], G[1, 9:12] = t1, w1, -t1, w1
-    G[2, :3], G[2, 3:6], G[2, 6:9], G[2, 9:12] = t2, w2, -t2, w2
+    G = np.zeros((q.shape[0], 3, 12))
+    G[:, 0, :3], G[:, 0, 6:9] = n, -n
+    G[:, 1, :3], G[:, 1, 3:6], G[:, 1, 6:9], G[:, 1, 9:12] = t1, w1, -t1, w1
+    G[:, 2, :3], G[:, 2, 3:6], G[:, 2, 6:9], G[:, 2, 9:12] = t2, w2, -t2, w2
     return G
+
+
+def pair_relation(vectorized=True):
+    """Contact of two spheres: h, G0 above, evaluated for every pair at once (``vectorized=True``), or
+    pair by pair (``vectorized=False``: the same plug-ins called on one row)."""
+    if vectorized:
+        return nm.LagrangianScleronomousR(_pair_h, _pair_G0, vectorized=True)
+    return nm.LagrangianScleronomousR(lambda q, z: _pair_h(q[None, :], z)[0],
+                                      lambda q, z: _pair_G0(q[None, :], z)[0])
 
 
 class Box:
     """The spheres, the walls and the contact detection (a callable run before the steps)."""
 
-    def __init__(self, n_spheres=10, mu=0.3, en=0.0, size=None, seed=0, T=1.0, margin=None, gap=0.2):
+    def __init__(self, n_spheres=10, mu=0.3, en=0.0, size=None, seed=0, T=1.0, margin=None, gap=0.2,
+                 vectorized=True):
+        self.vectorized = vectorized
         rng = np.random.default_rng(seed)
         spacing = (2 + gap) * R                                 # gap = 0: a packed lattice, resting
         side = int(np.ceil(np.sqrt(max(1, n_spheres / 4))))   # about 4 layers
@@ -119,7 +154,7 @@ class Box:
                 inter = nm.Interaction(self.law(), wall_relation(n, d))
                 self.nsds.link(inter, self.spheres[key[1]])
             else:
-                inter = nm.Interaction(self.law(), nm.LagrangianScleronomousR(_pair_h, _pair_G0))
+                inter = nm.Interaction(self.law(), pair_relation(self.vectorized))
                 self.nsds.link(inter, self.spheres[key[1]], self.spheres[key[2]])
             self.links[key] = inter
 

@@ -181,10 +181,11 @@ class TimeStepping:
             opts = {**opts, "workspace": self._workspace}
         warm = None
         if self.warm_start:
-            warm = np.concatenate([getattr(i, "_lam_warm", np.zeros(i.size)) for i in asm.interactions])
+            warm = asm.warm if asm.warm is not None else np.concatenate(
+                [getattr(i, "_lam_warm", np.zeros(i.size)) for i in asm.interactions])
             if not np.any(warm):
                 warm = None
-        t = time.process_time()
+        t = time.thread_time()
         sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
         for m in self.fallback:
             if sol.success:
@@ -192,14 +193,15 @@ class TimeStepping:
             alt = solve(problem, method=m, tol=self.tol, warm_start=warm)
             if alt.error < sol.error or alt.success:
                 sol = alt
-        self._solve_time += time.process_time() - t
+        self._solve_time += time.thread_time() - t
         lam = np.asarray(getattr(sol, problem.primal), dtype=float)
         if not np.all(np.isfinite(lam)):
             lam = np.zeros_like(lam)
-        off = 0
-        for i in asm.interactions:
-            i._lam_warm = lam[off:off + i.size]
-            off += i.size
+        if asm.warm is None:             # else the integrator stores λ in its stacked warm starts
+            off = 0
+            for i in asm.interactions:
+                i._lam_warm = lam[off:off + i.size]
+                off += i.size
         self._last = (problem, sol)
         if self._write is not None:
             self._write_problem(problem, self.k + 1)
@@ -254,16 +256,56 @@ class TimeStepping:
             from tqdm import tqdm
 
             bar = tqdm(total=self.n_steps - self.k, desc="time stepping", unit="step")
+        forward = getattr(self.integrator, "fast_forward", None)
         try:
             while self.has_next_step():
-                self.step()
+                n = forward(self, min(self.n_steps - self.k, 4096)) if forward is not None else 0
+                if n:      # steps without contact, taken at once (MoreauJeanOSI.fast_forward)
+                    self.trajectory._advance(self.k + 1, n)
+                    self.k += n
+                    self.t = self.t0 + self.k * self.h
+                else:
+                    self.step()
+                    n = 1
                 if bar is not None:
-                    bar.update(1)
+                    bar.update(n)
         finally:
             if bar is not None:
                 bar.close()
             self._write = None
         return self.trajectory
+
+
+class _Segment:
+    """The steps recorded with one set of systems and interactions (a new one after each link or
+    unlink): stacked arrays, one row per step from ``start``, grown by doubling."""
+
+    __slots__ = ("arrays", "count", "ds", "inter", "start")
+
+    def __init__(self, start, systems, inters, sys_fields, capacity):
+        self.start, self.count = start, 0
+        self.ds, off = {}, 0
+        for ds in systems:
+            self.ds[id(ds)] = (off, off + ds.n)
+            off += ds.n
+        self.inter, m = {}, 0
+        for i in inters:
+            self.inter[id(i)] = (m, m + i.size)
+            m += i.size
+        self.arrays = {f: np.empty((capacity, off)) for f in sys_fields}
+        self.arrays.update({f: np.empty((capacity, m)) for f in ("y0", "y1", "lam0", "lam1")})
+
+    def row(self):
+        """The index of the next row, growing the arrays when full."""
+        j = self.count
+        first = next(iter(self.arrays.values()))
+        if j == first.shape[0]:
+            for f, arr in self.arrays.items():
+                new = np.empty((2 * j, arr.shape[1]))
+                new[:j] = arr
+                self.arrays[f] = new
+        self.count = j + 1
+        return j
 
 
 class Trajectory:
@@ -274,20 +316,21 @@ class Trajectory:
     one per step): ``status`` (a :class:`nsopt.Status`, or None when no problem had to be solved),
     ``error``, ``iterations``, ``method``, ``newton_iterations``, ``newton_residual``,
     ``newton_converged``; ``failed_steps``; ``problems`` (with ``keep_problems=True``).
-    Interactions linked after the simulation was built (contact detection) act on the systems but
-    are not recorded here.
+
+    Interactions linked after the simulation was built (contact detection) are recorded from the
+    step they are linked at, and removed ones until they are removed: their rows are NaN where they
+    were not part of the system (rows of steps not simulated yet are zero). The recording is stacked
+    (one row of all systems and one of all interactions per step), in segments between topology changes.
     """
 
     def __init__(self, sim: TimeStepping):
         N = sim.n_steps
         self._sim = sim
         self.t = sim.t0 + sim.h * np.arange(N + 1)
-        self._ds = {}
-        for ds in sim.nsds.dynamical_systems:
-            fields = ("x", "r") if ds.order == 1 else ("q", "v", "p")
-            self._ds[id(ds)] = {f: np.zeros((N + 1, ds.n)) for f in fields}
-        self._inter = {id(i): {"y": np.zeros((2, N + 1, i.size)), "lam": np.zeros((2, N + 1, i.size))}
-                       for i in sim.nsds.interactions}
+        self._sys_fields = ("x", "r") if sim.nsds.order == 1 else ("q", "v", "p")
+        self._segments: list[_Segment] = []
+        self._version = None
+        self._k = -1
         self.status = [None] * N
         self.error = np.full(N, np.nan)
         self.iterations = np.zeros(N, dtype=int)
@@ -298,19 +341,57 @@ class Trajectory:
         self.problems: dict = {}
         self._store(0)
 
-    def _store(self, k):
+    def _segment(self, k):
+        """The segment recording step k (a new one when the systems or interactions changed)."""
         sim = self._sim
-        for ds in sim.nsds.dynamical_systems:
-            rec = self._ds[id(ds)]
-            for f, arr in rec.items():
-                arr[k] = getattr(ds, f)
-        for i in sim.nsds.interactions:
-            rec = self._inter.get(id(i))
-            if rec is None:
-                continue
-            for lev in (0, 1):
-                rec["y"][lev, k] = i.y[lev]
-                rec["lam"][lev, k] = i.lambda_[lev]
+        nsds = sim.nsds
+        if self._version != nsds._version or not self._segments:
+            width = sum(ds.n for ds in nsds.dynamical_systems) + sum(i.size for i in nsds.interactions)
+            cap = max(1, min(sim.n_steps + 1 - k, max(16, (1 << 20) // max(1, width))))
+            self._segments.append(_Segment(k, list(nsds.dynamical_systems), list(nsds.interactions),
+                                           self._sys_fields, cap))
+            self._version = nsds._version
+        return self._segments[-1]
+
+    def _reserve(self, k, n):
+        """Room for rows k .. k+n-1 in the current segment: (arrays, index of row k)."""
+        seg = self._segment(k)
+        j0 = seg.count
+        first = next(iter(seg.arrays.values()))
+        if first.shape[0] < j0 + n:
+            cap = max(j0 + n, 2 * first.shape[0])
+            for f, arr in seg.arrays.items():
+                new = np.empty((cap, arr.shape[1]))
+                new[:j0] = arr[:j0]
+                seg.arrays[f] = new
+        return seg.arrays, j0
+
+    def _advance(self, k, n):
+        """Steps k .. k+n-1 were written into the reserved rows by a compiled loop (no OSNS problem)."""
+        self._segments[-1].count += n
+        self._k = k + n - 1
+        self.newton_iterations[k - 1:k - 1 + n] = 1
+
+    def _store(self, k):
+        seg = self._segment(k)
+        j = seg.row()
+        arr = seg.arrays
+        osi = self._sim.integrator
+        fast = getattr(osi, "_fast", None)
+        if fast is not None and getattr(osi, "_version", None) == self._version:
+            sysv, interv = fast.record()
+        else:
+            nsds = self._sim.nsds
+            cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0))
+            sysv = [cat([getattr(ds, f) for ds in nsds.dynamical_systems]) for f in self._sys_fields]
+            its = nsds.interactions
+            interv = [cat([i.y[0] for i in its]), cat([i.y[1] for i in its]),
+                      cat([i.lambda_[0] for i in its]), cat([i.lambda_[1] for i in its])]
+        for f, val in zip(self._sys_fields, sysv):
+            arr[f][j] = val
+        for f, val in zip(("y0", "y1", "lam0", "lam1"), interv):
+            arr[f][j] = val
+        self._k = k
 
     def _record(self, k, nit, res, conv, sol):
         self._store(k)
@@ -319,18 +400,29 @@ class Trajectory:
         if sol is not None:
             self.status[j], self.error[j], self.iterations[j], self.method[j] = sol.status, sol.error, sol.nit, sol.method
 
-    def _get(self, table, obj, what):
-        try:
-            return table[id(obj)]
-        except KeyError:
-            raise ModelingError("Trajectory", what, f"{label(obj)} is not part of this simulation") from None
+    def _gather(self, obj, what, table, field, width):
+        """(N+1, width) rows of ``field`` for ``obj`` over the segments holding it; NaN at the simulated
+        steps where it was not part of the system, zero at the steps not simulated yet."""
+        out = np.zeros((self.t.shape[0], width))
+        out[:self._k + 1] = np.nan
+        found = False
+        for seg in self._segments:
+            span = getattr(seg, table).get(id(obj))
+            if span is None:
+                continue
+            found = True
+            out[seg.start:seg.start + seg.count] = seg.arrays[field][:seg.count, span[0]:span[1]]
+        if not found:
+            raise ModelingError("Trajectory", what, f"{label(obj)} is not part of this simulation")
+        return out
 
     def _ds_field(self, ds, f):
-        rec = self._get(self._ds, ds, f)
-        if f not in rec:
+        if f not in self._sys_fields:
+            if not any(id(ds) in seg.ds for seg in self._segments):
+                raise ModelingError("Trajectory", f, f"{label(ds)} is not part of this simulation")
             raise ModelingError("Trajectory", f, f"{label(ds)} has no {f!r} (first-order systems have x, r; "
                                                  "Lagrangian ones q, v, p)")
-        return rec[f]
+        return self._gather(ds, f, "ds", f, ds.n)
 
     def q(self, ds):
         """Positions (N+1, n) of a Lagrangian system."""
@@ -359,14 +451,14 @@ class Trajectory:
 
     def y(self, inter, level=0):
         """Output y[level] (N+1, m) of an interaction: level 0 the gap (or y), level 1 its velocity."""
-        return self._get(self._inter, inter, "y")["y"][self._level(level)]
+        return self._gather(inter, "y", "inter", f"y{self._level(level)}", inter.size)
 
     def lambda_(self, inter, level=None):
         """Multiplier λ[level] (N+1, m): level 1 the impulse over each step (Lagrangian), level 0 λ
         (first order; the force for compliant relations). Default: 1 for Lagrangian, 0 for first order."""
         if level is None:
             level = 1 if self._sim.nsds.order == 2 else 0
-        return self._get(self._inter, inter, "lambda_")["lam"][self._level(level)]
+        return self._gather(inter, "lambda_", "inter", f"lam{self._level(level)}", inter.size)
 
     @property
     def failed_steps(self) -> list[int]:

@@ -1,0 +1,349 @@
+r"""Moreau–Jean on stacked arrays (the batched path of :class:`~nsopt.modeling.MoreauJeanOSI`).
+
+When every system has a constant iteration matrix (``LagrangianLinearTIDS``, or ``LagrangianDS`` with a
+constant M and no state-dependent force) and every relation is a ``LagrangianLinearTIR`` or a
+``LagrangianScleronomousR`` with a standard law, one step is a fixed sequence of operations on the
+stacked state :math:`Q, V` (all systems) and the stacked outputs :math:`Y_0, Y_1` (all interactions):
+
+- the index set from :math:`Y_0 + \gamma h Y_1` on each interaction's first row, at once;
+- the linear relations as one constant sparse :math:`H`; the scleronomous ones grouped by plug-in
+  (``vectorized=True``: one call of ``h`` / ``G0`` per group and step);
+- the rows :math:`G_0` of the active interactions as one sparse matrix, :math:`W = G_0\hat M^{-1}G_0^\top`
+  as one product, :math:`q = G_0 v_{free} + e \odot \dot y_k`;
+- :math:`p = G_0^\top\lambda`, :math:`v = v_{free} + \hat M^{-1}p`, the outputs, the warm starts,
+  all stacked (the systems and interactions get views).
+
+It computes what the per-interaction path computes (same formulas, same order of the OSNS rows), so
+the two trajectories agree to rounding (tests/test_modeling_batch.py). ``formulations/time_stepping.md``
+(the batched path) lists what it covers; anything else (compliant or rheonomous relations, nonlinear
+systems and the Newton loop, ``gfc3d``, other laws) takes the per-interaction path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .laws import (ComplementarityConditionNSL, EqualityConditionNSL, NewtonImpactFrictionNSL, NewtonImpactNSL,
+                   RelayNSL)
+from .relations import LagrangianLinearTIR, LagrangianScleronomousR
+from .systems import LagrangianDS, LagrangianLinearTIDS
+
+LAWS = (NewtonImpactNSL, ComplementarityConditionNSL, NewtonImpactFrictionNSL, EqualityConditionNSL, RelayNSL)
+
+
+def restitution_rows(law) -> np.ndarray:
+    """The per-row coefficient c of a standard law's restitution term c ⊙ ẏ_k (linear in ẏ_k)."""
+    r = law.restitution(np.ones(law.size))
+    return np.zeros(law.size) if r is None else np.asarray(r, dtype=float)
+
+
+class _Group:
+    """Interactions whose scleronomous relations share one batched evaluation (``batch_key``)."""
+
+    __slots__ = ("cols", "entries", "index", "nonvec", "rel", "rels", "rows", "Z")
+
+    def __init__(self, rel):
+        self.rel, self.index, self.rels, self.entries = rel, [], [], []
+
+    def h(self, Q):
+        return self.rel.h_batch(Q, self.Z, self.rels)
+
+    def G0(self, Q, sel=None):
+        if sel is None:
+            return self.rel.G0_batch(Q, self.Z, self.rels)
+        return self.rel.G0_batch(Q, self.Z[sel], None if self.rels is None else [self.rels[j] for j in sel])
+
+
+class BatchMoreauJean:
+    """One Moreau–Jean step on stacked arrays; built by :meth:`MoreauJeanOSI.initialize` when
+    :meth:`applies` (and ``MoreauJeanOSI(batch=True)``, the default)."""
+
+    @staticmethod
+    def applies(osi, sim) -> bool:
+        if sim.osns_kind == "gfc3d" or not all(osi._const_ds):
+            return False
+        for ds in osi.S.systems:
+            if not (type(ds) is LagrangianLinearTIDS or (type(ds) is LagrangianDS and not ds.has_state_forces)):
+                return False
+        for i in osi.inters:
+            if type(i.relation) not in (LagrangianLinearTIR, LagrangianScleronomousR) or type(i.nslaw) not in LAWS:
+                return False
+        return True
+
+    def __init__(self, osi, sim):
+        self.osi = osi
+        S, h, th = osi.S, osi.h, osi.theta
+        from .osi import SPARSE_DOFS
+
+        self.sparse = S.ndof > SPARSE_DOFS
+        inters = self.inters = osi.inters
+        n_i = len(inters)
+        sizes = np.array([i.size for i in inters], dtype=np.intp)
+        first = np.zeros(n_i, dtype=np.intp)
+        if n_i:
+            first[1:] = np.cumsum(sizes)[:-1]
+        self.first, self.mtot = first, int(sizes.sum())
+        self.row_inter = np.repeat(np.arange(n_i), sizes)
+        self.unilateral = np.array([i.nslaw.unilateral for i in inters], dtype=bool)
+        self.erow = np.concatenate([restitution_rows(i.nslaw) for i in inters]) if n_i else np.zeros(0)
+        # entries of the stacked rows: (row, column, interaction) and the constant values
+        er, ec, ei, ev = [], [], [], []
+        lin_rows, lin_cols, lin_vals, lin_b, lin_index, self.D = [], [], [], [], [], []
+        groups: dict = {}
+        self.any_nonlinear = False
+        ecount = 0
+        for j, inter in enumerate(inters):
+            rel, m = inter.relation, inter.size
+            c = osi._inter_cols[id(inter)]
+            nloc = c.shape[0]
+            rr = first[j] + np.repeat(np.arange(m), nloc)
+            cc = np.tile(c, m)
+            er.append(rr)
+            ec.append(cc)
+            ei.append(np.full(m * nloc, j))
+            if type(rel) is LagrangianLinearTIR:
+                ev.append(rel.H.ravel())
+                lin_rows.append(np.arange(first[j], first[j] + m))
+                lin_cols.append(cc)
+                lin_vals.append(rel.H.ravel())
+                bb = np.zeros(m) if rel.b is None else rel.b.copy()
+                if rel.F is not None:
+                    bb += rel.F @ osi._Z(inter)
+                lin_b.append(bb)
+                lin_index.append(j)
+                if rel.D is not None:
+                    self.D.append((j, rel.D))
+            else:
+                self.any_nonlinear = True
+                ev.append(np.zeros(m * nloc))
+                key = rel.batch_key()
+                g = groups.get(key)
+                if g is None:
+                    g = groups[key] = _Group(rel)
+                g.index.append(j)
+                g.rels.append(rel)
+                g.entries.append(np.arange(ecount, ecount + m * nloc))
+            ecount += m * nloc
+        cat = (lambda a, dt=float: np.concatenate(a) if a else np.zeros(0, dtype=dt))
+        self.row_nnz = np.repeat([osi._inter_cols[id(i)].shape[0] for i in inters], sizes).astype(np.intp)
+        self.E_row, self.E_col = cat(er, np.intp), cat(ec, np.intp)
+        self.E_inter, self.E_val = cat(ei, np.intp), cat(ev)
+        self.groups = list(groups.values())
+        for g in self.groups:
+            idx = g.index = np.array(g.index, dtype=np.intp)
+            g.cols = np.array([osi._inter_cols[id(inters[j])] for j in idx])
+            g.Z = np.array([osi._Z(inters[j]) for j in idx]).reshape(len(idx), g.rel.nz)
+            g.rows = (first[idx][:, None] + np.arange(g.rel.m)).ravel()
+            g.entries = np.concatenate(g.entries)
+            if g.rel.vectorized:
+                g.rels = None
+        if lin_rows:
+            self.lin_rows = cat(lin_rows, np.intp)
+            local = np.concatenate([np.repeat(np.arange(k, k + inters[j].size), osi._inter_cols[id(inters[j])].shape[0])
+                                    for j, k in zip(lin_index, np.cumsum([0] + [inters[j].size for j in lin_index])[:-1])])
+            self.H_lin = sp.csr_matrix((cat(lin_vals), (local, cat(lin_cols, np.intp))),
+                                       shape=(self.lin_rows.shape[0], S.ndof))
+            self.b_lin = cat(lin_b)
+        else:
+            self.lin_rows = None
+        # free velocity: R = hCv + hKq + h²θKv - h((1-θ) fext(t0) + θ fext(t1))
+        syss = S.systems
+        Ks = [getattr(ds, "K", None) for ds in syss]
+        Cs = [getattr(ds, "C", None) for ds in syss]
+        z = [np.zeros((ds.n, ds.n)) for ds in syss]
+        self.K = sp.block_diag([k if k is not None else zz for k, zz in zip(Ks, z)], format="csr") \
+            if any(k is not None for k in Ks) else None
+        self.C = sp.block_diag([c if c is not None else zz for c, zz in zip(Cs, z)], format="csr") \
+            if any(c is not None for c in Cs) else None
+        self.has_fext = any(ds._fext is not None for ds in syss)
+        self.const_fext = all(ds._fext is None or ds._fext.constant for ds in syss)
+        if self.has_fext and self.const_fext:
+            fe = self._fext(sim.t)
+            self.Fth = h * (1 - th) * fe + h * th * fe
+        # the stacked state, outputs and warm starts (systems and interactions get views)
+        self.q = np.concatenate([ds.q for ds in syss])
+        self.v = np.concatenate([ds.v for ds in syss])
+        self.p = np.concatenate([ds.p for ds in syss])
+        self.Y0 = cat([i.y[0] for i in inters])
+        self.Y1 = cat([i.y[1] for i in inters])
+        self.L0 = cat([i.lambda_[0] for i in inters])
+        self.L1 = cat([i.lambda_[1] for i in inters])
+        self.warm = cat([getattr(i, "_lam_warm", None) if getattr(i, "_lam_warm", None) is not None
+                         else np.zeros(i.size) for i in inters])
+        self.bounds = [(int(a), int(a + s)) for a, s in zip(first, sizes)]
+        ns = {ds.n for ds in S.systems}
+        self.n_uniform = ns.pop() if len(ns) == 1 else 0
+        for j, (inter, (lo, hi)) in enumerate(zip(inters, self.bounds)):
+            inter._lam_warm = self.warm[lo:hi]
+            inter._src, inter._stamp = (self, j), None
+        self.key = None
+        # the compiled free flight (nsopt.modeling._kernels) of linear time-invariant models
+        self.can_fly = (not self.groups and not self.D and self.K is None and self.C is None and self.const_fext
+                        and S.all_diag)
+        if self.can_fly:
+            R = np.zeros(S.ndof)
+            if self.has_fext:
+                R -= self.Fth
+            self.Rd = S.minv(R)
+            if self.lin_rows is None:
+                self.H_lin, self.b_lin = sp.csr_matrix((0, S.ndof)), np.zeros(0)
+            self.H_lin.sort_indices()
+        self._publish()
+
+    # ------------------------------------------------------------------ helpers
+    def _fext(self, t):
+        return np.concatenate([np.zeros(ds.n) if ds._fext is None else ds.fext(t) for ds in self.osi.S.systems])
+
+    def _publish(self):
+        """Hand views of the stacked arrays to the systems and interactions."""
+        S = self.osi.S
+        q, v, p = self.q, self.v, self.p
+        n = self.n_uniform
+        if n:
+            for ds, a, b, c in zip(S.systems, q.reshape(-1, n), v.reshape(-1, n), p.reshape(-1, n)):
+                ds.q, ds.v, ds.p = a, b, c
+        else:
+            for ds, (a, b) in zip(S.systems, S.offsets):
+                ds.q, ds.v, ds.p = q[a:b], v[a:b], p[a:b]
+        self.stamp = object()        # the interactions read their views lazily (Interaction._sync)
+        self._qv = q, v
+
+    def _pull(self):
+        """The state was set from outside since the last step: gather it from the objects."""
+        S = self.osi.S
+        self.q = np.concatenate([ds.q for ds in S.systems])
+        self.v = np.concatenate([ds.v for ds in S.systems])
+        cat = (lambda a: np.concatenate(a) if a else np.zeros(0))
+        self.Y0 = cat([i.y[0] for i in self.inters])
+        self.Y1 = cat([i.y[1] for i in self.inters])
+
+    def touched(self) -> bool:
+        """True when a system's q or v is no longer a view of the stacked state (set from outside)."""
+        q, v = self._qv
+        return any(ds.q.base is not q or ds.v.base is not v for ds in self.osi.S.systems)
+
+    def record(self):
+        """The stacked (q, v, p) and (y0, y1, λ0, λ1) in the order of the systems and interactions."""
+        return (self.q, self.v, self.p), (self.Y0, self.Y1, self.L0, self.L1)
+
+    # ------------------------------------------------------------------ one step
+    def free_velocity(self, t0, t1, q, v):
+        osi, S = self.osi, self.osi.S
+        h, th = osi.h, osi.theta
+        if self.K is None and self.C is None and not self.has_fext:
+            return v
+        R = np.zeros(S.ndof)
+        if self.C is not None:
+            R += h * (self.C @ v)
+        if self.K is not None:
+            R += h * h * th * (self.K @ v) + h * (self.K @ q)
+        if self.has_fext:
+            if self.const_fext:
+                R -= self.Fth
+            else:
+                R -= h * (1 - th) * self._fext(t0) + h * th * self._fext(t1)
+        return v - S.minv(R)
+
+    def step(self, sim):
+        osi, S = self.osi, self.osi.S
+        h, th, g, thr = osi.h, osi.theta, osi.gamma, osi.activation_threshold
+        t0, t1 = sim.t, sim.t + h
+        if self.touched():
+            self._pull()
+        q, v, Y0, Y1k = self.q, self.v, self.Y0, self.Y1
+        vfree = self.free_velocity(t0, t1, q, v)
+        fi = self.first
+        act = ~self.unilateral | (Y0[fi] + g * h * Y1k[fi] <= thr)
+        idx = np.flatnonzero(act)
+        mtot = self.mtot
+        L1 = np.zeros(mtot)
+        G0p = {}
+        if idx.size:
+            act_rows = act[self.row_inter]
+            lam, Ha, vals_all = self._solve(sim, idx, act, act_rows, q + h * v, vfree, Y1k, G0p)
+            L1[act_rows] = lam
+            p = np.asarray(Ha.T @ lam).reshape(-1)
+            vn = vfree + S.minv(p)
+        else:
+            p = np.zeros(S.ndof)
+            vn = vfree
+        qn = q + h * (1 - th) * v + h * th * vn
+        # outputs at the new state (active scleronomous rows: ẏ with the G0 the OSNS used)
+        Y0n, Y1n = np.empty(mtot), np.empty(mtot)
+        if self.lin_rows is not None:
+            Y0n[self.lin_rows] = self.H_lin @ qn + self.b_lin
+            Y1n[self.lin_rows] = self.H_lin @ vn
+            for j, D in self.D:
+                lo, hi = self.bounds[j]
+                Y1n[lo:hi] += D @ L1[lo:hi]
+        for gi, grp in enumerate(self.groups):
+            Qn = qn[grp.cols]
+            Y0n[grp.rows] = grp.h(Qn).ravel()
+            G = G0p.get(gi)
+            if G is None:
+                G = grp.G0(Qn)
+            else:
+                off = np.flatnonzero(~act[grp.index])
+                if off.size:
+                    G[off] = grp.G0(Qn[off], off)
+            Y1n[grp.rows] = np.matmul(G, vn[grp.cols][:, :, None]).ravel()
+        self.q, self.v, self.p = qn, vn, p
+        self.Y0, self.Y1, self.L0, self.L1 = Y0n, Y1n, np.zeros(mtot), L1
+        self._publish()
+        return 1, 0.0, True, None
+
+    def fly(self, sim, nmax, arrays, j0) -> int:
+        """Up to ``nmax`` steps without contact by the compiled twin (``can_fly`` models); the state,
+        outputs and recorded rows j0.. as :meth:`step` would leave them. Returns the steps taken."""
+        from ._kernels import free_flight
+
+        osi = self.osi
+        if self.touched():
+            self._pull()
+        # fresh arrays: what the objects held before stays a snapshot, as with step()
+        self.q, self.v, self.p = self.q.copy(), self.v.copy(), np.empty_like(self.p)
+        self.Y0, self.Y1, self.L0, self.L1 = self.Y0.copy(), self.Y1.copy(), np.empty_like(self.Y0), np.empty_like(self.Y0)
+        H, h, th = self.H_lin, osi.h, osi.theta
+        a = arrays
+        s = free_flight(self.q, self.v, self.p, self.Y0, self.Y1, self.L0, self.L1, self.first, self.unilateral,
+                        osi.gamma * h, osi.activation_threshold, self.Rd, h * (1 - th), h * th, H.indptr, H.indices,
+                        H.data, self.b_lin, nmax, a["q"], a["v"], a["p"], a["y0"], a["y1"], a["lam0"], a["lam1"], j0)
+        self._publish()
+        return s
+
+    def _solve(self, sim, idx, act, act_rows, qpred, vfree, Y1k, G0p):
+        """Assemble the active rows, solve the OSNS problem; returns (λ, G0 of the active rows)."""
+        from .osi import Assembly, assemble_rows, delassus
+
+        osi, S = self.osi, self.osi.S
+        vals = self.E_val
+        if self.groups:
+            vals = vals.copy()
+            for gi, grp in enumerate(self.groups):
+                G = G0p[gi] = grp.G0(qpred[grp.cols])
+                vals[grp.entries] = G.ravel()
+        sel = act[self.E_inter]
+        newrow = np.cumsum(act_rows) - 1
+        ma = int(newrow[-1]) + 1
+        if self.sparse:      # the entries come row by row: CSR directly (canonical, as assemble_rows makes it)
+            indptr = np.zeros(ma + 1, dtype=np.intp)
+            np.cumsum(self.row_nnz[act_rows], out=indptr[1:])
+            Ha = sp.csr_matrix((vals[sel], self.E_col[sel], indptr), shape=(ma, S.ndof))
+            Ha.sort_indices()
+        else:
+            Ha = assemble_rows(newrow[self.E_row[sel]], self.E_col[sel], vals[sel], ma, S.ndof, False)
+        qo = np.asarray(Ha @ vfree).reshape(-1) + self.erow[act_rows] * Y1k[act_rows]
+        key = (id(self), act.tobytes())
+        if key == self.key and not osi.nonlinear:
+            W = None
+        else:
+            extras = [(int(newrow[self.first[j]]), D) for j, D in self.D if act[j]]
+            W = delassus(S, Ha, Ha, extras, self.sparse)
+        self.key = key
+        inters = self.inters
+        asm = Assembly(key=key, interactions=[inters[j] for j in idx], q=qo, W=W, constant=not osi.nonlinear,
+                       H=Ha, vfree=vfree, osi=osi, warm=self.warm[act_rows])
+        lam = sim.solve_assembly(asm)
+        self.warm[act_rows] = lam
+        return lam, Ha, vals
