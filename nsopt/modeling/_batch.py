@@ -93,7 +93,9 @@ class BatchMoreauJean:
         groups: dict = {}
         self.any_nonlinear = False
         ecount = 0
+        self.E_start = np.zeros(n_i, dtype=np.intp)
         for j, inter in enumerate(inters):
+            self.E_start[j] = ecount
             rel, m = inter.relation, inter.size
             c = osi._inter_cols[id(inter)]
             nloc = c.shape[0]
@@ -177,7 +179,8 @@ class BatchMoreauJean:
         for j, (inter, (lo, hi)) in enumerate(zip(inters, self.bounds)):
             inter._lam_warm = self.warm[lo:hi]
             inter._src, inter._stamp = (self, j), None
-        self.key = None
+        self.key = self.pattern = None
+        self._blocks = self._block_plan() if self.sparse and S.all_diag and not self.D else None
         # the compiled free flight (nsopt.modeling._kernels) of linear time-invariant models
         self.can_fly = (not self.groups and not self.D and self.K is None and self.C is None and self.const_fext
                         and S.all_diag)
@@ -293,6 +296,54 @@ class BatchMoreauJean:
         self._publish()
         return 1, 0.0, True, None
 
+    def _block_plan(self):
+        r"""The block form of :math:`W = G\hat M^{-1}G^\top` when every interaction has the same size m and
+        every system the same size n (diagonal M̂): :math:`W_{ab} = \sum_s G_{a,s}D_s^{-1}G_{b,s}^\top` over
+        the systems s shared by interactions a and b, where :math:`G_{a,s}` (m x n) is the block of a's
+        rows on s's columns. Returns the gather indices of the blocks and the (slot, slot) pairs, or None."""
+        osi, S = self.osi, self.osi.S
+        n, inters = self.n_uniform, self.inters
+        if not n or not inters or len({i.size for i in inters}) != 1:
+            return None
+        m = inters[0].size
+        slot_inter, slot_body, slot_idx = [], [], []
+        loc = (np.arange(m)[:, None], np.arange(n)[None, :])
+        for a, inter in enumerate(inters):
+            nloc = n * len(inter.systems)
+            for l, ds in enumerate(inter.systems):
+                slot_inter.append(a)
+                slot_body.append(S.index[id(ds)])
+                slot_idx.append(self.E_start[a] + loc[0] * nloc + l * n + loc[1])
+        slot_inter, slot_body = np.array(slot_inter), np.array(slot_body)
+        order = np.argsort(slot_body, kind="stable")
+        bounds = np.searchsorted(slot_body[order], np.arange(len(S.systems) + 1))
+        tp, tq = [], []
+        for b in range(len(S.systems)):
+            sl = order[bounds[b]:bounds[b + 1]]
+            if sl.size:
+                tp.append(np.repeat(sl, sl.size))
+                tq.append(np.tile(sl, sl.size))
+        tp, tq = np.concatenate(tp), np.concatenate(tq)
+        ta, tb = slot_inter[tp], slot_inter[tq]
+        o = np.lexsort((tb, ta))
+        tp, tq, ta, tb = tp[o], tq[o], ta[o], tb[o]
+        dinv = (1.0 / S._d).reshape(len(S.systems), n)[slot_body][:, None, :]
+        return dict(m=m, slot_idx=np.array(slot_idx), dinv=dinv, tp=tp, tq=tq, ta=ta, tb=tb)
+
+    def _block_delassus(self, vals, act):
+        """W of the active interactions from the block plan (CSR, sorted): the compiled
+        :func:`~nsopt.modeling._kernels.block_delassus`, the sums of :func:`~nsopt.modeling.osi.delassus`
+        grouped by system (the same numbers to rounding)."""
+        from ._kernels import block_delassus
+
+        P = self._blocks
+        m, nb = P["m"], int(np.count_nonzero(act))
+        G = vals[P["slot_idx"]]
+        ptr, ind, dat = block_delassus(G, G * P["dinv"], P["tp"], P["tq"], P["ta"], P["tb"], act)
+        W = sp.csr_matrix((dat, ind, ptr), shape=(nb * m, nb * m))
+        W.has_sorted_indices = True
+        return W
+
     def fly(self, sim, nmax, arrays, j0) -> int:
         """Up to ``nmax`` steps without contact by the compiled twin (``can_fly`` models); the state,
         outputs and recorded rows j0.. as :meth:`step` would leave them. Returns the steps taken."""
@@ -323,23 +374,36 @@ class BatchMoreauJean:
             for gi, grp in enumerate(self.groups):
                 G = G0p[gi] = grp.G0(qpred[grp.cols])
                 vals[grp.entries] = G.ravel()
-        sel = act[self.E_inter]
-        newrow = np.cumsum(act_rows) - 1
-        ma = int(newrow[-1]) + 1
-        if self.sparse:      # the entries come row by row: CSR directly (canonical, as assemble_rows makes it)
-            indptr = np.zeros(ma + 1, dtype=np.intp)
-            np.cumsum(self.row_nnz[act_rows], out=indptr[1:])
-            Ha = sp.csr_matrix((vals[sel], self.E_col[sel], indptr), shape=(ma, S.ndof))
-            Ha.sort_indices()
+        key = (id(self), act.tobytes())
+        if self.sparse:      # CSR directly, canonical as assemble_rows makes it; the pattern kept per active set
+            pat = self.pattern if self.pattern is not None and self.pattern[0] == key else None
+            if pat is None:
+                sel = np.flatnonzero(act[self.E_inter])
+                ma = int(np.count_nonzero(act_rows))
+                indptr = np.zeros(ma + 1, dtype=np.int32)
+                np.cumsum(self.row_nnz[act_rows], out=indptr[1:])
+                Ha = sp.csr_matrix((vals[sel], self.E_col[sel], indptr), shape=(ma, S.ndof))
+                if not Ha.has_sorted_indices:     # entries in row order, columns sorted per row
+                    perm = np.lexsort((Ha.indices, np.repeat(np.arange(ma), np.diff(indptr))))
+                    sel = sel[perm]
+                    Ha = sp.csr_matrix((vals[sel], self.E_col[sel], indptr), shape=(ma, S.ndof))
+                pat = self.pattern = (key, sel, Ha.indices, indptr, ma)
+            else:
+                _, sel, cols, indptr, ma = pat
+                Ha = sp.csr_matrix((vals[sel], cols, indptr), shape=(ma, S.ndof))
+            Ha.has_sorted_indices = True
         else:
+            sel = act[self.E_inter]
+            newrow = np.cumsum(act_rows) - 1
+            ma = int(newrow[-1]) + 1
             Ha = assemble_rows(newrow[self.E_row[sel]], self.E_col[sel], vals[sel], ma, S.ndof, False)
         qo = np.asarray(Ha @ vfree).reshape(-1) + self.erow[act_rows] * Y1k[act_rows]
-        key = (id(self), act.tobytes())
         if key == self.key and not osi.nonlinear:
             W = None
         else:
             extras = [(int(newrow[self.first[j]]), D) for j, D in self.D if act[j]]
-            W = delassus(S, Ha, Ha, extras, self.sparse)
+            W = self._block_delassus(vals, act) if self._blocks is not None else delassus(S, Ha, Ha, extras,
+                                                                                             self.sparse)
         self.key = key
         inters = self.inters
         asm = Assembly(key=key, interactions=[inters[j] for j in idx], q=qo, W=W, constant=not osi.nonlinear,
