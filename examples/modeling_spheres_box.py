@@ -56,36 +56,29 @@ def _pair_h(q, z):
     return out
 
 
-def _cross(a, b):
-    """Row-wise a × b for (k, 3) arrays (np.cross is slow on small stacks)."""
-    out = np.empty_like(a)
-    out[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
-    out[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
-    out[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
-    return out
-
-
-def _frames(n):
-    """Unit tangents (t1, t2) completing the rows of n (k, 3) to right-handed frames, as :func:`frame`."""
-    a = np.zeros_like(n)
-    use_x = np.abs(n[:, 0]) < 0.9
-    a[use_x, 0] = 1.0
-    a[~use_x, 1] = 1.0
-    t1 = _cross(n, a)
-    t1 /= np.sqrt(np.einsum("ij,ij->i", t1, t1))[:, None]
-    return t1, _cross(n, t1)
-
-
 def _pair_G0(q, z):
-    """Jacobian of the pair gap and tangential velocities, vectorized: (k, 12) -> (k, 3, 12)."""
+    """Jacobian of the pair gap and tangential velocities, vectorized: (k, 12) -> (k, 3, 12), rows
+    [n, 0, -n, 0], [t, -R(n × t), -t, -R(n × t)] with the frame of :func:`frame` for each pair."""
     d = q[:, :3] - q[:, 6:9]
     n = d / np.sqrt(np.einsum("ij,ij->i", d, d))[:, None]
-    t1, t2 = _frames(n)
-    w1, w2 = -R * t2, R * t1          # -R (n × t1), -R (n × t2) in the right-handed frame (n, t1, t2)
-    G = np.zeros((q.shape[0], 3, 12))
-    G[:, 0, :3], G[:, 0, 6:9] = n, -n
-    G[:, 1, :3], G[:, 1, 3:6], G[:, 1, 6:9], G[:, 1, 9:12] = t1, w1, -t1, w1
-    G[:, 2, :3], G[:, 2, 3:6], G[:, 2, 6:9], G[:, 2, 9:12] = t2, w2, -t2, w2
+    nx, ny, nz = n[:, 0], n[:, 1], n[:, 2]
+    ex = np.abs(nx) < 0.9                 # t1 ∝ n × e_x = (0, nz, -ny), else n × e_y = (-nz, 0, nx)
+    t1 = np.empty_like(n)
+    t1[:, 0] = np.where(ex, 0.0, -nz)
+    t1[:, 1] = np.where(ex, nz, 0.0)
+    t1[:, 2] = np.where(ex, -ny, nx)
+    t1 /= np.sqrt(np.einsum("ij,ij->i", t1, t1))[:, None]
+    a1, a2, a3 = t1[:, 0], t1[:, 1], t1[:, 2]
+    G = np.empty((q.shape[0], 3, 12))
+    G[:, 0, :3], G[:, 0, 3:6], G[:, 0, 6:9], G[:, 0, 9:] = n, 0.0, -n, 0.0
+    G[:, 1, :3], G[:, 1, 6:9] = t1, -t1
+    t2 = G[:, 2, :3]                      # t2 = n × t1; -R(n × t1) = -R t2, -R(n × t2) = R t1
+    t2[:, 0] = ny * a3 - nz * a2
+    t2[:, 1] = nz * a1 - nx * a3
+    t2[:, 2] = nx * a2 - ny * a1
+    G[:, 2, 6:9] = -t2
+    G[:, 1, 3:6] = G[:, 1, 9:] = -R * t2
+    G[:, 2, 3:6] = G[:, 2, 9:] = R * t1
     return G
 
 

@@ -176,6 +176,7 @@ class BatchMoreauJean:
         self.bounds = [(int(a), int(a + s)) for a, s in zip(first, sizes)]
         ns = {ds.n for ds in S.systems}
         self.n_uniform = ns.pop() if len(ns) == 1 else 0
+        self.dirty = True       # attach the systems at the first _publish
         for j, (inter, (lo, hi)) in enumerate(zip(inters, self.bounds)):
             inter._lam_warm = self.warm[lo:hi]
             inter._src, inter._stamp = (self, j), None
@@ -199,32 +200,27 @@ class BatchMoreauJean:
         return np.concatenate([np.zeros(ds.n) if ds._fext is None else ds.fext(t) for ds in self.osi.S.systems])
 
     def _publish(self):
-        """Hand views of the stacked arrays to the systems and interactions."""
-        S = self.osi.S
-        q, v, p = self.q, self.v, self.p
-        n = self.n_uniform
-        if n:
-            for ds, a, b, c in zip(S.systems, q.reshape(-1, n), v.reshape(-1, n), p.reshape(-1, n)):
-                ds.q, ds.v, ds.p = a, b, c
-        else:
-            for ds, (a, b) in zip(S.systems, S.offsets):
-                ds.q, ds.v, ds.p = q[a:b], v[a:b], p[a:b]
-        self.stamp = object()        # the interactions read their views lazily (Interaction._sync)
-        self._qv = q, v
+        """The systems and interactions read views of the new stacked arrays (lazily, when asked)."""
+        self.stamp = object()
+        if self.dirty:
+            for k, ds in enumerate(self.osi.S.systems):
+                ds._src, ds._stamp = (self, k), None
+            self.dirty = False
 
     def _pull(self):
-        """The state was set from outside since the last step: gather it from the objects."""
+        """A system's state was set from outside since the last step: gather the state from the objects
+        (and the outputs from the interactions, as the per-interaction path reads them)."""
         S = self.osi.S
         self.q = np.concatenate([ds.q for ds in S.systems])
         self.v = np.concatenate([ds.v for ds in S.systems])
+        self.p = np.concatenate([ds.p for ds in S.systems])
         cat = (lambda a: np.concatenate(a) if a else np.zeros(0))
         self.Y0 = cat([i.y[0] for i in self.inters])
         self.Y1 = cat([i.y[1] for i in self.inters])
 
     def touched(self) -> bool:
-        """True when a system's q or v is no longer a view of the stacked state (set from outside)."""
-        q, v = self._qv
-        return any(ds.q.base is not q or ds.v.base is not v for ds in self.osi.S.systems)
+        """True when a system's q, v or p was set from outside since the last step."""
+        return self.dirty
 
     def record(self):
         """The stacked (q, v, p) and (y0, y1, λ0, λ1) in the order of the systems and interactions."""
@@ -252,7 +248,7 @@ class BatchMoreauJean:
         osi, S = self.osi, self.osi.S
         h, th, g, thr = osi.h, osi.theta, osi.gamma, osi.activation_threshold
         t0, t1 = sim.t, sim.t + h
-        if self.touched():
+        if self.dirty:
             self._pull()
         q, v, Y0, Y1k = self.q, self.v, self.Y0, self.Y1
         vfree = self.free_velocity(t0, t1, q, v)
@@ -264,9 +260,8 @@ class BatchMoreauJean:
         G0p = {}
         if idx.size:
             act_rows = act[self.row_inter]
-            lam, Ha, vals_all = self._solve(sim, idx, act, act_rows, q + h * v, vfree, Y1k, G0p)
+            lam, p = self._solve(sim, idx, act, act_rows, q + h * v, vfree, Y1k, G0p)
             L1[act_rows] = lam
-            p = np.asarray(Ha.T @ lam).reshape(-1)
             vn = vfree + S.minv(p)
         else:
             p = np.zeros(S.ndof)
@@ -328,18 +323,26 @@ class BatchMoreauJean:
         o = np.lexsort((tb, ta))
         tp, tq, ta, tb = tp[o], tq[o], ta[o], tb[o]
         dinv = (1.0 / S._d).reshape(len(S.systems), n)[slot_body][:, None, :]
-        return dict(m=m, slot_idx=np.array(slot_idx), dinv=dinv, tp=tp, tq=tq, ta=ta, tb=tb)
+        slot_off = np.array([S.offsets[b][0] for b in slot_body], dtype=np.intp)
+        first = np.ones(ta.shape[0], dtype=bool)
+        first[1:] = (ta[1:] != ta[:-1]) | (tb[1:] != tb[:-1])
+        run = np.append(np.flatnonzero(first), ta.shape[0])
+        ra, rb = ta[run[:-1]], tb[run[:-1]]
+        ids = {(int(x), int(y)): r for r, (x, y) in enumerate(zip(ra, rb))}
+        mirror = np.array([ids[(int(y), int(x))] for x, y in zip(ra, rb)], dtype=np.intp)
+        return dict(m=m, slot_idx=np.array(slot_idx), dinv=dinv, tp=tp, tq=tq, ta=ta, tb=tb, run=run, mirror=mirror,
+                    slot_inter=slot_inter, slot_off=slot_off)
 
-    def _block_delassus(self, vals, act):
+    def _block_delassus(self, G, act):
         """W of the active interactions from the block plan (CSR, sorted): the compiled
         :func:`~nsopt.modeling._kernels.block_delassus`, the sums of :func:`~nsopt.modeling.osi.delassus`
-        grouped by system (the same numbers to rounding)."""
+        grouped by system (the same numbers to rounding). ``G``: the slot blocks."""
         from ._kernels import block_delassus
 
         P = self._blocks
         m, nb = P["m"], int(np.count_nonzero(act))
-        G = vals[P["slot_idx"]]
-        ptr, ind, dat = block_delassus(G, G * P["dinv"], P["tp"], P["tq"], P["ta"], P["tb"], act)
+        ptr, ind, dat = block_delassus(G, G * P["dinv"], P["tp"], P["tq"], P["run"], P["mirror"], P["ta"], P["tb"],
+                                       act)
         W = sp.csr_matrix((dat, ind, ptr), shape=(nb * m, nb * m))
         W.has_sorted_indices = True
         return W
@@ -350,7 +353,7 @@ class BatchMoreauJean:
         from ._kernels import free_flight
 
         osi = self.osi
-        if self.touched():
+        if self.dirty:
             self._pull()
         # fresh arrays: what the objects held before stays a snapshot, as with step()
         self.q, self.v, self.p = self.q.copy(), self.v.copy(), np.empty_like(self.p)
@@ -364,8 +367,10 @@ class BatchMoreauJean:
         return s
 
     def _solve(self, sim, idx, act, act_rows, qpred, vfree, Y1k, G0p):
-        """Assemble the active rows, solve the OSNS problem; returns (λ, G0 of the active rows)."""
-        from .osi import Assembly, assemble_rows, delassus
+        """Assemble the active rows, solve the OSNS problem; returns (λ, p = G0ᵀλ)."""
+        from . import simulation
+        from ._kernels import slot_matvec, slot_rmatvec
+        from .osi import Assembly, delassus
 
         osi, S = self.osi, self.osi.S
         vals = self.E_val
@@ -375,39 +380,62 @@ class BatchMoreauJean:
                 G = G0p[gi] = grp.G0(qpred[grp.cols])
                 vals[grp.entries] = G.ravel()
         key = (id(self), act.tobytes())
-        if self.sparse:      # CSR directly, canonical as assemble_rows makes it; the pattern kept per active set
-            pat = self.pattern if self.pattern is not None and self.pattern[0] == key else None
-            if pat is None:
-                sel = np.flatnonzero(act[self.E_inter])
-                ma = int(np.count_nonzero(act_rows))
-                indptr = np.zeros(ma + 1, dtype=np.int32)
-                np.cumsum(self.row_nnz[act_rows], out=indptr[1:])
-                Ha = sp.csr_matrix((vals[sel], self.E_col[sel], indptr), shape=(ma, S.ndof))
-                if not Ha.has_sorted_indices:     # entries in row order, columns sorted per row
-                    perm = np.lexsort((Ha.indices, np.repeat(np.arange(ma), np.diff(indptr))))
-                    sel = sel[perm]
-                    Ha = sp.csr_matrix((vals[sel], self.E_col[sel], indptr), shape=(ma, S.ndof))
-                pat = self.pattern = (key, sel, Ha.indices, indptr, ma)
-            else:
-                _, sel, cols, indptr, ma = pat
-                Ha = sp.csr_matrix((vals[sel], cols, indptr), shape=(ma, S.ndof))
-            Ha.has_sorted_indices = True
+        P = self._blocks
+        if P is not None and sim.osns_kind not in simulation.OSNS_BUILDERS:
+            # block form: q, W and p from the blocks G_{a,s}, no assembled G0 (built-in problems only)
+            G = vals[P["slot_idx"]]
+            new = np.cumsum(act) - 1
+            new[~act] = -1
+            qo = slot_matvec(G, P["slot_inter"], P["slot_off"], new, vfree)
+            Ha = None
         else:
-            sel = act[self.E_inter]
-            newrow = np.cumsum(act_rows) - 1
-            ma = int(newrow[-1]) + 1
-            Ha = assemble_rows(newrow[self.E_row[sel]], self.E_col[sel], vals[sel], ma, S.ndof, False)
-        qo = np.asarray(Ha @ vfree).reshape(-1) + self.erow[act_rows] * Y1k[act_rows]
+            G = None
+            Ha = self._rows(act, act_rows, vals, key)
+            qo = np.asarray(Ha @ vfree).reshape(-1)
+        qo += self.erow[act_rows] * Y1k[act_rows]
         if key == self.key and not osi.nonlinear:
             W = None
+        elif G is not None:
+            W = self._block_delassus(G, act)
         else:
+            newrow = np.cumsum(act_rows) - 1
             extras = [(int(newrow[self.first[j]]), D) for j, D in self.D if act[j]]
-            W = self._block_delassus(vals, act) if self._blocks is not None else delassus(S, Ha, Ha, extras,
-                                                                                             self.sparse)
+            W = delassus(S, Ha, Ha, extras, self.sparse)
         self.key = key
         inters = self.inters
         asm = Assembly(key=key, interactions=[inters[j] for j in idx], q=qo, W=W, constant=not osi.nonlinear,
                        H=Ha, vfree=vfree, osi=osi, warm=self.warm[act_rows])
         lam = sim.solve_assembly(asm)
         self.warm[act_rows] = lam
-        return lam, Ha, vals
+        if G is not None:
+            return lam, slot_rmatvec(G, P["slot_inter"], P["slot_off"], new, lam, S.ndof)
+        return lam, np.asarray(Ha.T @ lam).reshape(-1)
+
+    def _rows(self, act, act_rows, vals, key):
+        """The rows G0 of the active interactions (CSR when sparse, canonical as
+        :func:`~nsopt.modeling.osi.assemble_rows` makes them; the pattern kept per active set)."""
+        from .osi import assemble_rows
+
+        S = self.osi.S
+        if not self.sparse:
+            sel = act[self.E_inter]
+            newrow = np.cumsum(act_rows) - 1
+            return assemble_rows(newrow[self.E_row[sel]], self.E_col[sel], vals[sel], int(newrow[-1]) + 1, S.ndof,
+                                 False)
+        pat = self.pattern if self.pattern is not None and self.pattern[0] == key else None
+        if pat is None:
+            sel = np.flatnonzero(act[self.E_inter])
+            ma = int(np.count_nonzero(act_rows))
+            indptr = np.zeros(ma + 1, dtype=np.int32)
+            np.cumsum(self.row_nnz[act_rows], out=indptr[1:])
+            Ha = sp.csr_matrix((vals[sel], self.E_col[sel], indptr), shape=(ma, S.ndof))
+            if not Ha.has_sorted_indices:     # entries in row order, columns sorted per row
+                perm = np.lexsort((Ha.indices, np.repeat(np.arange(ma), np.diff(indptr))))
+                sel = sel[perm]
+                Ha = sp.csr_matrix((vals[sel], self.E_col[sel], indptr), shape=(ma, S.ndof))
+            pat = self.pattern = (key, sel, Ha.indices, indptr, ma)
+        else:
+            _, sel, cols, indptr, ma = pat
+            Ha = sp.csr_matrix((vals[sel], cols, indptr), shape=(ma, S.ndof))
+        Ha.has_sorted_indices = True
+        return Ha

@@ -58,11 +58,13 @@ def free_flight(q, v, p, Y0, Y1, L0, L1, first, unilateral, gh, thr, Rd, c1, c2,
 
 
 @njit(cache=True)
-def block_delassus(G, Gs, tp, tq, ta, tb, act):  # pragma: no cover  (compiled)
+def block_delassus(G, Gs, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover  (compiled)
     r"""W of the active interactions in block form (the plan of ``BatchMoreauJean._block_plan``):
-    :math:`W_{ab} = \sum_s G_{a,s}D_s^{-1}G_{b,s}^\top`, the (slot p, slot q) pairs ``tp, tq`` of the
-    interactions ``ta, tb`` sorted by (a, b), ``G[p]`` the block of slot p (m x n) and ``Gs[p]`` the same
-    with its columns scaled by :math:`D_s^{-1}`. Returns the CSR (indptr, indices, data), sorted."""
+    :math:`W_{ab} = \sum_s G_{a,s}D_s^{-1}G_{b,s}^\top`. The (slot p, slot q) pairs ``tp, tq`` of the
+    interactions ``ta, tb`` are sorted by (a, b) and cut into runs of one (a, b) (``run``: the starts);
+    ``mirror[r]`` is the run of (b, a). ``G[p]`` is the block of slot p (m x n), ``Gs[p]`` the same with
+    its columns scaled by :math:`D_s^{-1}`. Blocks with a <= b are summed, the others are their
+    transposes (W is symmetric). Returns the CSR (indptr, indices, data), sorted."""
     m, n = G.shape[1], G.shape[2]
     n_i = act.shape[0]
     new = np.full(n_i, -1, dtype=np.int64)
@@ -71,45 +73,84 @@ def block_delassus(G, Gs, tp, tq, ta, tb, act):  # pragma: no cover  (compiled)
         if act[a]:
             new[a] = nb
             nb += 1
+    nruns = run.shape[0] - 1
     nblk = np.zeros(nb, dtype=np.int64)
-    T = ta.shape[0]
-    pa, pb = -1, -1
-    for t in range(T):
-        a, b = ta[t], tb[t]
-        if act[a] and act[b] and (a != pa or b != pb):
+    for r in range(nruns):
+        a, b = ta[run[r]], tb[run[r]]
+        if act[a] and act[b]:
             nblk[new[a]] += 1
-            pa, pb = a, b
-    indptr = np.zeros(nb * m + 1, dtype=np.int64)
+    indptr = np.zeros(nb * m + 1, dtype=np.int32)
     for A in range(nb):
         for i in range(m):
-            r = A * m + i
-            indptr[r + 1] = indptr[r] + nblk[A] * m
-    indices = np.empty(indptr[nb * m], dtype=np.int64)
+            indptr[A * m + i + 1] = indptr[A * m + i] + nblk[A] * m
+    indices = np.empty(indptr[nb * m], dtype=np.int32)
     data = np.empty(indptr[nb * m])
     pos = np.zeros(nb, dtype=np.int64)
-    acc = np.zeros((m, m))
-    t = 0
-    while t < T:
-        a, b = ta[t], tb[t]
-        u = t
-        while u < T and ta[u] == a and tb[u] == b:
-            u += 1
-        if act[a] and act[b]:
-            acc[:, :] = 0.0
-            for w in range(t, u):
+    blocks = np.zeros((nruns, m, m))
+    for r in range(nruns):
+        a, b = ta[run[r]], tb[run[r]]
+        if not (act[a] and act[b]):
+            continue
+        if a <= b:
+            for w in range(run[r], run[r + 1]):
                 p, q = tp[w], tq[w]
                 for i in range(m):
                     for k in range(m):
                         s = 0.0
                         for j in range(n):
                             s += G[p, i, j] * Gs[q, k, j]
-                        acc[i, k] += s
-            A, B = new[a], new[b]
+                        blocks[r, i, k] += s
+        else:
+            rm = mirror[r]
             for i in range(m):
-                base = indptr[A * m + i] + pos[A] * m
                 for k in range(m):
-                    indices[base + k] = B * m + k
-                    data[base + k] = acc[i, k]
-            pos[A] += 1
-        t = u
+                    blocks[r, i, k] = blocks[rm, k, i]
+        A, B = new[a], new[b]
+        for i in range(m):
+            base = indptr[A * m + i] + pos[A] * m
+            for k in range(m):
+                indices[base + k] = B * m + k
+                data[base + k] = blocks[r, i, k]
+        pos[A] += 1
     return indptr, indices, data
+
+
+@njit(cache=True)
+def slot_matvec(G, slot_inter, slot_off, new, x):  # pragma: no cover  (compiled)
+    r""":math:`G x` over the active interactions: row block ``new[a]`` (a active: ``new[a] >= 0``) sums
+    :math:`G_{a,s}\,x_s` over a's slots (block ``G[p]``, columns from ``slot_off[p]``)."""
+    S, m, n = G.shape
+    nb = 0
+    for a in range(new.shape[0]):
+        if new[a] >= 0:
+            nb += 1
+    out = np.zeros(nb * m)
+    for p in range(S):
+        A = new[slot_inter[p]]
+        if A < 0:
+            continue
+        o = slot_off[p]
+        for i in range(m):
+            s = 0.0
+            for j in range(n):
+                s += G[p, i, j] * x[o + j]
+            out[A * m + i] += s
+    return out
+
+
+@njit(cache=True)
+def slot_rmatvec(G, slot_inter, slot_off, new, lam, ndof):  # pragma: no cover  (compiled)
+    r""":math:`G^\top\lambda` over the active interactions (the transpose of :func:`slot_matvec`)."""
+    S, m, n = G.shape
+    out = np.zeros(ndof)
+    for p in range(S):
+        A = new[slot_inter[p]]
+        if A < 0:
+            continue
+        o = slot_off[p]
+        for j in range(n):
+            s = 0.0
+            for i in range(m):
+                s += G[p, i, j] * lam[A * m + i]
+            out[o + j] += s
+    return out

@@ -249,6 +249,8 @@ class MoreauJeanOSI(OneStepIntegrator):
             self._fast = None
             for inter in self.inters:
                 inter._detach()
+            for ds in self.S.systems:
+                ds._detach()
             self._batch_linear_outputs()
 
     def _batch_linear_outputs(self):
