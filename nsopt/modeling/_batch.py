@@ -181,6 +181,10 @@ class BatchMoreauJean:
             inter._lam_warm = self.warm[lo:hi]
             inter._src, inter._stamp = (self, j), None
         self.key = self.pattern = None
+        self.inter_arr = np.empty(n_i, dtype=object)
+        self.inter_arr[:] = inters
+        self.law_arr = np.empty(n_i, dtype=object)
+        self.law_arr[:] = [i.nslaw for i in inters]
         self._blocks = self._block_plan() if self.sparse and S.all_diag and not self.D else None
         # the compiled free flight (nsopt.modeling._kernels) of linear time-invariant models
         self.can_fly = (not self.groups and not self.D and self.K is None and self.C is None and self.const_fext
@@ -278,10 +282,12 @@ class BatchMoreauJean:
         for gi, grp in enumerate(self.groups):
             Qn = qn[grp.cols]
             Y0n[grp.rows] = grp.h(Qn).ravel()
-            G = G0p.get(gi)
-            if G is None:
+            on, Gp = G0p.get(gi, (None, None))
+            if Gp is None:
                 G = grp.G0(Qn)
             else:
+                G = np.empty((Qn.shape[0],) + Gp.shape[1:])
+                G[on] = Gp
                 off = np.flatnonzero(~act[grp.index])
                 if off.size:
                     G[off] = grp.G0(Qn[off], off)
@@ -310,6 +316,16 @@ class BatchMoreauJean:
                 slot_body.append(S.index[id(ds)])
                 slot_idx.append(self.E_start[a] + loc[0] * nloc + l * n + loc[1])
         slot_inter, slot_body = np.array(slot_inter), np.array(slot_body)
+        slot_idx = np.array(slot_idx)
+        G_const = self.E_val[slot_idx]                 # the linear relations' blocks; the others per step
+        slot_of = {}
+        for p, (a, b) in enumerate(zip(slot_inter, slot_body)):
+            slot_of.setdefault(int(a), []).append(p)
+        fill = []
+        for grp in self.groups:
+            first_slot = np.array([slot_of[int(a)][0] for a in grp.index])
+            second = [slot_of[int(a)][1] for a in grp.index if len(slot_of[int(a)]) > 1]
+            fill.append((first_slot, np.array(second) if len(second) == len(grp.index) else None))
         order = np.argsort(slot_body, kind="stable")
         bounds = np.searchsorted(slot_body[order], np.arange(len(S.systems) + 1))
         tp, tq = [], []
@@ -330,7 +346,7 @@ class BatchMoreauJean:
         ra, rb = ta[run[:-1]], tb[run[:-1]]
         ids = {(int(x), int(y)): r for r, (x, y) in enumerate(zip(ra, rb))}
         mirror = np.array([ids[(int(y), int(x))] for x, y in zip(ra, rb)], dtype=np.intp)
-        return dict(m=m, slot_idx=np.array(slot_idx), dinv=dinv, tp=tp, tq=tq, ta=ta, tb=tb, run=run, mirror=mirror,
+        return dict(m=m, slot_idx=slot_idx, G_const=G_const, fill=fill, dinv=dinv, tp=tp, tq=tq, ta=ta, tb=tb, run=run, mirror=mirror,
                     slot_inter=slot_inter, slot_off=slot_off)
 
     def _block_delassus(self, G, act):
@@ -373,23 +389,33 @@ class BatchMoreauJean:
         from .osi import Assembly, delassus
 
         osi, S = self.osi, self.osi.S
-        vals = self.E_val
-        if self.groups:
-            vals = vals.copy()
-            for gi, grp in enumerate(self.groups):
-                G = G0p[gi] = grp.G0(qpred[grp.cols])
-                vals[grp.entries] = G.ravel()
+        for gi, grp in enumerate(self.groups):       # G0 at q_k + h v_k for the active members
+            on = np.flatnonzero(act[grp.index])
+            G0p[gi] = (on, grp.G0(qpred[grp.cols[on]], on) if on.size else None)
         key = (id(self), act.tobytes())
         P = self._blocks
         if P is not None and sim.osns_kind not in simulation.OSNS_BUILDERS:
             # block form: q, W and p from the blocks G_{a,s}, no assembled G0 (built-in problems only)
-            G = vals[P["slot_idx"]]
+            G = P["G_const"].copy()
+            n = G.shape[2]
+            for (one, two), (on, Gg) in zip(P["fill"], G0p.values()):
+                if Gg is not None:
+                    G[one[on]] = Gg[:, :, :n]
+                    if two is not None:
+                        G[two[on]] = Gg[:, :, n:]
             new = np.cumsum(act) - 1
             new[~act] = -1
             qo = slot_matvec(G, P["slot_inter"], P["slot_off"], new, vfree)
             Ha = None
         else:
             G = None
+            vals = self.E_val
+            if self.groups:
+                vals = vals.copy()
+                for gi, grp in enumerate(self.groups):
+                    on, Gg = G0p[gi]
+                    if Gg is not None:
+                        vals[grp.entries.reshape(len(grp.index), -1)[on]] = Gg.reshape(on.size, -1)
             Ha = self._rows(act, act_rows, vals, key)
             qo = np.asarray(Ha @ vfree).reshape(-1)
         qo += self.erow[act_rows] * Y1k[act_rows]
@@ -402,9 +428,8 @@ class BatchMoreauJean:
             extras = [(int(newrow[self.first[j]]), D) for j, D in self.D if act[j]]
             W = delassus(S, Ha, Ha, extras, self.sparse)
         self.key = key
-        inters = self.inters
-        asm = Assembly(key=key, interactions=[inters[j] for j in idx], q=qo, W=W, constant=not osi.nonlinear,
-                       H=Ha, vfree=vfree, osi=osi, warm=self.warm[act_rows])
+        asm = Assembly(key=key, interactions=self.inter_arr[idx].tolist(), q=qo, W=W, constant=not osi.nonlinear,
+                       H=Ha, vfree=vfree, osi=osi, warm=self.warm[act_rows], laws=self.law_arr[idx].tolist())
         lam = sim.solve_assembly(asm)
         self.warm[act_rows] = lam
         if G is not None:

@@ -116,6 +116,7 @@ class Assembly:
     vfree: np.ndarray | None = None
     osi: object = None        # the integrator (``osi.iteration_matrix()`` gives the stacked M̂)
     warm: np.ndarray | None = None   # the warm start, when the integrator keeps it stacked (it stores λ too)
+    laws: list | None = None         # the interactions' laws, when the integrator has them at hand
 
 
 class OneStepIntegrator:

@@ -167,8 +167,7 @@ class TimeStepping:
         prev = self._problem
         reuse = asm.W is None and asm.glob is None and prev is not None and prev[0] == asm.key
         if self.osns_kind in OSNS_BUILDERS:
-            problem = OSNS_BUILDERS[self.osns_kind](asm, [i.nslaw for i in asm.interactions],
-                                                    prev[1] if reuse else None)
+            problem = OSNS_BUILDERS[self.osns_kind](asm, _laws(asm), prev[1] if reuse else None)
         elif reuse:
             problem = prev[1].replace(q=asm.q)
         else:
@@ -493,7 +492,7 @@ class Trajectory:
 
 # ----------------------------------------------------------------------------- OSNS builders
 def _laws(asm):
-    return [i.nslaw for i in asm.interactions]
+    return asm.laws if asm.laws is not None else [i.nslaw for i in asm.interactions]
 
 
 def _build_mlcp(asm):
@@ -532,8 +531,8 @@ _BUILDERS = {      # the built-in kinds: builder(asm) -> problem
                                np.concatenate([law.ub for law in _laws(asm)])),
     "mlcp": _build_mlcp,
     "avi": _build_avi,
-    "fc2d": lambda asm: FrictionContact(2, asm.W, asm.q, [law.mu for law in _laws(asm)]),
-    "fc3d": lambda asm: FrictionContact(3, asm.W, asm.q, [law.mu for law in _laws(asm)]),
+    "fc2d": lambda asm: FrictionContact(2, asm.W, asm.q, np.array([law.mu for law in _laws(asm)])),
+    "fc3d": lambda asm: FrictionContact(3, asm.W, asm.q, np.array([law.mu for law in _laws(asm)])),
     "gfc3d": _build_gfc,
     "gmp": lambda asm: GenericMechanical(asm.W, asm.q, [law.gmp_block() for law in _laws(asm)]),
 }
