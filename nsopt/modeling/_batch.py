@@ -197,6 +197,11 @@ class BatchMoreauJean:
             if self.lin_rows is None:
                 self.H_lin, self.b_lin = sp.csr_matrix((0, S.ndof)), np.zeros(0)
             self.H_lin.sort_indices()
+            h, th = osi.h, osi.theta
+            self.Hd, self.d, self._sets = self.H_lin.toarray(), S._d, {}
+            self._unilateral_off = ~self.unilateral
+            self.gh, self.thr = osi.gamma * h, osi.activation_threshold
+            self.c1, self.c2 = h * (1 - th), h * th
         self._publish()
 
     # ------------------------------------------------------------------ helpers
@@ -247,6 +252,49 @@ class BatchMoreauJean:
             else:
                 R -= h * (1 - th) * self._fext(t0) + h * th * self._fext(t1)
         return v - S.minv(R)
+
+    def lean_step(self, sim):
+        """:meth:`step` for the linear time-invariant models of the compiled free flight (``can_fly``):
+        the same formulas, with the rows, the matrix W and the laws of each active set kept (dense H)."""
+        from .osi import Assembly, delassus
+
+        if self.dirty:
+            self._pull()
+        q, v, Y0, Y1k = self.q, self.v, self.Y0, self.Y1
+        vfree = v - self.Rd
+        act = self._unilateral_off | (Y0[self.first] + self.gh * Y1k[self.first] <= self.thr)
+        key = act.tobytes()
+        c = self._sets.get(key)
+        if c is None:
+            if len(self._sets) > 64:
+                self._sets.clear()
+            idx = np.flatnonzero(act)
+            rows = np.flatnonzero(act[self.row_inter])
+            Ha = self.Hd[rows]
+            W = delassus(self.osi.S, Ha, Ha, [], False) if idx.size else None
+            c = self._sets[key] = (idx, rows, Ha, np.ascontiguousarray(Ha.T), self.erow[rows], W,
+                                   self.inter_arr[idx].tolist(), self.law_arr[idx].tolist())
+        idx, rows, Ha, HaT, e, W, inters, laws = c
+        L1 = np.zeros(self.mtot)
+        if idx.size:
+            qo = Ha @ vfree + e * Y1k[rows]
+            k = (id(self), key)
+            asm = Assembly(key=k, interactions=inters, q=qo, W=None if k == self.key else W, constant=True, H=Ha,
+                           vfree=vfree, osi=self.osi, warm=self.warm[rows], laws=laws)
+            self.key = k
+            lam = sim.solve_assembly(asm)
+            self.warm[rows] = lam
+            L1[rows] = lam
+            p = HaT @ lam
+            vn = vfree + p / self.d
+        else:
+            p = np.zeros(v.shape[0])
+            vn = vfree
+        qn = q + self.c1 * v + self.c2 * vn
+        self.q, self.v, self.p = qn, vn, p
+        self.Y0, self.Y1, self.L0, self.L1 = self.Hd @ qn + self.b_lin, self.Hd @ vn, np.zeros(self.mtot), L1
+        self._publish()
+        return 1, 0.0, True, None
 
     def step(self, sim):
         osi, S = self.osi, self.osi.S

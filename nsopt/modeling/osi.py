@@ -366,7 +366,8 @@ class MoreauJeanOSI(OneStepIntegrator):
         if sim.nsds._version != self._version:
             self.initialize(sim)
         if self.fast:
-            return self._fast.step(sim)
+            fast = self._fast
+            return fast.lean_step(sim) if fast.can_fly else fast.step(sim)
         h, th = self.h, self.theta
         t0, t1 = sim.t, sim.t + h
         S = self.S

@@ -258,7 +258,8 @@ class TimeStepping:
         forward = getattr(self.integrator, "fast_forward", None)
         try:
             while self.has_next_step():
-                n = forward(self, min(self.n_steps - self.k, 4096)) if forward is not None else 0
+                # after a step that solved a problem the next one usually does too: no free flight tried
+                n = forward(self, min(self.n_steps - self.k, 4096)) if forward is not None and self._last is None else 0
                 if n:      # steps without contact, taken at once (MoreauJeanOSI.fast_forward)
                     self.trajectory._advance(self.k + 1, n)
                     self.k += n
