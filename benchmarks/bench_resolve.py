@@ -126,19 +126,125 @@ def run_resolve(p, qs, method):
 
 
 def run_kernels(p, qs):
-    """The compiled work of nsgs on the same sequence (warm-started): u = Wr + q, the error, the
-    sweeps, called as ``nsgs`` calls them, without ``nsopt.solve`` around them."""
-    from nsopt.solvers.nsgs import _Sweeper
+    """The compiled work of nsgs on the same sequence (warm-started): the one call of the re-solve
+    plan (``_gs_kernels.nsgs_fc_solve``: u = Wr + q, the error, the sweeps, the stops), with its
+    arguments as the plan passes them, without ``nsopt.solve`` around it."""
+    from nsopt.solvers import _gs_kernels as K
+    from nsopt.solvers.nsgs import _Plan, _Sweeper
 
-    sw = _Sweeper(p)
-    opts = (1e-13, 10, 1.0, False, 50)
-    probs = [p.replace(q=q) for q in qs]      # read-only q, as the kernels see it inside solve
-    r = np.zeros(p.size)
+    probs = [p.replace(q=q) for q in qs]      # read-only q, as the kernel sees it inside solve
+    qnorms = [pk.qnorm for pk in probs]
+    pl = _Plan(p, TOL, MAX_ITER["nsgs"], (1e-13, 10, 1.0, False, 50), nsopt.Workspace())
+    sw = pl._bind(p)
+    assert isinstance(sw, _Sweeper)
+    r, u, state = np.zeros(p.size), np.empty(p.size), pl.state
+    state[3] = K.FRESH       # load the compiled kernel (from numba's cache) outside the measure
+    K.nsgs_fc_solve(pl.dim, sw.ptr, sw.idx, sw.val, sw.D, p.q, p.mu, r, u, sw.order, pl.tol, 0, pl.local_tol,
+                    pl.local_max_iter, pl.omega, p.qnorm, pl.resync, pl.errs, pl.best_r, pl.best, pl.cap, state,
+                    pl.budget)
+    t0 = time.perf_counter()
+    for pk, qn in zip(probs, qnorms):
+        state[3] = K.FRESH
+        while True:
+            K.nsgs_fc_solve(pl.dim, sw.ptr, sw.idx, sw.val, sw.D, pk.q, pk.mu, r, u, sw.order, pl.tol,
+                            pl.max_iter, pl.local_tol, pl.local_max_iter, pl.omega, qn, pl.resync,
+                            pl.errs, pl.best_r, pl.best, pl.cap, state, pl.budget)
+            if state[3] != K.RUNNING:
+                break
+    return (time.perf_counter() - t0) / len(qs)
+
+
+# ------------------------------------------------------------------ a 1x1 LCP (bouncing ball) by lemke
+_SICONOS_LCP = r"""
+import json, sys, time
+import numpy as np
+import siconos.numerics as sn
+qs = np.load(sys.argv[1]); M = np.load(sys.argv[2]); tol = float(sys.argv[3])
+so = sn.SolverOptions(sn.SICONOS_LCP_LEMKE)
+so.dparam[sn.SICONOS_DPARAM_TOL] = tol
+n = M.shape[0]
+z, w = np.zeros(n), np.zeros(n)
+sn.linearComplementarity_driver(sn.LCP(M, qs[0]), z, w, so)      # warm-up
+z[:] = 0.0
+fails = 0
+t0 = time.perf_counter()
+for q in qs:
+    fails += sn.linearComplementarity_driver(sn.LCP(M, q), z, w, so) != 0   # z: the previous solution
+print(json.dumps({"time": (time.perf_counter() - t0) / len(qs), "fails": int(fails), "done": len(qs)}))
+"""
+
+
+def ball_sequence(n):
+    """The one-step LCPs of a bouncing ball over ``n`` steps of Moreau-Jean (h = 1e-3, m = 1, g = 9.81,
+    restitution 0.5, from 1 m): W = 1/m, q = v_free + e min(v_k, 0) on the steps where the
+    contact is active (predicted gap x + h v / 2 <= 0): impacts, lift-offs, then the ball at
+    rest (q < 0 at every step). Returns the q of those steps and W."""
+    h, g, e, m = 1e-3, 9.81, 0.5, 1.0
+    x, v = 1.0, 0.0
+    qs = []
+    for _ in range(n):
+        vfree = v - h * g
+        if x + 0.5 * h * v <= 0.0:
+            q = vfree + e * min(v, 0.0)
+            qs.append(q)
+            v = vfree + max(0.0, -q)          # lambda = -q / W, W = 1/m: the impulse
+        else:
+            v = vfree
+        x += h * v
+    return np.array(qs)[:, None], np.array([[1.0 / m]])
+
+
+def run_lcp(steps, siconos):
+    qs, M = ball_sequence(steps)
+    n = len(qs)
+    p = nsopt.LCP(M, qs[0])
+    nsopt.solve(p, "lemke")
+    # (a) fresh problem, fresh solve; (b) re-solve loop as the modeling layer runs it
+    t0 = time.perf_counter()
+    for q in qs:
+        nsopt.solve(nsopt.LCP(M, q), "lemke", tol=TOL)
+    tf = (time.perf_counter() - t0) / n
+    ws, z, ok = nsopt.Workspace(), None, 0
+    t0 = time.perf_counter()
+    for q in qs:
+        s = nsopt.solve(p.replace(q=q), "lemke", tol=TOL, warm_start=z, workspace=ws)
+        z = s.z if s.z[0] != 0.0 else None      # the modeling layer passes None for a zero impulse
+        ok += s.success
+    tr = (time.perf_counter() - t0) / n
+    # the compiled work alone: lemke's iteration 0 (_lcp_start, as the plan calls it)
+    from nsopt.problems._base import norm2
+    from nsopt.solvers.lemke import _lcp_start
+
+    probs = [p.replace(q=q) for q in qs]
+    z, w = np.zeros(1), np.empty(1)
+    _lcp_start(M, p.q, z, w, True, norm2(p.q), TOL)
     t0 = time.perf_counter()
     for pk in probs:
-        if sw.error(pk, r) > TOL:
-            sw.run(r, MAX_ITER["nsgs"], TOL, np.inf, opts)
-    return (time.perf_counter() - t0) / len(qs)
+        _lcp_start(M, pk.q, z, w, True, norm2(pk.q), TOL)
+    tk = (time.perf_counter() - t0) / n
+    ts, sok = float("nan"), None
+    if siconos and shutil.which(SICONOS_PY):
+        with tempfile.TemporaryDirectory() as d:
+            np.save(Path(d) / "qs.npy", qs)
+            np.save(Path(d) / "M.npy", M)
+            r = subprocess.run([SICONOS_PY, "-c", _SICONOS_LCP, str(Path(d) / "qs.npy"), str(Path(d) / "M.npy"),
+                                str(TOL)], capture_output=True, text=True, timeout=600)
+        if r.returncode == 0:
+            out = json.loads(r.stdout.strip().splitlines()[-1])
+            ts, sok = out["time"], f'{out["done"] - out["fails"]}/{out["done"]}'
+        else:
+            print("  Siconos LCP worker failed:", r.stderr[-300:])
+    free = int(np.sum(qs >= 0))
+    print(f"\nbouncing ball 1x1 LCP, lemke: {steps} steps, {n} with an active contact ({free} with q >= 0), "
+          f"tol {TOL:g}")
+    print(f"  {'method':8s} {'fresh us':>9s} {'resolve us':>10s} {'siconos us':>10s} "
+          f"{'fresh/res':>9s} {'res/sic':>8s}  solved (resolve, siconos)")
+    print(f"  {'lemke':8s} {us(tf)} {us(tr):>10s} {us(ts):>10s} {tf / tr:9.2f} {tr / ts:8.2f}  ({ok}, {sok})")
+    print(f"  {'':8s} compiled iteration 0 alone {us(tk)} us -> fixed cost of a re-solve {us(tr - tk)} us")
+    return {"problem": "ball-1x1-lcp", "nc": 1, "n": n, "method": "lemke", "fresh_us": tf * 1e6,
+            "resolve_us": tr * 1e6, "siconos_us": ts * 1e6, "fresh_over_resolve": tf / tr,
+            "resolve_over_siconos": tr / ts, "solved_fresh": None, "solved_resolve": ok, "solved_siconos": sok,
+            "kernel_us": tk * 1e6, "fixed_us": (tr - tk) * 1e6}
 
 
 def run_siconos(path, qs, methods, budget):
@@ -174,13 +280,16 @@ def main(argv=None):
     ap.add_argument("--big", default="fc3d/Capsules-i101-404.dat")
     ap.add_argument("--methods", nargs="+", default=["nsgs", "nsn-ac"])
     ap.add_argument("--no-siconos", action="store_true")
+    ap.add_argument("--n-lcp", type=int, default=6000, help="time steps of the bouncing ball (1x1 LCP, lemke)")
+    ap.add_argument("--no-lcp", action="store_true", help="skip the bouncing-ball LCP sequence")
+    ap.add_argument("--skip-big", action="store_true", help="skip the Capsules-sized problem")
     ap.add_argument("--siconos-budget", type=float, default=120.0,
                     help="seconds per (problem, Siconos solver): the sequence is cut there, the time per "
                          "solve is over the solves done")
     a = ap.parse_args(argv)
     data = data_dir(a.data)
     rows = []
-    for rel, n in (("fc3d/FrictionContact3D_1c.dat", a.n), (a.big, a.n_big)):
+    for rel, n in (("fc3d/FrictionContact3D_1c.dat", a.n),) + (() if a.skip_big else ((a.big, a.n_big),)):
         path = data / rel
         if not path.is_file():
             print(f"{rel}: not found under {data}, skipped")
@@ -211,6 +320,8 @@ def main(argv=None):
                 print(f"  {'':8s} nsgs kernels alone {us(kern)} us -> fixed cost of a re-solve "
                       f"{us(tr - kern)} us   (target < 10 us)")
             rows.append(row)
+    if not a.no_lcp:
+        rows.append(run_lcp(a.n_lcp, not a.no_siconos))
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
     if rows:

@@ -251,10 +251,19 @@ class Workspace:
     Entries are keyed by (method key, identity of the fields they depend on); an entry whose fields
     changed is rebuilt. Keeps NSGS' CSC split, work arrays and contact order, and the Newton
     system (rho, sparsity pattern of the Newton matrix). Not thread-safe: one per loop.
+
+    It also keeps one re-solve *plan* per (method, tol, max_iter, options) of the calls it was given
+    (methods that have one, see :func:`nsopt.registry.plan`): after the first full solve, the next
+    calls with the same method and options and neither ``history``, ``callback`` nor
+    ``time_limit`` skip the option checks, the registry and the monitor and run the method's whole
+    loop in one compiled call where the method has one (``nsgs`` on fc2d/fc3d, ``lemke`` on a
+    small LCP), with the same Solution as the full path. A new W is fine (the plan rebuilds what
+    depends on it), so one workspace can serve a whole simulation.
     """
 
     def __init__(self):
         self._store = {}
+        self._plans = {}     # (method, tol, max_iter, options) -> the method's re-solve plan (nsopt.solve)
 
     def get(self, problem, key, make, on=None):
         fields = problem._fields if on is None else on
@@ -268,6 +277,7 @@ class Workspace:
 
     def clear(self):
         self._store.clear()
+        self._plans.clear()
 
     def __repr__(self):
-        return f"Workspace({sorted(self._store)})"
+        return f"Workspace({sorted(self._store)}, plans={[k[0] for k in self._plans]})"

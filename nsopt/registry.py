@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .exceptions import MethodNotFound
-from .result import Status
+from .result import Solution, Status, judged
 
 
 @dataclass
@@ -31,6 +31,23 @@ class Outcome:
     error: float | None = None
     complete: bool = False
 
+    def solution(self, problem, tol: float, method: str, elapsed: float, options: dict) -> Solution:
+        """The :class:`Solution` of this outcome (``nsopt.solve`` and the re-solve plans): every
+        variable of the problem and its error measure (recomputed unless ``complete``), the status
+        judged by that error (:func:`nsopt.result.judged`; a backend's infeasibility certificate is
+        not overruled)."""
+        if self.complete and self.error is not None:
+            xs, err = self.x, float(self.error)
+        else:
+            xs = problem.complete(self.x)
+            err = float(problem.error_of(xs))
+        if self.status is Status.INFEASIBLE and self.info.get("certificate"):
+            status = Status.INFEASIBLE
+        else:
+            status = judged(self.status, err, tol)
+        return Solution._make(problem, method, status, err, tol, self.nit, elapsed, xs, self.history, self.message,
+                              self.info, options, self.build_time)
+
 
 @dataclass(frozen=True)
 class MethodInfo:
@@ -40,6 +57,7 @@ class MethodInfo:
     summary: str
     options: tuple[str, ...]          # the method's own options (keyword-only parameters)
     applies: Callable | None = None   # problem -> None or a reason why not (cheap structural check)
+    plan: Callable | None = None      # (problem, tol, max_iter, options, workspace, info=) -> Plan or None
 
 
 _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
@@ -69,6 +87,32 @@ def register(kinds, name: str, summary: str, *, applies: Callable | None = None)
                 raise ValueError(f"method {name!r} registered twice for kind {k!r}")
             _REGISTRY[(k, name)] = MethodInfo(k, name, func, summary, opts, applies)
         return func
+
+    return deco
+
+
+def plan(kinds, name: str):
+    """Decorator: register the re-solve plan of the method ``name`` for ``kinds`` (already registered).
+
+    ``make(problem, tol, max_iter, options, workspace, info=method_info)`` is called by :func:`nsopt.solve` after a full
+    solve with a :class:`~nsopt.Workspace` and none of ``history``, ``callback``, ``time_limit``; it
+    returns None or a callable ``plan(problem, warm_start, options) -> Solution | None`` that
+    :func:`nsopt.solve` calls first on the next solves with the same method and options (the lean
+    path: no option checks, no registry look-up, no monitor). The plan must return exactly the
+    Solution the full path would (status, error, iterations, vectors, message), or None to hand
+    the call back to the full path (a case it does not cover: a changed matrix, a warm start to
+    validate, ...). A method without a plan of its own, or whose ``make`` returns None, gets a
+    generic one (``nsopt.solve``: the method's function called directly, for a problem with the
+    same fields but q)."""
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+
+    def deco(make):
+        for k in kinds:
+            info = _REGISTRY[(k, name)]
+            _REGISTRY[(k, name)] = MethodInfo(info.kind, info.name, info.func, info.summary, info.options,
+                                              info.applies, make)
+        return make
 
     return deco
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,17 @@ class Status(str, enum.Enum):
 
     def __str__(self) -> str:  # print as the plain word
         return self.value
+
+
+def judged(status: Status, error: float, tol: float) -> Status:
+    """The status of a solve judged by the error measure (``nsopt.solve`` and every re-solve plan):
+    NUMERICAL_ERROR when the error is not finite, SOLVED when it is <= tol, INACCURATE when the
+    method claimed SOLVED above tol, else the method's own status."""
+    if not math.isfinite(error):
+        return Status.NUMERICAL_ERROR
+    if error <= tol:
+        return Status.SOLVED
+    return Status.INACCURATE if status is Status.SOLVED else status
 
 
 class Iterate:
@@ -117,6 +129,26 @@ class Solution:
     trace: list = field(default_factory=list)
     options: dict = field(default_factory=dict)
     build_time: float = 0.0
+
+    @classmethod
+    def _make(cls, problem, method, status, error, tol, nit, solve_time, x, history=None, message="",
+              info=None, options=None, build_time=0.0):
+        """The Solution of :func:`nsopt.solve` built without the dataclass' ``__init__`` (the same
+        fields; what a re-solve loop saves is its per-call cost). ``x``: the problem's variables."""
+        s = object.__new__(cls)
+        # the variables it does not carry and a history of None: the dataclass' class defaults
+        d = {"problem": problem, "method": method, "status": status, "error": error, "tol": tol, "nit": nit,
+             "solve_time": solve_time, "message": message, "info": info, "trace": [], "options": options,
+             "build_time": build_time}
+        d.update(x)
+        if history is not None:
+            d["history"] = history
+        if info is None:
+            d["info"] = {}
+        if options is None:
+            d["options"] = {}
+        s.__dict__ = d
+        return s
 
     @property
     def success(self) -> bool:

@@ -12,7 +12,7 @@ import numpy as np
 from . import registry
 from .exceptions import MethodNotFound, NotApplicable, OptionError
 from .monitor import Monitor, Workspace
-from .problems._base import Problem
+from .problems._base import FLOAT64, Problem, all_finite
 from .result import Solution, Status
 
 _ALIASES = ("z0", "r0", "v0")    # the per-method initial-guess options of nsopt 0.1, now warm_start
@@ -123,27 +123,6 @@ def _pop_aliases(problem, info, options, x0):
 
 
 # ------------------------------------------------------------------------------------- running
-def _judge(problem, out, tol, info_name, elapsed, options):
-    if out.complete and out.error is not None:
-        xs, err = out.x, float(out.error)
-    else:
-        xs = problem.complete(out.x)
-        err = float(problem.error_of(xs))
-    if out.status is Status.INFEASIBLE and out.info.get("certificate"):
-        status = Status.INFEASIBLE      # a backend's certificate is not overruled by the error measure
-    elif not math.isfinite(err):
-        status = Status.NUMERICAL_ERROR
-    elif err <= tol:
-        status = Status.SOLVED
-    elif out.status is Status.SOLVED:
-        status = Status.INACCURATE
-    else:
-        status = out.status
-    return Solution(problem=problem, method=info_name, status=status, error=err, tol=tol, nit=out.nit,
-                    solve_time=elapsed, history=out.history, message=out.message, info=out.info,
-                    options=options, build_time=out.build_time, **xs)
-
-
 def run_method(problem, kind, info, tol, max_iter, options, *, time_limit=None, history=False,
                callback=None, x0=None, workspace=None):
     """Call one registered method under the iteration contract and judge its iterate by the
@@ -167,7 +146,7 @@ def run_method(problem, kind, info, tol, max_iter, options, *, time_limit=None, 
         mon = Monitor(tol=tol, max_iter=max_iter, time_limit=time_limit, history=history,
                       callback=callback, x0=x0, workspace=workspace)
         out = info.func(problem, mon, **options)
-    return _judge(problem, out, tol, info.name, time.perf_counter() - t0, given)
+    return out.solution(problem, tol, info.name, time.perf_counter() - t0, given)
 
 
 def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None = None, *,
@@ -191,8 +170,11 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
     warm_start : where to start: a previous :class:`Solution`, a dict of the problem's variables, or
         an array of its primal variable (``z`` or ``r``). ``z0``/``r0``/``v0`` are accepted as aliases.
     workspace : an :class:`nsopt.Workspace` kept across the solves of a loop (same matrices, new
-        q): the method reuses what it built there (splits, work arrays, Newton pattern). Methods
-        that build nothing reusable ignore it. Not used by ``method="auto"``.
+        q): the method reuses what it built there (splits, work arrays, Newton pattern), and the
+        next calls with the same method and options (and no ``history``, ``callback`` or
+        ``time_limit``) take the method's re-solve plan: no option checks, no registry look-up,
+        the whole loop in one compiled call where the method has one, the same Solution.
+        Methods that build nothing reusable ignore it. Not used by ``method="auto"``.
     **options : the method's own options (see ``help`` of the method, or :func:`methods`); an
         unknown option raises :class:`OptionError`.
 
@@ -201,6 +183,17 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
     Solution
         Never raises on non-convergence: the best iterate comes back with a status.
     """
+    key = None
+    if workspace is not None and callback is None and time_limit is None and not history \
+            and type(tol) is float and type(method) is str and (max_iter is None or type(max_iter) is int) \
+            and isinstance(workspace, Workspace):
+        # the lean path of a re-solve loop: the plan the method left in the workspace (see Workspace)
+        key = (method, tol, max_iter) if not options else _plan_key(method, tol, max_iter, options)
+        plan = workspace._plans.get(key) if key is not None else None
+        if plan is not None:
+            sol = plan(problem, warm_start, options)
+            if sol is not None:
+                return sol
     kind = _kind(problem)
     if "nsopt.solvers" not in sys.modules:
         from . import solvers  # noqa: F401  (fills the registry)
@@ -221,8 +214,68 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         why = info.applies(problem)
         if why:
             raise NotApplicable(f"method {method!r} does not apply to this {kind} problem: {why}")
-    return run_method(problem, kind, info, tol, max_iter, options, time_limit=time_limit, history=history,
-                      callback=callback, x0=x0, workspace=_check_workspace(workspace))
+    given = dict(options)
+    sol = run_method(problem, kind, info, tol, max_iter, options, time_limit=time_limit, history=history,
+                     callback=callback, x0=x0, workspace=_check_workspace(workspace))
+    if key is not None:
+        plan = info.plan(problem, tol, max_iter, given, workspace, info=info) if info.plan else None
+        if plan is None:
+            plan = _DirectPlan.make(problem, tol, max_iter, given, workspace, info=info)
+        if plan is not None:
+            workspace._plans[key] = plan
+    return sol
+
+
+class _DirectPlan:
+    """The re-solve plan of a method that has none of its own: the method's function called
+    directly with its options checked once and a bare monitor (no registry look-up, no option
+    checks), for a problem whose fields other than q are the very objects of the first solve
+    (so ``applies`` and the method's structural checks still hold). The same calls as the
+    full path, so the same Solution."""
+
+    def __init__(self, problem, tol, max_iter, options, workspace, info):
+        self.info, self.tol, self.max_iter, self.ws = info, tol, max_iter, workspace
+        self.cls, self.kind = type(problem), problem.kind
+        self.fixed = [(f, getattr(problem, f)) for f in problem._fields if f != "q"]
+        self.options = options
+
+    @classmethod
+    def make(cls, problem, tol, max_iter, options, workspace, info):
+        if any(k not in info.options for k in options):     # aliases (z0, r0, v0): the full path maps them
+            return None
+        return cls(problem, tol, max_iter, options, workspace, info)
+
+    def __call__(self, problem, warm_start, options):
+        t0 = time.perf_counter()
+        if type(problem) is not self.cls or any(getattr(problem, f) is not v for f, v in self.fixed):
+            return None
+        name = problem.primal
+        if warm_start is None:
+            x0 = None
+        elif type(warm_start) is Solution and type(warm_start.problem) is self.cls \
+                and warm_start.problem.kind == self.kind and math.isfinite(warm_start.error):
+            x0 = warm_start_of(problem, warm_start)
+        elif type(warm_start) is np.ndarray and warm_start.dtype is FLOAT64 and warm_start.ndim == 1 \
+                and warm_start.shape[0] == problem.size and all_finite(warm_start):
+            x0 = {name: warm_start.copy()}
+        else:
+            return None
+        if problem.size == 0 or problem.infeasibility() is not None:
+            return None
+        mon = Monitor(tol=self.tol, max_iter=self.max_iter, x0=x0, workspace=self.ws)
+        out = self.info.func(problem, mon, **self.options)
+        return out.solution(problem, self.tol, self.info.name, time.perf_counter() - t0, dict(options))
+
+
+def _plan_key(method, tol, max_iter, options):
+    """The key of a re-solve plan in a workspace, or None when the options cannot be one (a value
+    that is not hashable). Option values are keyed with their type (``True`` is not ``1``)."""
+    try:
+        k = (method, tol, max_iter, tuple(sorted((n, type(v), v) for n, v in options.items())))
+        hash(k)
+    except TypeError:
+        return None
+    return k
 
 
 __all__ = ["MethodNotFound", "methods", "solve"]

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from ..exceptions import ProblemError
 
 EPS = np.finfo(float).eps  # DBL_EPSILON, Siconos' threshold for dividing by a norm
+FLOAT64 = np.dtype(np.float64)
 
 # Fields of an existing (validated, read-only) problem that ``Problem.replace`` passes on unchanged:
 # the validators return them as they are instead of converting and checking them again.
@@ -84,6 +85,16 @@ def as_vector(v, field: str, owner: str, *, size=None, allow_inf=False):
     admits +-inf entries (bounds), never nan."""
     if _TRUSTED and _trusted(v) and (size is None or v.shape[0] == size):
         return v
+    if type(v) is np.ndarray and v.dtype is FLOAT64 and v.ndim == 1:   # the common case, checked cheaply
+        if size is not None and v.shape[0] != size:
+            raise ProblemError(field, f"has {v.shape[0]} entries, expected {size}", owner)
+        a = v.copy()
+        if not (allow_inf or all_finite(a)):
+            raise ProblemError(field, "has non-finite entries (nan or inf)", owner)
+        if allow_inf and np.isnan(a).any():
+            raise ProblemError(field, "has nan entries", owner)
+        a.setflags(write=False)
+        return a
     _no_complex_or_none(v, field, owner, "vector")
     if sp.issparse(v):
         v = v.toarray()
@@ -106,6 +117,13 @@ def as_vector(v, field: str, owner: str, *, size=None, allow_inf=False):
         raise ProblemError(field, "has non-finite entries (nan or inf)", owner)
     a.setflags(write=False)
     return a
+
+
+def all_finite(a: np.ndarray) -> bool:
+    """True when every entry of the float vector ``a`` is finite (cheap for short vectors)."""
+    if a.shape[0] <= 32:
+        return all(map(math.isfinite, a.tolist()))
+    return bool(np.isfinite(a).all())
 
 
 def as_bounds(lb, ub, n: int, owner: str):
@@ -144,8 +162,9 @@ def norm2(x) -> float:
     """Euclidean norm as BLAS ``dnrm2`` (Siconos' ``cblas_dnrm2``): exact where sqrt(x·x) would
     underflow (all |x_i| < 1e-154) or overflow (some |x_i| > 1e154), as fast as ``np.linalg.norm``
     elsewhere."""
-    x = np.asarray(x, dtype=float).reshape(-1)
-    if x.size <= 16:          # math.hypot scales as dnrm2 does, without numpy's per-call overhead
+    if type(x) is not np.ndarray or x.dtype is not FLOAT64 or x.ndim != 1:
+        x = np.asarray(x, dtype=float).reshape(-1)
+    if x.shape[0] <= 16:      # math.hypot scales as dnrm2 does, without numpy's per-call overhead
         return math.hypot(*x.tolist())
     m = float(np.max(np.abs(x)))
     if 1e-140 < m < 1e140:                    # no square overflows, those that underflow are negligible
@@ -238,6 +257,16 @@ class Problem:
         finally:
             _TRUSTED.clear()
         object.__setattr__(new, "_store", self._store)
+        return new
+
+    def _with_vector(self, name: str, value, owner: str):
+        """The short path of ``replace(name=value)`` for a vector field whose only constraint is its
+        size (q of an LCP or a friction-contact problem, the re-solve of a time-stepping loop): only
+        that vector is checked; the other fields and the cache are shared as they are."""
+        new = object.__new__(type(self))
+        d = new.__dict__
+        d.update(self.__dict__)          # the fields, the shared cache and the frozen flag
+        d[name] = as_vector(value, name, owner, size=getattr(self, name).shape[0])
         return new
 
     @classmethod

@@ -66,11 +66,7 @@ class FrictionContact(Problem):
         short path: only q is checked, everything else (and the cache) is shared as it is."""
         if len(changes) != 1 or "q" not in changes:
             return super().replace(**changes)
-        new = object.__new__(type(self))
-        d = new.__dict__
-        d.update(self.__dict__)          # the fields, the shared cache and the frozen flag
-        d["q"] = as_vector(changes["q"], "q", "FrictionContact", size=self.q.shape[0])
-        return new
+        return self._with_vector("q", changes["q"], "FrictionContact")
 
     @property
     def kind(self) -> str:

@@ -30,6 +30,12 @@ class LCP(AffineProblem):
         self.M, self.q = M, q
         self._freeze()
 
+    def replace(self, **changes):
+        """As :meth:`Problem.replace`; ``replace(q=...)`` (the re-solve of a time-stepping loop) checks
+        only q and shares M and the cache as they are."""
+        if len(changes) != 1 or "q" not in changes:
+            return super().replace(**changes)
+        return self._with_vector("q", changes["q"], "LCP")
 
 
     def error(self, z, w=None) -> float:

@@ -122,6 +122,24 @@ def fc_error(dim, r, u, mu, normq, x, px):
     return e
 
 
+@njit(cache=True)
+def lcp_error(z, w, qnorm):
+    """Siconos' LCP error of (z, w), ||z - max(0, z - w)|| / ||q|| (divided only when ||q|| >
+    DBL_EPSILON): the compiled twin of :func:`nsopt.problems.lcp.lcp_error` (nan propagates as in
+    ``np.maximum``)."""
+    e = 0.0
+    for i in range(z.shape[0]):
+        d = z[i] - w[i]
+        if not (d > 0.0 or math.isnan(d)):
+            d = 0.0
+        d = z[i] - d
+        e += d * d
+    e = math.sqrt(e)
+    if qnorm > EPS:
+        return e / qnorm
+    return e
+
+
 # ----------------------------------------------------------------------------------------------
 # Local solvers for one contact
 # ----------------------------------------------------------------------------------------------
@@ -479,6 +497,67 @@ def nsgs_fc(dim, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, l
         if not math.isfinite(err) or err <= tol:
             return it + 1, failures
     return nsweeps, failures
+
+
+# codes of nsgs_fc_solve's state[3]
+RUNNING, SOLVED, MAX_ITER, NON_FINITE, BAD_START, FRESH = 0, 1, 2, 3, 4, -1
+
+
+@njit(cache=True)
+def nsgs_fc_solve(dim, ptr, idx, val, Wd, q, mu, r, u, order, tol, max_iter, local_tol, local_max_iter,
+                  omega, normq, resync, errs, best_r, best, cap, state, budget):
+    """A whole ``nsgs`` solve under the iteration contract without history, callback or deadline,
+    in one call (the re-solve plan of :mod:`nsopt.solvers.nsgs`): the same chunks of
+    :func:`nsgs_fc` as the Python loop runs (sizes 1, 2, 4, ... up to ``cap``, the monitor's
+    deterministic schedule), the same best iterate and stopping rules, so the same numbers.
+
+    ``state`` = [iterations done, next chunk size, local failures, status]; call with status
+    ``FRESH`` (-1) to start from r (u is set to Wr + q); the call returns after about ``budget``
+    sweeps with status ``RUNNING`` (call again: Ctrl-C acts between calls), or with SOLVED, MAX_ITER,
+    NON_FINITE (the contract's stops) or BAD_START (r not finite: nothing done). ``best`` = [best
+    error, last error] (out), ``best_r`` the best iterate (out).
+    """
+    if state[3] == FRESH:
+        for i in range(r.shape[0]):
+            if not math.isfinite(r[i]):
+                state[3] = BAD_START
+                return
+        x = np.empty(dim)
+        px = np.empty(dim)
+        matvec_csc(ptr, idx, val, r, q, u)
+        err = fc_error(dim, r, u, mu, normq, x, px)
+        best[0] = err
+        best[1] = err
+        for i in range(r.shape[0]):
+            best_r[i] = r[i]
+        state[0] = 0
+        state[1] = 1
+        state[2] = 0
+        state[3] = RUNNING
+        if not math.isfinite(err):
+            state[3] = NON_FINITE
+        elif err <= tol:
+            state[3] = SOLVED
+        elif max_iter <= 0:
+            state[3] = MAX_ITER
+    done = 0
+    while state[3] == RUNNING and done < budget:
+        c = min(state[1], cap)
+        state[1] = 2 * c
+        c = max(1, min(c, max_iter - state[0]))
+        kk, f = nsgs_fc(dim, ptr, idx, val, Wd, q, mu, r, u, order, False, tol, c, local_tol,
+                        local_max_iter, omega, normq, resync, errs, best_r, best)
+        state[0] += kk
+        state[2] += f
+        done += kk
+        err = errs[kk - 1]
+        best[1] = err
+        if not math.isfinite(err):
+            state[3] = NON_FINITE
+        elif err <= tol:
+            state[3] = SOLVED
+        elif state[0] >= max_iter:
+            state[3] = MAX_ITER
 
 
 @njit(cache=True)

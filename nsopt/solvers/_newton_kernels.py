@@ -360,3 +360,75 @@ def fc_projected_sweeps(Wdata, Windices, Windptr, q, mu, dim, rho, r, nsweeps, i
                     r[i0 + k] = x[k]
                 if ch == 0.0:
                     break
+
+
+# ----------------------------------------------------------------------------- small dense systems
+
+
+@njit(cache=True, error_model="numpy")
+def _lu_solve(J, b):
+    """b <- J^-1 b by Gaussian elimination with partial pivoting, in place on J and b; False when a
+    pivot is exactly 0 (as LAPACK's dgesv reports a singular matrix)."""
+    n = b.shape[0]
+    for k in range(n):
+        p = k
+        for i in range(k + 1, n):
+            if abs(J[i, k]) > abs(J[p, k]):
+                p = i
+        if J[p, k] == 0.0:
+            return False
+        if p != k:
+            for j in range(k, n):
+                t = J[k, j]
+                J[k, j] = J[p, j]
+                J[p, j] = t
+            t = b[k]
+            b[k] = b[p]
+            b[p] = t
+        for i in range(k + 1, n):
+            f = J[i, k] / J[k, k]
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    J[i, j] -= f * J[k, j]
+                b[i] -= f * b[k]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, n):
+            s -= J[i, j] * b[j]
+        b[i] = s / J[i, i]
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def dense_direction(A, B, W, phi, shifts, d):
+    """The Newton direction of a small dense system: J d = -phi with J = A + B W (A, B block
+    diagonal, ``dim x dim`` blocks, W dense), retried with J + s I for the next ``shifts`` when J
+    is singular or d not finite. Returns True with d set, else False."""
+    nc, dim = A.shape[0], A.shape[1]
+    n = phi.shape[0]
+    J = np.empty((n, n))
+    for a in range(nc):
+        for l in range(dim):
+            i = a * dim + l
+            for j in range(n):
+                s = 0.0
+                for m in range(dim):
+                    s += B[a, l, m] * W[a * dim + m, j]
+                J[i, j] = s
+            for m in range(dim):
+                J[i, a * dim + m] += A[a, l, m]
+    LU = np.empty((n, n))
+    for s in shifts:
+        for i in range(n):
+            for j in range(n):
+                LU[i, j] = J[i, j]
+            LU[i, i] += s
+            d[i] = -phi[i]
+        if _lu_solve(LU, d):
+            ok = True
+            for i in range(n):
+                if not math.isfinite(d[i]):
+                    ok = False
+            if ok:
+                return True
+    return False

@@ -94,6 +94,8 @@ References
 
 from __future__ import annotations
 
+import functools
+import math
 import time
 import warnings
 
@@ -103,9 +105,12 @@ import scipy.linalg as sla
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
 from ..monitor import CHUNK_SECONDS
+from ..problems._base import FLOAT64, norm2
+from ..problems.lcp import LCP
 from ..reductions import AVIToMLCP, FC2DToLCP, MLCPToLCP, RelayToLCP, box_of, dense_of, lcp_size
-from ..registry import register
-from ..result import Status
+from ..registry import plan, register
+from ..result import Solution, Status, judged
+from . import _gs_kernels as K
 
 try:
     from numba import njit
@@ -116,6 +121,9 @@ except ImportError:  # pragma: no cover
         return lambda f: f
 
 PIVOTS_PER_ROW = 50      # default pivot budget: PIVOTS_PER_ROW * n (n: size of the LCP)
+SMALL_LCP = 16           # an LCP up to this size has its iteration 0 compiled (and a re-solve plan)
+TINY = np.finfo(float).tiny
+EPS = np.finfo(float).eps
 MAX_LCP = 10_000         # dense tableau: n^2 doubles (800 MB at the limit)
 HASH_WINDOW = 1 << 20    # basis hashes kept to tell whether a basis repeated (8 MB)
 EXTENDED_MAX = 2000      # refined_solve: residuals in extended precision up to this size
@@ -328,8 +336,159 @@ def _lemke_run(MF, cover, Binv, beta, dense, basis, pos, state, nsteps, piv_tol,
 
 
 # --------------------------------------------------------------------------------------------
+# iteration 0 of a small dense LCP, compiled (the start of the full path and the re-solve plan)
+# --------------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _two_prod(a, b):
+    """(p, e) with p = fl(ab) and p + e = ab exactly (Dekker's product, no FMA needed)."""
+    p = a * b
+    c = 134217729.0 * a
+    ah = c - (c - a)
+    al = a - ah
+    c = 134217729.0 * b
+    bh = c - (c - b)
+    bl = b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+@njit(cache=True)
+def _lu_refined(A, b, x, rounds):
+    """x = A^-1 b for a small dense A: LU with partial pivoting, then ``rounds`` steps of iterative
+    refinement with residuals b - Ax in double-double (as :func:`refined_solve` with its
+    extended-precision residuals). False when a pivot is exactly 0 or x is not finite (the
+    caller then takes the Python path: :func:`refined_solve`, least squares when singular)."""
+    m = b.shape[0]
+    LU = A.copy()
+    perm = np.arange(m)
+    for k in range(m):
+        p = k
+        for i in range(k + 1, m):
+            if abs(LU[i, k]) > abs(LU[p, k]):
+                p = i
+        if LU[p, k] == 0.0:
+            return False
+        if p != k:
+            for j in range(m):
+                t = LU[k, j]
+                LU[k, j] = LU[p, j]
+                LU[p, j] = t
+            t2 = perm[k]
+            perm[k] = perm[p]
+            perm[p] = t2
+        for i in range(k + 1, m):
+            LU[i, k] /= LU[k, k]
+            f = LU[i, k]
+            for j in range(k + 1, m):
+                LU[i, j] -= f * LU[k, j]
+    r = b.copy()
+    for it in range(rounds + 1):
+        y = np.empty(m)
+        for i in range(m):
+            s = r[perm[i]]
+            for j in range(i):
+                s -= LU[i, j] * y[j]
+            y[i] = s
+        for i in range(m - 1, -1, -1):
+            s = y[i]
+            for j in range(i + 1, m):
+                s -= LU[i, j] * y[j]
+            y[i] = s / LU[i, i]
+        if it == 0:
+            for i in range(m):
+                x[i] = y[i]
+                if not math.isfinite(y[i]):
+                    return False
+        else:
+            big = 0.0
+            dmax = 0.0
+            for i in range(m):
+                if not math.isfinite(y[i]):
+                    return True          # as refined_solve: a non-finite correction ends the refinement
+            for i in range(m):
+                x[i] += y[i]
+                big = max(big, abs(x[i]))
+                dmax = max(dmax, abs(y[i]))
+            if dmax <= EPS * max(big, TINY):
+                return True
+        if it == rounds:
+            return True
+        for i in range(m):      # r = b - A x in double-double, rounded once
+            hi = b[i]
+            lo = 0.0
+            for j in range(m):
+                p, e = _two_prod(A[i, j], x[j])
+                s = hi - p
+                bb = s - hi
+                lo += ((hi - (s - bb)) + (-p - bb)) - e
+                hi = s
+            r[i] = hi + lo
+    return True
+
+
+@njit(cache=True)
+def _lcp_start(M, q, z, w, warm, qnorm, tol):
+    """Iteration 0 of ``lemke`` on a small dense LCP (:func:`_begin`) in one call: w = Mz + q and
+    the error of the start z (the warm start, else 0); when a warm start is above ``tol``, the point
+    of its support {z > 0} as a final basis (M_FF z_F = -q_F, the rest 0), kept when its error is
+    smaller (z, w updated in place). Returns (error, code): 0 the start kept, 1 the support point
+    taken, 2 the support system needs the Python path, -1 z not finite."""
+    n = q.shape[0]
+    for i in range(n):
+        if not math.isfinite(z[i]):
+            return np.nan, -1
+    for i in range(n):
+        s = 0.0
+        for j in range(n):
+            s += M[i, j] * z[j]
+        w[i] = s + q[i]
+    err = K.lcp_error(z, w, qnorm)
+    if not (warm and err > tol):
+        return err, 0
+    F = np.empty(n, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        if z[i] > 0.0:
+            F[m] = i
+            m += 1
+    A = np.empty((m, m))
+    b = np.empty(m)
+    for a in range(m):
+        b[a] = -q[F[a]]
+        for c in range(m):
+            A[a, c] = M[F[a], F[c]]
+    x = np.empty(m)
+    if m and not _lu_refined(A, b, x, 3):
+        return err, 2
+    zb = np.zeros(n)
+    for a in range(m):
+        zb[F[a]] = x[a]
+    wb = np.empty(n)
+    for i in range(n):
+        s = 0.0
+        for j in range(n):
+            s += M[i, j] * zb[j]
+        wb[i] = s + q[i]
+    eb = K.lcp_error(zb, wb, qnorm)
+    if eb < err:
+        for i in range(n):
+            z[i] = zb[i]
+            w[i] = wb[i]
+        return eb, 1
+    return err, 0
+
+
+# --------------------------------------------------------------------------------------------
 # Python driver
 # --------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=64)
+def _zobrist(n):
+    """Zobrist hashing of the bases of size n: one random 62-bit key per variable, XORed
+    over the basic ones, and the hash of the initial basis (every w basic)."""
+    zob = np.random.default_rng(2 * n + 1).integers(1, 2 ** 62, size=2 * n + 1, dtype=np.int64)
+    return zob, (np.bitwise_xor.reduce(zob[:n]) if n else np.int64(0))
+
 
 class _Tableau:
     """State of a Lemke path on unit-scaled data (stepped in compiled chunks)."""
@@ -345,9 +504,7 @@ class _Tableau:
         self.basis = np.arange(n, dtype=np.int64)
         self.pos = -np.ones(2 * n + 1, dtype=np.int64)
         self.pos[:n] = np.arange(n)
-        # Zobrist hashing of the basis: one random 62-bit key per variable, XORed over the basic ones
-        self.zob = np.random.default_rng(2 * n + 1).integers(1, 2 ** 62, size=2 * n + 1, dtype=np.int64)
-        h = np.bitwise_xor.reduce(self.zob[:n]) if n else np.int64(0)
+        self.zob, h = _zobrist(n)
         self.state = np.array([2 * n, 0, h], dtype=np.int64)
         self.hashes = [np.array([h], dtype=np.int64)]   # basis hashes, the most recent HASH_WINDOW
         self._kept, self.trimmed = 1, False
@@ -573,7 +730,7 @@ def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, r
         cover = np.asarray(cover, dtype=float).reshape(-1)
         if cover.shape[0] != n or not np.all(cover > 0) or not np.all(np.isfinite(cover)):
             raise OptionError(f"cover: the covering vector must be a positive finite vector of size {n}")
-    if mon.k == 0 and mon.build_time == 0.0:
+    if mon.k == 0 and mon.build_time == 0.0 and not _lemke_run.signatures:
         # load the compiled kernel (a one-off build, with the reduction: not counted in time_limit)
         _Tableau(np.eye(2), -np.ones(2), np.ones(2)).run(0, piv_tol, tie_tol)
         mon.built()
@@ -632,25 +789,49 @@ def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, r
         return mon.outcome(x=x, status=Status.STALLED, message=msg, info=info)
 
 
+_START_MSG = ("the start (z = 0) solves the problem", "the warm start solves the problem (0 pivots)",
+              "the support of the warm start is a solution's basis (0 pivots)")
+
+
+def _small_lcp(problem, M) -> bool:
+    """True for an LCP whose iteration 0 runs compiled (:func:`_lcp_start`)."""
+    return problem.kind == "lcp" and problem.size <= SMALL_LCP and isinstance(M, np.ndarray)
+
+
 def _begin(problem, mon, M=None):
     """Iteration 0 of the contract: the warm start, else z = 0 of the problem (Lemke's own path
     starts from the artificial basis whatever this point is). For the box-affine kinds (``M`` given),
-    the support of the warm start is also tried as a final basis (module docstring). Returns the
-    Outcome when this point already solves the problem (or the budget is 0), else None."""
+    the support of the warm start is also tried as a final basis (module docstring); for an LCP
+    of size <= ``SMALL_LCP`` all of it is compiled (:func:`_lcp_start`, which the re-solve plan
+    calls too), and the point comes back with w and its error (the compiled twin of the LCP
+    error). Returns the Outcome when this point already solves the problem (or the budget is
+    0), else None."""
     name = problem.primal
     x0 = mon.x0.get(name) if mon.x0 is not None else None
+    if M is not None and _small_lcp(problem, M):
+        z = np.zeros(problem.size) if x0 is None else np.array(x0, dtype=float)
+        w = np.empty(problem.size)
+        err, code = _lcp_start(M, np.asarray(problem.q, dtype=float), z, w, x0 is not None, norm2(problem.q),
+                               mon.tol)
+        if code >= 0 and code != 2:
+            if mon.start({name: z}, err):
+                msg = _START_MSG[code + (x0 is not None)] if mon.status is Status.SOLVED else ""
+                out = mon.outcome(message=msg, info={"pivots": 0}, x={"z": z, "w": w})
+                out.error, out.complete = err, True
+                return out
+            return None
     z = np.zeros(problem.size) if x0 is None else np.asarray(x0, dtype=float)
     err = problem.error(z)
-    msg = "the start (z = 0) solves the problem"
+    msg = _START_MSG[0]
     if x0 is not None:
-        msg = "the warm start solves the problem (0 pivots)"
+        msg = _START_MSG[1]
         if M is not None and err > mon.tol:
             lo, hi = box_of(problem)
             S = ((z > lo) & (z < hi)) | (~np.isfinite(lo) & ~np.isfinite(hi))
             zb = basis_solve(M, np.asarray(problem.q, dtype=float), lo, hi, S, z)
             eb = problem.error(zb)
             if eb < err:
-                z, err, msg = zb, eb, "the support of the warm start is a solution's basis (0 pivots)"
+                z, err, msg = zb, eb, _START_MSG[2]
     if mon.start({name: z}, err):
         return mon.outcome(message=msg if mon.status is Status.SOLVED else "", info={"pivots": 0})
     return None
@@ -703,6 +884,52 @@ def lcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, cover=None, restart
 
 
 lcp_lemke.__doc__ += _OPTIONS_DOC
+
+
+class _LCPPlan:
+    """The re-solve plan of ``lemke`` on a small dense LCP (:func:`nsopt.registry.plan`): iteration 0
+    compiled (:func:`_lcp_start`, as the full path runs it). When that point solves the problem
+    (the start, the warm start, or its support as a final basis: the common steps of a
+    time-stepping loop) the Solution comes back without a monitor; otherwise the call goes to the
+    full path (Lemke's pivots)."""
+
+    def __init__(self, problem, tol, max_iter):
+        self.M, self.tol, self.max_iter = problem.M, tol, max_iter
+
+    def __call__(self, problem, warm_start, options):
+        t0 = time.perf_counter()
+        if type(problem) is not LCP or problem.M is not self.M:
+            return None
+        q = problem.q
+        n = q.shape[0]
+        if warm_start is None:
+            z, warm = np.zeros(n), False
+        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype is FLOAT64:
+            z, warm = warm_start.copy(), True            # checked finite by the kernel
+        elif type(warm_start) is Solution and type(warm_start.problem) is LCP and warm_start.z is not None \
+                and warm_start.z.shape[0] == n and math.isfinite(warm_start.error):
+            z, warm = warm_start.z.copy(), True
+        else:
+            return None
+        w = np.empty(n)
+        err, code = _lcp_start(self.M, q, z, w, warm, norm2(q), self.tol)
+        opts = dict(options) if options else {}
+        if 0 <= code < 2 and err <= self.tol:
+            return Solution._make(problem, "lemke", Status.SOLVED, err, self.tol, 0, time.perf_counter() - t0,
+                                  {"z": z, "w": w}, None, _START_MSG[code + warm], {"pivots": 0}, opts)
+        if 0 <= code < 2 and math.isfinite(err) and self.max_iter != 0 and min(q.tolist()) >= 0.0:
+            # q >= 0 and the start above tol: _lemke ends at once with z = 0 (one iteration, no pivot)
+            x = problem.complete({"z": np.zeros(n)})
+            err = float(problem.error_of(x))
+            return Solution._make(problem, "lemke", judged(Status.SOLVED, err, self.tol), err, self.tol, 1,
+                                  time.perf_counter() - t0, x, None, "z0 left the basis after 0 pivots",
+                                  {"pivots": 0, "polished": False}, opts)
+        return None
+
+
+@plan("lcp", "lemke")
+def _lcp_plan(problem, tol, max_iter, options, ws, info=None):
+    return _LCPPlan(problem, tol, max_iter) if _small_lcp(problem, problem.M) else None
 
 
 # --------------------------------------------------------------------------------------------

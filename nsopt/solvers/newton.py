@@ -64,13 +64,15 @@ from scipy.sparse.linalg import splu
 
 from ..exceptions import OptionError
 from ..monitor import Monitor
-from ..problems.cones import fc_error, project_coulomb
+from ..problems.cones import project_coulomb
 from ..problems.friction import diag_blocks
 from ..registry import register
 from ..result import Status
+from . import _gs_kernels as GS
 from . import _newton_kernels as K
 
 DENSE_MAX = 240          # default of the option dense_max: dense LAPACK path for W dense and n <= this
+SMALL_DENSE = 24         # a dense system up to this size is assembled and solved in one compiled call
 _LS = ("armijo", "nonmonotone", "none")
 REG_STEP = 0.1   # default of the option reg_step: a plain step cut below this is retried regularised
 
@@ -215,6 +217,7 @@ class _Local:
         self.A = np.zeros((self.nc, self.dim, self.dim))
         self.B = np.zeros((self.nc, self.dim, self.dim))
         self.phi = np.zeros(self.n)
+        self._x, self._px = np.empty(self.dim), np.empty(self.dim)
         self.wscale = float(np.mean(1.0 / self.rho_pgs)) if self.nc else 1.0
         self.reset(problem)
 
@@ -227,8 +230,9 @@ class _Local:
         return self
 
     def error(self, r, u):
-        """The problem's error measure of (r, u) (the proximal term aside)."""
-        return fc_error(r, u, self.mu, self.dim, self.qnorm)
+        """The problem's error measure of (r, u) (the proximal term aside), by its compiled twin
+        (``_gs_kernels.fc_error``: the same numbers as :func:`nsopt.problems.cones.fc_error`)."""
+        return GS.fc_error(self.dim, r, u, self.mu, self.qnorm, self._x, self._px)
 
     def matvec(self, x):
         return self.Wd @ x if self.dense else self.Wcsr @ x
@@ -255,6 +259,9 @@ class _Local:
         """Solve J d = -phi (J = A + B (W + sigma I)); None when singular even after regularisation."""
         sg = self.sigma + self.reg
         A = self.A + sg * self.B if sg else self.A
+        if self.dense and self.n <= SMALL_DENSE:     # compiled: assembly and LU in one call
+            d = np.empty(self.n)
+            return d if K.dense_direction(A, self.B, self.Wd, self.phi, np.array(shifts, dtype=float), d) else None
         if self.dense:
             nc, dim = self.nc, self.dim
             J = np.einsum("alm,amj->alj", self.B, self.Wd.reshape(nc, dim, self.n)).reshape(self.n, self.n)
@@ -405,7 +412,14 @@ def _local_solve(problem, mon, formulation, *, rho, line_search, hybrid=True, st
         pinfo = _prox_loop(sys, mon.best_x["r"].copy(), mon, sigma=None, inner_iter=30, line_search=line_search)
         info.update(prox_outer=mon.k - k0, prox_newton=pinfo["newton_iterations"])
         msg += f"; stalled, proximal continuation: error {mon.best_err:.3g}"
-    return mon.outcome(message=msg, info=info)
+    out = mon.outcome(message=msg, info=info)
+    if out.x.get("r") is not None:
+        # the best iterate with u = Wr + q and its error by the twin (as every iterate was judged):
+        # solve() does not recompute them
+        r = out.x["r"]
+        u = sys.u(r)
+        out.x, out.error, out.complete = {"r": r, "u": u}, sys.error(r, u), True
+    return out
 
 
 # ============================================================================ global problems

@@ -29,18 +29,23 @@ converging on :meth:`GenericMechanical.error`.
 
 from __future__ import annotations
 
+import math
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
-from ..problems._base import nnz
+from ..monitor import WORK_PER_CHUNK
+from ..problems._base import FLOAT64, nnz, norm2
 from ..reductions.friction import GlobalToLocal, SubstituteEqualities
-from ..registry import register
-from ..result import Status
+from ..registry import plan, register
+from ..result import Solution, Status, judged
 from . import _gs_kernels as K
 
 DEFAULT_MAX_ITER = 1000
+LOCAL_WORK = 100     # flops of one contact's local solve, for the chunk schedule (work of a sweep = nnz(W) + this x nc)
 
 
 def fc_split(problem):
@@ -85,19 +90,22 @@ def _check_opts(omega, local_tol, local_max_iter, resync):
 
 class _Sweeper:
     """NSGS sweeps on one FrictionContact: the CSC split and the work arrays, built once per W and
-    kept in the problem's cache or the caller's :class:`~nsopt.Workspace`."""
+    kept in the problem's cache or the caller's :class:`~nsopt.Workspace`. ``work``: the cost of
+    one sweep in flops (the monitor's deterministic chunk schedule)."""
 
     def __init__(self, problem):
         self.ptr, self.idx, self.val, self.D, self.msg = fc_split(problem)
         n, nc = problem.size, problem.nc
         self.dim = problem.dim
+        self.work = self.val.shape[0] + LOCAL_WORK * nc
         self.u = np.empty(n)
         self.best_r = np.empty(n)
         self.best = np.empty(1)
         self.errs = np.empty(64)
         self.order = np.arange(nc, dtype=np.int64)
         self.x, self.px = np.empty(self.dim), np.empty(self.dim)
-        if not self.msg:   # load the compiled kernels now (part of the build, not of the time limit)
+        if not self.msg and not K.nsgs_fc.signatures:
+            # load the compiled kernels now (part of the build, not of the time limit)
             self.error(problem, np.zeros(n))
             self.run(np.zeros(n), 0, 0.0, np.inf, (1e-13, 1, 1.0, False, 0))
 
@@ -158,7 +166,9 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     fails = 0
     if not mon.start({"r": r}, sw.error(problem, r)):
         while not mon.stopped:
-            errs, f = sw.run(r, mon.chunk(), mon.tol, mon.best_err, opts)
+            # chunks on the deterministic schedule (sizes fixed by the problem, not by timing), which
+            # the re-solve plan (_Plan) runs in one compiled call: the same iterates either way
+            errs, f = sw.run(r, mon.chunk(work=sw.work), mon.tol, mon.best_err, opts)
             fails += f
             mon.steps(errs, {"r": r}, best=({"r": sw.best_r}, sw.best[0]))
     info = {"local_failures": fails}
@@ -169,6 +179,103 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
         out.error, out.complete = mon.err, True
         return out
     return mon.outcome(info=info)
+
+
+_STATUS = {K.SOLVED: Status.SOLVED, K.MAX_ITER: Status.MAX_ITER, K.NON_FINITE: Status.NUMERICAL_ERROR}
+
+
+class _Plan:
+    """The re-solve plan of ``nsgs`` on fc2d/fc3d (:func:`nsopt.registry.plan`): the whole solve in
+    one compiled call (:func:`_gs_kernels.nsgs_fc_solve`: the chunks, best iterate and stops of
+    :func:`nsgs_fc` under the monitor), then the Solution that ``nsopt.solve`` would build.
+    The sweeper (CSC split, diagonal blocks) is the full path's, from the workspace; a new W
+    fetches or builds it there."""
+
+    def __init__(self, problem, tol, max_iter, opts, ws):
+        self.cls, self.dim, self.ws = type(problem), problem.dim, ws
+        self.tol = tol
+        self.max_iter = DEFAULT_MAX_ITER if max_iter is None else max_iter
+        self.local_tol, self.local_max_iter, self.omega, _, self.resync = opts
+        self.W = self.sw = None
+        self.state = np.empty(4, dtype=np.int64)
+        self.best = np.empty(2)
+
+    def _bind(self, problem):
+        """The sweeper of problem's W (None when NSGS cannot run on it: the full path reports why)."""
+        if problem.size == 0:
+            return None
+        sw = self.ws.get(problem, "nsgs_sweeper", lambda: _Sweeper(problem), ("W",))
+        if sw.msg:
+            return None
+        self.sw, self.W = sw, problem.W
+        self.best_r = np.empty(problem.size)
+        cap = max(1, int(WORK_PER_CHUNK // max(sw.work, 1)))
+        self.cap, self.budget = cap, 4 * cap
+        self.errs = np.empty(max(1, min(cap, self.max_iter)))
+        return sw
+
+    def __call__(self, problem, warm_start, options):
+        t0 = time.perf_counter()
+        if type(problem) is not self.cls or problem.dim != self.dim:
+            return None
+        build = 0.0
+        if problem.W is not self.W:
+            if self._bind(problem) is None:
+                return None
+            build = time.perf_counter() - t0
+        q = problem.q
+        n = q.shape[0]
+        if warm_start is None:
+            r = np.zeros(n)
+        elif type(warm_start) is Solution:     # a previous solve of this kind (warm_start_of's cheap case)
+            r0, p0 = warm_start.r, warm_start.problem
+            if type(p0) is not self.cls or p0.dim != self.dim or r0 is None or r0.shape[0] != n \
+                    or not math.isfinite(warm_start.error):
+                return None
+            r = r0.copy()
+        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype is FLOAT64:
+            r = warm_start.copy()              # checked finite by the kernel
+        else:
+            return None                        # validated by the full path
+        sw, state, best = self.sw, self.state, self.best
+        u = np.empty(n)
+        state[3] = K.FRESH
+        qnorm = norm2(q)
+        while True:
+            K.nsgs_fc_solve(self.dim, sw.ptr, sw.idx, sw.val, sw.D, q, problem.mu, r, u, sw.order, self.tol,
+                            self.max_iter, self.local_tol, self.local_max_iter, self.omega, qnorm, self.resync,
+                            self.errs, self.best_r, best, self.cap, state, self.budget)
+            if state[3] != K.RUNNING:
+                break
+        k, _, fails, code = state.tolist()
+        if code == K.BAD_START:
+            return None
+        best_err, err = best.tolist()
+        status = _STATUS[code]
+        if code == K.SOLVED:
+            msg = f"error {err:.3g} <= tol after {k} iteration(s)"
+        elif code == K.MAX_ITER:
+            msg = f"no convergence in {k} iteration(s) (best error {best_err:.3g})"
+        else:
+            msg = f"non-finite error after {k} iteration(s)"
+        if err <= best_err:      # the last iterate is the best: u and its error from the kernel (as nsgs_fc)
+            x = {"r": r, "u": u}
+        else:                    # the best iterate, u and the error recomputed (as nsopt.solve does)
+            x = problem.complete({"r": self.best_r.copy()})
+            err = float(problem.error_of(x))
+        return Solution._make(problem, "nsgs", Status.SOLVED if err <= self.tol else judged(status, err, self.tol),
+                              err, self.tol, k, time.perf_counter() - t0, x, None, msg, {"local_failures": fails},
+                              dict(options) if options else {}, build)
+
+
+@plan(("fc2d", "fc3d"), "nsgs")
+def _nsgs_plan(problem, tol, max_iter, options, ws, info=None):
+    if options.get("shuffle") or not set(options) <= {"local_tol", "local_max_iter", "omega", "resync", "seed",
+                                                       "shuffle"}:
+        return None
+    o = {"local_tol": 1e-13, "local_max_iter": 10, "omega": 1.0, "shuffle": False, "seed": 0, "resync": 50, **options}
+    p = _Plan(problem, tol, max_iter, _options(**o), ws)
+    return p if p._bind(problem) is not None else None
 
 
 @register(("gfc2d", "gfc3d"), "nsgs",
