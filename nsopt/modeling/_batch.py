@@ -164,13 +164,9 @@ class BatchMoreauJean:
             fe = self._fext(sim.t)
             self.Fth = h * (1 - th) * fe + h * th * fe
         # the stacked state, outputs and warm starts (systems and interactions get views)
-        self.q = np.concatenate([ds.q for ds in syss])
-        self.v = np.concatenate([ds.v for ds in syss])
-        self.p = np.concatenate([ds.p for ds in syss])
-        self.Y0 = cat([i.y[0] for i in inters])
-        self.Y1 = cat([i.y[1] for i in inters])
-        self.L0 = cat([i.lambda_[0] for i in inters])
-        self.L1 = cat([i.lambda_[1] for i in inters])
+        self._set_state(np.concatenate([ds.q for ds in syss] + [ds.v for ds in syss] + [ds.p for ds in syss]
+                                       + [i.y[0] for i in inters] + [i.y[1] for i in inters]
+                                       + [i.lambda_[0] for i in inters] + [i.lambda_[1] for i in inters]))
         self.warm = cat([getattr(i, "_lam_warm", None) if getattr(i, "_lam_warm", None) is not None
                          else np.zeros(i.size) for i in inters])
         self.bounds = [(int(a), int(a + s)) for a, s in zip(first, sizes)]
@@ -202,6 +198,7 @@ class BatchMoreauJean:
             self._unilateral_off = ~self.unilateral
             self.gh, self.thr = osi.gamma * h, osi.activation_threshold
             self.c1, self.c2 = h * (1 - th), h * th
+            self._no_rows, self._no_Ha, self._no_lam = np.zeros(0, dtype=np.intp), np.zeros((0, S.ndof)), np.zeros(0)
         self._publish()
 
     # ------------------------------------------------------------------ helpers
@@ -219,21 +216,27 @@ class BatchMoreauJean:
     def _pull(self):
         """A system's state was set from outside since the last step: gather the state from the objects
         (and the outputs from the interactions, as the per-interaction path reads them)."""
-        S = self.osi.S
-        self.q = np.concatenate([ds.q for ds in S.systems])
-        self.v = np.concatenate([ds.v for ds in S.systems])
-        self.p = np.concatenate([ds.p for ds in S.systems])
-        cat = (lambda a: np.concatenate(a) if a else np.zeros(0))
-        self.Y0 = cat([i.y[0] for i in self.inters])
-        self.Y1 = cat([i.y[1] for i in self.inters])
+        syss, inters = self.osi.S.systems, self.inters
+        self._set_state(np.concatenate([ds.q for ds in syss] + [ds.v for ds in syss] + [ds.p for ds in syss]
+                                       + [i.y[0] for i in inters] + [i.y[1] for i in inters]
+                                       + [self.L0, self.L1]))
 
     def touched(self) -> bool:
         """True when a system's q, v or p was set from outside since the last step."""
         return self.dirty
 
+    def _set_state(self, buf):
+        """The stacked state (q, v, p, y0, y1, λ0, λ1) in one array, and its parts as views."""
+        nd, m = self.osi.S.ndof, self.mtot
+        self.buf = buf
+        self.q, self.v, self.p = buf[:nd], buf[nd:2 * nd], buf[2 * nd:3 * nd]
+        o = 3 * nd
+        self.Y0, self.Y1, self.L0, self.L1 = buf[o:o + m], buf[o + m:o + 2 * m], buf[o + 2 * m:o + 3 * m], buf[o + 3 * m:]
+
     def record(self):
-        """The stacked (q, v, p) and (y0, y1, λ0, λ1) in the order of the systems and interactions."""
-        return (self.q, self.v, self.p), (self.Y0, self.Y1, self.L0, self.L1)
+        """The stacked state (q, v, p, y0, y1, λ0, λ1) in the order of the systems and interactions:
+        one row of the trajectory."""
+        return self.buf
 
     # ------------------------------------------------------------------ one step
     def free_velocity(self, t0, t1, q, v):
@@ -254,45 +257,38 @@ class BatchMoreauJean:
         return v - S.minv(R)
 
     def lean_step(self, sim):
-        """:meth:`step` for the linear time-invariant models of the compiled free flight (``can_fly``):
-        the same formulas, with the rows, the matrix W and the laws of each active set kept (dense H)."""
+        """:meth:`step` for the linear time-invariant models of the compiled free flight (``can_fly``),
+        by its compiled twin (``_kernels.lean_pre``, ``lean_q``, ``lean_post``): the same formulas, the
+        rows, the matrix W and the laws of each active set kept (dense H)."""
+        from ._kernels import lean_post, lean_pre, lean_q
         from .osi import Assembly, delassus
 
         if self.dirty:
             self._pull()
-        q, v, Y0, Y1k = self.q, self.v, self.Y0, self.Y1
-        vfree = v - self.Rd
-        act = self._unilateral_off | (Y0[self.first] + self.gh * Y1k[self.first] <= self.thr)
-        key = act.tobytes()
-        c = self._sets.get(key)
-        if c is None:
-            if len(self._sets) > 64:
-                self._sets.clear()
-            idx = np.flatnonzero(act)
-            rows = np.flatnonzero(act[self.row_inter])
-            Ha = self.Hd[rows]
-            W = delassus(self.osi.S, Ha, Ha, [], False) if idx.size else None
-            c = self._sets[key] = (idx, rows, Ha, np.ascontiguousarray(Ha.T), self.erow[rows], W,
-                                   self.inter_arr[idx].tolist(), self.law_arr[idx].tolist())
-        idx, rows, Ha, HaT, e, W, inters, laws = c
-        L1 = np.zeros(self.mtot)
-        if idx.size:
-            qo = Ha @ vfree + e * Y1k[rows]
-            k = (id(self), key)
-            asm = Assembly(key=k, interactions=inters, q=qo, W=None if k == self.key else W, constant=True, H=Ha,
-                           vfree=vfree, osi=self.osi, warm=self.warm[rows], laws=laws)
+        buf, nd = self.buf, self.osi.S.ndof
+        vfree, act = np.empty(nd), np.empty(self.first.shape[0], dtype=np.bool_)
+        na = lean_pre(buf, nd, self.first, self._unilateral_off, self.gh, self.thr, self.Rd, vfree, act)
+        if na:
+            key = act.tobytes()
+            c = self._sets.get(key)
+            if c is None:
+                if len(self._sets) > 64:
+                    self._sets.clear()
+                idx = np.flatnonzero(act)
+                rows = np.flatnonzero(act[self.row_inter])
+                Ha = np.ascontiguousarray(self.Hd[rows])
+                c = self._sets[key] = (rows, Ha, self.erow[rows], delassus(self.osi.S, Ha, Ha, [], False),
+                                       self.inter_arr[idx].tolist(), self.law_arr[idx].tolist(), (id(self), key))
+            rows, Ha, e, W, inters, laws, k = c
+            asm = Assembly(key=k, interactions=inters, q=lean_q(Ha, vfree, e, buf, nd, rows),
+                           W=None if k == self.key else W, constant=True, H=Ha, vfree=vfree, osi=self.osi,
+                           warm=self.warm[rows], laws=laws)
             self.key = k
             lam = sim.solve_assembly(asm)
             self.warm[rows] = lam
-            L1[rows] = lam
-            p = HaT @ lam
-            vn = vfree + p / self.d
         else:
-            p = np.zeros(v.shape[0])
-            vn = vfree
-        qn = q + self.c1 * v + self.c2 * vn
-        self.q, self.v, self.p = qn, vn, p
-        self.Y0, self.Y1, self.L0, self.L1 = self.Hd @ qn + self.b_lin, self.Hd @ vn, np.zeros(self.mtot), L1
+            rows, Ha, lam = self._no_rows, self._no_Ha, self._no_lam
+        self._set_state(lean_post(buf, nd, vfree, lam, rows, Ha, self.d, self.c1, self.c2, self.Hd, self.b_lin))
         self._publish()
         return 1, 0.0, True, None
 
@@ -340,8 +336,7 @@ class BatchMoreauJean:
                 if off.size:
                     G[off] = grp.G0(Qn[off], off)
             Y1n[grp.rows] = np.matmul(G, vn[grp.cols][:, :, None]).ravel()
-        self.q, self.v, self.p = qn, vn, p
-        self.Y0, self.Y1, self.L0, self.L1 = Y0n, Y1n, np.zeros(mtot), L1
+        self._set_state(np.concatenate([qn, vn, p, Y0n, Y1n, np.zeros(mtot), L1]))
         self._publish()
         return 1, 0.0, True, None
 
@@ -411,7 +406,7 @@ class BatchMoreauJean:
         W.has_sorted_indices = True
         return W
 
-    def fly(self, sim, nmax, arrays, j0) -> int:
+    def fly(self, sim, nmax, rec, j0) -> int:
         """Up to ``nmax`` steps without contact by the compiled twin (``can_fly`` models); the state,
         outputs and recorded rows j0.. as :meth:`step` would leave them. Returns the steps taken."""
         from ._kernels import free_flight
@@ -419,14 +414,11 @@ class BatchMoreauJean:
         osi = self.osi
         if self.dirty:
             self._pull()
-        # fresh arrays: what the objects held before stays a snapshot, as with step()
-        self.q, self.v, self.p = self.q.copy(), self.v.copy(), np.empty_like(self.p)
-        self.Y0, self.Y1, self.L0, self.L1 = self.Y0.copy(), self.Y1.copy(), np.empty_like(self.Y0), np.empty_like(self.Y0)
+        buf = self.buf.copy()           # a fresh state: what the objects read before stays a snapshot
         H, h, th = self.H_lin, osi.h, osi.theta
-        a = arrays
-        s = free_flight(self.q, self.v, self.p, self.Y0, self.Y1, self.L0, self.L1, self.first, self.unilateral,
-                        osi.gamma * h, osi.activation_threshold, self.Rd, h * (1 - th), h * th, H.indptr, H.indices,
-                        H.data, self.b_lin, nmax, a["q"], a["v"], a["p"], a["y0"], a["y1"], a["lam0"], a["lam1"], j0)
+        s = free_flight(buf, osi.S.ndof, self.first, self.unilateral, osi.gamma * h, osi.activation_threshold,
+                        self.Rd, h * (1 - th), h * th, H.indptr, H.indices, H.data, self.b_lin, nmax, rec, j0)
+        self._set_state(buf)
         self._publish()
         return s
 

@@ -8,53 +8,104 @@ from numba import njit
 
 
 @njit(cache=True)
-def free_flight(q, v, p, Y0, Y1, L0, L1, first, unilateral, gh, thr, Rd, c1, c2, indptr, indices, data, b,
-                nmax, Q, V, P, YR0, YR1, LR0, LR1, j0):  # pragma: no cover  (compiled)
+def free_flight(buf, nd, first, unilateral, gh, thr, Rd, c1, c2, indptr, indices, data, b, nmax, rec,
+                j0):  # pragma: no cover  (compiled)
     r"""Advance up to ``nmax`` Moreau–Jean steps while no interaction enters the index set; returns the
     number of steps taken (it stops before a step whose index set is not empty).
 
-    Each step is the NumPy path's, without impulses: :math:`v_{free} = v - \hat M^{-1}R` (``Rd`` =
+    ``buf`` is the stacked state (q, v, p, y0, y1, λ0, λ1), nd = len(q), updated in place. Each step is
+    the NumPy path's, without impulses: :math:`v_{free} = v - \hat M^{-1}R` (``Rd`` =
     :math:`\hat M^{-1}R`, constant), :math:`q \leftarrow q + c_1 v + c_2 v_{free}` (c1 = h(1-θ),
-    c2 = hθ), :math:`v \leftarrow v_{free}`, :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv` (H in CSR), the
-    index set from :math:`Y_0 + \gamma h Y_1 \le` thr on each interaction's first row (``gh`` = γh).
-    q, v, Y0, Y1 are updated in place, p and λ set to zero; row j0 + s of Q, V, P, YR0, YR1, LR0, LR1
-    records step s.
+    c2 = hθ), :math:`v \leftarrow v_{free}`, :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv` (H in CSR), p = λ = 0;
+    the index set from :math:`Y_0 + \gamma h Y_1 \le` thr on each interaction's first row (``gh`` = γh).
+    Row j0 + s of ``rec`` records step s.
     """
-    n = q.shape[0]
-    m = Y0.shape[0]
-    for i in range(n):
-        p[i] = 0.0
-    for i in range(m):
-        L0[i] = 0.0
-        L1[i] = 0.0
+    m = b.shape[0]
+    q0, v0, p0, y0, y1 = 0, nd, 2 * nd, 3 * nd, 3 * nd + m
+    for i in range(nd):
+        buf[p0 + i] = 0.0
+    for i in range(3 * nd + 2 * m, 3 * nd + 4 * m):
+        buf[i] = 0.0
     for s in range(nmax):
         for i in range(first.shape[0]):
             f = first[i]
-            if not unilateral[i] or Y0[f] + gh * Y1[f] <= thr:
+            if not unilateral[i] or buf[y0 + f] + gh * buf[y1 + f] <= thr:
                 return s
-        for i in range(n):
-            vf = v[i] - Rd[i]
-            q[i] = q[i] + c1 * v[i] + c2 * vf
-            v[i] = vf
+        for i in range(nd):
+            vf = buf[v0 + i] - Rd[i]
+            buf[q0 + i] = buf[q0 + i] + c1 * buf[v0 + i] + c2 * vf
+            buf[v0 + i] = vf
         for r in range(m):
             s0 = 0.0
             s1 = 0.0
             for jj in range(indptr[r], indptr[r + 1]):
-                s0 += data[jj] * q[indices[jj]]
-                s1 += data[jj] * v[indices[jj]]
-            Y0[r] = s0 + b[r]
-            Y1[r] = s1
-        j = j0 + s
-        for i in range(n):
-            Q[j, i] = q[i]
-            V[j, i] = v[i]
-            P[j, i] = 0.0
-        for r in range(m):
-            YR0[j, r] = Y0[r]
-            YR1[j, r] = Y1[r]
-            LR0[j, r] = 0.0
-            LR1[j, r] = 0.0
+                s0 += data[jj] * buf[q0 + indices[jj]]
+                s1 += data[jj] * buf[v0 + indices[jj]]
+            buf[y0 + r] = s0 + b[r]
+            buf[y1 + r] = s1
+        rec[j0 + s, :] = buf
     return nmax
+
+
+@njit(cache=True)
+def lean_pre(buf, nd, first, unil_off, gh, thr, Rd, vfree, act):  # pragma: no cover  (compiled)
+    r"""The start of a step of a linear time-invariant model (``BatchMoreauJean.lean_step``):
+    :math:`v_{free} = v - \hat M^{-1}R` into ``vfree``, the index set into ``act``; returns its size."""
+    m = (buf.shape[0] - 3 * nd) // 4
+    y0, y1 = 3 * nd, 3 * nd + m
+    for i in range(nd):
+        vfree[i] = buf[nd + i] - Rd[i]
+    c = 0
+    for i in range(first.shape[0]):
+        f = first[i]
+        a = unil_off[i] or buf[y0 + f] + gh * buf[y1 + f] <= thr
+        act[i] = a
+        c += a
+    return c
+
+
+@njit(cache=True)
+def lean_q(Ha, vfree, e, buf, nd, rows):  # pragma: no cover  (compiled)
+    r""":math:`q = H_a v_{free} + e \odot \dot y_k` on the active rows (H_a dense, ``rows`` of y)."""
+    m = (buf.shape[0] - 3 * nd) // 4
+    y1 = 3 * nd + m
+    out = np.empty(Ha.shape[0])
+    for r in range(Ha.shape[0]):
+        s = 0.0
+        for j in range(Ha.shape[1]):
+            s += Ha[r, j] * vfree[j]
+        out[r] = s + e[r] * buf[y1 + rows[r]]
+    return out
+
+
+@njit(cache=True)
+def lean_post(buf, nd, vfree, lam, rows, Ha, d, c1, c2, Hd, b):  # pragma: no cover  (compiled)
+    r"""The end of the step: :math:`p = H_a^\top\lambda`, :math:`v = v_{free} + \hat M^{-1}p`,
+    :math:`q \leftarrow q + c_1 v_k + c_2 v`, :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv`, λ on the active
+    rows; returns the new stacked state (``buf`` is left as it was)."""
+    m = b.shape[0]
+    out = np.empty_like(buf)
+    for j in range(nd):
+        s = 0.0
+        for r in range(Ha.shape[0]):
+            s += Ha[r, j] * lam[r]
+        vn = vfree[j] + s / d[j]
+        out[2 * nd + j] = s
+        out[nd + j] = vn
+        out[j] = buf[j] + c1 * buf[nd + j] + c2 * vn
+    for r in range(m):
+        s0 = 0.0
+        s1 = 0.0
+        for j in range(nd):
+            s0 += Hd[r, j] * out[j]
+            s1 += Hd[r, j] * out[nd + j]
+        out[3 * nd + r] = s0 + b[r]
+        out[3 * nd + m + r] = s1
+        out[3 * nd + 2 * m + r] = 0.0
+        out[3 * nd + 3 * m + r] = 0.0
+    for r in range(rows.shape[0]):
+        out[3 * nd + 3 * m + rows[r]] = lam[r]
+    return out
 
 
 @njit(cache=True)

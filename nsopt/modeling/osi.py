@@ -211,6 +211,7 @@ class MoreauJeanOSI(OneStepIntegrator):
     def __init__(self, theta=0.5, gamma=None, *, activation_threshold=0.0, batch=True, name=None):
         super().__init__(theta, name=name)
         self.batch = bool(batch)
+        self.compiled = True    # linear time-invariant models: the compiled twins of the batched step
         self.gamma = 0.5 if gamma is None else scalar(gamma, label(self), "gamma", low=0.0, high=1.0)
         self.activation_threshold = scalar(activation_threshold, label(self), "activation_threshold")
 
@@ -356,10 +357,10 @@ class MoreauJeanOSI(OneStepIntegrator):
         """Take up to ``nmax`` steps without contact at once (compiled, linear time-invariant models on
         the batched path), recording them; returns how many (0: the next step needs :meth:`step`)."""
         fast = self._fast
-        if fast is None or not fast.can_fly or sim.nsds._version != self._version:
+        if fast is None or not fast.can_fly or not self.compiled or sim.nsds._version != self._version:
             return 0
-        arrays, j0 = sim.trajectory._reserve(sim.k + 1, nmax)
-        return fast.fly(sim, nmax, arrays, j0)
+        rec, j0 = sim.trajectory._reserve(sim.k + 1, nmax)
+        return fast.fly(sim, nmax, rec, j0)
 
     def step(self, sim):
         """Advance the systems from sim.t to sim.t + h; returns the Newton report (iterations, residual, converged)."""
@@ -367,7 +368,7 @@ class MoreauJeanOSI(OneStepIntegrator):
             self.initialize(sim)
         if self.fast:
             fast = self._fast
-            return fast.lean_step(sim) if fast.can_fly else fast.step(sim)
+            return fast.lean_step(sim) if fast.can_fly and self.compiled else fast.step(sim)
         h, th = self.h, self.theta
         t0, t1 = sim.t, sim.t + h
         S = self.S

@@ -182,7 +182,7 @@ class TimeStepping:
         if self.warm_start:
             warm = asm.warm if asm.warm is not None else np.concatenate(
                 [getattr(i, "_lam_warm", np.zeros(i.size)) for i in asm.interactions])
-            if not np.any(warm):
+            if not warm.any():
                 warm = None
         t = time.thread_time()
         sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
@@ -193,8 +193,10 @@ class TimeStepping:
             if alt.error < sol.error or alt.success:
                 sol = alt
         self._solve_time += time.thread_time() - t
-        lam = np.asarray(getattr(sol, problem.primal), dtype=float)
-        if not np.all(np.isfinite(lam)):
+        lam = getattr(sol, problem.primal)
+        if lam.dtype != np.float64:
+            lam = lam.astype(float)
+        if not np.isfinite(lam).all():
             lam = np.zeros_like(lam)
         if asm.warm is None:             # else the integrator stores λ in its stacked warm starts
             off = 0
@@ -278,9 +280,10 @@ class TimeStepping:
 
 class _Segment:
     """The steps recorded with one set of systems and interactions (a new one after each link or
-    unlink): stacked arrays, one row per step from ``start``, grown by doubling."""
+    unlink): one row per step from ``start``, the stacked fields side by side in ``data`` (``arrays``:
+    their column views), grown by doubling."""
 
-    __slots__ = ("arrays", "count", "ds", "inter", "start")
+    __slots__ = ("arrays", "count", "data", "ds", "fields", "inter", "start")
 
     def __init__(self, start, systems, inters, sys_fields, capacity):
         self.start, self.count = start, 0
@@ -292,18 +295,28 @@ class _Segment:
         for i in inters:
             self.inter[id(i)] = (m, m + i.size)
             m += i.size
-        self.arrays = {f: np.empty((capacity, off)) for f in sys_fields}
-        self.arrays.update({f: np.empty((capacity, m)) for f in ("y0", "y1", "lam0", "lam1")})
+        self.fields = [(f, off) for f in sys_fields] + [(f, m) for f in ("y0", "y1", "lam0", "lam1")]
+        self._alloc(capacity)
+
+    def _alloc(self, capacity):
+        old = getattr(self, "data", None)
+        self.data = np.empty((capacity, sum(w for _, w in self.fields)))
+        if old is not None:
+            self.data[:self.count] = old[:self.count]
+        self.arrays, c = {}, 0
+        for f, w in self.fields:
+            self.arrays[f] = self.data[:, c:c + w]
+            c += w
+
+    def reserve(self, n):
+        """Room for n more rows; the index of the first."""
+        if self.data.shape[0] < self.count + n:
+            self._alloc(max(self.count + n, 2 * self.data.shape[0]))
+        return self.count
 
     def row(self):
-        """The index of the next row, growing the arrays when full."""
-        j = self.count
-        first = next(iter(self.arrays.values()))
-        if j == first.shape[0]:
-            for f, arr in self.arrays.items():
-                new = np.empty((2 * j, arr.shape[1]))
-                new[:j] = arr
-                self.arrays[f] = new
+        """The index of the next row (the arrays grow when full)."""
+        j = self.reserve(1)
         self.count = j + 1
         return j
 
@@ -354,17 +367,9 @@ class Trajectory:
         return self._segments[-1]
 
     def _reserve(self, k, n):
-        """Room for rows k .. k+n-1 in the current segment: (arrays, index of row k)."""
+        """Room for rows k .. k+n-1 in the current segment: (its stacked rows, index of row k)."""
         seg = self._segment(k)
-        j0 = seg.count
-        first = next(iter(seg.arrays.values()))
-        if first.shape[0] < j0 + n:
-            cap = max(j0 + n, 2 * first.shape[0])
-            for f, arr in seg.arrays.items():
-                new = np.empty((cap, arr.shape[1]))
-                new[:j0] = arr[:j0]
-                seg.arrays[f] = new
-        return seg.arrays, j0
+        return seg.data, seg.reserve(n)
 
     def _advance(self, k, n):
         """Steps k .. k+n-1 were written into the reserved rows by a compiled loop (no OSNS problem)."""
@@ -375,22 +380,20 @@ class Trajectory:
     def _store(self, k):
         seg = self._segment(k)
         j = seg.row()
-        arr = seg.arrays
         osi = self._sim.integrator
         fast = getattr(osi, "_fast", None)
         if fast is not None and getattr(osi, "_version", None) == self._version:
-            sysv, interv = fast.record()
+            seg.data[j] = fast.record()          # the batched path keeps the row stacked already
         else:
             nsds = self._sim.nsds
+            arr = seg.arrays
             cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0))
-            sysv = [cat([getattr(ds, f) for ds in nsds.dynamical_systems]) for f in self._sys_fields]
+            for f in self._sys_fields:
+                arr[f][j] = cat([getattr(ds, f) for ds in nsds.dynamical_systems])
             its = nsds.interactions
-            interv = [cat([i.y[0] for i in its]), cat([i.y[1] for i in its]),
-                      cat([i.lambda_[0] for i in its]), cat([i.lambda_[1] for i in its])]
-        for f, val in zip(self._sys_fields, sysv):
-            arr[f][j] = val
-        for f, val in zip(("y0", "y1", "lam0", "lam1"), interv):
-            arr[f][j] = val
+            for f, parts in (("y0", [i.y[0] for i in its]), ("y1", [i.y[1] for i in its]),
+                             ("lam0", [i.lambda_[0] for i in its]), ("lam1", [i.lambda_[1] for i in its])):
+                arr[f][j] = cat(parts)
         self._k = k
 
     def _record(self, k, nit, res, conv, sol):
