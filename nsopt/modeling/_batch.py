@@ -109,10 +109,7 @@ class BatchMoreauJean:
                 lin_rows.append(np.arange(first[j], first[j] + m))
                 lin_cols.append(cc)
                 lin_vals.append(rel.H.ravel())
-                bb = np.zeros(m) if rel.b is None else rel.b.copy()
-                if rel.F is not None:
-                    bb += rel.F @ osi._Z(inter)
-                lin_b.append(bb)
+                lin_b.append(rel.offset(osi._Z(inter)))
                 lin_index.append(j)
                 if rel.D is not None:
                     self.D.append((j, rel.D))

@@ -273,10 +273,7 @@ class MoreauJeanOSI(OneStepIntegrator):
             rows.append(rr)
             cols.append(cc)
             vals.append(rel.H.ravel())
-            bb = np.zeros(m) if rel.b is None else rel.b.copy()
-            if rel.F is not None:
-                bb += rel.F @ self._Z(inter)
-            b.append(bb)
+            b.append(rel.offset(self._Z(inter)))
             slices.append((off, off + m))
             off += m
         H = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(off, self.S.ndof))

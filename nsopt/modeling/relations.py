@@ -359,6 +359,13 @@ class LagrangianLinearTIR(LagrangianR):
                                         f"(law size x total dimension of the linked systems)")
         self.F = None if self._F is None else matrix(self._F, o, "F", (self.m, self.nz))
 
+    def offset(self, Z) -> np.ndarray:
+        """The constant part of y: b + F Z (zeros when both are absent)."""
+        out = np.zeros(self.m) if self.b is None else self.b.copy()
+        if self.F is not None:
+            out += self.F @ Z
+        return out
+
     def h(self, Q, t, lam, Z):
         y = self.H @ Q
         if self.b is not None:
