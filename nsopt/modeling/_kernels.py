@@ -117,6 +117,8 @@ def block_delassus(G, Gs, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover
     its columns scaled by :math:`D_s^{-1}`. Blocks with a <= b are summed, the others are their
     transposes (W is symmetric). Returns the CSR (indptr, indices, data), sorted."""
     m, n = G.shape[1], G.shape[2]
+    mn = m * n
+    Gf, Gsf = G.ravel(), Gs.ravel()
     n_i = act.shape[0]
     new = np.full(n_i, -1, dtype=np.int64)
     nb = 0
@@ -138,19 +140,23 @@ def block_delassus(G, Gs, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover
     data = np.empty(indptr[nb * m])
     pos = np.zeros(nb, dtype=np.int64)
     blocks = np.zeros((nruns, m, m))
+    acc = np.empty(m * m)
     for r in range(nruns):
         a, b = ta[run[r]], tb[run[r]]
         if not (act[a] and act[b]):
             continue
         if a <= b:
             for w in range(run[r], run[r + 1]):
-                p, q = tp[w], tq[w]
+                bp, bq = tp[w] * mn, tq[w] * mn
+                acc[:] = 0.0
+                for j in range(n):        # the m*m sums advance together (each in its own order over j)
+                    for i in range(m):
+                        g = Gf[bp + i * n + j]
+                        for k in range(m):
+                            acc[i * m + k] += g * Gsf[bq + k * n + j]
                 for i in range(m):
                     for k in range(m):
-                        s = 0.0
-                        for j in range(n):
-                            s += G[p, i, j] * Gs[q, k, j]
-                        blocks[r, i, k] += s
+                        blocks[r, i, k] += acc[i * m + k]
         else:
             rm = mirror[r]
             for i in range(m):
