@@ -223,12 +223,20 @@ class BatchMoreauJean:
         return self.dirty
 
     def _set_state(self, buf):
-        """The stacked state (q, v, p, y0, y1, λ0, λ1) in one array, and its parts as views."""
-        nd, m = self.osi.S.ndof, self.mtot
+        """The stacked state (q, v, p, y0, y1, λ0, λ1) in one array; ``q``, ``v``, ... are its parts."""
         self.buf = buf
-        self.q, self.v, self.p = buf[:nd], buf[nd:2 * nd], buf[2 * nd:3 * nd]
-        o = 3 * nd
-        self.Y0, self.Y1, self.L0, self.L1 = buf[o:o + m], buf[o + m:o + 2 * m], buf[o + 2 * m:o + 3 * m], buf[o + 3 * m:]
+
+    def _part(k, doc):  # noqa: N805  (a property factory used in the class body)
+        def get(self):
+            nd, m = self.osi.S.ndof, self.mtot
+            a = (0, nd, 2 * nd, 3 * nd, 3 * nd + m, 3 * nd + 2 * m, 3 * nd + 3 * m, 3 * nd + 4 * m)
+            return self.buf[a[k]:a[k + 1]]
+        return property(get, doc=doc)
+
+    q, v, p = _part(0, "Stacked positions."), _part(1, "Stacked velocities."), _part(2, "Stacked impulses.")
+    Y0, Y1 = _part(3, "Stacked outputs, level 0."), _part(4, "Stacked outputs, level 1.")
+    L0, L1 = _part(5, "Stacked multipliers, level 0."), _part(6, "Stacked multipliers, level 1.")
+    del _part
 
     def record(self):
         """The stacked state (q, v, p, y0, y1, λ0, λ1) in the order of the systems and interactions:

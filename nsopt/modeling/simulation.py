@@ -378,8 +378,12 @@ class Trajectory:
         self.newton_iterations[k - 1:k - 1 + n] = 1
 
     def _store(self, k):
-        seg = self._segment(k)
-        j = seg.row()
+        seg = self._segments[-1] if self._version == self._sim.nsds._version and self._segments else self._segment(k)
+        j = seg.count
+        if j < seg.data.shape[0]:
+            seg.count = j + 1
+        else:
+            j = seg.row()
         osi = self._sim.integrator
         fast = getattr(osi, "_fast", None)
         if fast is not None and getattr(osi, "_version", None) == self._version:
