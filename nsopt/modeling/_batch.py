@@ -41,7 +41,7 @@ def restitution_rows(law) -> np.ndarray:
 class _Group:
     """Interactions whose scleronomous relations share one batched evaluation (``batch_key``)."""
 
-    __slots__ = ("cols", "entries", "index", "nonvec", "rel", "rels", "rows", "Z")
+    __slots__ = ("Z", "cols", "entries", "index", "rel", "rels", "rows")
 
     def __init__(self, rel):
         self.rel, self.index, self.rels, self.entries = rel, [], [], []
@@ -226,7 +226,7 @@ class BatchMoreauJean:
         """The stacked state (q, v, p, y0, y1, λ0, λ1) in one array; ``q``, ``v``, ... are its parts."""
         self.buf = buf
 
-    def _part(k, doc):  # noqa: N805  (a property factory used in the class body)
+    def _part(k, doc):
         def get(self):
             nd, m = self.osi.S.ndof, self.mtot
             a = (0, nd, 2 * nd, 3 * nd, 3 * nd + m, 3 * nd + 2 * m, 3 * nd + 3 * m, 3 * nd + 4 * m)
@@ -350,7 +350,7 @@ class BatchMoreauJean:
         every system the same size n (diagonal M̂): :math:`W_{ab} = \sum_s G_{a,s}D_s^{-1}G_{b,s}^\top` over
         the systems s shared by interactions a and b, where :math:`G_{a,s}` (m x n) is the block of a's
         rows on s's columns. Returns the gather indices of the blocks and the (slot, slot) pairs, or None."""
-        osi, S = self.osi, self.osi.S
+        S = self.osi.S
         n, inters = self.n_uniform, self.inters
         if not n or not inters or len({i.size for i in inters}) != 1:
             return None
@@ -394,8 +394,8 @@ class BatchMoreauJean:
         ra, rb = ta[run[:-1]], tb[run[:-1]]
         ids = {(int(x), int(y)): r for r, (x, y) in enumerate(zip(ra, rb))}
         mirror = np.array([ids[(int(y), int(x))] for x, y in zip(ra, rb)], dtype=np.intp)
-        return dict(m=m, slot_idx=slot_idx, G_const=G_const, fill=fill, dinv=dinv, tp=tp, tq=tq, ta=ta, tb=tb, run=run, mirror=mirror,
-                    slot_inter=slot_inter, slot_off=slot_off)
+        return {"m": m, "slot_idx": slot_idx, "G_const": G_const, "fill": fill, "dinv": dinv, "tp": tp, "tq": tq,
+                "ta": ta, "tb": tb, "run": run, "mirror": mirror, "slot_inter": slot_inter, "slot_off": slot_off}
 
     def _block_delassus(self, G, act):
         """W of the active interactions from the block plan (CSR, sorted): the compiled

@@ -179,7 +179,7 @@ class LagrangianDS(DynamicalSystem):
             self._src[0].dirty = True
             self._src = None
 
-    def _state(name, doc):  # noqa: N805  (a property factory used in the class body)
+    def _state(name, doc):
         attr = "_" + name
 
         def get(self):
