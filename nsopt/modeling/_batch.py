@@ -24,10 +24,24 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from . import _kernels as K
 from .laws import (ComplementarityConditionNSL, EqualityConditionNSL, NewtonImpactFrictionNSL, NewtonImpactNSL,
                    RelayNSL)
 from .relations import LagrangianLinearTIR, LagrangianScleronomousR
 from .systems import LagrangianDS, LagrangianLinearTIDS
+
+_MODULES: dict = {}
+
+
+def _module(name):
+    """``nsopt.modeling.osi`` or ``.simulation`` (they import this module: imported at first use)."""
+    mod = _MODULES.get(name)
+    if mod is None:
+        import importlib
+
+        mod = _MODULES[name] = importlib.import_module(f"nsopt.modeling.{name}")
+    return mod
+
 
 LAWS = (NewtonImpactNSL, ComplementarityConditionNSL, NewtonImpactFrictionNSL, EqualityConditionNSL, RelayNSL)
 
@@ -74,9 +88,7 @@ class BatchMoreauJean:
     def __init__(self, osi, sim):
         self.osi = osi
         S, h, th = osi.S, osi.h, osi.theta
-        from .osi import SPARSE_DOFS
-
-        self.sparse = S.ndof > SPARSE_DOFS
+        self.sparse = S.ndof > _module("osi").SPARSE_DOFS
         inters = self.inters = osi.inters
         n_i = len(inters)
         sizes = np.array([i.size for i in inters], dtype=np.intp)
@@ -265,14 +277,11 @@ class BatchMoreauJean:
         """:meth:`step` for the linear time-invariant models of the compiled free flight (``can_fly``),
         by its compiled twin (``_kernels.lean_pre``, ``lean_q``, ``lean_post``): the same formulas, the
         rows, the matrix W and the laws of each active set kept (dense H)."""
-        from ._kernels import lean_post, lean_pre, lean_q
-        from .osi import Assembly, delassus
-
         if self.dirty:
             self._pull()
         buf, nd = self.buf, self.osi.S.ndof
         vfree, act = np.empty(nd), np.empty(self.first.shape[0], dtype=np.bool_)
-        na = lean_pre(buf, nd, self.first, self._unilateral_off, self.gh, self.thr, self.Rd, vfree, act)
+        na = K.lean_pre(buf, nd, self.first, self._unilateral_off, self.gh, self.thr, self.Rd, vfree, act)
         if na:
             key = act.tobytes()
             c = self._sets.get(key)
@@ -282,10 +291,10 @@ class BatchMoreauJean:
                 idx = np.flatnonzero(act)
                 rows = np.flatnonzero(act[self.row_inter])
                 Ha = np.ascontiguousarray(self.Hd[rows])
-                c = self._sets[key] = (rows, Ha, self.erow[rows], delassus(self.osi.S, Ha, Ha, [], False),
+                c = self._sets[key] = (rows, Ha, self.erow[rows], _module("osi").delassus(self.osi.S, Ha, Ha, [], False),
                                        self.inter_arr[idx].tolist(), self.law_arr[idx].tolist(), (id(self), key))
             rows, Ha, e, W, inters, laws, k = c
-            asm = Assembly(key=k, interactions=inters, q=lean_q(Ha, vfree, e, buf, nd, rows),
+            asm = _module("osi").Assembly(key=k, interactions=inters, q=K.lean_q(Ha, vfree, e, buf, nd, rows),
                            W=None if k == self.key else W, constant=True, H=Ha, vfree=vfree, osi=self.osi,
                            warm=self.warm[rows], laws=laws)
             self.key = k
@@ -293,7 +302,7 @@ class BatchMoreauJean:
             self.warm[rows] = lam
         else:
             rows, Ha, lam = self._no_rows, self._no_Ha, self._no_lam
-        self._set_state(lean_post(buf, nd, vfree, lam, rows, Ha, self.d, self.c1, self.c2, self.Hd, self.b_lin))
+        self._set_state(K.lean_post(buf, nd, vfree, lam, rows, Ha, self.d, self.c1, self.c2, self.Hd, self.b_lin))
         self._publish()
         return 1, 0.0, True, None
 
@@ -401,11 +410,9 @@ class BatchMoreauJean:
         """W of the active interactions from the block plan (CSR, sorted): the compiled
         :func:`~nsopt.modeling._kernels.block_delassus`, the sums of :func:`~nsopt.modeling.osi.delassus`
         grouped by system (the same numbers to rounding). ``G``: the slot blocks."""
-        from ._kernels import block_delassus
-
         P = self._blocks
         m, nb = P["m"], int(np.count_nonzero(act))
-        ptr, ind, dat = block_delassus(G, G * P["dinv"], P["tp"], P["tq"], P["run"], P["mirror"], P["ta"], P["tb"],
+        ptr, ind, dat = K.block_delassus(G, G * P["dinv"], P["tp"], P["tq"], P["run"], P["mirror"], P["ta"], P["tb"],
                                        act)
         W = sp.csr_matrix((dat, ind, ptr), shape=(nb * m, nb * m))
         W.has_sorted_indices = True
@@ -414,14 +421,12 @@ class BatchMoreauJean:
     def fly(self, sim, nmax, rec, j0) -> int:
         """Up to ``nmax`` steps without contact by the compiled twin (``can_fly`` models); the state,
         outputs and recorded rows j0.. as :meth:`step` would leave them. Returns the steps taken."""
-        from ._kernels import free_flight
-
         osi = self.osi
         if self.dirty:
             self._pull()
         buf = self.buf.copy()           # a fresh state: what the objects read before stays a snapshot
         H, h, th = self.H_lin, osi.h, osi.theta
-        s = free_flight(buf, osi.S.ndof, self.first, self.unilateral, osi.gamma * h, osi.activation_threshold,
+        s = K.free_flight(buf, osi.S.ndof, self.first, self.unilateral, osi.gamma * h, osi.activation_threshold,
                         self.Rd, h * (1 - th), h * th, H.indptr, H.indices, H.data, self.b_lin, nmax, rec, j0)
         self._set_state(buf)
         self._publish()
@@ -429,17 +434,14 @@ class BatchMoreauJean:
 
     def _solve(self, sim, idx, act, act_rows, qpred, vfree, Y1k, G0p):
         """Assemble the active rows, solve the OSNS problem; returns (λ, p = G0ᵀλ)."""
-        from . import simulation
-        from ._kernels import slot_matvec, slot_rmatvec
-        from .osi import Assembly, delassus
-
         osi, S = self.osi, self.osi.S
+        Assembly, delassus = _module("osi").Assembly, _module("osi").delassus
         for gi, grp in enumerate(self.groups):       # G0 at q_k + h v_k for the active members
             on = np.flatnonzero(act[grp.index])
             G0p[gi] = (on, grp.G0(qpred[grp.cols[on]], on) if on.size else None)
         key = (id(self), act.tobytes())
         P = self._blocks
-        if P is not None and sim.osns_kind not in simulation.OSNS_BUILDERS:
+        if P is not None and sim.osns_kind not in _module("simulation").OSNS_BUILDERS:
             # block form: q, W and p from the blocks G_{a,s}, no assembled G0 (built-in problems only)
             G = P["G_const"].copy()
             n = G.shape[2]
@@ -450,7 +452,7 @@ class BatchMoreauJean:
                         G[two[on]] = Gg[:, :, n:]
             new = np.cumsum(act) - 1
             new[~act] = -1
-            qo = slot_matvec(G, P["slot_inter"], P["slot_off"], new, vfree)
+            qo = K.slot_matvec(G, P["slot_inter"], P["slot_off"], new, vfree)
             Ha = None
         else:
             G = None
@@ -478,14 +480,13 @@ class BatchMoreauJean:
         lam = sim.solve_assembly(asm)
         self.warm[act_rows] = lam
         if G is not None:
-            return lam, slot_rmatvec(G, P["slot_inter"], P["slot_off"], new, lam, S.ndof)
+            return lam, K.slot_rmatvec(G, P["slot_inter"], P["slot_off"], new, lam, S.ndof)
         return lam, np.asarray(Ha.T @ lam).reshape(-1)
 
     def _rows(self, act, act_rows, vals, key):
         """The rows G0 of the active interactions (CSR when sparse, canonical as
         :func:`~nsopt.modeling.osi.assemble_rows` makes them; the pattern kept per active set)."""
-        from .osi import assemble_rows
-
+        assemble_rows = _module("osi").assemble_rows
         S = self.osi.S
         if not self.sparse:
             sel = act[self.E_inter]

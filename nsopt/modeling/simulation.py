@@ -182,7 +182,7 @@ class TimeStepping:
         if self.warm_start:
             warm = asm.warm if asm.warm is not None else np.concatenate(
                 [getattr(i, "_lam_warm", np.zeros(i.size)) for i in asm.interactions])
-            if not warm.any():
+            if not np.count_nonzero(warm):
                 warm = None
         t = time.thread_time()
         sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
@@ -196,7 +196,7 @@ class TimeStepping:
         lam = getattr(sol, problem.primal)
         if lam.dtype != np.float64:
             lam = lam.astype(float)
-        if not np.isfinite(lam).all():
+        if not sol.success and not np.isfinite(lam).all():      # a solved problem has a finite λ
             lam = np.zeros_like(lam)
         if asm.warm is None:             # else the integrator stores λ in its stacked warm starts
             off = 0
