@@ -150,7 +150,7 @@ def _spheres():
     return ex
 
 
-@pytest.mark.parametrize("gap, n, steps", [(0.0, 16, 25), (0.2, 10, 30)])
+@pytest.mark.parametrize("gap, n, steps", [(0.0, 16, 25), (0.2, 10, 30), (0.0, 60, 12)])
 def test_spheres_vectorized_batched_match_the_per_interaction_path(gap, n, steps):
     ex = _spheres()
     runs = []
@@ -165,6 +165,8 @@ def test_spheres_vectorized_batched_match_the_per_interaction_path(gap, n, steps
             sim.step()
             states.append(np.concatenate([s.q for s in box.spheres] + [s.v for s in box.spheres]))
         assert sim.integrator.fast == batch
+        if batch and n >= 60:         # more than SPARSE_DOFS: W by system blocks (compiled)
+            assert sim.integrator._fast._blocks is not None
         runs.append((np.array(states), sim.trajectory, box))
     ref = runs[0][0]
     for states, traj, box in runs[1:]:
@@ -174,6 +176,43 @@ def test_spheres_vectorized_batched_match_the_per_interaction_path(gap, n, steps
     ta, tb = runs[0][1], runs[1][1]
     key = next(k for k in runs[0][2].links if k in runs[1][2].links)
     _close(ta.lambda_(runs[0][2].links[key]), tb.lambda_(runs[1][2].links[key]))
+
+
+def _balls(batch, n=320, T=0.4):
+    """n balls (1 dof each, more than SPARSE_DOFS in all) falling on the ground, joined pairwise by
+    2-row relations (interactions of sizes 1 and 2: the sparse assembled-rows path)."""
+    rng = np.random.default_rng(3)
+    balls = [nm.LagrangianLinearTIDS([0.02 + 0.1 * rng.random()], [rng.normal(0.0, 0.3)], [[1.0 + rng.random()]],
+                                     fext=[-9.81]) for _ in range(n)]
+    nsds = nm.NonSmoothDynamicalSystem(0.0, T)
+    inters = []
+    for b in balls:
+        inters.append(nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), b))
+    for a, b in zip(balls[:-1:7], balls[1::7]):      # y = (q_b - q_a + 0.2, q_a - q_b + 0.2) >= 0
+        rel = nm.LagrangianLinearTIR([[-1.0, 1.0], [1.0, -1.0]], b=[0.2, 0.2])
+        inters.append(nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.0, size=2), rel), a, b))
+    sim = nm.TimeStepping(nsds, 2e-3, nm.MoreauJeanOSI(0.5, batch=batch), osns="lcp", method="lemke", tol=1e-12)
+    return sim, balls, inters
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_sparse_rows_of_mixed_sizes_batched_match(compiled):
+    sa, ba, ia = _balls(False)
+    sb, bb, ib = _balls(True)
+    sb.integrator.compiled = compiled        # the compiled LTI step, or the NumPy one with sparse rows
+    ta, tb = sa.run(), sb.run()
+    fast = sb.integrator._fast
+    assert fast.sparse and fast._blocks is None and fast.can_fly
+    assert (fast.pattern is None) == compiled     # the CSR rows of the NumPy step (pattern kept)
+    assert sum(s is not None for s in ta.status) > 20
+    assert [s is None for s in ta.status] == [s is None for s in tb.status]
+    for x, y in zip(ba[::37], bb[::37]):
+        for f in ("q", "v", "p"):
+            _close(getattr(ta, f)(x), getattr(tb, f)(y))
+    for x, y in zip(ia[::41], ib[::41]):
+        for lev in (0, 1):
+            _close(ta.y(x, lev), tb.y(y, lev))
+        _close(ta.lambda_(x), tb.lambda_(y))
 
 
 def test_vectorized_plugin_with_the_wrong_shape_names_the_relation():
