@@ -21,6 +21,9 @@ def free_flight(buf, nd, first, unilateral, gh, thr, Rd, c1, c2, indptr, indices
     Row j0 + s of ``rec`` records step s.
     """
     m = b.shape[0]
+    nmax = min(nmax, rec.shape[0] - j0)       # never past the reserved rows
+    if rec.shape[1] != buf.shape[0]:
+        return 0
     q0, v0, p0, y0, y1 = 0, nd, 2 * nd, 3 * nd, 3 * nd + m
     for i in range(nd):
         buf[p0 + i] = 0.0

@@ -258,10 +258,12 @@ class TimeStepping:
 
             bar = tqdm(total=self.n_steps - self.k, desc="time stepping", unit="step")
         forward = getattr(self.integrator, "fast_forward", None)
+        width = 3 * sum(ds.n for ds in self.nsds.dynamical_systems) + 4 * sum(i.size for i in self.nsds.interactions)
+        chunk = max(16, (1 << 21) // max(1, width))       # rows reserved per free flight: at most ~16 MB
         try:
             while self.has_next_step():
                 # after a step that solved a problem the next one usually does too: no free flight tried
-                n = forward(self, min(self.n_steps - self.k, 4096)) if forward is not None and self._last is None else 0
+                n = forward(self, min(self.n_steps - self.k, chunk)) if forward is not None and self._last is None else 0
                 if n:      # steps without contact, taken at once (MoreauJeanOSI.fast_forward)
                     self.trajectory._advance(self.k + 1, n)
                     self.k += n
@@ -303,10 +305,19 @@ class _Segment:
         self.data = np.empty((capacity, sum(w for _, w in self.fields)))
         if old is not None:
             self.data[:self.count] = old[:self.count]
+        self._alloc_views()
+
+    def _alloc_views(self):
         self.arrays, c = {}, 0
         for f, w in self.fields:
             self.arrays[f] = self.data[:, c:c + w]
             c += w
+
+    def trim(self):
+        """Drop the rows never written."""
+        if self.data.shape[0] > self.count:
+            self.data = self.data[:self.count].copy()
+            self._alloc_views()
 
     def reserve(self, n):
         """Room for n more rows; the index of the first."""
@@ -359,8 +370,9 @@ class Trajectory:
         sim = self._sim
         nsds = sim.nsds
         if self._version != nsds._version or not self._segments:
-            width = sum(ds.n for ds in nsds.dynamical_systems) + sum(i.size for i in nsds.interactions)
-            cap = max(1, min(sim.n_steps + 1 - k, max(16, (1 << 20) // max(1, width))))
+            if self._segments:                    # the finished segment keeps only its rows
+                self._segments[-1].trim()
+            cap = max(1, min(sim.n_steps + 1 - k, 8))
             self._segments.append(_Segment(k, list(nsds.dynamical_systems), list(nsds.interactions),
                                            self._sys_fields, cap))
             self._version = nsds._version
@@ -369,7 +381,8 @@ class Trajectory:
     def _reserve(self, k, n):
         """Room for rows k .. k+n-1 in the current segment: (its stacked rows, index of row k)."""
         seg = self._segment(k)
-        return seg.data, seg.reserve(n)
+        j0 = seg.reserve(n)              # may reallocate: take the array after it
+        return seg.data, j0
 
     def _advance(self, k, n):
         """Steps k .. k+n-1 were written into the reserved rows by a compiled loop (no OSNS problem)."""
