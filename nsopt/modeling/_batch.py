@@ -103,7 +103,6 @@ class BatchMoreauJean:
         er, ec, ei, ev = [], [], [], []
         lin_rows, lin_cols, lin_vals, lin_b, lin_index, self.D = [], [], [], [], [], []
         groups: dict = {}
-        self.any_nonlinear = False
         ecount = 0
         self.E_start = np.zeros(n_i, dtype=np.intp)
         for j, inter in enumerate(inters):
@@ -126,7 +125,6 @@ class BatchMoreauJean:
                 if rel.D is not None:
                     self.D.append((j, rel.D))
             else:
-                self.any_nonlinear = True
                 ev.append(np.zeros(m * nloc))
                 key = rel.batch_key()
                 g = groups.get(key)
