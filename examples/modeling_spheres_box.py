@@ -4,8 +4,11 @@ Each sphere is a LagrangianLinearTIDS with q = (position, rotation vector), M = 
 A wall contact is a LagrangianLinearTIR (constant normal n and tangents t1, t2): y = (n·x - d - R, ., .),
 with rows [n, 0] and [t, -R (n × t)]. A sphere–sphere contact is a LagrangianScleronomousR with
 h = (|x1 - x2| - 2R, 0, 0) and G0 rows [n, 0, -n, 0], [t, -R(n × t), -t, -R(n × t)] (n from sphere 2
-to sphere 1). Pairs (and walls) within a margin are linked every few steps (contact detection by a
-k-d tree), so only near contacts are interactions. Laws: NewtonImpactFrictionNSL(en, 0, mu, 3).
+to sphere 1). Its plug-ins are vectorized (``LagrangianScleronomousR(h, G0, vectorized=True)``: they
+take the stacked q (k, 12) of all pairs and return (k, 3) and (k, 3, 12)), so that Moreau–Jean
+evaluates every pair in one call per step (the batched path, ``formulations/time_stepping.md``).
+Pairs (and walls) within a margin are linked every few steps (contact detection by a k-d tree), so
+only near contacts are interactions. Laws: NewtonImpactFrictionNSL(en, 0, mu, 3).
 
 The assembled problems are written to FCLIB (``sim.run(write_problems=...)``) and read back by
 ``nsopt.io.load``. Writes ``modeling_spheres_box.png``.
@@ -49,26 +52,54 @@ def wall_relation(n, d):
 
 
 def _pair_h(q, z):
-    d0, d1, d2 = q[0] - q[6], q[1] - q[7], q[2] - q[8]
-    return np.array([math.sqrt(d0 * d0 + d1 * d1 + d2 * d2) - 2 * R, 0.0, 0.0])
+    """Gap of sphere pairs, vectorized: q (k, 12) stacked (x1, r1, x2, r2) -> (k, 3)."""
+    d = q[:, :3] - q[:, 6:9]
+    out = np.zeros((q.shape[0], 3))
+    out[:, 0] = np.sqrt(np.einsum("ij,ij->i", d, d)) - 2 * R
+    return out
 
 
 def _pair_G0(q, z):
-    d = q[:3] - q[6:9]
-    n = d / math.sqrt(d @ d)
-    t1, t2 = frame(n)
-    w1, w2 = -R * t2, R * t1          # -R (n × t1), -R (n × t2) in the right-handed frame (n, t1, t2)
-    G = np.zeros((3, 12))
-    G[0, :3], G[0, 6:9] = n, -n
-    G[1, :3], G[1, 3:6], G[1, 6:9], G[1, 9:12] = t1, w1, -t1, w1
-    G[2, :3], G[2, 3:6], G[2, 6:9], G[2, 9:12] = t2, w2, -t2, w2
+    """Jacobian of the pair gap and tangential velocities, vectorized: (k, 12) -> (k, 3, 12), rows
+    [n, 0, -n, 0], [t, -R(n × t), -t, -R(n × t)] with the frame of :func:`frame` for each pair."""
+    d = q[:, :3] - q[:, 6:9]
+    n = d / np.sqrt(np.einsum("ij,ij->i", d, d))[:, None]
+    nx, ny, nz = n[:, 0], n[:, 1], n[:, 2]
+    ex = np.abs(nx) < 0.9                 # t1 ∝ n × e_x = (0, nz, -ny), else n × e_y = (-nz, 0, nx)
+    t1 = np.empty_like(n)
+    t1[:, 0] = np.where(ex, 0.0, -nz)
+    t1[:, 1] = np.where(ex, nz, 0.0)
+    t1[:, 2] = np.where(ex, -ny, nx)
+    t1 /= np.sqrt(np.einsum("ij,ij->i", t1, t1))[:, None]
+    a1, a2, a3 = t1[:, 0], t1[:, 1], t1[:, 2]
+    G = np.empty((q.shape[0], 3, 12))
+    G[:, 0, :3], G[:, 0, 3:6], G[:, 0, 6:9], G[:, 0, 9:] = n, 0.0, -n, 0.0
+    G[:, 1, :3], G[:, 1, 6:9] = t1, -t1
+    t2 = G[:, 2, :3]                      # t2 = n × t1; -R(n × t1) = -R t2, -R(n × t2) = R t1
+    t2[:, 0] = ny * a3 - nz * a2
+    t2[:, 1] = nz * a1 - nx * a3
+    t2[:, 2] = nx * a2 - ny * a1
+    G[:, 2, 6:9] = -t2
+    G[:, 1, 3:6] = G[:, 1, 9:] = -R * t2
+    G[:, 2, 3:6] = G[:, 2, 9:] = R * t1
     return G
+
+
+def pair_relation(vectorized=True):
+    """Contact of two spheres: h, G0 above, evaluated for every pair at once (``vectorized=True``), or
+    pair by pair (``vectorized=False``: the same plug-ins called on one row)."""
+    if vectorized:
+        return nm.LagrangianScleronomousR(_pair_h, _pair_G0, vectorized=True)
+    return nm.LagrangianScleronomousR(lambda q, z: _pair_h(q[None, :], z)[0],
+                                      lambda q, z: _pair_G0(q[None, :], z)[0])
 
 
 class Box:
     """The spheres, the walls and the contact detection (a callable run before the steps)."""
 
-    def __init__(self, n_spheres=10, mu=0.3, en=0.0, size=None, seed=0, T=1.0, margin=None, gap=0.2):
+    def __init__(self, n_spheres=10, mu=0.3, en=0.0, size=None, seed=0, T=1.0, margin=None, gap=0.2,
+                 vectorized=True):
+        self.vectorized = vectorized
         rng = np.random.default_rng(seed)
         spacing = (2 + gap) * R                                 # gap = 0: a packed lattice, resting
         side = int(np.ceil(np.sqrt(max(1, n_spheres / 4))))   # about 4 layers
@@ -119,7 +150,7 @@ class Box:
                 inter = nm.Interaction(self.law(), wall_relation(n, d))
                 self.nsds.link(inter, self.spheres[key[1]])
             else:
-                inter = nm.Interaction(self.law(), nm.LagrangianScleronomousR(_pair_h, _pair_G0))
+                inter = nm.Interaction(self.law(), pair_relation(self.vectorized))
                 self.nsds.link(inter, self.spheres[key[1]], self.spheres[key[2]])
             self.links[key] = inter
 

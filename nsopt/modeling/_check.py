@@ -120,6 +120,21 @@ def fd_jacobian(f, x, m, *, rel=1e-7) -> np.ndarray:
     return J
 
 
+def fd_jacobian_rows(f, X, m, *, rel=1e-7) -> np.ndarray:
+    """:func:`fd_jacobian` of a row-wise map f: (k, n) -> (k, m), for every row at once: (k, m, n),
+    the same steps and the same arithmetic row by row."""
+    X = np.asarray(X, dtype=float)
+    k, n = X.shape
+    f0 = np.asarray(f(X), dtype=float).reshape(k, m)
+    J = np.empty((k, m, n))
+    for j in range(n):
+        d = rel * np.maximum(1.0, np.abs(X[:, j]))
+        Xp = X.copy()
+        Xp[:, j] += d
+        J[:, :, j] = (np.asarray(f(Xp), dtype=float).reshape(k, m) - f0) / d[:, None]
+    return J
+
+
 def fd_jacobian_central(f, x, m, *, rel=1e-6) -> np.ndarray:
     """Central finite differences (used to check given Jacobians)."""
     x = np.asarray(x, dtype=float)

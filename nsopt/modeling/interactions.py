@@ -34,9 +34,51 @@ class Interaction:
         if rows is not None and rows != m:
             raise ModelingError(o, "nslaw", f"{label(nslaw)} has size {m} but {label(relation)} has {rows} rows; "
                                             "a law and its relation must have the same size")
-        self.y = [np.zeros(m), np.zeros(m)]
-        self.lambda_ = [np.zeros(m), np.zeros(m)]
+        self._y = [np.zeros(m), np.zeros(m)]
+        self._lambda = [np.zeros(m), np.zeros(m)]
+        self._src = None           # (batched integrator, index): y and λ are views of its stacked arrays
+        self._stamp = None
         self.systems: tuple = ()
+
+    def _sync(self):
+        """Point y and λ at the current stacked arrays of the batched integrator that owns them."""
+        owner, j = self._src
+        if self._stamp is not owner.stamp:
+            lo, hi = owner.bounds[j]
+            y, lam = self._y, self._lambda
+            y[0], y[1] = owner.Y0[lo:hi], owner.Y1[lo:hi]
+            lam[0], lam[1] = owner.L0[lo:hi], owner.L1[lo:hi]
+            self._stamp = owner.stamp
+
+    def _detach(self):
+        """Keep the current values as plain arrays (the per-interaction path writes them itself)."""
+        if self._src is not None:
+            self._sync()
+            self._src = None
+
+    @property
+    def y(self) -> list:
+        """[y0, y1]: the output at levels 0 and 1."""
+        if self._src is not None:
+            self._sync()
+        return self._y
+
+    @y.setter
+    def y(self, value):
+        self._detach()
+        self._y = list(value)
+
+    @property
+    def lambda_(self) -> list:
+        """[λ0, λ1]: the multiplier at levels 0 and 1 (Lagrangian impulses at level 1)."""
+        if self._src is not None:
+            self._sync()
+        return self._lambda
+
+    @lambda_.setter
+    def lambda_(self, value):
+        self._detach()
+        self._lambda = list(value)
 
     @property
     def lam(self):
@@ -75,6 +117,7 @@ class NonSmoothDynamicalSystem:
         if self.T < self.t0:
             raise ModelingError(o, "T", f"final time T = {self.T} is before t0 = {self.t0}")
         self.dynamical_systems: list[DynamicalSystem] = []
+        self._ds_ids: set = set()
         self.interactions: list[Interaction] = []
         self._version = 0
 
@@ -88,7 +131,7 @@ class NonSmoothDynamicalSystem:
         o = label(self)
         if not isinstance(ds, DynamicalSystem):
             raise ModelingError(o, "ds", f"expected a dynamical system, got {type(ds).__name__}")
-        if any(d is ds for d in self.dynamical_systems):
+        if id(ds) in self._ds_ids:
             return
         if self.dynamical_systems and ds.order != self.order:
             kinds = {1: "first-order", 2: "Lagrangian"}
@@ -96,6 +139,7 @@ class NonSmoothDynamicalSystem:
                                 f"cannot mix {kinds[ds.order]} {label(ds)} with {kinds[self.order]} systems "
                                 f"({label(self.dynamical_systems[0])}): all must be first order or all Lagrangian")
         self.dynamical_systems.append(ds)
+        self._ds_ids.add(id(ds))
         self._version += 1
 
     def link(self, inter: Interaction, ds1: DynamicalSystem, ds2: DynamicalSystem | None = None):

@@ -17,6 +17,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..exceptions import ModelingError
+from ._batch import BatchMoreauJean
 from ._check import label, scalar
 
 _NOZ = np.zeros(0)
@@ -33,6 +34,39 @@ def block_coords(off, m, c):
     if pat is None:
         pat = _ROW_PATTERNS[key] = np.repeat(np.arange(m), len(c))
     return off + pat, np.tile(c, m)
+
+
+def assemble_rows(rows, cols, vals, m, ndof, sparse):
+    """The m x ndof matrix of the given entries (duplicates summed): CSR when ``sparse``, else dense."""
+    if sparse:
+        return sp.csr_matrix((vals, (rows, cols)), shape=(m, ndof))
+    H = np.zeros((m, ndof))
+    np.add.at(H, (rows, cols), vals)
+    return H
+
+
+def delassus(S, H, left, extras, sparse):
+    r"""The OSNS matrix :math:`W = L \hat M^{-1} H^\top` (+ the extra diagonal blocks ``extras``,
+    a list of (offset, block)), with ``left`` = L the scaled rows of H; CSR when ``sparse``."""
+    if sparse and S.all_diag and sp.isspmatrix_csr(H):
+        # M̂⁻¹Hᵀ is the transpose of H with its columns divided by the diagonal (the same products)
+        Xt = sp.csr_matrix((H.data * (1.0 / S._d)[H.indices], H.indices, H.indptr), shape=H.shape)
+        X = Xt.T
+    else:
+        X = S.minv(H.T.tocsc() if sparse else H.T)
+    W = left @ X
+    if sparse:
+        W = sp.csr_matrix(W)
+        if extras:
+            W = W.tolil()
+            for o, E in extras:
+                W[o:o + E.shape[0], o:o + E.shape[0]] = W[o:o + E.shape[0], o:o + E.shape[0]].toarray() + E
+            W = W.tocsr()
+    else:
+        W = np.asarray(W)
+        for o, E in extras:
+            W[o:o + E.shape[0], o:o + E.shape[0]] += E
+    return W
 
 
 class Factor:
@@ -81,6 +115,8 @@ class Assembly:
     H: object = None          # the active rows G0 (m x ndof), when the integrator has them
     vfree: np.ndarray | None = None
     osi: object = None        # the integrator (``osi.iteration_matrix()`` gives the stacked M̂)
+    warm: np.ndarray | None = None   # the warm start, when the integrator keeps it stacked (it stores λ too)
+    laws: list | None = None         # the interactions' laws, when the integrator has them at hand
 
 
 class OneStepIntegrator:
@@ -116,12 +152,16 @@ class _Stacked:
             self.index[id(ds)] = k
             off += ds.n
         self.ndof = off
+        self._ranges = [np.arange(a, b) for a, b in self.offsets]
         self.factors = [None] * len(systems)
         self.all_diag = False
 
     def cols(self, inter):
         """Global column indices of an interaction's concatenated state."""
-        return np.concatenate([np.arange(*self.offsets[self.index[id(ds)]]) for ds in inter.systems])
+        dss, r, ix = inter.systems, self._ranges, self.index
+        if len(dss) == 1:
+            return r[ix[id(dss[0])]]
+        return np.concatenate([r[ix[id(dss[0])]], r[ix[id(dss[1])]]])
 
     def minv(self, X):
         """M̂⁻¹ X for X (ndof,) or (ndof, k), dense or sparse (sparse X comes back sparse)."""
@@ -161,12 +201,17 @@ class MoreauJeanOSI(OneStepIntegrator):
     theta : float in [0, 1], 0.5 by default.
     gamma : the γ of the activation rule (None: 1/2, as Siconos).
     activation_threshold : 0 by default.
+    batch : take the batched path (stacked arrays, one evaluation per group of relations; see
+        :mod:`nsopt.modeling._batch`) where it applies (True by default); False: the
+        per-interaction path everywhere (the reference the batched path is tested against).
     """
 
     order = 2
 
-    def __init__(self, theta=0.5, gamma=None, *, activation_threshold=0.0, name=None):
+    def __init__(self, theta=0.5, gamma=None, *, activation_threshold=0.0, batch=True, name=None):
         super().__init__(theta, name=name)
+        self.batch = bool(batch)
+        self.compiled = True    # linear time-invariant models: the compiled twins of the batched step
         self.gamma = 0.5 if gamma is None else scalar(gamma, label(self), "gamma", low=0.0, high=1.0)
         self.activation_threshold = scalar(activation_threshold, label(self), "activation_threshold")
 
@@ -199,10 +244,16 @@ class MoreauJeanOSI(OneStepIntegrator):
                 inter._mj_owner = self
         self._H_cache = None   # (key, H, left) of the last assembly with constant operators
         self._version = nsds._version
-        self._batch_linear_outputs()
-        self.fast = _LinearFastPath.applies(self, sim)
+        self.fast = self.batch and BatchMoreauJean.applies(self, sim)
         if self.fast:
-            self._fast = _LinearFastPath(self, sim)
+            self._fast = BatchMoreauJean(self, sim)
+        else:
+            self._fast = None
+            for inter in self.inters:
+                inter._detach()
+            for ds in self.S.systems:
+                ds._detach()
+            self._batch_linear_outputs()
 
     def _batch_linear_outputs(self):
         """Stack the LagrangianLinearTIR interactions: their outputs are two sparse products per step."""
@@ -222,10 +273,7 @@ class MoreauJeanOSI(OneStepIntegrator):
             rows.append(rr)
             cols.append(cc)
             vals.append(rel.H.ravel())
-            bb = np.zeros(m) if rel.b is None else rel.b.copy()
-            if rel.F is not None:
-                bb += rel.F @ self._Z(inter)
-            b.append(bb)
+            b.append(rel.offset(self._Z(inter)))
             slices.append((off, off + m))
             off += m
         H = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(off, self.S.ndof))
@@ -302,12 +350,22 @@ class MoreauJeanOSI(OneStepIntegrator):
                 out.append(inter)
         return out
 
+    def fast_forward(self, sim, nmax) -> int:
+        """Take up to ``nmax`` steps without contact at once (compiled, linear time-invariant models on
+        the batched path), recording them; returns how many (0: the next step needs :meth:`step`)."""
+        fast = self._fast
+        if fast is None or not fast.can_fly or not self.compiled or sim.nsds._version != self._version:
+            return 0
+        rec, j0 = sim.trajectory._reserve(sim.k + 1, nmax)
+        return fast.fly(sim, nmax, rec, j0)
+
     def step(self, sim):
         """Advance the systems from sim.t to sim.t + h; returns the Newton report (iterations, residual, converged)."""
         if sim.nsds._version != self._version:
             self.initialize(sim)
         if self.fast:
-            return self._fast.step(sim)
+            fast = self._fast
+            return fast.lean_step(sim) if fast.can_fly and self.compiled else fast.step(sim)
         h, th = self.h, self.theta
         t0, t1 = sim.t, sim.t + h
         S = self.S
@@ -444,12 +502,7 @@ class MoreauJeanOSI(OneStepIntegrator):
                 extras.append((off, extra))
             off += m
         mtot = off
-        rows, cols, vals = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
-        if sparse:
-            H = sp.csr_matrix((vals, (rows, cols)), shape=(mtot, S.ndof))
-        else:
-            H = np.zeros((mtot, S.ndof))
-            np.add.at(H, (rows, cols), vals)
+        H = assemble_rows(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), mtot, S.ndof, sparse)
         q = np.concatenate(qs)
         scale = np.concatenate(scales)
         left = H if np.all(scale == 1.0) else (sp.diags(scale) @ H if sparse else H * scale[:, None])
@@ -459,19 +512,7 @@ class MoreauJeanOSI(OneStepIntegrator):
             glob = (Mhat, H.T if sparse else H.T.copy(), np.asarray(Mhat @ vfree).reshape(-1), q - np.asarray(H @ vfree).reshape(-1))
             W = None
         else:
-            X = S.minv(H.T.tocsc() if sparse else H.T)
-            W = left @ X
-            if sparse:
-                W = sp.csr_matrix(W)
-                if extras:
-                    W = W.tolil()
-                    for o, E in extras:
-                        W[o:o + E.shape[0], o:o + E.shape[0]] = W[o:o + E.shape[0], o:o + E.shape[0]].toarray() + E
-                    W = W.tocsr()
-            else:
-                W = np.asarray(W)
-                for o, E in extras:
-                    W[o:o + E.shape[0], o:o + E.shape[0]] += E
+            W = delassus(S, H, left, extras, sparse)
         if const:
             self._H_cache = (key, left, None, extras)
         asm = Assembly(key=key, interactions=active, q=q, W=W, constant=const, glob=glob, H=H, vfree=vfree, osi=self)
@@ -534,163 +575,6 @@ class MoreauJeanOSI(OneStepIntegrator):
             R = ds.mass(ds.q) @ (ds.v - ds._vk) - h * (1 - th) * ds._Fk - h * th * ds.forces(t1, ds.q, ds.v) - ds.p
             res = max(res, float(np.linalg.norm(R)))
         return res
-
-
-class _LinearFastPath:
-    """Moreau–Jean for linear time-invariant models (``LagrangianLinearTIDS`` + ``LagrangianLinearTIR``
-    with the standard laws), on stacked arrays: the full matrix H M̂⁻¹ Hᵀ + D is computed once and each
-    active set takes its rows and columns; q, v, y are updated by a few matrix-vector products."""
-
-    LAWS = ("NewtonImpactNSL", "ComplementarityConditionNSL", "NewtonImpactFrictionNSL", "EqualityConditionNSL",
-            "RelayNSL")
-
-    @staticmethod
-    def applies(osi, sim) -> bool:
-        from .relations import LagrangianLinearTIR
-        from .systems import LagrangianLinearTIDS
-
-        return (sim.osns_kind != "gfc3d" and bool(osi.inters)
-                and all(type(ds) is LagrangianLinearTIDS for ds in osi.S.systems)
-                and all(type(i.relation) is LagrangianLinearTIR for i in osi.inters)
-                and all(type(i.nslaw).__name__ in _LinearFastPath.LAWS for i in osi.inters))
-
-    def __init__(self, osi, sim):
-        self.osi = osi
-        S, h, th = osi.S, osi.h, osi.theta
-        n = S.ndof
-        sparse = n > SPARSE_DOFS
-        rows, cols, vals, b, e, first, uni, D = [], [], [], [], [], [], [], []
-        off = 0
-        self.slices = []
-        for inter in osi.inters:
-            rel, law, m = inter.relation, inter.nslaw, inter.size
-            c = osi._inter_cols[id(inter)]
-            rr, cc = block_coords(off, m, c)
-            rows.append(rr)
-            cols.append(cc)
-            vals.append(rel.H.ravel())
-            Z = osi._Z(inter)
-            bb = np.zeros(m) if rel.b is None else rel.b.copy()
-            if rel.F is not None:
-                bb += rel.F @ Z
-            b.append(bb)
-            ee = np.zeros(m)
-            r = law.restitution(np.ones(m))
-            if r is not None:
-                ee[:] = r
-            e.append(ee)
-            first.append(off)
-            uni.append(law.unilateral)
-            D.append(rel.D)
-            self.slices.append((off, off + m))
-            off += m
-        self.m = off
-        rows, cols, vals = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
-        if sparse:
-            self.H = sp.csr_matrix((vals, (rows, cols)), shape=(off, n))
-        else:
-            self.H = np.zeros((off, n))
-            np.add.at(self.H, (rows, cols), vals)
-        self.b, self.e = np.concatenate(b), np.concatenate(e)
-        self.first, self.unilateral = np.array(first), np.array(uni)
-        self.has_D = any(d is not None for d in D)
-        X = S.minv(self.H.T.tocsc() if sparse else self.H.T)
-        Wf = self.H @ X
-        Wf = sp.csr_matrix(Wf) if sparse else np.asarray(Wf)
-        if self.has_D:
-            Db = sp.block_diag([np.zeros((hi - lo, hi - lo)) if d is None else d
-                                for d, (lo, hi) in zip(D, self.slices)], format="csr")
-            Wf = Wf + (Db if sparse else Db.toarray())
-            self.Db = Db
-        self.Wfull = Wf
-        # forces: R = hC v_k + hK q_k + h²θ K v_k - h (θ fext(t1) + (1-θ) fext(t0))
-        Ks = [ds.K if ds.K is not None else np.zeros((ds.n, ds.n)) for ds in S.systems]
-        Cs = [ds.C if ds.C is not None else np.zeros((ds.n, ds.n)) for ds in S.systems]
-        self.K = sp.block_diag(Ks, format="csr") if any(ds.K is not None for ds in S.systems) else None
-        self.C = sp.block_diag(Cs, format="csr") if any(ds.C is not None for ds in S.systems) else None
-        self.const_fext = all(ds._fext is None or ds._fext.constant for ds in S.systems)
-        if self.const_fext:
-            fe = np.concatenate([np.zeros(ds.n) if ds._fext is None else ds._fext.value for ds in S.systems])
-            self.dv_ext = S.minv(h * fe)      # M̂⁻¹ h fext, once
-        self.key = None
-        self.last = None
-        self.rows_of = {}
-        self.lam = np.zeros(self.m)
-
-    def _fext(self, t):
-        return np.concatenate([np.zeros(ds.n) if ds._fext is None else ds.fext(t) for ds in self.osi.S.systems])
-
-    def step(self, sim):
-        osi, S = self.osi, self.osi.S
-        h, th, g, thr = osi.h, osi.theta, osi.gamma, osi.activation_threshold
-        t0, t1 = sim.t, sim.t + h
-        systems, inters = S.systems, osi.inters
-        last = self.last
-        if last is not None and all(ds.q is a and ds.v is b for ds, a, b in zip(systems, last[0], last[1])):
-            q, v, y0, y1 = last[2], last[3], last[4], last[5]     # nobody touched the state since our update
-        else:                                                      # the state was set from outside: recompute
-            q = systems[0].q if len(systems) == 1 else np.concatenate([ds.q for ds in systems])
-            v = systems[0].v if len(systems) == 1 else np.concatenate([ds.v for ds in systems])
-            y0 = np.asarray(self.H @ q).reshape(-1) + self.b
-            y1 = np.asarray(self.H @ v).reshape(-1)
-            if self.has_D:
-                y1 = y1 + self.Db @ self.lam
-        # free velocity
-        vfree = v + self.dv_ext if self.const_fext else v + S.minv(h * (th * self._fext(t1) + (1 - th) * self._fext(t0)))
-        if self.K is not None or self.C is not None:
-            R = np.zeros(S.ndof)
-            if self.C is not None:
-                R += h * (self.C @ v)
-            if self.K is not None:
-                R += h * (self.K @ q) + h * h * th * (self.K @ v)
-            vfree = vfree - S.minv(R)
-        fi = self.first
-        act = ~self.unilateral | (y0[fi] + g * h * y1[fi] <= thr)
-        idx = np.flatnonzero(act)
-        lam = np.zeros(self.m)
-        if idx.size:
-            key = idx.tobytes()
-            rows = self.rows_of.get(key)
-            if rows is None:
-                rows = np.concatenate([np.arange(*self.slices[i]) for i in idx])
-                if len(self.rows_of) > 256:
-                    self.rows_of.clear()
-                self.rows_of[key] = rows
-            Ha = self.H[rows]
-            qo = np.asarray(Ha @ vfree).reshape(-1) + self.e[rows] * y1[rows]
-            active = [inters[i] for i in idx]
-            if key == self.key:
-                W = None
-            else:
-                W = self.Wfull[rows][:, rows] if sp.issparse(self.Wfull) else self.Wfull[np.ix_(rows, rows)]
-            self.key = key
-            asm = Assembly(key=("fast", key), interactions=active, q=qo, W=W, constant=True, H=Ha, vfree=vfree,
-                           osi=osi)
-            la = sim.solve_assembly(asm)
-            lam[rows] = la
-            p = np.asarray(Ha.T @ la).reshape(-1)
-            vn = vfree + S.minv(p)
-        else:
-            p = np.zeros(S.ndof)
-            vn = vfree
-        qn = q + h * (1 - th) * v + h * th * vn
-        self.lam = lam
-        y0 = np.asarray(self.H @ qn).reshape(-1) + self.b
-        y1 = np.asarray(self.H @ vn).reshape(-1)
-        if self.has_D:
-            y1 = y1 + self.Db @ lam
-        qs, vs = [], []
-        for k, ds in enumerate(systems):
-            a, bnd = S.offsets[k]
-            ds.q, ds.v, ds.p = qn[a:bnd], vn[a:bnd], p[a:bnd]
-            qs.append(ds.q)
-            vs.append(ds.v)
-        self.last = (qs, vs, qn, vn, y0, y1)
-        zero = np.zeros(self.m)
-        for inter, (lo, hi) in zip(inters, self.slices):
-            inter.y[0], inter.y[1] = y0[lo:hi], y1[lo:hi]
-            inter.lambda_[0], inter.lambda_[1] = zero[lo:hi], lam[lo:hi]
-        return 1, 0.0, True, None
 
 
 # ============================================================================ Euler–Moreau

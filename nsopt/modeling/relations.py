@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import ModelingError
-from ._check import Operator, fd_jacobian, label, matrix, vector
+from ._check import Operator, call_plugin, fd_jacobian, fd_jacobian_rows, label, matrix, vector
 
 
 class Relation:
@@ -201,23 +201,56 @@ class LagrangianScleronomousR(LagrangianR):
     :math:`\dot y = G_0(Q, Z)\dot Q`, :math:`P = G_0^\top\lambda`.
 
     Plug-ins: ``h(q, z) -> (m,)``, ``G0(q, z) -> (m, n)`` (finite differences when None).
+
+    With ``vectorized=True`` (as scipy's ``solve_ivp``), the plug-ins take stacked arguments: ``q`` of
+    shape (k, n) and ``z`` of shape (k, nz), one row per interaction, and return ``h`` (k, m) and
+    ``G0`` (k, m, n). Moreau–Jean then evaluates every interaction sharing the same plug-ins in one
+    call per step (``formulations/time_stepping.md``, the batched path).
     """
 
-    def __init__(self, h, G0=None, *, name=None):
+    def __init__(self, h, G0=None, *, vectorized=False, name=None):
         super().__init__(name)
         if not callable(h):
             raise ModelingError(self._owner, "h", "must be a plug-in h(q, z)")
         self._given = dict(h=h, G0=G0)
+        self.vectorized = bool(vectorized)
 
     def _bind(self):
         m, n = self.m, self.n
         self._h = self._op(self._given["h"], "h", (m,), "q, z")
         self._G0 = self._op(self._given["G0"], "G0", (m, n), "q, z")
 
+    def batch_key(self):
+        """Interactions whose relations have equal keys are evaluated by one call of :meth:`h_batch`."""
+        if self.vectorized:
+            return ("vectorized", self._given["h"], self._given["G0"], self.m, self.n, self.nz)
+        return ("loop", self.m, self.n, self.nz)
+
+    def h_batch(self, Q, Z, rels=None):
+        """y = h(Q_j, Z_j) for the rows of Q (k, n), Z (k, nz): (k, m). ``rels``: the relation of each
+        row (non-vectorized relations are called one row at a time)."""
+        k = Q.shape[0]
+        if self.vectorized:
+            return call_plugin(self._given["h"], (Q, Z), self._owner, "h", (k, self.m), "q, z")
+        return np.array([r._h(Q[j], Z[j]) for j, r in enumerate(rels)]).reshape(k, self.m)
+
+    def G0_batch(self, Q, Z, rels=None):
+        """G0(Q_j, Z_j) for the rows of Q: (k, m, n); finite differences when G0 is not given."""
+        k, m, n = Q.shape[0], self.m, self.n
+        if not self.vectorized:
+            return np.array([r.G0(Q[j], None, None, Z[j]) for j, r in enumerate(rels)]).reshape(k, m, n)
+        if self._given["G0"] is not None:
+            return call_plugin(self._given["G0"], (Q, Z), self._owner, "G0", (k, m, n), "q, z")
+        return fd_jacobian_rows(lambda X: self.h_batch(X, Z), Q, m)
+
     def h(self, Q, t, lam, Z):
+        if self.vectorized:
+            return self.h_batch(Q[None, :], Z[None, :])[0]
         return self._h(Q, Z)
 
     def G0(self, Q, t, lam, Z):
+        if self.vectorized:
+            return self.G0_batch(Q[None, :], Z[None, :])[0]
         if self._G0 is not None:
             return self._G0(Q, Z)
         return fd_jacobian(lambda q: self._h(q, Z), Q, self.m)
@@ -325,6 +358,13 @@ class LagrangianLinearTIR(LagrangianR):
             raise ModelingError(o, "H", f"has shape {self.H.shape}, expected ({self.m}, {self.n}) "
                                         f"(law size x total dimension of the linked systems)")
         self.F = None if self._F is None else matrix(self._F, o, "F", (self.m, self.nz))
+
+    def offset(self, Z) -> np.ndarray:
+        """The constant part of y: b + F Z (zeros when both are absent)."""
+        out = np.zeros(self.m) if self.b is None else self.b.copy()
+        if self.F is not None:
+            out += self.F @ Z
+        return out
 
     def h(self, Q, t, lam, Z):
         y = self.H @ Q

@@ -167,8 +167,7 @@ class TimeStepping:
         prev = self._problem
         reuse = asm.W is None and asm.glob is None and prev is not None and prev[0] == asm.key
         if self.osns_kind in OSNS_BUILDERS:
-            problem = OSNS_BUILDERS[self.osns_kind](asm, [i.nslaw for i in asm.interactions],
-                                                    prev[1] if reuse else None)
+            problem = OSNS_BUILDERS[self.osns_kind](asm, _laws(asm), prev[1] if reuse else None)
         elif reuse:
             problem = prev[1].replace(q=asm.q)
         else:
@@ -181,10 +180,11 @@ class TimeStepping:
             opts = {**opts, "workspace": self._workspace}
         warm = None
         if self.warm_start:
-            warm = np.concatenate([getattr(i, "_lam_warm", np.zeros(i.size)) for i in asm.interactions])
-            if not np.any(warm):
+            warm = asm.warm if asm.warm is not None else np.concatenate(
+                [getattr(i, "_lam_warm", np.zeros(i.size)) for i in asm.interactions])
+            if not np.count_nonzero(warm):
                 warm = None
-        t = time.process_time()
+        t = time.thread_time()
         sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
         for m in self.fallback:
             if sol.success:
@@ -192,14 +192,17 @@ class TimeStepping:
             alt = solve(problem, method=m, tol=self.tol, warm_start=warm)
             if alt.error < sol.error or alt.success:
                 sol = alt
-        self._solve_time += time.process_time() - t
-        lam = np.asarray(getattr(sol, problem.primal), dtype=float)
-        if not np.all(np.isfinite(lam)):
+        self._solve_time += time.thread_time() - t
+        lam = getattr(sol, problem.primal)
+        if lam.dtype != np.float64:
+            lam = lam.astype(float)
+        if not sol.success and not np.isfinite(lam).all():      # a solved problem has a finite λ
             lam = np.zeros_like(lam)
-        off = 0
-        for i in asm.interactions:
-            i._lam_warm = lam[off:off + i.size]
-            off += i.size
+        if asm.warm is None:             # else the integrator stores λ in its stacked warm starts
+            off = 0
+            for i in asm.interactions:
+                i._lam_warm = lam[off:off + i.size]
+                off += i.size
         self._last = (problem, sol)
         if self._write is not None:
             self._write_problem(problem, self.k + 1)
@@ -254,16 +257,79 @@ class TimeStepping:
             from tqdm import tqdm
 
             bar = tqdm(total=self.n_steps - self.k, desc="time stepping", unit="step")
+        forward = getattr(self.integrator, "fast_forward", None)
+        width = 3 * sum(ds.n for ds in self.nsds.dynamical_systems) + 4 * sum(i.size for i in self.nsds.interactions)
+        chunk = max(16, (1 << 21) // max(1, width))       # rows reserved per free flight: at most ~16 MB
         try:
             while self.has_next_step():
-                self.step()
+                # after a step that solved a problem the next one usually does too: no free flight tried
+                n = forward(self, min(self.n_steps - self.k, chunk)) if forward is not None and self._last is None else 0
+                if n:      # steps without contact, taken at once (MoreauJeanOSI.fast_forward)
+                    self.trajectory._advance(self.k + 1, n)
+                    self.k += n
+                    self.t = self.t0 + self.k * self.h
+                else:
+                    self.step()
+                    n = 1
                 if bar is not None:
-                    bar.update(1)
+                    bar.update(n)
         finally:
             if bar is not None:
                 bar.close()
             self._write = None
         return self.trajectory
+
+
+class _Segment:
+    """The steps recorded with one set of systems and interactions (a new one after each link or
+    unlink): one row per step from ``start``, the stacked fields side by side in ``data`` (``arrays``:
+    their column views), grown by doubling."""
+
+    __slots__ = ("arrays", "count", "data", "ds", "fields", "inter", "start")
+
+    def __init__(self, start, systems, inters, sys_fields, capacity):
+        self.start, self.count = start, 0
+        self.ds, off = {}, 0
+        for ds in systems:
+            self.ds[id(ds)] = (off, off + ds.n)
+            off += ds.n
+        self.inter, m = {}, 0
+        for i in inters:
+            self.inter[id(i)] = (m, m + i.size)
+            m += i.size
+        self.fields = [(f, off) for f in sys_fields] + [(f, m) for f in ("y0", "y1", "lam0", "lam1")]
+        self._alloc(capacity)
+
+    def _alloc(self, capacity):
+        old = getattr(self, "data", None)
+        self.data = np.empty((capacity, sum(w for _, w in self.fields)))
+        if old is not None:
+            self.data[:self.count] = old[:self.count]
+        self._alloc_views()
+
+    def _alloc_views(self):
+        self.arrays, c = {}, 0
+        for f, w in self.fields:
+            self.arrays[f] = self.data[:, c:c + w]
+            c += w
+
+    def trim(self):
+        """Drop the rows never written."""
+        if self.data.shape[0] > self.count:
+            self.data = self.data[:self.count].copy()
+            self._alloc_views()
+
+    def reserve(self, n):
+        """Room for n more rows; the index of the first."""
+        if self.data.shape[0] < self.count + n:
+            self._alloc(max(self.count + n, 2 * self.data.shape[0]))
+        return self.count
+
+    def row(self):
+        """The index of the next row (the arrays grow when full)."""
+        j = self.reserve(1)
+        self.count = j + 1
+        return j
 
 
 class Trajectory:
@@ -274,20 +340,21 @@ class Trajectory:
     one per step): ``status`` (a :class:`nsopt.Status`, or None when no problem had to be solved),
     ``error``, ``iterations``, ``method``, ``newton_iterations``, ``newton_residual``,
     ``newton_converged``; ``failed_steps``; ``problems`` (with ``keep_problems=True``).
-    Interactions linked after the simulation was built (contact detection) act on the systems but
-    are not recorded here.
+
+    Interactions linked after the simulation was built (contact detection) are recorded from the
+    step they are linked at, and removed ones until they are removed: their rows are NaN where they
+    were not part of the system (rows of steps not simulated yet are zero). The recording is stacked
+    (one row of all systems and one of all interactions per step), in segments between topology changes.
     """
 
     def __init__(self, sim: TimeStepping):
         N = sim.n_steps
         self._sim = sim
         self.t = sim.t0 + sim.h * np.arange(N + 1)
-        self._ds = {}
-        for ds in sim.nsds.dynamical_systems:
-            fields = ("x", "r") if ds.order == 1 else ("q", "v", "p")
-            self._ds[id(ds)] = {f: np.zeros((N + 1, ds.n)) for f in fields}
-        self._inter = {id(i): {"y": np.zeros((2, N + 1, i.size)), "lam": np.zeros((2, N + 1, i.size))}
-                       for i in sim.nsds.interactions}
+        self._sys_fields = ("x", "r") if sim.nsds.order == 1 else ("q", "v", "p")
+        self._segments: list[_Segment] = []
+        self._version = None
+        self._k = -1
         self.status = [None] * N
         self.error = np.full(N, np.nan)
         self.iterations = np.zeros(N, dtype=int)
@@ -298,19 +365,53 @@ class Trajectory:
         self.problems: dict = {}
         self._store(0)
 
-    def _store(self, k):
+    def _segment(self, k):
+        """The segment recording step k (a new one when the systems or interactions changed)."""
         sim = self._sim
-        for ds in sim.nsds.dynamical_systems:
-            rec = self._ds[id(ds)]
-            for f, arr in rec.items():
-                arr[k] = getattr(ds, f)
-        for i in sim.nsds.interactions:
-            rec = self._inter.get(id(i))
-            if rec is None:
-                continue
-            for lev in (0, 1):
-                rec["y"][lev, k] = i.y[lev]
-                rec["lam"][lev, k] = i.lambda_[lev]
+        nsds = sim.nsds
+        if self._version != nsds._version or not self._segments:
+            if self._segments:                    # the finished segment keeps only its rows
+                self._segments[-1].trim()
+            cap = max(1, min(sim.n_steps + 1 - k, 8))
+            self._segments.append(_Segment(k, list(nsds.dynamical_systems), list(nsds.interactions),
+                                           self._sys_fields, cap))
+            self._version = nsds._version
+        return self._segments[-1]
+
+    def _reserve(self, k, n):
+        """Room for rows k .. k+n-1 in the current segment: (its stacked rows, index of row k)."""
+        seg = self._segment(k)
+        j0 = seg.reserve(n)              # may reallocate: take the array after it
+        return seg.data, j0
+
+    def _advance(self, k, n):
+        """Steps k .. k+n-1 were written into the reserved rows by a compiled loop (no OSNS problem)."""
+        self._segments[-1].count += n
+        self._k = k + n - 1
+        self.newton_iterations[k - 1:k - 1 + n] = 1
+
+    def _store(self, k):
+        seg = self._segments[-1] if self._version == self._sim.nsds._version and self._segments else self._segment(k)
+        j = seg.count
+        if j < seg.data.shape[0]:
+            seg.count = j + 1
+        else:
+            j = seg.row()
+        osi = self._sim.integrator
+        fast = getattr(osi, "_fast", None)
+        if fast is not None and getattr(osi, "_version", None) == self._version:
+            seg.data[j] = fast.record()          # the batched path keeps the row stacked already
+        else:
+            nsds = self._sim.nsds
+            arr = seg.arrays
+            cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0))
+            for f in self._sys_fields:
+                arr[f][j] = cat([getattr(ds, f) for ds in nsds.dynamical_systems])
+            its = nsds.interactions
+            for f, parts in (("y0", [i.y[0] for i in its]), ("y1", [i.y[1] for i in its]),
+                             ("lam0", [i.lambda_[0] for i in its]), ("lam1", [i.lambda_[1] for i in its])):
+                arr[f][j] = cat(parts)
+        self._k = k
 
     def _record(self, k, nit, res, conv, sol):
         self._store(k)
@@ -319,18 +420,29 @@ class Trajectory:
         if sol is not None:
             self.status[j], self.error[j], self.iterations[j], self.method[j] = sol.status, sol.error, sol.nit, sol.method
 
-    def _get(self, table, obj, what):
-        try:
-            return table[id(obj)]
-        except KeyError:
-            raise ModelingError("Trajectory", what, f"{label(obj)} is not part of this simulation") from None
+    def _gather(self, obj, what, table, field, width):
+        """(N+1, width) rows of ``field`` for ``obj`` over the segments holding it; NaN at the simulated
+        steps where it was not part of the system, zero at the steps not simulated yet."""
+        out = np.zeros((self.t.shape[0], width))
+        out[:self._k + 1] = np.nan
+        found = False
+        for seg in self._segments:
+            span = getattr(seg, table).get(id(obj))
+            if span is None:
+                continue
+            found = True
+            out[seg.start:seg.start + seg.count] = seg.arrays[field][:seg.count, span[0]:span[1]]
+        if not found:
+            raise ModelingError("Trajectory", what, f"{label(obj)} is not part of this simulation")
+        return out
 
     def _ds_field(self, ds, f):
-        rec = self._get(self._ds, ds, f)
-        if f not in rec:
+        if f not in self._sys_fields:
+            if not any(id(ds) in seg.ds for seg in self._segments):
+                raise ModelingError("Trajectory", f, f"{label(ds)} is not part of this simulation")
             raise ModelingError("Trajectory", f, f"{label(ds)} has no {f!r} (first-order systems have x, r; "
                                                  "Lagrangian ones q, v, p)")
-        return rec[f]
+        return self._gather(ds, f, "ds", f, ds.n)
 
     def q(self, ds):
         """Positions (N+1, n) of a Lagrangian system."""
@@ -359,14 +471,14 @@ class Trajectory:
 
     def y(self, inter, level=0):
         """Output y[level] (N+1, m) of an interaction: level 0 the gap (or y), level 1 its velocity."""
-        return self._get(self._inter, inter, "y")["y"][self._level(level)]
+        return self._gather(inter, "y", "inter", f"y{self._level(level)}", inter.size)
 
     def lambda_(self, inter, level=None):
         """Multiplier λ[level] (N+1, m): level 1 the impulse over each step (Lagrangian), level 0 λ
         (first order; the force for compliant relations). Default: 1 for Lagrangian, 0 for first order."""
         if level is None:
             level = 1 if self._sim.nsds.order == 2 else 0
-        return self._get(self._inter, inter, "lambda_")["lam"][self._level(level)]
+        return self._gather(inter, "lambda_", "inter", f"lam{self._level(level)}", inter.size)
 
     @property
     def failed_steps(self) -> list[int]:
@@ -401,7 +513,7 @@ class Trajectory:
 
 # ----------------------------------------------------------------------------- OSNS builders
 def _laws(asm):
-    return [i.nslaw for i in asm.interactions]
+    return asm.laws if asm.laws is not None else [i.nslaw for i in asm.interactions]
 
 
 def _build_mlcp(asm):
@@ -440,8 +552,8 @@ _BUILDERS = {      # the built-in kinds: builder(asm) -> problem
                                np.concatenate([law.ub for law in _laws(asm)])),
     "mlcp": _build_mlcp,
     "avi": _build_avi,
-    "fc2d": lambda asm: FrictionContact(2, asm.W, asm.q, [law.mu for law in _laws(asm)]),
-    "fc3d": lambda asm: FrictionContact(3, asm.W, asm.q, [law.mu for law in _laws(asm)]),
+    "fc2d": lambda asm: FrictionContact(2, asm.W, asm.q, np.array([law.mu for law in _laws(asm)])),
+    "fc3d": lambda asm: FrictionContact(3, asm.W, asm.q, np.array([law.mu for law in _laws(asm)])),
     "gfc3d": _build_gfc,
     "gmp": lambda asm: GenericMechanical(asm.W, asm.q, [law.gmp_block() for law in _laws(asm)]),
 }

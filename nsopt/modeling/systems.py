@@ -159,8 +159,44 @@ class LagrangianDS(DynamicalSystem):
                              ("jacobian_fint_q", jacobian_fint_q, "t, q, v, z"), ("jacobian_fint_v", jacobian_fint_v, "t, q, v, z")):
             jac[key] = None if fn is None else Operator(fn, o, key, (n, n), sig)
         self._jac = jac
+        self._src = None          # (batched integrator, index): q, v, p are views of its stacked arrays
+        self._stamp = None
         self.q, self.v = self.q0.copy(), self.v0.copy()
         self.p = np.zeros(n)
+
+    # ---- state (plain arrays, or views of a batched integrator's stacked state, taken when read)
+    def _sync(self):
+        owner, k = self._src
+        if self._stamp is not owner.stamp:
+            a, b = owner.osi.S.offsets[k]
+            self._q, self._v, self._p = owner.q[a:b], owner.v[a:b], owner.p[a:b]
+            self._stamp = owner.stamp
+
+    def _detach(self):
+        """Keep the current values as plain arrays (set from outside, or the per-interaction path)."""
+        if self._src is not None:
+            self._sync()
+            self._src[0].dirty = True
+            self._src = None
+
+    def _state(name, doc):
+        attr = "_" + name
+
+        def get(self):
+            if self._src is not None:
+                self._sync()
+            return getattr(self, attr)
+
+        def set_(self, value):
+            self._detach()
+            setattr(self, attr, value)
+
+        return property(get, set_, doc=doc)
+
+    q = _state("q", "Position (n,).")
+    v = _state("v", "Velocity (n,).")
+    p = _state("p", "Input impulse p = Σ G0ᵀλ over the last step (n,).")
+    del _state
 
     # ---- operators
     def mass(self, q) -> np.ndarray:

@@ -1,0 +1,510 @@
+r"""Moreau–Jean on stacked arrays (the batched path of :class:`~nsopt.modeling.MoreauJeanOSI`).
+
+When every system has a constant iteration matrix (``LagrangianLinearTIDS``, or ``LagrangianDS`` with a
+constant M and no state-dependent force) and every relation is a ``LagrangianLinearTIR`` or a
+``LagrangianScleronomousR`` with a standard law, one step is a fixed sequence of operations on the
+stacked state :math:`Q, V` (all systems) and the stacked outputs :math:`Y_0, Y_1` (all interactions):
+
+- the index set from :math:`Y_0 + \gamma h Y_1` on each interaction's first row, at once;
+- the linear relations as one constant sparse :math:`H`; the scleronomous ones grouped by plug-in
+  (``vectorized=True``: one call of ``h`` / ``G0`` per group and step);
+- the rows :math:`G_0` of the active interactions as one sparse matrix, :math:`W = G_0\hat M^{-1}G_0^\top`
+  as one product, :math:`q = G_0 v_{free} + e \odot \dot y_k`;
+- :math:`p = G_0^\top\lambda`, :math:`v = v_{free} + \hat M^{-1}p`, the outputs, the warm starts,
+  all stacked (the systems and interactions get views).
+
+It computes what the per-interaction path computes (same formulas, same order of the OSNS rows), so
+the two trajectories agree to rounding (tests/test_modeling_batch.py). ``formulations/time_stepping.md``
+(the batched path) lists what it covers; anything else (compliant or rheonomous relations, nonlinear
+systems and the Newton loop, ``gfc3d``, other laws) takes the per-interaction path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _kernels as K
+from .laws import (ComplementarityConditionNSL, EqualityConditionNSL, NewtonImpactFrictionNSL, NewtonImpactNSL,
+                   RelayNSL)
+from .relations import LagrangianLinearTIR, LagrangianScleronomousR
+from .systems import LagrangianDS, LagrangianLinearTIDS
+
+_MODULES: dict = {}
+
+
+def _module(name):
+    """``nsopt.modeling.osi`` or ``.simulation`` (they import this module: imported at first use)."""
+    mod = _MODULES.get(name)
+    if mod is None:
+        import importlib
+
+        mod = _MODULES[name] = importlib.import_module(f"nsopt.modeling.{name}")
+    return mod
+
+
+LAWS = (NewtonImpactNSL, ComplementarityConditionNSL, NewtonImpactFrictionNSL, EqualityConditionNSL, RelayNSL)
+
+
+def restitution_rows(law) -> np.ndarray:
+    """The per-row coefficient c of a standard law's restitution term c ⊙ ẏ_k (linear in ẏ_k)."""
+    r = law.restitution(np.ones(law.size))
+    return np.zeros(law.size) if r is None else np.asarray(r, dtype=float)
+
+
+class _Group:
+    """Interactions whose scleronomous relations share one batched evaluation (``batch_key``)."""
+
+    __slots__ = ("Z", "cols", "entries", "index", "rel", "rels", "rows")
+
+    def __init__(self, rel):
+        self.rel, self.index, self.rels, self.entries = rel, [], [], []
+
+    def h(self, Q):
+        return self.rel.h_batch(Q, self.Z, self.rels)
+
+    def G0(self, Q, sel=None):
+        if sel is None:
+            return self.rel.G0_batch(Q, self.Z, self.rels)
+        return self.rel.G0_batch(Q, self.Z[sel], None if self.rels is None else [self.rels[j] for j in sel])
+
+
+class BatchMoreauJean:
+    """One Moreau–Jean step on stacked arrays; built by :meth:`MoreauJeanOSI.initialize` when
+    :meth:`applies` (and ``MoreauJeanOSI(batch=True)``, the default)."""
+
+    @staticmethod
+    def applies(osi, sim) -> bool:
+        if sim.osns_kind == "gfc3d" or not all(osi._const_ds):
+            return False
+        for ds in osi.S.systems:
+            if not (type(ds) is LagrangianLinearTIDS or (type(ds) is LagrangianDS and not ds.has_state_forces)):
+                return False
+        for i in osi.inters:
+            if type(i.relation) not in (LagrangianLinearTIR, LagrangianScleronomousR) or type(i.nslaw) not in LAWS:
+                return False
+        return True
+
+    def __init__(self, osi, sim):
+        self.osi = osi
+        S, h, th = osi.S, osi.h, osi.theta
+        self.sparse = S.ndof > _module("osi").SPARSE_DOFS
+        inters = self.inters = osi.inters
+        n_i = len(inters)
+        sizes = np.array([i.size for i in inters], dtype=np.intp)
+        first = np.zeros(n_i, dtype=np.intp)
+        if n_i:
+            first[1:] = np.cumsum(sizes)[:-1]
+        self.first, self.mtot = first, int(sizes.sum())
+        self.row_inter = np.repeat(np.arange(n_i), sizes)
+        self.unilateral = np.array([i.nslaw.unilateral for i in inters], dtype=bool)
+        self.erow = np.concatenate([restitution_rows(i.nslaw) for i in inters]) if n_i else np.zeros(0)
+        # entries of the stacked rows: (row, column, interaction) and the constant values
+        er, ec, ei, ev = [], [], [], []
+        lin_rows, lin_cols, lin_vals, lin_b, lin_index, self.D = [], [], [], [], [], []
+        groups: dict = {}
+        ecount = 0
+        self.E_start = np.zeros(n_i, dtype=np.intp)
+        for j, inter in enumerate(inters):
+            self.E_start[j] = ecount
+            rel, m = inter.relation, inter.size
+            c = osi._inter_cols[id(inter)]
+            nloc = c.shape[0]
+            rr = first[j] + np.repeat(np.arange(m), nloc)
+            cc = np.tile(c, m)
+            er.append(rr)
+            ec.append(cc)
+            ei.append(np.full(m * nloc, j))
+            if type(rel) is LagrangianLinearTIR:
+                ev.append(rel.H.ravel())
+                lin_rows.append(np.arange(first[j], first[j] + m))
+                lin_cols.append(cc)
+                lin_vals.append(rel.H.ravel())
+                lin_b.append(rel.offset(osi._Z(inter)))
+                lin_index.append(j)
+                if rel.D is not None:
+                    self.D.append((j, rel.D))
+            else:
+                ev.append(np.zeros(m * nloc))
+                key = rel.batch_key()
+                g = groups.get(key)
+                if g is None:
+                    g = groups[key] = _Group(rel)
+                g.index.append(j)
+                g.rels.append(rel)
+                g.entries.append(np.arange(ecount, ecount + m * nloc))
+            ecount += m * nloc
+        cat = (lambda a, dt=float: np.concatenate(a) if a else np.zeros(0, dtype=dt))
+        self.row_nnz = np.repeat([osi._inter_cols[id(i)].shape[0] for i in inters], sizes).astype(np.intp)
+        self.E_row, self.E_col = cat(er, np.intp), cat(ec, np.intp)
+        self.E_inter, self.E_val = cat(ei, np.intp), cat(ev)
+        self.groups = list(groups.values())
+        for g in self.groups:
+            idx = g.index = np.array(g.index, dtype=np.intp)
+            g.cols = np.array([osi._inter_cols[id(inters[j])] for j in idx])
+            g.Z = np.array([osi._Z(inters[j]) for j in idx]).reshape(len(idx), g.rel.nz)
+            g.rows = (first[idx][:, None] + np.arange(g.rel.m)).ravel()
+            g.entries = np.concatenate(g.entries)
+            if g.rel.vectorized:
+                g.rels = None
+        if lin_rows:
+            self.lin_rows = cat(lin_rows, np.intp)
+            local = np.concatenate([np.repeat(np.arange(k, k + inters[j].size), osi._inter_cols[id(inters[j])].shape[0])
+                                    for j, k in zip(lin_index, np.cumsum([0] + [inters[j].size for j in lin_index])[:-1])])
+            self.H_lin = sp.csr_matrix((cat(lin_vals), (local, cat(lin_cols, np.intp))),
+                                       shape=(self.lin_rows.shape[0], S.ndof))
+            self.b_lin = cat(lin_b)
+        else:
+            self.lin_rows = None
+        # free velocity: R = hCv + hKq + h²θKv - h((1-θ) fext(t0) + θ fext(t1))
+        syss = S.systems
+        Ks = [getattr(ds, "K", None) for ds in syss]
+        Cs = [getattr(ds, "C", None) for ds in syss]
+        z = [np.zeros((ds.n, ds.n)) for ds in syss]
+        self.K = sp.block_diag([k if k is not None else zz for k, zz in zip(Ks, z)], format="csr") \
+            if any(k is not None for k in Ks) else None
+        self.C = sp.block_diag([c if c is not None else zz for c, zz in zip(Cs, z)], format="csr") \
+            if any(c is not None for c in Cs) else None
+        self.has_fext = any(ds._fext is not None for ds in syss)
+        self.const_fext = all(ds._fext is None or ds._fext.constant for ds in syss)
+        if self.has_fext and self.const_fext:
+            fe = self._fext(sim.t)
+            self.Fth = h * (1 - th) * fe + h * th * fe
+        # the stacked state, outputs and warm starts (systems and interactions get views)
+        self._set_state(np.concatenate([ds.q for ds in syss] + [ds.v for ds in syss] + [ds.p for ds in syss]
+                                       + [i.y[0] for i in inters] + [i.y[1] for i in inters]
+                                       + [i.lambda_[0] for i in inters] + [i.lambda_[1] for i in inters]))
+        self.warm = cat([getattr(i, "_lam_warm", None) if getattr(i, "_lam_warm", None) is not None
+                         else np.zeros(i.size) for i in inters])
+        self.bounds = [(int(a), int(a + s)) for a, s in zip(first, sizes)]
+        ns = {ds.n for ds in S.systems}
+        self.n_uniform = ns.pop() if len(ns) == 1 else 0
+        self.dirty = True       # attach the systems at the first _publish
+        for j, (inter, (lo, hi)) in enumerate(zip(inters, self.bounds)):
+            inter._lam_warm = self.warm[lo:hi]
+            inter._src, inter._stamp = (self, j), None
+        self.key = self.pattern = None
+        self.inter_arr = np.empty(n_i, dtype=object)
+        self.inter_arr[:] = inters
+        self.law_arr = np.empty(n_i, dtype=object)
+        self.law_arr[:] = [i.nslaw for i in inters]
+        self._blocks = self._block_plan() if self.sparse and S.all_diag and not self.D else None
+        # the compiled free flight (nsopt.modeling._kernels) of linear time-invariant models
+        self.can_fly = (not self.groups and not self.D and self.K is None and self.C is None and self.const_fext
+                        and S.all_diag)
+        if self.can_fly:
+            R = np.zeros(S.ndof)
+            if self.has_fext:
+                R -= self.Fth
+            self.Rd = S.minv(R)
+            if self.lin_rows is None:
+                self.H_lin, self.b_lin = sp.csr_matrix((0, S.ndof)), np.zeros(0)
+            self.H_lin.sort_indices()
+            h, th = osi.h, osi.theta
+            self.Hd, self.d, self._sets = self.H_lin.toarray(), S._d, {}
+            self._unilateral_off = ~self.unilateral
+            self.gh, self.thr = osi.gamma * h, osi.activation_threshold
+            self.c1, self.c2 = h * (1 - th), h * th
+            self._no_rows, self._no_Ha, self._no_lam = np.zeros(0, dtype=np.intp), np.zeros((0, S.ndof)), np.zeros(0)
+        self._publish()
+
+    # ------------------------------------------------------------------ helpers
+    def _fext(self, t):
+        return np.concatenate([np.zeros(ds.n) if ds._fext is None else ds.fext(t) for ds in self.osi.S.systems])
+
+    def _publish(self):
+        """The systems and interactions read views of the new stacked arrays (lazily, when asked)."""
+        self.stamp = object()
+        if self.dirty:
+            for k, ds in enumerate(self.osi.S.systems):
+                ds._src, ds._stamp = (self, k), None
+            self.dirty = False
+
+    def _pull(self):
+        """A system's state was set from outside since the last step: gather the state from the objects
+        (and the outputs from the interactions, as the per-interaction path reads them)."""
+        syss, inters = self.osi.S.systems, self.inters
+        self._set_state(np.concatenate([ds.q for ds in syss] + [ds.v for ds in syss] + [ds.p for ds in syss]
+                                       + [i.y[0] for i in inters] + [i.y[1] for i in inters]
+                                       + [self.L0, self.L1]))
+
+    def touched(self) -> bool:
+        """True when a system's q, v or p was set from outside since the last step."""
+        return self.dirty
+
+    def _set_state(self, buf):
+        """The stacked state (q, v, p, y0, y1, λ0, λ1) in one array; ``q``, ``v``, ... are its parts."""
+        self.buf = buf
+
+    def _part(k, doc):
+        def get(self):
+            nd, m = self.osi.S.ndof, self.mtot
+            a = (0, nd, 2 * nd, 3 * nd, 3 * nd + m, 3 * nd + 2 * m, 3 * nd + 3 * m, 3 * nd + 4 * m)
+            return self.buf[a[k]:a[k + 1]]
+        return property(get, doc=doc)
+
+    q, v, p = _part(0, "Stacked positions."), _part(1, "Stacked velocities."), _part(2, "Stacked impulses.")
+    Y0, Y1 = _part(3, "Stacked outputs, level 0."), _part(4, "Stacked outputs, level 1.")
+    L0, L1 = _part(5, "Stacked multipliers, level 0."), _part(6, "Stacked multipliers, level 1.")
+    del _part
+
+    def record(self):
+        """The stacked state (q, v, p, y0, y1, λ0, λ1) in the order of the systems and interactions:
+        one row of the trajectory."""
+        return self.buf
+
+    # ------------------------------------------------------------------ one step
+    def free_velocity(self, t0, t1, q, v):
+        osi, S = self.osi, self.osi.S
+        h, th = osi.h, osi.theta
+        if self.K is None and self.C is None and not self.has_fext:
+            return v
+        R = np.zeros(S.ndof)
+        if self.C is not None:
+            R += h * (self.C @ v)
+        if self.K is not None:
+            R += h * h * th * (self.K @ v) + h * (self.K @ q)
+        if self.has_fext:
+            if self.const_fext:
+                R -= self.Fth
+            else:
+                R -= h * (1 - th) * self._fext(t0) + h * th * self._fext(t1)
+        return v - S.minv(R)
+
+    def lean_step(self, sim):
+        """:meth:`step` for the linear time-invariant models of the compiled free flight (``can_fly``),
+        by its compiled twin (``_kernels.lean_pre``, ``lean_q``, ``lean_post``): the same formulas, the
+        rows, the matrix W and the laws of each active set kept (dense H)."""
+        if self.dirty:
+            self._pull()
+        buf, nd = self.buf, self.osi.S.ndof
+        vfree, act = np.empty(nd), np.empty(self.first.shape[0], dtype=np.bool_)
+        na = K.lean_pre(buf, nd, self.first, self._unilateral_off, self.gh, self.thr, self.Rd, vfree, act)
+        if na:
+            key = act.tobytes()
+            c = self._sets.get(key)
+            if c is None:
+                if len(self._sets) > 64:
+                    self._sets.clear()
+                idx = np.flatnonzero(act)
+                rows = np.flatnonzero(act[self.row_inter])
+                Ha = np.ascontiguousarray(self.Hd[rows])
+                c = self._sets[key] = (rows, Ha, self.erow[rows], _module("osi").delassus(self.osi.S, Ha, Ha, [], False),
+                                       self.inter_arr[idx].tolist(), self.law_arr[idx].tolist(), (id(self), key))
+            rows, Ha, e, W, inters, laws, k = c
+            asm = _module("osi").Assembly(key=k, interactions=inters, q=K.lean_q(Ha, vfree, e, buf, nd, rows),
+                           W=None if k == self.key else W, constant=True, H=Ha, vfree=vfree, osi=self.osi,
+                           warm=self.warm[rows], laws=laws)
+            self.key = k
+            lam = sim.solve_assembly(asm)
+            self.warm[rows] = lam
+        else:
+            rows, Ha, lam = self._no_rows, self._no_Ha, self._no_lam
+        self._set_state(K.lean_post(buf, nd, vfree, lam, rows, Ha, self.d, self.c1, self.c2, self.Hd, self.b_lin))
+        self._publish()
+        return 1, 0.0, True, None
+
+    def step(self, sim):
+        osi, S = self.osi, self.osi.S
+        h, th, g, thr = osi.h, osi.theta, osi.gamma, osi.activation_threshold
+        t0, t1 = sim.t, sim.t + h
+        if self.dirty:
+            self._pull()
+        q, v, Y0, Y1k = self.q, self.v, self.Y0, self.Y1
+        vfree = self.free_velocity(t0, t1, q, v)
+        fi = self.first
+        act = ~self.unilateral | (Y0[fi] + g * h * Y1k[fi] <= thr)
+        idx = np.flatnonzero(act)
+        mtot = self.mtot
+        L1 = np.zeros(mtot)
+        G0p = {}
+        if idx.size:
+            act_rows = act[self.row_inter]
+            lam, p = self._solve(sim, idx, act, act_rows, q + h * v, vfree, Y1k, G0p)
+            L1[act_rows] = lam
+            vn = vfree + S.minv(p)
+        else:
+            p = np.zeros(S.ndof)
+            vn = vfree
+        qn = q + h * (1 - th) * v + h * th * vn
+        # outputs at the new state (active scleronomous rows: ẏ with the G0 the OSNS used)
+        Y0n, Y1n = np.empty(mtot), np.empty(mtot)
+        if self.lin_rows is not None:
+            Y0n[self.lin_rows] = self.H_lin @ qn + self.b_lin
+            Y1n[self.lin_rows] = self.H_lin @ vn
+            for j, D in self.D:
+                lo, hi = self.bounds[j]
+                Y1n[lo:hi] += D @ L1[lo:hi]
+        for gi, grp in enumerate(self.groups):
+            Qn = qn[grp.cols]
+            Y0n[grp.rows] = grp.h(Qn).ravel()
+            on, Gp = G0p.get(gi, (None, None))
+            if Gp is None:
+                G = grp.G0(Qn)
+            else:
+                G = np.empty((Qn.shape[0],) + Gp.shape[1:])
+                G[on] = Gp
+                off = np.flatnonzero(~act[grp.index])
+                if off.size:
+                    G[off] = grp.G0(Qn[off], off)
+            Y1n[grp.rows] = np.matmul(G, vn[grp.cols][:, :, None]).ravel()
+        self._set_state(np.concatenate([qn, vn, p, Y0n, Y1n, np.zeros(mtot), L1]))
+        self._publish()
+        return 1, 0.0, True, None
+
+    def _block_plan(self):
+        r"""The block form of :math:`W = G\hat M^{-1}G^\top` when every interaction has the same size m and
+        every system the same size n (diagonal M̂): :math:`W_{ab} = \sum_s G_{a,s}D_s^{-1}G_{b,s}^\top` over
+        the systems s shared by interactions a and b, where :math:`G_{a,s}` (m x n) is the block of a's
+        rows on s's columns. Returns the gather indices of the blocks and the (slot, slot) pairs, or None."""
+        S = self.osi.S
+        n, inters = self.n_uniform, self.inters
+        if not n or not inters or len({i.size for i in inters}) != 1:
+            return None
+        m = inters[0].size
+        slot_inter, slot_body, slot_idx = [], [], []
+        loc = (np.arange(m)[:, None], np.arange(n)[None, :])
+        for a, inter in enumerate(inters):
+            nloc = n * len(inter.systems)
+            for l, ds in enumerate(inter.systems):
+                slot_inter.append(a)
+                slot_body.append(S.index[id(ds)])
+                slot_idx.append(self.E_start[a] + loc[0] * nloc + l * n + loc[1])
+        slot_inter, slot_body = np.array(slot_inter), np.array(slot_body)
+        slot_idx = np.array(slot_idx)
+        G_const = self.E_val[slot_idx]                 # the linear relations' blocks; the others per step
+        slot_of = {}
+        for p, (a, b) in enumerate(zip(slot_inter, slot_body)):
+            slot_of.setdefault(int(a), []).append(p)
+        fill = []
+        for grp in self.groups:
+            first_slot = np.array([slot_of[int(a)][0] for a in grp.index])
+            second = [slot_of[int(a)][1] for a in grp.index if len(slot_of[int(a)]) > 1]
+            fill.append((first_slot, np.array(second) if len(second) == len(grp.index) else None))
+        order = np.argsort(slot_body, kind="stable")
+        bounds = np.searchsorted(slot_body[order], np.arange(len(S.systems) + 1))
+        tp, tq = [], []
+        for b in range(len(S.systems)):
+            sl = order[bounds[b]:bounds[b + 1]]
+            if sl.size:
+                tp.append(np.repeat(sl, sl.size))
+                tq.append(np.tile(sl, sl.size))
+        tp, tq = np.concatenate(tp), np.concatenate(tq)
+        ta, tb = slot_inter[tp], slot_inter[tq]
+        o = np.lexsort((tb, ta))
+        tp, tq, ta, tb = tp[o], tq[o], ta[o], tb[o]
+        dinv = (1.0 / S._d).reshape(len(S.systems), n)[slot_body][:, None, :]
+        slot_off = np.array([S.offsets[b][0] for b in slot_body], dtype=np.intp)
+        first = np.ones(ta.shape[0], dtype=bool)
+        first[1:] = (ta[1:] != ta[:-1]) | (tb[1:] != tb[:-1])
+        run = np.append(np.flatnonzero(first), ta.shape[0])
+        ra, rb = ta[run[:-1]], tb[run[:-1]]
+        ids = {(int(x), int(y)): r for r, (x, y) in enumerate(zip(ra, rb))}
+        mirror = np.array([ids[(int(y), int(x))] for x, y in zip(ra, rb)], dtype=np.intp)
+        return {"m": m, "slot_idx": slot_idx, "G_const": G_const, "fill": fill, "dinv": dinv, "tp": tp, "tq": tq,
+                "ta": ta, "tb": tb, "run": run, "mirror": mirror, "slot_inter": slot_inter, "slot_off": slot_off}
+
+    def _block_delassus(self, G, act):
+        """W of the active interactions from the block plan (CSR, sorted): the compiled
+        :func:`~nsopt.modeling._kernels.block_delassus`, the sums of :func:`~nsopt.modeling.osi.delassus`
+        grouped by system (the same numbers to rounding). ``G``: the slot blocks."""
+        P = self._blocks
+        m, nb = P["m"], int(np.count_nonzero(act))
+        ptr, ind, dat = K.block_delassus(G, G * P["dinv"], P["tp"], P["tq"], P["run"], P["mirror"], P["ta"], P["tb"],
+                                       act)
+        W = sp.csr_matrix((dat, ind, ptr), shape=(nb * m, nb * m))
+        W.has_sorted_indices = True
+        return W
+
+    def fly(self, sim, nmax, rec, j0) -> int:
+        """Up to ``nmax`` steps without contact by the compiled twin (``can_fly`` models); the state,
+        outputs and recorded rows j0.. as :meth:`step` would leave them. Returns the steps taken."""
+        osi = self.osi
+        if self.dirty:
+            self._pull()
+        buf = self.buf.copy()           # a fresh state: what the objects read before stays a snapshot
+        H, h, th = self.H_lin, osi.h, osi.theta
+        s = K.free_flight(buf, osi.S.ndof, self.first, self.unilateral, osi.gamma * h, osi.activation_threshold,
+                        self.Rd, h * (1 - th), h * th, H.indptr, H.indices, H.data, self.b_lin, nmax, rec, j0)
+        self._set_state(buf)
+        self._publish()
+        return s
+
+    def _solve(self, sim, idx, act, act_rows, qpred, vfree, Y1k, G0p):
+        """Assemble the active rows, solve the OSNS problem; returns (λ, p = G0ᵀλ)."""
+        osi, S = self.osi, self.osi.S
+        Assembly, delassus = _module("osi").Assembly, _module("osi").delassus
+        for gi, grp in enumerate(self.groups):       # G0 at q_k + h v_k for the active members
+            on = np.flatnonzero(act[grp.index])
+            G0p[gi] = (on, grp.G0(qpred[grp.cols[on]], on) if on.size else None)
+        key = (id(self), act.tobytes())
+        P = self._blocks
+        if P is not None and sim.osns_kind not in _module("simulation").OSNS_BUILDERS:
+            # block form: q, W and p from the blocks G_{a,s}, no assembled G0 (built-in problems only)
+            G = P["G_const"].copy()
+            n = G.shape[2]
+            for (one, two), (on, Gg) in zip(P["fill"], G0p.values()):
+                if Gg is not None:
+                    G[one[on]] = Gg[:, :, :n]
+                    if two is not None:
+                        G[two[on]] = Gg[:, :, n:]
+            new = np.cumsum(act) - 1
+            new[~act] = -1
+            qo = K.slot_matvec(G, P["slot_inter"], P["slot_off"], new, vfree)
+            Ha = None
+        else:
+            G = None
+            vals = self.E_val
+            if self.groups:
+                vals = vals.copy()
+                for gi, grp in enumerate(self.groups):
+                    on, Gg = G0p[gi]
+                    if Gg is not None:
+                        vals[grp.entries.reshape(len(grp.index), -1)[on]] = Gg.reshape(on.size, -1)
+            Ha = self._rows(act, act_rows, vals, key)
+            qo = np.asarray(Ha @ vfree).reshape(-1)
+        qo += self.erow[act_rows] * Y1k[act_rows]
+        if key == self.key and not osi.nonlinear:
+            W = None
+        elif G is not None:
+            W = self._block_delassus(G, act)
+        else:
+            newrow = np.cumsum(act_rows) - 1
+            extras = [(int(newrow[self.first[j]]), D) for j, D in self.D if act[j]]
+            W = delassus(S, Ha, Ha, extras, self.sparse)
+        self.key = key
+        asm = Assembly(key=key, interactions=self.inter_arr[idx].tolist(), q=qo, W=W, constant=not osi.nonlinear,
+                       H=Ha, vfree=vfree, osi=osi, warm=self.warm[act_rows], laws=self.law_arr[idx].tolist())
+        lam = sim.solve_assembly(asm)
+        self.warm[act_rows] = lam
+        if G is not None:
+            return lam, K.slot_rmatvec(G, P["slot_inter"], P["slot_off"], new, lam, S.ndof)
+        return lam, np.asarray(Ha.T @ lam).reshape(-1)
+
+    def _rows(self, act, act_rows, vals, key):
+        """The rows G0 of the active interactions (CSR when sparse, canonical as
+        :func:`~nsopt.modeling.osi.assemble_rows` makes them; the pattern kept per active set)."""
+        assemble_rows = _module("osi").assemble_rows
+        S = self.osi.S
+        if not self.sparse:
+            sel = act[self.E_inter]
+            newrow = np.cumsum(act_rows) - 1
+            return assemble_rows(newrow[self.E_row[sel]], self.E_col[sel], vals[sel], int(newrow[-1]) + 1, S.ndof,
+                                 False)
+        pat = self.pattern if self.pattern is not None and self.pattern[0] == key else None
+        if pat is None:
+            sel = np.flatnonzero(act[self.E_inter])
+            ma = int(np.count_nonzero(act_rows))
+            indptr = np.zeros(ma + 1, dtype=np.int32)
+            np.cumsum(self.row_nnz[act_rows], out=indptr[1:])
+            Ha = sp.csr_matrix((vals[sel], self.E_col[sel], indptr), shape=(ma, S.ndof))
+            if not Ha.has_sorted_indices:     # entries in row order, columns sorted per row
+                perm = np.lexsort((Ha.indices, np.repeat(np.arange(ma), np.diff(indptr))))
+                sel = sel[perm]
+                Ha = sp.csr_matrix((vals[sel], self.E_col[sel], indptr), shape=(ma, S.ndof))
+            pat = self.pattern = (key, sel, Ha.indices, indptr, ma)
+        else:
+            _, sel, cols, indptr, ma = pat
+            Ha = sp.csr_matrix((vals[sel], cols, indptr), shape=(ma, S.ndof))
+        Ha.has_sorted_indices = True
+        return Ha

@@ -1,0 +1,216 @@
+"""Compiled twin of the batched Moreau–Jean step (nsopt.modeling._batch) for the steps without contact
+of linear time-invariant models; tests/test_modeling_batch.py checks it against the NumPy step."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def free_flight(buf, nd, first, unilateral, gh, thr, Rd, c1, c2, indptr, indices, data, b, nmax, rec,
+                j0):  # pragma: no cover  (compiled)
+    r"""Advance up to ``nmax`` Moreau–Jean steps while no interaction enters the index set; returns the
+    number of steps taken (it stops before a step whose index set is not empty).
+
+    ``buf`` is the stacked state (q, v, p, y0, y1, λ0, λ1), nd = len(q), updated in place. Each step is
+    the NumPy path's, without impulses: :math:`v_{free} = v - \hat M^{-1}R` (``Rd`` =
+    :math:`\hat M^{-1}R`, constant), :math:`q \leftarrow q + c_1 v + c_2 v_{free}` (c1 = h(1-θ),
+    c2 = hθ), :math:`v \leftarrow v_{free}`, :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv` (H in CSR), p = λ = 0;
+    the index set from :math:`Y_0 + \gamma h Y_1 \le` thr on each interaction's first row (``gh`` = γh).
+    Row j0 + s of ``rec`` records step s.
+    """
+    m = b.shape[0]
+    nmax = min(nmax, rec.shape[0] - j0)       # never past the reserved rows
+    if rec.shape[1] != buf.shape[0]:
+        return 0
+    q0, v0, p0, y0, y1 = 0, nd, 2 * nd, 3 * nd, 3 * nd + m
+    for i in range(nd):
+        buf[p0 + i] = 0.0
+    for i in range(3 * nd + 2 * m, 3 * nd + 4 * m):
+        buf[i] = 0.0
+    for s in range(nmax):
+        for i in range(first.shape[0]):
+            f = first[i]
+            if not unilateral[i] or buf[y0 + f] + gh * buf[y1 + f] <= thr:
+                return s
+        for i in range(nd):
+            vf = buf[v0 + i] - Rd[i]
+            buf[q0 + i] = buf[q0 + i] + c1 * buf[v0 + i] + c2 * vf
+            buf[v0 + i] = vf
+        for r in range(m):
+            s0 = 0.0
+            s1 = 0.0
+            for jj in range(indptr[r], indptr[r + 1]):
+                s0 += data[jj] * buf[q0 + indices[jj]]
+                s1 += data[jj] * buf[v0 + indices[jj]]
+            buf[y0 + r] = s0 + b[r]
+            buf[y1 + r] = s1
+        rec[j0 + s, :] = buf
+    return nmax
+
+
+@njit(cache=True)
+def lean_pre(buf, nd, first, unil_off, gh, thr, Rd, vfree, act):  # pragma: no cover  (compiled)
+    r"""The start of a step of a linear time-invariant model (``BatchMoreauJean.lean_step``):
+    :math:`v_{free} = v - \hat M^{-1}R` into ``vfree``, the index set into ``act``; returns its size."""
+    m = (buf.shape[0] - 3 * nd) // 4
+    y0, y1 = 3 * nd, 3 * nd + m
+    for i in range(nd):
+        vfree[i] = buf[nd + i] - Rd[i]
+    c = 0
+    for i in range(first.shape[0]):
+        f = first[i]
+        a = unil_off[i] or buf[y0 + f] + gh * buf[y1 + f] <= thr
+        act[i] = a
+        c += a
+    return c
+
+
+@njit(cache=True)
+def lean_q(Ha, vfree, e, buf, nd, rows):  # pragma: no cover  (compiled)
+    r""":math:`q = H_a v_{free} + e \odot \dot y_k` on the active rows (H_a dense, ``rows`` of y)."""
+    m = (buf.shape[0] - 3 * nd) // 4
+    y1 = 3 * nd + m
+    out = np.empty(Ha.shape[0])
+    for r in range(Ha.shape[0]):
+        s = 0.0
+        for j in range(Ha.shape[1]):
+            s += Ha[r, j] * vfree[j]
+        out[r] = s + e[r] * buf[y1 + rows[r]]
+    return out
+
+
+@njit(cache=True)
+def lean_post(buf, nd, vfree, lam, rows, Ha, d, c1, c2, Hd, b):  # pragma: no cover  (compiled)
+    r"""The end of the step: :math:`p = H_a^\top\lambda`, :math:`v = v_{free} + \hat M^{-1}p`,
+    :math:`q \leftarrow q + c_1 v_k + c_2 v`, :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv`, λ on the active
+    rows; returns the new stacked state (``buf`` is left as it was)."""
+    m = b.shape[0]
+    out = np.empty_like(buf)
+    for j in range(nd):
+        s = 0.0
+        for r in range(Ha.shape[0]):
+            s += Ha[r, j] * lam[r]
+        vn = vfree[j] + s / d[j]
+        out[2 * nd + j] = s
+        out[nd + j] = vn
+        out[j] = buf[j] + c1 * buf[nd + j] + c2 * vn
+    for r in range(m):
+        s0 = 0.0
+        s1 = 0.0
+        for j in range(nd):
+            s0 += Hd[r, j] * out[j]
+            s1 += Hd[r, j] * out[nd + j]
+        out[3 * nd + r] = s0 + b[r]
+        out[3 * nd + m + r] = s1
+        out[3 * nd + 2 * m + r] = 0.0
+        out[3 * nd + 3 * m + r] = 0.0
+    for r in range(rows.shape[0]):
+        out[3 * nd + 3 * m + rows[r]] = lam[r]
+    return out
+
+
+@njit(cache=True)
+def block_delassus(G, Gs, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover  (compiled)
+    r"""W of the active interactions in block form (the plan of ``BatchMoreauJean._block_plan``):
+    :math:`W_{ab} = \sum_s G_{a,s}D_s^{-1}G_{b,s}^\top`. The (slot p, slot q) pairs ``tp, tq`` of the
+    interactions ``ta, tb`` are sorted by (a, b) and cut into runs of one (a, b) (``run``: the starts);
+    ``mirror[r]`` is the run of (b, a). ``G[p]`` is the block of slot p (m x n), ``Gs[p]`` the same with
+    its columns scaled by :math:`D_s^{-1}`. Blocks with a <= b are summed, the others are their
+    transposes (W is symmetric). Returns the CSR (indptr, indices, data), sorted."""
+    m, n = G.shape[1], G.shape[2]
+    mn = m * n
+    Gf, Gsf = G.ravel(), Gs.ravel()
+    n_i = act.shape[0]
+    new = np.full(n_i, -1, dtype=np.int64)
+    nb = 0
+    for a in range(n_i):
+        if act[a]:
+            new[a] = nb
+            nb += 1
+    nruns = run.shape[0] - 1
+    nblk = np.zeros(nb, dtype=np.int64)
+    for r in range(nruns):
+        a, b = ta[run[r]], tb[run[r]]
+        if act[a] and act[b]:
+            nblk[new[a]] += 1
+    indptr = np.zeros(nb * m + 1, dtype=np.int32)
+    for A in range(nb):
+        for i in range(m):
+            indptr[A * m + i + 1] = indptr[A * m + i] + nblk[A] * m
+    indices = np.empty(indptr[nb * m], dtype=np.int32)
+    data = np.empty(indptr[nb * m])
+    pos = np.zeros(nb, dtype=np.int64)
+    blocks = np.zeros((nruns, m, m))
+    acc = np.empty(m * m)
+    for r in range(nruns):
+        a, b = ta[run[r]], tb[run[r]]
+        if not (act[a] and act[b]):
+            continue
+        if a <= b:
+            for w in range(run[r], run[r + 1]):
+                bp, bq = tp[w] * mn, tq[w] * mn
+                acc[:] = 0.0
+                for j in range(n):        # the m*m sums advance together (each in its own order over j)
+                    for i in range(m):
+                        g = Gf[bp + i * n + j]
+                        for k in range(m):
+                            acc[i * m + k] += g * Gsf[bq + k * n + j]
+                for i in range(m):
+                    for k in range(m):
+                        blocks[r, i, k] += acc[i * m + k]
+        else:
+            rm = mirror[r]
+            for i in range(m):
+                for k in range(m):
+                    blocks[r, i, k] = blocks[rm, k, i]
+        A, B = new[a], new[b]
+        for i in range(m):
+            base = indptr[A * m + i] + pos[A] * m
+            for k in range(m):
+                indices[base + k] = B * m + k
+                data[base + k] = blocks[r, i, k]
+        pos[A] += 1
+    return indptr, indices, data
+
+
+@njit(cache=True)
+def slot_matvec(G, slot_inter, slot_off, new, x):  # pragma: no cover  (compiled)
+    r""":math:`G x` over the active interactions: row block ``new[a]`` (a active: ``new[a] >= 0``) sums
+    :math:`G_{a,s}\,x_s` over a's slots (block ``G[p]``, columns from ``slot_off[p]``)."""
+    S, m, n = G.shape
+    nb = 0
+    for a in range(new.shape[0]):
+        if new[a] >= 0:
+            nb += 1
+    out = np.zeros(nb * m)
+    for p in range(S):
+        A = new[slot_inter[p]]
+        if A < 0:
+            continue
+        o = slot_off[p]
+        for i in range(m):
+            s = 0.0
+            for j in range(n):
+                s += G[p, i, j] * x[o + j]
+            out[A * m + i] += s
+    return out
+
+
+@njit(cache=True)
+def slot_rmatvec(G, slot_inter, slot_off, new, lam, ndof):  # pragma: no cover  (compiled)
+    r""":math:`G^\top\lambda` over the active interactions (the transpose of :func:`slot_matvec`)."""
+    S, m, n = G.shape
+    out = np.zeros(ndof)
+    for p in range(S):
+        A = new[slot_inter[p]]
+        if A < 0:
+            continue
+        o = slot_off[p]
+        for j in range(n):
+            s = 0.0
+            for i in range(m):
+                s += G[p, i, j] * lam[A * m + i]
+            out[o + j] += s
+    return out

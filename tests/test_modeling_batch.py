@@ -1,0 +1,247 @@
+"""The batched Moreau–Jean path (nsopt/modeling/_batch.py) and its compiled free flight against the
+per-interaction path (``MoreauJeanOSI(batch=False)``), and the recording of interactions linked mid-run.
+
+Tolerance: the two paths compute the same formulas in a different order, so they agree to rounding,
+1e-12 relative to each trajectory's scale (max |.|), over runs short enough that no solver iteration
+count changes (a different count moves the solution by up to the solver's tolerance).
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nsopt import modeling as nm
+from nsopt.exceptions import PluginError
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+TOL = 1e-12
+
+
+def _close(a, b, tol=TOL):
+    a, b = np.asarray(a), np.asarray(b)
+    scale = max(1.0, np.nanmax(np.abs(a)))
+    assert a.shape == b.shape
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    assert np.nanmax(np.abs(a - b), initial=0.0) <= tol * scale, np.nanmax(np.abs(a - b))
+
+
+def _ball(batch, T=10.0):
+    m, r = 1.0, 0.1
+    ball = nm.LagrangianLinearTIDS(q0=[1.0, 0.0, 0.0], v0=[0.0, 0.0, 0.0], M=np.diag([m, m, 0.4 * m * r * r]),
+                                   fext=[-9.81 * m, 0.0, 0.0])
+    ground = nm.Interaction(nm.NewtonImpactNSL(e=0.9), nm.LagrangianLinearTIR(H=[[1.0, 0.0, 0.0]]))
+    nsds = nm.NonSmoothDynamicalSystem(0.0, T)
+    nsds.link(ground, ball)
+    sim = nm.TimeStepping(nsds, h=0.005, integrator=nm.MoreauJeanOSI(0.5, batch=batch), osns="lcp",
+                          method="lemke", tol=1e-12)
+    return sim, ball, ground
+
+
+def _same_run(ta, tb, systems, inters, levels=(0, 1)):
+    for ds in systems:
+        for f in ("q", "v", "p"):
+            _close(getattr(ta, f)(ds), getattr(tb, f)(ds))
+    for i in inters:
+        for lev in levels:
+            _close(ta.y(i, lev), tb.y(i, lev))
+        _close(ta.lambda_(i, 1), tb.lambda_(i, 1))
+    assert [s is None for s in ta.status] == [s is None for s in tb.status]
+
+
+def test_ball_batched_and_compiled_match_the_per_interaction_path():
+    sa, ball_a, ground_a = _ball(False)
+    sb, ball_b, ground_b = _ball(True)
+    ta, tb = sa.run(), sb.run()
+    assert sb.integrator.fast and sb.integrator._fast.can_fly and not sa.integrator.fast
+    for f in ("q", "v", "p"):
+        _close(getattr(ta, f)(ball_a), getattr(tb, f)(ball_b))
+    for lev in (0, 1):
+        _close(ta.y(ground_a, lev), tb.y(ground_b, lev))
+    _close(ta.lambda_(ground_a), tb.lambda_(ground_b))
+    assert [s is None for s in ta.status] == [s is None for s in tb.status]
+    assert np.array_equal(ta.newton_iterations, tb.newton_iterations)
+    # the objects hold the final state
+    _close(ball_b.q, ball_a.q)
+    _close(ground_b.y[0], ground_a.y[0])
+
+
+def test_compiled_steps_give_the_numbers_of_the_numpy_step():
+    sa, ball_a, ground_a = _ball(True)
+    sb, ball_b, ground_b = _ball(True)
+    ta = sa.run()                        # free flights and contact steps by the compiled twins
+    sb.integrator.compiled = False
+    tb = sb.run()                        # every step by the NumPy batched step
+    assert sum(s is None for s in ta.status) > 300 and sum(s is not None for s in ta.status) > 50
+    for f in ("q", "v", "p"):
+        _close(getattr(ta, f)(ball_a), getattr(tb, f)(ball_b), 1e-14)
+    for lev in (0, 1):
+        _close(ta.y(ground_a, lev), tb.y(ground_b, lev), 1e-14)
+    _close(ta.lambda_(ground_a), tb.lambda_(ground_b), 1e-14)
+
+
+def _linear_chain(batch, T=0.6):
+    """Two LagrangianLinearTIDS with K, C and a time-dependent fext, a spring-less coupling relation
+    with b and D, and a ground contact: every linear feature of the batched path."""
+    s1 = nm.LagrangianLinearTIDS([0.3, 0.0], [0.0, 1.0], np.diag([1.0, 2.0]), K=[[4.0, -1.0], [-1.0, 3.0]],
+                                 C=[[0.1, 0.0], [0.0, 0.2]], fext=lambda t, z: np.array([-9.81, np.sin(5 * t)]))
+    s2 = nm.LagrangianLinearTIDS([0.6, 0.1], [0.0, 0.0], np.eye(2), fext=[-9.81, 0.0])
+    ground = nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0, 0.0]]))
+    gap = nm.Interaction(nm.NewtonImpactNSL(0.2), nm.LagrangianLinearTIR([[-1.0, 0.0, 1.0, 0.0]], b=[-0.1],
+                                                                          D=[[1e-3]]))
+    nsds = nm.NonSmoothDynamicalSystem(0.0, T)
+    nsds.link(ground, s1)
+    nsds.link(gap, s1, s2)
+    sim = nm.TimeStepping(nsds, 1e-3, nm.MoreauJeanOSI(0.5, batch=batch), osns="lcp", method="lemke", tol=1e-12)
+    return sim, (s1, s2), (ground, gap)
+
+
+def test_linear_features_batched_match():
+    sa, dsa, ia = _linear_chain(False)
+    sb, dsb, ib = _linear_chain(True)
+    ta, tb = sa.run(), sb.run()
+    assert sb.integrator.fast and not sb.integrator._fast.can_fly     # K, C: the NumPy batched step
+    assert any(s is not None for s in ta.status)
+    for x, y in zip(dsa, dsb):
+        for f in ("q", "v", "p"):
+            _close(getattr(ta, f)(x), getattr(tb, f)(y))
+    for x, y in zip(ia, ib):
+        for lev in (0, 1):
+            _close(ta.y(x, lev), tb.y(y, lev))
+        _close(ta.lambda_(x), tb.lambda_(y))
+
+
+def _bowl(batch, vectorized, T=1.5):
+    """A point mass bouncing inside a circle: y = 1 - |q| (G0 by finite differences), LagrangianDS."""
+    ds = nm.LagrangianDS([0.3, 0.0], [1.0, 0.5], M=np.eye(2), fext=[0.0, -9.81])
+    if vectorized:
+        rel = nm.LagrangianScleronomousR(lambda q, z: 1.0 - np.sqrt((q * q).sum(axis=1, keepdims=True)),
+                                         vectorized=True)
+    else:
+        rel = nm.LagrangianScleronomousR(lambda q, z: np.array([1.0 - np.sqrt(q @ q)]))
+    inter = nm.Interaction(nm.NewtonImpactNSL(0.8), rel)
+    nsds = nm.NonSmoothDynamicalSystem(0.0, T)
+    nsds.link(inter, ds)
+    sim = nm.TimeStepping(nsds, 1e-3, nm.MoreauJeanOSI(0.5, batch=batch), osns="lcp", method="lemke", tol=1e-12)
+    return sim, ds, inter
+
+
+@pytest.mark.parametrize("vectorized", [True, False])
+def test_nonlinear_relation_with_finite_differences_batched_match(vectorized):
+    sa, da, ia = _bowl(False, False)
+    sb, db, ib = _bowl(True, vectorized)
+    ta, tb = sa.run(), sb.run()
+    assert sb.integrator.fast
+    assert sum(s is not None for s in ta.status) >= 3
+    for f in ("q", "v", "p"):
+        _close(getattr(ta, f)(da), getattr(tb, f)(db))
+    for lev in (0, 1):
+        _close(ta.y(ia, lev), tb.y(ib, lev))
+    _close(ta.lambda_(ia), tb.lambda_(ib))
+    assert np.abs(np.sqrt((tb.q(db) ** 2).sum(axis=1))).max() < 1.0 + 1e-2
+
+
+def _spheres():
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
+    import modeling_spheres_box as ex
+
+    return ex
+
+
+@pytest.mark.parametrize("gap, n, steps", [(0.0, 16, 25), (0.2, 10, 30), (0.0, 60, 12)])
+def test_spheres_vectorized_batched_match_the_per_interaction_path(gap, n, steps):
+    ex = _spheres()
+    runs = []
+    for batch, vec in ((False, False), (True, True), (True, False)):
+        box = ex.Box(n, T=steps * 2e-3, gap=gap, vectorized=vec)
+        sim = nm.TimeStepping(box.nsds, 2e-3, nm.MoreauJeanOSI(0.5, batch=batch), osns="fc3d", method="nsn-ac",
+                              tol=1e-8)
+        states = []
+        while sim.has_next_step():
+            if sim.k % 5 == 0 and sim.k > 0:
+                box.detect()          # links and unlinks between steps
+            sim.step()
+            states.append(np.concatenate([s.q for s in box.spheres] + [s.v for s in box.spheres]))
+        assert sim.integrator.fast == batch
+        if batch and n >= 60:         # more than SPARSE_DOFS: W by system blocks (compiled)
+            assert sim.integrator._fast._blocks is not None
+        runs.append((np.array(states), sim.trajectory, box))
+    ref = runs[0][0]
+    for states, traj, box in runs[1:]:
+        _close(states, ref)
+        assert [s is None for s in traj.status] == [s is None for s in runs[0][1].status]
+    # contact impulses of an interaction that lived through the run agree too
+    ta, tb = runs[0][1], runs[1][1]
+    key = next(k for k in runs[0][2].links if k in runs[1][2].links)
+    _close(ta.lambda_(runs[0][2].links[key]), tb.lambda_(runs[1][2].links[key]))
+
+
+def _balls(batch, n=320, T=0.4):
+    """n balls (1 dof each, more than SPARSE_DOFS in all) falling on the ground, joined pairwise by
+    2-row relations (interactions of sizes 1 and 2: the sparse assembled-rows path)."""
+    rng = np.random.default_rng(3)
+    balls = [nm.LagrangianLinearTIDS([0.02 + 0.1 * rng.random()], [rng.normal(0.0, 0.3)], [[1.0 + rng.random()]],
+                                     fext=[-9.81]) for _ in range(n)]
+    nsds = nm.NonSmoothDynamicalSystem(0.0, T)
+    inters = []
+    for b in balls:
+        inters.append(nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), b))
+    for a, b in zip(balls[:-1:7], balls[1::7]):      # y = (q_b - q_a + 0.2, q_a - q_b + 0.2) >= 0
+        rel = nm.LagrangianLinearTIR([[-1.0, 1.0], [1.0, -1.0]], b=[0.2, 0.2])
+        inters.append(nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.0, size=2), rel), a, b))
+    sim = nm.TimeStepping(nsds, 2e-3, nm.MoreauJeanOSI(0.5, batch=batch), osns="lcp", method="lemke", tol=1e-12)
+    return sim, balls, inters
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_sparse_rows_of_mixed_sizes_batched_match(compiled):
+    sa, ba, ia = _balls(False)
+    sb, bb, ib = _balls(True)
+    sb.integrator.compiled = compiled        # the compiled LTI step, or the NumPy one with sparse rows
+    ta, tb = sa.run(), sb.run()
+    fast = sb.integrator._fast
+    assert fast.sparse and fast._blocks is None and fast.can_fly
+    assert (fast.pattern is None) == compiled     # the CSR rows of the NumPy step (pattern kept)
+    assert sum(s is not None for s in ta.status) > 20
+    assert [s is None for s in ta.status] == [s is None for s in tb.status]
+    for x, y in zip(ba[::37], bb[::37]):
+        for f in ("q", "v", "p"):
+            _close(getattr(ta, f)(x), getattr(tb, f)(y))
+    for x, y in zip(ia[::41], ib[::41]):
+        for lev in (0, 1):
+            _close(ta.y(x, lev), tb.y(y, lev))
+        _close(ta.lambda_(x), tb.lambda_(y))
+
+
+def test_vectorized_plugin_with_the_wrong_shape_names_the_relation():
+    ds = nm.LagrangianDS([0.3, 0.0], [0.0, 0.0], M=np.eye(2))
+    rel = nm.LagrangianScleronomousR(lambda q, z: np.zeros(3), vectorized=True, name="bad")
+    nsds = nm.NonSmoothDynamicalSystem(0.0, 0.1)
+    nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), rel), ds)
+    with pytest.raises(PluginError, match="bad.*h.*expected"):
+        nm.TimeStepping(nsds, 1e-2, osns="lcp")
+
+
+@pytest.mark.parametrize("batch", [True, False])
+def test_interactions_linked_mid_run_are_recorded_from_their_step(batch):
+    sim, ball, ground = _ball(batch, T=1.0)
+    ceiling = nm.Interaction(nm.NewtonImpactNSL(0.0), nm.LagrangianLinearTIR([[-1.0, 0.0, 0.0]], b=[2.0]))
+    seen = {}
+    while sim.has_next_step():
+        if sim.k == 50:
+            sim.nsds.link(ceiling, ball)
+        if sim.k == 120:
+            sim.nsds.remove_interaction(ceiling)
+        sim.step()
+        if 50 < sim.k <= 120:
+            seen[sim.k] = ceiling.y[0].copy()
+    traj = sim.trajectory
+    y = traj.y(ceiling, 0)[:, 0]
+    assert np.isnan(y[:51]).all() and np.isnan(y[121:]).all()
+    assert np.allclose(y[51:121], [seen[k][0] for k in range(51, 121)], rtol=0, atol=1e-15)
+    assert np.allclose(y[51:121], 2.0 - traj.q(ball)[51:121, 0], rtol=0, atol=1e-14)
+    assert np.isnan(traj.lambda_(ceiling)[:51]).all()
+    # the ground and the ball are recorded at every step
+    assert not np.isnan(traj.y(ground, 0)).any() and not np.isnan(traj.q(ball)).any()
