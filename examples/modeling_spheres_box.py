@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 from scipy.spatial import cKDTree
 
 from _plotting import figure_path, pyplot
@@ -51,37 +52,42 @@ def wall_relation(n, d):
     return nm.LagrangianLinearTIR(H, b=[-d - R, 0.0, 0.0])
 
 
-def _pair_h(q, z):
+@njit(cache=True)
+def _pair_h(q, z):  # pragma: no cover  (compiled)
     """Gap of sphere pairs, vectorized: q (k, 12) stacked (x1, r1, x2, r2) -> (k, 3)."""
-    d = q[:, :3] - q[:, 6:9]
     out = np.zeros((q.shape[0], 3))
-    out[:, 0] = np.sqrt(np.einsum("ij,ij->i", d, d)) - 2 * R
+    for i in range(q.shape[0]):
+        d0, d1, d2 = q[i, 0] - q[i, 6], q[i, 1] - q[i, 7], q[i, 2] - q[i, 8]
+        out[i, 0] = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2) - 2 * R
     return out
 
 
-def _pair_G0(q, z):
+@njit(cache=True)
+def _pair_G0(q, z):  # pragma: no cover  (compiled)
     """Jacobian of the pair gap and tangential velocities, vectorized: (k, 12) -> (k, 3, 12), rows
-    [n, 0, -n, 0], [t, -R(n × t), -t, -R(n × t)] with the frame of :func:`frame` for each pair."""
-    d = q[:, :3] - q[:, 6:9]
-    n = d / np.sqrt(np.einsum("ij,ij->i", d, d))[:, None]
-    nx, ny, nz = n[:, 0], n[:, 1], n[:, 2]
-    ex = np.abs(nx) < 0.9                 # t1 ∝ n × e_x = (0, nz, -ny), else n × e_y = (-nz, 0, nx)
-    t1 = np.empty_like(n)
-    t1[:, 0] = np.where(ex, 0.0, -nz)
-    t1[:, 1] = np.where(ex, nz, 0.0)
-    t1[:, 2] = np.where(ex, -ny, nx)
-    t1 /= np.sqrt(np.einsum("ij,ij->i", t1, t1))[:, None]
-    a1, a2, a3 = t1[:, 0], t1[:, 1], t1[:, 2]
-    G = np.empty((q.shape[0], 3, 12))
-    G[:, 0, :3], G[:, 0, 3:6], G[:, 0, 6:9], G[:, 0, 9:] = n, 0.0, -n, 0.0
-    G[:, 1, :3], G[:, 1, 6:9] = t1, -t1
-    t2 = G[:, 2, :3]                      # t2 = n × t1; -R(n × t1) = -R t2, -R(n × t2) = R t1
-    t2[:, 0] = ny * a3 - nz * a2
-    t2[:, 1] = nz * a1 - nx * a3
-    t2[:, 2] = nx * a2 - ny * a1
-    G[:, 2, 6:9] = -t2
-    G[:, 1, 3:6] = G[:, 1, 9:] = -R * t2
-    G[:, 2, 3:6] = G[:, 2, 9:] = R * t1
+    [n, 0, -n, 0], [t1, -R(n × t1), -t1, -R(n × t1)], [t2, -R(n × t2), ...] with t1 ∝ n × e_x (or
+    n × e_y when n is close to e_x) and t2 = n × t1, so -R(n × t1) = -R t2 and -R(n × t2) = R t1.
+    Compiled with numba: a plug-in is user code, and a loop over the pairs is its fastest form."""
+    k = q.shape[0]
+    G = np.zeros((k, 3, 12))
+    for i in range(k):
+        d0, d1, d2 = q[i, 0] - q[i, 6], q[i, 1] - q[i, 7], q[i, 2] - q[i, 8]
+        s = 1.0 / math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        nx, ny, nz = d0 * s, d1 * s, d2 * s
+        if abs(nx) < 0.9:
+            a1, a2, a3 = 0.0, nz, -ny
+        else:
+            a1, a2, a3 = -nz, 0.0, nx
+        s = 1.0 / math.sqrt(a1 * a1 + a2 * a2 + a3 * a3)
+        a1, a2, a3 = a1 * s, a2 * s, a3 * s
+        b1, b2, b3 = ny * a3 - nz * a2, nz * a1 - nx * a3, nx * a2 - ny * a1
+        for j, (x, y, w) in enumerate(((nx, ny, nz), (a1, a2, a3), (b1, b2, b3))):
+            G[i, j, 0], G[i, j, 1], G[i, j, 2] = x, y, w
+            G[i, j, 6], G[i, j, 7], G[i, j, 8] = -x, -y, -w
+        G[i, 1, 3], G[i, 1, 4], G[i, 1, 5] = -R * b1, -R * b2, -R * b3
+        G[i, 1, 9], G[i, 1, 10], G[i, 1, 11] = -R * b1, -R * b2, -R * b3
+        G[i, 2, 3], G[i, 2, 4], G[i, 2, 5] = R * a1, R * a2, R * a3
+        G[i, 2, 9], G[i, 2, 10], G[i, 2, 11] = R * a1, R * a2, R * a3
     return G
 
 

@@ -255,7 +255,7 @@ class _DirectPlan:
         elif type(warm_start) is Solution and type(warm_start.problem) is self.cls \
                 and warm_start.problem.kind == self.kind and math.isfinite(warm_start.error):
             x0 = warm_start_of(problem, warm_start)
-        elif type(warm_start) is np.ndarray and warm_start.dtype is FLOAT64 and warm_start.ndim == 1 \
+        elif type(warm_start) is np.ndarray and warm_start.dtype == FLOAT64 and warm_start.ndim == 1 \
                 and warm_start.shape[0] == problem.size and all_finite(warm_start):
             x0 = {name: warm_start.copy()}
         else:

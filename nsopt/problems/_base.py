@@ -85,7 +85,7 @@ def as_vector(v, field: str, owner: str, *, size=None, allow_inf=False):
     admits +-inf entries (bounds), never nan."""
     if _TRUSTED and _trusted(v) and (size is None or v.shape[0] == size):
         return v
-    if type(v) is np.ndarray and v.dtype is FLOAT64 and v.ndim == 1:   # the common case, checked cheaply
+    if type(v) is np.ndarray and v.dtype == FLOAT64 and v.ndim == 1:   # the common case, checked cheaply
         if size is not None and v.shape[0] != size:
             raise ProblemError(field, f"has {v.shape[0]} entries, expected {size}", owner)
         a = v.copy()

@@ -864,7 +864,7 @@ class _LCPPlan:
         n = q.shape[0]
         if warm_start is None:
             z, warm = np.zeros(n), False
-        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype is FLOAT64:
+        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype == FLOAT64:
             z, warm = warm_start.copy(), True            # checked finite by the kernel
         elif type(warm_start) is Solution and type(warm_start.problem) is LCP and warm_start.z is not None \
                 and warm_start.z.shape[0] == n and math.isfinite(warm_start.error):

@@ -686,7 +686,7 @@ class _DensePlan:
                     or not math.isfinite(warm_start.error):
                 return None
             r = r0.copy()
-        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype is FLOAT64 \
+        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype == FLOAT64 \
                 and all_finite(warm_start):
             r = warm_start.copy()
         else:

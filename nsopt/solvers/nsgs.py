@@ -244,7 +244,7 @@ class _Plan:
                     or not math.isfinite(warm_start.error):
                 return None
             r = r0.copy()
-        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype is FLOAT64:
+        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype == FLOAT64:
             r = warm_start.copy()              # checked finite by the kernel
         else:
             return None                        # validated by the full path
