@@ -413,7 +413,9 @@ class BatchMoreauJean:
         ptr, ind, dat = K.block_delassus(G, G * P["dinv"], P["tp"], P["tq"], P["run"], P["mirror"], P["ta"], P["tb"],
                                        act)
         W = sp.csr_matrix((dat, ind, ptr), shape=(nb * m, nb * m))
-        W.has_sorted_indices = True
+        W.has_canonical_format = True    # the blocks of a row come in increasing column, once each
+        for a in (W.data, W.indices, W.indptr):
+            a.setflags(write=False)
         return W
 
     def fly(self, sim, nmax, rec, j0) -> int:
@@ -474,7 +476,8 @@ class BatchMoreauJean:
             W = delassus(S, Ha, Ha, extras, self.sparse)
         self.key = key
         asm = Assembly(key=key, interactions=self.inter_arr[idx].tolist(), q=qo, W=W, constant=not osi.nonlinear,
-                       H=Ha, vfree=vfree, osi=osi, warm=self.warm[act_rows], laws=self.law_arr[idx].tolist())
+                       H=Ha, vfree=vfree, osi=osi, warm=self.warm[act_rows], laws=self.law_arr[idx].tolist(),
+                       trusted_W=G is not None and W is not None)
         lam = sim.solve_assembly(asm)
         self.warm[act_rows] = lam
         if G is not None:

@@ -117,6 +117,7 @@ class Assembly:
     osi: object = None        # the integrator (``osi.iteration_matrix()`` gives the stacked M̂)
     warm: np.ndarray | None = None   # the warm start, when the integrator keeps it stacked (it stores λ too)
     laws: list | None = None         # the interactions' laws, when the integrator has them at hand
+    trusted_W: bool = False          # W built by a compiled assembly in validated form (canonical CSR, finite)
 
 
 class OneStepIntegrator:

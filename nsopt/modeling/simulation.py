@@ -540,6 +540,15 @@ def _build_avi(asm):
     return AVI(asm.W, asm.q, sp.block_diag(Hs).toarray(), np.concatenate(ks))
 
 
+def _build_fc(asm, dim):
+    """FrictionContact of the step; a W the batched assembly built in validated form is taken as it is
+    (:meth:`nsopt.problems.Problem.assembled`), q and mu are checked."""
+    mu = np.array([law.mu for law in _laws(asm)])
+    if asm.trusted_W:
+        return FrictionContact.assembled(("W",), dim=dim, W=asm.W, q=asm.q, mu=mu)
+    return FrictionContact(dim, asm.W, asm.q, mu)
+
+
 def _build_gfc(asm):
     M, H, qg, b = asm.glob
     return GlobalFrictionContact(M, H, qg, b, [law.mu for law in _laws(asm)], dim=3)
@@ -552,8 +561,8 @@ _BUILDERS = {      # the built-in kinds: builder(asm) -> problem
                                np.concatenate([law.ub for law in _laws(asm)])),
     "mlcp": _build_mlcp,
     "avi": _build_avi,
-    "fc2d": lambda asm: FrictionContact(2, asm.W, asm.q, np.array([law.mu for law in _laws(asm)])),
-    "fc3d": lambda asm: FrictionContact(3, asm.W, asm.q, np.array([law.mu for law in _laws(asm)])),
+    "fc2d": lambda asm: _build_fc(asm, 2),
+    "fc3d": lambda asm: _build_fc(asm, 3),
     "gfc3d": _build_gfc,
     "gmp": lambda asm: GenericMechanical(asm.W, asm.q, [law.gmp_block() for law in _laws(asm)]),
 }

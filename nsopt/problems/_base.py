@@ -259,6 +259,18 @@ class Problem:
         object.__setattr__(new, "_store", self._store)
         return new
 
+    @classmethod
+    def assembled(cls, trusted: tuple, **fields):
+        """Build from ``fields``, taking those named in ``trusted`` as they are, unchecked and
+        uncopied: matrices an assembler built itself (the W of a time-stepping step) that are already
+        what validation would return (float64, finite, read-only; CSR with canonical indices). Every
+        other field is validated as by the constructor. Not for user input."""
+        _TRUSTED[:] = [fields[f] for f in trusted]
+        try:
+            return cls._from_fields(**fields)
+        finally:
+            _TRUSTED.clear()
+
     def _with_vector(self, name: str, value, owner: str):
         """The short path of ``replace(name=value)`` for a vector field whose only constraint is its
         size (q of an LCP or a friction-contact problem, the re-solve of a time-stepping loop): only
