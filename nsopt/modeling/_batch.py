@@ -406,12 +406,12 @@ class BatchMoreauJean:
 
     def _block_delassus(self, G, act):
         """W of the active interactions from the block plan (CSR, sorted): the compiled
-        :func:`~nsopt.modeling._kernels.block_delassus`, the sums of :func:`~nsopt.modeling.osi.delassus`
+        :func:`~nsopt.modeling._kernels.block_delassus_for`, the sums of :func:`~nsopt.modeling.osi.delassus`
         grouped by system (the same numbers to rounding). ``G``: the slot blocks."""
         P = self._blocks
         m, nb = P["m"], int(np.count_nonzero(act))
-        ptr, ind, dat = K.block_delassus(G, G * P["dinv"], P["tp"], P["tq"], P["run"], P["mirror"], P["ta"], P["tb"],
-                                       act)
+        ptr, ind, dat = K.block_delassus_for(m, G.shape[2])(G, G * P["dinv"], P["tp"], P["tq"], P["run"], P["mirror"],
+                                                           P["ta"], P["tb"], act)
         W = sp.csr_matrix((dat, ind, ptr), shape=(nb * m, nb * m))
         W.has_canonical_format = True    # the blocks of a row come in increasing column, once each
         for a in (W.data, W.indices, W.indptr):
