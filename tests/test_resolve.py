@@ -203,6 +203,38 @@ def test_lemke_plan_gives_the_full_path_solution(n):
     assert taken >= 8
 
 
+@pytest.mark.parametrize("n", [1, 2, 5, 16])
+def test_lemke_plan_runs_the_path_when_the_start_fails(n, no_full_path):
+    """Cold starts (no warm start) on P-matrix LCPs with q of mixed signs: iteration 0 fails, and
+    the plan runs Lemke's path itself (no full path: the guard is armed) with the full path's
+    Solution (pivots, message, bits); an option the plan does not run (a covering vector) hands
+    the call to the full path."""
+    rng = np.random.default_rng(n)
+    A = rng.standard_normal((n, n))
+    M = A @ A.T + np.eye(n)
+    p = nsopt.LCP(M, -np.ones(n))
+    ws = nsopt.Workspace()
+    nsopt.solve(p, "lemke", workspace=ws)
+    pivots = 0
+    for k in range(20):
+        q = rng.standard_normal(n)
+        q[k % n] = -abs(q[k % n]) - 0.1        # the start z = 0 is not a solution
+        pk = p.replace(q=q)
+        no_full_path["armed"] = True
+        fast = nsopt.solve(pk, "lemke", workspace=ws)
+        no_full_path["armed"] = False
+        full = nsopt.solve(pk, "lemke")
+        _same(fast, full)
+        assert fast.success and fast.nit == fast.info["pivots"] >= 1
+        pivots += fast.nit
+    assert pivots >= 20
+    ws2 = nsopt.Workspace()
+    nsopt.solve(p, "lemke", workspace=ws2, cover=np.full(n, 2.0))
+    no_full_path["armed"] = True
+    with pytest.raises(AssertionError, match="full path"):
+        nsopt.solve(p.replace(q=-np.ones(n)), "lemke", workspace=ws2, cover=np.full(n, 2.0))
+
+
 def test_lemke_plan_with_solution_warm_start_and_max_iter(no_full_path):
     p = nsopt.LCP(np.array([[2.0]]), np.array([-1.0]))
     ws = nsopt.Workspace()

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from ..exceptions import ProblemError
 
+SMALL_DENSE = 64          # the ordered products of affine() below this many rows (see _products)
 EPS = np.finfo(float).eps  # DBL_EPSILON, Siconos' threshold for dividing by a norm
 FLOAT64 = np.dtype(np.float64)
 
@@ -122,7 +123,8 @@ def as_vector(v, field: str, owner: str, *, size=None, allow_inf=False):
 def all_finite(a: np.ndarray) -> bool:
     """True when every entry of the float vector ``a`` is finite (cheap for short vectors)."""
     if a.shape[0] <= 32:
-        return all(map(math.isfinite, a.tolist()))
+        v = a.tolist()       # a finite sum has finite terms (an inf or nan term makes it inf or nan)
+        return math.isfinite(sum(v)) or all(map(math.isfinite, v))
     return bool(np.isfinite(a).all())
 
 
@@ -162,7 +164,7 @@ def norm2(x) -> float:
     """Euclidean norm as BLAS ``dnrm2`` (Siconos' ``cblas_dnrm2``): exact where sqrt(x·x) would
     underflow (all |x_i| < 1e-154) or overflow (some |x_i| > 1e154), as fast as ``np.linalg.norm``
     elsewhere."""
-    if type(x) is not np.ndarray or x.dtype is not FLOAT64 or x.ndim != 1:
+    if type(x) is not np.ndarray or x.ndim != 1 or x.dtype != FLOAT64:
         x = np.asarray(x, dtype=float).reshape(-1)
     if x.shape[0] <= 16:      # math.hypot scales as dnrm2 does, without numpy's per-call overhead
         return math.hypot(*x.tolist())
@@ -178,6 +180,36 @@ def norm2(x) -> float:
 def matvec(A, x):
     """A @ x for a dense ndarray or a scipy sparse matrix, always a 1-D ndarray."""
     return np.asarray(A @ x).reshape(-1)
+
+
+def affine(A, x, q) -> np.ndarray:
+    """A x + q, the residual of a problem (w = Mz + q, u = Wr + q): for a small dense or a CSR A,
+    the ordered loops of :mod:`nsopt.problems._products` (the bits the compiled solvers reproduce
+    in their kernels); for a large dense A, BLAS then + q."""
+    if type(A) is np.ndarray:
+        if A.shape[0] > SMALL_DENSE or A.ndim != 2:
+            return matvec(A, x) + q
+        loop = _PRODUCTS.get("dense") or _load_products("dense")
+        out = np.empty(q.shape[0])
+        loop(A, x, q, out)
+        return out
+    if sp.issparse(A) and A.format == "csr":
+        loop = _PRODUCTS.get("csr") or _load_products("csr")
+        out = np.empty(q.shape[0])
+        loop(A.indptr, A.indices, A.data, x, q, out)
+        return out
+    return matvec(A, x) + q
+
+
+_PRODUCTS: dict = {}
+
+
+def _load_products(which):
+    """The compiled loops, imported on first use (numba is not needed to build or check a problem)."""
+    from ._products import csr_affine, dense_affine
+
+    _PRODUCTS.update(dense=dense_affine, csr=csr_affine)
+    return _PRODUCTS[which]
 
 
 def nnz(A) -> int:
@@ -275,10 +307,18 @@ class Problem:
         """The short path of ``replace(name=value)`` for a vector field whose only constraint is its
         size (q of an LCP or a friction-contact problem, the re-solve of a time-stepping loop): only
         that vector is checked; the other fields and the cache are shared as they are."""
+        n = self.__dict__[name].shape[0]
+        if type(value) is np.ndarray and value.ndim == 1 and value.shape[0] == n and value.dtype == FLOAT64:
+            a = value.copy()             # as_vector's common case, inline (a re-solve loop's per-step cost)
+            if not all_finite(a):
+                raise ProblemError(name, "has non-finite entries (nan or inf)", owner)
+            a.setflags(write=False)
+        else:
+            a = as_vector(value, name, owner, size=n)
         new = object.__new__(type(self))
         d = new.__dict__
         d.update(self.__dict__)          # the fields, the shared cache and the frozen flag
-        d[name] = as_vector(value, name, owner, size=getattr(self, name).shape[0])
+        d[name] = a
         return new
 
     @classmethod
@@ -343,7 +383,7 @@ class AffineProblem(Problem):
 
     def w(self, z) -> np.ndarray:
         """w = Mz + q."""
-        return matvec(self.M, check_input(z, "z", type(self).__name__, self.size)) + self.q
+        return affine(self.M, check_input(z, "z", type(self).__name__, self.size), self.q)
 
     def variable_sizes(self):
         return {"z": self.size, "w": self.size}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import EPS, AffineProblem, as_matrix, as_vector, check_input, matvec, norm2
+from ._base import EPS, AffineProblem, affine, as_matrix, as_vector, check_input, norm2
 
 
 class AVI(AffineProblem):
@@ -76,7 +76,7 @@ class AVI(AffineProblem):
         z = check_input(z, "z", "AVI", self.size)
         if self.is_empty():       # no z solves the AVI: no finite measure can call any z a solution
             return float("inf")
-        w = matvec(self.M, z) + self.q
+        w = affine(self.M, z, self.q)
         e = norm2(z - self.project(z - w))
         nq = norm2(self.q)
         return e / nq if nq > EPS else e

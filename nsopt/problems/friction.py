@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ProblemError
-from ._base import EPS, Problem, as_matrix, as_vector, check_input, matvec, norm2
+from ._base import EPS, Problem, affine, as_matrix, as_vector, check_input, matvec, norm2
 from .cones import fc_error, natural_map_sq
 
 
@@ -95,7 +95,7 @@ class FrictionContact(Problem):
 
     def u(self, r) -> np.ndarray:
         """Local velocity u = Wr + q."""
-        return matvec(self.W, check_input(r, "r", "FrictionContact", self.size)) + self.q
+        return affine(self.W, check_input(r, "r", "FrictionContact", self.size), self.q)
 
     def variable_sizes(self):
         return {"r": self.size, "u": self.size}
@@ -108,7 +108,7 @@ class FrictionContact(Problem):
     def error(self, r, u=None) -> float:
         """Siconos' friction-contact error of r (u recomputed as Wr + q, as Siconos does)."""
         r = check_input(r, "r", "FrictionContact", self.size)
-        u = matvec(self.W, r) + self.q
+        u = affine(self.W, r, self.q)
         return fc_error(r, u, self.mu, self.dim, self.qnorm)
 
     def __repr__(self):

@@ -8,7 +8,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ProblemError
-from ._base import Problem, as_bounds, as_matrix, as_vector, check_input, dense, matvec, norm2
+from ._base import (
+    Problem,
+    affine,
+    as_bounds,
+    as_matrix,
+    as_vector,
+    check_input,
+    dense,
+    matvec,
+    norm2,
+)
 from .cones import natural_map_sq
 
 BLOCK_KINDS = ("equality", "lcp", "relay", "fc2d", "fc3d")
@@ -115,7 +125,7 @@ class GenericMechanical(Problem):
             s += b.size
 
     def u(self, r) -> np.ndarray:
-        return matvec(self.M, check_input(r, "r", "GenericMechanical", self.size)) + self.q
+        return affine(self.M, check_input(r, "r", "GenericMechanical", self.size), self.q)
 
     def variable_sizes(self):
         return {"r": self.size, "u": self.size}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import EPS, AffineProblem, as_matrix, as_vector, check_input, matvec, norm2
+from ._base import EPS, AffineProblem, affine, as_matrix, as_vector, check_input, norm2
 
 
 class LCP(AffineProblem):
@@ -41,7 +41,7 @@ class LCP(AffineProblem):
     def error(self, z, w=None) -> float:
         """Siconos' LCP error of z (w is recomputed as Mz + q, as Siconos does)."""
         z = check_input(z, "z", "LCP", self.size)
-        return lcp_error(z, matvec(self.M, z) + self.q, norm2(self.q))
+        return lcp_error(z, affine(self.M, z, self.q), norm2(self.q))
 
     def __repr__(self):
         return f"LCP(n={self.size}, {'sparse' if hasattr(self.M, 'nnz') else 'dense'})"

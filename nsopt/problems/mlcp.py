@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ProblemError
-from ._base import AffineProblem, as_matrix, as_vector, check_input, matvec, norm2
+from ._base import AffineProblem, affine, as_matrix, as_vector, check_input, norm2
 
 
 class MLCP(AffineProblem):
@@ -115,7 +115,7 @@ class MLCP(AffineProblem):
     def error(self, z, w=None) -> float:
         """Siconos' MLCP error (see the class docstring), w recomputed as Mz + q."""
         z = check_input(z, "z", "MLCP", self.size)
-        w = matvec(self.M, z) + self.q
+        w = affine(self.M, z, self.q)
         q = self.q
 
         def comp_err(zz, ww):

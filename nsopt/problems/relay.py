@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import AffineProblem, as_bounds, as_matrix, as_vector, check_input, matvec, norm2
+from ._base import AffineProblem, affine, as_bounds, as_matrix, as_vector, check_input, norm2
 
 
 class Relay(AffineProblem):
@@ -32,7 +32,7 @@ class Relay(AffineProblem):
 
     def error(self, z, w=None) -> float:
         z = check_input(z, "z", "Relay", self.size)
-        w = matvec(self.M, z) + self.q
+        w = affine(self.M, z, self.q)
         e = norm2(z - np.clip(z - w, self.lb, self.ub))
         return e / (1.0 + norm2(self.q))
 

@@ -22,6 +22,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..problems._products import csr_affine, dense_affine  # noqa: F401  (the kernels' u = Wr + q, w = Mz + q)
+
 EPS = np.finfo(np.float64).eps
 
 # status codes shared with the Python side
@@ -189,17 +191,6 @@ def gauss_solve(A, b, x, rel):
             s -= A[i, j] * x[j]
         x[i] = s / A[i, i]
     return True
-
-
-@njit(cache=True)
-def dense_affine(M, z, q, out):
-    """out = M z + q for a dense M (row sums in order, then + q: as ``M @ z + q``)."""
-    n = q.shape[0]
-    for i in range(n):
-        s = 0.0
-        for j in range(z.shape[0]):
-            s += M[i, j] * z[j]
-        out[i] = s + q[i]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -567,7 +558,7 @@ RUNNING, SOLVED, MAX_ITER, NON_FINITE, BAD_START, FRESH = 0, 1, 2, 3, 4, -1
 
 @njit(cache=True)
 def nsgs_fc_solve(dim, ptr, idx, val, Wd, q, mu, r, u, order, tol, max_iter, local_tol, local_max_iter,
-                  omega, normq, resync, errs, best_r, best, cap, state, budget):
+                  omega, normq, resync, errs, best_r, best, cap, state, budget, rptr, ridx, rval):
     """A whole ``nsgs`` solve under the iteration contract without history, callback or deadline,
     in one call (the re-solve plan of :mod:`nsopt.solvers.nsgs`): the same chunks of
     :func:`nsgs_fc` as the Python loop runs (sizes 1, 2, 4, ... up to ``cap``, the monitor's
@@ -577,7 +568,11 @@ def nsgs_fc_solve(dim, ptr, idx, val, Wd, q, mu, r, u, order, tol, max_iter, loc
     ``FRESH`` (-1) to start from r (u is set to Wr + q); the call returns after about ``budget``
     sweeps with status ``RUNNING`` (call again: Ctrl-C acts between calls), or with SOLVED, MAX_ITER,
     NON_FINITE (the contract's stops) or BAD_START (r not finite: nothing done). ``best`` = [best
-    error, last error] (out), ``best_r`` the best iterate (out).
+    error, last error, measured error] (out), ``best_r`` the best iterate (out).
+
+    ``rptr, ridx, rval``: W in CSR (empty: not given). When given and the solve ends on its best
+    iterate, u is recomputed as ``FrictionContact.u`` computes it (:func:`csr_affine`, the same
+    bits) and its error by :func:`fc_error` goes to ``best[2]``, with ``state[4] = 1`` (else 0).
     """
     if state[3] == FRESH:
         for i in range(r.shape[0]):
@@ -620,6 +615,11 @@ def nsgs_fc_solve(dim, ptr, idx, val, Wd, q, mu, r, u, order, tol, max_iter, loc
             state[3] = SOLVED
         elif state[0] >= max_iter:
             state[3] = MAX_ITER
+    state[4] = 0
+    if state[3] != RUNNING and state[3] != BAD_START and rptr.shape[0] > 0 and best[1] <= best[0]:
+        csr_affine(rptr, ridx, rval, r, q, u)
+        best[2] = fc_error(dim, r, u, mu, normq, np.empty(dim), np.empty(dim))
+        state[4] = 1
 
 
 @njit(cache=True)

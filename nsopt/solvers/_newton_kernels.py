@@ -440,6 +440,14 @@ def _dense_search(fb, W, r, u, d, f0, fref, ls, mu, rhoN, rhoT, gamma, dim, Wd, 
     return False, 0.0, f0
 
 
+@njit(cache=True)
+def _measure_best(W, q, mu, qnorm, best_r, u, fstate, x, px):
+    """u = W best_r + q by ``FrictionContact.u``'s own product (``dense_affine``, the same bits:
+    W and q are the problem's values) and its error (``fstate[2]``)."""
+    GS.dense_affine(W, best_r, q, u)
+    fstate[2] = GS.fc_error(q.shape[0] // mu.shape[0] if mu.shape[0] else 1, best_r, u, mu, qnorm, x, px)
+
+
 @njit(cache=True, error_model="numpy")
 def newton_dense(fb, W, q, mu, rhoN, rhoT, gamma, gamma_c, rho_pgs, csr_data, csr_ind, csr_ptr, qnorm, wscale,
                  r, u, istate, fstate, merits, bests, nsteps, tol, max_iter, stall, switch, reg, reg_step, errs,
@@ -455,7 +463,9 @@ def newton_dense(fb, W, q, mu, rhoN, rhoT, gamma, gamma_c, rho_pgs, csr_data, cs
     of the last merits and best errors (counts in istate[6], istate[7]). Called with istate[8] =
     NEWTON_FRESH it first sets u = Wr + q and the start's error (``fstate[1]``; it stops there when
     the start is solved, not finite or max_iter is 0, as the monitor does). Stops early at error <= tol, a non-finite error or ``max_iter`` iterations in all
-    (istate[8] = NEWTON_STOP), or on a stall (NEWTON_STALLED). Returns the iterations done."""
+    (istate[8] = NEWTON_STOP), or on a stall (NEWTON_STALLED). At NEWTON_STOP, u is the best
+    iterate's, as ``FrictionContact.u`` computes it, and ``fstate[2]`` its error (both of the
+    Solution: :func:`_measure_best`). Returns the iterations done."""
     nc = mu.shape[0]
     n = r.shape[0]
     dim = n // nc if nc else 1
@@ -491,6 +501,7 @@ def newton_dense(fb, W, q, mu, rhoN, rhoT, gamma, gamma_c, rho_pgs, csr_data, cs
                 best_r[i] = r[i]
         if not math.isfinite(err) or err <= tol or max_iter <= 0:
             istate[8] = NEWTON_STOP
+            _measure_best(W, q, mu, qnorm, best_r, u, fstate, x, px)
             return 0
     while done < nsteps:
         k = istate[0]
@@ -552,6 +563,7 @@ def newton_dense(fb, W, q, mu, rhoN, rhoT, gamma, gamma_c, rho_pgs, csr_data, cs
                 best_r[i] = r[i]
         if not math.isfinite(err) or err <= tol or k >= max_iter:
             istate[8] = NEWTON_STOP
+            _measure_best(W, q, mu, qnorm, best_r, u, fstate, x, px)
             return done
         prev = bests[(istate[7] - 1) % nb_cap]
         best_err = min(prev, err)

@@ -637,14 +637,24 @@ class Chunks:
             self.size = max(1, min(2 * self.size, int(CHUNK_SECONDS / per) if per > 0 else 2 * self.size))
 
 
+def _scaled_tableau(M, q, cover, a=None):
+    """The start of Lemke's path on unit-scaled data: the LCP is homogeneous, z solves (M, q) iff
+    a z / b solves (M / a, q / b), a = max|M|, b = max|q| (``a``: given when already known)."""
+    a = a if a is not None else float(np.max(np.abs(M))) or 1.0
+    b = float(np.max(np.abs(q))) or 1.0
+    return _Tableau(M / a, q / b, cover, unscale=b / a, b=b)
+
+
+def _first_chunk(n: int) -> float:
+    """Pivots of the first compiled chunk of a path (a pivot costs O(n^2) at most)."""
+    return 1e6 / max(1, n) ** 2
+
+
 def _path(M, q, mon, cover, piv_tol, tie_tol, report, record):
     """Lemke's path on dense (M, q) under the monitor. Returns (code, pivots of the last chunk, T):
     code 1 (z0 left), 2 (secondary ray), 3 (numerical trouble), 0 (the monitor stopped)."""
-    a = float(np.max(np.abs(M))) or 1.0
-    b = float(np.max(np.abs(q))) or 1.0
-    # the LCP is homogeneous: z solves (M, q) iff a z / b solves (M / a, q / b)
-    T = _Tableau(M / a, q / b, cover, unscale=b / a, b=b)
-    chunks = Chunks(mon, first=1e6 / max(1, q.shape[0]) ** 2)   # a pivot costs O(n^2) at most
+    T = _scaled_tableau(M, q, cover)
+    chunks = Chunks(mon, first=_first_chunk(q.shape[0]))
     while True:
         c = 1 if record is not None else chunks.next()
         before = T.pivots
@@ -669,6 +679,9 @@ def _record(mon, done, x, err, new=True):
     return mon.step(x, err) if new else None
 
 
+_LOADED: list = []     # the compiled path is loaded (Dispatcher.signatures costs ~100 us per look)
+
+
 def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, restarts=0,
            record_bases=False, info=None):
     """Lemke on the dense LCP ``M``, ``lcp.q`` for a problem whose variables are ``to_x(z)`` (a dict),
@@ -690,9 +703,10 @@ def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, r
         cover = np.asarray(cover, dtype=float).reshape(-1)
         if cover.shape[0] != n or not np.all(cover > 0) or not np.all(np.isfinite(cover)):
             raise OptionError(f"cover: the covering vector must be a positive finite vector of size {n}")
-    if mon.k == 0 and mon.build_time == 0.0 and not _lemke_run.signatures:
+    if mon.k == 0 and mon.build_time == 0.0 and not _LOADED:
         # load the compiled kernel (a one-off build, with the reduction: not counted in time_limit)
         _Tableau(np.eye(2), -np.ones(2), np.ones(2)).run(0, piv_tol, tie_tol)
+        _LOADED.append(True)
         mon.built()
     tries = pivots = 0
     while True:
@@ -850,11 +864,22 @@ class _LCPPlan:
     """The re-solve plan of ``lemke`` on a small dense LCP (:func:`nsopt.registry.plan`): iteration 0
     compiled (:func:`_lcp_start`, as the full path runs it). When that point solves the problem
     (the start, the warm start, or its support as a final basis: the common steps of a
-    time-stepping loop) the Solution comes back without a monitor; otherwise the call goes to the
-    full path (Lemke's pivots)."""
+    time-stepping loop) the Solution comes back without a monitor. Otherwise Lemke's path runs
+    as the full path runs it (one compiled chunk: the first chunk of a small LCP covers the whole
+    pivot budget) and, when z0 leaves the basis at a point at the rounding level (no
+    recomputation from the final basis), the Solution is the full path's; any other end (a ray,
+    the budget, a point to polish) goes to the full path."""
 
-    def __init__(self, problem, tol, max_iter):
+    def __init__(self, problem, tol, max_iter, options):
         self.M, self.tol, self.max_iter = problem.M, tol, max_iter
+        self.piv_tol = float(options.get("piv_tol", 1e-12))
+        self.tie_tol = float(options.get("tie_tol", 1e-11))
+        self.path = options.get("cover") is None and not options.get("record_bases", False)
+        self.scale = float(np.max(np.abs(self.M))) or 1.0
+        n = problem.size
+        budget = PIVOTS_PER_ROW * max(n, 1) if max_iter is None else max_iter
+        self.chunk = int(max(1, min(max(1, int(_first_chunk(n))), budget)))   # Chunks.next() of the full path
+        self.cover = np.ones(n)
 
     def __call__(self, problem, warm_start, options):
         t0 = time.perf_counter()
@@ -877,19 +902,33 @@ class _LCPPlan:
         if 0 <= code < 2 and err <= self.tol:
             return Solution._make(problem, "lemke", Status.SOLVED, err, self.tol, 0, time.perf_counter() - t0,
                                   {"z": z, "w": w}, None, _START_MSG[code + warm], {"pivots": 0}, opts)
-        if 0 <= code < 2 and math.isfinite(err) and self.max_iter != 0 and min(q.tolist()) >= 0.0:
+        if not (0 <= code < 2 and math.isfinite(err) and self.max_iter != 0):
+            return None
+        if min(q.tolist()) >= 0.0:
             # q >= 0 and the start above tol: _lemke ends at once with z = 0 (one iteration, no pivot)
             x = problem.complete({"z": np.zeros(n)})
             err = float(problem.error_of(x))
             return Solution._make(problem, "lemke", judged(Status.SOLVED, err, self.tol), err, self.tol, 1,
                                   time.perf_counter() - t0, x, None, "z0 left the basis after 0 pivots",
                                   {"pivots": 0, "polished": False}, opts)
-        return None
+        if not self.path:
+            return None
+        T = _scaled_tableau(self.M, q, self.cover, self.scale)
+        if T.run(self.chunk, self.piv_tol, self.tie_tol) != 1:
+            return None
+        z = T.z()
+        err = problem.error(z)
+        if err > GOOD_ERROR:     # _lemke recomputes the point from the final basis: the full path
+            return None
+        k = T.pivots
+        return Solution._make(problem, "lemke", judged(Status.SOLVED, err, self.tol), err, self.tol, k,
+                              time.perf_counter() - t0, {"z": z, "w": problem.w(z)}, None,
+                              f"z0 left the basis after {k} pivots", {"pivots": k, "polished": False}, opts)
 
 
 @plan("lcp", "lemke")
 def _lcp_plan(problem, tol, max_iter, options, ws, info=None):
-    return _LCPPlan(problem, tol, max_iter) if _small_lcp(problem, problem.M) else None
+    return _LCPPlan(problem, tol, max_iter, options) if _small_lcp(problem, problem.M) else None
 
 
 # --------------------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ from scipy.sparse.linalg import splu
 
 from ..exceptions import OptionError
 from ..monitor import Monitor
-from ..problems._base import FLOAT64, all_finite
+from ..problems._base import FLOAT64, affine, all_finite, norm2
 from ..problems.cones import project_coulomb
 from ..problems.friction import diag_blocks
 from ..registry import plan, register
@@ -333,7 +333,7 @@ def _newton_dense(sys, r, mon, *, line_search, memory, stall, switch, reg, reg_s
     n = sys.n
     st = sys.dense_state
     if st is None or st[2].shape[0] != memory or st[3].shape[0] != max(stall or 0, switch) + 2:
-        st = sys.dense_state = (np.empty(9, dtype=np.int64), np.empty(2), np.empty(memory),
+        st = sys.dense_state = (np.empty(9, dtype=np.int64), np.empty(3), np.empty(memory),
                                 np.empty(max(stall or 0, switch) + 2), np.empty(16), np.empty(n), np.empty(1))
     istate, fstate, merits, bests, errs, best_r, best = st
     istate[:] = (0, _LS_CODES[line_search], 0, 0, 0, 0, 0, 1, K.NEWTON_FRESH)
@@ -481,7 +481,7 @@ def _local_solve(problem, mon, formulation, *, rho, line_search, hybrid=True, st
         # number as problem.error up to the twin's rounding), which solve() does not recompute;
         # the re-solve plan (_DensePlan) returns the same numbers
         r = out.x["r"]
-        u = sys.u(r)
+        u = affine(problem.W, r, problem.q)
         out.x, out.error, out.complete = {"r": r, "u": u}, sys.error(r, u), True
     return out
 
@@ -667,9 +667,11 @@ class _DensePlan:
         self.max_iter = 1000 if max_iter is None else max_iter
         self.W, self.mu, self.sys, self.kw = problem.W, problem.mu, sys, kw
         self.ls = _LS_CODES[kw["line_search"]]
+        self.fresh = np.array((0, self.ls, 0, 0, 0, 0, 0, 1, K.NEWTON_FRESH), dtype=np.int64)
+        self.label = sys.formulation.upper()
         self.stall = kw["stall"] if kw["hybrid"] else -1
         n = problem.size
-        self.istate, self.fstate = np.empty(9, dtype=np.int64), np.empty(2)
+        self.istate, self.fstate = np.empty(9, dtype=np.int64), np.empty(3)
         self.merits, self.bests = np.empty(5), np.empty(max(self.stall, 20) + 2)
         self.errs, self.best_r, self.best = np.empty(min(self.max_iter, DENSE_CHUNK) + 1), np.empty(n), np.empty(1)
 
@@ -691,22 +693,22 @@ class _DensePlan:
             r = warm_start.copy()
         else:
             return None
-        sys, istate, best, kw = self.sys.reset(problem), self.istate, self.best, self.kw
-        istate[:] = (0, self.ls, 0, 0, 0, 0, 0, 1, K.NEWTON_FRESH)
+        sys, istate, best, kw = self.sys, self.istate, self.best, self.kw
+        q = problem.q
+        istate[:] = self.fresh
         best[0] = math.inf
         u = np.empty(n)
         data, ind, ptr = sys.csr
         while True:
-            K.newton_dense(sys.formulation == "fb", sys.Wd, sys.q, sys.mu, sys.rhoN, sys.rhoT, sys.gamma,
-                           sys.gamma_c, sys.rho_pgs, data, ind, ptr, sys.qnorm, sys.wscale, r, u, istate, self.fstate,
+            K.newton_dense(sys.formulation == "fb", sys.Wd, q, sys.mu, sys.rhoN, sys.rhoT, sys.gamma,
+                           sys.gamma_c, sys.rho_pgs, data, ind, ptr, norm2(q), sys.wscale, r, u, istate, self.fstate,
                            self.merits, self.bests, max(0, min(DENSE_CHUNK, self.max_iter - int(istate[0]))),
                            self.tol, self.max_iter, self.stall, 20, kw["reg"], kw["reg_step"], self.errs,
                            self.best_r, best)
             if istate[8] != K.NEWTON_RUN:
                 break
         k, _, n_fb, n_sing, n_sw, n_lm, _, _, code = istate.tolist()
-        err, e0 = self.fstate.tolist()
-        best_err = float(best[0])
+        err, e0, e = self.fstate.tolist()
         if code == K.NEWTON_STALLED or not math.isfinite(e0):
             return None
         if not math.isfinite(err):
@@ -715,13 +717,11 @@ class _DensePlan:
             status = Status.SOLVED
         else:
             status = Status.MAX_ITER
-        rb = self.best_r.copy()     # with u and its error as _local_solve returns them
-        u = sys.u(rb)
-        e = sys.error(rb, u)
+        # the best iterate, with u and its error as _local_solve returns them (the kernel's _measure_best)
         info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
-        msg = f"{sys.formulation.upper()} Newton: error {best_err:.3g} after {k} iterations"
+        msg = f"{self.label} Newton: error {best[0]:.3g} after {k} iterations"
         return Solution._make(problem, self.name, judged(status, e, self.tol), e, self.tol, k,
-                              time.perf_counter() - t0, {"r": rb, "u": u}, None, msg, info,
+                              time.perf_counter() - t0, {"r": self.best_r.copy(), "u": u}, None, msg, info,
                               dict(options) if options else {}, 0.0)
 
 

@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
 from ..monitor import WORK_PER_CHUNK
-from ..problems._base import FLOAT64, nnz, norm2
+from ..problems._base import FLOAT64, SMALL_DENSE, affine, nnz, norm2
 from ..reductions.friction import GlobalToLocal, SubstituteEqualities
 from ..registry import plan, register
 from ..result import Solution, Status, judged
@@ -104,6 +104,14 @@ class _Sweeper:
         self.errs = np.empty(64)
         self.order = np.arange(nc, dtype=np.int64)
         self.x, self.px = np.empty(self.dim), np.empty(self.dim)
+        # W in CSR for u = Wr + q as FrictionContact.u computes it (in the re-solve kernel): its own
+        # arrays when sparse, the nonzeros of a small dense W (the same bits); none for a large one
+        W = problem.W
+        if not sp.issparse(W) and W.shape[0] > SMALL_DENSE:
+            self.csr = (np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
+        else:
+            C = W if sp.issparse(W) else sp.csr_matrix(W)
+            self.csr = (C.indptr, C.indices, C.data)
         if not self.msg and not K.nsgs_fc.signatures:
             # load the compiled kernels now (part of the build, not of the time limit)
             self.error(problem, np.zeros(n))
@@ -183,12 +191,10 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
 
 
 def _measured(problem, r, sw, qnorm):
-    """(u, error) of r: u = Wr + q computed as ``problem.u`` computes it (the same product, then
-    + q), the error by the compiled twin of the problem's measure on (r, u), so the same number as
+    """(u, error) of r: u = Wr + q by ``problem.u``'s own product (``problems._base.affine``), the error by the compiled twin of the problem's measure on (r, u), so the same number as
     ``problem.error(r)`` up to the twin's rounding (tests/test_resolve.py); solve() does not
     recompute it."""
-    u = problem.W.dot(r)         # W @ r by the same BLAS product (dense) or CSR product (sparse)
-    u += problem.q
+    u = affine(problem.W, r, problem.q)
     return u, K.fc_error(problem.dim, r, u, problem.mu, qnorm, sw.x, sw.px)
 
 
@@ -208,8 +214,8 @@ class _Plan:
         self.max_iter = DEFAULT_MAX_ITER if max_iter is None else max_iter
         self.local_tol, self.local_max_iter, self.omega, _, self.resync = opts
         self.W = self.sw = None
-        self.state = np.empty(4, dtype=np.int64)
-        self.best = np.empty(2)
+        self.state = np.empty(5, dtype=np.int64)
+        self.best = np.empty(3)
 
     def _bind(self, problem):
         """The sweeper of problem's W (None when NSGS cannot run on it: the full path reports why)."""
@@ -255,27 +261,28 @@ class _Plan:
         while True:
             K.nsgs_fc_solve(self.dim, sw.ptr, sw.idx, sw.val, sw.D, q, problem.mu, r, u, sw.order, self.tol,
                             self.max_iter, self.local_tol, self.local_max_iter, self.omega, qnorm, self.resync,
-                            self.errs, self.best_r, best, self.cap, state, self.budget)
+                            self.errs, self.best_r, best, self.cap, state, self.budget, *sw.csr)
             if state[3] != K.RUNNING:
                 break
-        k, _, fails, code = state.tolist()
+        k, _, fails, code, measured = state.tolist()
         if code == K.BAD_START:
             return None
-        best_err, err = best.tolist()
-        status = _STATUS[code]
-        if code == K.SOLVED:
-            msg = f"error {err:.3g} <= tol after {k} iteration(s)"
-        elif code == K.MAX_ITER:
-            msg = f"no convergence in {k} iteration(s) (best error {best_err:.3g})"
-        else:
-            msg = f"non-finite error after {k} iteration(s)"
-        if err <= best_err:      # the last iterate is the best: u and its error as nsgs_fc returns them
+        best_err, last, err = best.tolist()
+        if measured:             # the last iterate is the best: u and its error as nsgs_fc returns them
+            x = {"r": r, "u": u}
+        elif last <= best_err:   # the same, u by BLAS (a large dense W)
             u, err = _measured(problem, r, sw, qnorm)
             x = {"r": r, "u": u}
         else:                    # the best iterate, u and the error recomputed (as nsopt.solve does)
             x = problem.complete({"r": self.best_r.copy()})
             err = float(problem.error_of(x))
-        return Solution._make(problem, "nsgs", Status.SOLVED if err <= self.tol else judged(status, err, self.tol),
+        if code == K.SOLVED:
+            msg = f"error {last:.3g} <= tol after {k} iteration(s)"
+        elif code == K.MAX_ITER:
+            msg = f"no convergence in {k} iteration(s) (best error {best_err:.3g})"
+        else:
+            msg = f"non-finite error after {k} iteration(s)"
+        return Solution._make(problem, "nsgs", Status.SOLVED if err <= self.tol else judged(_STATUS[code], err, self.tol),
                               err, self.tol, k, time.perf_counter() - t0, x, None, msg, {"local_failures": fails},
                               dict(options) if options else {}, build)
 
