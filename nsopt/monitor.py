@@ -256,8 +256,10 @@ class Workspace:
     (methods that have one, see :func:`nsopt.registry.plan`): after the first full solve, the next
     calls with the same method and options and neither ``history``, ``callback`` nor
     ``time_limit`` skip the option checks, the registry and the monitor and run the method's whole
-    loop in one compiled call where the method has one (``nsgs`` on fc2d/fc3d, ``lemke`` on a
-    small LCP), with the same Solution as the full path. A new W is fine (the plan rebuilds what
+    loop in one compiled call where the method has one (``nsgs`` on fc2d/fc3d, ``nsn-ac`` and
+    ``nsn-fb`` on a small dense W, ``lemke`` on a small LCP: iteration 0, then the pivots when it
+    fails), with the same Solution as the full path (u, w and the error as the problem computes
+    them: its ordered products, :mod:`nsopt.problems._products`). A new W is fine (the plan rebuilds what
     depends on it), so one workspace can serve a whole simulation.
     """
 
