@@ -497,14 +497,16 @@ def nsgs_fc(dim, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, l
     ``best[0]`` keep the iterate of smallest error seen (``best[0]`` in/out).
     Returns (sweeps done, local failures).
     """
+    return _sweeps(dim, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, local_tol, local_max_iter,
+                   omega, normq, resync, errs, best_r, best, np.empty((6, dim)), np.empty(32), np.empty((3, 3)))
+
+
+@njit(cache=True)
+def _sweeps(dim, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, local_tol, local_max_iter, omega,
+            normq, resync, errs, best_r, best, work, wk, J):
+    """:func:`nsgs_fc` with its work arrays given (``work`` (6, dim), ``wk`` (32,), ``J`` (3, 3))."""
     nc = mu.shape[0]
-    rl = np.empty(dim)
-    ql = np.empty(dim)
-    dl = np.empty(dim)
-    wk = np.empty(32)
-    J = np.empty((3, 3))
-    x = np.empty(dim)
-    px = np.empty(dim)
+    rl, ql, dl, x, px = work[0], work[1], work[2], work[3], work[4]
     failures = 0
     for it in range(nsweeps):
         if shuffle:
@@ -574,13 +576,13 @@ def nsgs_fc_solve(dim, ptr, idx, val, Wd, q, mu, r, u, order, tol, max_iter, loc
     iterate, u is recomputed as ``FrictionContact.u`` computes it (:func:`csr_affine`, the same
     bits) and its error by :func:`fc_error` goes to ``best[2]``, with ``state[4] = 1`` (else 0).
     """
+    work, wk, J = np.empty((6, dim)), np.empty(32), np.empty((3, 3))
+    x, px = work[3], work[4]
     if state[3] == FRESH:
         for i in range(r.shape[0]):
             if not math.isfinite(r[i]):
                 state[3] = BAD_START
                 return
-        x = np.empty(dim)
-        px = np.empty(dim)
         matvec_csc(ptr, idx, val, r, q, u)
         err = fc_error(dim, r, u, mu, normq, x, px)
         best[0] = err
@@ -602,8 +604,8 @@ def nsgs_fc_solve(dim, ptr, idx, val, Wd, q, mu, r, u, order, tol, max_iter, loc
         c = min(state[1], cap)
         state[1] = 2 * c
         c = max(1, min(c, max_iter - state[0]))
-        kk, f = nsgs_fc(dim, ptr, idx, val, Wd, q, mu, r, u, order, False, tol, c, local_tol,
-                        local_max_iter, omega, normq, resync, errs, best_r, best)
+        kk, f = _sweeps(dim, ptr, idx, val, Wd, q, mu, r, u, order, False, tol, c, local_tol,
+                        local_max_iter, omega, normq, resync, errs, best_r, best, work, wk, J)
         state[0] += kk
         state[2] += f
         done += kk
@@ -618,7 +620,7 @@ def nsgs_fc_solve(dim, ptr, idx, val, Wd, q, mu, r, u, order, tol, max_iter, loc
     state[4] = 0
     if state[3] != RUNNING and state[3] != BAD_START and rptr.shape[0] > 0 and best[1] <= best[0]:
         csr_affine(rptr, ridx, rval, r, q, u)
-        best[2] = fc_error(dim, r, u, mu, normq, np.empty(dim), np.empty(dim))
+        best[2] = fc_error(dim, r, u, mu, normq, x, px)
         state[4] = 1
 
 
