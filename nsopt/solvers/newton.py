@@ -719,7 +719,7 @@ class _DensePlan:
             status = Status.MAX_ITER
         # the best iterate, with u and its error as _local_solve returns them (the kernel's _measure_best)
         info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
-        msg = f"{self.label} Newton: error {best[0]:.3g} after {k} iterations"
+        msg = f"{self.label} Newton: error {best.item(0):.3g} after {k} iterations"
         return Solution._make(problem, self.name, judged(status, e, self.tol), e, self.tol, k,
                               time.perf_counter() - t0, {"r": self.best_r.copy(), "u": u}, None, msg, info,
                               dict(options) if options else {}, 0.0)
