@@ -153,14 +153,14 @@ def run_kernels(p, qs):
     state[3] = K.FRESH       # load the compiled kernel (from numba's cache) outside the measure
     K.nsgs_fc_solve(pl.dim, sw.ptr, sw.idx, sw.val, sw.D, p.q, p.mu, r, u, sw.order, pl.tol, 0, pl.local_tol,
                     pl.local_max_iter, pl.omega, p.qnorm, pl.resync, pl.errs, pl.best_r, pl.best, pl.cap, state,
-                    pl.budget, *sw.csr)
+                    pl.budget, *pl.csr)
     t0 = time.perf_counter()
     for pk, qn in zip(probs, qnorms):
         state[3] = K.FRESH
         while True:
             K.nsgs_fc_solve(pl.dim, sw.ptr, sw.idx, sw.val, sw.D, pk.q, pk.mu, r, u, sw.order, pl.tol,
                             pl.max_iter, pl.local_tol, pl.local_max_iter, pl.omega, qn, pl.resync,
-                            pl.errs, pl.best_r, pl.best, pl.cap, state, pl.budget, *sw.csr)
+                            pl.errs, pl.best_r, pl.best, pl.cap, state, pl.budget, *pl.csr)
             if state[3] != K.RUNNING:
                 break
     return (time.perf_counter() - t0) / len(qs)

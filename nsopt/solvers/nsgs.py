@@ -88,6 +88,24 @@ def _check_opts(omega, local_tol, local_max_iter, resync):
         raise OptionError(f"nsgs: resync must be a non-negative integer, got {resync!r}")
 
 
+_LOADED: list = []     # the kernels are loaded (Dispatcher.signatures costs ~100 us per look)
+
+
+def _csr_of(W):
+    """W in CSR arrays for u = Wr + q as ``FrictionContact.u`` computes it (the re-solve kernel's
+    last product): a sparse W's own arrays, the nonzeros of a small dense W by rows (the same bits,
+    :func:`~nsopt.problems._products.csr_affine`), empty arrays for a large dense W (BLAS: the
+    product is then left to Python)."""
+    if sp.issparse(W):
+        return W.indptr, W.indices, W.data
+    if W.shape[0] > SMALL_DENSE:
+        return np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0)
+    mask = W != 0.0
+    ptr = np.zeros(W.shape[0] + 1, dtype=np.int32)
+    np.cumsum(mask.sum(axis=1), out=ptr[1:])
+    return ptr, np.nonzero(mask)[1].astype(np.int32), np.ascontiguousarray(W[mask])
+
+
 class _Sweeper:
     """NSGS sweeps on one FrictionContact: the CSC split and the work arrays, built once per W and
     kept in the problem's cache or the caller's :class:`~nsopt.Workspace`. ``work``: the cost of
@@ -104,18 +122,11 @@ class _Sweeper:
         self.errs = np.empty(64)
         self.order = np.arange(nc, dtype=np.int64)
         self.x, self.px = np.empty(self.dim), np.empty(self.dim)
-        # W in CSR for u = Wr + q as FrictionContact.u computes it (in the re-solve kernel): its own
-        # arrays when sparse, the nonzeros of a small dense W (the same bits); none for a large one
-        W = problem.W
-        if not sp.issparse(W) and W.shape[0] > SMALL_DENSE:
-            self.csr = (np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
-        else:
-            C = W if sp.issparse(W) else sp.csr_matrix(W)
-            self.csr = (C.indptr, C.indices, C.data)
-        if not self.msg and not K.nsgs_fc.signatures:
+        if not self.msg and not _LOADED:
             # load the compiled kernels now (part of the build, not of the time limit)
             self.error(problem, np.zeros(n))
             self.run(np.zeros(n), 0, 0.0, np.inf, (1e-13, 1, 1.0, False, 0))
+            _LOADED.append(True)
 
     def error(self, problem, r):
         """u = Wr + q (kept in ``self.u``) and the error of r, by the compiled twin; sets the q, mu
@@ -224,7 +235,7 @@ class _Plan:
         sw = self.ws.get(problem, "nsgs_sweeper", lambda: _Sweeper(problem), ("W",))
         if sw.msg:
             return None
-        self.sw, self.W = sw, problem.W
+        self.sw, self.W, self.csr = sw, problem.W, _csr_of(problem.W)
         self.best_r = np.empty(problem.size)
         cap = max(1, int(WORK_PER_CHUNK // max(sw.work, 1)))
         self.cap, self.budget = cap, 4 * cap
@@ -261,7 +272,7 @@ class _Plan:
         while True:
             K.nsgs_fc_solve(self.dim, sw.ptr, sw.idx, sw.val, sw.D, q, problem.mu, r, u, sw.order, self.tol,
                             self.max_iter, self.local_tol, self.local_max_iter, self.omega, qnorm, self.resync,
-                            self.errs, self.best_r, best, self.cap, state, self.budget, *sw.csr)
+                            self.errs, self.best_r, best, self.cap, state, self.budget, *self.csr)
             if state[3] != K.RUNNING:
                 break
         k, _, fails, code, measured = state.tolist()
