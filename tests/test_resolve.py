@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import nsopt
 from nsopt import generate as g
@@ -117,17 +118,20 @@ def test_nsgs_plan_follows_a_new_W(no_full_path):
         no_full_path["armed"] = True
 
 
-@pytest.mark.parametrize("method", ["nsgs", "nsn-ac"])
+@pytest.mark.parametrize("method,storage", [("nsgs", "dense"), ("nsgs", "csr"), ("nsn-ac", "dense")])
 @pytest.mark.parametrize("dim", [2, 3])
-def test_in_kernel_error_is_the_problem_error(dim, method):
+def test_in_kernel_error_is_the_problem_error(dim, method, storage):
     """The error an nsgs / nsn-ac Solution carries (solve() does not recompute it) is the compiled
-    twin of cones.fc_error on the (r, u) it returns, u computed as problem.u computes it: on many
-    random problems u is problem.u(r) exactly and the error is problem.error(r) to the twin's
-    rounding (rel 1e-12), often exactly."""
+    twin of cones.fc_error on the (r, u) it returns, u computed inside the kernel as problem.u
+    computes it (the ordered products of problems/_products: dense, and CSR as the modeling layer
+    assembles W): on many random problems u is problem.u(r) exactly and the error is
+    problem.error(r) to the twin's rounding (rel 1e-12), often exactly."""
     ws = nsopt.Workspace()
     exact = total = 0
     for seed in range(60):
         p, _ = g.friction_contact(1 + seed % 7, dim=dim, seed=100 + seed, mu=0.05 + 0.1 * (seed % 9))
+        if storage == "csr":
+            p = nsopt.FrictionContact(dim, sp.csr_matrix(p.W), p.q, p.mu)
         for q in _qs(p, 3, seed, drift=0.3):
             pk = p.replace(q=q)
             s = nsopt.solve(pk, method, tol=[1e-300, 1e-8][seed % 2], max_iter=1 + seed % 4, workspace=ws)
