@@ -206,6 +206,8 @@ class BatchMoreauJean:
             self.gh, self.thr = osi.gamma * h, osi.activation_threshold
             self.c1, self.c2 = h * (1 - th), h * th
             self._no_rows, self._no_Ha, self._no_lam = np.zeros(0, dtype=np.intp), np.zeros((0, S.ndof)), np.zeros(0)
+            self.nd, self._act = S.ndof, np.empty(n_i, dtype=np.bool_)
+            self._cur = (np.zeros(0, dtype=np.bool_), self._no_rows, self._no_Ha, np.zeros(0), None, [], [], None)
         self._publish()
 
     # ------------------------------------------------------------------ helpers
@@ -248,11 +250,6 @@ class BatchMoreauJean:
     L0, L1 = _part(5, "Stacked multipliers, level 0."), _part(6, "Stacked multipliers, level 1.")
     del _part
 
-    def record(self):
-        """The stacked state (q, v, p, y0, y1, λ0, λ1) in the order of the systems and interactions:
-        one row of the trajectory."""
-        return self.buf
-
     # ------------------------------------------------------------------ one step
     def free_velocity(self, t0, t1, q, v):
         osi, S = self.osi, self.osi.S
@@ -273,36 +270,56 @@ class BatchMoreauJean:
 
     def lean_step(self, sim):
         """:meth:`step` for the linear time-invariant models of the compiled free flight (``can_fly``),
-        by its compiled twin (``_kernels.lean_pre``, ``lean_q``, ``lean_post``): the same formulas, the
-        rows, the matrix W and the laws of each active set kept (dense H)."""
+        by its compiled twin (``_kernels.lean_pre``, ``lean_post``): the same formulas, the rows, the
+        matrix W and the laws of each active set kept (dense H). When the index set is the previous
+        contact step's (W unchanged), the step's problem is that step's with the new q
+        (``TimeStepping.resolve``): no Assembly, no look-up."""
         if self.dirty:
             self._pull()
-        buf, nd = self.buf, self.osi.S.ndof
-        vfree, act = np.empty(nd), np.empty(self.first.shape[0], dtype=np.bool_)
-        na = K.lean_pre(buf, nd, self.first, self._unilateral_off, self.gh, self.thr, self.Rd, vfree, act)
-        if na:
-            key = act.tobytes()
-            c = self._sets.get(key)
-            if c is None:
-                if len(self._sets) > 64:
-                    self._sets.clear()
-                idx = np.flatnonzero(act)
-                rows = np.flatnonzero(act[self.row_inter])
-                Ha = np.ascontiguousarray(self.Hd[rows])
-                c = self._sets[key] = (rows, Ha, self.erow[rows], _module("osi").delassus(self.osi.S, Ha, Ha, [], False),
-                                       self.inter_arr[idx].tolist(), self.law_arr[idx].tolist(), (id(self), key))
-            rows, Ha, e, W, inters, laws, k = c
-            asm = _module("osi").Assembly(key=k, interactions=inters, q=K.lean_q(Ha, vfree, e, buf, nd, rows),
-                           W=None if k == self.key else W, constant=True, H=Ha, vfree=vfree, osi=self.osi,
-                           warm=self.warm[rows], laws=laws)
-            self.key = k
-            lam = sim.solve_assembly(asm)
-            self.warm[rows] = lam
-        else:
+        buf, nd = self.buf, self.nd
+        vfree = np.empty(nd)
+        cur = self._cur              # the last contact step's active set: (act, rows, Ha, e, W, inters, laws, key)
+        q, w = np.empty(cur[1].shape[0]), np.empty(cur[1].shape[0])
+        code = K.lean_pre(buf, nd, self.first, self._unilateral_off, self.gh, self.thr, self.Rd, vfree, self._act,
+                          cur[0], cur[2], cur[3], cur[1], q, self.warm, w)
+        if code == 0:
             rows, Ha, lam = self._no_rows, self._no_Ha, self._no_lam
-        self._set_state(K.lean_post(buf, nd, vfree, lam, rows, Ha, self.d, self.c1, self.c2, self.Hd, self.b_lin))
+        else:
+            lam = None
+            if code == 1 and cur[7] == self.key:
+                rows, Ha = cur[1], cur[2]
+                lam = sim.resolve(self.key, q, w)
+            if lam is None:
+                lam, rows, Ha = self._lean_solve(sim, vfree)
+        out = np.empty(buf.shape[0])
+        K.lean_post(buf, out, nd, vfree, lam, rows, Ha, self.d, self.c1, self.c2, self.Hd, self.b_lin, self.warm)
+        self.buf = out
         self._publish()
         return 1, 0.0, True, None
+
+    def _lean_solve(self, sim, vfree):
+        """The OSNS problem of the index set ``self._act`` (a new one, or W to be handed over again)
+        through an :class:`~nsopt.modeling.osi.Assembly`; returns (λ, rows, H_a)."""
+        act = self._act
+        key = act.tobytes()
+        c = self._sets.get(key)
+        if c is None:
+            if len(self._sets) > 64:
+                self._sets.clear()
+            idx = np.flatnonzero(act)
+            rows = np.flatnonzero(act[self.row_inter])
+            Ha = np.ascontiguousarray(self.Hd[rows])
+            c = self._sets[key] = (act.copy(), rows, Ha, self.erow[rows],
+                                   _module("osi").delassus(self.osi.S, Ha, Ha, [], False),
+                                   self.inter_arr[idx].tolist(), self.law_arr[idx].tolist(), (id(self), key))
+        _, rows, Ha, e, W, inters, laws, k = c
+        q = np.empty(rows.shape[0])
+        K.lean_q(Ha, vfree, e, self.buf, self.nd, rows, q)
+        asm = _module("osi").Assembly(key=k, interactions=inters, q=q, W=None if k == self.key else W, constant=True,
+                                      H=Ha, vfree=vfree, osi=self.osi, warm=self.warm[rows], laws=laws)
+        self.key = k
+        self._cur = c
+        return sim.solve_assembly(asm), rows, Ha
 
     def step(self, sim):
         osi, S = self.osi, self.osi.S

@@ -145,7 +145,7 @@ class TimeStepping:
         self._solve_time = 0.0
         self._last = None
         self._seen = None
-        self._workspace = None
+        self._opts = None          # the options handed to nsopt.solve, with the run's Workspace
         integrator.initialize(self)
         self.trajectory = Trajectory(self)
 
@@ -173,36 +173,56 @@ class TimeStepping:
         else:
             problem = self._build(asm)
         self._problem = (asm.key, problem)
-        if not reuse:
-            self._workspace = _new_workspace()     # a method's built state is kept for one W only
-        opts = self.options
-        if self._workspace is not None and "workspace" not in opts:
-            opts = {**opts, "workspace": self._workspace}
         warm = None
         if self.warm_start:
             warm = asm.warm if asm.warm is not None else np.concatenate(
                 [getattr(i, "_lam_warm", np.zeros(i.size)) for i in asm.interactions])
-            if not np.count_nonzero(warm):
-                warm = None
-        t = time.thread_time()
-        sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
-        for m in self.fallback:
-            if sol.success:
-                break
-            alt = solve(problem, method=m, tol=self.tol, warm_start=warm)
-            if alt.error < sol.error or alt.success:
-                sol = alt
-        self._solve_time += time.thread_time() - t
-        lam = getattr(sol, problem.primal)
-        if lam.dtype != np.float64:
-            lam = lam.astype(float)
-        if not sol.success and not np.isfinite(lam).all():      # a solved problem has a finite λ
-            lam = np.zeros_like(lam)
+        lam = self._solve(problem, warm)
         if asm.warm is None:             # else the integrator stores λ in its stacked warm starts
             off = 0
             for i in asm.interactions:
                 i._lam_warm = lam[off:off + i.size]
                 off += i.size
+        return lam
+
+    def resolve(self, key, q, warm):
+        """:meth:`solve_assembly` of a step whose problem is the last one's with a new ``q`` (same
+        ``key``, constant operators: W unchanged), the integrator keeping the warm starts (``warm``):
+        ``previous.replace(q=q)``, solved; returns λ, or None when the last problem is not that one
+        (the caller then hands over an Assembly)."""
+        prev = self._problem
+        if prev is None or prev[0] != key or self.osns_kind in OSNS_BUILDERS:
+            return None
+        problem = prev[1].replace(q=q)
+        self._problem = (key, problem)
+        return self._solve(problem, warm if self.warm_start else None)
+
+    def _solve(self, problem, warm):
+        """Solve the step's problem with the method, its fallbacks and one Workspace for the whole run
+        (its re-solve plans rebuild what depends on W when W changes); returns λ; records the step."""
+        if warm is not None and not np.count_nonzero(warm):
+            warm = None
+        opts = self._opts
+        if opts is None:
+            opts = self.options
+            if "workspace" not in opts and (ws := _new_workspace()) is not None:
+                opts = {**opts, "workspace": ws}
+            self._opts = opts
+        t = time.perf_counter()
+        sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
+        if self.fallback and not sol.success:
+            for m in self.fallback:
+                alt = solve(problem, method=m, tol=self.tol, warm_start=warm)
+                if alt.error < sol.error or alt.success:
+                    sol = alt
+                if sol.success:
+                    break
+        self._solve_time += time.perf_counter() - t
+        lam = getattr(sol, problem.primal)
+        if lam.dtype != np.float64:
+            lam = lam.astype(float)
+        if not sol.success and not np.isfinite(lam).all():      # a solved problem has a finite λ
+            lam = np.zeros_like(lam)
         self._last = (problem, sol)
         if self._write is not None:
             self._write_problem(problem, self.k + 1)
@@ -400,7 +420,7 @@ class Trajectory:
         osi = self._sim.integrator
         fast = getattr(osi, "_fast", None)
         if fast is not None and getattr(osi, "_version", None) == self._version:
-            seg.data[j] = fast.record()          # the batched path keeps the row stacked already
+            seg.data[j] = fast.buf               # the batched path keeps the row stacked already
         else:
             nsds = self._sim.nsds
             arr = seg.arrays
@@ -416,7 +436,10 @@ class Trajectory:
     def _record(self, k, nit, res, conv, sol):
         self._store(k)
         j = k - 1
-        self.newton_iterations[j], self.newton_residual[j], self.newton_converged[j] = nit, res, conv
+        if nit != 1 or res != 0.0 or not conv:
+            self.newton_iterations[j], self.newton_residual[j], self.newton_converged[j] = nit, res, conv
+        else:
+            self.newton_iterations[j] = 1            # (the residual 0 and converged True are the defaults)
         if sol is not None:
             self.status[j], self.error[j], self.iterations[j], self.method[j] = sol.status, sol.error, sol.nit, sol.method
 
@@ -487,7 +510,8 @@ class Trajectory:
 
     @property
     def solve_time(self) -> float:
-        """CPU seconds spent in nsopt.solve over the run (the rest of a step is the modeling layer)."""
+        """Seconds spent in nsopt.solve over the run (``time.perf_counter``; the rest of a step is the
+        modeling layer)."""
         return self._sim._solve_time
 
     def to_fclib(self, path) -> list[Path]:
