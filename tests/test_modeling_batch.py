@@ -158,13 +158,18 @@ def test_spheres_vectorized_batched_match_the_per_interaction_path(gap, n, steps
         box = ex.Box(n, T=steps * 2e-3, gap=gap, vectorized=vec)
         sim = nm.TimeStepping(box.nsds, 2e-3, nm.MoreauJeanOSI(0.5, batch=batch), osns="fc3d", method="nsn-ac",
                               tol=1e-8)
-        states = []
+        states, W, reused = [], None, 0
         while sim.has_next_step():
             if sim.k % 5 == 0 and sim.k > 0:
                 box.detect()          # links and unlinks between steps
-            sim.step()
+            sol = sim.step()
+            if sol is not None:
+                reused += sol.problem.W is W
+                W = sol.problem.W
             states.append(np.concatenate([s.q for s in box.spheres] + [s.v for s in box.spheres]))
         assert sim.integrator.fast == batch
+        if batch and gap == 0.0:      # a lattice at rest: W repeats, the last problem is re-solved with the new q
+            assert reused > 0
         if batch and n >= 60:         # more than SPARSE_DOFS: W by system blocks (compiled)
             assert sim.integrator._fast._blocks is not None
         runs.append((np.array(states), sim.trajectory, box))
