@@ -305,15 +305,20 @@ class TimeStepping:
         return self.trajectory
 
 
+CHUNK_BYTES = 1 << 22     # a segment's rows are allocated in blocks of about 4 MB (or the run's remaining rows)
+
+
 class _Segment:
     """The steps recorded with one set of systems and interactions (a new one after each link or
-    unlink): one row per step from ``start``, the stacked fields side by side in ``data`` (``arrays``:
-    their column views), grown by doubling."""
+    unlink): one row per step from ``start``, the stacked fields side by side (``cols``: their column
+    ranges), in chunks of rows allocated as the run goes (no row is copied when more are needed);
+    ``data`` is the current chunk, ``used`` its rows written, ``arrays`` its column views."""
 
-    __slots__ = ("arrays", "count", "data", "ds", "fields", "inter", "start")
+    __slots__ = ("arrays", "chunks", "cols", "count", "data", "ds", "fields", "inter", "left", "rows", "start",
+                 "used")
 
-    def __init__(self, start, systems, inters, sys_fields, capacity):
-        self.start, self.count = start, 0
+    def __init__(self, start, systems, inters, sys_fields, left):
+        self.start, self.count, self.left = start, 0, left
         self.ds, off = {}, 0
         for ds in systems:
             self.ds[id(ds)] = (off, off + ds.n)
@@ -323,38 +328,48 @@ class _Segment:
             self.inter[id(i)] = (m, m + i.size)
             m += i.size
         self.fields = [(f, off) for f in sys_fields] + [(f, m) for f in ("y0", "y1", "lam0", "lam1")]
-        self._alloc(capacity)
-
-    def _alloc(self, capacity):
-        old = getattr(self, "data", None)
-        self.data = np.empty((capacity, sum(w for _, w in self.fields)))
-        if old is not None:
-            self.data[:self.count] = old[:self.count]
-        self._alloc_views()
-
-    def _alloc_views(self):
-        self.arrays, c = {}, 0
+        self.cols, c = {}, 0
         for f, w in self.fields:
-            self.arrays[f] = self.data[:, c:c + w]
+            self.cols[f] = (c, c + w)
             c += w
+        self.rows = max(8, CHUNK_BYTES // (8 * max(1, c)))
+        self.chunks, self.data = [], None
+        self._alloc(max(1, min(left, self.rows)))
+
+    def _alloc(self, n):
+        if self.data is not None:
+            self.chunks.append((self.data, self.used))
+        self.data, self.used = np.empty((n, self.cols[self.fields[-1][0]][1])), 0
+        self.arrays = {f: self.data[:, a:b] for f, (a, b) in self.cols.items()}
 
     def trim(self):
         """Drop the rows never written."""
-        if self.data.shape[0] > self.count:
-            self.data = self.data[:self.count].copy()
-            self._alloc_views()
+        if self.data.shape[0] > self.used:
+            self.data = self.data[:self.used].copy()
+            self.arrays = {f: self.data[:, a:b] for f, (a, b) in self.cols.items()}
 
     def reserve(self, n):
-        """Room for n more rows; the index of the first."""
-        if self.data.shape[0] < self.count + n:
-            self._alloc(max(self.count + n, 2 * self.data.shape[0]))
-        return self.count
+        """Room for n more rows in the current chunk (a new chunk when it is full); the index of the first."""
+        if self.data.shape[0] < self.used + n:
+            self._alloc(max(n, min(self.rows, self.left - self.count)))
+        return self.used
+
+    def advance(self, n):
+        """n more rows written in the current chunk."""
+        self.used += n
+        self.count += n
 
     def row(self):
-        """The index of the next row (the arrays grow when full)."""
+        """The index of the next row in the current chunk (a new chunk when it is full)."""
         j = self.reserve(1)
-        self.count = j + 1
+        self.advance(1)
         return j
+
+    def pieces(self, field, lo, hi):
+        """The recorded rows of columns lo:hi of ``field``, chunk by chunk, in step order."""
+        a = self.cols[field][0]
+        for data, used in self.chunks + [(self.data, self.used)]:
+            yield data[:used, a + lo:a + hi]
 
 
 class Trajectory:
@@ -397,29 +412,28 @@ class Trajectory:
         if self._version != nsds._version or not self._segments:
             if self._segments:                    # the finished segment keeps only its rows
                 self._segments[-1].trim()
-            cap = max(1, min(sim.n_steps + 1 - k, 8))
             self._segments.append(_Segment(k, list(nsds.dynamical_systems), list(nsds.interactions),
-                                           self._sys_fields, cap))
+                                           self._sys_fields, sim.n_steps + 1 - k))
             self._version = nsds._version
         return self._segments[-1]
 
     def _reserve(self, k, n):
         """Room for rows k .. k+n-1 in the current segment: (its stacked rows, index of row k)."""
         seg = self._segment(k)
-        j0 = seg.reserve(n)              # may reallocate: take the array after it
+        j0 = seg.reserve(n)              # may start a new chunk: take the array after it
         return seg.data, j0
 
     def _advance(self, k, n):
         """Steps k .. k+n-1 were written into the reserved rows by a compiled loop (no OSNS problem)."""
-        self._segments[-1].count += n
+        self._segments[-1].advance(n)
         self._k = k + n - 1
         self.newton_iterations[k - 1:k - 1 + n] = 1
 
     def _store(self, k):
         seg = self._segments[-1] if self._version == self._sim.nsds._version and self._segments else self._segment(k)
-        j = seg.count
+        j = seg.used
         if j < seg.data.shape[0]:
-            seg.count = j + 1
+            seg.used, seg.count = j + 1, seg.count + 1
         else:
             j = seg.row()
         osi = self._sim.integrator
@@ -459,7 +473,10 @@ class Trajectory:
             if span is None:
                 continue
             found = True
-            out[seg.start:seg.start + seg.count] = seg.arrays[field][:seg.count, span[0]:span[1]]
+            r = seg.start
+            for rows in seg.pieces(field, *span):
+                out[r:r + rows.shape[0]] = rows
+                r += rows.shape[0]
         if not found:
             raise ModelingError("Trajectory", what, f"{label(obj)} is not part of this simulation")
         return out
