@@ -149,6 +149,8 @@ class BatchMoreauJean:
         self.row_nnz = np.repeat([osi._inter_cols[id(i)].shape[0] for i in inters], sizes).astype(np.intp)
         self.E_row, self.E_col = cat(er, np.intp), cat(ec, np.intp)
         self.E_inter, self.E_val = cat(ei, np.intp), cat(ev)
+        # an interaction joining a system to itself would put two entries on one (row, column)
+        self.unique_entries = np.unique(self.E_row * max(1, S.ndof) + self.E_col).shape[0] == self.E_row.shape[0]
         self.groups = list(groups.values())
         for g in self.groups:
             idx = g.index = np.array(g.index, dtype=np.intp)
@@ -375,7 +377,7 @@ class BatchMoreauJean:
                 off = np.flatnonzero(~act[grp.index])
                 if off.size:
                     G[off] = grp.G0(Qn[off], off)
-            Y1n[grp.rows] = np.matmul(G, vn[grp.cols][:, :, None]).ravel()
+            K.rows_velocity(G, vn, grp.cols, grp.rows, Y1n)
         self._set_state(np.concatenate([qn, vn, p, Y0n, Y1n, np.zeros(mtot), L1]))
         self._publish()
         return 1, 0.0, True, None
@@ -526,8 +528,12 @@ class BatchMoreauJean:
         if not self.sparse:
             sel = act[self.E_inter]
             newrow = np.cumsum(act_rows) - 1
-            return assemble_rows(newrow[self.E_row[sel]], self.E_col[sel], vals[sel], int(newrow[-1]) + 1, S.ndof,
-                                 False)
+            r, c, m = newrow[self.E_row[sel]], self.E_col[sel], int(newrow[-1]) + 1
+            if self.unique_entries:         # one entry per (row, column): written, not summed
+                H = np.zeros((m, S.ndof))
+                H[r, c] = vals[sel]
+                return H
+            return assemble_rows(r, c, vals[sel], m, S.ndof, False)
         pat = self.pattern if self.pattern is not None and self.pattern[0] == key else None
         if pat is None:
             sel = np.flatnonzero(act[self.E_inter])

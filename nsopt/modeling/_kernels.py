@@ -237,3 +237,16 @@ def slot_rmatvec(G, slot_inter, slot_off, new, lam, ndof):  # pragma: no cover  
                 s += G[p, i, j] * lam[A * m + i]
             out[o + j] += s
     return out
+
+
+@njit(cache=True)
+def rows_velocity(G, v, cols, rows, out):  # pragma: no cover  (compiled)
+    r"""The outputs :math:`\dot y = G_j v_{c_j}` of a group of k interactions with Jacobians ``G``
+    (k, m, n) and columns ``cols`` (k, n): row r of interaction j into ``out[rows[j m + r]]``."""
+    k, m, n = G.shape
+    for i in range(k):
+        for r in range(m):
+            s = 0.0
+            for j in range(n):
+                s += G[i, r, j] * v[cols[i, j]]
+            out[rows[i * m + r]] = s
