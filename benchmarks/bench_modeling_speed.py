@@ -138,6 +138,33 @@ def spheres_siconos(n, steps, h=H_SPHERES):
         return run_siconos("spheres", f)
 
 
+def ball_contact_steps(T=10.0):
+    """(µs per step with contact, µs of it outside nsopt.solve) for one BouncingBallTS run: the steps
+    that solve an LCP (``TimeStepping.step``; the free flights are taken apart, compiled) timed one by
+    one with ``time.perf_counter``, the solves too."""
+    from bench_modeling_siconos import ball_simulation
+
+    from nsopt import modeling as nm
+    from nsopt.modeling import simulation
+
+    class Timed(nm.TimeStepping):
+        def step(self):
+            t = time.perf_counter()
+            sol = super().step()
+            if sol is not None:
+                self.bench_time += time.perf_counter() - t
+                self.bench_steps += 1
+            return sol
+
+    simulation.SOLVE_CLOCK = time.perf_counter
+    sim = ball_simulation(T)[0]
+    sim.__class__ = Timed
+    sim.bench_time, sim.bench_steps = 0.0, 0
+    traj = sim.run()
+    n = max(sim.bench_steps, 1)
+    return 1e6 * sim.bench_time / n, 1e6 * (sim.bench_time - traj.solve_time) / n
+
+
 def _median(runs):
     return sorted(runs, key=lambda r: r[0])[len(runs) // 2]
 
@@ -166,6 +193,10 @@ def main(argv=None):
               f"outside per such step)")
         if batch:
             ns = total / N
+            each = [ball_contact_steps() for _ in range(reps)]
+            print(f"   {'':28s}  a step with contact: {statistics.median(a for a, _ in each):.1f} µs, of which "
+                  f"{statistics.median(b for _, b in each):.1f} outside nsopt.solve (median; those steps timed one "
+                  f"by one)")
     if have_siconos():
         pairs = []                        # nsopt and Siconos in turns: the machine's drift hits both alike
         for _ in range(reps):
