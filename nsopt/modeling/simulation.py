@@ -351,7 +351,7 @@ class _Segment:
     def reserve(self, n):
         """Room for n more rows in the current chunk (a new chunk when it is full); the index of the first."""
         if self.data.shape[0] < self.used + n:
-            self._alloc(max(n, min(self.rows, self.left - self.count)))
+            self._alloc(max(n, min(self.rows, max(16, self.left - self.count))))
         return self.used
 
     def advance(self, n):
