@@ -54,7 +54,8 @@ def restitution_rows(law) -> np.ndarray:
 
 def same_matrix(A, B) -> bool:
     """True when A and B hold the same numbers in the same storage (both dense, or both CSR with the
-    same pattern): the test that lets a step reuse the last problem when its W did not change."""
+    same pattern): the test that lets a step reuse the last problem when the rows G0 that make its W
+    did not change."""
     if B is None or type(A) is not type(B) or A.shape != B.shape:
         return False
     if isinstance(A, np.ndarray):
@@ -196,7 +197,7 @@ class BatchMoreauJean:
         for j, (inter, (lo, hi)) in enumerate(zip(inters, self.bounds)):
             inter._lam_warm = self.warm[lo:hi]
             inter._src, inter._stamp = (self, j), None
-        self.key = self.pattern = self.W = self.G = None      # the last active set, its G0 pattern, W, blocks
+        self.key = self.pattern = self.rows = None      # the last active set, its G0 pattern, its rows (G or H_a)
         self.inter_arr = np.empty(n_i, dtype=object)
         self.inter_arr[:] = inters
         self.law_arr = np.empty(n_i, dtype=object)
@@ -496,20 +497,17 @@ class BatchMoreauJean:
             Ha = self._rows(act, act_rows, vals, key)
             qo = np.asarray(Ha @ vfree).reshape(-1)
         qo += self.erow[act_rows] * Y1k[act_rows]
-        if key == self.key and (not osi.nonlinear or (G is not None and np.array_equal(G, self.G))):
-            W = None        # same active set and operators (or the same blocks G: W = G D⁻¹ Gᵀ unchanged)
+        rows = G if G is not None else Ha          # W = G0 M̂⁻¹ G0ᵀ (+ the constant D blocks) follows from them
+        if key == self.key and (not osi.nonlinear or same_matrix(rows, self.rows)):
+            W = None        # same active set, same rows (operators constant, or contacts at rest): the last problem
         else:
             if G is not None:
                 W = self._block_delassus(G, act)
-                self.G = G
             else:
                 newrow = np.cumsum(act_rows) - 1
                 extras = [(int(newrow[self.first[j]]), D) for j, D in self.D if act[j]]
                 W = delassus(S, Ha, Ha, extras, self.sparse)
-            if key == self.key and same_matrix(W, self.W):
-                W = None        # the operators moved, W did not (resting contacts): the last problem, new q
-            else:
-                self.W = W
+            self.rows = rows
         self.key = key
         asm = Assembly(key=key, interactions=self.inter_arr[idx].tolist(), q=qo, W=W, constant=not osi.nonlinear,
                        H=Ha, vfree=vfree, osi=osi, warm=self.warm[act_rows], laws=self.law_arr[idx].tolist(),
