@@ -149,7 +149,8 @@ class TimeStepping:
         self._solve_time = 0.0
         self._last = None
         self._seen = None
-        self._opts = None          # the options handed to nsopt.solve, with the run's Workspace
+        self._opts = (None, None)  # (self.options, the options handed to nsopt.solve with the run's Workspace)
+        self._ws = None
         integrator.initialize(self)
         self.trajectory = Trajectory(self)
 
@@ -206,12 +207,15 @@ class TimeStepping:
         (its re-solve plans rebuild what depends on W when W changes); returns λ; records the step."""
         if warm is not None and not np.count_nonzero(warm):
             warm = None
-        opts = self._opts
-        if opts is None:
-            opts = self.options
-            if "workspace" not in opts and (ws := _new_workspace()) is not None:
-                opts = {**opts, "workspace": ws}
-            self._opts = opts
+        src, opts = self._opts
+        if src is not self.options:            # first solve, or options replaced since: one Workspace per run
+            src = opts = self.options
+            if "workspace" not in opts:
+                if self._ws is None:
+                    self._ws = _new_workspace()
+                if self._ws is not None:
+                    opts = {**opts, "workspace": self._ws}
+            self._opts = (src, opts)
         clock = SOLVE_CLOCK
         t = clock()
         sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
