@@ -181,6 +181,7 @@ class BatchMoreauJean:
             if any(c is not None for c in Cs) else None
         self.has_fext = any(ds._fext is not None for ds in syss)
         self.const_fext = all(ds._fext is None or ds._fext.constant for ds in syss)
+        self._dv_ext = None          # M̂⁻¹ h F_ext,θ when F_ext is constant and there is no K, C (at first use)
         if self.has_fext and self.const_fext:
             fe = self._fext(sim.t)
             self.Fth = h * (1 - th) * fe + h * th * fe
@@ -268,8 +269,13 @@ class BatchMoreauJean:
     def free_velocity(self, t0, t1, q, v):
         osi, S = self.osi, self.osi.S
         h, th = osi.h, osi.theta
-        if self.K is None and self.C is None and not self.has_fext:
-            return v
+        if self.K is None and self.C is None:
+            if not self.has_fext:
+                return v
+            if self.const_fext:         # v - M̂⁻¹(-F): the same numbers as the general formula below
+                if self._dv_ext is None:
+                    self._dv_ext = S.minv(self.Fth)
+                return v + self._dv_ext
         R = np.zeros(S.ndof)
         if self.C is not None:
             R += h * (self.C @ v)
