@@ -309,6 +309,8 @@ class BatchMoreauJean:
             if code == 1 and cur[7] == self.key:
                 rows, Ha = cur[1], cur[2]
                 lam = sim.resolve(self.key, q, w)
+                if lam is None:
+                    self.key = None      # the simulation's last problem is another one: hand W over again
             if lam is None:
                 lam, rows, Ha = self._lean_solve(sim, vfree)
         out = np.empty(buf.shape[0])
