@@ -141,30 +141,30 @@ def spheres_siconos(n, steps, h=H_SPHERES):
 def ball_contact_steps(T=10.0):
     """(µs per step with contact, µs of it outside nsopt.solve) for one BouncingBallTS run: the steps
     that solve an LCP (``TimeStepping.step``; the free flights are taken apart, compiled) timed one by
-    one, the solves too, by ``CLOCK`` (CPU time of the thread: the figures include about 1 µs of
-    clock calls per step, outside and inside alike)."""
+    one with ``time.perf_counter``, the solves too; the medians over those steps (a step preempted by
+    another process is an outlier, which the median leaves out)."""
     from bench_modeling_siconos import ball_simulation
 
     from nsopt import modeling as nm
     from nsopt.modeling import simulation
 
+    each = []
+
     class Timed(nm.TimeStepping):
         def step(self):
-            t = CLOCK()
+            s0 = self._solve_time
+            t = time.perf_counter()
             sol = super().step()
             if sol is not None:
-                self.bench_time += CLOCK() - t
-                self.bench_steps += 1
+                dt = time.perf_counter() - t
+                each.append((dt, dt - (self._solve_time - s0)))
             return sol
 
-    simulation.SOLVE_CLOCK = CLOCK
+    simulation.SOLVE_CLOCK = time.perf_counter
     sim = ball_simulation(T)[0]
     sim.__class__ = Timed
-    sim.bench_time, sim.bench_steps = 0.0, 0
-    traj = sim.run()
-    simulation.SOLVE_CLOCK = time.perf_counter
-    n = max(sim.bench_steps, 1)
-    return 1e6 * sim.bench_time / n, 1e6 * (sim.bench_time - traj.solve_time) / n
+    sim.run()
+    return (1e6 * statistics.median(a for a, _ in each), 1e6 * statistics.median(b for _, b in each))
 
 
 def _median(runs):
@@ -197,8 +197,8 @@ def main(argv=None):
             ns = total / N
             each = [ball_contact_steps() for _ in range(reps)]
             print(f"   {'':28s}  a step with contact: {statistics.median(a for a, _ in each):.1f} µs, of which "
-                  f"{statistics.median(b for _, b in each):.1f} outside nsopt.solve (median; those steps timed one "
-                  f"by one)")
+                  f"{statistics.median(b for _, b in each):.1f} outside nsopt.solve (those steps timed one by one: "
+                  f"the median step, median of {reps} runs)")
     if have_siconos():
         pairs = []                        # nsopt and Siconos in turns: the machine's drift hits both alike
         for _ in range(reps):
