@@ -369,8 +369,8 @@ class BatchMoreauJean:
         # outputs at the new state (active scleronomous rows: ẏ with the G0 the OSNS used)
         Y0n, Y1n = np.empty(mtot), np.empty(mtot)
         if self.lin_rows is not None:
-            Y0n[self.lin_rows] = self.H_lin @ qn + self.b_lin
-            Y1n[self.lin_rows] = self.H_lin @ vn
+            H = self.H_lin
+            K.lin_outputs(H.indptr, H.indices, H.data, self.b_lin, self.lin_rows, qn, vn, Y0n, Y1n)
             for j, D in self.D:
                 lo, hi = self.bounds[j]
                 Y1n[lo:hi] += D @ L1[lo:hi]

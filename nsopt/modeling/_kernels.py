@@ -250,3 +250,17 @@ def rows_velocity(G, v, cols, rows, out):  # pragma: no cover  (compiled)
             for j in range(n):
                 s += G[i, r, j] * v[cols[i, j]]
             out[rows[i * m + r]] = s
+
+
+@njit(cache=True)
+def lin_outputs(indptr, indices, data, b, rows, q, v, y0, y1):  # pragma: no cover  (compiled)
+    r"""The outputs of the linear relations: :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv` (H in CSR, summed
+    in its storage order as scipy's product) into ``y0[rows]``, ``y1[rows]``."""
+    for r in range(rows.shape[0]):
+        s0 = 0.0
+        s1 = 0.0
+        for jj in range(indptr[r], indptr[r + 1]):
+            s0 += data[jj] * q[indices[jj]]
+            s1 += data[jj] * v[indices[jj]]
+        y0[rows[r]] = s0 + b[r]
+        y1[rows[r]] = s1
