@@ -52,6 +52,18 @@ def restitution_rows(law) -> np.ndarray:
     return np.zeros(law.size) if r is None else np.asarray(r, dtype=float)
 
 
+def same_matrix(A, B) -> bool:
+    """True when A and B hold the same numbers in the same storage (both dense, or both CSR with the
+    same pattern): the test that lets a step reuse the last problem when the rows G0 that make its W
+    did not change."""
+    if B is None or type(A) is not type(B) or A.shape != B.shape:
+        return False
+    if isinstance(A, np.ndarray):
+        return bool(np.array_equal(A, B))
+    return (sp.isspmatrix_csr(A) and np.array_equal(A.indptr, B.indptr) and np.array_equal(A.indices, B.indices)
+            and np.array_equal(A.data, B.data))
+
+
 class _Group:
     """Interactions whose scleronomous relations share one batched evaluation (``batch_key``)."""
 
@@ -138,6 +150,8 @@ class BatchMoreauJean:
         self.row_nnz = np.repeat([osi._inter_cols[id(i)].shape[0] for i in inters], sizes).astype(np.intp)
         self.E_row, self.E_col = cat(er, np.intp), cat(ec, np.intp)
         self.E_inter, self.E_val = cat(ei, np.intp), cat(ev)
+        # an interaction joining a system to itself would put two entries on one (row, column)
+        self.unique_entries = np.unique(self.E_row * max(1, S.ndof) + self.E_col).shape[0] == self.E_row.shape[0]
         self.groups = list(groups.values())
         for g in self.groups:
             idx = g.index = np.array(g.index, dtype=np.intp)
@@ -167,6 +181,7 @@ class BatchMoreauJean:
             if any(c is not None for c in Cs) else None
         self.has_fext = any(ds._fext is not None for ds in syss)
         self.const_fext = all(ds._fext is None or ds._fext.constant for ds in syss)
+        self._dv_ext = None          # M̂⁻¹ h F_ext,θ when F_ext is constant and there is no K, C (at first use)
         if self.has_fext and self.const_fext:
             fe = self._fext(sim.t)
             self.Fth = h * (1 - th) * fe + h * th * fe
@@ -183,7 +198,7 @@ class BatchMoreauJean:
         for j, (inter, (lo, hi)) in enumerate(zip(inters, self.bounds)):
             inter._lam_warm = self.warm[lo:hi]
             inter._src, inter._stamp = (self, j), None
-        self.key = self.pattern = None
+        self.key = self.pattern = self.rows = None      # the last active set, its G0 pattern, its rows (G or H_a)
         self.inter_arr = np.empty(n_i, dtype=object)
         self.inter_arr[:] = inters
         self.law_arr = np.empty(n_i, dtype=object)
@@ -206,6 +221,8 @@ class BatchMoreauJean:
             self.gh, self.thr = osi.gamma * h, osi.activation_threshold
             self.c1, self.c2 = h * (1 - th), h * th
             self._no_rows, self._no_Ha, self._no_lam = np.zeros(0, dtype=np.intp), np.zeros((0, S.ndof)), np.zeros(0)
+            self.nd, self._act = S.ndof, np.empty(n_i, dtype=np.bool_)
+            self._cur = (np.zeros(0, dtype=np.bool_), self._no_rows, self._no_Ha, np.zeros(0), None, [], [], None)
         self._publish()
 
     # ------------------------------------------------------------------ helpers
@@ -248,17 +265,17 @@ class BatchMoreauJean:
     L0, L1 = _part(5, "Stacked multipliers, level 0."), _part(6, "Stacked multipliers, level 1.")
     del _part
 
-    def record(self):
-        """The stacked state (q, v, p, y0, y1, λ0, λ1) in the order of the systems and interactions:
-        one row of the trajectory."""
-        return self.buf
-
     # ------------------------------------------------------------------ one step
     def free_velocity(self, t0, t1, q, v):
         osi, S = self.osi, self.osi.S
         h, th = osi.h, osi.theta
-        if self.K is None and self.C is None and not self.has_fext:
-            return v
+        if self.K is None and self.C is None:
+            if not self.has_fext:
+                return v
+            if self.const_fext:         # v - M̂⁻¹(-F): the same numbers as the general formula below
+                if self._dv_ext is None:
+                    self._dv_ext = S.minv(self.Fth)
+                return v + self._dv_ext
         R = np.zeros(S.ndof)
         if self.C is not None:
             R += h * (self.C @ v)
@@ -273,36 +290,58 @@ class BatchMoreauJean:
 
     def lean_step(self, sim):
         """:meth:`step` for the linear time-invariant models of the compiled free flight (``can_fly``),
-        by its compiled twin (``_kernels.lean_pre``, ``lean_q``, ``lean_post``): the same formulas, the
-        rows, the matrix W and the laws of each active set kept (dense H)."""
+        by its compiled twin (``_kernels.lean_pre``, ``lean_post``): the same formulas, the rows, the
+        matrix W and the laws of each active set kept (dense H). When the index set is the previous
+        contact step's (W unchanged), the step's problem is that step's with the new q
+        (``TimeStepping.resolve``): no Assembly, no look-up."""
         if self.dirty:
             self._pull()
-        buf, nd = self.buf, self.osi.S.ndof
-        vfree, act = np.empty(nd), np.empty(self.first.shape[0], dtype=np.bool_)
-        na = K.lean_pre(buf, nd, self.first, self._unilateral_off, self.gh, self.thr, self.Rd, vfree, act)
-        if na:
-            key = act.tobytes()
-            c = self._sets.get(key)
-            if c is None:
-                if len(self._sets) > 64:
-                    self._sets.clear()
-                idx = np.flatnonzero(act)
-                rows = np.flatnonzero(act[self.row_inter])
-                Ha = np.ascontiguousarray(self.Hd[rows])
-                c = self._sets[key] = (rows, Ha, self.erow[rows], _module("osi").delassus(self.osi.S, Ha, Ha, [], False),
-                                       self.inter_arr[idx].tolist(), self.law_arr[idx].tolist(), (id(self), key))
-            rows, Ha, e, W, inters, laws, k = c
-            asm = _module("osi").Assembly(key=k, interactions=inters, q=K.lean_q(Ha, vfree, e, buf, nd, rows),
-                           W=None if k == self.key else W, constant=True, H=Ha, vfree=vfree, osi=self.osi,
-                           warm=self.warm[rows], laws=laws)
-            self.key = k
-            lam = sim.solve_assembly(asm)
-            self.warm[rows] = lam
-        else:
+        buf, nd = self.buf, self.nd
+        vfree = np.empty(nd)
+        cur = self._cur              # the last contact step's active set: (act, rows, Ha, e, W, inters, laws, key)
+        q, w = np.empty(cur[1].shape[0]), np.empty(cur[1].shape[0])
+        code = K.lean_pre(buf, nd, self.first, self._unilateral_off, self.gh, self.thr, self.Rd, vfree, self._act,
+                          cur[0], cur[2], cur[3], cur[1], q, self.warm, w)
+        if code == 0:
             rows, Ha, lam = self._no_rows, self._no_Ha, self._no_lam
-        self._set_state(K.lean_post(buf, nd, vfree, lam, rows, Ha, self.d, self.c1, self.c2, self.Hd, self.b_lin))
+        else:
+            lam = None
+            if code == 1 and cur[7] == self.key:
+                rows, Ha = cur[1], cur[2]
+                lam = sim.resolve(self.key, q, w)
+                if lam is None:
+                    self.key = None      # the simulation's last problem is another one: hand W over again
+            if lam is None:
+                lam, rows, Ha = self._lean_solve(sim, vfree)
+        out = np.empty(buf.shape[0])
+        K.lean_post(buf, out, nd, vfree, lam, rows, Ha, self.d, self.c1, self.c2, self.Hd, self.b_lin, self.warm)
+        self.buf = out
         self._publish()
         return 1, 0.0, True, None
+
+    def _lean_solve(self, sim, vfree):
+        """The OSNS problem of the index set ``self._act`` (a new one, or W to be handed over again)
+        through an :class:`~nsopt.modeling.osi.Assembly`; returns (λ, rows, H_a)."""
+        act = self._act
+        key = act.tobytes()
+        c = self._sets.get(key)
+        if c is None:
+            if len(self._sets) > 64:
+                self._sets.clear()
+            idx = np.flatnonzero(act)
+            rows = np.flatnonzero(act[self.row_inter])
+            Ha = np.ascontiguousarray(self.Hd[rows])
+            c = self._sets[key] = (act.copy(), rows, Ha, self.erow[rows],
+                                   _module("osi").delassus(self.osi.S, Ha, Ha, [], False),
+                                   self.inter_arr[idx].tolist(), self.law_arr[idx].tolist(), (id(self), key))
+        _, rows, Ha, e, W, inters, laws, k = c
+        q = np.empty(rows.shape[0])
+        K.lean_q(Ha, vfree, e, self.buf, self.nd, rows, q)
+        asm = _module("osi").Assembly(key=k, interactions=inters, q=q, W=None if k == self.key else W, constant=True,
+                                      H=Ha, vfree=vfree, osi=self.osi, warm=self.warm[rows], laws=laws)
+        self.key = k
+        self._cur = c
+        return sim.solve_assembly(asm), rows, Ha
 
     def step(self, sim):
         osi, S = self.osi, self.osi.S
@@ -330,8 +369,8 @@ class BatchMoreauJean:
         # outputs at the new state (active scleronomous rows: ẏ with the G0 the OSNS used)
         Y0n, Y1n = np.empty(mtot), np.empty(mtot)
         if self.lin_rows is not None:
-            Y0n[self.lin_rows] = self.H_lin @ qn + self.b_lin
-            Y1n[self.lin_rows] = self.H_lin @ vn
+            H = self.H_lin
+            K.lin_outputs(H.indptr, H.indices, H.data, self.b_lin, self.lin_rows, qn, vn, Y0n, Y1n)
             for j, D in self.D:
                 lo, hi = self.bounds[j]
                 Y1n[lo:hi] += D @ L1[lo:hi]
@@ -347,7 +386,7 @@ class BatchMoreauJean:
                 off = np.flatnonzero(~act[grp.index])
                 if off.size:
                     G[off] = grp.G0(Qn[off], off)
-            Y1n[grp.rows] = np.matmul(G, vn[grp.cols][:, :, None]).ravel()
+            K.rows_velocity(G, vn, grp.cols, grp.rows, Y1n)
         self._set_state(np.concatenate([qn, vn, p, Y0n, Y1n, np.zeros(mtot), L1]))
         self._publish()
         return 1, 0.0, True, None
@@ -466,14 +505,17 @@ class BatchMoreauJean:
             Ha = self._rows(act, act_rows, vals, key)
             qo = np.asarray(Ha @ vfree).reshape(-1)
         qo += self.erow[act_rows] * Y1k[act_rows]
-        if key == self.key and not osi.nonlinear:
-            W = None
-        elif G is not None:
-            W = self._block_delassus(G, act)
+        rows = G if G is not None else Ha          # W = G0 M̂⁻¹ G0ᵀ (+ the constant D blocks) follows from them
+        if key == self.key and (not osi.nonlinear or same_matrix(rows, self.rows)):
+            W = None        # same active set, same rows (operators constant, or contacts at rest): the last problem
         else:
-            newrow = np.cumsum(act_rows) - 1
-            extras = [(int(newrow[self.first[j]]), D) for j, D in self.D if act[j]]
-            W = delassus(S, Ha, Ha, extras, self.sparse)
+            if G is not None:
+                W = self._block_delassus(G, act)
+            else:
+                newrow = np.cumsum(act_rows) - 1
+                extras = [(int(newrow[self.first[j]]), D) for j, D in self.D if act[j]]
+                W = delassus(S, Ha, Ha, extras, self.sparse)
+            self.rows = rows
         self.key = key
         asm = Assembly(key=key, interactions=self.inter_arr[idx].tolist(), q=qo, W=W, constant=not osi.nonlinear,
                        H=Ha, vfree=vfree, osi=osi, warm=self.warm[act_rows], laws=self.law_arr[idx].tolist(),
@@ -492,8 +534,12 @@ class BatchMoreauJean:
         if not self.sparse:
             sel = act[self.E_inter]
             newrow = np.cumsum(act_rows) - 1
-            return assemble_rows(newrow[self.E_row[sel]], self.E_col[sel], vals[sel], int(newrow[-1]) + 1, S.ndof,
-                                 False)
+            r, c, m = newrow[self.E_row[sel]], self.E_col[sel], int(newrow[-1]) + 1
+            if self.unique_entries:         # one entry per (row, column): written, not summed
+                H = np.zeros((m, S.ndof))
+                H[r, c] = vals[sel]
+                return H
+            return assemble_rows(r, c, vals[sel], m, S.ndof, False)
         pat = self.pattern if self.pattern is not None and self.pattern[0] == key else None
         if pat is None:
             sel = np.flatnonzero(act[self.E_inter])

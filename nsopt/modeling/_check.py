@@ -84,26 +84,29 @@ class Operator:
 
 def call_plugin(func, args, owner, field, shape, signature=""):
     """``func(*args)`` as a float array of ``shape``; a typed :class:`PluginError` otherwise."""
-    sig = f"{field}({signature})" if signature else field
     try:
         out = func(*args)
     except Exception as e:  # a user function: name it, keep the cause
-        raise PluginError(owner, field, f"plug-in {sig} raised {type(e).__name__}: {e}") from e
+        raise PluginError(owner, field, f"plug-in {_sig(field, signature)} raised {type(e).__name__}: {e}") from e
     try:
         a = out if type(out) is np.ndarray and out.dtype == np.float64 else np.asarray(out, dtype=float)
     except (TypeError, ValueError):
-        raise PluginError(owner, field, f"plug-in {sig} returned a non-numeric {type(out).__name__}; "
-                                        f"expected an array of shape {_pretty(shape)}") from None
+        raise PluginError(owner, field, f"plug-in {_sig(field, signature)} returned a non-numeric "
+                                        f"{type(out).__name__}; expected an array of shape {_pretty(shape)}") from None
     if a.shape != shape:
         if a.size == int(np.prod(shape)) and (a.ndim <= 1 or len(shape) == 1 or 1 in a.shape):
             a = a.reshape(shape)   # (n,) for (n, 1), (1, n) for (n,): the same numbers, accepted
         else:
-            raise PluginError(owner, field, f"plug-in {sig} returned shape {a.shape}, "
+            raise PluginError(owner, field, f"plug-in {_sig(field, signature)} returned shape {a.shape}, "
                                             f"expected {_pretty(shape)}")
     if not np.isfinite(a).all():
-        raise PluginError(owner, field, f"plug-in {sig} returned non-finite values (nan or inf); "
+        raise PluginError(owner, field, f"plug-in {_sig(field, signature)} returned non-finite values (nan or inf); "
                                         f"expected a finite array of shape {_pretty(shape)}")
     return a
+
+
+def _sig(field, signature):
+    return f"{field}({signature})" if signature else field
 
 
 def fd_jacobian(f, x, m, *, rel=1e-7) -> np.ndarray:

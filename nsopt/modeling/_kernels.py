@@ -51,43 +51,56 @@ def free_flight(buf, nd, first, unilateral, gh, thr, Rd, c1, c2, indptr, indices
 
 
 @njit(cache=True)
-def lean_pre(buf, nd, first, unil_off, gh, thr, Rd, vfree, act):  # pragma: no cover  (compiled)
+def lean_pre(buf, nd, first, unil_off, gh, thr, Rd, vfree, act, last, Ha, e, rows, qout, warm,
+             wout):  # pragma: no cover  (compiled)
     r"""The start of a step of a linear time-invariant model (``BatchMoreauJean.lean_step``):
-    :math:`v_{free} = v - \hat M^{-1}R` into ``vfree``, the index set into ``act``; returns its size."""
+    :math:`v_{free} = v - \hat M^{-1}R` into ``vfree``, the index set into ``act``. Returns 0 when it
+    is empty; 1 when it equals ``last`` (the previous contact step's), with
+    :math:`q = H_a v_{free} + e \odot \dot y_k` on its rows (``Ha`` dense, ``rows`` of y) written
+    into ``qout`` and the warm starts of those rows (from ``warm``) into ``wout``; 2 for another
+    index set (neither computed)."""
     m = (buf.shape[0] - 3 * nd) // 4
     y0, y1 = 3 * nd, 3 * nd + m
     for i in range(nd):
         vfree[i] = buf[nd + i] - Rd[i]
     c = 0
+    same = last.shape[0] == first.shape[0]
     for i in range(first.shape[0]):
         f = first[i]
         a = unil_off[i] or buf[y0 + f] + gh * buf[y1 + f] <= thr
         act[i] = a
         c += a
-    return c
+        if same and last[i] != a:
+            same = False
+    if c == 0:
+        return 0
+    if not same:
+        return 2
+    lean_q(Ha, vfree, e, buf, nd, rows, qout)
+    for r in range(rows.shape[0]):
+        wout[r] = warm[rows[r]]
+    return 1
 
 
 @njit(cache=True)
-def lean_q(Ha, vfree, e, buf, nd, rows):  # pragma: no cover  (compiled)
-    r""":math:`q = H_a v_{free} + e \odot \dot y_k` on the active rows (H_a dense, ``rows`` of y)."""
+def lean_q(Ha, vfree, e, buf, nd, rows, out):  # pragma: no cover  (compiled)
+    r""":math:`q = H_a v_{free} + e \odot \dot y_k` on the active rows (H_a dense, ``rows`` of y) into ``out``."""
     m = (buf.shape[0] - 3 * nd) // 4
     y1 = 3 * nd + m
-    out = np.empty(Ha.shape[0])
     for r in range(Ha.shape[0]):
         s = 0.0
         for j in range(Ha.shape[1]):
             s += Ha[r, j] * vfree[j]
         out[r] = s + e[r] * buf[y1 + rows[r]]
-    return out
 
 
 @njit(cache=True)
-def lean_post(buf, nd, vfree, lam, rows, Ha, d, c1, c2, Hd, b):  # pragma: no cover  (compiled)
+def lean_post(buf, out, nd, vfree, lam, rows, Ha, d, c1, c2, Hd, b, warm):  # pragma: no cover  (compiled)
     r"""The end of the step: :math:`p = H_a^\top\lambda`, :math:`v = v_{free} + \hat M^{-1}p`,
     :math:`q \leftarrow q + c_1 v_k + c_2 v`, :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv`, λ on the active
-    rows; returns the new stacked state (``buf`` is left as it was)."""
+    rows: the new stacked state written into ``out`` (``buf``, the old one, is left as it was);
+    λ also into the warm starts ``warm`` of those rows."""
     m = b.shape[0]
-    out = np.empty_like(buf)
     for j in range(nd):
         s = 0.0
         for r in range(Ha.shape[0]):
@@ -108,7 +121,7 @@ def lean_post(buf, nd, vfree, lam, rows, Ha, d, c1, c2, Hd, b):  # pragma: no co
         out[3 * nd + 3 * m + r] = 0.0
     for r in range(rows.shape[0]):
         out[3 * nd + 3 * m + rows[r]] = lam[r]
-    return out
+        warm[rows[r]] = lam[r]
 
 
 @njit(inline="always")
@@ -224,3 +237,30 @@ def slot_rmatvec(G, slot_inter, slot_off, new, lam, ndof):  # pragma: no cover  
                 s += G[p, i, j] * lam[A * m + i]
             out[o + j] += s
     return out
+
+
+@njit(cache=True)
+def rows_velocity(G, v, cols, rows, out):  # pragma: no cover  (compiled)
+    r"""The outputs :math:`\dot y = G_j v_{c_j}` of a group of k interactions with Jacobians ``G``
+    (k, m, n) and columns ``cols`` (k, n): row r of interaction j into ``out[rows[j m + r]]``."""
+    k, m, n = G.shape
+    for i in range(k):
+        for r in range(m):
+            s = 0.0
+            for j in range(n):
+                s += G[i, r, j] * v[cols[i, j]]
+            out[rows[i * m + r]] = s
+
+
+@njit(cache=True)
+def lin_outputs(indptr, indices, data, b, rows, q, v, y0, y1):  # pragma: no cover  (compiled)
+    r"""The outputs of the linear relations: :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv` (H in CSR, summed
+    in its storage order as scipy's product) into ``y0[rows]``, ``y1[rows]``."""
+    for r in range(rows.shape[0]):
+        s0 = 0.0
+        s1 = 0.0
+        for jj in range(indptr[r], indptr[r + 1]):
+            s0 += data[jj] * q[indices[jj]]
+            s1 += data[jj] * v[indices[jj]]
+        y0[rows[r]] = s0 + b[r]
+        y1[rows[r]] = s1

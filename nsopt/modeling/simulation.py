@@ -18,6 +18,10 @@ from ._check import label, scalar
 from .interactions import NonSmoothDynamicalSystem
 from .osi import EulerMoreauOSI, MoreauJeanOSI
 
+# the clock of Trajectory.solve_time (cheap: a wall clock); a benchmark on a shared machine may set
+# time.thread_time, which leaves out the time the thread was not running (about 1 µs per call)
+SOLVE_CLOCK = time.perf_counter
+
 OSNS_KINDS = ("lcp", "mlcp", "relay", "avi", "equality", "fc2d", "fc3d", "gfc3d", "gmp")
 
 # which block kinds each OSNS kind can hold
@@ -145,7 +149,8 @@ class TimeStepping:
         self._solve_time = 0.0
         self._last = None
         self._seen = None
-        self._workspace = None
+        self._opts = (None, None)  # (self.options, the options handed to nsopt.solve with the run's Workspace)
+        self._ws = None
         integrator.initialize(self)
         self.trajectory = Trajectory(self)
 
@@ -173,36 +178,60 @@ class TimeStepping:
         else:
             problem = self._build(asm)
         self._problem = (asm.key, problem)
-        if not reuse:
-            self._workspace = _new_workspace()     # a method's built state is kept for one W only
-        opts = self.options
-        if self._workspace is not None and "workspace" not in opts:
-            opts = {**opts, "workspace": self._workspace}
         warm = None
         if self.warm_start:
             warm = asm.warm if asm.warm is not None else np.concatenate(
                 [getattr(i, "_lam_warm", np.zeros(i.size)) for i in asm.interactions])
-            if not np.count_nonzero(warm):
-                warm = None
-        t = time.thread_time()
-        sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
-        for m in self.fallback:
-            if sol.success:
-                break
-            alt = solve(problem, method=m, tol=self.tol, warm_start=warm)
-            if alt.error < sol.error or alt.success:
-                sol = alt
-        self._solve_time += time.thread_time() - t
-        lam = getattr(sol, problem.primal)
-        if lam.dtype != np.float64:
-            lam = lam.astype(float)
-        if not sol.success and not np.isfinite(lam).all():      # a solved problem has a finite λ
-            lam = np.zeros_like(lam)
+        lam = self._solve(problem, warm)
         if asm.warm is None:             # else the integrator stores λ in its stacked warm starts
             off = 0
             for i in asm.interactions:
                 i._lam_warm = lam[off:off + i.size]
                 off += i.size
+        return lam
+
+    def resolve(self, key, q, warm):
+        """:meth:`solve_assembly` of a step whose problem is the last one's with a new ``q`` (same
+        ``key``, constant operators: W unchanged), the integrator keeping the warm starts (``warm``):
+        ``previous.replace(q=q)``, solved; returns λ, or None when the last problem is not that one
+        (the caller then hands over an Assembly)."""
+        prev = self._problem
+        if prev is None or prev[0] != key or self.osns_kind in OSNS_BUILDERS:
+            return None
+        problem = prev[1].replace(q=q)
+        self._problem = (key, problem)
+        return self._solve(problem, warm if self.warm_start else None)
+
+    def _solve(self, problem, warm):
+        """Solve the step's problem with the method, its fallbacks and one Workspace for the whole run
+        (its re-solve plans rebuild what depends on W when W changes); returns λ; records the step."""
+        if warm is not None and not np.count_nonzero(warm):
+            warm = None
+        src, opts = self._opts
+        if src is not self.options:            # first solve, or options replaced since: one Workspace per run
+            src = opts = self.options
+            if "workspace" not in opts:
+                if self._ws is None:
+                    self._ws = _new_workspace()
+                if self._ws is not None:
+                    opts = {**opts, "workspace": self._ws}
+            self._opts = (src, opts)
+        clock = SOLVE_CLOCK
+        t = clock()
+        sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
+        if self.fallback and not sol.success:
+            for m in self.fallback:
+                alt = solve(problem, method=m, tol=self.tol, warm_start=warm)
+                if alt.error < sol.error or alt.success:
+                    sol = alt
+                if sol.success:
+                    break
+        self._solve_time += clock() - t
+        lam = getattr(sol, problem.primal)
+        if lam.dtype != np.float64:
+            lam = lam.astype(float)
+        if not sol.success and not np.isfinite(lam).all():      # a solved problem has a finite λ
+            lam = np.zeros_like(lam)
         self._last = (problem, sol)
         if self._write is not None:
             self._write_problem(problem, self.k + 1)
@@ -280,15 +309,20 @@ class TimeStepping:
         return self.trajectory
 
 
+CHUNK_BYTES = 1 << 22     # a segment's rows are allocated in blocks of about 4 MB (or the run's remaining rows)
+
+
 class _Segment:
     """The steps recorded with one set of systems and interactions (a new one after each link or
-    unlink): one row per step from ``start``, the stacked fields side by side in ``data`` (``arrays``:
-    their column views), grown by doubling."""
+    unlink): one row per step from ``start``, the stacked fields side by side (``cols``: their column
+    ranges), in chunks of rows allocated as the run goes (no row is copied when more are needed);
+    ``data`` is the current chunk, ``used`` its rows written, ``arrays`` its column views."""
 
-    __slots__ = ("arrays", "count", "data", "ds", "fields", "inter", "start")
+    __slots__ = ("arrays", "chunks", "cols", "count", "data", "ds", "fields", "inter", "left", "rows", "start",
+                 "used")
 
-    def __init__(self, start, systems, inters, sys_fields, capacity):
-        self.start, self.count = start, 0
+    def __init__(self, start, systems, inters, sys_fields, left):
+        self.start, self.count, self.left = start, 0, left
         self.ds, off = {}, 0
         for ds in systems:
             self.ds[id(ds)] = (off, off + ds.n)
@@ -298,38 +332,48 @@ class _Segment:
             self.inter[id(i)] = (m, m + i.size)
             m += i.size
         self.fields = [(f, off) for f in sys_fields] + [(f, m) for f in ("y0", "y1", "lam0", "lam1")]
-        self._alloc(capacity)
-
-    def _alloc(self, capacity):
-        old = getattr(self, "data", None)
-        self.data = np.empty((capacity, sum(w for _, w in self.fields)))
-        if old is not None:
-            self.data[:self.count] = old[:self.count]
-        self._alloc_views()
-
-    def _alloc_views(self):
-        self.arrays, c = {}, 0
+        self.cols, c = {}, 0
         for f, w in self.fields:
-            self.arrays[f] = self.data[:, c:c + w]
+            self.cols[f] = (c, c + w)
             c += w
+        self.rows = max(8, CHUNK_BYTES // (8 * max(1, c)))
+        self.chunks, self.data = [], None
+        self._alloc(max(1, min(left, self.rows)))
+
+    def _alloc(self, n):
+        if self.data is not None:
+            self.chunks.append((self.data, self.used))
+        self.data, self.used = np.empty((n, self.cols[self.fields[-1][0]][1])), 0
+        self.arrays = {f: self.data[:, a:b] for f, (a, b) in self.cols.items()}
 
     def trim(self):
         """Drop the rows never written."""
-        if self.data.shape[0] > self.count:
-            self.data = self.data[:self.count].copy()
-            self._alloc_views()
+        if self.data.shape[0] > self.used:
+            self.data = self.data[:self.used].copy()
+            self.arrays = {f: self.data[:, a:b] for f, (a, b) in self.cols.items()}
 
     def reserve(self, n):
-        """Room for n more rows; the index of the first."""
-        if self.data.shape[0] < self.count + n:
-            self._alloc(max(self.count + n, 2 * self.data.shape[0]))
-        return self.count
+        """Room for n more rows in the current chunk (a new chunk when it is full); the index of the first."""
+        if self.data.shape[0] < self.used + n:
+            self._alloc(max(n, min(self.rows, max(16, self.left - self.count))))
+        return self.used
+
+    def advance(self, n):
+        """n more rows written in the current chunk."""
+        self.used += n
+        self.count += n
 
     def row(self):
-        """The index of the next row (the arrays grow when full)."""
+        """The index of the next row in the current chunk (a new chunk when it is full)."""
         j = self.reserve(1)
-        self.count = j + 1
+        self.advance(1)
         return j
+
+    def pieces(self, field, lo, hi):
+        """The recorded rows of columns lo:hi of ``field``, chunk by chunk, in step order."""
+        a = self.cols[field][0]
+        for data, used in self.chunks + [(self.data, self.used)]:
+            yield data[:used, a + lo:a + hi]
 
 
 class Trajectory:
@@ -372,35 +416,34 @@ class Trajectory:
         if self._version != nsds._version or not self._segments:
             if self._segments:                    # the finished segment keeps only its rows
                 self._segments[-1].trim()
-            cap = max(1, min(sim.n_steps + 1 - k, 8))
             self._segments.append(_Segment(k, list(nsds.dynamical_systems), list(nsds.interactions),
-                                           self._sys_fields, cap))
+                                           self._sys_fields, sim.n_steps + 1 - k))
             self._version = nsds._version
         return self._segments[-1]
 
     def _reserve(self, k, n):
         """Room for rows k .. k+n-1 in the current segment: (its stacked rows, index of row k)."""
         seg = self._segment(k)
-        j0 = seg.reserve(n)              # may reallocate: take the array after it
+        j0 = seg.reserve(n)              # may start a new chunk: take the array after it
         return seg.data, j0
 
     def _advance(self, k, n):
         """Steps k .. k+n-1 were written into the reserved rows by a compiled loop (no OSNS problem)."""
-        self._segments[-1].count += n
+        self._segments[-1].advance(n)
         self._k = k + n - 1
         self.newton_iterations[k - 1:k - 1 + n] = 1
 
     def _store(self, k):
         seg = self._segments[-1] if self._version == self._sim.nsds._version and self._segments else self._segment(k)
-        j = seg.count
+        j = seg.used
         if j < seg.data.shape[0]:
-            seg.count = j + 1
+            seg.used, seg.count = j + 1, seg.count + 1
         else:
             j = seg.row()
         osi = self._sim.integrator
         fast = getattr(osi, "_fast", None)
         if fast is not None and getattr(osi, "_version", None) == self._version:
-            seg.data[j] = fast.record()          # the batched path keeps the row stacked already
+            seg.data[j] = fast.buf               # the batched path keeps the row stacked already
         else:
             nsds = self._sim.nsds
             arr = seg.arrays
@@ -416,7 +459,10 @@ class Trajectory:
     def _record(self, k, nit, res, conv, sol):
         self._store(k)
         j = k - 1
-        self.newton_iterations[j], self.newton_residual[j], self.newton_converged[j] = nit, res, conv
+        if nit != 1 or res != 0.0 or not conv:
+            self.newton_iterations[j], self.newton_residual[j], self.newton_converged[j] = nit, res, conv
+        else:
+            self.newton_iterations[j] = 1            # (the residual 0 and converged True are the defaults)
         if sol is not None:
             self.status[j], self.error[j], self.iterations[j], self.method[j] = sol.status, sol.error, sol.nit, sol.method
 
@@ -431,7 +477,10 @@ class Trajectory:
             if span is None:
                 continue
             found = True
-            out[seg.start:seg.start + seg.count] = seg.arrays[field][:seg.count, span[0]:span[1]]
+            r = seg.start
+            for rows in seg.pieces(field, *span):
+                out[r:r + rows.shape[0]] = rows
+                r += rows.shape[0]
         if not found:
             raise ModelingError("Trajectory", what, f"{label(obj)} is not part of this simulation")
         return out
@@ -487,7 +536,8 @@ class Trajectory:
 
     @property
     def solve_time(self) -> float:
-        """CPU seconds spent in nsopt.solve over the run (the rest of a step is the modeling layer)."""
+        """Seconds spent in nsopt.solve over the run (by ``simulation.SOLVE_CLOCK``, ``time.perf_counter``
+        unless set otherwise; the rest of a step is the modeling layer)."""
         return self._sim._solve_time
 
     def to_fclib(self, path) -> list[Path]:
