@@ -74,7 +74,7 @@ def check_methods(methods) -> None:
     from .. import registry, solvers  # noqa: F401  (fills the registry)
     from ..exceptions import MethodNotFound
 
-    known = {m.name for k in registry.kinds() for m in registry.for_kind(k)} | {"auto"}
+    known = {name for _, name in registry._REGISTRY} | {"auto"}
     bad = [name for name, _ in methods if name not in known]
     if bad:
         raise MethodNotFound(f"unknown method(s) {', '.join(map(repr, bad))}; valid methods: "
@@ -103,15 +103,19 @@ def build_tasks(refs, methods, *, tol, max_iter, timeout, history=False, warmup=
     """One task per (problem, method, options) whose method exists for the problem's kind, and the
     references of problems that no method applies to."""
     tasks, none_apply = [], []
+    keys = [_options_key(o) for _, o in methods]
+    common = {"tol": float(tol), "max_iter": max_iter, "timeout": timeout, "history": history,
+              "warmup": warmup, "repeat": repeat, "repeat_under": repeat_under}
+    by_kind = {}
     for ref, kind, h in refs:
-        mine = [(m, o) for m, o in methods if _applies(kind, m)]
+        if kind not in by_kind:
+            by_kind[kind] = [(m, o, k) for (m, o), k in zip(methods, keys) if _applies(kind, m)]
+        mine = by_kind[kind]
         if not mine:
             none_apply.append((ref, kind))
-        for m, o in mine:
+        for m, o, k in mine:
             tasks.append({"problem": ref, "problem_hash": h, "kind": kind, "method": m, "options": o,
-                          "options_key": _options_key(o), "tol": float(tol), "max_iter": max_iter,
-                          "timeout": timeout, "history": history, "warmup": warmup,
-                          "repeat": repeat, "repeat_under": repeat_under})
+                          "options_key": k, **common})
     return tasks, none_apply
 
 
@@ -229,17 +233,18 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
     labels = [s.strip() for s in labels if s.strip()]
 
     tmp = None
-    if out is None:
-        tmp = tempfile.mkdtemp(prefix="nsopt_campaign_")
-        folder = Path(tmp)
-    else:
-        folder = Path(out)
+    folder = None if out is None else Path(out)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        refs = resolve_problems(problems, folder, warn=log)
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+        elif problems is not None and any(hasattr(p, "kind") for p in
+                                          ([problems] if hasattr(problems, "kind") else
+                                           [] if isinstance(problems, (str, Path)) else problems)):
+            tmp = Path(tempfile.mkdtemp(prefix="nsopt_campaign_"))   # the pickles of the objects
+        refs = resolve_problems(problems, folder or tmp, warn=log)
         described = [files.describe(r) for r in refs]
         clock("problems")
-        with records.Store(folder) as store:
+        with records.Store(folder) as store:     # folder None: in memory only
             tasks, none_apply = build_tasks(described, methods, tol=tol, max_iter=max_iter,
                                             timeout=timeout, warmup=warmup, repeat=repeat,
                                             repeat_under=repeat_under)
@@ -252,7 +257,7 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
             def missing(k):
                 return k not in stored or stored[k] in retry
 
-            todo = [t for t in tasks if missing(records.key(t | {"options": t["options_key"]}))]
+            todo = [t for t in tasks if not stored or missing(records.key(t | {"options": t["options_key"]}))]
             if labels:
                 from . import siconos as sic
 
@@ -268,25 +273,27 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
             done = len(tasks) - sum(1 for t in todo if t.get("source") != "siconos")
             if done:
                 log(f"resuming {folder}: {done} run(s) already recorded, {len(todo)} task(s) to do")
-            _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, history)
+            if folder is not None:
+                _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, history)
             clock("store")
-            _run(todo, store, jobs=jobs, scheduler=scheduler, plugins=plugins, log_dir=folder / "logs",
-                 progress=progress, replace=bool(retry))
+            _run(todo, store, jobs=jobs, scheduler=scheduler, plugins=plugins,
+                 log_dir=None if folder is None else folder / "logs", progress=progress,
+                 replace=bool(retry), prefetch=folder is not None and report)
             clock("run")
-            if history:
+            if history and folder is not None:   # (out=None: no file to plot it in)
                 _history(described, methods, history, folder, tol=tol, max_iter=max_iter,
                          timeout=timeout, jobs=jobs, plugins=plugins, log=log)
                 clock("history")
-            if tmp is None:      # a temporary folder is removed: no file worth writing
+            if folder is not None:
                 store.export()
                 clock("export")
             df = store.frame()
             clock("frame")
-        if report and tmp is None:
+        if report and folder is not None:
             write_report(folder, df)
             clock("report")
         df.attrs["timings"] = clock.phases
-        if tmp is None:
+        if folder is not None:
             clock.write(folder / "logs" / "timings.json")
         return df
     finally:
@@ -324,9 +331,17 @@ def _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, histo
     (folder / "campaign.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
 
 
-def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result=None, replace=False):
-    """Run tasks through the chosen backend, adding each record to ``store`` as it finishes."""
-    from .runner import run_dask, run_local
+REPORT_MODULES = ("pandas", "pyarrow.parquet", "matplotlib.figure", "matplotlib.backends.backend_agg",
+                  "matplotlib.backends.backend_svg")
+
+
+def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result=None, replace=False,
+         prefetch=False):
+    """Run tasks through the chosen backend, adding each record to ``store`` as it finishes.
+
+    ``prefetch``: import what the tables and the report need (:data:`REPORT_MODULES`, and a first
+    figure drawn to load the fonts) in a thread of this process while the workers run."""
+    from .runner import join_prefetch, run_dask, run_local
 
     if not tasks:
         return
@@ -346,10 +361,19 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
             bar.set_postfix_str(f"{files.short_name(task['problem'])} {task['method']}"[:60],
                                 refresh=False)
 
+    def on_start():
+        from . import runner
+        from .profiles import warm_up_drawing
+
+        todo = [m for m in REPORT_MODULES if m not in sys.modules]
+        if todo:
+            runner.prefetch(todo, then=warm_up_drawing)
+
     if scheduler:
         gen = run_dask(tasks, scheduler, jobs=jobs, plugins=plugins, on_dispatch=dispatch)
     else:
-        gen = run_local(tasks, jobs=jobs, plugins=plugins, log_dir=log_dir, on_dispatch=dispatch)
+        gen = run_local(tasks, jobs=jobs, plugins=plugins, log_dir=log_dir, on_dispatch=dispatch,
+                        on_start=on_start if prefetch else None)
     try:
         for task, recs in gen:
             for r in recs:
@@ -361,6 +385,7 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
                 bar.update(1)
     finally:
         gen.close()
+        join_prefetch()
         if bar is not None:
             bar.close()
 

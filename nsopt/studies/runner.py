@@ -34,6 +34,7 @@ is killed (a crash is still recorded as such).
 from __future__ import annotations
 
 import atexit
+import importlib
 import math
 import os
 import pickle
@@ -47,7 +48,7 @@ import time
 import warnings
 from collections import deque
 
-from .worker import _HEADER, _THREAD_VARS, failure_record, run_metadata, write_frame
+from .worker import _HEADER, _THREAD_VARS, failure_record, pack_frame, run_metadata, write_frame
 
 LOAD_ALLOWANCE = 300.0      # seconds to load a problem file before the worker counts as hung
 WARMUP_ALLOWANCE = 10.0     # seconds added to the hard limit for the untimed warm-up (JIT, imports)
@@ -105,6 +106,9 @@ class WorkerHandle:
         self.buf = b""
         self.log = self.log_path = None
         self.last_problem = None
+        self.starts = 0            # forks of this handle so far
+        self.n_done, self.t_done = 0, 0.0  # tasks finished, and their wall time (from head to done)
+        self.sent_bytes: deque = deque()   # pickled size of each queued task (pipe capacity)
 
     # -- process ---------------------------------------------------------------------------
     def _env(self):
@@ -128,10 +132,14 @@ class WorkerHandle:
     def start(self):
         self._open_log()
         self.buf, self.last_problem = b"", None
+        join_prefetch()            # (a thread importing modules must not be forked mid-import)
         if self.method == "fork" and start_method() == "fork":   # no thread started since
             from .worker import child_main, prepare_parent
 
-            prepare_parent(self.plugins)
+            # a new pool's workers initialise numba themselves (in parallel with the parent's
+            # prefetch, or with each other); a replacement inherits it from the parent
+            prepare_parent(self.plugins, jit=self.starts > 0)
+            self.starts += 1
             r_task, w_task = os.pipe()
             r_res, w_res = os.pipe()
             sys.stdout.flush()
@@ -198,6 +206,7 @@ class WorkerHandle:
                 pass
         self.proc = self.pid = self.rfd = self.wfile = None
         self.queue.clear()
+        self.sent_bytes.clear()
 
     def close(self):
         """Stop the worker (between tasks it holds nothing to save: no need to wait for its exit)."""
@@ -242,17 +251,36 @@ class WorkerHandle:
         self.limit = task.get("hard_limit") or hard_limit(task.get("timeout"))
         self.deadline = now + LOAD_ALLOWANCE if math.isfinite(self.limit) else math.inf
         self.started.append(task)
+        self.head_since = now
 
-    def submit(self, task: dict):
-        """Send a task; it waits in the pipe while the worker finishes the ones sent before."""
+    def submit(self, tasks):
+        """Send tasks (a dict or a list); they wait in the pipe, written with one ``write``, while
+        the worker finishes the ones sent before."""
+        if isinstance(tasks, dict):
+            tasks = [tasks]
+        if not tasks:
+            return
         if not self.queue and not self.alive:   # (a worker that died busy is seen by poll)
             self.kill()
             self.start()
-        self.queue.append(task)
-        self.last_problem = task.get("problem")
-        if len(self.queue) == 1:
-            self._begin(time.monotonic())
-        self._send(task)
+        frames = []
+        for task in tasks:
+            frame = pack_frame(task)
+            self.queue.append(task)
+            self.sent_bytes.append(len(frame))
+            frames.append(frame)
+            if len(self.queue) == 1:
+                self._begin(time.monotonic())
+        self.last_problem = tasks[-1].get("problem")
+        try:
+            self.wfile.write(b"".join(frames))
+            self.wfile.flush()
+        except (BrokenPipeError, OSError):
+            pass   # seen as a crash by poll()
+
+    @property
+    def queued_bytes(self) -> int:
+        return sum(self.sent_bytes)
 
     def _lost(self, status, message):
         """The head task fails (the worker is gone); the tasks queued behind it are handed back."""
@@ -284,15 +312,15 @@ class WorkerHandle:
             tail = self.log_tail()
             return self._lost("crashed", f"worker died ({_signal_name(rc)})" +
                               (f"; stderr: {tail}" if tail else ""))
-        self.buf += chunk
-        done = []
-        while len(self.buf) >= _HEADER.size:
-            (n,) = _HEADER.unpack_from(self.buf)
-            if len(self.buf) < _HEADER.size + n:
+        buf = self.buf + chunk if self.buf else chunk
+        done, at, end = [], 0, len(buf)
+        now = time.monotonic()
+        while end - at >= _HEADER.size:
+            (n,) = _HEADER.unpack_from(buf, at)
+            if end - at < _HEADER.size + n:
                 break
-            msg = pickle.loads(self.buf[_HEADER.size:_HEADER.size + n])
-            self.buf = self.buf[_HEADER.size + n:]
-            now = time.monotonic()
+            msg = pickle.loads(buf[at + _HEADER.size:at + _HEADER.size + n])
+            at += _HEADER.size + n
             if msg[0] == "loaded":
                 self.info, self.t_phase = msg[2], now
                 self.deadline = now + self.limit + WARMUP_ALLOWANCE
@@ -303,8 +331,12 @@ class WorkerHandle:
                 self.deadline = now + self.limit
             elif msg[0] == "done":
                 done.append((self.queue.popleft(), msg[2]))
+                self.sent_bytes.popleft()
+                self.n_done += 1
+                self.t_done += now - self.head_since
                 if self.queue:
                     self._begin(now)
+        self.buf = buf[at:]
         return done, []
 
     def run_one(self, task: dict) -> list[dict]:
@@ -317,6 +349,44 @@ class WorkerHandle:
             if done:
                 self.started.clear()
                 return done[0][1]
+
+
+# ------------------------------------------------------------------------------------ prefetch
+_PREFETCH: dict = {"thread": None}
+
+
+def prefetch(modules, then=None) -> None:
+    """Import ``modules`` (and call ``then()``) in a background thread of the parent while the
+    workers run: the campaign's tables and figures need pandas, pyarrow and matplotlib (about a
+    second of imports) only after the run. A worker forked later waits for the thread first
+    (:func:`join_prefetch`)."""
+    import threading
+
+    join_prefetch()
+
+    def body():
+        for mod in modules:
+            try:
+                importlib.import_module(mod)
+            except Exception:  # noqa: BLE001, S112  (imported again, and reported, where used)
+                continue
+        if then is not None:
+            try:
+                then()
+            except Exception:  # noqa: BLE001, S110  (a warm-up only)
+                pass
+
+    t = threading.Thread(target=body, name="nsopt-prefetch", daemon=True)
+    _PREFETCH["thread"] = t
+    t.start()
+
+
+def join_prefetch() -> None:
+    """Wait for the :func:`prefetch` thread, if any."""
+    t = _PREFETCH["thread"]
+    if t is not None:
+        t.join()
+        _PREFETCH["thread"] = None
 
 
 # ------------------------------------------------------------------------------------ the pool
@@ -371,24 +441,60 @@ def _next_task(pending: deque, h: WorkerHandle):
     return pending.popleft()
 
 
-def run_local(tasks, jobs=1, plugins=(), log_dir=None, on_dispatch=None, depth: int = 2):
+QUEUE_TIME = 0.02        # seconds of work queued per worker (by the tasks' mean time so far)
+QUEUE_MAX = 256          # tasks queued per worker at most
+QUEUE_BYTES = 32 << 10   # pickled bytes queued per worker at most (below a pipe's 64 KB: a
+                         # write to the worker never blocks)
+
+
+def _depth(jobs: int, mean: float | None, pending: int) -> int:
+    """How many tasks a worker should have queued: with one worker, as many as fit (it runs them
+    in order whatever their time); with several, about :data:`QUEUE_TIME` of work by the tasks'
+    mean time so far (2 before any is done), so that a task does not wait behind a long solve
+    while another worker is free."""
+    if jobs == 1:
+        return QUEUE_MAX
+    if mean is None:
+        return 2
+    return max(2, min(QUEUE_MAX, int(QUEUE_TIME / max(mean, 1e-6)), -(-pending // jobs)))
+
+
+def run_local(tasks, jobs=1, plugins=(), log_dir=None, on_dispatch=None, on_start=None):
     """Run ``tasks`` on ``jobs`` local worker processes; yield ``(task, records)`` as each finishes.
 
-    Each worker has up to ``depth`` tasks sent to it (the next one waits in its pipe), so that it
-    goes on to the next task while the parent records the last one (not at the end of the queue,
-    where a task waiting behind a long solve could have gone to a worker that is free sooner). ``on_dispatch(task)`` is called
-    when a worker starts on a task (progress display). The workers are kept for the next call when
-    every task is done; closing the generator early (or Ctrl-C) kills them, and the tasks in flight
-    are then not recorded."""
+    Each worker has several tasks sent to it at once (:func:`_depth`: all of them with one worker;
+    about 20 ms of work each with several), written to its pipe with one ``write``: it goes from
+    one task to the next without waiting for the parent, which records each result as its message
+    arrives (the worker sends one per finished task). ``on_dispatch(task)`` is called when a worker
+    starts on a task (progress display); ``on_start()`` once the workers are started (the parent may
+    then start threads). The workers are kept for the next call when every task is done; closing
+    the generator early (or Ctrl-C) kills them, and the tasks in flight are then not recorded."""
     pending = deque(tasks)
     handles = _handles(max(1, jobs), plugins, log_dir)
     finished = False
+    base = [(h.n_done, h.t_done) for h in handles]
     try:
+        first = True
         while True:
-            for level in range(1, max(1, depth) + 1):   # every worker one task, then a second...
-                for h in handles:
-                    if pending and len(h.queue) < level and (level == 1 or len(pending) >= len(handles)):
-                        h.submit(_next_task(pending, h))
+            n_done = sum(h.n_done for h in handles) - sum(b[0] for b in base)
+            t_done = sum(h.t_done for h in handles) - sum(b[1] for b in base)
+            mean = t_done / n_done if n_done else None
+            batches = []
+            for h in handles:      # every worker one task first, then topped up to its depth
+                batches.append([_next_task(pending, h)] if pending and not h.queue else [])
+            for h, batch in zip(handles, batches):
+                want = _depth(len(handles), mean, len(pending)) - len(h.queue) - len(batch)
+                room = QUEUE_BYTES - h.queued_bytes - 1024 * len(batch)
+                while pending and want > 0 and room > 0:
+                    t = _next_task(pending, h)
+                    batch.append(t)
+                    want -= 1
+                    room -= 1024   # (a task's pickle is ~0.5 KB; checked exactly at the next turn)
+                h.submit(batch)
+            if first:
+                first = False
+                if on_start:
+                    on_start()
             busy = [h for h in handles if h.queue]
             if not busy:
                 break
