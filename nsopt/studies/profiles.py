@@ -108,13 +108,11 @@ def performance_profile(results, measure: str = "time", kinds=None, title: str |
         from ..exceptions import OptionError
 
         raise OptionError(f"measure must be one of {list(MEASURES)}, got {measure!r}")
-    from matplotlib.figure import Figure
-
     df = _prepare(results)
     kinds = sorted(k for k in df["kind"].unique() if k != "?") if kinds is None else list(kinds)
-    fig = Figure(figsize=(6.4 * min(len(kinds), 3), 4.4 * (1 + (len(kinds) - 1) // 3)), layout="constrained")
     ncols = min(len(kinds), 3) or 1
     nrows = max(1, (len(kinds) + ncols - 1) // ncols)
+    fig = _grid_figure(nrows, ncols)
     styles = {}
     for i, kind in enumerate(kinds):
         ax = fig.add_subplot(nrows, ncols, i + 1)
@@ -138,6 +136,25 @@ def performance_profile(results, measure: str = "time", kinds=None, title: str |
         ax.set_title(f"{kind}: {table.shape[0]} problems" if title is None else title)
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
+PANEL = (6.4, 4.4)                               # inches per panel
+MARGINS = dict(left=0.72, right=0.18, bottom=0.55, top=0.36, wspace=0.72, hspace=0.85)   # inches
+
+
+def _grid_figure(nrows: int, ncols: int):
+    """A figure of ``nrows x ncols`` panels of :data:`PANEL` inches with fixed margins in inches
+    (room for the tick labels, axis labels and title of these plots): no layout engine, whose
+    passes cost as much as drawing the figure once."""
+    from matplotlib.figure import Figure
+
+    w, h = PANEL[0] * ncols, PANEL[1] * nrows
+    m = MARGINS
+    fig = Figure(figsize=(w, h))
+    fig.subplots_adjust(left=m["left"] / w, right=1 - m["right"] / w, bottom=m["bottom"] / h,
+                        top=1 - m["top"] / h, wspace=m["wspace"] / (PANEL[0] - m["wspace"]),
+                        hspace=m["hspace"] / (PANEL[1] - m["hspace"]))
     return fig
 
 
@@ -201,9 +218,7 @@ def summary(results):
 
 def history_figure(histories: dict, problem: str, tol: float | None = None):
     """Error per iteration of each method on one problem (``histories``: label -> list of errors)."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6.4, 4.4), layout="constrained")
+    fig = _grid_figure(1, 1)
     ax = fig.add_subplot()
     for i, (lab, h) in enumerate(histories.items()):
         h = np.asarray(h, dtype=float)
