@@ -191,8 +191,8 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
     jobs : worker processes (one BLAS thread each; kept for the next call of this process, see
         :mod:`nsopt.studies.runner`).
     out : campaign folder (results, profiles, summary); re-running with the same folder does only
-        what is missing. None: only the DataFrame is returned (the records go to a temporary
-        folder, removed at the end; no table or figure is written).
+        what is missing. None: only the DataFrame is returned (the records are kept in memory;
+        no file, table or figure is written, ``history`` is not run).
     siconos : Siconos solver labels (``["NSGS", "PROX"]`` or ``"NSGS,PROX"``) run through
         ``siconos_bench.py`` (see :mod:`nsopt.studies.siconos`); skipped, with the reason, when
         Siconos is not available.

@@ -38,10 +38,13 @@ def key(rec: dict) -> tuple:
 
 
 def normalize(rec: dict) -> dict:
-    """A worker's record in the table's vocabulary (``nit`` -> ``iterations``, NaN -> None)."""
+    """A worker's record in the table's vocabulary (``nit`` -> ``iterations``, ``info`` as JSON,
+    NaN -> None)."""
     rec = dict(rec)
     if "nit" in rec:
         rec.setdefault("iterations", rec.pop("nit"))
+    if isinstance(rec.get("info"), dict):     # a worker's info scalars: stored as JSON
+        rec["info"] = json.dumps(rec["info"], sort_keys=True, default=str)
     for k, v in rec.items():
         if isinstance(v, float) and math.isnan(v):
             rec[k] = None

@@ -2,15 +2,22 @@
 or a dask.distributed cluster whose workers each drive one such process.
 
 Each worker is a separate process (:mod:`nsopt.studies.worker`) with one BLAS thread; the parent
-sends it one task at a time and waits. When a solve runs past its hard limit the worker's process
-group is killed (status ``timeout``) and a fresh worker takes the next task; when a worker dies (a
-segfault in a compiled kernel, ``os._exit``, the out-of-memory killer) its task is recorded as
+sends it a batch of tasks (with one worker, all it can hold; with several, about 20 ms of work by the
+tasks' mean time so far, so that no task waits behind a long solve while another worker is free),
+and the worker sends back one message per finished task, recorded at once. The parent follows the
+task the worker is on (the head of its batch: ``start`` messages when there is a time limit). When
+a solve runs past its hard limit the worker's process group is killed (status ``timeout``), the
+rest of its batch goes back to the queue and a fresh worker takes the next task; when a worker dies
+(a segfault in a compiled kernel, ``os._exit``, the out-of-memory killer) its task is recorded as
 ``crashed`` with the exit signal and the tail of the worker's stderr. Nothing a solver does can stop
-the campaign.
+the campaign. With short tasks (mean under 2 ms) the parent reads the results at most every
+millisecond (several per wake-up, and the workers' writes do not wake it).
 
 **Starting workers.** When the parent runs no other thread (the ``nsopt`` command; check
 ``threading.active_count() == 1``), a worker is an ``os.fork()`` of the parent, which has already
-imported nsopt's solvers and the plugins and initialised numba (:func:`worker.prepare_parent`):
+imported nsopt's solvers and the plugins (:func:`worker.prepare_parent`; the first workers of a
+pool initialise numba themselves, in parallel with the parent, which meanwhile imports what the
+tables and the figures need: :func:`prefetch`; a replacement worker inherits numba from the parent):
 about a millisecond instead of the second or more of a fresh interpreter that imports numpy, scipy
 and numba. Otherwise (a Jupyter kernel runs threads; forking a process with threads is unsafe) it is
 a fresh interpreter (``python -m nsopt.studies.worker``). ``NSOPT_WORKER_START=spawn`` (or ``fork``)
@@ -447,6 +454,10 @@ QUEUE_BYTES = 32 << 10   # pickled bytes queued per worker at most (below a pipe
                          # write to the worker never blocks)
 
 
+COALESCE = 0.001         # seconds the parent waits for more results, when tasks are short
+COALESCE_UNDER = 0.002   # (the mean task time under which it does)
+
+
 def _depth(jobs: int, mean: float | None, pending: int) -> int:
     """How many tasks a worker should have queued: with one worker, as many as fit (it runs them
     in order whatever their time); with several, about :data:`QUEUE_TIME` of work by the tasks'
@@ -473,6 +484,7 @@ def run_local(tasks, jobs=1, plugins=(), log_dir=None, on_dispatch=None, on_star
     handles = _handles(max(1, jobs), plugins, log_dir)
     finished = False
     base = [(h.n_done, h.t_done) for h in handles]
+    got = False
     try:
         first = True
         while True:
@@ -504,11 +516,18 @@ def run_local(tasks, jobs=1, plugins=(), log_dir=None, on_dispatch=None, on_star
                         on_dispatch(t)
                     h.started.clear()
             wait = min(h.deadline for h in busy) - time.monotonic()
+            if got and mean is not None and mean < COALESCE_UNDER and wait > COALESCE:
+                # short tasks: let a few results gather in the pipes (one wake-up of this process
+                # for several results, none of the workers' writes waking it)
+                time.sleep(COALESCE)
+                wait -= COALESCE
             ready, _, _ = select.select([h.fileno() for h in busy], [], [], max(0.0, min(wait, 3600.0)))
             ready = set(ready)
+            got = False
             for h in busy:
                 done, requeue = h.poll() if h.fileno() in ready else h.expire()
                 pending.extendleft(reversed(requeue))
+                got = got or bool(done)
                 yield from done
         finished = True
     finally:
