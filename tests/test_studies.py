@@ -380,10 +380,10 @@ def test_report_figures_drawn_even_if_the_drawing_child_fails(tmp_path, monkeypa
     parent = os.getpid()
     save = campaign._save
 
-    def failing_in_child(make, paths):
+    def failing_in_child(job):
         if os.getpid() != parent:
             raise RuntimeError("child fails")
-        save(make, paths)
+        save(job)
 
     monkeypatch.setattr(campaign, "_save", failing_in_child)
     written = nsopt.studies.write_report(tmp_path / "c", df)
@@ -392,3 +392,33 @@ def test_report_figures_drawn_even_if_the_drawing_child_fails(tmp_path, monkeypa
             p = tmp_path / "c" / f"profile_{m}.{ext}"
             assert p in written and p.stat().st_size > 1000, p
     assert df.attrs["summary"]["method"].tolist() == ["lemke", "pgs"]
+
+
+def test_drawer_process_draws_and_a_failed_drawer_falls_back(tmp_path, monkeypatch):
+    """The drawer forked during a campaign draws the jobs it is sent; cancelled, it ends; when it
+    fails, write_report draws the figures itself."""
+    from nsopt.studies import runner
+
+    monkeypatch.setenv("NSOPT_WORKER_START", "fork")
+    df = nsopt.studies.compare(["nsopt:generated/lcp-spd-10"], "lemke,pgs", out=tmp_path / "c",
+                               progress=False, report=False)
+    d = runner.Drawer.start()
+    assert d is not None and d._reap() == 0 and d.pid is None           # nothing sent: ends
+    d = runner.Drawer.start()
+    assert d.cancel() == -9 and d.pid is None                           # cancelled: killed
+    d = runner.Drawer.start()
+    written = nsopt.studies.write_report(tmp_path / "c", df, drawer=d)
+    assert d.pid is None
+    for f in ("profile_time.png", "profile_time.svg", "profile_iterations.png", "profile_iterations.svg"):
+        assert tmp_path / "c" / f in written and (tmp_path / "c" / f).stat().st_size > 1000
+    bad = runner.Drawer.start()
+    assert not bad.draw([("profile", ("not panels", "time"), [tmp_path / "x.png"])])
+    for f in ("profile_time.png", "profile_iterations.svg"):
+        (tmp_path / "c" / f).unlink()
+
+    class Broken:
+        def draw(self, jobs):
+            return False
+
+    nsopt.studies.write_report(tmp_path / "c", df, drawer=Broken())
+    assert (tmp_path / "c" / "profile_time.png").is_file() and (tmp_path / "c" / "profile_iterations.svg").is_file()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 import pickle
 import re
 import shutil
@@ -232,7 +233,7 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
     labels = siconos.split(",") if isinstance(siconos, str) else list(siconos or [])
     labels = [s.strip() for s in labels if s.strip()]
 
-    tmp = None
+    tmp = drawer = None
     folder = None if out is None else Path(out)
     try:
         if folder is not None:
@@ -276,9 +277,9 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
             if folder is not None:
                 _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, history)
             clock("store")
-            _run(todo, store, jobs=jobs, scheduler=scheduler, plugins=plugins,
-                 log_dir=None if folder is None else folder / "logs", progress=progress,
-                 replace=bool(retry), prefetch=folder is not None and report)
+            drawer = _run(todo, store, jobs=jobs, scheduler=scheduler, plugins=plugins,
+                          log_dir=None if folder is None else folder / "logs", progress=progress,
+                          replace=bool(retry), prefetch=folder is not None and report)
             clock("run")
             if history and folder is not None:   # (out=None: no file to plot it in)
                 _history(described, methods, history, folder, tol=tol, max_iter=max_iter,
@@ -290,13 +291,16 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
             df = store.frame()
             clock("frame")
         if report and folder is not None:
-            write_report(folder, df)
+            write_report(folder, df, drawer)
+            drawer = None
             clock("report")
         df.attrs["timings"] = clock.phases
         if folder is not None:
             clock.write(folder / "logs" / "timings.json")
         return df
     finally:
+        if drawer is not None:
+            drawer.cancel()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -331,20 +335,23 @@ def _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, histo
     (folder / "campaign.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
 
 
-REPORT_MODULES = ("pandas", "pyarrow.parquet", "matplotlib.figure", "matplotlib.backends.backend_agg",
-                  "matplotlib.backends.backend_svg")
+TABLE_MODULES = ("pandas", "pyarrow.parquet")
 
 
 def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result=None, replace=False,
          prefetch=False):
     """Run tasks through the chosen backend, adding each record to ``store`` as it finishes.
 
-    ``prefetch``: import what the tables and the report need (:data:`REPORT_MODULES`, and a first
-    figure drawn to load the fonts) in a thread of this process while the workers run."""
-    from .runner import join_prefetch, run_dask, run_local
+    ``prefetch``: once the workers are started, fork a :class:`~nsopt.studies.runner.Drawer` for
+    the figures (returned; None otherwise) and import what the tables need (:data:`TABLE_MODULES`)
+    in a thread of this process while the workers run (matplotlib too, and a first figure drawn,
+    when there is no drawer)."""
+    from .runner import Drawer, join_prefetch, run_dask, run_local
+
+    drawer = [None]
 
     if not tasks:
-        return
+        return None
     for i, t in enumerate(tasks):
         t["id"] = i
     bar = None
@@ -365,9 +372,17 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
         from . import runner
         from .profiles import warm_up_drawing
 
-        todo = [m for m in REPORT_MODULES if m not in sys.modules]
+        then = None
+        todo = [m for m in TABLE_MODULES if m not in sys.modules]
+        if "matplotlib.figure" in sys.modules or os.environ.get("NSOPT_DRAWER", "1") == "0":
+            pass          # (already loaded here: drawn here, as fast)
+        else:
+            drawer[0] = Drawer.start()
+        if drawer[0] is None:
+            todo += [m for m in runner.DRAW_MODULES if m not in sys.modules]
+            then = warm_up_drawing
         if todo:
-            runner.prefetch(todo, then=warm_up_drawing)
+            runner.prefetch(todo, then=then)
 
     if scheduler:
         gen = run_dask(tasks, scheduler, jobs=jobs, plugins=plugins, on_dispatch=dispatch)
@@ -383,11 +398,16 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
                     store.add(r, replace=replace)
             if bar is not None:
                 bar.update(1)
+    except BaseException:
+        if drawer[0] is not None:
+            drawer[0].cancel()
+        raise
     finally:
         gen.close()
         join_prefetch()
         if bar is not None:
             bar.close()
+    return drawer[0]
 
 
 def _history(described, methods, pattern, folder, *, tol, max_iter, timeout, jobs, plugins, log):
@@ -414,13 +434,14 @@ def _history(described, methods, pattern, folder, *, tol, max_iter, timeout, job
 
 
 # ------------------------------------------------------------------------------- report
-def write_report(folder, df=None) -> list[Path]:
+def write_report(folder, df=None, drawer=None) -> list[Path]:
     """Write ``summary.csv``, the performance profiles (time, iterations; PNG and SVG) and the
     error-history plot of a campaign folder from its stored results; returns the paths written.
 
-    The figures are drawn two at a time where the process may fork (POSIX, no other thread): a
-    child process draws the time profile while this one draws the others (each figure costs
-    ~0.1-0.2 s per format); ``df.attrs["summary"]`` is set to the summary table."""
+    The figures are drawn by ``drawer`` (a :class:`~nsopt.studies.runner.Drawer`, started by the
+    campaign while it runs) when given, else here, two at a time where the process may fork (POSIX,
+    no other thread: a child process draws the time profile while this one draws the others; each
+    figure costs ~0.1-0.2 s per format). ``df.attrs["summary"]`` is set to the summary table."""
     folder = Path(folder)
     if df is None:
         df = records.load_results(folder)
@@ -431,32 +452,44 @@ def write_report(folder, df=None) -> list[Path]:
     written.append(folder / "summary.csv")
     jobs = []
     if len(df):
+        from .profiles import profile_panels
+
         for measure in ("time", "iterations"):
-            jobs.append((lambda m=measure: performance_profile(df, m),
+            jobs.append(("profile", (profile_panels(df, measure), measure),
                          [folder / f"profile_{measure}.{ext}" for ext in ("png", "svg")]))
     hj = folder / "history.json"
     if hj.is_file():
         h = json.loads(hj.read_text())
-        jobs.append((lambda: history_figure(h["histories"], files.short_name(h["problem"]), h.get("tol")),
+        jobs.append(("history", (h["histories"], files.short_name(h["problem"]), h.get("tol")),
                      [folder / f"history.{ext}" for ext in ("png", "svg")]))
-    _draw(jobs)
-    for _, paths in jobs:
+    if drawer is None or not drawer.draw(jobs) or not all(p.is_file() for _, _, ps in jobs for p in ps):
+        draw_jobs(jobs)
+    for _, _, paths in jobs:
         written += paths
     return written
 
 
-def _save(make, paths) -> None:
+def figure(job):
+    """The figure of a report job ``(kind, data, paths)``: ``("profile", (panels, measure), ...)``
+    (:func:`~nsopt.studies.profiles.profile_panels`) or ``("history", (histories, problem, tol),
+    ...)``."""
+    from .profiles import draw_profile
+
+    kind, data, _ = job
+    return draw_profile(*data) if kind == "profile" else history_figure(*data)
+
+
+def _save(job) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fig = make()
-        for p in paths:
+        fig = figure(job)
+        for p in job[2]:
             fig.savefig(p, dpi=110)
 
 
-def _draw(jobs) -> None:
-    """Draw ``[(make_figure, paths)]``: the first in a forked child when there are several and the
-    process may fork, the rest here; the child's figure is drawn here if the child failed."""
-    import os
+def draw_jobs(jobs) -> None:
+    """Draw the report jobs: the first in a forked child when there are several and the process
+    may fork, the rest here; the child's figure is drawn here if the child failed."""
     import threading
 
     child = None
@@ -469,15 +502,15 @@ def _draw(jobs) -> None:
         if child == 0:
             code = 1
             try:
-                _save(*jobs[0])
+                _save(jobs[0])
                 code = 0
             except BaseException:  # noqa: BLE001  (redrawn by the parent)
                 pass
             finally:
                 os._exit(code)
     for job in jobs[1:] if child else jobs:
-        _save(*job)
+        _save(job)
     if child:
         _, status = os.waitpid(child, 0)
         if os.waitstatus_to_exitcode(status) != 0:
-            _save(*jobs[0])
+            _save(jobs[0])

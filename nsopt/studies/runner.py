@@ -396,6 +396,105 @@ def join_prefetch() -> None:
         _PREFETCH["thread"] = None
 
 
+# ------------------------------------------------------------------------------------ drawer
+DRAW_MODULES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.backends.backend_svg")
+
+
+class Drawer:
+    """A process forked at the start of a campaign's run to import matplotlib (~0.7 s) and draw the
+    report's figures, while this process imports pandas and pyarrow for the tables: the two imports
+    run on two cores instead of one after the other. :meth:`draw` sends it the figures' data (plain
+    arrays: no pandas there) and waits; :meth:`cancel` kills it. It ignores Ctrl-C (the campaign's to
+    handle) and ends when this process closes the pipe (or dies). ``NSOPT_DRAWER=0``: no drawer, the
+    figures are drawn in the campaign's process."""
+
+    def __init__(self, pid: int, wfd: int):
+        self.pid, self.wfd = pid, wfd
+
+    @classmethod
+    def start(cls):
+        """Fork the drawer, or return None where this process may not fork (threads, no fork)."""
+        if start_method() != "fork":
+            return None
+        r, w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(w)
+                code = _drawer_main(r)
+            finally:
+                os._exit(code)
+        os.close(r)
+        return cls(pid, w)
+
+    def draw(self, jobs) -> bool:
+        """Send the jobs (``[(kind, data, paths)]``, see :func:`nsopt.studies.campaign.figure`),
+        wait for the drawing; True when every file was written."""
+        try:
+            data = pickle.dumps(jobs, protocol=pickle.HIGHEST_PROTOCOL)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.wfd, view):]
+        except OSError:
+            pass
+        return self._reap() == 0
+
+    def cancel(self) -> int | None:
+        """End the drawer (it has nothing to save) and reap it; its exit code."""
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return self._reap()
+
+    def _reap(self) -> int | None:
+        if self.wfd is not None:
+            try:
+                os.close(self.wfd)
+            except OSError:
+                pass
+            self.wfd = None
+        if self.pid is None:
+            return None
+        try:
+            _, status = os.waitpid(self.pid, 0)
+            code = os.waitstatus_to_exitcode(status)
+        except ChildProcessError:
+            code = None
+        self.pid = None
+        return code
+
+
+def _drawer_main(rfd: int) -> int:
+    """The drawer's body: leave the parent's descriptors, import matplotlib, draw what arrives."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.closerange(3, rfd)
+    os.closerange(rfd + 1, os.sysconf("SC_OPEN_MAX"))
+    for mod in DRAW_MODULES:
+        importlib.import_module(mod)
+    from .profiles import warm_up_drawing
+
+    warm_up_drawing()
+    chunks = []
+    while True:
+        b = os.read(rfd, 1 << 20)
+        if not b:
+            break
+        chunks.append(b)
+    if not chunks:         # cancelled
+        return 0
+    from .campaign import draw_jobs
+
+    draw_jobs(pickle.loads(b"".join(chunks)))
+    return 0
+
+
 # ------------------------------------------------------------------------------------ the pool
 _POOL: dict = {"key": None, "handles": []}
 
