@@ -151,3 +151,23 @@ def test_nbytes_counts_dense_and_sparse_arrays():
     p = nsopt.LCP(sp.csr_matrix(np.eye(50)), np.ones(50))
     assert worker._nbytes(p) >= 50 * 8 + 50 * 8 + 50 * 4
     assert worker._nbytes(nsopt.LCP(np.eye(3), np.ones(3))) == 9 * 8 + 3 * 8
+
+
+def test_batches_bounded_by_the_pipe_bytes(monkeypatch):
+    """A worker's batch never holds more pickled bytes than QUEUE_BYTES (a write to its pipe never
+    blocks); with a bound of about two tasks every task still runs, in batches."""
+    monkeypatch.setenv("NSOPT_WORKER_START", "fork")
+    monkeypatch.setattr(runner, "QUEUE_BYTES", 900)
+    seen = []
+    submit = runner.WorkerHandle.submit
+
+    def spy(self, tasks, frames=None):
+        submit(self, tasks, frames)
+        seen.append((len(tasks) if isinstance(tasks, list) else 1, self.queued_bytes))
+
+    monkeypatch.setattr(runner.WorkerHandle, "submit", spy)
+    probs = [f"nsopt:generated/{n}" for n in ("lcp-spd-10", "lcp-p-30", "lcp-psd-40", "lcp-spd-50")]
+    df = st.compare(probs, "lemke,pgs,newton-fb", out=None, progress=False)
+    assert len(df) == 12 and df["status"].notna().all()
+    assert max(b for _, b in seen) <= 900                    # (each task's pickle is < 900 bytes)
+    assert max(n for n, _ in seen) >= 2                       # several tasks sent at once

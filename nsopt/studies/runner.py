@@ -260,9 +260,10 @@ class WorkerHandle:
         self.started.append(task)
         self.head_since = now
 
-    def submit(self, tasks):
-        """Send tasks (a dict or a list); they wait in the pipe, written with one ``write``, while
-        the worker finishes the ones sent before."""
+    def submit(self, tasks, frames=None):
+        """Send tasks (a dict or a list; ``frames``: their :func:`~nsopt.studies.worker.pack_frame`
+        when already made); they wait in the pipe, written with one ``write``, while the worker
+        finishes the ones sent before."""
         if isinstance(tasks, dict):
             tasks = [tasks]
         if not tasks:
@@ -270,12 +271,10 @@ class WorkerHandle:
         if not self.queue and not self.alive:   # (a worker that died busy is seen by poll)
             self.kill()
             self.start()
-        frames = []
-        for task in tasks:
-            frame = pack_frame(task)
+        frames = frames or [pack_frame(t) for t in tasks]
+        for task, frame in zip(tasks, frames):
             self.queue.append(task)
             self.sent_bytes.append(len(frame))
-            frames.append(frame)
             if len(self.queue) == 1:
                 self._begin(time.monotonic())
         self.last_problem = tasks[-1].get("problem")
@@ -595,13 +594,19 @@ def run_local(tasks, jobs=1, plugins=(), log_dir=None, on_dispatch=None, on_star
                 batches.append([_next_task(pending, h)] if pending and not h.queue else [])
             for h, batch in zip(handles, batches):
                 want = _depth(len(handles), mean, len(pending)) - len(h.queue) - len(batch)
-                room = QUEUE_BYTES - h.queued_bytes - 1024 * len(batch)
-                while pending and want > 0 and room > 0:
+                frames = [pack_frame(t) for t in batch]
+                room = QUEUE_BYTES - h.queued_bytes - sum(map(len, frames))
+                while pending and want > 0:
                     t = _next_task(pending, h)
+                    frame = pack_frame(t)
+                    if len(frame) > room:      # (the pipe never holds more than QUEUE_BYTES)
+                        pending.appendleft(t)
+                        break
                     batch.append(t)
+                    frames.append(frame)
                     want -= 1
-                    room -= 1024   # (a task's pickle is ~0.5 KB; checked exactly at the next turn)
-                h.submit(batch)
+                    room -= len(frame)
+                h.submit(batch, frames)
             if first:
                 first = False
                 if on_start:
