@@ -502,13 +502,11 @@ def draw_jobs(jobs) -> None:
     may fork, the rest here; the child's figure is drawn here if the child failed."""
     import threading
 
+    from .runner import fork
+
     child = None
     if len(jobs) > 1 and hasattr(os, "fork") and threading.active_count() == 1:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)   # (3.12: other OS threads)
-            child = os.fork()
+        child = fork()
         if child == 0:
             code = 1
             try:

@@ -86,6 +86,18 @@ def start_method() -> str:
     return "fork" if hasattr(os, "fork") and threading.active_count() == 1 else "spawn"
 
 
+def fork() -> int:
+    """``os.fork()`` with this process' output flushed first (nothing printed twice) and without
+    Python 3.12's warning about a process with OS threads: here only the BLAS libraries' pools
+    (forks happen while no other Python thread runs; OpenBLAS and MKL reset their pools in the
+    child through ``pthread_atfork``)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
+
+
 _LOG_DIR = None
 
 
@@ -149,14 +161,7 @@ class WorkerHandle:
             self.starts += 1
             r_task, w_task = os.pipe()
             r_res, w_res = os.pipe()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            with warnings.catch_warnings():
-                # Python >= 3.12 warns when the process has OS threads: here only the BLAS
-                # libraries' pools (no Python thread runs; OpenBLAS and MKL reset their pools
-                # in the child through pthread_atfork)
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = os.fork()
+            pid = fork()
             if pid == 0:   # the worker (never returns)
                 child_main(r_task, w_res, self.log_path, self.plugins)
             os.close(r_task)
@@ -416,11 +421,7 @@ class Drawer:
         if start_method() != "fork":
             return None
         r, w = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+        pid = fork()
         if pid == 0:
             code = 1
             try:
