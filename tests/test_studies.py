@@ -395,30 +395,29 @@ def test_report_figures_drawn_even_if_the_drawing_child_fails(tmp_path, monkeypa
 
 
 def test_drawer_process_draws_and_a_failed_drawer_falls_back(tmp_path, monkeypatch):
-    """The drawer forked during a campaign draws the jobs it is sent; cancelled, it ends; when it
-    fails, write_report draws the figures itself."""
+    """The drawer forked for a campaign's report is kept for the next reports of the process; one
+    that fails is stopped, and write_report draws the figures itself."""
     from nsopt.studies import runner
 
     monkeypatch.setenv("NSOPT_WORKER_START", "fork")
     df = nsopt.studies.compare(["nsopt:generated/lcp-spd-10"], "lemke,pgs", out=tmp_path / "c",
                                progress=False, report=False)
-    d = runner.Drawer.start()
-    assert d is not None and d._reap() == 0 and d.pid is None           # nothing sent: ends
-    d = runner.Drawer.start()
-    assert d.cancel() == -9 and d.pid is None                           # cancelled: killed
-    d = runner.Drawer.start()
-    written = nsopt.studies.write_report(tmp_path / "c", df, drawer=d)
-    assert d.pid is None
-    for f in ("profile_time.png", "profile_time.svg", "profile_iterations.png", "profile_iterations.svg"):
-        assert tmp_path / "c" / f in written and (tmp_path / "c" / f).stat().st_size > 1000
-    bad = runner.Drawer.start()
-    assert not bad.draw([("profile", ("not panels", "time"), [tmp_path / "x.png"])])
+    d = runner.Drawer.get()
+    assert d is not None and d.alive and runner.Drawer.get() is d
+    files_ = ("profile_time.png", "profile_time.svg", "profile_iterations.png", "profile_iterations.svg")
+    for _ in range(2):                      # the same process draws both reports
+        for f in files_:
+            (tmp_path / "c" / f).unlink(missing_ok=True)
+        written = nsopt.studies.write_report(tmp_path / "c", df, drawer=d)
+        for f in files_:
+            assert tmp_path / "c" / f in written and (tmp_path / "c" / f).stat().st_size > 1000
+        assert d.alive and runner.Drawer.get() is d
+    assert not d.draw([("profile", ("not panels", "time"), [tmp_path / "x.png"])])
+    assert not d.alive and runner.Drawer._kept is None
     for f in ("profile_time.png", "profile_iterations.svg"):
         (tmp_path / "c" / f).unlink()
-
-    class Broken:
-        def draw(self, jobs):
-            return False
-
-    nsopt.studies.write_report(tmp_path / "c", df, drawer=Broken())
+    nsopt.studies.write_report(tmp_path / "c", df, drawer=d)           # a dead drawer: drawn here
     assert (tmp_path / "c" / "profile_time.png").is_file() and (tmp_path / "c" / "profile_iterations.svg").is_file()
+    d2 = runner.Drawer.get()
+    runner.shutdown()
+    assert not d2.alive and runner.Drawer._kept is None

@@ -233,7 +233,7 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
     labels = siconos.split(",") if isinstance(siconos, str) else list(siconos or [])
     labels = [s.strip() for s in labels if s.strip()]
 
-    tmp = drawer = None
+    tmp = None
     folder = None if out is None else Path(out)
     try:
         if folder is not None:
@@ -292,15 +292,12 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
             clock("frame")
         if report and folder is not None:
             write_report(folder, df, drawer)
-            drawer = None
             clock("report")
         df.attrs["timings"] = clock.phases
         if folder is not None:
             clock.write(folder / "logs" / "timings.json")
         return df
     finally:
-        if drawer is not None:
-            drawer.cancel()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -342,8 +339,8 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
          prefetch=False):
     """Run tasks through the chosen backend, adding each record to ``store`` as it finishes.
 
-    ``prefetch``: once the workers are started, fork a :class:`~nsopt.studies.runner.Drawer` for
-    the figures (returned; None otherwise) and import what the tables need (:data:`TABLE_MODULES`)
+    ``prefetch``: once the workers are started, get the kept :class:`~nsopt.studies.runner.Drawer`
+    for the figures, or fork one (returned; None otherwise) and import what the tables need (:data:`TABLE_MODULES`)
     in a thread of this process while the workers run (matplotlib too, and a first figure drawn,
     when there is no drawer)."""
     from .runner import Drawer, join_prefetch, run_dask, run_local
@@ -382,10 +379,7 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
             return
         then = None
         todo = [m for m in TABLE_MODULES if m not in sys.modules]
-        if "matplotlib.figure" in sys.modules or os.environ.get("NSOPT_DRAWER", "1") == "0":
-            pass          # (already loaded here: drawn here, as fast)
-        else:
-            drawer[0] = Drawer.start()
+        drawer[0] = Drawer.get()
         if drawer[0] is None:
             todo += [m for m in runner.DRAW_MODULES if m not in sys.modules]
             then = warm_up_drawing
@@ -408,10 +402,6 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
                     store.add(r, replace=replace)
             if bar[0] is not None:
                 bar[0].update(1)
-    except BaseException:
-        if drawer[0] is not None:
-            drawer[0].cancel()
-        raise
     finally:
         gen.close()
         join_prefetch()
@@ -448,8 +438,8 @@ def write_report(folder, df=None, drawer=None) -> list[Path]:
     """Write ``summary.csv``, the performance profiles (time, iterations; PNG and SVG) and the
     error-history plot of a campaign folder from its stored results; returns the paths written.
 
-    The figures are drawn by ``drawer`` (a :class:`~nsopt.studies.runner.Drawer`, started by the
-    campaign while it runs) when given, else here, two at a time where the process may fork (POSIX,
+    The figures are drawn by ``drawer`` (a :class:`~nsopt.studies.runner.Drawer`, forked or kept
+    by the campaign while it runs) when given and alive, else here, two at a time where the process may fork (POSIX,
     no other thread: a child process draws the time profile while this one draws the others; each
     figure costs ~0.1-0.2 s per format). ``df.attrs["summary"]`` is set to the summary table."""
     folder = Path(folder)

@@ -405,94 +405,117 @@ DRAW_MODULES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplot
 
 
 class Drawer:
-    """A process forked at the start of a campaign's run to import matplotlib (~0.7 s) and draw the
-    report's figures, while this process imports pandas and pyarrow for the tables: the two imports
-    run on two cores instead of one after the other. :meth:`draw` sends it the figures' data (plain
-    arrays: no pandas there) and waits; :meth:`cancel` kills it. It ignores Ctrl-C (the campaign's to
-    handle) and ends when this process closes the pipe (or dies). ``NSOPT_DRAWER=0``: no drawer, the
-    figures are drawn in the campaign's process."""
+    """A process that draws the report's figures, forked at the start of a campaign's run: it
+    imports matplotlib (~0.7 s) while this process imports pandas and pyarrow for the tables (the
+    two imports on two cores instead of one after the other), then draws what it is sent (plain
+    arrays: no pandas there) while this process writes the tables. Like the workers it is kept for
+    the next campaigns of the process (:meth:`get`; stopped at exit or by :func:`shutdown`). It
+    ignores Ctrl-C and ends when this process closes its pipe (or dies). ``NSOPT_DRAWER=0``: no
+    drawer, the figures are drawn in the campaign's process."""
 
-    def __init__(self, pid: int, wfd: int):
-        self.pid, self.wfd = pid, wfd
+    _kept = None
+
+    def __init__(self, pid: int, wfile, rfd: int):
+        self.pid, self.wfile, self.rfd = pid, wfile, rfd
 
     @classmethod
-    def start(cls):
-        """Fork the drawer, or return None where this process may not fork (threads, no fork)."""
-        if start_method() != "fork":
+    def get(cls):
+        """The kept drawer, else a new one; None where this process may not fork (threads, no
+        fork) or ``NSOPT_DRAWER=0``."""
+        d = cls._kept
+        if d is not None and d.alive:
+            return d
+        cls._kept = None
+        if start_method() != "fork" or os.environ.get("NSOPT_DRAWER", "1") == "0":
             return None
-        r, w = os.pipe()
+        r_job, w_job = os.pipe()
+        r_ans, w_ans = os.pipe()
         pid = fork()
         if pid == 0:
             code = 1
             try:
-                os.close(w)
-                code = _drawer_main(r)
+                os.close(w_job)
+                os.close(r_ans)
+                code = _drawer_main(r_job, w_ans)
             finally:
                 os._exit(code)
-        os.close(r)
-        return cls(pid, w)
+        os.close(r_job)
+        os.close(w_ans)
+        cls._kept = cls(pid, os.fdopen(w_job, "wb"), r_ans)
+        return cls._kept
+
+    @property
+    def alive(self) -> bool:
+        if self.pid is None:
+            return False
+        try:
+            return os.waitpid(self.pid, os.WNOHANG)[0] == 0
+        except ChildProcessError:
+            return False
 
     def draw(self, jobs) -> bool:
-        """Send the jobs (``[(kind, data, paths)]``, see :func:`nsopt.studies.campaign.figure`),
-        wait for the drawing; True when every file was written."""
+        """Send the jobs (``[(kind, data, paths)]``, see :func:`nsopt.studies.campaign.figure`) and
+        wait until they are drawn; True when the drawer says every file was written."""
+        if self.pid is None:
+            return False
         try:
-            data = pickle.dumps(jobs, protocol=pickle.HIGHEST_PROTOCOL)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self.wfd, view):]
-        except OSError:
-            pass
-        return self._reap() == 0
+            write_frame(self.wfile, jobs)
+            ok = os.read(self.rfd, 1) == b"\x00"
+        except (OSError, ValueError):
+            ok = False
+        if not ok:
+            self.close()
+        return ok
 
-    def cancel(self) -> int | None:
-        """End the drawer (it has nothing to save) and reap it; its exit code."""
+    def close(self) -> None:
+        """End the drawer (killed: between two reports it holds nothing) and reap it."""
         if self.pid is not None:
             try:
                 os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
                 pass
-        return self._reap()
-
-    def _reap(self) -> int | None:
-        if self.wfd is not None:
+            self.pid = None
+        for f in (self.wfile,):
             try:
-                os.close(self.wfd)
+                f.close()
             except OSError:
                 pass
-            self.wfd = None
-        if self.pid is None:
-            return None
         try:
-            _, status = os.waitpid(self.pid, 0)
-            code = os.waitstatus_to_exitcode(status)
-        except ChildProcessError:
-            code = None
-        self.pid = None
-        return code
+            os.close(self.rfd)
+        except OSError:
+            pass
+        if Drawer._kept is self:
+            Drawer._kept = None
 
 
-def _drawer_main(rfd: int) -> int:
-    """The drawer's body: leave the parent's descriptors, import matplotlib, draw what arrives."""
+def _drawer_main(rfd: int, wfd: int) -> int:
+    """The drawer's body: leave the parent's descriptors, import matplotlib, draw what arrives and
+    answer one byte per report (0: done)."""
+    from .worker import read_frame
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.closerange(3, rfd)
-    os.closerange(rfd + 1, os.sysconf("SC_OPEN_MAX"))
+    lo = 3
+    for fd in sorted((rfd, wfd)) + [None]:
+        os.closerange(lo, fd if fd is not None else os.sysconf("SC_OPEN_MAX"))
+        lo = (fd or 0) + 1
     for mod in DRAW_MODULES:
         importlib.import_module(mod)
+    from .campaign import draw_jobs
     from .profiles import warm_up_drawing
 
     warm_up_drawing()
-    chunks = []
+    inp = os.fdopen(rfd, "rb")
     while True:
-        b = os.read(rfd, 1 << 20)
-        if not b:
-            break
-        chunks.append(b)
-    if not chunks:         # cancelled
-        return 0
-    from .campaign import draw_jobs
-
-    draw_jobs(pickle.loads(b"".join(chunks)))
-    return 0
+        jobs = read_frame(inp)
+        if jobs is None:
+            return 0
+        try:
+            draw_jobs(jobs)
+            answer = b"\x00"
+        except Exception:  # noqa: BLE001  (the parent draws them itself)
+            answer = b"\x01"
+        os.write(wfd, answer)
 
 
 # ------------------------------------------------------------------------------------ the pool
@@ -508,10 +531,12 @@ def _pool_key(plugins, method) -> tuple:
 
 
 def shutdown() -> None:
-    """Stop the kept workers (they are also stopped when the process exits)."""
+    """Stop the kept workers and drawer (they are also stopped when the process exits)."""
     for h in _POOL["handles"]:
         h.close()
     _POOL["handles"], _POOL["key"] = [], None
+    if Drawer._kept is not None:
+        Drawer._kept.close()
 
 
 atexit.register(shutdown)
