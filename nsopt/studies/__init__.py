@@ -34,8 +34,9 @@ worker gets its tasks in batches and goes from one to the next without waiting f
 it parses each problem file once for all its methods (and keeps it for the next campaigns; each
 method gets a new problem object on the same read-only arrays), and warms each method up once
 (untimed); the files' kinds and hashes are kept while the files are unchanged; ``out=None`` keeps
-the records in memory. While the workers run, the parent imports pandas, pyarrow and matplotlib
-for the tables and figures, which are drawn two at a time. What remains per task is the record
+the records in memory. While the workers run, the parent imports pandas and pyarrow for the
+tables and a drawer process (forked then, and kept) imports matplotlib for the figures, which it
+draws two at a time while the parent writes the tables. What remains per task is the record
 built and sent (~0.1 ms) and ``nsopt.solve``'s own work outside ``solve_time`` (the error measure);
 per campaign, finding the files and the DataFrame (~2 ms); per command, Python's start and imports
 (``benchmarks/bench_harness.py`` measures each; ``benchmarks/README.md`` has the figures and the
