@@ -646,7 +646,8 @@ def run_local(tasks, jobs=1, plugins=(), log_dir=None, on_dispatch=None, on_star
                         on_dispatch(t)
                     h.started.clear()
             wait = min(h.deadline for h in busy) - time.monotonic()
-            if got and mean is not None and mean < COALESCE_UNDER and wait > COALESCE:
+            if (got and mean is not None and mean < COALESCE_UNDER and wait > COALESCE
+                    and sum(len(h.queue) for h in busy) > len(busy)):   # (not for the last ones)
                 # short tasks: let a few results gather in the pipes (one wake-up of this process
                 # for several results, none of the workers' writes waking it)
                 time.sleep(COALESCE)
