@@ -327,7 +327,8 @@ _FAILED_TO_RUN = ("load_error", "error", "crashed")
 def _print_summary(df, folder):
     from .studies import summary
 
-    s = summary(df)
+    s = df.attrs.get("summary")
+    s = summary(df) if s is None else s
     if len(s):
         cols = ["kind", "method", "problems", "solved", "median_time", "shgeom_time_ratio", "timeout",
                 "crashed"]

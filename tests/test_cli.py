@@ -169,3 +169,22 @@ def test_compare_without_siconos_says_why(capsys, folder, tmp_path):
     assert rc == 0
     assert "Siconos skipped: siconos_bench.py not found at" in err
     assert list(pd.read_csv(tmp_path / "c" / "results.csv")["method"]) == ["nsgs"]
+
+
+def test_command_exit_codes_and_output_with_the_fast_exit(folder, tmp_path):
+    """``python -m nsopt`` ends with os._exit after flushing its output and running the exit
+    handlers: the exit codes and the printed summary are those of main()."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "nsopt", "compare", str(folder / "lcp"), "--methods", "lemke",
+           "--out", str(tmp_path / "c"), "--no-progress"]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert re.search(r"lcp\s+lemke\s+1\s+1", r.stdout) and "results:" in r.stdout
+    assert len(pd.read_parquet(tmp_path / "c" / "results.parquet")) == 1
+    r = subprocess.run(cmd[:5] + ["--methods", "bogus"], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 2 and "unknown method" in r.stderr
+    # main() called by a program returns its code instead of ending the process
+    from nsopt.__main__ import main as entry
+
+    assert entry(["compare", str(folder / "lcp"), "--methods", "bogus"]) == 2

@@ -296,3 +296,128 @@ def test_describe_is_kept_while_the_file_is_unchanged(tmp_path, monkeypatch):
     assert files.describe(str(f)) == first and calls == []                      # kept
     os.utime(f, ns=(old + 1, old + 1))                                          # touched
     assert files.describe(str(f))[2] == "x" and calls == [str(f)]
+
+
+# ------------------------------------------------------------------------------- harness overhead cuts
+def test_find_problems_resolves_links_like_path_resolve(tmp_path):
+    """Files listed or found in a folder come out as Path.resolve() gives them (a link to a file is
+    followed; a link to a folder is not walked, as os.walk does), sorted as Paths."""
+    real = tmp_path / "real"
+    real.mkdir()
+    for name in ("b.dat", "a-1.dat", "a.dat"):
+        write_siconos_dat(MURTY, real / name)
+    (tmp_path / "set").mkdir()
+    os.symlink(real / "b.dat", tmp_path / "set" / "link.dat")
+    os.symlink(real, tmp_path / "set" / "dirlink")
+    write_siconos_dat(MURTY, tmp_path / "set" / "own.dat")
+    found, warns = find_problems([tmp_path / "set"])
+    assert found == [str(real / "b.dat"), str(tmp_path / "set" / "own.dat")] and not warns
+    listed = [real / "b.dat", tmp_path / "set" / "dirlink" / "a.dat", real / "a-1.dat",
+              tmp_path / "set" / "link.dat", os.path.relpath(real / "a.dat")]
+    found, _ = find_problems(listed)
+    from pathlib import Path
+
+    assert found == [str(p) for p in sorted({Path(p).resolve() for p in listed})]
+
+
+def test_memory_store_and_append_store(tmp_path):
+    """Store(None) keeps the records in memory and writes nothing; a folder's store has each line in
+    records.jsonl as soon as add() returns (no flush, no close needed)."""
+    r = {"problem": "p", "problem_hash": "h", "method": "m", "options": "{}", "tol": 1e-8,
+         "status": "solved", "nit": 3, "time": float("nan"), "info": {"pivots": 3}}
+    with rec_mod.Store(None) as mem:
+        assert mem.add(r) and not mem.add(r)
+        df = mem.frame()
+        mem.export()
+    assert len(df) == 1 and df["iterations"].iloc[0] == 3 and json.loads(df["info"].iloc[0]) == {"pivots": 3}
+    assert pd.isna(df["time"].iloc[0])
+    assert list(tmp_path.iterdir()) == []
+    store = rec_mod.Store(tmp_path / "c")
+    store.add(r)
+    lines = (tmp_path / "c" / "records.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["info"] == '{"pivots": 3}'
+    store.close()
+    assert len(rec_mod.read_records(tmp_path / "c")) == 1
+
+
+def test_compare_without_folder_writes_nothing(tmp_path, monkeypatch):
+    """out=None: the same rows as with a folder, and no file written (no temporary campaign
+    folder either)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    probs = ["nsopt:generated/lcp-spd-10", "nsopt:generated/lcp-p-30"]
+    a = nsopt.studies.compare(probs, "lemke,pgs", out=None, progress=False)
+    b = nsopt.studies.compare(probs, "lemke,pgs", out=tmp_path / "c", progress=False, report=False)
+    key = ["problem", "method"]
+    a, b = a.sort_values(key).reset_index(drop=True), b.sort_values(key).reset_index(drop=True)
+    for c in ("problem", "problem_hash", "method", "status", "iterations", "kind", "size"):
+        assert a[c].tolist() == b[c].tolist(), c
+    # (only the kept workers' log folder, made once per process, may be there)
+    assert [p.name for p in (tmp_path / "tmp").iterdir() if not p.name.startswith("nsopt_workers_")] == []
+    assert set(a.attrs["timings"]) >= {"problems", "run", "frame", "total"}
+
+
+def test_queue_depth_by_hand():
+    from nsopt.studies import runner
+
+    assert runner._depth(1, None, 1000) == runner.QUEUE_MAX        # one worker: all it can hold
+    assert runner._depth(2, None, 1000) == 2                       # no task timed yet
+    assert runner._depth(2, 1e-3, 1000) == int(runner.QUEUE_TIME / 1e-3)
+    assert runner._depth(2, 10.0, 1000) == 2                       # long tasks: one waiting
+    assert runner._depth(2, 1e-6, 1000) == runner.QUEUE_MAX
+    assert runner._depth(2, 1e-4, 9) == 5                          # the rest shared out
+
+
+def test_report_figures_drawn_even_if_the_drawing_child_fails(tmp_path, monkeypatch):
+    """write_report draws the first figure in a forked child; if the child fails, this process
+    draws it."""
+    from nsopt.studies import campaign
+
+    df = nsopt.studies.compare(["nsopt:generated/lcp-spd-10"], "lemke,pgs", out=tmp_path / "c",
+                               progress=False, report=False)
+    parent = os.getpid()
+    save = campaign._save
+
+    def failing_in_child(job):
+        if os.getpid() != parent:
+            raise RuntimeError("child fails")
+        save(job)
+
+    monkeypatch.setattr(campaign, "_save", failing_in_child)
+    written = nsopt.studies.write_report(tmp_path / "c", df)
+    for m in ("time", "iterations"):
+        for ext in ("png", "svg"):
+            p = tmp_path / "c" / f"profile_{m}.{ext}"
+            assert p in written and p.stat().st_size > 1000, p
+    assert df.attrs["summary"]["method"].tolist() == ["lemke", "pgs"]
+
+
+def test_drawer_process_draws_and_a_failed_drawer_falls_back(tmp_path, monkeypatch):
+    """The drawer forked for a campaign's report is kept for the next reports of the process; one
+    that fails is stopped, and write_report draws the figures itself."""
+    from nsopt.studies import runner
+
+    monkeypatch.setenv("NSOPT_WORKER_START", "fork")
+    df = nsopt.studies.compare(["nsopt:generated/lcp-spd-10"], "lemke,pgs", out=tmp_path / "c",
+                               progress=False, report=False)
+    d = runner.Drawer.get()
+    assert d is not None and d.alive and runner.Drawer.get() is d
+    files_ = ("profile_time.png", "profile_time.svg", "profile_iterations.png", "profile_iterations.svg")
+    for _ in range(2):                      # the same process draws both reports
+        for f in files_:
+            (tmp_path / "c" / f).unlink(missing_ok=True)
+        written = nsopt.studies.write_report(tmp_path / "c", df, drawer=d)
+        for f in files_:
+            assert tmp_path / "c" / f in written and (tmp_path / "c" / f).stat().st_size > 1000
+        assert d.alive and runner.Drawer.get() is d
+    assert not d.draw([("profile", ("not panels", "time"), [tmp_path / "x.png"])])
+    assert not d.alive and runner.Drawer._kept is None
+    for f in ("profile_time.png", "profile_iterations.svg"):
+        (tmp_path / "c" / f).unlink()
+    nsopt.studies.write_report(tmp_path / "c", df, drawer=d)           # a dead drawer: drawn here
+    assert (tmp_path / "c" / "profile_time.png").is_file() and (tmp_path / "c" / "profile_iterations.svg").is_file()
+    d2 = runner.Drawer.get()
+    runner.shutdown()
+    assert not d2.alive and runner.Drawer._kept is None

@@ -104,7 +104,11 @@ def test_worker_loads_a_problem_once_for_its_methods(monkeypatch):
     a = worker._load({"problem": "a.dat", "problem_hash": "h1"})
     b = worker._load({"problem": "a.dat", "problem_hash": "h1"})
     assert loads == ["a.dat"]
-    assert a is not b and a.M is not b.M and np.array_equal(a.q, b.q)   # each method its own copy
+    # each method its own problem and cache, on the same read-only arrays
+    assert a is not b and a._store is not b._store and np.array_equal(a.q, b.q)
+    assert a.M is b.M and not a.M.flags.writeable
+    a.cached("k", lambda: 1)
+    assert "k" in a._store and not b._store
     worker._load({"problem": "a.dat", "problem_hash": "h2"})             # the file changed
     assert loads == ["a.dat"] * 2
     worker._load({"problem": "b.dat", "problem_hash": "h3"})             # drops the oldest (h1)
@@ -113,10 +117,32 @@ def test_worker_loads_a_problem_once_for_its_methods(monkeypatch):
     worker._load({"problem": "c.dat", "problem_hash": None})             # no hash: never kept
     worker._load({"problem": "c.dat", "problem_hash": None})
     assert loads[-2:] == ["c.dat", "c.dat"]
-    assert worker._CACHE_SIZE[0] == sum(b for _, b in worker._CACHE.values()) == 2 * (4 + 2) * 8
+    assert worker._CACHE_SIZE[0] == sum(v[1] for v in worker._CACHE.values()) == 2 * (4 + 2) * 8
     monkeypatch.setattr(worker, "CACHE_BYTES", 50)                      # 48 bytes each
     worker._load({"problem": "d.dat", "problem_hash": "h4"})             # over the bytes: keeps one
     assert list(worker._CACHE) == [("d.dat", "h4")] and worker._CACHE_SIZE[0] == 48
+
+
+def test_copies_share_only_read_only_data():
+    """A problem whose attributes are all read-only arrays or immutable values is shared by its
+    copies (a new object, its own cache); anything else (a writable array, a sparse matrix, a list)
+    gives a deep copy."""
+    import copy
+
+    import scipy.sparse as sp
+
+    p = nsopt.LCP(np.eye(3), np.ones(3))
+    fresh = worker._copier(p)
+    assert fresh is not copy.deepcopy
+    q = fresh(p)
+    assert type(q) is type(p) and q == p and q.q is p.q and q._store == {} and q._store is not p._store
+    with pytest.raises(AttributeError):
+        q.q = np.zeros(3)                                  # still frozen
+    assert worker._copier(nsopt.LCP(sp.csr_matrix(np.eye(3)), np.ones(3))) is copy.deepcopy
+    object.__setattr__(p, "extra", np.zeros(2))            # a writable array
+    assert worker._copier(p) is copy.deepcopy
+    object.__setattr__(p, "extra", [1.0])
+    assert worker._copier(p) is copy.deepcopy
 
 
 def test_nbytes_counts_dense_and_sparse_arrays():
@@ -125,3 +151,23 @@ def test_nbytes_counts_dense_and_sparse_arrays():
     p = nsopt.LCP(sp.csr_matrix(np.eye(50)), np.ones(50))
     assert worker._nbytes(p) >= 50 * 8 + 50 * 8 + 50 * 4
     assert worker._nbytes(nsopt.LCP(np.eye(3), np.ones(3))) == 9 * 8 + 3 * 8
+
+
+def test_batches_bounded_by_the_pipe_bytes(monkeypatch):
+    """A worker's batch never holds more pickled bytes than QUEUE_BYTES (a write to its pipe never
+    blocks); with a bound of about two tasks every task still runs, in batches."""
+    monkeypatch.setenv("NSOPT_WORKER_START", "fork")
+    monkeypatch.setattr(runner, "QUEUE_BYTES", 900)
+    seen = []
+    submit = runner.WorkerHandle.submit
+
+    def spy(self, tasks, frames=None):
+        submit(self, tasks, frames)
+        seen.append((len(tasks) if isinstance(tasks, list) else 1, self.queued_bytes))
+
+    monkeypatch.setattr(runner.WorkerHandle, "submit", spy)
+    probs = [f"nsopt:generated/{n}" for n in ("lcp-spd-10", "lcp-p-30", "lcp-psd-40", "lcp-spd-50")]
+    df = st.compare(probs, "lemke,pgs,newton-fb", out=None, progress=False)
+    assert len(df) == 12 and df["status"].notna().all()
+    assert max(b for _, b in seen) <= 900                    # (each task's pickle is < 900 bytes)
+    assert max(n for n, _ in seen) >= 2                       # several tasks sent at once

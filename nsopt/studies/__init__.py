@@ -28,15 +28,19 @@ Python API::
     fig = st.performance_profile(df, measure="time")
     st.summary(df)
 
-Harness overhead: the workers are forked from the campaign's process (nsopt and numba already
-loaded: a worker is up in about a millisecond) and kept for the next ``compare()`` call of the
-process; a worker parses each problem file once for all its methods (and keeps it for the next
-campaigns), warms each method up once (untimed), and has its next task waiting in its pipe while the
-parent records the last one; the files' kinds and hashes are kept while the files are unchanged.
-What remains per task is the copy of the problem, the pipe and the record appended to disk (about
-half a millisecond); per campaign, finding the files, the tables and the figures; per command,
-Python's start and imports (``benchmarks/bench_harness.py`` measures each; ``benchmarks/README.md``
-has the figures). ``df.attrs["timings"]`` and ``logs/timings.json`` give a campaign's phases.
+Harness overhead: the workers are forked from the campaign's process (nsopt already loaded: a
+worker is up in about a millisecond) and kept for the next ``compare()`` call of the process; a
+worker gets its tasks in batches and goes from one to the next without waiting for the parent;
+it parses each problem file once for all its methods (and keeps it for the next campaigns; each
+method gets a new problem object on the same read-only arrays), and warms each method up once
+(untimed); the files' kinds and hashes are kept while the files are unchanged; ``out=None`` keeps
+the records in memory. While the workers run, the parent imports pandas and pyarrow for the
+tables and a drawer process (forked then, and kept) imports matplotlib for the figures, which it
+draws two at a time while the parent writes the tables. What remains per task is the record
+built and sent (~0.1 ms) and ``nsopt.solve``'s own work outside ``solve_time`` (the error measure);
+per campaign, finding the files and the DataFrame (~2 ms); per command, Python's start and imports
+(``benchmarks/bench_harness.py`` measures each; ``benchmarks/README.md`` has the figures and the
+floor of a command). ``df.attrs["timings"]`` and ``logs/timings.json`` give a campaign's phases.
 
 Modules: :mod:`~nsopt.studies.files` (problem sources), :mod:`~nsopt.studies.worker` (one run),
 :mod:`~nsopt.studies.runner` (local pool with hard limits, dask backend; :func:`shutdown` stops

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 import pickle
 import re
 import shutil
@@ -74,7 +75,7 @@ def check_methods(methods) -> None:
     from .. import registry, solvers  # noqa: F401  (fills the registry)
     from ..exceptions import MethodNotFound
 
-    known = {m.name for k in registry.kinds() for m in registry.for_kind(k)} | {"auto"}
+    known = {name for _, name in registry._REGISTRY} | {"auto"}
     bad = [name for name, _ in methods if name not in known]
     if bad:
         raise MethodNotFound(f"unknown method(s) {', '.join(map(repr, bad))}; valid methods: "
@@ -103,15 +104,19 @@ def build_tasks(refs, methods, *, tol, max_iter, timeout, history=False, warmup=
     """One task per (problem, method, options) whose method exists for the problem's kind, and the
     references of problems that no method applies to."""
     tasks, none_apply = [], []
+    keys = [_options_key(o) for _, o in methods]
+    common = {"tol": float(tol), "max_iter": max_iter, "timeout": timeout, "history": history,
+              "warmup": warmup, "repeat": repeat, "repeat_under": repeat_under}
+    by_kind = {}
     for ref, kind, h in refs:
-        mine = [(m, o) for m, o in methods if _applies(kind, m)]
+        if kind not in by_kind:
+            by_kind[kind] = [(m, o, k) for (m, o), k in zip(methods, keys) if _applies(kind, m)]
+        mine = by_kind[kind]
         if not mine:
             none_apply.append((ref, kind))
-        for m, o in mine:
+        for m, o, k in mine:
             tasks.append({"problem": ref, "problem_hash": h, "kind": kind, "method": m, "options": o,
-                          "options_key": _options_key(o), "tol": float(tol), "max_iter": max_iter,
-                          "timeout": timeout, "history": history, "warmup": warmup,
-                          "repeat": repeat, "repeat_under": repeat_under})
+                          "options_key": k, **common})
     return tasks, none_apply
 
 
@@ -187,8 +192,8 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
     jobs : worker processes (one BLAS thread each; kept for the next call of this process, see
         :mod:`nsopt.studies.runner`).
     out : campaign folder (results, profiles, summary); re-running with the same folder does only
-        what is missing. None: only the DataFrame is returned (the records go to a temporary
-        folder, removed at the end; no table or figure is written).
+        what is missing. None: only the DataFrame is returned (the records are kept in memory;
+        no file, table or figure is written, ``history`` is not run).
     siconos : Siconos solver labels (``["NSGS", "PROX"]`` or ``"NSGS,PROX"``) run through
         ``siconos_bench.py`` (see :mod:`nsopt.studies.siconos`); skipped, with the reason, when
         Siconos is not available.
@@ -229,17 +234,18 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
     labels = [s.strip() for s in labels if s.strip()]
 
     tmp = None
-    if out is None:
-        tmp = tempfile.mkdtemp(prefix="nsopt_campaign_")
-        folder = Path(tmp)
-    else:
-        folder = Path(out)
+    folder = None if out is None else Path(out)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        refs = resolve_problems(problems, folder, warn=log)
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+        elif problems is not None and any(hasattr(p, "kind") for p in
+                                          ([problems] if hasattr(problems, "kind") else
+                                           [] if isinstance(problems, (str, Path)) else problems)):
+            tmp = Path(tempfile.mkdtemp(prefix="nsopt_campaign_"))   # the pickles of the objects
+        refs = resolve_problems(problems, folder or tmp, warn=log)
         described = [files.describe(r) for r in refs]
         clock("problems")
-        with records.Store(folder) as store:
+        with records.Store(folder) as store:     # folder None: in memory only
             tasks, none_apply = build_tasks(described, methods, tol=tol, max_iter=max_iter,
                                             timeout=timeout, warmup=warmup, repeat=repeat,
                                             repeat_under=repeat_under)
@@ -252,7 +258,7 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
             def missing(k):
                 return k not in stored or stored[k] in retry
 
-            todo = [t for t in tasks if missing(records.key(t | {"options": t["options_key"]}))]
+            todo = [t for t in tasks if not stored or missing(records.key(t | {"options": t["options_key"]}))]
             if labels:
                 from . import siconos as sic
 
@@ -268,25 +274,27 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
             done = len(tasks) - sum(1 for t in todo if t.get("source") != "siconos")
             if done:
                 log(f"resuming {folder}: {done} run(s) already recorded, {len(todo)} task(s) to do")
-            _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, history)
+            if folder is not None:
+                _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, history)
             clock("store")
-            _run(todo, store, jobs=jobs, scheduler=scheduler, plugins=plugins, log_dir=folder / "logs",
-                 progress=progress, replace=bool(retry))
+            drawer = _run(todo, store, jobs=jobs, scheduler=scheduler, plugins=plugins,
+                          log_dir=None if folder is None else folder / "logs", progress=progress,
+                          replace=bool(retry), prefetch=folder is not None and report)
             clock("run")
-            if history:
+            if history and folder is not None:   # (out=None: no file to plot it in)
                 _history(described, methods, history, folder, tol=tol, max_iter=max_iter,
                          timeout=timeout, jobs=jobs, plugins=plugins, log=log)
                 clock("history")
-            if tmp is None:      # a temporary folder is removed: no file worth writing
+            if folder is not None:
                 store.export()
                 clock("export")
             df = store.frame()
             clock("frame")
-        if report and tmp is None:
-            write_report(folder, df)
+        if report and folder is not None:
+            write_report(folder, df, drawer)
             clock("report")
         df.attrs["timings"] = clock.phases
-        if tmp is None:
+        if folder is not None:
             clock.write(folder / "logs" / "timings.json")
         return df
     finally:
@@ -324,32 +332,67 @@ def _write_meta(folder, problems, methods, tol, max_iter, timeout, labels, histo
     (folder / "campaign.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
 
 
-def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result=None, replace=False):
-    """Run tasks through the chosen backend, adding each record to ``store`` as it finishes."""
-    from .runner import run_dask, run_local
+TABLE_MODULES = ("pandas", "pyarrow.parquet")
+
+
+def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result=None, replace=False,
+         prefetch=False):
+    """Run tasks through the chosen backend, adding each record to ``store`` as it finishes.
+
+    ``prefetch``: once the workers are started, get the kept :class:`~nsopt.studies.runner.Drawer`
+    for the figures, or fork one (returned; None otherwise) and import what the tables need (:data:`TABLE_MODULES`)
+    in a thread of this process while the workers run (matplotlib too, and a first figure drawn,
+    when there is no drawer)."""
+    from .runner import Drawer, join_prefetch, run_dask, run_local
+
+    drawer = [None]
 
     if not tasks:
-        return
+        return None
     for i, t in enumerate(tasks):
         t["id"] = i
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    bar = [None]
 
-        class Bar(tqdm):
-            monitor_interval = 0    # no monitor thread: workers are forked from a single thread
+    def make_bar():
+        if progress and bar[0] is None:
+            from tqdm.auto import tqdm
 
-        bar = Bar(total=len(tasks), unit="run", dynamic_ncols=True, file=sys.stderr, desc="compare")
+            class Bar(tqdm):
+                monitor_interval = 0    # no monitor thread: workers are forked from a single thread
+
+            bar[0] = Bar(total=len(tasks), unit="run", dynamic_ncols=True, file=sys.stderr,
+                         desc="compare")
 
     def dispatch(task):
-        if bar is not None:
-            bar.set_postfix_str(f"{files.short_name(task['problem'])} {task['method']}"[:60],
-                                refresh=False)
+        if bar[0] is not None:
+            bar[0].set_postfix_str(f"{files.short_name(task['problem'])} {task['method']}"[:60],
+                                   refresh=False)
+
+    def on_start():
+        """Once the workers are forked (they start on their tasks): the drawer, the imports in the
+        background, and the progress bar (tqdm's import, ~0.07 s, no longer before the run)."""
+        from . import runner
+        from .profiles import warm_up_drawing
+
+        if not prefetch:
+            make_bar()
+            return
+        then = None
+        todo = [m for m in TABLE_MODULES if m not in sys.modules]
+        drawer[0] = Drawer.get()
+        if drawer[0] is None:
+            todo += [m for m in runner.DRAW_MODULES if m not in sys.modules]
+            then = warm_up_drawing
+        if todo:
+            runner.prefetch(todo, then=then)
+        make_bar()
 
     if scheduler:
+        make_bar()
         gen = run_dask(tasks, scheduler, jobs=jobs, plugins=plugins, on_dispatch=dispatch)
     else:
-        gen = run_local(tasks, jobs=jobs, plugins=plugins, log_dir=log_dir, on_dispatch=dispatch)
+        gen = run_local(tasks, jobs=jobs, plugins=plugins, log_dir=log_dir, on_dispatch=dispatch,
+                        on_start=on_start)
     try:
         for task, recs in gen:
             for r in recs:
@@ -357,12 +400,14 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
                     on_result(r)
                 else:
                     store.add(r, replace=replace)
-            if bar is not None:
-                bar.update(1)
+            if bar[0] is not None:
+                bar[0].update(1)
     finally:
         gen.close()
-        if bar is not None:
-            bar.close()
+        join_prefetch()
+        if bar[0] is not None:
+            bar[0].close()
+    return drawer[0]
 
 
 def _history(described, methods, pattern, folder, *, tol, max_iter, timeout, jobs, plugins, log):
@@ -389,30 +434,81 @@ def _history(described, methods, pattern, folder, *, tol, max_iter, timeout, job
 
 
 # ------------------------------------------------------------------------------- report
-def write_report(folder, df=None) -> list[Path]:
+def write_report(folder, df=None, drawer=None) -> list[Path]:
     """Write ``summary.csv``, the performance profiles (time, iterations; PNG and SVG) and the
-    error-history plot of a campaign folder from its stored results; returns the paths written."""
+    error-history plot of a campaign folder from its stored results; returns the paths written.
+
+    The figures are drawn by ``drawer`` (a :class:`~nsopt.studies.runner.Drawer`, forked or kept
+    by the campaign while it runs) when given and alive, else here, two at a time where the process may fork (POSIX,
+    no other thread: a child process draws the time profile while this one draws the others; each
+    figure costs ~0.1-0.2 s per format). ``df.attrs["summary"]`` is set to the summary table."""
     folder = Path(folder)
     if df is None:
         df = records.load_results(folder)
     written = []
     summ = summary(df)
     summ.to_csv(folder / "summary.csv", index=False)
+    df.attrs["summary"] = summ
     written.append(folder / "summary.csv")
+    jobs = []
     if len(df):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for measure in ("time", "iterations"):
-                fig = performance_profile(df, measure)
-                for ext in ("png", "svg"):
-                    p = folder / f"profile_{measure}.{ext}"
-                    fig.savefig(p, dpi=110)
-                    written.append(p)
+        from .profiles import profile_panels
+
+        for measure in ("time", "iterations"):
+            jobs.append(("profile", (profile_panels(df, measure), measure),
+                         [folder / f"profile_{measure}.{ext}" for ext in ("png", "svg")]))
     hj = folder / "history.json"
     if hj.is_file():
         h = json.loads(hj.read_text())
-        fig = history_figure(h["histories"], files.short_name(h["problem"]), h.get("tol"))
-        for ext in ("png", "svg"):
-            fig.savefig(folder / f"history.{ext}", dpi=110)
-            written.append(folder / f"history.{ext}")
+        jobs.append(("history", (h["histories"], files.short_name(h["problem"]), h.get("tol")),
+                     [folder / f"history.{ext}" for ext in ("png", "svg")]))
+    if drawer is None or not drawer.draw(jobs) or not all(p.is_file() for _, _, ps in jobs for p in ps):
+        draw_jobs(jobs)
+    for _, _, paths in jobs:
+        written += paths
     return written
+
+
+def figure(job):
+    """The figure of a report job ``(kind, data, paths)``: ``("profile", (panels, measure), ...)``
+    (:func:`~nsopt.studies.profiles.profile_panels`) or ``("history", (histories, problem, tol),
+    ...)``."""
+    from .profiles import draw_profile
+
+    kind, data, _ = job
+    return draw_profile(*data) if kind == "profile" else history_figure(*data)
+
+
+def _save(job) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fig = figure(job)
+        for p in job[2]:
+            fig.savefig(p, dpi=110)
+
+
+def draw_jobs(jobs) -> None:
+    """Draw the report jobs: the first in a forked child when there are several and the process
+    may fork, the rest here; the child's figure is drawn here if the child failed."""
+    import threading
+
+    from .runner import fork
+
+    child = None
+    if len(jobs) > 1 and hasattr(os, "fork") and threading.active_count() == 1:
+        child = fork()
+        if child == 0:
+            code = 1
+            try:
+                _save(jobs[0])
+                code = 0
+            except BaseException:  # noqa: BLE001  (redrawn by the parent)
+                pass
+            finally:
+                os._exit(code)
+    for job in jobs[1:] if child else jobs:
+        _save(job)
+    if child:
+        _, status = os.waitpid(child, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            _save(jobs[0])

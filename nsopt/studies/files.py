@@ -19,21 +19,35 @@ def find_problems(paths, suffixes=SUFFIXES) -> tuple[list[str], list[str]]:
     ``suffixes`` (a file named explicitly is kept whatever its suffix); one warning per path that does
     not exist or holds no problem file.
     """
-    files, warns = [], []
+    files, warns, dirs = [], [], {}
     for p in paths:
-        p = Path(p).expanduser()
-        if p.is_file():
-            files.append(p.resolve())
-        elif p.is_dir():
-            found = [Path(root, f).resolve() for root, dirs, names in os.walk(p)
-                     for f in names if f.lower().endswith(suffixes) and not f.startswith(".")]
+        p = os.path.expanduser(os.fspath(p))
+        if os.path.isfile(p):
+            # (a file's folder resolved once for all its files: a file list of one folder)
+            path = os.path.abspath(p)
+            if os.path.islink(path):
+                files.append(os.path.realpath(path))
+            else:
+                head, name = os.path.split(path)
+                if head not in dirs:
+                    dirs[head] = os.path.realpath(head)
+                files.append(os.path.join(dirs[head], name))
+        elif os.path.isdir(p):
+            # the folder resolved once: below it, os.walk follows no symbolic link to a folder, so
+            # only a file that is itself a link needs resolving
+            found = []
+            for root, _, names in os.walk(os.path.realpath(p)):
+                for f in names:
+                    if f.lower().endswith(suffixes) and not f.startswith("."):
+                        path = os.path.join(root, f)
+                        found.append(os.path.realpath(path) if os.path.islink(path) else path)
             if not found:
                 warns.append(f"{p}: no problem file ({', '.join(suffixes)}) in this folder or its "
                              f"subfolders")
             files += found
         else:
             warns.append(f"{p}: no such file or folder")
-    return [str(f) for f in sorted(set(files))], warns
+    return sorted(set(files), key=lambda f: f.split(os.sep)), warns   # (the order of Paths)
 
 
 def content_hash(ref: str) -> str:

@@ -1,8 +1,8 @@
 """The results of a campaign: an append-as-you-go store that survives ``kill -9``, resumes, and merges.
 
 Each finished run is appended at once as one JSON line to ``records.jsonl`` (the store) and as one
-row to ``results.csv`` (a readable mirror, rewritten from the store when the campaign opens and
-ends); ``results.parquet`` is written from the store at the end and by ``nsopt report``. A row is
+row to ``results.csv`` (a readable mirror, flushed at least every second, rewritten from the store
+when the campaign opens and ends); ``results.parquet`` is written from the store at the end and by ``nsopt report``. A row is
 identified by its key ``(problem, problem_hash, method, options, tol)``: re-running a campaign skips
 every key already in the store (``retry=`` statuses excepted: those runs are done again and the new
 row replaces the old one), so a killed campaign loses at most the runs in flight, and
@@ -17,6 +17,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import time
 import warnings
 from pathlib import Path
 
@@ -36,10 +38,13 @@ def key(rec: dict) -> tuple:
 
 
 def normalize(rec: dict) -> dict:
-    """A worker's record in the table's vocabulary (``nit`` -> ``iterations``, NaN -> None)."""
+    """A worker's record in the table's vocabulary (``nit`` -> ``iterations``, ``info`` as JSON,
+    NaN -> None)."""
     rec = dict(rec)
     if "nit" in rec:
         rec.setdefault("iterations", rec.pop("nit"))
+    if isinstance(rec.get("info"), dict):     # a worker's info scalars: stored as JSON
+        rec["info"] = json.dumps(rec["info"], sort_keys=True, default=str)
     for k, v in rec.items():
         if isinstance(v, float) and math.isnan(v):
             rec[k] = None
@@ -81,7 +86,10 @@ def to_frame(records):
     records = list(records)
     extra = [c for c in dict.fromkeys(k for r in records for k in r) if c not in COLUMNS and c != "history"]
     cols = COLUMNS + extra
-    return pd.DataFrame({c: [r.get(c) for r in records] for c in cols}, columns=cols)
+    if not records:
+        return pd.DataFrame({c: [] for c in cols}, columns=cols)
+    # row tuples: the same dtypes as a dict of columns, in half the time (one inference pass)
+    return pd.DataFrame.from_records([tuple(r.get(c) for c in cols) for r in records], columns=cols)
 
 
 def _lock(folder: Path):
@@ -106,18 +114,33 @@ def _csv_row(rec):
 
 
 class Store:
-    """The append-as-you-go store of one campaign folder (see the module docstring)."""
+    """The append-as-you-go store of one campaign folder (see the module docstring).
 
-    def __init__(self, folder):
-        self.folder = Path(folder)
+    ``folder=None``: the records are kept in memory only (``compare(out=None)``: nothing to resume,
+    nothing written). Otherwise each record is appended to ``records.jsonl`` with one ``write`` on a
+    descriptor opened with ``O_APPEND`` (no buffer to flush: once :meth:`add` returns, the line is
+    the kernel's and survives a ``kill -9`` of the campaign); the ``results.csv`` mirror is buffered
+    and flushed at most every :attr:`CSV_FLUSH` seconds (it is rewritten from the store when the
+    campaign opens and ends)."""
+
+    CSV_FLUSH = 1.0
+
+    def __init__(self, folder=None):
+        self.folder = None if folder is None else Path(folder)
+        self.records: list = []
+        self.keys: set = set()
+        self._fd = self._csv = self._lock = None
+        if self.folder is None:
+            return
         self.folder.mkdir(parents=True, exist_ok=True)
         self._lock = _lock(self.folder)
         self.records = read_records(self.folder, repair=True)
         self.keys = {key(r) for r in self.records}
         self._write_csv()
-        self._jsonl = open(self.folder / STORE, "a")
+        self._fd = os.open(self.folder / STORE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._csv = open(self.folder / CSV, "a", newline="")
         self._writer = csv.DictWriter(self._csv, fieldnames=COLUMNS)
+        self._csv_flushed = time.monotonic()
 
     def _write_csv(self):
         with open(self.folder / CSV, "w", newline="") as f:
@@ -130,8 +153,8 @@ class Store:
         return k in self.keys
 
     def add(self, rec: dict, replace: bool = False) -> bool:
-        """Append one record (written and flushed at once); False if its key is already stored,
-        unless ``replace`` (a retried run: the newer line wins when the store is read)."""
+        """Append one record (in the kernel's hands when this returns); False if its key is already
+        stored, unless ``replace`` (a retried run: the newer line wins when the store is read)."""
         rec = normalize(rec)
         rec.pop("history", None)
         k = key(rec)
@@ -139,10 +162,15 @@ class Store:
             if not replace:
                 return False
             self.records = [r for r in self.records if key(r) != k]
-        self._jsonl.write(json.dumps(rec, default=str) + "\n")
-        self._jsonl.flush()
-        self._writer.writerow(_csv_row(rec))
-        self._csv.flush()
+        if self._fd is not None:
+            line = (json.dumps(rec, default=str) + "\n").encode()
+            while line:
+                line = line[os.write(self._fd, line):]
+            self._writer.writerow(_csv_row(rec))
+            now = time.monotonic()
+            if now - self._csv_flushed > self.CSV_FLUSH:
+                self._csv.flush()
+                self._csv_flushed = now
         self.keys.add(k)
         self.records.append(rec)
         return True
@@ -152,12 +180,18 @@ class Store:
 
     def export(self):
         """Rewrite ``results.csv`` and ``results.parquet`` from the store."""
+        if self.folder is None:
+            return
+        self._csv.flush()
         self._write_csv()
         write_parquet(self.frame(), self.folder / PARQUET)
 
     def close(self):
-        for f in (self._jsonl, self._csv, self._lock):
-            if not f.closed:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        for f in (self._csv, self._lock):
+            if f is not None and not f.closed:
                 f.close()
 
     def __enter__(self):

@@ -2,15 +2,22 @@
 or a dask.distributed cluster whose workers each drive one such process.
 
 Each worker is a separate process (:mod:`nsopt.studies.worker`) with one BLAS thread; the parent
-sends it one task at a time and waits. When a solve runs past its hard limit the worker's process
-group is killed (status ``timeout``) and a fresh worker takes the next task; when a worker dies (a
-segfault in a compiled kernel, ``os._exit``, the out-of-memory killer) its task is recorded as
+sends it a batch of tasks (with one worker, all it can hold; with several, about 20 ms of work by the
+tasks' mean time so far, so that no task waits behind a long solve while another worker is free),
+and the worker sends back one message per finished task, recorded at once. The parent follows the
+task the worker is on (the head of its batch: ``start`` messages when there is a time limit). When
+a solve runs past its hard limit the worker's process group is killed (status ``timeout``), the
+rest of its batch goes back to the queue and a fresh worker takes the next task; when a worker dies
+(a segfault in a compiled kernel, ``os._exit``, the out-of-memory killer) its task is recorded as
 ``crashed`` with the exit signal and the tail of the worker's stderr. Nothing a solver does can stop
-the campaign.
+the campaign. With short tasks (mean under 2 ms) the parent reads the results at most every
+millisecond (several per wake-up, and the workers' writes do not wake it).
 
 **Starting workers.** When the parent runs no other thread (the ``nsopt`` command; check
 ``threading.active_count() == 1``), a worker is an ``os.fork()`` of the parent, which has already
-imported nsopt's solvers and the plugins and initialised numba (:func:`worker.prepare_parent`):
+imported nsopt's solvers and the plugins (:func:`worker.prepare_parent`; the first workers of a
+pool initialise numba themselves, in parallel with the parent, which meanwhile imports what the
+tables and the figures need: :func:`prefetch`; a replacement worker inherits numba from the parent):
 about a millisecond instead of the second or more of a fresh interpreter that imports numpy, scipy
 and numba. Otherwise (a Jupyter kernel runs threads; forking a process with threads is unsafe) it is
 a fresh interpreter (``python -m nsopt.studies.worker``). ``NSOPT_WORKER_START=spawn`` (or ``fork``)
@@ -34,6 +41,7 @@ is killed (a crash is still recorded as such).
 from __future__ import annotations
 
 import atexit
+import importlib
 import math
 import os
 import pickle
@@ -47,7 +55,7 @@ import time
 import warnings
 from collections import deque
 
-from .worker import _HEADER, _THREAD_VARS, failure_record, run_metadata, write_frame
+from .worker import _HEADER, _THREAD_VARS, failure_record, pack_frame, run_metadata, write_frame
 
 LOAD_ALLOWANCE = 300.0      # seconds to load a problem file before the worker counts as hung
 WARMUP_ALLOWANCE = 10.0     # seconds added to the hard limit for the untimed warm-up (JIT, imports)
@@ -78,6 +86,18 @@ def start_method() -> str:
     return "fork" if hasattr(os, "fork") and threading.active_count() == 1 else "spawn"
 
 
+def fork() -> int:
+    """``os.fork()`` with this process' output flushed first (nothing printed twice) and without
+    Python 3.12's warning about a process with OS threads: here only the BLAS libraries' pools
+    (forks happen while no other Python thread runs; OpenBLAS and MKL reset their pools in the
+    child through ``pthread_atfork``)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
+
+
 _LOG_DIR = None
 
 
@@ -105,6 +125,9 @@ class WorkerHandle:
         self.buf = b""
         self.log = self.log_path = None
         self.last_problem = None
+        self.starts = 0            # forks of this handle so far
+        self.n_done, self.t_done = 0, 0.0  # tasks finished, and their wall time (from head to done)
+        self.sent_bytes: deque = deque()   # pickled size of each queued task (pipe capacity)
 
     # -- process ---------------------------------------------------------------------------
     def _env(self):
@@ -128,20 +151,17 @@ class WorkerHandle:
     def start(self):
         self._open_log()
         self.buf, self.last_problem = b"", None
+        join_prefetch()            # (a thread importing modules must not be forked mid-import)
         if self.method == "fork" and start_method() == "fork":   # no thread started since
             from .worker import child_main, prepare_parent
 
-            prepare_parent(self.plugins)
+            # a new pool's workers initialise numba themselves (in parallel with the parent's
+            # prefetch, or with each other); a replacement inherits it from the parent
+            prepare_parent(self.plugins, jit=self.starts > 0)
+            self.starts += 1
             r_task, w_task = os.pipe()
             r_res, w_res = os.pipe()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            with warnings.catch_warnings():
-                # Python >= 3.12 warns when the process has OS threads: here only the BLAS
-                # libraries' pools (no Python thread runs; OpenBLAS and MKL reset their pools
-                # in the child through pthread_atfork)
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = os.fork()
+            pid = fork()
             if pid == 0:   # the worker (never returns)
                 child_main(r_task, w_res, self.log_path, self.plugins)
             os.close(r_task)
@@ -198,6 +218,7 @@ class WorkerHandle:
                 pass
         self.proc = self.pid = self.rfd = self.wfile = None
         self.queue.clear()
+        self.sent_bytes.clear()
 
     def close(self):
         """Stop the worker (between tasks it holds nothing to save: no need to wait for its exit)."""
@@ -242,17 +263,35 @@ class WorkerHandle:
         self.limit = task.get("hard_limit") or hard_limit(task.get("timeout"))
         self.deadline = now + LOAD_ALLOWANCE if math.isfinite(self.limit) else math.inf
         self.started.append(task)
+        self.head_since = now
 
-    def submit(self, task: dict):
-        """Send a task; it waits in the pipe while the worker finishes the ones sent before."""
+    def submit(self, tasks, frames=None):
+        """Send tasks (a dict or a list; ``frames``: their :func:`~nsopt.studies.worker.pack_frame`
+        when already made); they wait in the pipe, written with one ``write``, while the worker
+        finishes the ones sent before."""
+        if isinstance(tasks, dict):
+            tasks = [tasks]
+        if not tasks:
+            return
         if not self.queue and not self.alive:   # (a worker that died busy is seen by poll)
             self.kill()
             self.start()
-        self.queue.append(task)
-        self.last_problem = task.get("problem")
-        if len(self.queue) == 1:
-            self._begin(time.monotonic())
-        self._send(task)
+        frames = frames or [pack_frame(t) for t in tasks]
+        for task, frame in zip(tasks, frames):
+            self.queue.append(task)
+            self.sent_bytes.append(len(frame))
+            if len(self.queue) == 1:
+                self._begin(time.monotonic())
+        self.last_problem = tasks[-1].get("problem")
+        try:
+            self.wfile.write(b"".join(frames))
+            self.wfile.flush()
+        except (BrokenPipeError, OSError):
+            pass   # seen as a crash by poll()
+
+    @property
+    def queued_bytes(self) -> int:
+        return sum(self.sent_bytes)
 
     def _lost(self, status, message):
         """The head task fails (the worker is gone); the tasks queued behind it are handed back."""
@@ -284,15 +323,15 @@ class WorkerHandle:
             tail = self.log_tail()
             return self._lost("crashed", f"worker died ({_signal_name(rc)})" +
                               (f"; stderr: {tail}" if tail else ""))
-        self.buf += chunk
-        done = []
-        while len(self.buf) >= _HEADER.size:
-            (n,) = _HEADER.unpack_from(self.buf)
-            if len(self.buf) < _HEADER.size + n:
+        buf = self.buf + chunk if self.buf else chunk
+        done, at, end = [], 0, len(buf)
+        now = time.monotonic()
+        while end - at >= _HEADER.size:
+            (n,) = _HEADER.unpack_from(buf, at)
+            if end - at < _HEADER.size + n:
                 break
-            msg = pickle.loads(self.buf[_HEADER.size:_HEADER.size + n])
-            self.buf = self.buf[_HEADER.size + n:]
-            now = time.monotonic()
+            msg = pickle.loads(buf[at + _HEADER.size:at + _HEADER.size + n])
+            at += _HEADER.size + n
             if msg[0] == "loaded":
                 self.info, self.t_phase = msg[2], now
                 self.deadline = now + self.limit + WARMUP_ALLOWANCE
@@ -303,8 +342,12 @@ class WorkerHandle:
                 self.deadline = now + self.limit
             elif msg[0] == "done":
                 done.append((self.queue.popleft(), msg[2]))
+                self.sent_bytes.popleft()
+                self.n_done += 1
+                self.t_done += now - self.head_since
                 if self.queue:
                     self._begin(now)
+        self.buf = buf[at:]
         return done, []
 
     def run_one(self, task: dict) -> list[dict]:
@@ -317,6 +360,162 @@ class WorkerHandle:
             if done:
                 self.started.clear()
                 return done[0][1]
+
+
+# ------------------------------------------------------------------------------------ prefetch
+_PREFETCH: dict = {"thread": None}
+
+
+def prefetch(modules, then=None) -> None:
+    """Import ``modules`` (and call ``then()``) in a background thread of the parent while the
+    workers run: the campaign's tables and figures need pandas, pyarrow and matplotlib (about a
+    second of imports) only after the run. A worker forked later waits for the thread first
+    (:func:`join_prefetch`)."""
+    import threading
+
+    join_prefetch()
+
+    def body():
+        for mod in modules:
+            try:
+                importlib.import_module(mod)
+            except Exception:  # noqa: BLE001, S112  (imported again, and reported, where used)
+                continue
+        if then is not None:
+            try:
+                then()
+            except Exception:  # noqa: BLE001, S110  (a warm-up only)
+                pass
+
+    t = threading.Thread(target=body, name="nsopt-prefetch", daemon=True)
+    _PREFETCH["thread"] = t
+    t.start()
+
+
+def join_prefetch() -> None:
+    """Wait for the :func:`prefetch` thread, if any."""
+    t = _PREFETCH["thread"]
+    if t is not None:
+        t.join()
+        _PREFETCH["thread"] = None
+
+
+# ------------------------------------------------------------------------------------ drawer
+DRAW_MODULES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.backends.backend_svg")
+
+
+class Drawer:
+    """A process that draws the report's figures, forked at the start of a campaign's run: it
+    imports matplotlib (~0.7 s) while this process imports pandas and pyarrow for the tables (the
+    two imports on two cores instead of one after the other), then draws what it is sent (plain
+    arrays: no pandas there) while this process writes the tables. Like the workers it is kept for
+    the next campaigns of the process (:meth:`get`; stopped at exit or by :func:`shutdown`). It
+    ignores Ctrl-C and ends when this process closes its pipe (or dies). ``NSOPT_DRAWER=0``: no
+    drawer, the figures are drawn in the campaign's process."""
+
+    _kept = None
+
+    def __init__(self, pid: int, wfile, rfd: int):
+        self.pid, self.wfile, self.rfd = pid, wfile, rfd
+
+    @classmethod
+    def get(cls):
+        """The kept drawer, else a new one; None where this process may not fork (threads, no
+        fork) or ``NSOPT_DRAWER=0``."""
+        d = cls._kept
+        if d is not None and d.alive:
+            return d
+        cls._kept = None
+        if start_method() != "fork" or os.environ.get("NSOPT_DRAWER", "1") == "0":
+            return None
+        r_job, w_job = os.pipe()
+        r_ans, w_ans = os.pipe()
+        pid = fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(w_job)
+                os.close(r_ans)
+                code = _drawer_main(r_job, w_ans)
+            finally:
+                os._exit(code)
+        os.close(r_job)
+        os.close(w_ans)
+        cls._kept = cls(pid, os.fdopen(w_job, "wb"), r_ans)
+        return cls._kept
+
+    @property
+    def alive(self) -> bool:
+        if self.pid is None:
+            return False
+        try:
+            return os.waitpid(self.pid, os.WNOHANG)[0] == 0
+        except ChildProcessError:
+            return False
+
+    def draw(self, jobs) -> bool:
+        """Send the jobs (``[(kind, data, paths)]``, see :func:`nsopt.studies.campaign.figure`) and
+        wait until they are drawn; True when the drawer says every file was written."""
+        if self.pid is None:
+            return False
+        try:
+            write_frame(self.wfile, jobs)
+            ok = os.read(self.rfd, 1) == b"\x00"
+        except (OSError, ValueError):
+            ok = False
+        if not ok:
+            self.close()
+        return ok
+
+    def close(self) -> None:
+        """End the drawer (killed: between two reports it holds nothing) and reap it."""
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            self.pid = None
+        for f in (self.wfile,):
+            try:
+                f.close()
+            except OSError:
+                pass
+        try:
+            os.close(self.rfd)
+        except OSError:
+            pass
+        if Drawer._kept is self:
+            Drawer._kept = None
+
+
+def _drawer_main(rfd: int, wfd: int) -> int:
+    """The drawer's body: leave the parent's descriptors, import matplotlib, draw what arrives and
+    answer one byte per report (0: done)."""
+    from .worker import read_frame
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    lo = 3
+    for fd in sorted((rfd, wfd)) + [None]:
+        os.closerange(lo, fd if fd is not None else os.sysconf("SC_OPEN_MAX"))
+        lo = (fd or 0) + 1
+    for mod in DRAW_MODULES:
+        importlib.import_module(mod)
+    from .campaign import draw_jobs
+    from .profiles import warm_up_drawing
+
+    warm_up_drawing()
+    inp = os.fdopen(rfd, "rb")
+    while True:
+        jobs = read_frame(inp)
+        if jobs is None:
+            return 0
+        try:
+            draw_jobs(jobs)
+            answer = b"\x00"
+        except Exception:  # noqa: BLE001  (the parent draws them itself)
+            answer = b"\x01"
+        os.write(wfd, answer)
 
 
 # ------------------------------------------------------------------------------------ the pool
@@ -332,10 +531,12 @@ def _pool_key(plugins, method) -> tuple:
 
 
 def shutdown() -> None:
-    """Stop the kept workers (they are also stopped when the process exits)."""
+    """Stop the kept workers and drawer (they are also stopped when the process exits)."""
     for h in _POOL["handles"]:
         h.close()
     _POOL["handles"], _POOL["key"] = [], None
+    if Drawer._kept is not None:
+        Drawer._kept.close()
 
 
 atexit.register(shutdown)
@@ -371,24 +572,71 @@ def _next_task(pending: deque, h: WorkerHandle):
     return pending.popleft()
 
 
-def run_local(tasks, jobs=1, plugins=(), log_dir=None, on_dispatch=None, depth: int = 2):
+QUEUE_TIME = 0.02        # seconds of work queued per worker (by the tasks' mean time so far)
+QUEUE_MAX = 256          # tasks queued per worker at most
+QUEUE_BYTES = 32 << 10   # pickled bytes queued per worker at most (below a pipe's 64 KB: a
+                         # write to the worker never blocks)
+
+
+COALESCE = 0.001         # seconds the parent waits for more results, when tasks are short
+COALESCE_UNDER = 0.002   # (the mean task time under which it does)
+
+
+def _depth(jobs: int, mean: float | None, pending: int) -> int:
+    """How many tasks a worker should have queued: with one worker, as many as fit (it runs them
+    in order whatever their time); with several, about :data:`QUEUE_TIME` of work by the tasks'
+    mean time so far (2 before any is done), so that a task does not wait behind a long solve
+    while another worker is free."""
+    if jobs == 1:
+        return QUEUE_MAX
+    if mean is None:
+        return 2
+    return max(2, min(QUEUE_MAX, int(QUEUE_TIME / max(mean, 1e-6)), -(-pending // jobs)))
+
+
+def run_local(tasks, jobs=1, plugins=(), log_dir=None, on_dispatch=None, on_start=None):
     """Run ``tasks`` on ``jobs`` local worker processes; yield ``(task, records)`` as each finishes.
 
-    Each worker has up to ``depth`` tasks sent to it (the next one waits in its pipe), so that it
-    goes on to the next task while the parent records the last one (not at the end of the queue,
-    where a task waiting behind a long solve could have gone to a worker that is free sooner). ``on_dispatch(task)`` is called
-    when a worker starts on a task (progress display). The workers are kept for the next call when
-    every task is done; closing the generator early (or Ctrl-C) kills them, and the tasks in flight
-    are then not recorded."""
+    Each worker has several tasks sent to it at once (:func:`_depth`: all of them with one worker;
+    about 20 ms of work each with several), written to its pipe with one ``write``: it goes from
+    one task to the next without waiting for the parent, which records each result as its message
+    arrives (the worker sends one per finished task). ``on_dispatch(task)`` is called when a worker
+    starts on a task (progress display); ``on_start()`` once the workers are started (the parent may
+    then start threads). The workers are kept for the next call when every task is done; closing
+    the generator early (or Ctrl-C) kills them, and the tasks in flight are then not recorded."""
     pending = deque(tasks)
     handles = _handles(max(1, jobs), plugins, log_dir)
     finished = False
+    base = [(h.n_done, h.t_done) for h in handles]
+    got = False
     try:
+        first = True
         while True:
-            for level in range(1, max(1, depth) + 1):   # every worker one task, then a second...
-                for h in handles:
-                    if pending and len(h.queue) < level and (level == 1 or len(pending) >= len(handles)):
-                        h.submit(_next_task(pending, h))
+            n_done = sum(h.n_done for h in handles) - sum(b[0] for b in base)
+            t_done = sum(h.t_done for h in handles) - sum(b[1] for b in base)
+            mean = t_done / n_done if n_done else None
+            batches = []
+            for h in handles:      # every worker one task first, then topped up to its depth
+                batches.append([_next_task(pending, h)] if pending and not h.queue else [])
+            for h, batch in zip(handles, batches):
+                want = _depth(len(handles), mean, len(pending)) - len(h.queue) - len(batch)
+                frames = [pack_frame(t) for t in batch]
+                room = QUEUE_BYTES - h.queued_bytes - sum(map(len, frames))
+                while pending and want > 0:
+                    t = _next_task(pending, h)
+                    frame = pack_frame(t)
+                    if len(frame) > room:      # (the pipe never holds more than QUEUE_BYTES)
+                        pending.appendleft(t)
+                        break
+                    batch.append(t)
+                    frames.append(frame)
+                    want -= 1
+                    room -= len(frame)
+                h.submit(batch, frames)
+            if first:
+                first = False
+                if on_start:
+                    on_start()
             busy = [h for h in handles if h.queue]
             if not busy:
                 break
@@ -398,11 +646,19 @@ def run_local(tasks, jobs=1, plugins=(), log_dir=None, on_dispatch=None, depth: 
                         on_dispatch(t)
                     h.started.clear()
             wait = min(h.deadline for h in busy) - time.monotonic()
+            if (got and mean is not None and mean < COALESCE_UNDER and wait > COALESCE
+                    and sum(len(h.queue) for h in busy) > len(busy)):   # (not for the last ones)
+                # short tasks: let a few results gather in the pipes (one wake-up of this process
+                # for several results, none of the workers' writes waking it)
+                time.sleep(COALESCE)
+                wait -= COALESCE
             ready, _, _ = select.select([h.fileno() for h in busy], [], [], max(0.0, min(wait, 3600.0)))
             ready = set(ready)
+            got = False
             for h in busy:
                 done, requeue = h.poll() if h.fileno() in ready else h.expire()
                 pending.extendleft(reversed(requeue))
+                got = got or bool(done)
                 yield from done
         finished = True
     finally:

@@ -27,7 +27,8 @@ worker kept for the next campaign writes to that campaign's ``logs/``).
 **Loading**: a worker keeps the problems it loaded (keyed by reference and content hash, at most 512
 problems and 128 MB of arrays) and gives each method a deep copy, so that a file is parsed once for
 all its methods (and, in a kept worker, for the next campaigns on the same files) while every method
-starts from a problem with empty caches. ``load_time`` is the time of that load or copy.
+starts from a problem with empty caches (a new object on the same read-only arrays when the problem
+holds nothing else, else a deep copy). ``load_time`` is the time of that load or copy.
 
 **Warm-up** (numba compile time is not in the timings): the numba kernels of nsopt are compiled with
 ``cache=True``, but loading or compiling them, and importing a method's backends (CVXPY), still costs
@@ -57,9 +58,14 @@ _WARM: set = set()
 
 
 # ------------------------------------------------------------------------------- framing
-def write_frame(f, obj) -> None:
+def pack_frame(obj) -> bytes:
+    """A message as sent through a pipe: its length (8 bytes) and its pickle."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    f.write(_HEADER.pack(len(data)) + data)
+    return _HEADER.pack(len(data)) + data
+
+
+def write_frame(f, obj) -> None:
+    f.write(pack_frame(obj))
     f.flush()
 
 
@@ -94,8 +100,15 @@ def run_metadata() -> dict:
             "host": socket.gethostname()}
 
 
+_NOW = [None, ""]
+
+
 def now_utc() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    """The current UTC time to the second, ISO 8601 (formatted once per second)."""
+    sec = int(time.time())
+    if sec != _NOW[0]:
+        _NOW[0], _NOW[1] = sec, datetime.fromtimestamp(sec, timezone.utc).isoformat(timespec="seconds")
+    return _NOW[1]
 
 
 # ------------------------------------------------------------------------------- peak memory
@@ -122,22 +135,28 @@ def _reset_peak() -> bool:
 def _peak_mb() -> float | None:
     """This process' peak resident set size since the last reset, in MB (Linux ``VmHWM``).
 
-    ``getrusage``'s ``ru_maxrss`` (5 µs, against ~50 µs to read ``/proc/self/status``) is the same
-    number unless the process inherited a larger peak at ``exec`` (a spawned worker started by a big
-    parent): it is used when the two agree once, after a reset."""
-    use = _PROC.get(("rusage", os.getpid()))
+    ``getrusage``'s ``ru_maxrss`` (2 µs, against ~15-50 µs to read ``/proc/self/status``) is the
+    same number unless the process inherited a larger peak at ``exec`` (a spawned worker started by
+    a big parent): it is used when the two agree once, after a reset."""
+    pid = os.getpid()
+    use = _PROC.get(("rusage", pid))
     if use is None:
         status = _status_peak_mb()
-        _PROC[("rusage", os.getpid())] = use = (
-            status is not None and abs(_rusage_peak_mb() - status) < 1.0 and _reset_peak())
+        _PROC[("rusage", pid)] = use = (
+            status is not None and getrusage is not None and abs(_rusage_peak_mb() - status) < 1.0
+            and _reset_peak())
         return status
     return _rusage_peak_mb() if use else _status_peak_mb()
 
 
-def _rusage_peak_mb() -> float:
-    import resource
+try:
+    from resource import RUSAGE_SELF, getrusage
+except ImportError:  # (not POSIX: no peak memory)
+    RUSAGE_SELF = getrusage = None
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+def _rusage_peak_mb() -> float | None:
+    return None if getrusage is None else getrusage(RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def _status_peak_mb() -> float | None:
@@ -234,6 +253,40 @@ def _nbytes(obj, depth=0) -> int:
     return 0
 
 
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None))
+
+
+def _shareable(v) -> bool:
+    """Whether a problem's attribute can be shared by its copies: a read-only array of numbers, an
+    immutable scalar, or a tuple of such."""
+    import numpy as np
+
+    if isinstance(v, np.ndarray):
+        return not v.flags.writeable and v.dtype != object
+    if isinstance(v, tuple):
+        return all(_shareable(x) for x in v)
+    return isinstance(v, _IMMUTABLE)
+
+
+def _copier(problem):
+    """How to give each method its own copy of a loaded problem: when every field is shareable (the
+    validated problems of nsopt hold read-only arrays), a new object on the same fields with its own
+    cache (a few µs); otherwise :func:`copy.deepcopy`."""
+    d = getattr(problem, "__dict__", None)
+    if d is None or not isinstance(d.get("_store"), dict) or not all(
+            _shareable(v) for k, v in d.items() if k not in ("_store", "_frozen")):
+        return copy.deepcopy
+
+    def fresh(p):
+        new = object.__new__(type(p))
+        nd = new.__dict__
+        nd.update(p.__dict__)
+        nd["_store"] = copy.deepcopy(p._store) if p._store else {}
+        return new
+
+    return fresh
+
+
 def _load(task: dict):
     """The task's problem, each method getting its own deep copy (no cache left on the problem by
     one method speeds up the next). A worker keeps the problems it loaded, keyed by reference and
@@ -247,24 +300,25 @@ def _load(task: dict):
     hit = _CACHE.pop(key, None)
     if hit is None:
         p = load_problem(task["problem"])
-        hit = (p, _nbytes(p))
+        hit = (p, _nbytes(p), _copier(p))
         _CACHE_SIZE[0] += hit[1]
     _CACHE[key] = hit                       # most recently used last
     while len(_CACHE) > CACHE_PROBLEMS or (len(_CACHE) > 1 and _CACHE_SIZE[0] > CACHE_BYTES):
         _CACHE_SIZE[0] -= _CACHE.pop(next(iter(_CACHE)))[1]
-    return copy.deepcopy(hit[0])
+    return hit[2](hit[0])
 
 
-def _plain_info(info) -> str | None:
+def _plain_info(info) -> dict | None:
     """The numbers and short strings of a solution's ``info`` (one level of nesting flattened:
-    ``{"timings": {"solver": 0.1}}`` -> ``{"timings.solver": 0.1}``), as JSON; None when empty."""
+    ``{"timings": {"solver": 0.1}}`` -> ``{"timings.solver": 0.1}``); None when empty. (The
+    parent stores it as JSON: :func:`nsopt.studies.records.normalize`.)"""
     out = {}
     for k, v in (info or {}).items():
         items = v.items() if isinstance(v, dict) else [(None, v)]
         for k2, x in items:
             if isinstance(x, (bool, int, float, str)) and not (isinstance(x, str) and len(x) > 200):
                 out[k if k2 is None else f"{k}.{k2}"] = x.item() if hasattr(x, "item") else x
-    return json.dumps(out, sort_keys=True, default=str) if out else None
+    return out or None
 
 
 def run_task(task: dict, send=lambda *msg: None) -> list[dict]:
@@ -326,7 +380,7 @@ def run_task(task: dict, send=lambda *msg: None) -> list[dict]:
     rec = sol.to_record()
     rec.update(task_columns(task))
     rec.pop("solve_time")
-    rec["time"], rec["runs"] = statistics.median(times), len(times)
+    rec["time"], rec["runs"] = times[0] if len(times) == 1 else statistics.median(times), len(times)
     rec["info"] = _plain_info(sol.info)
     rec["peak_rss_mb"] = peak
     rec["load_time"], rec["warmup_time"] = t1 - t0, t2 - t1
@@ -369,15 +423,19 @@ def _limit_threads() -> None:
                 break
 
 
-def prepare_parent(plugins=()) -> None:
+def prepare_parent(plugins=(), jit: bool = True) -> None:
     """What a forked worker inherits instead of doing it itself: nsopt's solvers and the plugins
-    imported, and numba's compiler initialised (by loading one trivial kernel from its on-disk cache;
-    no solver runs in the parent)."""
+    imported, and (``jit``) numba's compiler initialised (by loading one trivial kernel from its
+    on-disk cache, ~0.3 s once; no solver runs in the parent). The first workers of a pool are
+    forked without it: each initialises numba in its first warm-up, in parallel with the parent."""
     from .. import solvers  # noqa: F401
-    from . import _jit
 
     for mod in plugins:
         importlib.import_module(mod)
+    if not jit:
+        return
+    from . import _jit
+
     try:
         _jit.ready()
     except Exception:  # noqa: BLE001, S110  (no numba cache here: each worker initialises numba)
