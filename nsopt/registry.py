@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -31,11 +32,12 @@ class Outcome:
     error: float | None = None
     complete: bool = False
 
-    def solution(self, problem, tol: float, method: str, elapsed: float, options: dict) -> Solution:
+    def solution(self, problem, tol: float, method: str, t0: float, options: dict) -> Solution:
         """The :class:`Solution` of this outcome (``nsopt.solve`` and the re-solve plans): every
         variable of the problem and its error measure (recomputed unless ``complete``), the status
         judged by that error (:func:`nsopt.result.judged`; a backend's infeasibility certificate is
-        not overruled)."""
+        not overruled). ``solve_time``: from ``t0`` (``time.perf_counter()`` when the method
+        started) to the end of this judgement, which is part of the solve."""
         if self.complete and self.error is not None:
             xs, err = self.x, float(self.error)
         else:
@@ -45,8 +47,8 @@ class Outcome:
             status = Status.INFEASIBLE
         else:
             status = judged(self.status, err, tol)
-        return Solution._make(problem, method, status, err, tol, self.nit, elapsed, xs, self.history, self.message,
-                              self.info, options, self.build_time)
+        return Solution._make(problem, method, status, err, tol, self.nit, time.perf_counter() - t0, xs,
+                              self.history, self.message, self.info, options, self.build_time)
 
 
 @dataclass(frozen=True)

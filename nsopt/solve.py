@@ -146,7 +146,7 @@ def run_method(problem, kind, info, tol, max_iter, options, *, time_limit=None, 
         mon = Monitor(tol=tol, max_iter=max_iter, time_limit=time_limit, history=history,
                       callback=callback, x0=x0, workspace=workspace)
         out = info.func(problem, mon, **options)
-    return out.solution(problem, tol, info.name, time.perf_counter() - t0, given)
+    return out.solution(problem, tol, info.name, t0, given)
 
 
 def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None = None, *,
@@ -264,7 +264,7 @@ class _DirectPlan:
             return None
         mon = Monitor(tol=self.tol, max_iter=self.max_iter, x0=x0, workspace=self.ws)
         out = self.info.func(problem, mon, **self.options)
-        return out.solution(problem, self.tol, self.info.name, time.perf_counter() - t0, dict(options))
+        return out.solution(problem, self.tol, self.info.name, t0, dict(options))
 
 
 def _plan_key(method, tol, max_iter, options):

@@ -123,8 +123,8 @@ def test_contract_time_limit_returns_the_best_iterate(kind, method):
         assert s.status in (Status.TIME_LIMIT, Status.STALLED, Status.INFEASIBLE, Status.NUMERICAL_ERROR,
                             Status.INACCURATE), s     # INACCURATE: a one-step method that finished
         assert s.error == pytest.approx(min(s.history), rel=1e-6, abs=1e-14)
-    if s.status is Status.TIME_LIMIT:
-        assert 2 <= s.nit <= 10
+    if s.status is Status.TIME_LIMIT:     # 2-3 sleeps of 20 ms fit in 50 ms; 1 when an iteration is slow
+        assert 1 <= s.nit <= 10
     _, s0 = _call(kind, method, tol=1e-300, time_limit=0.0)
     assert s0.status in (Status.TIME_LIMIT, Status.SOLVED, Status.INFEASIBLE, Status.NUMERICAL_ERROR)
 
