@@ -11,7 +11,9 @@ OSNS solve (``nsopt.solve``), next to Siconos' kernel (4.4, driven from ``/usr/b
    outside the OSNS solve (Siconos: outside ``computeOneStepNSProblem``, timed in a second run that
    drives the step's phases from Python), contacts per step, solver iterations, and the largest
    difference of the final positions (the check that both sides simulate the same thing). Then the
-   packed lattice (nsopt alone; target: < 30% of a step outside nsopt.solve at 200 spheres) and the
+   packed lattice (nsopt alone; target: < 30% of a step outside nsopt.solve at 200 spheres), the
+   example's default (spheres dropped with random velocities: W changes every step and the contact
+   detection, every 5 steps, changes the topology, which rebuilds the batched integrator) and the
    per-interaction path (``MoreauJeanOSI(batch=False)``) as the baseline.
 
 Times are CPU times of the stepping thread (``time.thread_time``, on both sides: robust to the
@@ -67,7 +69,7 @@ def ball_nsopt(T=10.0, batch=True, solve_clock=time.perf_counter):
     return total, sim.n_steps, traj.solve_time, sum(s is not None for s in traj.status)
 
 
-def _box(n, steps, h, clearance):
+def _box(n, steps, h, clearance, gap=0.0):
     """examples/modeling_spheres_box.py's packed lattice (``Box(gap=0)``), its positions stretched by
     ``1 + clearance``. With clearance 0 every neighbour and the near walls touch at a zero gap and
     velocity: those contacts are active or not by the sign of rounding noise (which differs between
@@ -76,7 +78,7 @@ def _box(n, steps, h, clearance):
     gravity-loaded contacts are active at every step, the others never, on both sides."""
     import modeling_spheres_box as ex
 
-    box = ex.Box(n, T=steps * h, gap=0.0)
+    box = ex.Box(n, T=steps * h, gap=gap)
     if clearance:
         for s in box.spheres:
             q = s.q.copy()
@@ -85,7 +87,7 @@ def _box(n, steps, h, clearance):
     return box
 
 
-def spheres(n, steps, h=H_SPHERES, batch=True, clearance=CLEARANCE):
+def spheres(n, steps, h=H_SPHERES, batch=True, clearance=CLEARANCE, gap=0.0):
     """The resting lattice of ``n`` spheres (:func:`_box`) for ``steps`` steps (contact detection every
     ``EVERY`` steps, timed apart): a dict of seconds stepping, steps, seconds in nsopt.solve, contacts
     per step, iterations per solve, unsolved steps, final positions."""
@@ -93,7 +95,7 @@ def spheres(n, steps, h=H_SPHERES, batch=True, clearance=CLEARANCE):
     from nsopt.modeling import simulation
 
     simulation.SOLVE_CLOCK = CLOCK = SPHERES_CLOCK
-    box = _box(n, steps, h, clearance)
+    box = _box(n, steps, h, clearance, gap)
     sim = nm.TimeStepping(box.nsds, h, nm.MoreauJeanOSI(0.5, batch=batch), osns="fc3d", method="nsn-ac",
                           tol=TOL, max_iter=MAX_ITER, fallback=("nsgs",))
     detect = 0.0
@@ -251,6 +253,15 @@ def main(argv=None):
         out = statistics.median((x["time"] - x["solve"]) / x["time"] for x in r)
         print(f"   nsopt   {n:4d} spheres: {1 / t:8.1f} steps/s, {100 * out:4.1f}% of a step outside nsopt.solve, "
               f"{r[0]['contacts']:5.1f} contacts/step")
+    print("   the example's default (gap 0.2: spheres dropped with random velocities; the contacts and W change"
+          " every step, a new topology every 5 steps), nsopt alone")
+    for n, steps in sizes:
+        r = [spheres(n, steps, clearance=0.0, gap=0.2) for _ in range(3)]
+        t = statistics.median(x["time"] / x["steps"] for x in r)
+        out = statistics.median((x["time"] - x["solve"]) / x["time"] for x in r)
+        print(f"   nsopt   {n:4d} spheres: {1 / t:8.1f} steps/s, {100 * out:4.1f}% of a step outside nsopt.solve, "
+              f"{r[0]['contacts']:5.1f} contacts/step, {statistics.mean(x['iterations'] for x in r):4.2f} Newton "
+              "iterations/solve")
     print("   baseline: the per-interaction path (MoreauJeanOSI(batch=False)), packed lattice")
     for n, steps in sizes:
         r = spheres(n, max(5, steps // 4), batch=False, clearance=0.0)

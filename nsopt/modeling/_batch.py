@@ -52,6 +52,15 @@ def restitution_rows(law) -> np.ndarray:
     return np.zeros(law.size) if r is None else np.asarray(r, dtype=float)
 
 
+def _erow(inter) -> np.ndarray:
+    """:func:`restitution_rows` of the interaction's law, kept on the interaction while its law is the
+    same object (a topology change rebuilds the batch from the interactions that stay linked)."""
+    kept = inter.__dict__.get("_erow_of")
+    if kept is None or kept[0] is not inter.nslaw:
+        kept = inter._erow_of = (inter.nslaw, restitution_rows(inter.nslaw))
+    return kept[1]
+
+
 def same_matrix(A, B) -> bool:
     """True when A and B hold the same numbers in the same storage (both dense, or both CSR with the
     same pattern): the test that lets a step reuse the last problem when the rows G0 that make its W
@@ -62,6 +71,17 @@ def same_matrix(A, B) -> bool:
         return bool(np.array_equal(A, B))
     return (sp.isspmatrix_csr(A) and np.array_equal(A.indptr, B.indptr) and np.array_equal(A.indices, B.indices)
             and np.array_equal(A.data, B.data))
+
+
+def _ranges(starts, lengths):
+    """The concatenated ranges [starts[i], starts[i] + lengths[i]) (vectorized np.arange)."""
+    lengths = np.asarray(lengths, dtype=np.intp)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.intp)
+    offs = np.zeros(lengths.shape[0], dtype=np.intp)
+    np.cumsum(lengths[:-1], out=offs[1:])
+    return np.repeat(np.asarray(starts, dtype=np.intp) - offs, lengths) + np.arange(total, dtype=np.intp)
 
 
 class _Group:
@@ -110,64 +130,64 @@ class BatchMoreauJean:
         self.first, self.mtot = first, int(sizes.sum())
         self.row_inter = np.repeat(np.arange(n_i), sizes)
         self.unilateral = np.array([i.nslaw.unilateral for i in inters], dtype=bool)
-        self.erow = np.concatenate([restitution_rows(i.nslaw) for i in inters]) if n_i else np.zeros(0)
-        # entries of the stacked rows: (row, column, interaction) and the constant values
-        er, ec, ei, ev = [], [], [], []
-        lin_rows, lin_cols, lin_vals, lin_b, lin_index, self.D = [], [], [], [], [], []
-        groups: dict = {}
-        ecount = 0
+        self.erow = np.concatenate([_erow(i) for i in inters]) if n_i else np.zeros(0)
+        # entries of the stacked rows: (row, column, interaction) and the constant values; entry k of
+        # interaction j is its row k // nloc_j and its column cols_j[k % nloc_j] (row-major, as H.ravel())
+        cols = [osi._inter_cols[id(i)] for i in inters]
+        nloc = np.array([c.shape[0] for c in cols], dtype=np.intp)
+        counts = sizes * nloc
         self.E_start = np.zeros(n_i, dtype=np.intp)
+        if n_i:
+            np.cumsum(counts[:-1], out=self.E_start[1:])
+        owner = np.repeat(np.arange(n_i, dtype=np.intp), counts)
+        k = np.arange(owner.shape[0], dtype=np.intp) - self.E_start[owner]
+        cstart = np.zeros(n_i, dtype=np.intp)
+        if n_i:
+            np.cumsum(nloc[:-1], out=cstart[1:])
+        allcols = np.concatenate(cols).astype(np.intp, copy=False) if n_i else np.zeros(0, dtype=np.intp)
+        self.E_row = first[owner] + k // nloc[owner] if n_i else np.zeros(0, dtype=np.intp)
+        self.E_col = allcols[cstart[owner] + k % nloc[owner]] if n_i else np.zeros(0, dtype=np.intp)
+        self.E_inter = owner
+        ev, lin_index, self.D = [], [], []
+        groups: dict = {}
         for j, inter in enumerate(inters):
-            self.E_start[j] = ecount
-            rel, m = inter.relation, inter.size
-            c = osi._inter_cols[id(inter)]
-            nloc = c.shape[0]
-            rr = first[j] + np.repeat(np.arange(m), nloc)
-            cc = np.tile(c, m)
-            er.append(rr)
-            ec.append(cc)
-            ei.append(np.full(m * nloc, j))
+            rel = inter.relation
             if type(rel) is LagrangianLinearTIR:
                 ev.append(rel.H.ravel())
-                lin_rows.append(np.arange(first[j], first[j] + m))
-                lin_cols.append(cc)
-                lin_vals.append(rel.H.ravel())
-                lin_b.append(rel.offset(osi._Z(inter)))
                 lin_index.append(j)
                 if rel.D is not None:
                     self.D.append((j, rel.D))
             else:
-                ev.append(np.zeros(m * nloc))
+                ev.append(np.zeros(counts[j]))
                 key = rel.batch_key()
                 g = groups.get(key)
                 if g is None:
                     g = groups[key] = _Group(rel)
                 g.index.append(j)
                 g.rels.append(rel)
-                g.entries.append(np.arange(ecount, ecount + m * nloc))
-            ecount += m * nloc
         cat = (lambda a, dt=float: np.concatenate(a) if a else np.zeros(0, dtype=dt))
-        self.row_nnz = np.repeat([osi._inter_cols[id(i)].shape[0] for i in inters], sizes).astype(np.intp)
-        self.E_row, self.E_col = cat(er, np.intp), cat(ec, np.intp)
-        self.E_inter, self.E_val = cat(ei, np.intp), cat(ev)
-        # an interaction joining a system to itself would put two entries on one (row, column)
-        self.unique_entries = np.unique(self.E_row * max(1, S.ndof) + self.E_col).shape[0] == self.E_row.shape[0]
+        self.E_val = cat(ev)
+        self.row_nnz = np.repeat(nloc, sizes)
+        # rows belong to one interaction each and its columns are its systems' ranges: two entries on
+        # one (row, column) only when an interaction joins a system to itself
+        self.unique_entries = all(len(i.systems) < 2 or i.systems[0] is not i.systems[1] for i in inters)
         self.groups = list(groups.values())
         for g in self.groups:
             idx = g.index = np.array(g.index, dtype=np.intp)
-            g.cols = np.array([osi._inter_cols[id(inters[j])] for j in idx])
+            g.cols = np.array([cols[j] for j in idx])
             g.Z = np.array([osi._Z(inters[j]) for j in idx]).reshape(len(idx), g.rel.nz)
             g.rows = (first[idx][:, None] + np.arange(g.rel.m)).ravel()
-            g.entries = np.concatenate(g.entries)
+            g.entries = _ranges(self.E_start[idx], counts[idx])
             if g.rel.vectorized:
                 g.rels = None
-        if lin_rows:
-            self.lin_rows = cat(lin_rows, np.intp)
-            local = np.concatenate([np.repeat(np.arange(k, k + inters[j].size), osi._inter_cols[id(inters[j])].shape[0])
-                                    for j, k in zip(lin_index, np.cumsum([0] + [inters[j].size for j in lin_index])[:-1])])
-            self.H_lin = sp.csr_matrix((cat(lin_vals), (local, cat(lin_cols, np.intp))),
+        if lin_index:
+            li = np.array(lin_index, dtype=np.intp)
+            self.lin_rows = _ranges(first[li], sizes[li])
+            ent = _ranges(self.E_start[li], counts[li])                # the linear interactions' entries
+            local = np.repeat(np.arange(self.lin_rows.shape[0], dtype=np.intp), np.repeat(nloc[li], sizes[li]))
+            self.H_lin = sp.csr_matrix((self.E_val[ent], (local, self.E_col[ent])),
                                        shape=(self.lin_rows.shape[0], S.ndof))
-            self.b_lin = cat(lin_b)
+            self.b_lin = cat([inters[j].relation.offset(osi._Z(inters[j])) for j in lin_index])
         else:
             self.lin_rows = None
         # free velocity: R = hCv + hKq + h²θKv - h((1-θ) fext(t0) + θ fext(t1))
@@ -401,45 +421,44 @@ class BatchMoreauJean:
         if not n or not inters or len({i.size for i in inters}) != 1:
             return None
         m = inters[0].size
-        slot_inter, slot_body, slot_idx = [], [], []
-        loc = (np.arange(m)[:, None], np.arange(n)[None, :])
+        # a slot: one (interaction a, its l-th system) block G_{a,s} of m x n entries
+        slot_inter, slot_body, slot_l = [], [], []
+        index = S.index
         for a, inter in enumerate(inters):
-            nloc = n * len(inter.systems)
             for l, ds in enumerate(inter.systems):
                 slot_inter.append(a)
-                slot_body.append(S.index[id(ds)])
-                slot_idx.append(self.E_start[a] + loc[0] * nloc + l * n + loc[1])
-        slot_inter, slot_body = np.array(slot_inter), np.array(slot_body)
-        slot_idx = np.array(slot_idx)
+                slot_body.append(index[id(ds)])
+                slot_l.append(l)
+        slot_inter = np.array(slot_inter, dtype=np.intp)
+        slot_body = np.array(slot_body, dtype=np.intp)
+        nloc = n * np.array([len(i.systems) for i in inters], dtype=np.intp)[slot_inter]
+        slot_idx = (self.E_start[slot_inter][:, None, None] + np.arange(m)[None, :, None] * nloc[:, None, None]
+                    + (np.array(slot_l, dtype=np.intp) * n)[:, None, None] + np.arange(n)[None, None, :])
         G_const = self.E_val[slot_idx]                 # the linear relations' blocks; the others per step
-        slot_of = {}
-        for p, (a, b) in enumerate(zip(slot_inter, slot_body)):
-            slot_of.setdefault(int(a), []).append(p)
+        # the first (and second) slot of each interaction: slots are in interaction order
+        first_of = np.searchsorted(slot_inter, np.arange(len(inters)))
+        two = np.bincount(slot_inter, minlength=len(inters)) > 1
         fill = []
         for grp in self.groups:
-            first_slot = np.array([slot_of[int(a)][0] for a in grp.index])
-            second = [slot_of[int(a)][1] for a in grp.index if len(slot_of[int(a)]) > 1]
-            fill.append((first_slot, np.array(second) if len(second) == len(grp.index) else None))
+            f = first_of[grp.index]
+            fill.append((f, f + 1 if np.all(two[grp.index]) else None))
+        # pairs of slots on one system (every (p, q) with the same body), ordered by (a, b)
         order = np.argsort(slot_body, kind="stable")
         bounds = np.searchsorted(slot_body[order], np.arange(len(S.systems) + 1))
-        tp, tq = [], []
-        for b in range(len(S.systems)):
-            sl = order[bounds[b]:bounds[b + 1]]
-            if sl.size:
-                tp.append(np.repeat(sl, sl.size))
-                tq.append(np.tile(sl, sl.size))
-        tp, tq = np.concatenate(tp), np.concatenate(tq)
+        cnt = np.diff(bounds)[slot_body[order]]         # slots on the body of each sorted slot
+        tp = np.repeat(order, cnt)
+        tq = order[_ranges(bounds[slot_body[order]], cnt)]
         ta, tb = slot_inter[tp], slot_inter[tq]
         o = np.lexsort((tb, ta))
         tp, tq, ta, tb = tp[o], tq[o], ta[o], tb[o]
         dinv = (1.0 / S._d).reshape(len(S.systems), n)[slot_body][:, None, :]
-        slot_off = np.array([S.offsets[b][0] for b in slot_body], dtype=np.intp)
+        slot_off = np.array([S.offsets[b][0] for b in range(len(S.systems))], dtype=np.intp)[slot_body]
         first = np.ones(ta.shape[0], dtype=bool)
         first[1:] = (ta[1:] != ta[:-1]) | (tb[1:] != tb[:-1])
         run = np.append(np.flatnonzero(first), ta.shape[0])
         ra, rb = ta[run[:-1]], tb[run[:-1]]
-        ids = {(int(x), int(y)): r for r, (x, y) in enumerate(zip(ra, rb))}
-        mirror = np.array([ids[(int(y), int(x))] for x, y in zip(ra, rb)], dtype=np.intp)
+        keys = ra.astype(np.int64) * len(inters) + rb        # sorted: the runs are in (a, b) order
+        mirror = np.searchsorted(keys, rb.astype(np.int64) * len(inters) + ra).astype(np.intp)
         return {"m": m, "slot_idx": slot_idx, "G_const": G_const, "fill": fill, "dinv": dinv, "tp": tp, "tq": tq,
                 "ta": ta, "tb": tb, "run": run, "mirror": mirror, "slot_inter": slot_inter, "slot_off": slot_off}
 

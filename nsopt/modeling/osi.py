@@ -158,11 +158,17 @@ class _Stacked:
         self.all_diag = False
 
     def cols(self, inter):
-        """Global column indices of an interaction's concatenated state."""
-        dss, r, ix = inter.systems, self._ranges, self.index
-        if len(dss) == 1:
-            return r[ix[id(dss[0])]]
-        return np.concatenate([r[ix[id(dss[0])]], r[ix[id(dss[1])]]])
+        """Global column indices of an interaction's concatenated state (kept on the interaction
+        while its systems keep their offsets: a topology change re-stacks the same systems)."""
+        dss, off, ix = inter.systems, self.offsets, self.index
+        key = tuple(off[ix[id(ds)]] for ds in dss)
+        kept = inter.__dict__.get("_cols_of")
+        if kept is not None and kept[0] == key and kept[1] == tuple(map(id, dss)):
+            return kept[2]
+        r = self._ranges
+        c = r[ix[id(dss[0])]] if len(dss) == 1 else np.concatenate([r[ix[id(dss[0])]], r[ix[id(dss[1])]]])
+        inter._cols_of = (key, tuple(map(id, dss)), c)
+        return c
 
     def minv(self, X):
         """M̂⁻¹ X for X (ndof,) or (ndof, k), dense or sparse (sparse X comes back sparse)."""
