@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from nsopt.problems._base import SMALL_DENSE, affine
+from nsopt.problems._base import ORDERED_ROWS, affine
 from nsopt.problems._products import csr_affine, dense_affine
 
 
@@ -39,8 +39,8 @@ def test_csr_loop_is_scipys_product_and_the_dense_loop_bit_for_bit(seed):
 
 def test_affine_keeps_blas_for_large_dense_matrices():
     rng = np.random.default_rng(0)
-    A = rng.standard_normal((SMALL_DENSE + 1, 5))
-    x, q = rng.standard_normal(5), rng.standard_normal(SMALL_DENSE + 1)
+    A = rng.standard_normal((ORDERED_ROWS + 1, 5))
+    x, q = rng.standard_normal(5), rng.standard_normal(ORDERED_ROWS + 1)
     np.testing.assert_array_equal(affine(A, x, q), A @ x + q)
-    np.testing.assert_allclose(affine(A[:SMALL_DENSE], x, q[:SMALL_DENSE]), A[:SMALL_DENSE] @ x + q[:SMALL_DENSE],
+    np.testing.assert_allclose(affine(A[:ORDERED_ROWS], x, q[:ORDERED_ROWS]), A[:ORDERED_ROWS] @ x + q[:ORDERED_ROWS],
                                rtol=1e-13)

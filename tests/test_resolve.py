@@ -147,6 +147,24 @@ def test_in_kernel_error_is_the_problem_error(dim, method, storage):
     assert total > 100 and exact > 0
 
 
+@pytest.mark.parametrize("storage", ["dense", "csr"])
+def test_nsgs_plan_on_a_large_w(storage):
+    """Above the ordered products' size (ORDERED_ROWS rows, dense: u by BLAS, left to Python) and
+    on a large CSR W (u inside the kernel): the plan's Solution is the full path's, and u is
+    problem.u(r)."""
+    p, _ = g.friction_contact(25, dim=3, seed=3)                 # 75 rows
+    if storage == "csr":
+        p = nsopt.FrictionContact(3, sp.csr_matrix(p.W), p.q, p.mu)
+    ws = nsopt.Workspace()
+    prev = nsopt.solve(p, "nsgs", workspace=ws)
+    for q in _qs(p, 4, 7, drift=0.05):
+        pk = p.replace(q=q)
+        fast = nsopt.solve(pk, "nsgs", workspace=ws, warm_start=prev)
+        _same(fast, nsopt.solve(pk, "nsgs", warm_start=prev))
+        np.testing.assert_array_equal(fast.u, pk.u(fast.r))
+        prev = fast
+
+
 def test_lcp_error_twin():
     """The compiled LCP error (lemke's compiled start) gives the NumPy home's numbers."""
     rng = np.random.default_rng(0)

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from ..exceptions import ProblemError
 
-SMALL_DENSE = 64          # the ordered products of affine() below this many rows (see _products)
+ORDERED_ROWS = 64          # the ordered products of affine() below this many rows (see _products)
 EPS = np.finfo(float).eps  # DBL_EPSILON, Siconos' threshold for dividing by a norm
 FLOAT64 = np.dtype(np.float64)
 
@@ -187,7 +187,7 @@ def affine(A, x, q) -> np.ndarray:
     the ordered loops of :mod:`nsopt.problems._products` (the bits the compiled solvers reproduce
     in their kernels); for a large dense A, BLAS then + q."""
     if type(A) is np.ndarray:
-        if A.shape[0] > SMALL_DENSE or A.ndim != 2:
+        if A.shape[0] > ORDERED_ROWS or A.ndim != 2:
             return matvec(A, x) + q
         loop = _PRODUCTS.get("dense") or _load_products("dense")
         out = np.empty(q.shape[0])

@@ -5,7 +5,7 @@ measures there is the problem's own (``nsopt.solve`` then need not recompute it)
 
 Row i is summed from 0.0 over j in storage order (the loop of scipy's ``csr_matvec``), then q_i
 is added. BLAS (``A @ x``), whose blocking and fused multiply-adds vary with the machine, is kept
-for large dense matrices only (more rows than ``_base.SMALL_DENSE``), where nothing compiled
+for large dense matrices only (more rows than ``_base.ORDERED_ROWS``), where nothing compiled
 reproduces it.
 """
 

@@ -572,7 +572,7 @@ def nsgs_fc_solve(dim, ptr, idx, val, Wd, q, mu, r, u, order, tol, max_iter, loc
     NON_FINITE (the contract's stops) or BAD_START (r not finite: nothing done). ``best`` = [best
     error, last error, measured error] (out), ``best_r`` the best iterate (out).
 
-    ``rptr, ridx, rval``: W in CSR (empty: not given). When given and the solve ends on its best
+    ``rptr, ridx, rval``: W in CSR (empty arrays: not given, u is then left to the caller). When given and the solve ends on its best
     iterate, u is recomputed as ``FrictionContact.u`` computes it (:func:`csr_affine`, the same
     bits) and its error by :func:`fc_error` goes to ``best[2]``, with ``state[4] = 1`` (else 0).
     """
@@ -618,7 +618,7 @@ def nsgs_fc_solve(dim, ptr, idx, val, Wd, q, mu, r, u, order, tol, max_iter, loc
         elif state[0] >= max_iter:
             state[3] = MAX_ITER
     state[4] = 0
-    if state[3] != RUNNING and state[3] != BAD_START and rptr.shape[0] > 0 and best[1] <= best[0]:
+    if state[3] != RUNNING and state[3] != BAD_START and rptr.shape[0] == q.shape[0] + 1 and best[1] <= best[0]:
         csr_affine(rptr, ridx, rval, r, q, u)
         best[2] = fc_error(dim, r, u, mu, normq, x, px)
         state[4] = 1

@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
 from ..monitor import WORK_PER_CHUNK
-from ..problems._base import FLOAT64, SMALL_DENSE, affine, nnz, norm2
+from ..problems._base import FLOAT64, ORDERED_ROWS, affine, nnz, norm2
 from ..reductions.friction import GlobalToLocal, SubstituteEqualities
 from ..registry import plan, register
 from ..result import Solution, Status, judged
@@ -98,8 +98,8 @@ def _csr_of(W):
     product is then left to Python)."""
     if sp.issparse(W):
         return W.indptr, W.indices, W.data
-    if W.shape[0] > SMALL_DENSE:
-        return np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0)
+    if W.shape[0] > ORDERED_ROWS:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0)   # none: not given
     mask = W != 0.0
     ptr = np.zeros(W.shape[0] + 1, dtype=np.int32)
     np.cumsum(mask.sum(axis=1), out=ptr[1:])
@@ -202,7 +202,8 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
 
 
 def _measured(problem, r, sw, qnorm):
-    """(u, error) of r: u = Wr + q by ``problem.u``'s own product (``problems._base.affine``), the error by the compiled twin of the problem's measure on (r, u), so the same number as
+    """(u, error) of r: u = Wr + q by ``problem.u``'s own product (``problems._base.affine``), the
+    error by the compiled twin of the problem's measure on (r, u), so the same number as
     ``problem.error(r)`` up to the twin's rounding (tests/test_resolve.py); solve() does not
     recompute it."""
     u = affine(problem.W, r, problem.q)
