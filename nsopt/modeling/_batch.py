@@ -21,6 +21,8 @@ systems and the Newton loop, ``gfc3d``, other laws) takes the per-interaction pa
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -52,13 +54,22 @@ def restitution_rows(law) -> np.ndarray:
     return np.zeros(law.size) if r is None else np.asarray(r, dtype=float)
 
 
-def _erow(inter) -> np.ndarray:
-    """:func:`restitution_rows` of the interaction's law, kept on the interaction while its law is the
-    same object (a topology change rebuilds the batch from the interactions that stay linked)."""
-    kept = inter.__dict__.get("_erow_of")
-    if kept is None or kept[0] is not inter.nslaw:
-        kept = inter._erow_of = (inter.nslaw, restitution_rows(inter.nslaw))
-    return kept[1]
+def _facts(inter, S) -> tuple:
+    """What the batch needs of one interaction that changes only with the stacking ``S`` of the systems,
+    the interaction's systems, its law or its relation: (size, unilateral, restitution rows
+    (:func:`restitution_rows`), global columns, linear?, H.ravel(), D, batch key, system indices, the
+    constant offset b of a linear relation without F (None otherwise)). Kept on the interaction: a
+    topology change rebuilds the batch from the interactions that stay linked."""
+    dss, law, rel = inter.systems, inter.nslaw, inter.relation
+    kept = inter.__dict__.get("_batch_facts")
+    if kept is not None and kept[0] is S and kept[1] is dss and kept[2] is law and kept[3] is rel:
+        return kept[4]
+    lin = type(rel) is LagrangianLinearTIR
+    f = (inter.size, bool(law.unilateral), restitution_rows(law), S.cols(inter), lin,
+         rel.H.ravel() if lin else None, rel.D if lin else None, None if lin else rel.batch_key(),
+         tuple(S.index[id(ds)] for ds in dss), rel.offset(None) if lin and rel.F is None else None)
+    inter._batch_facts = (S, dss, law, rel, f)
+    return f
 
 
 def same_matrix(A, B) -> bool:
@@ -84,6 +95,14 @@ def _ranges(starts, lengths):
     return np.repeat(np.asarray(starts, dtype=np.intp) - offs, lengths) + np.arange(total, dtype=np.intp)
 
 
+def _stack_blocks(ops, systems):
+    """The block-diagonal (CSR) of the systems' operators (K or C; None: zero), or None when all are None."""
+    if all(o is None for o in ops):
+        return None
+    return sp.block_diag([sp.csr_matrix((ds.n, ds.n)) if o is None else o for o, ds in zip(ops, systems)],
+                         format="csr")
+
+
 class _Group:
     """Interactions whose scleronomous relations share one batched evaluation (``batch_key``)."""
 
@@ -92,8 +111,10 @@ class _Group:
     def __init__(self, rel):
         self.rel, self.index, self.rels, self.entries = rel, [], [], []
 
-    def h(self, Q):
-        return self.rel.h_batch(Q, self.Z, self.rels)
+    def h(self, Q, sel=None):
+        if sel is None:
+            return self.rel.h_batch(Q, self.Z, self.rels)
+        return self.rel.h_batch(Q, self.Z[sel], None if self.rels is None else [self.rels[j] for j in sel])
 
     def G0(self, Q, sel=None):
         if sel is None:
@@ -109,32 +130,42 @@ class BatchMoreauJean:
     def applies(osi, sim) -> bool:
         if sim.osns_kind == "gfc3d" or not all(osi._const_ds):
             return False
-        for ds in osi.S.systems:
-            if not (type(ds) is LagrangianLinearTIDS or (type(ds) is LagrangianDS and not ds.has_state_forces)):
-                return False
+        S = osi.S
+        ok = S.__dict__.get("_batch_systems")        # the systems' part, once per stacking
+        if ok is None:
+            ok = S._batch_systems = all(type(ds) is LagrangianLinearTIDS or (type(ds) is LagrangianDS
+                                                                             and not ds.has_state_forces)
+                                        for ds in S.systems)
+        if not ok:
+            return False
         for i in osi.inters:
             if type(i.relation) not in (LagrangianLinearTIR, LagrangianScleronomousR) or type(i.nslaw) not in LAWS:
                 return False
         return True
 
-    def __init__(self, osi, sim):
+    def __init__(self, osi, sim, prev=None, new=()):
+        """``prev``: the batch this one replaces after a topology change (the interactions that stay
+        take their outputs, multipliers and warm starts from its stacked arrays); ``new``: the
+        interactions whose outputs are still to be computed (at the systems' current state)."""
         self.osi = osi
         S, h, th = osi.S, osi.h, osi.theta
         self.sparse = S.ndof > _module("osi").SPARSE_DOFS
         inters = self.inters = osi.inters
         n_i = len(inters)
-        sizes = np.array([i.size for i in inters], dtype=np.intp)
+        facts = [_facts(i, S) for i in inters]
+        sz, uni, er, cols, lin, Hs, Ds, keys, self.bodies, bs = zip(*facts) if n_i else ((),) * 10
+        sizes = self.sizes = np.array(sz, dtype=np.intp)
         first = np.zeros(n_i, dtype=np.intp)
         if n_i:
             first[1:] = np.cumsum(sizes)[:-1]
         self.first, self.mtot = first, int(sizes.sum())
         self.row_inter = np.repeat(np.arange(n_i), sizes)
-        self.unilateral = np.array([i.nslaw.unilateral for i in inters], dtype=bool)
-        self.erow = np.concatenate([_erow(i) for i in inters]) if n_i else np.zeros(0)
+        self.unilateral = np.array(uni, dtype=bool)
+        cat = (lambda a, dt=float: np.concatenate(a) if a else np.zeros(0, dtype=dt))
+        self.erow = cat(er)
         # entries of the stacked rows: (row, column, interaction) and the constant values; entry k of
         # interaction j is its row k // nloc_j and its column cols_j[k % nloc_j] (row-major, as H.ravel())
-        cols = [osi._inter_cols[id(i)] for i in inters]
-        nloc = np.array([c.shape[0] for c in cols], dtype=np.intp)
+        nloc = np.fromiter(map(len, cols), dtype=np.intp, count=n_i)
         counts = sizes * nloc
         self.E_start = np.zeros(n_i, dtype=np.intp)
         if n_i:
@@ -144,80 +175,58 @@ class BatchMoreauJean:
         cstart = np.zeros(n_i, dtype=np.intp)
         if n_i:
             np.cumsum(nloc[:-1], out=cstart[1:])
-        allcols = np.concatenate(cols).astype(np.intp, copy=False) if n_i else np.zeros(0, dtype=np.intp)
-        self.E_row = first[owner] + k // nloc[owner] if n_i else np.zeros(0, dtype=np.intp)
-        self.E_col = allcols[cstart[owner] + k % nloc[owner]] if n_i else np.zeros(0, dtype=np.intp)
+        allcols = cat(cols, np.intp).astype(np.intp, copy=False)
+        self.E_row = first[owner] + k // nloc[owner]
+        self.E_col = allcols[cstart[owner] + k % nloc[owner]]
         self.E_inter = owner
-        ev, lin_index, self.D = [], [], []
+        is_lin = np.array(lin, dtype=bool)
+        lin_index = np.flatnonzero(is_lin)
+        self.E_val = np.zeros(owner.shape[0])
+        self.D = [(int(j), Ds[j]) for j in lin_index if Ds[j] is not None]
         groups: dict = {}
-        for j, inter in enumerate(inters):
-            rel = inter.relation
-            if type(rel) is LagrangianLinearTIR:
-                ev.append(rel.H.ravel())
-                lin_index.append(j)
-                if rel.D is not None:
-                    self.D.append((j, rel.D))
-            else:
-                ev.append(np.zeros(counts[j]))
-                key = rel.batch_key()
-                g = groups.get(key)
-                if g is None:
-                    g = groups[key] = _Group(rel)
-                g.index.append(j)
-                g.rels.append(rel)
-        cat = (lambda a, dt=float: np.concatenate(a) if a else np.zeros(0, dtype=dt))
-        self.E_val = cat(ev)
+        for j in np.flatnonzero(~is_lin).tolist():
+            groups.setdefault(keys[j], []).append(j)
         self.row_nnz = np.repeat(nloc, sizes)
         # rows belong to one interaction each and its columns are its systems' ranges: two entries on
         # one (row, column) only when an interaction joins a system to itself
-        self.unique_entries = all(len(i.systems) < 2 or i.systems[0] is not i.systems[1] for i in inters)
-        self.groups = list(groups.values())
-        for g in self.groups:
-            idx = g.index = np.array(g.index, dtype=np.intp)
-            g.cols = np.array([cols[j] for j in idx])
-            g.Z = np.array([osi._Z(inters[j]) for j in idx]).reshape(len(idx), g.rel.nz)
+        nsys = self.nsys = np.fromiter(map(len, self.bodies), dtype=np.intp, count=n_i)
+        body = self.slot_body = np.fromiter(itertools.chain.from_iterable(self.bodies), dtype=np.intp,
+                                            count=int(nsys.sum()))     # the systems of each interaction, in turn
+        two = (np.cumsum(nsys) - nsys)[nsys == 2]
+        self.unique_entries = not np.any(body[two] == body[two + 1])
+        self.groups = []
+        for members in groups.values():
+            g = _Group(inters[members[0]].relation)
+            idx = g.index = np.array(members, dtype=np.intp)
+            g.cols = allcols[_ranges(cstart[idx], nloc[idx])].reshape(idx.shape[0], -1)
+            g.Z = (np.zeros((idx.shape[0], 0)) if g.rel.nz == 0 else
+                   np.array([osi._Z(inters[j]) for j in members]).reshape(idx.shape[0], g.rel.nz))
             g.rows = (first[idx][:, None] + np.arange(g.rel.m)).ravel()
             g.entries = _ranges(self.E_start[idx], counts[idx])
-            if g.rel.vectorized:
-                g.rels = None
-        if lin_index:
-            li = np.array(lin_index, dtype=np.intp)
+            g.rels = None if g.rel.vectorized else [inters[j].relation for j in members]
+            self.groups.append(g)
+        if lin_index.size:
+            li = lin_index
             self.lin_rows = _ranges(first[li], sizes[li])
             ent = _ranges(self.E_start[li], counts[li])                # the linear interactions' entries
-            local = np.repeat(np.arange(self.lin_rows.shape[0], dtype=np.intp), np.repeat(nloc[li], sizes[li]))
-            self.H_lin = sp.csr_matrix((self.E_val[ent], (local, self.E_col[ent])),
-                                       shape=(self.lin_rows.shape[0], S.ndof))
-            self.b_lin = cat([inters[j].relation.offset(osi._Z(inters[j])) for j in lin_index])
+            self.E_val[ent] = np.concatenate([Hs[j] for j in li])
+            ptr = np.zeros(self.lin_rows.shape[0] + 1, dtype=np.int32)
+            np.cumsum(np.repeat(nloc[li], sizes[li]), out=ptr[1:])
+            self.H_lin = sp.csr_matrix((self.E_val[ent], self.E_col[ent].astype(np.int32), ptr),
+                                       shape=(self.lin_rows.shape[0], S.ndof))     # row-major entries: CSR
+            self.H_lin.sort_indices()
+            self.b_lin = cat([inters[j].relation.offset(osi._Z(inters[j])) if bs[j] is None else bs[j]
+                              for j in li.tolist()])
         else:
             self.lin_rows = None
         # free velocity: R = hCv + hKq + h²θKv - h((1-θ) fext(t0) + θ fext(t1))
-        syss = S.systems
-        Ks = [getattr(ds, "K", None) for ds in syss]
-        Cs = [getattr(ds, "C", None) for ds in syss]
-        z = [np.zeros((ds.n, ds.n)) for ds in syss]
-        self.K = sp.block_diag([k if k is not None else zz for k, zz in zip(Ks, z)], format="csr") \
-            if any(k is not None for k in Ks) else None
-        self.C = sp.block_diag([c if c is not None else zz for c, zz in zip(Cs, z)], format="csr") \
-            if any(c is not None for c in Cs) else None
-        self.has_fext = any(ds._fext is not None for ds in syss)
-        self.const_fext = all(ds._fext is None or ds._fext.constant for ds in syss)
-        self._dv_ext = None          # M̂⁻¹ h F_ext,θ when F_ext is constant and there is no K, C (at first use)
-        if self.has_fext and self.const_fext:
-            fe = self._fext(sim.t)
-            self.Fth = h * (1 - th) * fe + h * th * fe
-        # the stacked state, outputs and warm starts (systems and interactions get views)
-        self._set_state(np.concatenate([ds.q for ds in syss] + [ds.v for ds in syss] + [ds.p for ds in syss]
-                                       + [i.y[0] for i in inters] + [i.y[1] for i in inters]
-                                       + [i.lambda_[0] for i in inters] + [i.lambda_[1] for i in inters]))
-        self.warm = cat([getattr(i, "_lam_warm", None) if getattr(i, "_lam_warm", None) is not None
-                         else np.zeros(i.size) for i in inters])
-        self.bounds = [(int(a), int(a + s)) for a, s in zip(first, sizes)]
-        ns = {ds.n for ds in S.systems}
-        self.n_uniform = ns.pop() if len(ns) == 1 else 0
+        self._S, self.nd = S, S.ndof
+        self._systems_part(sim)
+        self._gather(prev, new)
+        self.bounds = list(zip(first.tolist(), (first + sizes).tolist()))
         self.dirty = True       # attach the systems at the first _publish
-        for j, (inter, (lo, hi)) in enumerate(zip(inters, self.bounds)):
-            inter._lam_warm = self.warm[lo:hi]
-            inter._src, inter._stamp = (self, j), None
+        for j, inter in enumerate(inters):      # (their warm starts stay here: Interaction._detach hands them over)
+            inter._src = (self, j)
         self.key = self.pattern = self.rows = None      # the last active set, its G0 pattern, its rows (G or H_a)
         self.inter_arr = np.empty(n_i, dtype=object)
         self.inter_arr[:] = inters
@@ -246,8 +255,92 @@ class BatchMoreauJean:
         self._publish()
 
     # ------------------------------------------------------------------ helpers
+    def _systems_part(self, sim):
+        """What depends on the systems only (kept on their stacking ``S`` for the next topology change):
+        the stacked K and C, whether F_ext is present and constant, h((1-θ) F_ext + θ F_ext) when it is,
+        the common size of the systems (0: sizes differ)."""
+        S, h, th = self._S, self.osi.h, self.osi.theta
+        kept = S.__dict__.get("_batch_part")
+        if kept is None or kept[0] != (h, th):
+            syss = S.systems
+            K = _stack_blocks([getattr(ds, "K", None) for ds in syss], syss)
+            C = _stack_blocks([getattr(ds, "C", None) for ds in syss], syss)
+            has_fext = any(ds._fext is not None for ds in syss)
+            const_fext = all(ds._fext is None or ds._fext.constant for ds in syss)
+            Fth = None
+            if has_fext and const_fext:
+                fe = self._fext(sim.t)
+                Fth = h * (1 - th) * fe + h * th * fe
+            ns = {ds.n for ds in syss}
+            kept = S._batch_part = ((h, th), K, C, has_fext, const_fext, Fth, ns.pop() if len(ns) == 1 else 0)
+        _, self.K, self.C, self.has_fext, self.const_fext, self.Fth, self.n_uniform = kept
+        self._dv_ext = None          # M̂⁻¹ h F_ext,θ when F_ext is constant and there is no K, C (at first use)
+
     def _fext(self, t):
         return np.concatenate([np.zeros(ds.n) if ds._fext is None else ds.fext(t) for ds in self.osi.S.systems])
+
+    def _gather(self, prev, new):
+        """The stacked state (q, v, p, y0, y1, λ0, λ1) and warm starts: the systems' state and the
+        kept interactions' rows from ``prev`` (the batch this one replaces) when it has them, the
+        others from the objects; then the outputs of the ``new`` interactions at that state (as
+        :meth:`MoreauJeanOSI._update_output` computes them: y = h(Q, Z) or HQ + b + Dλ₀ + FZ, and
+        ẏ = G₀V or HV + Dλ₁)."""
+        syss, inters, first, sizes = self.osi.S.systems, self.inters, self.first, self.sizes
+        nd, m, n_i = self.nd, self.mtot, len(inters)
+        buf = np.empty(3 * nd + 4 * m)
+        if prev is not None and prev._S is self._S and not prev.dirty:
+            buf[:3 * nd] = prev.buf[:3 * nd]            # the same stacking, the systems attached to it
+        elif nd:
+            buf[:3 * nd] = np.concatenate([ds.q for ds in syss] + [ds.v for ds in syss] + [ds.p for ds in syss])
+        self._set_state(buf)
+        Y0, Y1, L0, L1 = self.Y0, self.Y1, self.L0, self.L1
+        warm = self.warm = np.zeros(m)
+        jold = np.full(n_i, -1, dtype=np.intp)
+        if prev is not None:
+            jold[:] = [s[1] if (s := i._src) is not None and s[0] is prev else -1 for i in inters]
+            keep = np.flatnonzero(jold >= 0)
+            if keep.size:
+                rn, ro = _ranges(first[keep], sizes[keep]), _ranges(prev.first[jold[keep]], sizes[keep])
+                for a, b in ((Y0, prev.Y0), (Y1, prev.Y1), (L0, prev.L0), (L1, prev.L1), (warm, prev.warm)):
+                    a[rn] = b[ro]
+        for j in np.flatnonzero(jold < 0).tolist():
+            inter, (lo, hi) = inters[j], self.bounds_of(j)
+            y, lam = inter.y, inter.lambda_
+            Y0[lo:hi], Y1[lo:hi], L0[lo:hi], L1[lo:hi] = y[0], y[1], lam[0], lam[1]
+            src = inter._src
+            w = src[0].warm[slice(*src[0].bounds[src[1]])] if src is not None else inter.__dict__.get("_lam_warm")
+            if w is not None:
+                warm[lo:hi] = w
+        if not new:
+            return
+        ids = {id(i) for i in new}
+        fresh = np.fromiter((id(i) in ids for i in inters), dtype=bool, count=n_i)
+        q, v = self.q, self.v
+        if self.lin_rows is not None:
+            li = np.flatnonzero(fresh[self.row_inter[self.lin_rows]])     # the new interactions' linear rows
+            if li.size:
+                y0, y1 = np.empty(m), np.empty(m)
+                H = self.H_lin
+                K.lin_outputs(H.indptr, H.indices, H.data, self.b_lin, self.lin_rows, q, v, y0, y1)
+                rows = self.lin_rows[li]
+                Y0[rows], Y1[rows] = y0[rows], y1[rows]
+            for j, D in self.D:
+                if fresh[j]:
+                    lo, hi = self.bounds_of(j)
+                    Y0[lo:hi] += D @ L0[lo:hi]
+                    Y1[lo:hi] += D @ L1[lo:hi]
+        for g in self.groups:
+            sel = np.flatnonzero(fresh[g.index])
+            if sel.size:
+                Q, cols = q[g.cols[sel]], g.cols[sel]
+                rows = g.rows.reshape(-1, g.rel.m)[sel].ravel()
+                Y0[rows] = g.h(Q, sel).ravel()
+                K.rows_velocity(g.G0(Q, sel), v, cols, rows, Y1)
+
+    def bounds_of(self, j):
+        """The stacked rows [lo, hi) of interaction j."""
+        lo = int(self.first[j])
+        return lo, lo + int(self.sizes[j])
 
     def _publish(self):
         """The systems and interactions read views of the new stacked arrays (lazily, when asked)."""
@@ -275,7 +368,7 @@ class BatchMoreauJean:
 
     def _part(k, doc):
         def get(self):
-            nd, m = self.osi.S.ndof, self.mtot
+            nd, m = self.nd, self.mtot
             a = (0, nd, 2 * nd, 3 * nd, 3 * nd + m, 3 * nd + 2 * m, 3 * nd + 3 * m, 3 * nd + 4 * m)
             return self.buf[a[k]:a[k + 1]]
         return property(get, doc=doc)
@@ -417,48 +510,29 @@ class BatchMoreauJean:
         the systems s shared by interactions a and b, where :math:`G_{a,s}` (m x n) is the block of a's
         rows on s's columns. Returns the gather indices of the blocks and the (slot, slot) pairs, or None."""
         S = self.osi.S
-        n, inters = self.n_uniform, self.inters
-        if not n or not inters or len({i.size for i in inters}) != 1:
+        n, inters, sizes = self.n_uniform, self.inters, self.sizes
+        if not n or not inters or sizes.min() != sizes.max():
             return None
-        m = inters[0].size
+        m = int(sizes[0])
         # a slot: one (interaction a, its l-th system) block G_{a,s} of m x n entries
-        slot_inter, slot_body, slot_l = [], [], []
-        index = S.index
-        for a, inter in enumerate(inters):
-            for l, ds in enumerate(inter.systems):
-                slot_inter.append(a)
-                slot_body.append(index[id(ds)])
-                slot_l.append(l)
-        slot_inter = np.array(slot_inter, dtype=np.intp)
-        slot_body = np.array(slot_body, dtype=np.intp)
-        nloc = n * np.array([len(i.systems) for i in inters], dtype=np.intp)[slot_inter]
+        nsys, slot_body = self.nsys, self.slot_body
+        slot_inter = np.repeat(np.arange(len(inters), dtype=np.intp), nsys)
+        slot_l = _ranges(np.zeros(len(inters), dtype=np.intp), nsys)
+        nloc = (n * nsys)[slot_inter]
         slot_idx = (self.E_start[slot_inter][:, None, None] + np.arange(m)[None, :, None] * nloc[:, None, None]
-                    + (np.array(slot_l, dtype=np.intp) * n)[:, None, None] + np.arange(n)[None, None, :])
+                    + (slot_l * n)[:, None, None] + np.arange(n)[None, None, :])
         G_const = self.E_val[slot_idx]                 # the linear relations' blocks; the others per step
         # the first (and second) slot of each interaction: slots are in interaction order
-        first_of = np.searchsorted(slot_inter, np.arange(len(inters)))
-        two = np.bincount(slot_inter, minlength=len(inters)) > 1
+        first_of = np.cumsum(nsys) - nsys
+        two = nsys > 1
         fill = []
         for grp in self.groups:
             f = first_of[grp.index]
             fill.append((f, f + 1 if np.all(two[grp.index]) else None))
         # pairs of slots on one system (every (p, q) with the same body), ordered by (a, b)
-        order = np.argsort(slot_body, kind="stable")
-        bounds = np.searchsorted(slot_body[order], np.arange(len(S.systems) + 1))
-        cnt = np.diff(bounds)[slot_body[order]]         # slots on the body of each sorted slot
-        tp = np.repeat(order, cnt)
-        tq = order[_ranges(bounds[slot_body[order]], cnt)]
-        ta, tb = slot_inter[tp], slot_inter[tq]
-        o = np.lexsort((tb, ta))
-        tp, tq, ta, tb = tp[o], tq[o], ta[o], tb[o]
+        tp, tq, ta, tb, run, mirror = K.block_pairs(slot_inter, slot_body, len(inters), len(S.systems))
         dinv = (1.0 / S._d).reshape(len(S.systems), n)[slot_body][:, None, :]
-        slot_off = np.array([S.offsets[b][0] for b in range(len(S.systems))], dtype=np.intp)[slot_body]
-        first = np.ones(ta.shape[0], dtype=bool)
-        first[1:] = (ta[1:] != ta[:-1]) | (tb[1:] != tb[:-1])
-        run = np.append(np.flatnonzero(first), ta.shape[0])
-        ra, rb = ta[run[:-1]], tb[run[:-1]]
-        keys = ra.astype(np.int64) * len(inters) + rb        # sorted: the runs are in (a, b) order
-        mirror = np.searchsorted(keys, rb.astype(np.int64) * len(inters) + ra).astype(np.intp)
+        slot_off = slot_body * n                        # every system has n columns
         return {"m": m, "slot_idx": slot_idx, "G_const": G_const, "fill": fill, "dinv": dinv, "tp": tp, "tq": tq,
                 "ta": ta, "tb": tb, "run": run, "mirror": mirror, "slot_inter": slot_inter, "slot_off": slot_off}
 

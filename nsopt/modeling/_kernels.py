@@ -124,6 +124,86 @@ def lean_post(buf, out, nd, vfree, lam, rows, Ha, d, c1, c2, Hd, b, warm):  # pr
         warm[rows[r]] = lam[r]
 
 
+@njit(cache=True)
+def block_pairs(slot_inter, slot_body, n_inter, n_body):  # pragma: no cover  (compiled)
+    r"""The (slot p, slot q) pairs on a common system, for :func:`_block_delassus`: slots are the
+    (interaction, system) blocks in interaction order, at most two per interaction. Returns ``tp, tq``
+    and their interactions ``ta, tb``, sorted by (a, b) and, within one (a, b), by system; ``run``
+    (the starts of the runs of one (a, b), and the end) and ``mirror`` (the run of (b, a) of each run)."""
+    S = slot_inter.shape[0]
+    bptr = np.zeros(n_body + 1, dtype=np.int64)          # the slots of each system, in slot order
+    for p in range(S):
+        bptr[slot_body[p] + 1] += 1
+    for s in range(n_body):
+        bptr[s + 1] += bptr[s]
+    by_body = np.empty(S, dtype=np.int64)
+    fill = bptr[:-1].copy()
+    for p in range(S):
+        s = slot_body[p]
+        by_body[fill[s]] = p
+        fill[s] += 1
+    total = 0
+    for p in range(S):
+        total += bptr[slot_body[p] + 1] - bptr[slot_body[p]]
+    tp = np.empty(total, dtype=np.intp)
+    tq = np.empty(total, dtype=np.intp)
+    ta = np.empty(total, dtype=np.intp)
+    tb = np.empty(total, dtype=np.intp)
+    w = 0
+    p = 0
+    for a in range(n_inter):
+        p0 = p
+        while p < S and slot_inter[p] == a:
+            p += 1
+        if p - p0 == 1:                # one system: its slots, already in interaction order
+            s = slot_body[p0]
+            for k in range(bptr[s], bptr[s + 1]):
+                tp[w], tq[w], ta[w], tb[w] = p0, by_body[k], a, slot_inter[by_body[k]]
+                w += 1
+        elif p - p0 == 2:              # two: merge the two systems' slots by interaction, then system
+            p1, p2 = p0, p0 + 1
+            if slot_body[p2] < slot_body[p1]:
+                p1, p2 = p2, p1
+            i, e1 = bptr[slot_body[p1]], bptr[slot_body[p1] + 1]
+            j, e2 = bptr[slot_body[p2]], bptr[slot_body[p2] + 1]
+            while i < e1 or j < e2:
+                if j >= e2 or (i < e1 and slot_inter[by_body[i]] <= slot_inter[by_body[j]]):
+                    tp[w], tq[w] = p1, by_body[i]
+                    i += 1
+                else:
+                    tp[w], tq[w] = p2, by_body[j]
+                    j += 1
+                ta[w], tb[w] = a, slot_inter[tq[w]]
+                w += 1
+    nr = 0
+    for k in range(total):
+        if k == 0 or ta[k] != ta[k - 1] or tb[k] != tb[k - 1]:
+            nr += 1
+    run = np.empty(nr + 1, dtype=np.intp)
+    rstart = np.zeros(n_inter + 1, dtype=np.int64)      # the runs of each a
+    r = 0
+    for k in range(total):
+        if k == 0 or ta[k] != ta[k - 1] or tb[k] != tb[k - 1]:
+            run[r] = k
+            rstart[ta[k] + 1] += 1
+            r += 1
+    run[nr] = total
+    for a in range(n_inter):
+        rstart[a + 1] += rstart[a]
+    mirror = np.empty(nr, dtype=np.intp)
+    for r in range(nr):
+        a, b = ta[run[r]], tb[run[r]]
+        lo, hi = rstart[b], rstart[b + 1]              # the runs of b, sorted by their second interaction
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if tb[run[mid]] < a:
+                lo = mid + 1
+            else:
+                hi = mid
+        mirror[r] = lo
+    return tp, tq, ta, tb, run, mirror
+
+
 @njit(inline="always")
 def _block_delassus(m, n, G, Gs, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover  (compiled)
     r"""W of the active interactions in block form (the plan of ``BatchMoreauJean._block_plan``):

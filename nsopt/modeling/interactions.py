@@ -51,9 +51,12 @@ class Interaction:
             self._stamp = owner.stamp
 
     def _detach(self):
-        """Keep the current values as plain arrays (the per-interaction path writes them itself)."""
+        """Keep the current values (and the warm start) as plain arrays (the per-interaction path writes
+        them itself)."""
         if self._src is not None:
             self._sync()
+            owner, j = self._src
+            self._lam_warm = owner.warm[slice(*owner.bounds[j])]
             self._src = None
 
     @property

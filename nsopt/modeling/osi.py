@@ -146,6 +146,7 @@ class _Stacked:
 
     def __init__(self, systems):
         self.systems = systems
+        self._members = tuple(systems)      # the stacking (``systems`` is the model's list, which grows)
         self.offsets, off = [], 0
         self.index = {}
         for k, ds in enumerate(systems):
@@ -157,17 +158,25 @@ class _Stacked:
         self.factors = [None] * len(systems)
         self.all_diag = False
 
+    @classmethod
+    def of(cls, systems, kept=None):
+        """The stacking of ``systems``: ``kept`` (the last one) when it holds the same systems in the
+        same order (a topology change that only linked or removed interactions), else a new one."""
+        if kept is not None and len(kept._members) == len(systems) and all(
+                a is b for a, b in zip(kept._members, systems)):
+            return kept
+        return cls(systems)
+
     def cols(self, inter):
         """Global column indices of an interaction's concatenated state (kept on the interaction
-        while its systems keep their offsets: a topology change re-stacks the same systems)."""
-        dss, off, ix = inter.systems, self.offsets, self.index
-        key = tuple(off[ix[id(ds)]] for ds in dss)
+        while the stacking and its systems are the same: a topology change keeps the stacking)."""
+        dss = inter.systems
         kept = inter.__dict__.get("_cols_of")
-        if kept is not None and kept[0] == key and kept[1] == tuple(map(id, dss)):
+        if kept is not None and kept[0] is self and kept[1] is dss:
             return kept[2]
-        r = self._ranges
+        r, ix = self._ranges, self.index
         c = r[ix[id(dss[0])]] if len(dss) == 1 else np.concatenate([r[ix[id(dss[0])]], r[ix[id(dss[1])]]])
-        inter._cols_of = (key, tuple(map(id, dss)), c)
+        inter._cols_of = (self, dss, c)
         return c
 
     def minv(self, X):
@@ -227,34 +236,40 @@ class MoreauJeanOSI(OneStepIntegrator):
         nsds = sim.nsds
         self.sim = sim
         self.h = sim.h
-        self.S = _Stacked(nsds.dynamical_systems)
+        self.S = _Stacked.of(nsds.dynamical_systems, getattr(self, "S", None))
         self.inters = list(nsds.interactions)
-        self._inter_cols = {id(i): self.S.cols(i) for i in self.inters}
-        self._const_ds = [ds.constant_iteration_matrix for ds in self.S.systems]
+        self._inter_cols = None      # the per-interaction path's columns (the batched path keeps its own)
+        S, key = self.S, (self.h, self.theta)
+        if S.__dict__.get("_mj") != key:        # a new stacking (or step, or θ): the constant factors
+            S._const_ds = [ds.constant_iteration_matrix for ds in S.systems]
+            for k, ds in enumerate(S.systems):
+                if S._const_ds[k]:
+                    kept = getattr(ds, "_mj_factor", None)      # kept across topology changes
+                    if kept is None or kept[0] != key:
+                        kept = (key, Factor(self._iteration_matrix(ds, sim.t, ds.q, ds.v), label(ds)))
+                        ds._mj_factor = kept
+                    S.factors[k] = kept[1]
+            if all(S._const_ds):
+                S.refresh_diag()
+            S._mj = key
+        self._const_ds = S._const_ds
         self.nonlinear = any(not c for c in self._const_ds) or any(not i.relation.constant for i in self.inters)
         # Newton iterations only for nonlinear systems; nonlinear relations on linear systems take one
         # pass per step, as Siconos (whose residual of a linear system is zero)
         self.iterate = any(not c for c in self._const_ds)
         self._stamp = None
-        for k, ds in enumerate(self.S.systems):
-            if self._const_ds[k]:
-                kept = getattr(ds, "_mj_factor", None)      # kept across topology changes
-                if kept is None or kept[0] != (self.h, self.theta):
-                    kept = ((self.h, self.theta), Factor(self._iteration_matrix(ds, sim.t, ds.q, ds.v), label(ds)))
-                    ds._mj_factor = kept
-                self.S.factors[k] = kept[1]
-        if all(self._const_ds):
-            self.S.refresh_diag()
-        for inter in self.inters:
-            if getattr(inter, "_mj_owner", None) is not self:   # new interactions only
-                self._update_output(inter, sim.t)
-                inter._mj_owner = self
+        new = [i for i in self.inters if getattr(i, "_mj_owner", None) is not self]   # their outputs to compute
+        for inter in new:
+            inter._mj_owner = self
         self._H_cache = None   # (key, H, left) of the last assembly with constant operators
         self._version = nsds._version
         self.fast = self.batch and BatchMoreauJean.applies(self, sim)
         if self.fast:
-            self._fast = BatchMoreauJean(self, sim)
+            self._fast = BatchMoreauJean(self, sim, getattr(self, "_fast", None), new)
         else:
+            self._inter_cols = {id(i): self.S.cols(i) for i in self.inters}
+            for inter in new:
+                self._update_output(inter, sim.t)
             self._fast = None
             for inter in self.inters:
                 inter._detach()

@@ -148,7 +148,6 @@ class TimeStepping:
         self._write = None
         self._solve_time = 0.0
         self._last = None
-        self._seen = None
         self._opts = (None, None)  # (self.options, the options handed to nsopt.solve with the run's Workspace)
         self._ws = None
         integrator.initialize(self)
@@ -256,11 +255,6 @@ class TimeStepping:
         """Advance one step; returns the step's :class:`nsopt.Solution` (None when no problem was needed)."""
         if not self.has_next_step():
             raise ModelingError(label(self), "T", f"the simulation already reached T = {self.T}")
-        if self._seen != self.nsds._version:
-            for i in self.nsds.interactions:
-                if not hasattr(i, "_lam_warm"):
-                    i._lam_warm = np.zeros(i.size)
-            self._seen = self.nsds._version
         self._last = None
         nit, res, conv, _ = self.integrator.step(self)
         self.k += 1
@@ -318,19 +312,13 @@ class _Segment:
     ranges), in chunks of rows allocated as the run goes (no row is copied when more are needed);
     ``data`` is the current chunk, ``used`` its rows written, ``arrays`` its column views."""
 
-    __slots__ = ("arrays", "chunks", "cols", "count", "data", "ds", "fields", "inter", "left", "rows", "start",
+    __slots__ = ("_ds", "_inter", "arrays", "chunks", "cols", "count", "data", "fields", "left", "rows", "start",
                  "used")
 
     def __init__(self, start, systems, inters, sys_fields, left):
         self.start, self.count, self.left = start, 0, left
-        self.ds, off = {}, 0
-        for ds in systems:
-            self.ds[id(ds)] = (off, off + ds.n)
-            off += ds.n
-        self.inter, m = {}, 0
-        for i in inters:
-            self.inter[id(i)] = (m, m + i.size)
-            m += i.size
+        self._ds, self._inter = systems, inters            # their column tables: at the first look-up
+        off, m = sum(ds.n for ds in systems), sum(i.size for i in inters)
         self.fields = [(f, off) for f in sys_fields] + [(f, m) for f in ("y0", "y1", "lam0", "lam1")]
         self.cols, c = {}, 0
         for f, w in self.fields:
@@ -339,6 +327,29 @@ class _Segment:
         self.rows = max(8, CHUNK_BYTES // (8 * max(1, c)))
         self.chunks, self.data = [], None
         self._alloc(max(1, min(left, self.rows)))
+
+    @staticmethod
+    def _table(objs, size):
+        out, a = {}, 0
+        for o in objs:
+            b = a + size(o)
+            out[id(o)] = (a, b)
+            a = b
+        return out
+
+    @property
+    def ds(self) -> dict:
+        """id(system) -> its columns (lo, hi) in the systems' fields."""
+        if isinstance(self._ds, list):
+            self._ds = self._table(self._ds, lambda ds: ds.n)
+        return self._ds
+
+    @property
+    def inter(self) -> dict:
+        """id(interaction) -> its columns (lo, hi) in the interactions' fields."""
+        if isinstance(self._inter, list):
+            self._inter = self._table(self._inter, lambda i: i.size)
+        return self._inter
 
     def _alloc(self, n):
         if self.data is not None:
