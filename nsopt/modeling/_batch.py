@@ -58,16 +58,20 @@ def _facts(inter, S) -> tuple:
     """What the batch needs of one interaction that changes only with the stacking ``S`` of the systems,
     the interaction's systems, its law or its relation: (size, unilateral, restitution rows
     (:func:`restitution_rows`), global columns, linear?, H.ravel(), D, batch key, system indices, the
-    constant offset b of a linear relation without F (None otherwise)). Kept on the interaction: a
-    topology change rebuilds the batch from the interactions that stay linked."""
+    constant offset b of a linear relation without F (None otherwise), law, relation constant?), or None
+    when the batched path does not take it. Kept on the interaction: a topology change rebuilds the
+    batch from the interactions that stay linked."""
     dss, law, rel = inter.systems, inter.nslaw, inter.relation
     kept = inter.__dict__.get("_batch_facts")
     if kept is not None and kept[0] is S and kept[1] is dss and kept[2] is law and kept[3] is rel:
         return kept[4]
     lin = type(rel) is LagrangianLinearTIR
+    if not (lin or type(rel) is LagrangianScleronomousR) or type(law) not in LAWS:
+        return None                     # not on the batched path
     f = (inter.size, bool(law.unilateral), restitution_rows(law), S.cols(inter), lin,
          rel.H.ravel() if lin else None, rel.D if lin else None, None if lin else rel.batch_key(),
-         tuple(S.index[id(ds)] for ds in dss), rel.offset(None) if lin and rel.F is None else None)
+         tuple(S.index[id(ds)] for ds in dss), rel.offset(None) if lin and rel.F is None else None, law,
+         rel.constant)
     inter._batch_facts = (S, dss, law, rel, f)
     return f
 
@@ -127,9 +131,10 @@ class BatchMoreauJean:
     :meth:`applies` (and ``MoreauJeanOSI(batch=True)``, the default)."""
 
     @staticmethod
-    def applies(osi, sim) -> bool:
+    def applies(osi, sim):
+        """The interactions' facts (:func:`_facts`) when the batched path takes the model, else None."""
         if sim.osns_kind == "gfc3d" or not all(osi._const_ds):
-            return False
+            return None
         S = osi.S
         ok = S.__dict__.get("_batch_systems")        # the systems' part, once per stacking
         if ok is None:
@@ -137,23 +142,23 @@ class BatchMoreauJean:
                                                                              and not ds.has_state_forces)
                                         for ds in S.systems)
         if not ok:
-            return False
-        for i in osi.inters:
-            if type(i.relation) not in (LagrangianLinearTIR, LagrangianScleronomousR) or type(i.nslaw) not in LAWS:
-                return False
-        return True
+            return None
+        facts = [_facts(i, S) for i in osi.inters]
+        return None if None in facts else facts
 
-    def __init__(self, osi, sim, prev=None, new=()):
-        """``prev``: the batch this one replaces after a topology change (the interactions that stay
-        take their outputs, multipliers and warm starts from its stacked arrays); ``new``: the
-        interactions whose outputs are still to be computed (at the systems' current state)."""
+    def __init__(self, osi, sim, facts, prev=None):
+        """``facts``: :meth:`applies`' answer; ``prev``: the batch this one replaces after a topology
+        change (the interactions that stay take their outputs, multipliers and warm starts from its
+        stacked arrays; the outputs of the interactions new to the integrator are computed at the
+        systems' current state)."""
         self.osi = osi
         S, h, th = osi.S, osi.h, osi.theta
         self.sparse = S.ndof > _module("osi").SPARSE_DOFS
         inters = self.inters = osi.inters
         n_i = len(inters)
-        facts = [_facts(i, S) for i in inters]
-        sz, uni, er, cols, lin, Hs, Ds, keys, self.bodies, bs = zip(*facts) if n_i else ((),) * 10
+        (sz, uni, er, cols, lin, Hs, Ds, keys, self.bodies, bs, laws,
+         const) = zip(*facts) if n_i else ((),) * 12
+        self.constant_relations = all(const)
         sizes = self.sizes = np.array(sz, dtype=np.intp)
         first = np.zeros(n_i, dtype=np.intp)
         if n_i:
@@ -170,23 +175,18 @@ class BatchMoreauJean:
         self.E_start = np.zeros(n_i, dtype=np.intp)
         if n_i:
             np.cumsum(counts[:-1], out=self.E_start[1:])
-        owner = np.repeat(np.arange(n_i, dtype=np.intp), counts)
-        k = np.arange(owner.shape[0], dtype=np.intp) - self.E_start[owner]
         cstart = np.zeros(n_i, dtype=np.intp)
         if n_i:
             np.cumsum(nloc[:-1], out=cstart[1:])
         allcols = cat(cols, np.intp).astype(np.intp, copy=False)
-        self.E_row = first[owner] + k // nloc[owner]
-        self.E_col = allcols[cstart[owner] + k % nloc[owner]]
-        self.E_inter = owner
+        self._layout, self._entries = (nloc, counts, cstart, allcols), None    # the entries' index: at first use
         is_lin = np.array(lin, dtype=bool)
         lin_index = np.flatnonzero(is_lin)
-        self.E_val = np.zeros(owner.shape[0])
+        self.E_val = np.zeros(int(counts.sum()))
         self.D = [(int(j), Ds[j]) for j in lin_index if Ds[j] is not None]
         groups: dict = {}
         for j in np.flatnonzero(~is_lin).tolist():
             groups.setdefault(keys[j], []).append(j)
-        self.row_nnz = np.repeat(nloc, sizes)
         # rows belong to one interaction each and its columns are its systems' ranges: two entries on
         # one (row, column) only when an interaction joins a system to itself
         nsys = self.nsys = np.fromiter(map(len, self.bodies), dtype=np.intp, count=n_i)
@@ -202,7 +202,6 @@ class BatchMoreauJean:
             g.Z = (np.zeros((idx.shape[0], 0)) if g.rel.nz == 0 else
                    np.array([osi._Z(inters[j]) for j in members]).reshape(idx.shape[0], g.rel.nz))
             g.rows = (first[idx][:, None] + np.arange(g.rel.m)).ravel()
-            g.entries = _ranges(self.E_start[idx], counts[idx])
             g.rels = None if g.rel.vectorized else [inters[j].relation for j in members]
             self.groups.append(g)
         if lin_index.size:
@@ -212,7 +211,9 @@ class BatchMoreauJean:
             self.E_val[ent] = np.concatenate([Hs[j] for j in li])
             ptr = np.zeros(self.lin_rows.shape[0] + 1, dtype=np.int32)
             np.cumsum(np.repeat(nloc[li], sizes[li]), out=ptr[1:])
-            self.H_lin = sp.csr_matrix((self.E_val[ent], self.E_col[ent].astype(np.int32), ptr),
+            own = np.repeat(li, counts[li])
+            col = allcols[cstart[own] + (ent - self.E_start[own]) % nloc[own]]
+            self.H_lin = sp.csr_matrix((self.E_val[ent], col.astype(np.int32), ptr),
                                        shape=(self.lin_rows.shape[0], S.ndof))     # row-major entries: CSR
             self.H_lin.sort_indices()
             self.b_lin = cat([inters[j].relation.offset(osi._Z(inters[j])) if bs[j] is None else bs[j]
@@ -222,7 +223,7 @@ class BatchMoreauJean:
         # free velocity: R = hCv + hKq + h²θKv - h((1-θ) fext(t0) + θ fext(t1))
         self._S, self.nd = S, S.ndof
         self._systems_part(sim)
-        self._gather(prev, new)
+        self._gather(prev)
         self.bounds = list(zip(first.tolist(), (first + sizes).tolist()))
         self.dirty = True       # attach the systems at the first _publish
         for j, inter in enumerate(inters):      # (their warm starts stay here: Interaction._detach hands them over)
@@ -231,7 +232,7 @@ class BatchMoreauJean:
         self.inter_arr = np.empty(n_i, dtype=object)
         self.inter_arr[:] = inters
         self.law_arr = np.empty(n_i, dtype=object)
-        self.law_arr[:] = [i.nslaw for i in inters]
+        self.law_arr[:] = laws
         self._blocks = self._block_plan() if self.sparse and S.all_diag and not self.D else None
         # the compiled free flight (nsopt.modeling._kernels) of linear time-invariant models
         self.can_fly = (not self.groups and not self.D and self.K is None and self.C is None and self.const_fext
@@ -279,10 +280,11 @@ class BatchMoreauJean:
     def _fext(self, t):
         return np.concatenate([np.zeros(ds.n) if ds._fext is None else ds.fext(t) for ds in self.osi.S.systems])
 
-    def _gather(self, prev, new):
+    def _gather(self, prev):
         """The stacked state (q, v, p, y0, y1, λ0, λ1) and warm starts: the systems' state and the
         kept interactions' rows from ``prev`` (the batch this one replaces) when it has them, the
-        others from the objects; then the outputs of the ``new`` interactions at that state (as
+        others from the objects; then the outputs of the interactions new to the integrator at that
+        state (as
         :meth:`MoreauJeanOSI._update_output` computes them: y = h(Q, Z) or HQ + b + Dλ₀ + FZ, and
         ẏ = G₀V or HV + Dλ₁)."""
         syss, inters, first, sizes = self.osi.S.systems, self.inters, self.first, self.sizes
@@ -303,8 +305,12 @@ class BatchMoreauJean:
                 rn, ro = _ranges(first[keep], sizes[keep]), _ranges(prev.first[jold[keep]], sizes[keep])
                 for a, b in ((Y0, prev.Y0), (Y1, prev.Y1), (L0, prev.L0), (L1, prev.L1), (warm, prev.warm)):
                     a[rn] = b[ro]
+        osi, new = self.osi, []
         for j in np.flatnonzero(jold < 0).tolist():
             inter, (lo, hi) = inters[j], self.bounds_of(j)
+            if inter.__dict__.get("_mj_owner") is not osi:
+                new.append(j)
+                inter._mj_owner = osi
             y, lam = inter.y, inter.lambda_
             Y0[lo:hi], Y1[lo:hi], L0[lo:hi], L1[lo:hi] = y[0], y[1], lam[0], lam[1]
             src = inter._src
@@ -313,8 +319,8 @@ class BatchMoreauJean:
                 warm[lo:hi] = w
         if not new:
             return
-        ids = {id(i) for i in new}
-        fresh = np.fromiter((id(i) in ids for i in inters), dtype=bool, count=n_i)
+        fresh = np.zeros(n_i, dtype=bool)
+        fresh[new] = True
         q, v = self.q, self.v
         if self.lin_rows is not None:
             li = np.flatnonzero(fresh[self.row_inter[self.lin_rows]])     # the new interactions' linear rows
@@ -336,6 +342,20 @@ class BatchMoreauJean:
                 rows = g.rows.reshape(-1, g.rel.m)[sel].ravel()
                 Y0[rows] = g.h(Q, sel).ravel()
                 K.rows_velocity(g.G0(Q, sel), v, cols, rows, Y1)
+
+    def entry_index(self):
+        """(row, column, interaction) of every stacked entry and each row's count, and each group's
+        entries (``_Group.entries``): entry k of interaction j is its row k // nloc_j and its column
+        cols_j[k % nloc_j] (row-major, as H.ravel()). Built at first use (the block path needs none)."""
+        if self._entries is None:
+            nloc, counts, cstart, allcols = self._layout
+            owner = np.repeat(np.arange(len(self.inters), dtype=np.intp), counts)
+            k = np.arange(owner.shape[0], dtype=np.intp) - self.E_start[owner]
+            self._entries = (self.first[owner] + k // nloc[owner], allcols[cstart[owner] + k % nloc[owner]], owner,
+                             np.repeat(nloc, self.sizes))
+            for g in self.groups:
+                g.entries = _ranges(self.E_start[g.index], counts[g.index])
+        return self._entries
 
     def bounds_of(self, j):
         """The stacked rows [lo, hi) of interaction j."""
@@ -589,6 +609,7 @@ class BatchMoreauJean:
         else:
             G = None
             vals = self.E_val
+            self.entry_index()
             if self.groups:
                 vals = vals.copy()
                 for gi, grp in enumerate(self.groups):
@@ -624,10 +645,11 @@ class BatchMoreauJean:
         :func:`~nsopt.modeling.osi.assemble_rows` makes them; the pattern kept per active set)."""
         assemble_rows = _module("osi").assemble_rows
         S = self.osi.S
+        E_row, E_col, E_inter, row_nnz = self.entry_index()
         if not self.sparse:
-            sel = act[self.E_inter]
+            sel = act[E_inter]
             newrow = np.cumsum(act_rows) - 1
-            r, c, m = newrow[self.E_row[sel]], self.E_col[sel], int(newrow[-1]) + 1
+            r, c, m = newrow[E_row[sel]], E_col[sel], int(newrow[-1]) + 1
             if self.unique_entries:         # one entry per (row, column): written, not summed
                 H = np.zeros((m, S.ndof))
                 H[r, c] = vals[sel]
@@ -635,15 +657,15 @@ class BatchMoreauJean:
             return assemble_rows(r, c, vals[sel], m, S.ndof, False)
         pat = self.pattern if self.pattern is not None and self.pattern[0] == key else None
         if pat is None:
-            sel = np.flatnonzero(act[self.E_inter])
+            sel = np.flatnonzero(act[E_inter])
             ma = int(np.count_nonzero(act_rows))
             indptr = np.zeros(ma + 1, dtype=np.int32)
-            np.cumsum(self.row_nnz[act_rows], out=indptr[1:])
-            Ha = sp.csr_matrix((vals[sel], self.E_col[sel], indptr), shape=(ma, S.ndof))
+            np.cumsum(row_nnz[act_rows], out=indptr[1:])
+            Ha = sp.csr_matrix((vals[sel], E_col[sel], indptr), shape=(ma, S.ndof))
             if not Ha.has_sorted_indices:     # entries in row order, columns sorted per row
                 perm = np.lexsort((Ha.indices, np.repeat(np.arange(ma), np.diff(indptr))))
                 sel = sel[perm]
-                Ha = sp.csr_matrix((vals[sel], self.E_col[sel], indptr), shape=(ma, S.ndof))
+                Ha = sp.csr_matrix((vals[sel], E_col[sel], indptr), shape=(ma, S.ndof))
             pat = self.pattern = (key, sel, Ha.indices, indptr, ma)
         else:
             _, sel, cols, indptr, ma = pat

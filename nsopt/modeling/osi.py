@@ -253,23 +253,24 @@ class MoreauJeanOSI(OneStepIntegrator):
                 S.refresh_diag()
             S._mj = key
         self._const_ds = S._const_ds
-        self.nonlinear = any(not c for c in self._const_ds) or any(not i.relation.constant for i in self.inters)
         # Newton iterations only for nonlinear systems; nonlinear relations on linear systems take one
         # pass per step, as Siconos (whose residual of a linear system is zero)
         self.iterate = any(not c for c in self._const_ds)
         self._stamp = None
-        new = [i for i in self.inters if getattr(i, "_mj_owner", None) is not self]   # their outputs to compute
-        for inter in new:
-            inter._mj_owner = self
         self._H_cache = None   # (key, H, left) of the last assembly with constant operators
         self._version = nsds._version
-        self.fast = self.batch and BatchMoreauJean.applies(self, sim)
-        if self.fast:
-            self._fast = BatchMoreauJean(self, sim, getattr(self, "_fast", None), new)
+        facts = BatchMoreauJean.applies(self, sim) if self.batch else None
+        self.fast = facts is not None
+        if self.fast:       # (it computes the outputs of the interactions new to this integrator)
+            self._fast = BatchMoreauJean(self, sim, facts, getattr(self, "_fast", None))
+            self.nonlinear = not self._fast.constant_relations
         else:
+            self.nonlinear = not all(self._const_ds) or any(not i.relation.constant for i in self.inters)
             self._inter_cols = {id(i): self.S.cols(i) for i in self.inters}
-            for inter in new:
-                self._update_output(inter, sim.t)
+            for inter in self.inters:
+                if getattr(inter, "_mj_owner", None) is not self:   # new interactions only
+                    self._update_output(inter, sim.t)
+                    inter._mj_owner = self
             self._fast = None
             for inter in self.inters:
                 inter._detach()
