@@ -551,7 +551,7 @@ class BatchMoreauJean:
             fill.append((f, f + 1 if np.all(two[grp.index]) else None))
         # pairs of slots on one system (every (p, q) with the same body), ordered by (a, b)
         tp, tq, ta, tb, run, mirror = K.block_pairs(slot_inter, slot_body, len(inters), len(S.systems))
-        dinv = (1.0 / S._d).reshape(len(S.systems), n)[slot_body][:, None, :]
+        dinv = (1.0 / S._d).reshape(len(S.systems), n)[slot_body]
         slot_off = slot_body * n                        # every system has n columns
         return {"m": m, "slot_idx": slot_idx, "G_const": G_const, "fill": fill, "dinv": dinv, "tp": tp, "tq": tq,
                 "ta": ta, "tb": tb, "run": run, "mirror": mirror, "slot_inter": slot_inter, "slot_off": slot_off}
@@ -562,7 +562,7 @@ class BatchMoreauJean:
         grouped by system (the same numbers to rounding). ``G``: the slot blocks."""
         P = self._blocks
         m, nb = P["m"], int(np.count_nonzero(act))
-        ptr, ind, dat = K.block_delassus_for(m, G.shape[2])(G, G * P["dinv"], P["tp"], P["tq"], P["run"], P["mirror"],
+        ptr, ind, dat = K.block_delassus_for(m, G.shape[2])(G, P["dinv"], P["tp"], P["tq"], P["run"], P["mirror"],
                                                            P["ta"], P["tb"], act)
         W = sp.csr_matrix((dat, ind, ptr), shape=(nb * m, nb * m))
         W.has_canonical_format = True    # the blocks of a row come in increasing column, once each

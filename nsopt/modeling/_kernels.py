@@ -205,12 +205,12 @@ def block_pairs(slot_inter, slot_body, n_inter, n_body):  # pragma: no cover  (c
 
 
 @njit(inline="always")
-def _block_delassus(m, n, G, Gs, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover  (compiled)
+def _block_delassus(m, n, G, dinv, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover  (compiled)
     r"""W of the active interactions in block form (the plan of ``BatchMoreauJean._block_plan``):
     :math:`W_{ab} = \sum_s G_{a,s}D_s^{-1}G_{b,s}^\top`. The (slot p, slot q) pairs ``tp, tq`` of the
     interactions ``ta, tb`` are sorted by (a, b) and cut into runs of one (a, b) (``run``: the starts);
-    ``mirror[r]`` is the run of (b, a). ``G[p]`` is the block of slot p (m x n), ``Gs[p]`` the same with
-    its columns scaled by :math:`D_s^{-1}`. Blocks with a <= b are summed, the others are copied
+    ``mirror[r]`` is the run of (b, a). ``G[p]`` is the block of slot p (m x n), ``dinv[p]`` (n,) the
+    inverse diagonal :math:`D_s^{-1}` of its system. Blocks with a <= b are summed, the others are copied
     transposed from their mirror (W is symmetric; the mirror comes first in the (a, b) order).
     Returns the CSR (indptr, indices, data), canonical. Inlined into :func:`block_delassus_for`
     (m, n compile-time constants: the small loops unrolled)."""
@@ -250,7 +250,7 @@ def _block_delassus(m, n, G, Gs, tp, tq, run, mirror, ta, tb, act):  # pragma: n
                     for w in range(run[r], run[r + 1]):
                         p, q = tp[w], tq[w]
                         for j in range(n):
-                            s += G[p, i, j] * Gs[q, k, j]
+                            s += G[p, i, j] * (G[q, k, j] * dinv[q, j])
                     data[base + i * rowlen + k] = s
         else:
             bm, rowlen_m = start[mirror[r]], nblk[B] * m
@@ -272,8 +272,8 @@ def block_delassus_for(m: int, n: int):
     loops over a block are unrolled: about twice as fast for 3 x 6), one per (m, n) and process."""
     f = _BLOCK_DELASSUS.get((m, n))
     if f is None:
-        def f(G, Gs, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover  (compiled)
-            return _block_delassus(m, n, G, Gs, tp, tq, run, mirror, ta, tb, act)
+        def f(G, dinv, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover  (compiled)
+            return _block_delassus(m, n, G, dinv, tp, tq, run, mirror, ta, tb, act)
         f = _BLOCK_DELASSUS[(m, n)] = njit(f)
     return f
 
