@@ -21,7 +21,9 @@ systems and the Newton loop, ``gfc3d``, other laws) takes the per-interaction pa
 
 from __future__ import annotations
 
+import collections
 import itertools
+import operator
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,6 +47,7 @@ def _module(name):
     return mod
 
 
+_SRC = operator.attrgetter("_src")
 LAWS = (NewtonImpactNSL, ComplementarityConditionNSL, NewtonImpactFrictionNSL, EqualityConditionNSL, RelayNSL)
 
 
@@ -184,9 +187,11 @@ class BatchMoreauJean:
         lin_index = np.flatnonzero(is_lin)
         self.E_val = np.zeros(int(counts.sum()))
         self.D = [(int(j), Ds[j]) for j in lin_index if Ds[j] is not None]
-        groups: dict = {}
-        for j in np.flatnonzero(~is_lin).tolist():
-            groups.setdefault(keys[j], []).append(j)
+        nonlin = np.flatnonzero(~is_lin)
+        ids: dict = {}
+        gid = np.array([ids.setdefault(keys[j], len(ids)) for j in nonlin.tolist()], dtype=np.intp)
+        order = np.argsort(gid, kind="stable")          # the interactions of each batch key, in order
+        cuts = np.searchsorted(gid[order], np.arange(len(ids) + 1))
         # rows belong to one interaction each and its columns are its systems' ranges: two entries on
         # one (row, column) only when an interaction joins a system to itself
         nsys = self.nsys = np.fromiter(map(len, self.bodies), dtype=np.intp, count=n_i)
@@ -195,9 +200,11 @@ class BatchMoreauJean:
         two = (np.cumsum(nsys) - nsys)[nsys == 2]
         self.unique_entries = not np.any(body[two] == body[two + 1])
         self.groups = []
-        for members in groups.values():
-            g = _Group(inters[members[0]].relation)
-            idx = g.index = np.array(members, dtype=np.intp)
+        for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+            idx = nonlin[order[a:b]]
+            g = _Group(inters[idx[0]].relation)
+            g.index = idx
+            members = idx.tolist()
             g.cols = allcols[_ranges(cstart[idx], nloc[idx])].reshape(idx.shape[0], -1)
             g.Z = (np.zeros((idx.shape[0], 0)) if g.rel.nz == 0 else
                    np.array([osi._Z(inters[j]) for j in members]).reshape(idx.shape[0], g.rel.nz))
@@ -226,8 +233,8 @@ class BatchMoreauJean:
         self._gather(prev)
         self.bounds = list(zip(first.tolist(), (first + sizes).tolist()))
         self.dirty = True       # attach the systems at the first _publish
-        for j, inter in enumerate(inters):      # (their warm starts stay here: Interaction._detach hands them over)
-            inter._src = (self, j)
+        # (their warm starts stay here: Interaction._detach hands them over)
+        collections.deque(map(setattr, inters, itertools.repeat("_src"), zip(itertools.repeat(self), range(n_i))), 0)
         self.key = self.pattern = self.rows = None      # the last active set, its G0 pattern, its rows (G or H_a)
         self.inter_arr = np.empty(n_i, dtype=object)
         self.inter_arr[:] = inters
@@ -299,7 +306,7 @@ class BatchMoreauJean:
         warm = self.warm = np.zeros(m)
         jold = np.full(n_i, -1, dtype=np.intp)
         if prev is not None:
-            jold[:] = [s[1] if (s := i._src) is not None and s[0] is prev else -1 for i in inters]
+            jold[:] = [s[1] if s is not None and s[0] is prev else -1 for s in map(_SRC, inters)]
             keep = np.flatnonzero(jold >= 0)
             if keep.size:
                 rn, ro = _ranges(first[keep], sizes[keep]), _ranges(prev.first[jold[keep]], sizes[keep])
