@@ -134,20 +134,16 @@ class Solution:
     def _make(cls, problem, method, status, error, tol, nit, solve_time, x, history=None, message="",
               info=None, options=None, build_time=0.0):
         """The Solution of :func:`nsopt.solve` built without the dataclass' ``__init__`` (the same
-        fields; what a re-solve loop saves is its per-call cost). ``x``: the problem's variables."""
+        fields; what a re-solve loop saves is its per-call cost). ``x``: the problem's variables;
+        ``message``: a str, or (format, values) formatted when it is first read."""
         s = object.__new__(cls)
         # the variables it does not carry and a history of None: the dataclass' class defaults
-        d = {"problem": problem, "method": method, "status": status, "error": error, "tol": tol, "nit": nit,
-             "solve_time": solve_time, "message": message, "info": info, "trace": [], "options": options,
-             "build_time": build_time}
-        d.update(x)
+        s.__dict__ = {"problem": problem, "method": method, "status": status, "error": error, "tol": tol,
+                      "nit": nit, "solve_time": solve_time, "message": message,
+                      "info": {} if info is None else info, "trace": [],
+                      "options": {} if options is None else options, "build_time": build_time, **x}
         if history is not None:
-            d["history"] = history
-        if info is None:
-            d["info"] = {}
-        if options is None:
-            d["options"] = {}
-        s.__dict__ = d
+            s.history = history
         return s
 
     @property
@@ -188,3 +184,19 @@ class Solution:
         kind = getattr(self.problem, "kind", type(self.problem).__name__)
         return (f"Solution(kind={kind!r}, method={self.method!r}, status={self.status.value!r}, "
                 f"error={self.error:.3e}, nit={self.nit}, solve_time={self.solve_time:.3g}s)")
+
+
+def _get_message(self) -> str:
+    m = self.__dict__.get("message", "")
+    if type(m) is tuple:        # (format, values) from a re-solve plan: formatted at the first read
+        m = self.__dict__["message"] = m[0] % m[1]
+    return m
+
+
+def _set_message(self, value):
+    self.__dict__["message"] = value
+
+
+# ``message`` of a re-solve loop's Solutions is mostly never read: a plan may hand over (format, values)
+# (``Solution._make``), and the text is made when it is asked for
+Solution.message = property(_get_message, _set_message, doc="What the method says about its stop.")

@@ -389,3 +389,34 @@ def test_newton_dense_plan_gives_the_full_path_solution(method, kw, no_full_path
             fast = nsopt.solve(pk, method, workspace=ws, warm_start=warm_fast, **kw)
             _same(fast, full)
             prev_fast, prev_full = fast, full
+
+
+def test_plan_message_is_made_when_read_and_travels():
+    """The plan hands its message over unformatted; reading, comparing, pickling and to_record see
+    the monitor's text, as the full path writes it."""
+    import pickle
+
+    p, _ = g.friction_contact(2, seed=3)
+    ws = nsopt.Workspace()
+    first = nsopt.solve(p, "nsgs", workspace=ws)
+    pk = p.replace(q=np.asarray(p.q) * 1.01)
+    fast = nsopt.solve(pk, "nsgs", workspace=ws, warm_start=first)
+    full = nsopt.solve(pk, "nsgs", warm_start=first)
+    assert fast.success and type(fast.__dict__["message"]) is tuple
+    back = pickle.loads(pickle.dumps(fast))
+    assert back.message == fast.message == full.message and isinstance(fast.message, str)
+    assert fast.to_record()["message"] == full.message
+    fast.message = "edited"
+    assert fast.message == "edited"
+
+
+def test_plan_warm_start_from_an_edited_solution():
+    """The plan's own last Solution is taken as it is; one whose r was replaced by a vector of the
+    wrong size goes to the full path's check (an OptionError, no read past the array)."""
+    p, _ = g.friction_contact(3, seed=4)
+    ws = nsopt.Workspace()
+    prev = nsopt.solve(p, "nsgs", workspace=ws)
+    prev = nsopt.solve(p.replace(q=np.asarray(p.q) * 1.02), "nsgs", workspace=ws, warm_start=prev)
+    prev.r = np.zeros(2)
+    with pytest.raises(OptionError):
+        nsopt.solve(p.replace(q=np.asarray(p.q) * 1.03), "nsgs", workspace=ws, warm_start=prev)

@@ -307,18 +307,19 @@ class Problem:
         """The short path of ``replace(name=value)`` for a vector field whose only constraint is its
         size (q of an LCP or a friction-contact problem, the re-solve of a time-stepping loop): only
         that vector is checked; the other fields and the cache are shared as they are."""
-        n = self.__dict__[name].shape[0]
+        d = self.__dict__
+        n = d[name].shape[0]
         if type(value) is np.ndarray and value.ndim == 1 and value.shape[0] == n and value.dtype == FLOAT64:
             a = value.copy()             # as_vector's common case, inline (a re-solve loop's per-step cost)
-            if not all_finite(a):
+            if not (math.isfinite(sum(a.tolist())) if n <= 32 else all_finite(a)) and not all_finite(a):
                 raise ProblemError(name, "has non-finite entries (nan or inf)", owner)
             a.setflags(write=False)
         else:
             a = as_vector(value, name, owner, size=n)
         new = object.__new__(type(self))
-        d = new.__dict__
-        d.update(self.__dict__)          # the fields, the shared cache and the frozen flag
-        d[name] = a
+        nd = new.__dict__
+        nd.update(d)                     # the fields, the shared cache and the frozen flag
+        nd[name] = a
         return new
 
     @classmethod

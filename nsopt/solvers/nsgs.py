@@ -213,6 +213,9 @@ def _measured(problem, r, sw, qnorm):
 _STATUS = {K.SOLVED: Status.SOLVED, K.MAX_ITER: Status.MAX_ITER, K.NON_FINITE: Status.NUMERICAL_ERROR}
 
 
+_FRESH, _RUNNING, _BAD_START, _SOLVED = K.FRESH, K.RUNNING, K.BAD_START, Status.SOLVED
+
+
 class _Plan:
     """The re-solve plan of ``nsgs`` on fc2d/fc3d (:func:`nsopt.registry.plan`): the whole solve in
     one compiled call (:func:`_gs_kernels.nsgs_fc_solve`: the chunks, best iterate and stops of
@@ -225,7 +228,7 @@ class _Plan:
         self.tol = tol
         self.max_iter = DEFAULT_MAX_ITER if max_iter is None else max_iter
         self.local_tol, self.local_max_iter, self.omega, _, self.resync = opts
-        self.W = self.sw = None
+        self.W = self.sw = self.last = None
         self.state = np.empty(5, dtype=np.int64)
         self.best = np.empty(3)
 
@@ -241,6 +244,11 @@ class _Plan:
         cap = max(1, int(WORK_PER_CHUNK // max(sw.work, 1)))
         self.cap, self.budget = cap, 4 * cap
         self.errs = np.empty(max(1, min(cap, self.max_iter)))
+        # the kernel's arguments before q, between u and qnorm, after qnorm (one tuple each: a call
+        # unpacks them in C)
+        self.head = (self.dim, sw.ptr, sw.idx, sw.val, sw.D)
+        self.mid = (sw.order, self.tol, self.max_iter, self.local_tol, self.local_max_iter, self.omega)
+        self.tail = (self.resync, self.errs, self.best_r, self.best, cap, self.state, self.budget) + tuple(self.csr)
         return sw
 
     def __call__(self, problem, warm_start, options):
@@ -256,6 +264,8 @@ class _Plan:
         n = q.shape[0]
         if warm_start is None:
             r = np.zeros(n)
+        elif warm_start is self.last and warm_start.r.shape[0] == n:   # this plan's last Solution
+            r = warm_start.r.copy()
         elif type(warm_start) is Solution:     # a previous solve of this kind (warm_start_of's cheap case)
             r0, p0 = warm_start.r, warm_start.problem
             if type(p0) is not self.cls or p0.dim != self.dim or r0 is None or r0.shape[0] != n \
@@ -266,37 +276,38 @@ class _Plan:
             r = warm_start.copy()              # checked finite by the kernel
         else:
             return None                        # validated by the full path
-        sw, state, best = self.sw, self.state, self.best
+        state = self.state
         u = np.empty(n)
-        state[3] = K.FRESH
-        qnorm = norm2(q)
+        state[3] = _FRESH
+        qnorm = math.hypot(*q.tolist()) if n <= 16 else norm2(q)     # (norm2's own short path)
+        solve = K.nsgs_fc_solve
         while True:
-            K.nsgs_fc_solve(self.dim, sw.ptr, sw.idx, sw.val, sw.D, q, problem.mu, r, u, sw.order, self.tol,
-                            self.max_iter, self.local_tol, self.local_max_iter, self.omega, qnorm, self.resync,
-                            self.errs, self.best_r, best, self.cap, state, self.budget, *self.csr)
-            if state[3] != K.RUNNING:
+            solve(*self.head, q, problem.mu, r, u, *self.mid, qnorm, *self.tail)
+            if state[3] != _RUNNING:
                 break
         k, _, fails, code, measured = state.tolist()
-        if code == K.BAD_START:
+        if code == _BAD_START:
             return None
-        best_err, last, err = best.tolist()
+        best_err, last, err = self.best.tolist()
         if measured:             # the last iterate is the best: u and its error as nsgs_fc returns them
             x = {"r": r, "u": u}
         elif last <= best_err:   # the same, u by BLAS (a large dense W)
-            u, err = _measured(problem, r, sw, qnorm)
+            u, err = _measured(problem, r, self.sw, qnorm)
             x = {"r": r, "u": u}
         else:                    # the best iterate, u and the error recomputed (as nsopt.solve does)
             x = problem.complete({"r": self.best_r.copy()})
             err = float(problem.error_of(x))
-        if code == K.SOLVED:
-            msg = f"error {last:.3g} <= tol after {k} iteration(s)"
+        if code == K.SOLVED:     # (the monitor's message, formatted when it is read)
+            msg = ("error %.3g <= tol after %d iteration(s)", (last, k))
         elif code == K.MAX_ITER:
             msg = f"no convergence in {k} iteration(s) (best error {best_err:.3g})"
         else:
             msg = f"non-finite error after {k} iteration(s)"
-        return Solution._make(problem, "nsgs", Status.SOLVED if err <= self.tol else judged(_STATUS[code], err, self.tol),
-                              err, self.tol, k, time.perf_counter() - t0, x, None, msg, {"local_failures": fails},
-                              dict(options) if options else {}, build)
+        sol = Solution._make(problem, "nsgs", _SOLVED if err <= self.tol else judged(_STATUS[code], err, self.tol),
+                             err, self.tol, k, time.perf_counter() - t0, x, None, msg, {"local_failures": fails},
+                             dict(options) if options else {}, build)
+        self.last = sol if math.isfinite(err) else None      # (a finite r of this W: a warm start as it is)
+        return sol
 
 
 @plan(("fc2d", "fc3d"), "nsgs")
