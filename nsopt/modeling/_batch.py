@@ -364,6 +364,19 @@ class BatchMoreauJean:
                 g.entries = _ranges(self.E_start[g.index], counts[g.index])
         return self._entries
 
+    def _mu(self, idx):
+        """The friction coefficients of the interactions ``idx`` (read-only), or None when a law has
+        none. The laws' μ were checked (finite, >= 0) when they were made."""
+        mu = self.__dict__.get("_mu_all")
+        if mu is None:
+            mus = [getattr(law, "mu", None) for law in self.law_arr]
+            mu = self._mu_all = np.array(mus, dtype=float) if None not in mus else False
+        if mu is False:
+            return None
+        out = mu[idx]
+        out.setflags(write=False)
+        return out
+
     def bounds_of(self, j):
         """The stacked rows [lo, hi) of interaction j."""
         lo = int(self.first[j])
@@ -544,11 +557,7 @@ class BatchMoreauJean:
         # a slot: one (interaction a, its l-th system) block G_{a,s} of m x n entries
         nsys, slot_body = self.nsys, self.slot_body
         slot_inter = np.repeat(np.arange(len(inters), dtype=np.intp), nsys)
-        slot_l = _ranges(np.zeros(len(inters), dtype=np.intp), nsys)
-        nloc = (n * nsys)[slot_inter]
-        slot_idx = (self.E_start[slot_inter][:, None, None] + np.arange(m)[None, :, None] * nloc[:, None, None]
-                    + (slot_l * n)[:, None, None] + np.arange(n)[None, None, :])
-        G_const = self.E_val[slot_idx]                 # the linear relations' blocks; the others per step
+        G_const = K.slot_blocks(self.E_val, self.E_start, nsys, m, n)   # the linear relations' blocks; the others per step
         # the first (and second) slot of each interaction: slots are in interaction order
         first_of = np.cumsum(nsys) - nsys
         two = nsys > 1
@@ -560,7 +569,7 @@ class BatchMoreauJean:
         tp, tq, ta, tb, run, mirror = K.block_pairs(slot_inter, slot_body, len(inters), len(S.systems))
         dinv = (1.0 / S._d).reshape(len(S.systems), n)[slot_body]
         slot_off = slot_body * n                        # every system has n columns
-        return {"m": m, "slot_idx": slot_idx, "G_const": G_const, "fill": fill, "dinv": dinv, "tp": tp, "tq": tq,
+        return {"m": m, "G_const": G_const, "fill": fill, "dinv": dinv, "tp": tp, "tq": tq,
                 "ta": ta, "tb": tb, "run": run, "mirror": mirror, "slot_inter": slot_inter, "slot_off": slot_off}
 
     def _block_delassus(self, G, act):
@@ -640,7 +649,7 @@ class BatchMoreauJean:
         self.key = key
         asm = Assembly(key=key, interactions=self.inter_arr[idx].tolist(), q=qo, W=W, constant=not osi.nonlinear,
                        H=Ha, vfree=vfree, osi=osi, warm=self.warm[act_rows], laws=self.law_arr[idx].tolist(),
-                       trusted_W=G is not None and W is not None)
+                       trusted_W=G is not None and W is not None, mu=self._mu(idx))
         lam = sim.solve_assembly(asm)
         self.warm[act_rows] = lam
         if G is not None:

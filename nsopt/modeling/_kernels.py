@@ -125,6 +125,27 @@ def lean_post(buf, out, nd, vfree, lam, rows, Ha, d, c1, c2, Hd, b, warm):  # pr
 
 
 @njit(cache=True)
+def slot_blocks(E_val, E_start, nsys, m, n):  # pragma: no cover  (compiled)
+    r"""The blocks :math:`G_{a,s}` (m x n) of the stacked entries ``E_val``: slot (a, l), the l-th system
+    of interaction a, holds the entries E_start[a] + i (nsys[a] n) + l n + j (a's rows are row-major
+    over its systems' columns). Slots in interaction order."""
+    S = 0
+    for a in range(nsys.shape[0]):
+        S += nsys[a]
+    G = np.empty((S, m, n))
+    s = 0
+    for a in range(nsys.shape[0]):
+        w = nsys[a] * n
+        for l in range(nsys[a]):
+            base = E_start[a] + l * n
+            for i in range(m):
+                for j in range(n):
+                    G[s, i, j] = E_val[base + i * w + j]
+            s += 1
+    return G
+
+
+@njit(cache=True)
 def block_pairs(slot_inter, slot_body, n_inter, n_body):  # pragma: no cover  (compiled)
     r"""The (slot p, slot q) pairs on a common system, for :func:`_block_delassus`: slots are the
     (interaction, system) blocks in interaction order, at most two per interaction. Returns ``tp, tq``

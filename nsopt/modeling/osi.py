@@ -118,6 +118,7 @@ class Assembly:
     warm: np.ndarray | None = None   # the warm start, when the integrator keeps it stacked (it stores λ too)
     laws: list | None = None         # the interactions' laws, when the integrator has them at hand
     trusted_W: bool = False          # W built by a compiled assembly in validated form (canonical CSR, finite)
+    mu: np.ndarray | None = None     # the laws' friction coefficients (read-only, checked), when the integrator keeps them
 
 
 class OneStepIntegrator:

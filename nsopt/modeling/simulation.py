@@ -304,6 +304,7 @@ class TimeStepping:
 
 
 CHUNK_BYTES = 1 << 22     # a segment's rows are allocated in blocks of about 4 MB (or the run's remaining rows)
+FIRST_ROWS = 8            # a segment's first block: rows (the next ones double)
 
 
 class _Segment:
@@ -324,9 +325,9 @@ class _Segment:
         for f, w in self.fields:
             self.cols[f] = (c, c + w)
             c += w
-        self.rows = max(8, CHUNK_BYTES // (8 * max(1, c)))
+        self.rows = max(FIRST_ROWS, CHUNK_BYTES // (8 * max(1, c)))
         self.chunks, self.data = [], None
-        self._alloc(max(1, min(left, self.rows)))
+        self._alloc(max(1, min(left, FIRST_ROWS)))     # (a contact detection may end it after a few steps)
 
     @staticmethod
     def _table(objs, size):
@@ -358,15 +359,15 @@ class _Segment:
         self.arrays = {f: self.data[:, a:b] for f, (a, b) in self.cols.items()}
 
     def trim(self):
-        """Drop the rows never written."""
-        if self.data.shape[0] > self.used:
+        """Drop the rows never written, when they are more than the rows written."""
+        if self.data.shape[0] - self.used > self.used:
             self.data = self.data[:self.used].copy()
             self.arrays = {f: self.data[:, a:b] for f, (a, b) in self.cols.items()}
 
     def reserve(self, n):
         """Room for n more rows in the current chunk (a new chunk when it is full); the index of the first."""
-        if self.data.shape[0] < self.used + n:
-            self._alloc(max(n, min(self.rows, max(16, self.left - self.count))))
+        if self.data.shape[0] < self.used + n:     # chunks double up to ``rows`` (about CHUNK_BYTES)
+            self._alloc(max(n, min(self.rows, self.left - self.count, 2 * (self.count + FIRST_ROWS))))
         return self.used
 
     def advance(self, n):
@@ -602,11 +603,14 @@ def _build_avi(asm):
 
 
 def _build_fc(asm, dim):
-    """FrictionContact of the step; a W the batched assembly built in validated form is taken as it is
-    (:meth:`nsopt.problems.Problem.assembled`), q and mu are checked."""
-    mu = np.array([law.mu for law in _laws(asm)])
-    if asm.trusted_W:
-        return FrictionContact.assembled(("W",), dim=dim, W=asm.W, q=asm.q, mu=mu)
+    """FrictionContact of the step; a W the batched assembly built in validated form, and the μ it
+    keeps, are taken as they are (:meth:`nsopt.problems.Problem.assembled`); q is checked."""
+    if asm.mu is not None:
+        mu, trusted = asm.mu, (("W", "mu") if asm.trusted_W else ("mu",))
+    else:
+        mu, trusted = np.array([law.mu for law in _laws(asm)]), (("W",) if asm.trusted_W else ())
+    if trusted:
+        return FrictionContact.assembled(trusted, dim=dim, W=asm.W, q=asm.q, mu=mu)
     return FrictionContact(dim, asm.W, asm.q, mu)
 
 
