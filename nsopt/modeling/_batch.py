@@ -155,50 +155,164 @@ class BatchMoreauJean:
         stacked arrays; the outputs of the interactions new to the integrator are computed at the
         systems' current state)."""
         self.osi = osi
-        S, h, th = osi.S, osi.h, osi.theta
+        S = osi.S
         self.sparse = S.ndof > _module("osi").SPARSE_DOFS
-        inters = self.inters = osi.inters
+        self._S, self.nd = S, S.ndof
+        self._systems_part(sim)
+        self.inters = list(osi.inters)
+        self.alive, self.n_dead = np.ones(len(self.inters), dtype=bool), 0
+        self.P = self._primary(facts, self.inters)
+        self._secondary()
+        self._gather(prev)
+        self.dirty = True       # attach the systems at the first _publish
+        # (their warm starts stay here: Interaction._detach hands them over)
+        collections.deque(map(setattr, self.inters, itertools.repeat("_src"),
+                              zip(itertools.repeat(self), range(len(self.inters)))), 0)
+        self.key = self.pattern = self.rows = None      # the last active set, its G0 pattern, its rows (G or H_a)
+        self._publish()
+
+    def follow(self, changes, sim) -> bool:
+        """Follow a topology change in place when it removed interactions of this batch and linked new
+        ones (what contact detection does): a removed interaction is detached and its rows stay, never
+        active, until the next full build (when they make more than a quarter of the rows); the new ones
+        are appended and what follows from them is rebuilt, without a pass over the others. False when
+        the change is another one (a system inserted, an interaction this batch does not hold, one
+        the batched path does not take): the caller builds a new batch."""
+        if self.can_fly:            # (the compiled twins keep their own index sets: a new batch)
+            return False
+        added, removed = [], []
+        for what, obj in changes:
+            if what == "link":
+                added.append(obj)
+            elif what != "remove":
+                return False
+            elif any(a is obj for a in added):
+                added = [a for a in added if a is not obj]
+            else:
+                removed.append(obj)
+        dead = []
+        for inter in removed:
+            src = inter._src
+            if src is None or src[0] is not self or not self.alive[src[1]]:
+                return False
+            dead.append(src[1])
+        S = self._S
+        facts = [_facts(i, S) for i in added]
+        n_all = len(self.inters) + len(added)
+        if None in facts or 4 * (self.n_dead + len(dead)) > n_all or any(not i.systems for i in added):
+            return False
+        for inter in removed:
+            inter._detach()
+        self.alive[dead] = False
+        self.n_dead += len(dead)
+        if added:
+            self._append(added, facts)
+        else:
+            self.constant_relations = bool(np.all(self.P["const"][self.alive]))
+        self.key = self.pattern = self.rows = None
+        return True
+
+    def _append(self, added, facts):
+        """Append interactions new to this batch: the primary data joined, the rest rebuilt, the stacked
+        state extended (their outputs computed at the systems' current state)."""
+        n0, m0, nd = len(self.inters), self.mtot, self.nd
+        self.P = self._joined(self.P, self._primary(facts, added))
+        self.inters.extend(added)
+        self.alive = np.concatenate([self.alive, np.ones(len(added), dtype=bool)])
+        old, warm0 = self.buf, self.warm
+        parts = [old[3 * nd + k * m0:3 * nd + (k + 1) * m0] for k in range(4)]
+        self._secondary()
+        m = self.mtot
+        buf = np.empty(3 * nd + 4 * m)
+        buf[:3 * nd] = old[:3 * nd]
+        for k in range(4):
+            buf[3 * nd + k * m:3 * nd + k * m + m0] = parts[k]
+        self._set_state(buf)
+        self.warm = np.zeros(m)
+        self.warm[:m0] = warm0
+        jold = np.full(len(self.inters), -1, dtype=np.intp)
+        jold[:n0] = -2              # rows in place already
+        self._fill_new(jold)
+        for j, inter in enumerate(added, n0):
+            inter._src = (self, j)
+        self._publish()
+
+    def _primary(self, facts, inters) -> dict:
+        """The interactions' data stacked (from their :func:`_facts`): per interaction ``sizes``,
+        ``unilateral``, ``const`` (relation constant), ``lin`` (LagrangianLinearTIR), ``nloc``
+        (columns), ``nsys``, ``keys`` (batch key, None for linear), ``laws``; per stacked row ``erow``
+        (restitution) and ``b`` (the linear relations' offset b + FZ); per column ``cols`` (global);
+        per entry ``E_val`` (H of the linear relations, row-major, zeros for the others); per slot
+        ``body`` (the systems); ``D``: {interaction: D}. Appending interactions concatenates these."""
+        n_i = len(facts)
+        (sz, uni, er, cols, lin, Hs, Ds, keys, bodies, bs, laws, const) = zip(*facts) if n_i else ((),) * 12
+        cat = (lambda a, dt=float: np.concatenate(a) if a else np.zeros(0, dtype=dt))
+        sizes = np.array(sz, dtype=np.intp)
+        nloc = np.fromiter(map(len, cols), dtype=np.intp, count=n_i)
+        is_lin = np.array(lin, dtype=bool)
+        counts = sizes * nloc
+        E_val = np.zeros(int(counts.sum()))
+        b = np.zeros(int(sizes.sum()))
+        li = np.flatnonzero(is_lin)
+        if li.size:
+            starts = np.cumsum(counts) - counts
+            E_val[_ranges(starts[li], counts[li])] = np.concatenate([Hs[j] for j in li.tolist()])
+            first = np.cumsum(sizes) - sizes
+            osi = self.osi
+            b[_ranges(first[li], sizes[li])] = np.concatenate(
+                [inters[j].relation.offset(osi._Z(inters[j])) if bs[j] is None else bs[j] for j in li.tolist()])
+        key_arr = np.empty(n_i, dtype=object)
+        key_arr[:] = keys
+        law_arr = np.empty(n_i, dtype=object)
+        law_arr[:] = laws
+        nsys = np.fromiter(map(len, bodies), dtype=np.intp, count=n_i)
+        return {"sizes": sizes, "unilateral": np.array(uni, dtype=bool), "const": np.array(const, dtype=bool),
+                "lin": is_lin, "nloc": nloc, "nsys": nsys, "keys": key_arr, "laws": law_arr, "erow": cat(er),
+                "b": b, "cols": cat(cols, np.intp).astype(np.intp, copy=False), "E_val": E_val,
+                "body": np.fromiter(itertools.chain.from_iterable(bodies), dtype=np.intp, count=int(nsys.sum())),
+                "D": {j: Ds[j] for j in li.tolist() if Ds[j] is not None}}
+
+    @staticmethod
+    def _joined(P, Q) -> dict:
+        """Primary data of the interactions of ``P`` followed by those of ``Q``."""
+        n = P["sizes"].shape[0]
+        out = {k: np.concatenate([P[k], Q[k]]) for k in P if k != "D"}
+        out["D"] = {**P["D"], **{j + n: D for j, D in Q["D"].items()}}
+        return out
+
+    def _secondary(self):
+        """What follows from the primary data and the interactions: the stacked layout (rows, entries,
+        columns, slots), the groups of scleronomous relations, the linear relations' H and b, the
+        block plan of W, the compiled free flight of linear time-invariant models."""
+        P, inters, osi, S = self.P, self.inters, self.osi, self._S
         n_i = len(inters)
-        (sz, uni, er, cols, lin, Hs, Ds, keys, self.bodies, bs, laws,
-         const) = zip(*facts) if n_i else ((),) * 12
-        self.constant_relations = all(const)
-        sizes = self.sizes = np.array(sz, dtype=np.intp)
-        first = np.zeros(n_i, dtype=np.intp)
-        if n_i:
-            first[1:] = np.cumsum(sizes)[:-1]
+        sizes, nloc, nsys = P["sizes"], P["nloc"], P["nsys"]
+        self.sizes, self.nsys, self.slot_body = sizes, nsys, P["body"]
+        self.unilateral, self.erow, self.E_val = P["unilateral"], P["erow"], P["E_val"]
+        self.constant_relations = bool(np.all(P["const"][self.alive]))
+        first = np.cumsum(sizes) - sizes
         self.first, self.mtot = first, int(sizes.sum())
         self.row_inter = np.repeat(np.arange(n_i), sizes)
-        self.unilateral = np.array(uni, dtype=bool)
-        cat = (lambda a, dt=float: np.concatenate(a) if a else np.zeros(0, dtype=dt))
-        self.erow = cat(er)
         # entries of the stacked rows: (row, column, interaction) and the constant values; entry k of
         # interaction j is its row k // nloc_j and its column cols_j[k % nloc_j] (row-major, as H.ravel())
-        nloc = np.fromiter(map(len, cols), dtype=np.intp, count=n_i)
         counts = sizes * nloc
-        self.E_start = np.zeros(n_i, dtype=np.intp)
-        if n_i:
-            np.cumsum(counts[:-1], out=self.E_start[1:])
-        cstart = np.zeros(n_i, dtype=np.intp)
-        if n_i:
-            np.cumsum(nloc[:-1], out=cstart[1:])
-        allcols = cat(cols, np.intp).astype(np.intp, copy=False)
+        self.E_start = np.cumsum(counts) - counts
+        cstart = np.cumsum(nloc) - nloc
+        allcols = P["cols"]
         self._layout, self._entries = (nloc, counts, cstart, allcols), None    # the entries' index: at first use
-        is_lin = np.array(lin, dtype=bool)
+        is_lin = P["lin"]
         lin_index = np.flatnonzero(is_lin)
-        self.E_val = np.zeros(int(counts.sum()))
-        self.D = [(int(j), Ds[j]) for j in lin_index if Ds[j] is not None]
-        nonlin = np.flatnonzero(~is_lin)
-        ids: dict = {}
-        gid = np.array([ids.setdefault(keys[j], len(ids)) for j in nonlin.tolist()], dtype=np.intp)
-        order = np.argsort(gid, kind="stable")          # the interactions of each batch key, in order
-        cuts = np.searchsorted(gid[order], np.arange(len(ids) + 1))
+        self.D = list(P["D"].items())
         # rows belong to one interaction each and its columns are its systems' ranges: two entries on
         # one (row, column) only when an interaction joins a system to itself
-        nsys = self.nsys = np.fromiter(map(len, self.bodies), dtype=np.intp, count=n_i)
-        body = self.slot_body = np.fromiter(itertools.chain.from_iterable(self.bodies), dtype=np.intp,
-                                            count=int(nsys.sum()))     # the systems of each interaction, in turn
+        body = P["body"]
         two = (np.cumsum(nsys) - nsys)[nsys == 2]
         self.unique_entries = not np.any(body[two] == body[two + 1])
+        nonlin = np.flatnonzero(~is_lin)
+        ids: dict = {}
+        gid = np.array([ids.setdefault(k, len(ids)) for k in P["keys"][nonlin].tolist()], dtype=np.intp)
+        order = np.argsort(gid, kind="stable")          # the interactions of each batch key, in order
+        cuts = np.searchsorted(gid[order], np.arange(len(ids) + 1))
         self.groups = []
         for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
             idx = nonlin[order[a:b]]
@@ -215,7 +329,6 @@ class BatchMoreauJean:
             li = lin_index
             self.lin_rows = _ranges(first[li], sizes[li])
             ent = _ranges(self.E_start[li], counts[li])                # the linear interactions' entries
-            self.E_val[ent] = np.concatenate([Hs[j] for j in li])
             ptr = np.zeros(self.lin_rows.shape[0] + 1, dtype=np.int32)
             np.cumsum(np.repeat(nloc[li], sizes[li]), out=ptr[1:])
             own = np.repeat(li, counts[li])
@@ -223,23 +336,14 @@ class BatchMoreauJean:
             self.H_lin = sp.csr_matrix((self.E_val[ent], col.astype(np.int32), ptr),
                                        shape=(self.lin_rows.shape[0], S.ndof))     # row-major entries: CSR
             self.H_lin.sort_indices()
-            self.b_lin = cat([inters[j].relation.offset(osi._Z(inters[j])) if bs[j] is None else bs[j]
-                              for j in li.tolist()])
+            self.b_lin = P["b"][self.lin_rows]
         else:
             self.lin_rows = None
-        # free velocity: R = hCv + hKq + h²θKv - h((1-θ) fext(t0) + θ fext(t1))
-        self._S, self.nd = S, S.ndof
-        self._systems_part(sim)
-        self._gather(prev)
         self.bounds = list(zip(first.tolist(), (first + sizes).tolist()))
-        self.dirty = True       # attach the systems at the first _publish
-        # (their warm starts stay here: Interaction._detach hands them over)
-        collections.deque(map(setattr, inters, itertools.repeat("_src"), zip(itertools.repeat(self), range(n_i))), 0)
-        self.key = self.pattern = self.rows = None      # the last active set, its G0 pattern, its rows (G or H_a)
         self.inter_arr = np.empty(n_i, dtype=object)
         self.inter_arr[:] = inters
-        self.law_arr = np.empty(n_i, dtype=object)
-        self.law_arr[:] = laws
+        self.law_arr = P["laws"]
+        self.__dict__.pop("_mu_all", None)
         self._blocks = self._block_plan() if self.sparse and S.all_diag and not self.D else None
         # the compiled free flight (nsopt.modeling._kernels) of linear time-invariant models
         self.can_fly = (not self.groups and not self.D and self.K is None and self.C is None and self.const_fext
@@ -258,9 +362,8 @@ class BatchMoreauJean:
             self.gh, self.thr = osi.gamma * h, osi.activation_threshold
             self.c1, self.c2 = h * (1 - th), h * th
             self._no_rows, self._no_Ha, self._no_lam = np.zeros(0, dtype=np.intp), np.zeros((0, S.ndof)), np.zeros(0)
-            self.nd, self._act = S.ndof, np.empty(n_i, dtype=np.bool_)
+            self._act = np.empty(n_i, dtype=np.bool_)
             self._cur = (np.zeros(0, dtype=np.bool_), self._no_rows, self._no_Ha, np.zeros(0), None, [], [], None)
-        self._publish()
 
     # ------------------------------------------------------------------ helpers
     def _systems_part(self, sim):
@@ -290,10 +393,7 @@ class BatchMoreauJean:
     def _gather(self, prev):
         """The stacked state (q, v, p, y0, y1, λ0, λ1) and warm starts: the systems' state and the
         kept interactions' rows from ``prev`` (the batch this one replaces) when it has them, the
-        others from the objects; then the outputs of the interactions new to the integrator at that
-        state (as
-        :meth:`MoreauJeanOSI._update_output` computes them: y = h(Q, Z) or HQ + b + Dλ₀ + FZ, and
-        ẏ = G₀V or HV + Dλ₁)."""
+        others (and the outputs of the interactions new to the integrator) by :meth:`_fill_new`."""
         syss, inters, first, sizes = self.osi.S.systems, self.inters, self.first, self.sizes
         nd, m, n_i = self.nd, self.mtot, len(inters)
         buf = np.empty(3 * nd + 4 * m)
@@ -312,8 +412,17 @@ class BatchMoreauJean:
                 rn, ro = _ranges(first[keep], sizes[keep]), _ranges(prev.first[jold[keep]], sizes[keep])
                 for a, b in ((Y0, prev.Y0), (Y1, prev.Y1), (L0, prev.L0), (L1, prev.L1), (warm, prev.warm)):
                     a[rn] = b[ro]
+        self._fill_new(jold)
+
+    def _fill_new(self, jold):
+        """The rows of the interactions with ``jold == -1`` from the objects (outputs, multipliers,
+        warm starts), then the outputs of those new to the integrator at the systems' current state
+        (as :meth:`MoreauJeanOSI._update_output` computes them: y = h(Q, Z) or HQ + b + Dλ₀ + FZ,
+        and ẏ = G₀V or HV + Dλ₁)."""
+        inters, m, n_i = self.inters, self.mtot, len(self.inters)
+        Y0, Y1, L0, L1, warm = self.Y0, self.Y1, self.L0, self.L1, self.warm
         osi, new = self.osi, []
-        for j in np.flatnonzero(jold < 0).tolist():
+        for j in np.flatnonzero(jold == -1).tolist():
             inter, (lo, hi) = inters[j], self.bounds_of(j)
             if inter.__dict__.get("_mj_owner") is not osi:
                 new.append(j)
@@ -376,6 +485,12 @@ class BatchMoreauJean:
         out = mu[idx]
         out.setflags(write=False)
         return out
+
+    def row_layout(self):
+        """(the linked interactions, their first rows, their last rows + 1, the rows of all): where
+        the trajectory finds each interaction in the stacked outputs and multipliers."""
+        live = np.flatnonzero(self.alive) if self.n_dead else slice(None)
+        return (self.inter_arr[live].tolist(), self.first[live], (self.first + self.sizes)[live], self.mtot)
 
     def bounds_of(self, j):
         """The stacked rows [lo, hi) of interaction j."""
@@ -506,6 +621,8 @@ class BatchMoreauJean:
         vfree = self.free_velocity(t0, t1, q, v)
         fi = self.first
         act = ~self.unilateral | (Y0[fi] + g * h * Y1k[fi] <= thr)
+        if self.n_dead:
+            act &= self.alive
         idx = np.flatnonzero(act)
         mtot = self.mtot
         L1 = np.zeros(mtot)

@@ -3,6 +3,9 @@ that holds systems and interactions (Siconos ``Interaction``, ``NonSmoothDynamic
 
 from __future__ import annotations
 
+import collections
+import itertools
+
 import numpy as np
 
 from ..exceptions import ModelingError
@@ -10,6 +13,9 @@ from ._check import label, scalar
 from .laws import NonSmoothLaw
 from .relations import Relation
 from .systems import DynamicalSystem
+
+
+LOG_LENGTH = 4096     # changes a NonSmoothDynamicalSystem remembers (integrators follow them between steps)
 
 
 class Interaction:
@@ -123,6 +129,7 @@ class NonSmoothDynamicalSystem:
         self._ds_ids: set = set()
         self.interactions: list[Interaction] = []
         self._version = 0
+        self._log = collections.deque(maxlen=LOG_LENGTH)    # (version, what, object) of each change, in order
 
     @property
     def order(self) -> int | None:
@@ -143,7 +150,7 @@ class NonSmoothDynamicalSystem:
                                 f"({label(self.dynamical_systems[0])}): all must be first order or all Lagrangian")
         self.dynamical_systems.append(ds)
         self._ds_ids.add(id(ds))
-        self._version += 1
+        self._changed("system", ds)
 
     def link(self, inter: Interaction, ds1: DynamicalSystem, ds2: DynamicalSystem | None = None):
         """Join ``inter`` to one or two systems; checks orders and sizes."""
@@ -172,14 +179,26 @@ class NonSmoothDynamicalSystem:
         rel.bind(inter.size, n, nz)
         inter.systems = dss
         self.interactions.append(inter)
-        self._version += 1
+        self._changed("link", inter)
         return inter
 
     def remove_interaction(self, inter: Interaction):
         """Remove an interaction (for contact detection between steps)."""
         self.interactions = [i for i in self.interactions if i is not inter]
         inter.systems = ()
+        self._changed("remove", inter)
+
+    def _changed(self, what, obj):
         self._version += 1
+        self._log.append((self._version, what, obj))
+
+    def changes_since(self, version: int):
+        """The changes after ``version``, in order: a list of (what, object), what in "system" (a
+        system inserted), "link", "remove"; None when they are no longer all logged."""
+        need = self._version - version
+        if need < 0 or need > len(self._log):
+            return None
+        return [(w, o) for _, w, o in itertools.islice(reversed(self._log), need)][::-1]
 
     def __repr__(self):
         return (f"{label(self)}(t0={self.t0}, T={self.T}, {len(self.dynamical_systems)} systems, "

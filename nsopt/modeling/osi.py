@@ -235,6 +235,15 @@ class MoreauJeanOSI(OneStepIntegrator):
     # ---------------------------------------------------------------- set-up
     def initialize(self, sim):
         nsds = sim.nsds
+        fast = getattr(self, "_fast", None)
+        if fast is not None and self.fast and self.batch and self.sim is sim and self.h == sim.h:
+            # a topology change the batch follows in place (contact detection: links and removals)
+            changes = nsds.changes_since(self._version)
+            if changes is not None and fast.follow(changes, sim):
+                self.inters = list(nsds.interactions)
+                self._version = nsds._version
+                self.nonlinear = not fast.constant_relations
+                return
         self.sim = sim
         self.h = sim.h
         self.S = _Stacked.of(nsds.dynamical_systems, getattr(self, "S", None))

@@ -316,10 +316,17 @@ class _Segment:
     __slots__ = ("_ds", "_inter", "arrays", "chunks", "cols", "count", "data", "fields", "left", "rows", "start",
                  "used")
 
-    def __init__(self, start, systems, inters, sys_fields, left):
+    def __init__(self, start, systems, inters, sys_fields, left, rows=None):
+        """``rows``: (interactions, their first rows, their last rows + 1, width) when the interactions'
+        fields are laid out by the integrator (the batched path keeps removed interactions' rows until
+        its next full build); else ``inters`` one after the other."""
         self.start, self.count, self.left = start, 0, left
-        self._ds, self._inter = systems, inters            # their column tables: at the first look-up
-        off, m = sum(ds.n for ds in systems), sum(i.size for i in inters)
+        self._ds = systems                                  # the column tables: at the first look-up
+        if rows is None:
+            self._inter, m = inters, sum(i.size for i in inters)
+        else:
+            self._inter, m = rows[:3], rows[3]
+        off = sum(ds.n for ds in systems)
         self.fields = [(f, off) for f in sys_fields] + [(f, m) for f in ("y0", "y1", "lam0", "lam1")]
         self.cols, c = {}, 0
         for f, w in self.fields:
@@ -350,6 +357,9 @@ class _Segment:
         """id(interaction) -> its columns (lo, hi) in the interactions' fields."""
         if isinstance(self._inter, list):
             self._inter = self._table(self._inter, lambda i: i.size)
+        elif isinstance(self._inter, tuple):
+            objs, lo, hi = self._inter
+            self._inter = {id(o): (a, b) for o, a, b in zip(objs, lo.tolist(), hi.tolist())}
         return self._inter
 
     def _alloc(self, n):
@@ -428,8 +438,12 @@ class Trajectory:
         if self._version != nsds._version or not self._segments:
             if self._segments:                    # the finished segment keeps only its rows
                 self._segments[-1].trim()
+            osi = sim.integrator
+            fast = getattr(osi, "_fast", None)
+            rows = (fast.row_layout() if fast is not None and getattr(osi, "_version", None) == nsds._version
+                    else None)
             self._segments.append(_Segment(k, list(nsds.dynamical_systems), list(nsds.interactions),
-                                           self._sys_fields, sim.n_steps + 1 - k))
+                                           self._sys_fields, sim.n_steps + 1 - k, rows))
             self._version = nsds._version
         return self._segments[-1]
 
