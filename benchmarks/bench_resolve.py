@@ -2,7 +2,7 @@
 
     python benchmarks/bench_resolve.py [--data DIR] [--n 1000] [--n-big 100] [--drift 0.01] [--no-siconos]
                                       [--big fc3d/Capsules-i101-404.dat] [--methods nsgs nsn-ac]
-                                      [--repeat 5] [--n-lcp 6000] [--no-lcp] [--skip-big]
+                                      [--repeat 15] [--n-lcp 6000] [--no-lcp] [--skip-big]
 
 For the one-contact ``fc3d/FrictionContact3D_1c.dat`` and a Capsules-sized problem, a sequence of
 ``--n`` right-hand sides (``--n-big`` for the large one) ``q_k = q_0 (1 + d sin(0.1 k + phi_i))``
@@ -29,8 +29,10 @@ it was 0), against a fresh problem and solve, and against Siconos' ``linearCompl
 with ``SICONOS_LCP_LEMKE`` (a new ``LCP(M, q)`` per step, z = the previous solution); the compiled
 work alone is lemke's iteration 0 (``_lcp_start``).
 
-The one-contact and LCP measures are each the best of ``--repeat`` runs taken in turns (nsopt,
-Siconos), which keeps the ratios meaningful on a loaded machine; the Capsules ones are single runs.
+The one-contact and LCP measures are each the best of ``--repeat`` runs (default 15) taken in turns
+(Siconos; then, per method, nsgs' kernel, the re-solve and the fresh solve), which keeps the ratios
+and the fixed cost (a difference of two measures) meaningful on a loaded machine whose speed drifts
+by tens of percent over seconds; the Capsules ones are single runs.
 All numbers come from one run on the same machine (only ratios measured together mean something).
 CSV: ``benchmarks/results/bench_resolve.csv``.
 """
@@ -312,7 +314,7 @@ def main(argv=None):
     ap.add_argument("--big", default="fc3d/Capsules-i101-404.dat")
     ap.add_argument("--methods", nargs="+", default=["nsgs", "nsn-ac"])
     ap.add_argument("--no-siconos", action="store_true")
-    ap.add_argument("--repeat", type=int, default=5,
+    ap.add_argument("--repeat", type=int, default=15,
                     help="one-contact and LCP sequences: best of this many runs of each measure (taken in turns)")
     ap.add_argument("--n-lcp", type=int, default=6000, help="time steps of the bouncing ball (1x1 LCP, lemke)")
     ap.add_argument("--no-lcp", action="store_true", help="skip the bouncing-ball LCP sequence")
