@@ -13,8 +13,8 @@ OSNS solve (``nsopt.solve``), next to Siconos' kernel (4.4, driven from ``/usr/b
    difference of the final positions (the check that both sides simulate the same thing). Then the
    packed lattice (nsopt alone; target: < 30% of a step outside nsopt.solve at 200 spheres), the
    example's default (spheres dropped with random velocities: W changes every step and the contact
-   detection, every 5 steps, changes the topology, which rebuilds the batched integrator) and the
-   per-interaction path (``MoreauJeanOSI(batch=False)``) as the baseline.
+   detection, every 5 steps, changes the topology, which the batched integrator follows in place)
+   and the per-interaction path (``MoreauJeanOSI(batch=False)``) as the baseline.
 
 Times are CPU times of the stepping thread (``time.thread_time``, on both sides: robust to the
 preemptions of a shared machine); the ball's solves inside a run by ``time.perf_counter`` (cheap: a
