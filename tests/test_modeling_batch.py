@@ -342,3 +342,36 @@ def test_topology_changes_followed_in_place_give_the_full_build(monkeypatch, mas
         linked = ~np.isnan(ta.y(x, 0)[:, 0])[:len(sa) + 1]
         gaps += np.count_nonzero(np.diff(np.r_[0, linked.astype(int)]) == 1) > 1    # linked twice
     assert gaps >= 1, "no interaction recorded, unlinked and recorded again"
+
+
+def test_a_link_the_batch_does_not_take_switches_paths_mid_run():
+    """Spheres on the batched path; mid-run a rheonomous relation (a floor plate that rises; the
+    batched path does not take it) is linked, later removed: the integrator switches to the
+    per-interaction path and back (warm starts and outputs handed over), and the run agrees with
+    the per-interaction path throughout (1e-12)."""
+    ex = _spheres()
+    runs = []
+    for batch in (True, False):
+        box = ex.Box(6, T=60 * 2e-3, gap=0.2)
+        sim = nm.TimeStepping(box.nsds, 2e-3, nm.MoreauJeanOSI(0.5, batch=batch), osns="fc3d", method="nsn-ac",
+                              tol=1e-10)
+        plate = nm.Interaction(box.law(), nm.LagrangianRheonomousR(
+            lambda q, t, z: np.array([q[2] - ex.R - 0.02 * t, q[0] * 0.0, q[1] * 0.0]),
+            lambda q, t, z: np.array([[0.0, 0.0, 1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0, -ex.R, 0.0],
+                                      [0.0, 1.0, 0.0, ex.R, 0.0, 0.0]]),
+            lambda q, t, z: np.array([-0.02, 0.0, 0.0])))
+        paths, states = [], []
+        while sim.has_next_step():
+            if sim.k == 20:
+                box.nsds.link(plate, box.spheres[0])
+            if sim.k == 40:
+                box.nsds.remove_interaction(plate)
+            if sim.k % 5 == 0 and sim.k > 0:
+                box.detect()
+            sim.step()
+            paths.append(sim.integrator.fast)
+            states.append(np.concatenate([s.q for s in box.spheres] + [s.v for s in box.spheres]))
+        runs.append((np.array(states), paths))
+    (sa, pa), (sb, pb) = runs
+    assert pa[:20] == [True] * 20 and not any(pa[20:40]) and pa[40] is True and not any(pb)
+    _close(sa, sb)
