@@ -311,7 +311,7 @@ class Problem:
         n = d[name].shape[0]
         if type(value) is np.ndarray and value.ndim == 1 and value.shape[0] == n and value.dtype == FLOAT64:
             a = value.copy()             # as_vector's common case, inline (a re-solve loop's per-step cost)
-            if not (math.isfinite(sum(a.tolist())) if n <= 32 else all_finite(a)) and not all_finite(a):
+            if not (n <= 32 and math.isfinite(sum(a.tolist()))) and not all_finite(a):   # (a finite sum: finite terms)
                 raise ProblemError(name, "has non-finite entries (nan or inf)", owner)
             a.setflags(write=False)
         else:
