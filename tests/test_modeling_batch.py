@@ -375,3 +375,15 @@ def test_a_link_the_batch_does_not_take_switches_paths_mid_run():
     (sa, pa), (sb, pb) = runs
     assert pa[:20] == [True] * 20 and not any(pa[20:40]) and pa[40] is True and not any(pb)
     _close(sa, sb)
+
+
+def test_initialize_without_a_topology_change_rebuilds():
+    """``initialize`` called again with no link or removal (a changed θ, say) builds the batch anew
+    rather than following an empty change."""
+    sim, ball, ground = _ball(True, T=0.2)
+    for _ in range(10):
+        sim.step()
+    osi, first = sim.integrator, sim.integrator._fast
+    osi.theta = 1.0
+    osi.initialize(sim)
+    assert osi._fast is not first and osi.S._mj == (osi.h, 1.0)

@@ -62,8 +62,8 @@ def _facts(inter, S) -> tuple:
     the interaction's systems, its law or its relation: (size, unilateral, restitution rows
     (:func:`restitution_rows`), global columns, linear?, H.ravel(), D, batch key, system indices, the
     constant offset b of a linear relation without F (None otherwise), law, relation constant?), or None
-    when the batched path does not take it. Kept on the interaction: a topology change rebuilds the
-    batch from the interactions that stay linked."""
+    when the batched path does not take it. Kept on the interaction, for the next full build of the
+    batch."""
     dss, law, rel = inter.systems, inter.nslaw, inter.relation
     kept = inter.__dict__.get("_batch_facts")
     if kept is not None and kept[0] is S and kept[1] is dss and kept[2] is law and kept[3] is rel:
@@ -665,7 +665,7 @@ class BatchMoreauJean:
         r"""The block form of :math:`W = G\hat M^{-1}G^\top` when every interaction has the same size m and
         every system the same size n (diagonal M̂): :math:`W_{ab} = \sum_s G_{a,s}D_s^{-1}G_{b,s}^\top` over
         the systems s shared by interactions a and b, where :math:`G_{a,s}` (m x n) is the block of a's
-        rows on s's columns. Returns the gather indices of the blocks and the (slot, slot) pairs, or None."""
+        rows on s's columns. Returns the linear relations' blocks and the (slot, slot) pairs, or None."""
         S = self.osi.S
         n, inters, sizes = self.n_uniform, self.inters, self.sizes
         if not n or not inters or sizes.min() != sizes.max():

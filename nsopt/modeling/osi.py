@@ -236,10 +236,11 @@ class MoreauJeanOSI(OneStepIntegrator):
     def initialize(self, sim):
         nsds = sim.nsds
         fast = getattr(self, "_fast", None)
-        if fast is not None and self.fast and self.batch and self.sim is sim and self.h == sim.h:
+        if fast is not None and self.fast and self.batch and self.sim is sim and self.h == sim.h \
+                and self.S.__dict__.get("_mj") == (self.h, self.theta):
             # a topology change the batch follows in place (contact detection: links and removals)
             changes = nsds.changes_since(self._version)
-            if changes is not None and fast.follow(changes, sim):
+            if changes and fast.follow(changes, sim):
                 self.inters = list(nsds.interactions)
                 self._version = nsds._version
                 self.nonlinear = not fast.constant_relations
