@@ -387,3 +387,26 @@ def test_initialize_without_a_topology_change_rebuilds():
     osi.theta = 1.0
     osi.initialize(sim)
     assert osi._fast is not first and osi.S._mj == (osi.h, 1.0)
+
+
+def test_block_pairs_against_a_direct_enumeration():
+    """The compiled slot pairs of the block plan: every (p, q) on a common system, ordered by their
+    interactions (a, b) then by system, cut into runs, each run's mirror the run of (b, a)."""
+    from nsopt.modeling import _kernels as K
+
+    rng = np.random.default_rng(11)
+    for trial in range(20):
+        n_body, n_inter = int(rng.integers(1, 12)), int(rng.integers(1, 30))
+        bodies = [tuple(rng.choice(n_body, size=min(n_body, int(rng.integers(1, 3))), replace=False).tolist())
+                  for _ in range(n_inter)]
+        slot_inter = np.repeat(np.arange(n_inter), [len(b) for b in bodies])
+        slot_body = np.array([s for b in bodies for s in b], dtype=np.intp)
+        tp, tq, ta, tb, run, mirror = K.block_pairs(slot_inter, slot_body, n_inter, n_body)
+        want = sorted((slot_inter[p], slot_inter[q], slot_body[p], p, q) for p in range(len(slot_body))
+                      for q in range(len(slot_body)) if slot_body[p] == slot_body[q])
+        got = list(zip(ta.tolist(), tb.tolist(), slot_body[tp].tolist(), tp.tolist(), tq.tolist()))
+        assert got == [tuple(int(x) for x in w) for w in want], trial
+        starts = [k for k in range(len(got)) if k == 0 or got[k][:2] != got[k - 1][:2]]
+        assert run.tolist() == starts + [len(got)]
+        for r, m in enumerate(mirror.tolist()):
+            assert (ta[run[m]], tb[run[m]]) == (tb[run[r]], ta[run[r]])
