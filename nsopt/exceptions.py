@@ -67,3 +67,14 @@ class StepFailed(NsoptError, RuntimeError):
     def __init__(self, message: str, *, step: int, time: float, solution=None):
         self.step, self.time, self.solution = step, time, solution
         super().__init__(message)
+
+
+class OutputError(NsoptError, OSError):
+    """A file or folder nsopt was asked to write cannot be written as asked: it exists and
+    ``overwrite`` is False, it is a folder where a file is expected (or the reverse), its folder is
+    missing or not writable. An OSError with ``errno`` and ``filename`` set, so ``except OSError``
+    and ``except FileExistsError``-style checks on ``errno`` keep working; raised before anything
+    is written."""
+
+    def __init__(self, errno_: int, message: str, path):
+        super().__init__(errno_, message, str(path))
