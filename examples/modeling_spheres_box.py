@@ -14,7 +14,6 @@ The assembled problems are written to FCLIB (``sim.run(write_problems=...)``) an
 ``nsopt.io.load``. Writes ``modeling_spheres_box.png``.
 """
 import math
-from pathlib import Path
 
 import numpy as np
 from numba import njit
@@ -173,8 +172,7 @@ def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, m
     box = Box(n_spheres, T=T)
     sim = nm.TimeStepping(box.nsds, h, nm.MoreauJeanOSI(0.5), osns="fc3d", method=method, tol=tol)
     if write_problems is not None:
-        sim._write = Path(write_problems)
-        sim._write.mkdir(parents=True, exist_ok=True)
+        sim.write_problems_to(write_problems)
     t, zc, min_gap, kinetic, cone, statuses = [0.0], [], [], [], [], []
     sols = []
     while sim.has_next_step():
@@ -192,7 +190,7 @@ def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, m
         min_gap.append(box.gaps().min())
         kinetic.append(sum(0.5 * MASS * s.v[:3] @ s.v[:3] + 0.5 * INERTIA * s.v[3:] @ s.v[3:] for s in box.spheres))
         t.append(sim.t)
-    sim._write = None
+    sim.write_problems_to(None)
     return {"t": np.array(t[1:]), "z_mean": np.array(zc), "min_gap": np.array(min_gap), "kinetic": np.array(kinetic),
             "cone_violation": np.array(cone), "status": statuses, "solutions": sols, "box": box, "sim": sim}
 
