@@ -1329,7 +1329,7 @@ class MoreauJeanStepper:
         top = K.lean_post(buf, out, nd, vfree, lam, rows, Ha, self.sys.d, self.c1, self.c2, self.Hd, self.b_lin, warm)
         if not top <= K.STATE_LIMIT:
             self._blow_up(sim, out[:nd], out[nd:2 * nd])
-        self.last = (np.flatnonzero(self._act) if code else np.zeros(0, dtype=np.intp), lam, vfree, Ha)
+        self.last = (self._act if code else None, lam, vfree, Ha)      # (the mask: the index set at first use)
         self.pending = (out, warm, self.gap)
         return 1, 0.0, True
 

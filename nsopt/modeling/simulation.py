@@ -314,6 +314,7 @@ class TimeStepping:
             if not (changes and st.follow(changes)):
                 st.park_all()
                 st = self._stepper = self.integrator.start(self, prev=st)
+            self.trajectory._seg_key = None          # a new row layout: a new segment
         if st.epoch != _state.EPOCH[0]:
             st.bind()
         st.pending = None
@@ -335,12 +336,13 @@ class TimeStepping:
 
     def _commit(self, st, n, nit=1, res=0.0, conv=True, sol=None):
         """Record the pending state of ``n`` steps, count them and make it current: the critical
-        section (a Ctrl-C inside it is delivered at its end, under :meth:`run`)."""
+        section (a Ctrl-C inside it is delivered at its end, under :meth:`run`); then write or keep
+        the step's problem, call ``on_step``, and raise on a failed step with ``on_failure="raise"``."""
         tr = self.trajectory
         self._critical = True
         try:
-            if n == 1 and nit is not None:
-                tr._record(self.k + 1, nit, res, conv, sol, st.pending[0])
+            if nit is not None:
+                tr._record(self.k + 1, nit, res, conv, sol, st.pending[0], st)
             else:
                 tr._advance(self.k + 1, n)
             self.k += n
@@ -354,18 +356,18 @@ class TimeStepping:
         if self._interrupted:
             self._interrupted = False
             raise KeyboardInterrupt
-        if n != 1 or nit is None:
+        if nit is None:
             return
-        problem = self._last[0] if self._last is not None else None
-        if problem is not None:
-            if self._write is not None:
-                self._write_problem(problem, self.k)
-            if self.keep_problems:
-                tr.problems[self.k] = problem
-        if self.on_step is not None:
-            self.on_step(self._record_of(st, nit, res, conv, sol))
-        failed = (sol is not None and not sol.success) or not conv
-        if failed and self.on_failure == "raise":
+        if self._write is not None or self.keep_problems or self.on_step is not None:
+            problem = self._last[0] if self._last is not None else None
+            if problem is not None:
+                if self._write is not None:
+                    self._write_problem(problem, self.k)
+                if self.keep_problems:
+                    tr.problems[self.k] = problem
+            if self.on_step is not None:
+                self.on_step(self._record_of(st, nit, res, conv, sol))
+        if (not conv or (sol is not None and sol.status is not Status.SOLVED)) and self.on_failure == "raise":
             if sol is not None and not sol.success:
                 why = (f"the {self.osns_kind} problem was not solved by {sol.method!r}: status {sol.status.value}, "
                        f"error {sol.error:.3e} > tol {self.tol:g}")
@@ -375,8 +377,12 @@ class TimeStepping:
             raise StepFailed(f"step {self.k} (t = {self.t:.6g}): {why}", step=self.k, time=self.t, solution=sol)
 
     def _record_of(self, st, nit, res, conv, sol):
-        idx, lam, vfree, rows = st.last if st.last is not None else (np.zeros(0, dtype=int), None, None, None)
-        inters = [st.inters[j] for j in np.asarray(idx).tolist()]
+        idx, lam, vfree, rows = st.last if st.last is not None else (None, None, None, None)
+        if idx is None:
+            idx = np.zeros(0, dtype=np.intp)
+        elif idx.dtype == np.bool_:
+            idx = np.flatnonzero(idx)
+        inters = [st.inters[j] for j in idx.tolist()]
         problem = self._last[0] if self._last is not None else None
         return StepRecord(self.k, self.t, inters, problem, sol, lam, vfree, (nit, res, conv), rows,
                           st.iteration_matrix)
@@ -569,7 +575,7 @@ class _Steps:
     __slots__ = ("arrays", "n")
 
     FIELDS = (("status", object, None), ("error", float, np.nan), ("nit", np.int64, 0), ("method", object, None),
-              ("newton_iterations", np.int64, 0), ("newton_residual", float, 0.0), ("newton_converged", bool, True))
+              ("newton_iterations", np.int64, 1), ("newton_residual", float, 0.0), ("newton_converged", bool, True))
 
     def __init__(self):
         self.n = 0
@@ -668,13 +674,13 @@ class Trajectory:
 
     # ---- recording
     def _segment(self, k, st):
-        """The segment recording step k (a new one when the stepper's row layout changed)."""
-        key = (id(st), st.version, len(st.inters))
-        if key != self._seg_key or not self._segments:
+        """The segment recording step k (a new one after a change of the stepper's row layout, which
+        the simulation flags by clearing ``_seg_key``)."""
+        if self._seg_key is not st:
             if self._segments:                    # the finished segment keeps only its rows
                 self._segments[-1].trim()
             self._segments.append(_Segment(k, st.row_layout(), st.columns(), self._sim.n_steps + 1 - k))
-            self._seg_key = key
+            self._seg_key = st
         return self._segments[-1]
 
     def _reserve(self, k, n, st):
@@ -686,7 +692,6 @@ class Trajectory:
     def _advance(self, k, n):
         """Steps k .. k+n-1 were written into the reserved rows by a compiled loop (no OSNS problem)."""
         self._steps.ensure(k - 1 + n)
-        self._steps.arrays["newton_iterations"][k - 1:k - 1 + n] = 1
         self._segments[-1].advance(n)
         self._k = k + n - 1
 
@@ -697,12 +702,14 @@ class Trajectory:
         seg.advance(1)
         self._k = k
 
-    def _record(self, k, nit, res, conv, sol, row):
-        st = self._sim._stepper
+    def _record(self, k, nit, res, conv, sol, row, st):
         j = k - 1
-        self._steps.ensure(k)
-        a = self._steps.arrays
-        a["newton_iterations"][j] = nit
+        steps = self._steps
+        a = steps.arrays
+        if k > a["error"].shape[0]:
+            steps.ensure(k)
+        if nit != 1:
+            a["newton_iterations"][j] = nit
         if res != 0.0 or not conv:
             a["newton_residual"][j], a["newton_converged"][j] = res, conv
         if sol is not None:
