@@ -347,7 +347,15 @@ class _Systems:
         :math:`v - \hat M(q)^{-1}[M(q)(v - v_k) - h(1-\theta)F_k - h\theta F(t_{k+1}, q, v)]`, their
         factors refreshed at the iterate."""
         h, th = self.h, self.theta
-        changed = False
+        own = {}
+        for k in self.nonconstant:          # their factors first (M̂⁻¹ of the stacked part needs them)
+            ds, r, rq = self.systems[k], self.ranges[k], self.qranges[k]
+            W, M = iteration_matrix(ds, h, th, t1, q[rq], v[r])
+            f = self.factors[k] = Factor(W, label(ds))
+            R = M @ (v[r] - vk[r]) - h * (1 - th) * Fk[k] - h * th * ds.forces(t1, q[rq], v[r])
+            own[k] = v[r] - f.solve(R)
+        if own:
+            self.refresh_diag()
         if self.per_system:
             vfree = np.empty(self.nv)
             for k, ds in enumerate(self.systems):
@@ -372,15 +380,8 @@ class _Systems:
                 fe0, fe1 = self.fext(t0), self.fext(t1)
             R = linear_residual(self.K, self.C, fe0, fe1, qk, vk, h, th, self.Fth)
             vfree = vk - self.minv(R)
-        for k in self.nonconstant:
-            ds, r, rq = self.systems[k], self.ranges[k], self.qranges[k]
-            W, M = iteration_matrix(ds, h, th, t1, q[rq], v[r])
-            f = self.factors[k] = Factor(W, label(ds))
-            changed = True
-            R = M @ (v[r] - vk[r]) - h * (1 - th) * Fk[k] - h * th * ds.forces(t1, q[rq], v[r])
-            vfree[r] = v[r] - f.solve(R)
-        if changed:
-            self.refresh_diag()
+        for k, vf in own.items():
+            vfree[self.ranges[k]] = vf
         return vfree
 
     def positions(self, qk, vk, v):

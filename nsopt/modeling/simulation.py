@@ -412,7 +412,7 @@ class TimeStepping:
             while self.has_next_step():
                 # after a step that solved a problem the next one usually does too: no free flight tried
                 n = 0
-                if self._last is None and self._stepper.lean:
+                if self._last is None and self._stepper.lean and self.on_step is None:
                     st = self._ready()
                     nmax = min(self.n_steps - self.k, max(16, (1 << 21) // max(1, st.buf.shape[0])))
                     rec, j0 = self.trajectory._reserve(self.k + 1, nmax, st)
