@@ -36,3 +36,6 @@ __all__ = [
 from .impact import MultipleImpactNSL  # noqa: E402  (osns="multiple-impact", issue 12)
 
 __all__ += ["MultipleImpactNSL"]
+from .newton_euler import NewtonEuler1DR, NewtonEuler3DR, NewtonEulerDS, NewtonEulerR  # noqa: E402  (issue 23)
+
+__all__ += ["NewtonEulerDS", "NewtonEulerR", "NewtonEuler1DR", "NewtonEuler3DR"]
