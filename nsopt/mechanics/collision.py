@@ -125,8 +125,11 @@ class CollisionManager:
         self._group_off: set = set()
         self._manager = coal.DynamicAABBTreeCollisionManager()
         self._ready = False
-        self._previous: dict = {}          # pair key -> list of (id, rel_pc1, rel_pc2)
+        self._previous = None              # (pair keys sorted, ids, body-frame points) of the last detection
         self._next_id = 0
+        self._obj_R = np.zeros((0, 3, 3))  # each coal object's rotation and position (world frame)
+        self._obj_x = np.zeros((0, 3))
+        self._patch_request = coal.ContactPatchRequest()
 
     # ---- building
     def _register(self, contactors, pose, static):
@@ -154,6 +157,11 @@ class CollisionManager:
             idx.append(len(self._objects))
             self._objects.append(_Object(owner, static, c, len(self._objects), obj, ct.shape))
         self._ready = False
+        self._obj_R = np.concatenate([self._obj_R, np.zeros((len(idx), 3, 3))])
+        self._obj_x = np.concatenate([self._obj_x, np.zeros((len(idx), 3))])
+        self._owner_arrays = (np.array([o.owner for o in self._objects], dtype=np.int64),
+                              np.array([o.static for o in self._objects], dtype=bool),
+                              np.array([o.contactor for o in self._objects], dtype=np.int64))
         return contactors, idx
 
     def add_body(self, contactors, pose=(0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)) -> int:
@@ -189,8 +197,10 @@ class CollisionManager:
     def _place(self, idx, contactors, pose):
         R = rot.rotation_matrix(pose[3:7])
         for i, ct in zip(idx, contactors):
+            Ri, xi = R @ ct.local_rotation(), pose[:3] + R @ ct.translation
+            self._obj_R[i], self._obj_x[i] = Ri, xi
             o = self._objects[i].obj
-            o.setTransform(self._coal.Transform3s(R @ ct.local_rotation(), pose[:3] + R @ ct.translation))
+            o.setTransform(self._coal.Transform3s(Ri, xi))
             o.computeAABB()
 
     def update(self, Q):
@@ -200,13 +210,15 @@ class CollisionManager:
             raise ModelingError("CollisionManager", "Q", f"has shape {Q.shape}, expected ({len(self.bodies)}, 7)")
         R = rot.rotation_matrix(Q[:, 3:7])
         T = self._coal.Transform3s
+        oR, ox = self._obj_R, self._obj_x
         for b, idx in enumerate(self._body_objects):
             for i, ct in zip(idx, self.bodies[b]):
                 o = self._objects[i].obj
                 if ct.shape.local_rotation is None and not ct.translation.any() and ct.orientation[0] == 1.0:
-                    o.setTransform(T(R[b], Q[b, :3]))
+                    oR[i], ox[i] = R[b], Q[b, :3]
                 else:
-                    o.setTransform(T(R[b] @ ct.local_rotation(), Q[b, :3] + R[b] @ ct.translation))
+                    oR[i], ox[i] = R[b] @ ct.local_rotation(), Q[b, :3] + R[b] @ ct.translation
+                o.setTransform(T(oR[i], ox[i]))
                 o.computeAABB()
         if self._ready:
             self._manager.update()
@@ -253,84 +265,79 @@ class CollisionManager:
         if Q is not None:
             self.update(Q)
         coal = self._coal
-        preq = coal.ContactPatchRequest()
-        rows = []
-        for i, j, c in self.candidate_pairs():
-            a, b = self._objects[i], self._objects[j]
-            # body 1: a dynamic body; with two, the lower index
-            swap = a.static or (not b.static and b.owner < a.owner)
-            if swap:
-                a, b = b, a
-            res = coal.CollisionResult()
-            coal.collide(a.obj, b.obj, self._request(), res)
-            if not res.isCollision():
-                continue
-            cc = res.getContact(0)
-            n = -np.asarray(cc.normal, dtype=float)           # coal: from a to b; here from b to a
+        preq, objs, cap = self._patch_request, self._objects, self.max_points
+        pairs = self.candidate_pairs()
+        m = len(pairs) * cap
+        A, B = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)     # coal object of body 1, of body 2
+        PA, PB, N = np.empty((m, 3)), np.empty((m, 3)), np.empty((m, 3))
+        k = 0
+        for i, j, c in pairs:
+            a, b = objs[i], objs[j]
+            nab = np.asarray(c.normal, dtype=float)                     # coal: from i towards j
             pts = None
             if not (a.shape.curved and b.shape.curved):
+                res = coal.CollisionResult()
+                res.addContact(c)
                 pres = coal.ContactPatchResult(preq)
                 coal.computeContactPatch(a.obj, b.obj, res, preq, pres)
                 if pres.numContactPatches():
                     p = pres.getContactPatch(0)
                     if p.size() > 1:
-                        P1 = np.array([p.getPointShape1(k) for k in range(p.size())])
-                        P2 = np.array([p.getPointShape2(k) for k in range(p.size())])
-                        pts = _reduce(P1, P2, n, self.max_points)
+                        pts = _reduce(np.array([p.getPointShape1(r) for r in range(p.size())]),
+                                      np.array([p.getPointShape2(r) for r in range(p.size())]), -nab, cap)
             if pts is None:
-                pts = (np.asarray(cc.getNearestPoint1(), dtype=float)[None], np.asarray(cc.getNearestPoint2(), dtype=float)[None])
-            P1, P2 = pts
-            for k in range(P1.shape[0]):
-                rows.append((a, b, P1[k], P2[k], n, float(n @ (P1[k] - P2[k]))))
-        return self._persist(rows)
+                pts = (np.asarray(c.getNearestPoint1(), dtype=float)[None], np.asarray(c.getNearestPoint2(), dtype=float)[None])
+            r = pts[0].shape[0]
+            # body 1: a dynamic body; with two, the lower index. The normal runs from body 2 towards body 1.
+            if a.static or (not b.static and b.owner < a.owner):
+                A[k:k + r], B[k:k + r], PA[k:k + r], PB[k:k + r], N[k:k + r] = j, i, pts[1], pts[0], nab
+            else:
+                A[k:k + r], B[k:k + r], PA[k:k + r], PB[k:k + r], N[k:k + r] = i, j, pts[0], pts[1], -nab
+            k += r
+        return self._persist(A[:k], B[:k], PA[:k], PB[:k], N[:k])
 
-    def _request(self):
-        req = self._coal.CollisionRequest(self._coal.CollisionRequestFlag.CONTACT, 1)
-        req.security_margin = self.margin
-        return req
-
-    def _persist(self, rows) -> Contacts:
-        k = len(rows)
+    def _persist(self, A, B, PA, PB, N) -> Contacts:
+        k = A.shape[0]
         if k == 0:
-            self._previous = {}
+            self._previous = None
             return Contacts.empty()
-        body1 = np.array([r[0].owner for r in rows], dtype=np.int64)
-        static2 = np.array([r[1].owner if r[1].static else -1 for r in rows], dtype=np.int64)
-        body2 = np.where(static2 >= 0, -1, np.array([r[1].owner for r in rows], dtype=np.int64))
-        c1 = np.array([r[0].contactor for r in rows], dtype=np.int64)
-        c2 = np.array([r[1].contactor for r in rows], dtype=np.int64)
-        pc1 = np.array([r[2] for r in rows])
-        pc2 = np.array([r[3] for r in rows])
-        normal = np.array([r[4] for r in rows])
-        dist = np.array([r[5] for r in rows])
-        # points in the frames of their contactors (fixed in their bodies), to follow them between detections
-        loc1 = np.array([_to_body(r[0].obj, r[2]) for r in rows])
-        loc2 = np.array([_to_body(r[1].obj, r[3]) for r in rows])
-        ids = np.empty(k, dtype=np.int64)
-        new = np.zeros(k, dtype=bool)
-        current: dict = {}
-        keys = [(r[0].index, r[1].index) for r in rows]
-        order = {}
-        for m, key in enumerate(keys):
-            order.setdefault(key, []).append(m)
-        tol = self.persistence
-        for key, members in order.items():
-            prev = list(self._previous.get(key, ()))
-            for m in members:
-                best, best_d = None, tol
-                for s, (pid, p1, p2) in enumerate(prev):
-                    d = max(np.linalg.norm(p1 - loc1[m]), np.linalg.norm(p2 - loc2[m]))
-                    if d < best_d:
-                        best, best_d = s, d
-                if best is None:
-                    ids[m] = self._next_id
-                    self._next_id += 1
-                    new[m] = True
-                else:
-                    ids[m] = prev.pop(best)[0]
-                current.setdefault(key, []).append((ids[m], loc1[m], loc2[m]))
-        self._previous = current
-        return Contacts(body1, body2, static2, c1, c2, pc1, pc2, normal, dist, ids, new)
+        owner, static, contactor = self._owner_arrays
+        body1 = owner[A]
+        static2 = np.where(static[B], owner[B], -1)
+        body2 = np.where(static[B], -1, owner[B])
+        dist = np.einsum("ki,ki->k", N, PA - PB)
+        # the points in their contactors' frames (fixed in the bodies), to follow them between detections
+        R, x = self._obj_R, self._obj_x
+        loc = np.concatenate([np.einsum("kji,kj->ki", R[A], PA - x[A]), np.einsum("kji,kj->ki", R[B], PB - x[B])], axis=1)
+        key = A * len(self._objects) + B
+        ids = np.full(k, -1, dtype=np.int64)
+        prev = self._previous
+        if prev is not None:
+            pkey, pid, ploc = prev                                        # sorted by key
+            lo = np.searchsorted(pkey, key, "left")
+            hi = np.searchsorted(pkey, key, "right")
+            best, best_d = np.full(k, -1), np.full(k, np.inf)
+            for s in range(int((hi - lo).max(initial=0))):                # at most max_points candidates each
+                cand = lo + s
+                ok = cand < hi
+                cand = np.where(ok, cand, 0)
+                d = np.maximum(np.linalg.norm(ploc[cand, :3] - loc[:, :3], axis=1),
+                               np.linalg.norm(ploc[cand, 3:] - loc[:, 3:], axis=1))
+                better = ok & (d < self.persistence) & (d < best_d)
+                best = np.where(better, cand, best)
+                best_d = np.where(better, d, best_d)
+            hit = np.flatnonzero(best >= 0)
+            # a previous point taken twice keeps its id on the closer current point only
+            order = hit[np.lexsort((best_d[hit], best[hit]))]
+            first = np.ones(order.size, dtype=bool)
+            first[1:] = best[order][1:] != best[order][:-1]
+            ids[order[first]] = pid[best[order[first]]]
+        new = ids < 0
+        ids[new] = self._next_id + np.arange(int(new.sum()))
+        self._next_id += int(new.sum())
+        srt = np.argsort(key, kind="stable")
+        self._previous = (key[srt], ids[srt], loc[srt])
+        return Contacts(body1, body2, static2, contactor[A], contactor[B], PA, PB, N, dist, ids, new)
 
     def check_interpenetration(self, tol: float = 1e-3, Q=None):
         """Raise :class:`InterpenetrationError` when shapes interpenetrate deeper than ``tol``, naming the
@@ -345,13 +352,6 @@ class CollisionManager:
                                         f"{bad.size} contact point(s) interpenetrate deeper than {tol:g} ({desc}); "
                                         "move the bodies apart before the run")
         return c
-
-
-def _to_body(obj, point):
-    """A world point in the frame of a coal object (a contactor: fixed in its body)."""
-    T = obj.getTransform()
-    R, x = np.asarray(T.getRotation()), np.asarray(T.getTranslation())
-    return R.T @ (np.asarray(point) - x)
 
 
 def _reduce(P1, P2, n, k):
