@@ -87,66 +87,57 @@ class Box(Shape):
         return 0.5 * float(np.linalg.norm(self.extents))
 
 
-class Capsule(Shape):
-    """A capsule: a cylinder of ``length`` and ``radius`` along y, capped by half-spheres (Siconos' ``Capsule``)."""
+class _Axial(Shape):
+    """A shape of revolution about the body's y axis: a radius and a length along the axis."""
 
-    kind = "Capsule"
     local_rotation = _Z_TO_Y
     curved = True
+    _second = "length"
 
-    def __init__(self, radius, length):
-        self.radius = _positive(radius, "Capsule", "radius")
-        self.length = _positive(length, "Capsule", "length")
+    def __init__(self, radius, second):
+        self.radius = _positive(radius, self.kind, "radius")
+        setattr(self, self._second, _positive(second, self.kind, self._second))
 
     def geometry(self):
         import coal
-        return coal.Capsule(self.radius, self.length)
+        return getattr(coal, self.kind)(self.radius, getattr(self, self._second))
 
     def params(self):
-        return (self.radius, self.length)
+        return (self.radius, getattr(self, self._second))
+
+    def bounding_radius(self):
+        return float(np.hypot(self.radius, 0.5 * getattr(self, self._second)))
+
+
+class Capsule(_Axial):
+    """A capsule: a cylinder of ``length`` and ``radius`` along y, capped by half-spheres (Siconos' ``Capsule``)."""
+
+    kind = "Capsule"
+
+    def __init__(self, radius, length):
+        super().__init__(radius, length)
 
     def bounding_radius(self):
         return self.radius + 0.5 * self.length
 
 
-class Cylinder(Shape):
+class Cylinder(_Axial):
+    """A cylinder of ``radius`` and ``length`` along y."""
+
     kind = "Cylinder"
-    local_rotation = _Z_TO_Y
-    curved = True
 
     def __init__(self, radius, length):
-        self.radius = _positive(radius, "Cylinder", "radius")
-        self.length = _positive(length, "Cylinder", "length")
-
-    def geometry(self):
-        import coal
-        return coal.Cylinder(self.radius, self.length)
-
-    def params(self):
-        return (self.radius, self.length)
-
-    def bounding_radius(self):
-        return float(np.hypot(self.radius, 0.5 * self.length))
+        super().__init__(radius, length)
 
 
-class Cone(Shape):
+class Cone(_Axial):
+    """A cone of base ``radius`` and ``height`` along y, centred, its apex at +height/2."""
+
     kind = "Cone"
-    local_rotation = _Z_TO_Y
-    curved = True
+    _second = "height"
 
     def __init__(self, radius, height):
-        self.radius = _positive(radius, "Cone", "radius")
-        self.height = _positive(height, "Cone", "height")
-
-    def geometry(self):
-        import coal
-        return coal.Cone(self.radius, self.height)
-
-    def params(self):
-        return (self.radius, self.height)
-
-    def bounding_radius(self):
-        return float(np.hypot(self.radius, 0.5 * self.height))
+        super().__init__(radius, height)
 
 
 class ConvexMesh(Shape):
