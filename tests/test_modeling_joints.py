@@ -153,3 +153,25 @@ def test_joint_bad_input():
         nm.PivotJointR([0, 0, 0], [0, 0, 0])
     with pytest.raises(ModelingError, match="d2"):
         nm.FixedJointR(None, body(q))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_stacked_joint_outputs_equal_each_joint(kind):
+    rng = np.random.default_rng(40 + KINDS.index(kind))
+    joints, Q1, Q2, two = [], [], [], []
+    for m in range(6):
+        j, q1, q2, _, _ = make(kind, rng, m % 2 == 0)
+        p1 = rot.exp_step(q1, 0.3 * rng.normal(size=6), 1.0)
+        p2 = rot.exp_step(q2, 0.3 * rng.normal(size=6), 1.0) if q2 is not None else np.r_[0, 0, 0, 1.0, 0, 0, 0]
+        joints.append(j)
+        Q1.append(p1)
+        Q2.append(p2)
+        two.append(q2 is not None)
+    h, J = nm.joints.joint_outputs(joints, np.array(Q1), np.array(Q2))
+    for m, j in enumerate(joints):
+        Q = np.r_[Q1[m], Q2[m]] if two[m] else Q1[m]
+        np.testing.assert_allclose(h[m], j.h(Q), atol=1e-15)
+        np.testing.assert_allclose(J[m][:, :12 if two[m] else 6], j.jachqT(Q), atol=1e-15)
+    with pytest.raises(ModelingError, match="one class"):
+        other = nm.KneeJointR([0, 0, 0], True, body(Q1[0])) if kind != "knee" else nm.FixedJointR(body(Q1[0]))
+        nm.joints.joint_outputs([joints[0], other], np.array(Q1[:2]), np.array(Q2[:2]))

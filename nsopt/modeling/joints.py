@@ -35,7 +35,7 @@ from ._check import vector
 from .newton_euler import NewtonEulerDS, NewtonEulerR
 
 __all__ = ["NewtonEulerJointR", "KneeJointR", "PivotJointR", "PrismaticJointR", "FixedJointR",
-           "knee_rows", "orientation_rows", "relative_position_rows", "pivot_rows"]
+           "knee_rows", "orientation_rows", "relative_position_rows", "pivot_rows", "joint_outputs"]
 
 _IDENTITY = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
 
@@ -149,6 +149,15 @@ class NewtonEulerJointR(NewtonEulerR):
         Q = np.asarray(Q, dtype=float)
         return Q[None, :7], (Q[None, 7:14] if Q.shape[0] == 14 else _IDENTITY[None])
 
+    # the joint's base data, one row (k = 1) of what the stacked kernels take
+    _fields: tuple = ()
+
+    def _data(self):
+        return {f: np.asarray(getattr(self, "_" + f))[None] for f in self._fields}
+
+    def _rows(self, Q1, Q2):
+        return self._stacked(Q1, Q2, self._data())
+
     def _eval(self, Q):
         Q1, Q2 = self._split(Q)
         h, J = self._rows(Q1, Q2)
@@ -177,8 +186,11 @@ class KneeJointR(NewtonEulerJointR):
         self._G1P0 = R1.T @ (P_abs - q1[:3])
         self._G2P0 = R2.T @ (P_abs - q2[:3])
 
-    def _rows(self, Q1, Q2):
-        return knee_rows(Q1, Q2, self._G1P0[None], self._G2P0[None])
+    _fields = ("G1P0", "G2P0")
+
+    @staticmethod
+    def _stacked(Q1, Q2, d):
+        return knee_rows(Q1, Q2, d["G1P0"], d["G2P0"])
 
 
 class PivotJointR(KneeJointR):
@@ -199,9 +211,12 @@ class PivotJointR(KneeJointR):
         self._A = A
         self._A1, self._A2 = rot.ortho_base(A)
 
-    def _rows(self, Q1, Q2):
-        hk, Jk = super()._rows(Q1, Q2)
-        hp, Jp = pivot_rows(Q1, Q2, self._c[None], self._A1[None], self._A2[None])
+    _fields = ("G1P0", "G2P0", "c", "A1", "A2")
+
+    @staticmethod
+    def _stacked(Q1, Q2, d):
+        hk, Jk = knee_rows(Q1, Q2, d["G1P0"], d["G2P0"])
+        hp, Jp = pivot_rows(Q1, Q2, d["c"], d["A1"], d["A2"])
         return np.concatenate([hk, hp], axis=1), np.concatenate([Jk, Jp], axis=1)
 
     def angle(self, Q) -> float:
@@ -230,11 +245,15 @@ class PrismaticJointR(NewtonEulerJointR):
         self._V = np.stack(rot.ortho_base(a))               # (2, 3): the two constrained directions
         self._d0 = R1.T @ (q2[:3] - q1[:3])
 
-    def _rows(self, Q1, Q2):
-        hp, Jp = relative_position_rows(Q1, Q2, self._d0[None])
-        ho, Jo = orientation_rows(Q1, Q2, self._c[None])
-        return (np.concatenate([hp @ self._V.T, ho], axis=1),
-                np.concatenate([np.einsum("ri,kic->krc", self._V, Jp), Jo], axis=1))
+    _fields = ("d0", "c", "V")
+
+    @staticmethod
+    def _stacked(Q1, Q2, d):
+        hp, Jp = relative_position_rows(Q1, Q2, d["d0"])
+        ho, Jo = orientation_rows(Q1, Q2, d["c"])
+        V = d["V"]
+        return (np.concatenate([np.einsum("kri,ki->kr", V, hp), ho], axis=1),
+                np.concatenate([np.einsum("kri,kic->krc", V, Jp), Jo], axis=1))
 
     def displacement(self, Q) -> float:
         """The slide along the axis since the base positions."""
@@ -254,7 +273,25 @@ class FixedJointR(NewtonEulerJointR):
     def _set_base(self, q1, q2):
         self._d0 = rot.rotation_matrix(q1[3:7]).T @ (q2[:3] - q1[:3])
 
-    def _rows(self, Q1, Q2):
-        hp, Jp = relative_position_rows(Q1, Q2, self._d0[None])
-        ho, Jo = orientation_rows(Q1, Q2, self._c[None])
+    _fields = ("d0", "c")
+
+    @staticmethod
+    def _stacked(Q1, Q2, d):
+        hp, Jp = relative_position_rows(Q1, Q2, d["d0"])
+        ho, Jo = orientation_rows(Q1, Q2, d["c"])
         return np.concatenate([hp, ho], axis=1), np.concatenate([Jp, Jo], axis=1)
+
+
+def joint_outputs(joints, Q1, Q2):
+    """h (k, rows) and twist Jacobians (k, rows, 12) of k joints of one class at once, their bodies' poses
+    Q1, Q2 (k, 7) (the world's identity pose in Q2 for a joint to the world; its Jacobian columns 6:12 are
+    then to be dropped). The stacked form of the joints' ``h`` and ``jachqT``."""
+    joints = list(joints)
+    cls = type(joints[0])
+    if any(type(j) is not cls for j in joints):
+        raise ModelingError("joint_outputs", "joints", "must all be of one class (group them by class)")
+    for j in joints:
+        if j._base is None:
+            raise ModelingError(j._owner, "base positions", "are not set")
+    data = {f: np.stack([np.asarray(getattr(j, "_" + f)) for j in joints]) for f in cls._fields}
+    return cls._stacked(np.asarray(Q1, dtype=float), np.asarray(Q2, dtype=float), data)
