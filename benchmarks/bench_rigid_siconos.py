@@ -40,6 +40,7 @@ def summarize(out: Path):
         rows.append(dict(scene=meta["scene"], bodies=meta["bodies"], steps=meta["steps"], completed=meta["completed"],
                          T=meta["T"], h=meta["h"], tol=meta["tol"], osns=meta["osns"],
                          ms_step=1e3 * st.mean(), ms_contact_step=1e3 * (st[busy].mean() if busy.any() else 0.0),
+                         cpu_ms_contact_step=1e3 * (d["step_cpu"][busy].mean() if "step_cpu" in d and busy.any() else np.nan),
                          failed=int(d["failed"].sum()), solves=int(busy.sum()),
                          nit_mean=float(d["nit"][busy].mean()) if busy.any() else 0.0,
                          nit_max=int(d["nit"].max()), contacts_end=int(d["contacts_detected"][-1]),
@@ -51,15 +52,16 @@ def summarize(out: Path):
 
 
 def print_table(rows):
-    cols = ["scene", "bodies", "steps", "completed", "ms_step", "ms_contact_step", "failed", "solves", "nit_mean",
+    cols = ["scene", "bodies", "steps", "completed", "ms_step", "ms_contact_step", "cpu_ms_contact_step", "failed", "solves", "nit_mean",
             "nit_max", "contacts_end", "top_z", "com_z", "energy_end", "penetration_max", "rss_mb", "wall_s"]
     print(" | ".join(cols))
     for r in rows:
         print(" | ".join(f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c]) for c in cols))
-    piles = sorted((r["bodies"], r["ms_contact_step"]) for r in rows if r["scene"].startswith("pile"))
-    if len(piles) > 1:
-        slope = np.polyfit(np.log([p[0] for p in piles]), np.log([p[1] for p in piles]), 1)[0]
-        print(f"Siconos: time per step with contacts ~ cubes^{slope:.2f} over {[p[0] for p in piles]}")
+    for key in ("ms_contact_step", "cpu_ms_contact_step"):
+        piles = sorted((r["bodies"], r[key]) for r in rows if r["scene"].startswith("pile") and np.isfinite(r[key]))
+        if len(piles) > 1:
+            slope = np.polyfit(np.log([p[0] for p in piles]), np.log([p[1] for p in piles]), 1)[0]
+            print(f"Siconos: {key} ~ cubes^{slope:.2f} over {[p[0] for p in piles]}")
 
 
 def main(argv=None):

@@ -11,7 +11,8 @@ Run by /usr/bin/python3 (Debian's python3-siconos 4.4):
 SCENE is a key of rigid_scenes.SCENES (cube, pile10, pile100, pile1000, spheres, chain) or pileN.
 Writes OUT_PREFIX.csv (one row per step: t, kinetic energy, contacts detected, contacts in the one-step
 problem, solver iterations and residual, failure (residual > tol), the deepest penetration -min(y0)
-over the contacts, the highest body, the centre of mass, wall time of the step, peak RSS) and
+over the contacts, the highest body, the centre of mass, wall and CPU time of the step (the process's
+CPU time, one BLAS thread: the measure that a machine shared with other jobs does not inflate), peak RSS) and
 OUT_PREFIX.npz (final poses, the per-step arrays, the run's parameters). ``--time-budget`` stops the
 run after that many seconds of stepping (the rows written so far stay; ``completed`` says so).
 """
@@ -89,9 +90,11 @@ def main(argv=None):
 
     def start_hook(io):
         state["t0"] = time.perf_counter()
+        state["c0"] = time.process_time()
 
     def end_hook(io):
         dt = time.perf_counter() - state["t0"]
+        dc = time.process_time() - state["c0"]
         sim = io._simulation
         nsds = io._nsds
         topo = nsds.topology()
@@ -121,7 +124,7 @@ def main(argv=None):
         rows.append(dict(step=len(rows) + 1, t=sim.startingTime(), kinetic_energy=E, contacts_detected=detected,
                          osns_size=size, nit=nit, residual=res, failed=int(size > 0 and res > args.tol),
                          penetration=pen, top_z=top, com_x=com[0] / mtot, com_y=com[1] / mtot, com_z=com[2] / mtot,
-                         step_time=dt, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
+                         step_time=dt, step_cpu=dc, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
         if args.time_budget is not None and time.perf_counter() - state["start"] > args.time_budget:
             state["stopped"] = True
             raise _Budget
