@@ -378,3 +378,25 @@ def test_contact_jacobians_equal_siconos_newton_euler_3dr():
     theirs = json.loads(r.stdout.strip().splitlines()[-1])
     for a, b in zip(mine, theirs):
         np.testing.assert_allclose(a, np.array(b), atol=1e-12)
+
+
+def test_delassus_of_a_contact_is_the_effective_mass_at_the_point():
+    """W = H M⁻¹ Hᵀ: its normal entry is 1/m + (p × n_b)ᵀ I⁻¹ (p × n_b) (p the body-frame point, n_b the
+    normal in the body frame), the textbook inverse effective mass of a rigid body at a point."""
+    from nsopt.modeling.newton_euler import inverse_mass_matrix
+    rng = np.random.default_rng(8)
+    for _ in range(5):
+        q = random_pose(rng)
+        A = rng.normal(size=(3, 3))
+        I = A @ A.T + np.eye(3)
+        m = rng.uniform(0.5, 3.0)
+        p, n = rng.normal(size=3), rng.normal(size=3)
+        n /= np.linalg.norm(n)
+        rel = _link(nm.NewtonEuler3DR(point=p, normal=n), nm.NewtonEulerDS(q, np.zeros(6), m, I))
+        H = rel.jachqT(q)
+        W = H @ inverse_mass_matrix(m, I) @ H.T
+        nb = rot.rotation_matrix(q[3:]).T @ n
+        c = np.cross(p, nb)
+        assert W[0, 0] == pytest.approx(1 / m + c @ np.linalg.solve(I, c), rel=1e-12)
+        np.testing.assert_allclose(W, W.T, atol=1e-14)
+        assert np.linalg.eigvalsh(W).min() > 0
