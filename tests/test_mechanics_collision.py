@@ -140,17 +140,17 @@ def test_broad_phase_against_brute_force():
     rng = np.random.default_rng(2)
     shapes = [lambda: mc.Sphere(rng.uniform(0.2, 0.6)), lambda: mc.Box(rng.uniform(0.3, 1.2, 3)),
               lambda: mc.Capsule(rng.uniform(0.1, 0.3), rng.uniform(0.2, 1.0))]
+    cm = None
     for trial in range(4):
-        cm = mc.CollisionManager(margin=0.05)
-        cm.add_static(mc.Contactor(mc.HalfSpace()))
-        cts, poses = [], []
-        for b in range(60):
-            ct = mc.Contactor(shapes[b % 3]())
-            p = pose(rng.uniform([-3, -3, -0.2], [3, 3, 3]), rng.normal(size=4))
-            cm.add_body(ct, p)
-            cts.append(ct)
-            poses.append(p)
-        found = {(int(a), int(b)) for a, b in zip(cm.detect().body1, cm.detect().body2)}
+        if trial % 2 == 0:                  # a new scene, or (odd trials) the same one moved: the tree's update
+            cm = mc.CollisionManager(margin=0.05)
+            cm.add_static(mc.Contactor(mc.HalfSpace()))
+            cts = [mc.Contactor(shapes[b % 3]()) for b in range(60)]
+            for ct in cts:
+                cm.add_body(ct)
+        poses = [pose(rng.uniform([-3, -3, -0.2], [3, 3, 3]), rng.normal(size=4)) for _ in cts]
+        c = cm.detect(np.array(poses))
+        found = {(int(a), int(b)) for a, b in zip(c.body1, c.body2)}
         # brute force: coal.collide on every pair (and each body against the floor), same margin
         req = coal.CollisionRequest(coal.CollisionRequestFlag.CONTACT, 1)
         req.security_margin = 0.05
