@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -181,11 +182,13 @@ def _program(problem, m, Lt, b, c, x_bar, scale):
     n = x_bar.shape[0]
     xv = cp.Variable(n)
     bnd = float(c @ x_bar)
-    cons = _cones(cp, problem, m, xv / 1.0) + [Lt @ xv == b, c @ xv <= bnd + 1e-12 * scale * max(np.abs(c).max(), 1e-300)]
+    cons = _cones(cp, problem, m, xv) + [Lt @ xv == b, c @ xv <= bnd + 1e-12 * scale * max(np.abs(c).max(), 1e-300)]
     prog = cp.Problem(cp.Minimize(cp.sum_squares(xv / scale)), cons)
     try:
-        prog.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12, tol_ktratio=1e-10,
-                   max_iter=400)
+        with warnings.catch_warnings():     # "may be inaccurate": the answer is judged by the problem's error
+            warnings.simplefilter("ignore")
+            prog.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12, tol_ktratio=1e-10,
+                       max_iter=400)
     except Exception as e:     # noqa: BLE001  (a backend crash: no selection)
         raise _Failed(f"the least-norm program failed ({type(e).__name__}: {e})") from None
     if xv.value is None or prog.status not in ("optimal", "optimal_inaccurate"):
