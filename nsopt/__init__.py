@@ -29,7 +29,7 @@ __all__ += ["sensitivity", "diagnose"]
 
 
 def __getattr__(name):  # nsopt.io loads h5py lazily
-    if name in ("io", "formulations"):  # formulations: lazily, it imports cvxpy
+    if name in ("io", "formulations", "jax"):  # formulations: lazily, it imports cvxpy; jax: the optional extra
         import importlib
 
         return importlib.import_module("." + name, __name__)
