@@ -1,7 +1,11 @@
 r"""One factorisation of the linearised system :math:`K = A + B\mathcal M`, reused for every direction
 (``solve``) and for the adjoint (``solve_t``): dense LAPACK LU for small dense systems, SuperLU for
-sparse ones, and the minimum-norm least-squares solution where K is singular (the solution set is
-then not a point: see :func:`nsopt.diagnose`)."""
+sparse ones. Where K is singular (the solution set is then not a point: see :func:`nsopt.diagnose`):
+a dense K gives the minimum-norm least-squares solutions (SVD); a sparse K is never densified, it
+gives those of the proximally regularised system :math:`K + \delta B = A + B(\mathcal M + \delta I)`,
+:math:`\delta` = ``PROX_REL`` x the largest entry of :math:`\mathcal M` (the derivative of the problem
+with :math:`\mathcal M + \delta I`, which tends to the minimum-norm one as :math:`\delta \to 0` where
+:math:`\mathcal M` is symmetric positive semidefinite)."""
 
 from __future__ import annotations
 
@@ -11,23 +15,24 @@ import scipy.sparse as sp
 
 DENSE_MAX = 2000          # a K with at most this many rows is factorised dense when it is dense anyway
 RCOND_MIN = 1e-13         # below this reciprocal condition number K is taken as singular
+PROX_REL = 1e-10          # the proximal shift of a singular sparse K, relative to the largest entry of M
 
 
 class Factor:
     """``solve(b)`` = K⁻¹b, ``solve_t(b)`` = K⁻ᵀb (matrices b: one column per direction); K singular:
     the minimum-norm least-squares solutions (``singular`` is True, ``rank`` its numerical rank)."""
 
-    def __init__(self, K):
+    def __init__(self, K, B=None, mscale=1.0):
         self.n = K.shape[0]
-        self.singular, self.rank, self.rcond = False, self.n, 1.0
-        self._lu = self._splu = self._pinv = self._lsq = None
+        self.singular, self.rank, self.rcond, self.shift = False, self.n, 1.0, 0.0
+        self._lu = self._splu = self._pinv = None
         if self.n == 0:
             return
         if not sp.issparse(K) or self.n <= DENSE_MAX and K.nnz > 0.05 * self.n * self.n:
             Kd = K.toarray() if sp.issparse(K) else np.asarray(K, float)
             self._dense(Kd)
         else:
-            self._sparse(sp.csc_matrix(K))
+            self._sparse(sp.csc_matrix(K), B, mscale)
 
     def _dense(self, Kd):
         with np.errstate(all="ignore"):
@@ -50,23 +55,31 @@ class Factor:
         self.rcond = float(s[-1] / s[0]) if s.size and s[0] > 0 else 0.0
         self._pinv = (U[:, keep], s[keep], Vt[keep])
 
-    def _sparse(self, K):
+    def _sparse(self, K, B, mscale):
+        from scipy.sparse.linalg import splu
+
+        lu = self._splu_ok(K)
+        if lu is None and B is not None:          # singular: the proximal shift, still sparse
+            self.singular, self.rank, self.rcond = True, -1, 0.0
+            self.shift = PROX_REL * mscale
+            lu = self._splu_ok(sp.csc_matrix(K + self.shift * B), check=False)
+        if lu is None:
+            raise np.linalg.LinAlgError("the linearised system is singular and cannot be factorised")
+        self._splu = lu
+
+    def _splu_ok(self, K, check=True):
         from scipy.sparse.linalg import splu
 
         try:
             lu = splu(K, permc_spec="COLAMD")
-            d = np.abs(lu.U.diagonal())
-            if d.size and d.min() > 1e-14 * d.max():
-                self._splu = lu
-                self.rcond = float(d.min() / d.max())      # a pivot ratio, not LAPACK's estimate
-                return
         except RuntimeError:
-            pass
-        if self.n <= 4 * DENSE_MAX:
-            self._least_squares(K.toarray())
-        else:   # large and singular: iterative minimum-norm least squares (LSMR) per right-hand side
-            self.singular, self.rank, self.rcond = True, -1, 0.0
-            self._lsq = K.tocsr()
+            return None
+        d = np.abs(lu.U.diagonal())
+        if check:
+            if not (d.size and d.min() > 1e-14 * d.max()):
+                return None
+            self.rcond = float(d.min() / d.max())      # a pivot ratio, not LAPACK's estimate
+        return lu
 
     def _apply(self, b, trans):
         b = np.asarray(b, float)
@@ -81,12 +94,7 @@ class Factor:
             if trans:
                 return U @ ((Vt @ b).T / s).T
             return Vt.T @ ((U.T @ b).T / s).T
-        from scipy.sparse.linalg import lsmr
-
-        K = self._lsq.T.tocsr() if trans else self._lsq
-        cols = b.reshape(self.n, -1)
-        out = np.column_stack([lsmr(K, c, atol=1e-14, btol=1e-14, maxiter=20 * self.n)[0] for c in cols.T])
-        return out.reshape(b.shape)
+        raise AssertionError("no factorisation")
 
     def solve(self, b):
         return self._apply(b, False)

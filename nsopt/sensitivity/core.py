@@ -28,6 +28,10 @@ from ._kinds import Model, model_of, outer_on
 SMOOTH_NEWTON_ITER = 60
 
 
+def _max_abs(A):
+    return float(np.max(np.abs(A.data if sp.issparse(A) else A), initial=0.0)) or 1.0
+
+
 def _k_matrix(state, Mext):
     if sp.issparse(Mext):
         return (state.A + state.B @ Mext).tocsr()
@@ -49,8 +53,10 @@ class Sensitivity:
     states : the same keys, the state of every row / contact (``"at lower bound"``, ``"free"``,
         ``"take-off"``, ``"stick"``, ``"slide"``...).
     rule : how the generalized Jacobian element is chosen at degenerate rows and contacts.
-    singular : True when the linearised system is singular (the solution is not locally unique:
-        ``jvp``/``vjp`` then return the minimum-norm least-squares solutions; see ``nsopt.diagnose``).
+    singular : True when the linearised system is singular (the solution is not locally unique; see
+        ``nsopt.diagnose``): ``jvp``/``vjp`` then return the minimum-norm least-squares solutions
+        (dense systems) or those of the proximally regularised one (sparse systems, never densified:
+        ``factor.shift``, see :mod:`nsopt.sensitivity._factor`).
     smoothing : 0, or the parameter ε of :meth:`smoothed`.
     """
 
@@ -63,7 +69,7 @@ class Sensitivity:
         self.rule = L.RULE if not smoothing else (f"smoothed laws (eps = {rel_eps:g} relative, "
                                                   f"{smoothing:.3g} absolute): no branch is chosen")
         self._K = _k_matrix(state, model.Mext)
-        self.factor = Factor(self._K)
+        self.factor = Factor(self._K, state.B, _max_abs(model.Mext))
         self.singular = self.factor.singular
         self.degenerate, self.states = self._describe()
 
@@ -220,7 +226,7 @@ class Sensitivity:
         for _ in range(SMOOTH_NEWTON_ITER):
             if nrm <= 1e-14 * sx * max(1.0, np.sqrt(x.shape[0])):
                 break
-            f = Factor(_k_matrix(st, m.Mext))
+            f = Factor(_k_matrix(st, m.Mext), st.B, _max_abs(m.Mext))
             dx = f.solve(-phi)
             t = 1.0
             while t > 1e-8:
