@@ -123,7 +123,42 @@ class Model:
         return {}
 
 
-class AffineModel(Model):
+class DirectModel(Model):
+    """The kinds whose unknown is the primal variable itself: x = z or r, y = w or u = (matrix) x + q;
+    ``matrix`` names the matrix field (M or W), ``names`` the variables (x's, y's)."""
+
+    matrix = "M"
+    names = ("z", "w")
+
+    def point(self):
+        return {self.names[0]: self.x, self.names[1]: self.y}
+
+    def forward(self, d):
+        _check(d, self.fields, self.owner)
+        dy = np.zeros(self.x.shape[0])
+        if d.get(self.matrix) is not None:
+            dy += matvec(matrix_direction(d[self.matrix], self.Mext, self.matrix, self.owner), self.x)
+        if d.get("q") is not None:
+            dy += vector_direction(d["q"], dy.shape[0], "q", self.owner)
+        return dy
+
+    def backward(self, p):
+        return {self.matrix: outer_on(self.Mext, p, self.x), "q": p.copy()}
+
+    def outputs(self, dx, dy, d):
+        return {self.names[0]: dx, self.names[1]: dy}
+
+    def outputs_t(self, g):
+        n = self.x.shape[0]
+        return g.get(self.names[0], np.zeros(n)), g.get(self.names[1], np.zeros(n)), {}
+
+
+def _mu_directions(model, d):
+    p = model.problem
+    return {"mu": {p.dim: vector_direction(d["mu"], p.nc, "mu", model.owner)}} if d.get("mu") is not None else {}
+
+
+class AffineModel(DirectModel):
     """LCP, MLCP, Relay, Equality: x = z, y = w = Mz + q."""
 
     fields = ("M", "q")
@@ -145,34 +180,12 @@ class AffineModel(Model):
         rows = np.flatnonzero(np.isfinite(lb) | np.isfinite(ub))
         super().__init__(p, np.asarray(z, float), p.M, np.asarray(p.q, float), laws, rows)
 
-    def point(self):
-        return {"z": self.x, "w": self.y}
-
-    def forward(self, d):
-        _check(d, self.fields, self.owner)
-        dy = np.zeros(self.x.shape[0])
-        if d.get("M") is not None:
-            dy += matvec(matrix_direction(d["M"], self.Mext, "M", self.owner), self.x)
-        if d.get("q") is not None:
-            dy += vector_direction(d["q"], dy.shape[0], "q", self.owner)
-        return dy
-
     def law_directions(self, d):
         n = self.x.shape[0]
         return {k: vector_direction(d[k], n, k, self.owner) for k in ("lb", "ub") if d.get(k) is not None}
 
     def law_gradients(self, law):
         return {k: law[k] for k in ("lb", "ub")} if "lb" in self.fields else {}
-
-    def backward(self, p):
-        return {"M": outer_on(self.Mext, p, self.x), "q": p.copy()}
-
-    def outputs(self, dx, dy, d):
-        return {"z": dx, "w": dy}
-
-    def outputs_t(self, g):
-        n = self.x.shape[0]
-        return g.get("z", np.zeros(n)), g.get("w", np.zeros(n)), {}
 
 
 class AVIModel(Model):
@@ -261,11 +274,12 @@ class AVIModel(Model):
         return gx, np.zeros(n + m), direct
 
 
-class FrictionModel(Model):
+class FrictionModel(DirectModel):
     """FrictionContact (2D/3D): x = r, y = u = Wr + q, one Coulomb law per contact."""
 
     fields = ("W", "q", "mu")
     variables = ("r", "u")
+    matrix, names = "W", ("r", "u")
 
     def __init__(self, problem, r):
         p = problem
@@ -273,34 +287,11 @@ class FrictionModel(Model):
         laws = Laws.contacts(p.dim, np.asarray(p.mu, float))
         super().__init__(p, np.asarray(r, float), p.W, np.asarray(p.q, float), laws, np.arange(p.size))
 
-    def point(self):
-        return {"r": self.x, "u": self.y}
-
-    def forward(self, d):
-        _check(d, self.fields, self.owner)
-        dy = np.zeros(self.x.shape[0])
-        if d.get("W") is not None:
-            dy += matvec(matrix_direction(d["W"], self.Mext, "W", self.owner), self.x)
-        if d.get("q") is not None:
-            dy += vector_direction(d["q"], dy.shape[0], "q", self.owner)
-        return dy
-
     def law_directions(self, d):
-        p = self.problem
-        return {"mu": {p.dim: vector_direction(d["mu"], p.nc, "mu", self.owner)}} if d.get("mu") is not None else {}
+        return _mu_directions(self, d)
 
     def law_gradients(self, law):
         return {"mu": law["mu"][self.problem.dim]}
-
-    def backward(self, p_):
-        return {"W": outer_on(self.Mext, p_, self.x), "q": p_.copy()}
-
-    def outputs(self, dx, dy, d):
-        return {"r": dx, "u": dy}
-
-    def outputs_t(self, g):
-        n = self.x.shape[0]
-        return g.get("r", np.zeros(n)), g.get("u", np.zeros(n)), {}
 
 
 class GlobalModel(Model):
@@ -346,8 +337,7 @@ class GlobalModel(Model):
         return dy
 
     def law_directions(self, d):
-        p = self.problem
-        return {"mu": {p.dim: vector_direction(d["mu"], p.nc, "mu", self.owner)}} if d.get("mu") is not None else {}
+        return _mu_directions(self, d)
 
     def law_gradients(self, law):
         return {"mu": law["mu"][self.problem.dim]}
@@ -375,13 +365,14 @@ class GlobalModel(Model):
         return gx, gy, {}
 
 
-class GMPModel(Model):
+class GMPModel(DirectModel):
     """GenericMechanical: x = r, y = u = Mr + q; box laws for equality, LCP and relay blocks, Coulomb
     laws for the friction blocks. The ``blocks`` field's directions and gradients are sequences with
     one entry per block: None, or a dict ``{"mu": float}`` (friction) / ``{"lb": ..., "ub": ...}`` (relay)."""
 
     fields = ("M", "q", "blocks")
     variables = ("r", "u")
+    names = ("r", "u")
     owner = "GenericMechanical"
 
     def __init__(self, problem, r):
@@ -423,18 +414,6 @@ class GMPModel(Model):
                                       if b.kind != "equality"] or [np.zeros(0, np.int64)])
         super().__init__(p, np.asarray(r, float), p.M, np.asarray(p.q, float), laws, constrained)
 
-    def point(self):
-        return {"r": self.x, "u": self.y}
-
-    def forward(self, d):
-        _check(d, self.fields, self.owner)
-        dy = np.zeros(self.x.shape[0])
-        if d.get("M") is not None:
-            dy += matvec(matrix_direction(d["M"], self.Mext, "M", self.owner), self.x)
-        if d.get("q") is not None:
-            dy += vector_direction(d["q"], dy.shape[0], "q", self.owner)
-        return dy
-
     def law_directions(self, d):
         blocks = d.get("blocks")
         if blocks is None:
@@ -474,16 +453,6 @@ class GMPModel(Model):
             else:
                 grads.append({})
         return {"blocks": tuple(grads)}
-
-    def backward(self, p_):
-        return {"M": outer_on(self.Mext, p_, self.x), "q": p_.copy()}
-
-    def outputs(self, dx, dy, d):
-        return {"r": dx, "u": dy}
-
-    def outputs_t(self, g):
-        n = self.x.shape[0]
-        return g.get("r", np.zeros(n)), g.get("u", np.zeros(n)), {}
 
 
 def variables_of(problem, solution) -> dict:

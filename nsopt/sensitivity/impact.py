@@ -143,16 +143,9 @@ class ImpactSensitivity:
     def jacobian(self, wrt):
         if wrt not in FIELDS:
             raise ProblemError(wrt, f"jacobian needs one of {', '.join(FIELDS)}", "MultipleImpact")
-        out = {}
-        for var, size in (("v", self.M.shape[0]), ("p", self.Hd.shape[0])):
-            rows = []
-            for i in range(size):
-                e = np.zeros(size)
-                e[i] = 1.0
-                G = self.vjp(**{var: e})[wrt]
-                rows.append(G.data.copy() if sp.issparse(G) else np.asarray(G, float))
-            out[var] = np.array(rows)
-        return out
+        from .core import jacobian_by_vjp
+
+        return jacobian_by_vjp(self.vjp, {"v": self.M.shape[0], "p": self.Hd.shape[0]}, getattr(self.problem, wrt), wrt)
 
     def smoothed(self, eps=1e-6):
         if not (isinstance(eps, (int, float)) and np.isfinite(eps) and eps > 0):
