@@ -338,22 +338,48 @@ def test_jvp_against_central_differences_on_the_corpus(corpus, name):
 
 
 # ---- CVXPY's own derivative (diffcp) as an independent check
-def test_cvxpy_derivative_lcp_and_relay():
-    cp = pytest.importorskip("cvxpy")
-    pytest.importorskip("diffcp")
-    rng = np.random.default_rng(3)
-    p = generate.relay(6, seed=3)[0]
+def _cvxpy_qp(cp, p):
+    """The convex view of a symmetric PD affine problem as a DPP program: (program, variable,
+    {field: parameter}) with q and the constraint data as parameters."""
     n = p.size
     z = cp.Variable(n)
-    qp, lb, ub = cp.Parameter(n), cp.Parameter(n), cp.Parameter(n)
-    prog = cp.Problem(cp.Minimize(0.5 * cp.quad_form(z, cp.psd_wrap(np.asarray(p.M))) + qp @ z), [z >= lb, z <= ub])
-    qp.value, lb.value, ub.value = np.asarray(p.q), np.asarray(p.lb), np.asarray(p.ub)
+    q = cp.Parameter(n, value=np.asarray(p.q))
+    S = 0.5 * (np.asarray(p.M) + np.asarray(p.M).T)
+    obj = cp.Minimize(0.5 * cp.quad_form(z, cp.psd_wrap(S)) + q @ z)
+    params = {"q": q}
+    if p.kind == "lcp":
+        cons = [z >= 0]
+    elif p.kind == "mlcp":
+        cons = [z[p.n:] >= 0]
+    elif p.kind == "relay":
+        params["lb"], params["ub"] = cp.Parameter(n, value=np.asarray(p.lb)), cp.Parameter(n, value=np.asarray(p.ub))
+        cons = [z >= params["lb"], z <= params["ub"]]
+    else:   # avi: z in {Hz >= k}
+        params["k"] = cp.Parameter(p.H.shape[0], value=np.asarray(p.k))
+        cons = [np.asarray(p.H) @ z >= params["k"]]
+    return cp.Problem(obj, cons), z, params
+
+
+@pytest.mark.filterwarnings("ignore:Solved/Inaccurate", "ignore:Solution may be inaccurate")
+@pytest.mark.parametrize("case", ["lcp-spd", "mlcp", "relay", "avi"])
+def test_cvxpy_derivative_of_the_convex_view(case):
+    """CVXPY's own derivative (diffcp, through SCS) of the QP whose KKT system is the problem, in the
+    data it holds as parameters, against nsopt's jvp (to SCS' accuracy, 1e-5)."""
+    cp = pytest.importorskip("cvxpy")
+    pytest.importorskip("diffcp")
+    p = GENERATED[case](3)
+    prog, z, params = _cvxpy_qp(cp, p)
     prog.solve(solver="SCS", requires_grad=True, eps=1e-12, max_iters=100000)
     s = nsopt.sensitivity(p, solve_tight(p))
-    dq, dl, du = rng.standard_normal(n), rng.standard_normal(n), rng.standard_normal(n)
-    qp.delta, lb.delta, ub.delta = dq, dl, du
+    np.testing.assert_allclose(z.value, s.point()["z"], atol=1e-6)
+    rng = np.random.default_rng(3)
+    d = {}
+    for name, par in params.items():
+        d[name] = rng.standard_normal(par.shape)
+        par.delta = d[name]
     prog.derivative()
-    np.testing.assert_allclose(z.delta, s.jvp(q=dq, lb=dl, ub=du)["z"], atol=1e-5)
+    want = s.jvp(**d)["z"]
+    np.testing.assert_allclose(z.delta, want, atol=1e-5 * max(1.0, np.abs(want).max()))
 
 
 def test_cvxpy_derivative_friction_at_a_fixed_shift():
