@@ -20,14 +20,18 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
 from .exceptions import ProblemError
 from .sensitivity import sensitivity
 from .solve import solve as _nsopt_solve
+
+try:
+    import jax
+    import jax.numpy as jnp
+except ImportError as e:       # the optional extra
+    raise ImportError("nsopt.jax needs JAX, the optional extra: pip install 'nsopt[jax]'") from e
 
 _CACHE: OrderedDict = OrderedDict()     # (problem id, inputs' bytes) -> (Sensitivity, variables); the last few
 _CACHE_SIZE = 8
