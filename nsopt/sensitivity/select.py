@@ -87,7 +87,8 @@ def _not_applicable(problem, solution):
         return None
     M = _matrix_of(problem)
     tol = PSD_TOL_W if problem.kind in ("fc2d", "fc3d", "gfc2d", "gfc3d") else 1e-10
-    why = problem.cached(f"select:psd:{tol:g}", lambda: check_symmetric_psd(M, psd_tol=tol), on=None)
+    name = "W" if problem.kind in ("fc2d", "fc3d") else "W = H^T M^-1 H" if problem.kind.startswith("gfc") else "M"
+    why = problem.cached(f"select:psd:{tol:g}", lambda: check_symmetric_psd(M, psd_tol=tol, name=name), on=None)
     if why:
         return f"no convex view of the solution set ({why}): no least-norm guarantee, the method's solution is kept"
     return None
