@@ -90,6 +90,7 @@ def _not_applicable(problem, solution):
     name = "W" if problem.kind in ("fc2d", "fc3d") else "W = H^T M^-1 H" if problem.kind.startswith("gfc") else "M"
     why = problem.cached(f"select:psd:{tol:g}", lambda: check_symmetric_psd(M, psd_tol=tol, name=name), on=None)
     if why:
+        why = why.split("; the QP")[0]        # (the rest of the reason speaks of an LCP's QP)
         return f"no convex view of the solution set ({why}): no least-norm guarantee, the method's solution is kept"
     return None
 
