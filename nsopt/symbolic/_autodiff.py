@@ -118,10 +118,12 @@ class Evaluator:
     running bound on their rounding errors.
 
     Every shared subexpression is evaluated once (the expression graph, not the tree). A node
-    carries ``(v, G, ev)``: its value, None when it does not depend on the *seeds* or else an array
-    ``G`` of shape (3, nseeds) holding its gradient ``G[0]``, a bound ``G[1]`` on the gradient's
-    absolute value and a bound ``G[2]`` on the gradient's error, entry by entry, and a bound ``ev``
-    on the error of ``v``. Variables (:func:`is_leaf`) are looked up in ``values``; those in
+    carries ``(v, G, ev, rho)``: its value, None when it does not depend on the *seeds* or else an
+    array ``G`` of shape (3, nseeds) holding its gradient ``G[0]``, a bound ``G[1]`` on the
+    gradient's absolute value and a bound ``G[2]`` on the gradient's error, entry by entry, a bound
+    ``ev`` on the error of ``v``, and the count ``rho`` of roundings not yet in ``G[2]`` (each worth
+    :math:`u G[1]`: added where the gradient is next scaled, so that each operation on a
+    gradient is one product with a 3 x 3 matrix). Variables (:func:`is_leaf`) are looked up in ``values``; those in
     ``zero`` evaluate to 0 with a zero gradient, which is ``msubs(expr, dict.fromkeys(zero, 0))``
     differentiated, without rebuilding the expression.
 
@@ -163,7 +165,7 @@ class Evaluator:
         self.errors = errors or {}
         self.nseeds = len(set(seeds.values()))
         self.memo: dict = {}
-        self._buf = self._array((3, 1))
+        self._C = self._array((3, 3))
 
     # --- backend: floats (MPEvaluator evaluates in mpmath)
 
@@ -197,13 +199,14 @@ class Evaluator:
         m = len(exprs)
         v, J = self._array(m), self._array((m, self.nseeds))
         ev, eJ = np.zeros(m), np.zeros((m, self.nseeds))
+        u = self.u
         for i, e in enumerate(exprs):
-            val, G, e_v = self.eval(e)
+            val, G, e_v, rho = self.eval(e)
             v[i] = val
             ev[i] = e_v
             if G is not None:
                 J[i] = G[0]
-                eJ[i] = G[2]
+                eJ[i] = G[2] + G[1] * (rho * u)
         return v, J, ev, eJ
 
     def eval(self, e):
@@ -215,25 +218,24 @@ class Evaluator:
         self.memo[e] = r
         return r
 
-    def _scaled(self, G, d, ed):
-        r"""The packed gradient of :math:`d \cdot x` from x's (``G``), for a factor d known to ``ed``:
-        :math:`[g d,\ |g|_b |d|,\ e_g (|d| + e_d) + |g|_b e_d]` (rounding added by the caller)."""
-        buf = self._buf
+    def _scaled(self, G, rho, d, ed):
+        r"""The packed gradient of :math:`d \cdot x` from x's (``G``, with ``rho`` roundings pending), for a
+        factor d known to ``ed``: :math:`[g d,\ b |d|,\ e (|d| + e_d) + b (e_d + \rho u (|d| + e_d))]` with
+        b the bound on |g| and e on its error; its own rounding is left pending (the caller's rho)."""
+        C = self._C
         ad = abs(d)
-        buf[0, 0], buf[1, 0], buf[2, 0] = d, ad, ad + ed
-        T = G * buf
-        if ed:
-            T[2] += G[1] * ed
-        return T
+        C[0, 0], C[1, 1], C[2, 2] = d, ad, ad + ed
+        C[2, 1] = ed + rho * self.u * (ad + ed)
+        return np.dot(C, G)
 
     def _node(self, e):
         u = self.u
         if e.is_Number or e.is_NumberSymbol:
             v, err = self._number(e)
-            return v, None, err
+            return v, None, err, 0
         if is_leaf(e):
             if e in self.zero:
-                return self._zero, None, 0.0
+                return self._zero, None, 0.0, 0
             try:
                 v = self.values[e]
             except KeyError:
@@ -242,19 +244,19 @@ class Evaluator:
             if e in self.seeds:
                 G = self._array((3, self.nseeds))
                 G[0, self.seeds[e]] = G[1, self.seeds[e]] = self._one
-            return v, G, self.errors.get(e, 0.0)
+            return v, G, self.errors.get(e, 0.0), 0
         ev = self.eval
         if e.is_Add:
-            val, err, G = self._zero, 0.0, None
+            val, err, G, rho, k = self._zero, 0.0, None, 0, -1
             for a in e.args:
-                av, aG, aev = ev(a)
+                av, aG, aev, arho = ev(a)
                 val += av
                 err += aev + u * abs(val)
                 if aG is not None:
                     G = aG.copy() if G is None else G.__iadd__(aG)
-            if G is not None:
-                G[2] += G[1] * ((len(e.args) - 1) * u)
-            return val, G, err
+                    rho = max(rho, arho)
+                    k += 1
+            return val, G, err, rho + k
         if e.is_Mul:
             return self._mul([ev(a) for a in e.args])
         if e.is_Pow:
@@ -268,7 +270,7 @@ class Evaluator:
             for expr, cond in e.args:
                 if self._truth(cond):
                     return ev(expr)
-            return _NAN, None, _INF
+            return _NAN, None, _INF, 0
         if isinstance(e, sm.Function):
             return self._generic(e)
         raise ProblemError("expression", f"cannot evaluate {type(e).__name__} node {e}", "linearize")
@@ -276,48 +278,58 @@ class Evaluator:
     def _mul(self, parts):
         u = self.u
         k = len(parts)
+        if k == 2:  # the common case, the general one below unrolled
+            (a, Ga, ea, ra), (b, Gb, eb, rb) = parts
+            val = a * b
+            err = abs(a) * eb + ea * (abs(b) + eb) + u * abs(val)
+            if Ga is None:
+                if Gb is None:
+                    return val, None, err, 0
+                return val, self._scaled(Gb, rb, a, ea), err, 1
+            G = self._scaled(Ga, ra, b, eb)
+            if Gb is None:
+                return val, G, err, 1
+            return val, G.__iadd__(self._scaled(Gb, rb, a, ea)), err, 2
         P, EP = self._one, 0.0
         pre, epre = [P], [EP]
-        for v, _, e_ in parts:
+        for v, _, e_, _ in parts:
             newP = P * v
             EP = abs(P) * e_ + EP * (abs(v) + e_) + u * abs(newP)
             P = newP
             pre.append(P)
             epre.append(EP)
         if all(p[1] is None for p in parts):
-            return P, None, EP
-        S, ES, G = self._one, 0.0, None
+            return P, None, EP, 0
+        S, ES, G, m = self._one, 0.0, None, 0
         for i in range(k - 1, -1, -1):
-            v, Gi, e_ = parts[i]
+            v, Gi, e_, ri = parts[i]
             if Gi is not None:
                 c = pre[i] * S
                 ec = abs(pre[i]) * ES + epre[i] * (abs(S) + ES) + u * abs(c)
-                T = self._scaled(Gi, c, ec)
+                T = self._scaled(Gi, ri, c, ec)
                 G = T if G is None else G.__iadd__(T)
+                m += 1
             newS = S * v
             ES = abs(S) * e_ + ES * (abs(v) + e_) + u * abs(newS)
             S = newS
-        G[2] += G[1] * (k * u)
-        return P, G, EP
+        return P, G, EP, m
 
     def _pow_node(self, b, x):
         u = self.u
-        bv, bG, bev = self.eval(b)
+        bv, bG, bev, brho = self.eval(b)
         if x.is_Number:
             xv = self._number(x)[0]
             val = self._power(bv, xv)
             err = _pow_spread(bv, bev, xv) + u * abs(val)
             if bG is None:
-                return val, None, err
+                return val, None, err, 0
             if xv == 2:
                 d, ed = 2 * bv, 2 * bev
             else:
                 d = xv * self._power(bv, xv - 1)
                 ed = abs(xv) * _pow_spread(bv, bev, xv - 1) + 2 * u * abs(d)
-            G = self._scaled(bG, d, ed)
-            G[2] += G[1] * u
-            return val, G, err
-        xv, xG, xev = self.eval(x)
+            return val, self._scaled(bG, brho, d, ed), err, 1
+        xv, xG, xev, xrho = self.eval(x)
         val = self._power(bv, xv)
         lb = self._log(bv)
         if bev == 0 and xev == 0:
@@ -332,18 +344,16 @@ class Evaluator:
         G = None
         if bG is not None:
             d = xv * self._power(bv, xv - 1)
-            ed = abs(d) * (rel + (xev / abs(xv) if xev else 0.0) + elb + 2 * u)
-            G = self._scaled(bG, d, ed)
+            G = self._scaled(bG, brho, d, abs(d) * (rel + (xev / abs(xv) if xev else 0.0) + elb + 2 * u))
         if xG is not None:
             d = val * lb
-            T = self._scaled(xG, d, abs(d) * rel + abs(val) * elb + 2 * u * abs(d))
+            T = self._scaled(xG, xrho, d, abs(d) * rel + abs(val) * elb + 2 * u * abs(d))
             G = T if G is None else G.__iadd__(T)
-        G[2] += G[1] * (2 * u)
-        return val, G, err
+        return val, G, err, 2
 
     def _unary_node(self, f, a):
         u = self.u
-        av, aG, aev = a
+        av, aG, aev, arho = a
         fv, df, kind = self._unary[f]
         val = self._call(fv, av)
         d = self._call(df, av) if (aG is not None or aev) else None
@@ -367,29 +377,25 @@ class Evaluator:
                 L, ed = max(abs(dlo), abs(d), abs(dhi)), max(abs(dlo - d), abs(dhi - d))
             err = L * aev + 2 * u * abs(val)
         if aG is None:
-            return val, None, err
-        G = self._scaled(aG, d, ed + 4 * u * abs(d))
-        G[2] += G[1] * u
-        return val, G, err
+            return val, None, err, 0
+        return val, self._scaled(aG, arho, d, ed + 4 * u * abs(d)), err, 1
 
     def _atan2(self, y, x):
         u = self.u
-        (yv, yG, yev), (xv, xG, xev) = y, x
+        (yv, yG, yev, yrho), (xv, xG, xev, xrho) = y, x
         val = self._call(self._atan2f, yv, xv)
         r2 = xv * xv + yv * yv
         rmin = r2 ** 0.5 - (yev + xev)
         err = ((yev + xev) / rmin if rmin > 0 else _INF) + 2 * u * abs(val)
         G = None
-        for pG, num in ((yG, xv), (xG, -yv)):
+        for pG, prho, num in ((yG, yrho, xv), (xG, xrho, -yv)):
             if pG is None:
                 continue
             d = self._call(lambda: num / r2)
             ed = ((yev + xev) / (rmin * rmin) if rmin > 0 else _INF) + 4 * u * abs(d)
-            T = self._scaled(pG, d, ed)
+            T = self._scaled(pG, prho, d, ed)
             G = T if G is None else G.__iadd__(T)
-        if G is not None:
-            G[2] += G[1] * (2 * u)
-        return val, G, err
+        return val, G, err, 2
 
     def _truth(self, cond) -> bool:
         """A Piecewise condition at the point (the branch's derivative is the branch's own)."""
@@ -408,20 +414,19 @@ class Evaluator:
         fx = e.func(*xs)
         val = self._generic_value(fx, point)
         err = 4 * u * abs(val)
-        G = None
-        for i, (x, (_, pG, pev)) in enumerate(zip(xs, parts)):
+        G, m = None, 0
+        for i, (x, (_, pG, pev, prho)) in enumerate(zip(xs, parts)):
             if pG is None and not pev:
                 continue
-            d, _, ed = self._sub(point).eval(fx.fdiff(i + 1))
+            d, _, ed, _ = self._sub(point).eval(fx.fdiff(i + 1))
             err += 2 * abs(d) * pev
             if pG is None:
                 continue
             ed = ed + (2 * abs(d) * pev / max(abs(point[x]), pev) if pev else 0.0)
-            T = self._scaled(pG, d, ed)
+            T = self._scaled(pG, prho, d, ed)
             G = T if G is None else G.__iadd__(T)
-        if G is not None:
-            G[2] += G[1] * (2 * u)
-        return val, G, err
+            m += 1
+        return val, G, err, m
 
 
 def _mp():

@@ -437,11 +437,9 @@ def _solve(Mat, rhs, field, what):
     n = Mv.shape[0]
     if n == 0:
         return _U(np.zeros(rv.shape))
-    P, L, Uf = scipy.linalg.lu(Mv)
-    X = scipy.linalg.solve_triangular(Uf, scipy.linalg.solve_triangular(L, P.T @ rv, lower=True,
-                                                                        unit_diagonal=True))
-    Minv = np.abs(scipy.linalg.solve_triangular(Uf, scipy.linalg.solve_triangular(
-        L, P.T, lower=True, unit_diagonal=True)))
+    P, L, Uf = scipy.linalg.lu(Mv)  # the factors LAPACK's solve computes (partial pivoting)
+    X = np.linalg.solve(Mv, rv)
+    Minv = np.abs(np.linalg.inv(Mv))
     dM = Mat.e + 3 * n * _EPS * (P @ (np.abs(L) @ np.abs(Uf)))
     rho = float((Minv @ dM).sum(axis=1).max())
     y = Minv @ (rhs.e + dM @ np.abs(X))
