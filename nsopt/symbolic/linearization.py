@@ -536,7 +536,8 @@ def _names(key, mask):
     return [f"{key}[{i}, {j}]" for i, j in zip(*np.nonzero(mask))]
 
 
-def _numeric_linearize(form: _Form, op: dict, A_and_B: bool, tol: float, constraint_tol: float) -> Linearization:
+def _numeric_linearize(form: _Form, op: dict, A_and_B: bool, tol: float, constraint_tol: float,
+                       max_precision: int) -> Linearization:
     for x in op:
         if not isinstance(x, sm.Basic):
             raise ProblemError(f"op_point[{x!r}]", "keys must be SymPy symbols or functions of time, as in the "
@@ -580,17 +581,18 @@ def _numeric_linearize(form: _Form, op: dict, A_and_B: bool, tol: float, constra
                       NsoptWarning, stacklevel=3)
     over = _over(vals, errs, tol)
     reevaluated, prec = [], None
-    if any(m.any() for m in over.values()):
-        prec = _reevaluate(form, given, completed, A_and_B, F, num, vals, errs, over, tol)
+    if any(m.any() for m in over.values()) and max_precision > 53:
+        prec = _reevaluate(form, given, completed, A_and_B, F, num, vals, errs, over, tol, max_precision)
         reevaluated = [name for k in _KEYS if k in over for name in _names(k, over[k])]
         values = {**values, **num.values}
     over = _over(vals, errs, tol)
     inaccurate = [f"{name} (error up to {errs[k][i, j]:.2g})" for k in _KEYS if k in over
                   for name, (i, j) in zip(_names(k, over[k]), zip(*np.nonzero(over[k])))]
     if inaccurate:
+        where = f"even at {prec} bits" if prec else "in floating point (max_precision=53)"
         warnings.warn(f"linearize: the estimated error of {', '.join(inaccurate)} is larger than tol = {tol:g} "
-                      "times the largest entry of its matrix, even in extended precision (see .errors, "
-                      ".inaccurate)", NsoptWarning, stacklevel=3)
+                      f"times the largest entry of its matrix, {where} (see .errors, .inaccurate)",
+                      NsoptWarning, stacklevel=3)
     x = form.q_i + form.u_i
     return Linearization(vals["M"], vals["A"], vals["B"], sm.Matrix(form.r), A_and_B, x=x, op_point=values,
                          repaired=num.repaired, repaired_entries=masks,
@@ -658,13 +660,13 @@ def _complete(num: _Numeric, F: dict, unknown: list, max_iter: int = 8):
     return F
 
 
-def _reevaluate(form, given, completed, A_and_B, F, num, vals, errs, over, tol):
-    """Re-evaluate in mpmath, from 128 bits and doubling up to ``_MAX_PREC``, until the entries in ``over``
+def _reevaluate(form, given, completed, A_and_B, F, num, vals, errs, over, tol, max_prec):
+    """Re-evaluate in mpmath, from 128 bits and doubling up to ``max_prec``, until the entries in ``over``
     have error bounds within ``tol``; replace those entries (and their bounds) in ``vals``, ``errs``.
     Jacobian entries the float evaluation repaired by a limit (nan in any precision) keep the limit.
     Returns the precision used; ``num.values`` gets the completed unknowns at that precision."""
     mp = _mp()
-    prec = 128
+    prec = min(128, max_prec)
     while True:
         mpn = _Numeric(form, {x: mp.mpf(v) for x, v in given.items()}, prec=prec)
         for x in completed:
@@ -684,9 +686,9 @@ def _reevaluate(form, given, completed, A_and_B, F, num, vals, errs, over, tol):
         new_vals = {k: x.v for k, x in zip(_KEYS, out) if x is not None}
         new_errs = {k: x.e for k, x in zip(_KEYS, out) if x is not None}
         done = _over(new_vals, new_errs, tol)
-        if not any((done[k] & over[k]).any() for k in over) or prec >= _MAX_PREC:
+        if not any((done[k] & over[k]).any() for k in over) or prec >= max_prec:
             break
-        prec *= 2
+        prec = min(2 * prec, max_prec)
     for k in over:
         take = over[k] & (new_errs[k] < errs[k])
         vals[k][take], errs[k][take] = new_vals[k][take], new_errs[k][take]
@@ -739,8 +741,8 @@ def _symbolic_linearize(system, op, A_and_B, args) -> Linearization:
 
 
 def linearize(system, op_point=None, A_and_B: bool = True, q_ind=None, qd_ind=None, q_dep=None,
-              qd_dep=None, symbolic: bool = False, *, tol: float = 1e-10,
-              constraint_tol: float = 1e-8) -> Linearization:
+              qd_dep=None, symbolic: bool = False, *, tol: float = 1e-10, constraint_tol: float = 1e-8,
+              max_precision: int = 512) -> Linearization:
     r"""Linearize SymPy equations of motion about an operating point, numerically and without nan.
 
     The equations are SymPy's general form (``sympy.physics.mechanics.Linearizer``)
@@ -763,6 +765,23 @@ def linearize(system, op_point=None, A_and_B: bool = True, q_ind=None, qd_ind=No
     (Richardson extrapolation of symmetric means along a random direction), with a warning and the
     list in ``result.repaired``.
 
+    **Accuracy.** Near such a point (a linkage whose symbolic LU pivot, in KanesMethod's elimination
+    of the dependent speeds, vanishes at a configuration), nothing is singular but the expressions
+    carry terms of size :math:`1/\delta` that cancel: in floating point their evaluation may lose
+    every digit (SymPy's too). So every value and Jacobian entry carries a running bound on its
+    rounding error (see ``Evaluator``), through the accelerations the operating point leaves out and
+    through the dense algebra; ``result.errors`` holds the bound of each returned entry. Where it
+    exceeds ``tol`` times the largest entry of the matrix, the equations are evaluated again in
+    mpmath at 128 bits, then 256, ... up to ``max_precision``, until those entries' bounds are
+    within ``tol``; they are listed in ``result.reevaluated``. An entry still above ``tol`` is listed
+    in ``result.inaccurate``, with a warning. The bounds are rigorous to first order in the unit
+    roundoff (with a factor 2 of room) except where a limit was taken, whose error is Richardson's
+    estimate, doubled. On a well-conditioned system they cost about as much again as the evaluation.
+
+    **Constraints.** The operating point must satisfy the configuration and velocity constraints:
+    a residual larger than ``constraint_tol`` times the constraint's size there
+    (:math:`\max_j |\partial f_i / \partial x_j| \max(1, |x_j|)`) raises, naming the constraint.
+
     Parameters
     ----------
     system : KanesMethod, LagrangesMethod, sympy.physics.mechanics.System or Linearizer
@@ -779,19 +798,32 @@ def linearize(system, op_point=None, A_and_B: bool = True, q_ind=None, qd_ind=No
     symbolic : bool
         Return SymPy matrices from SymPy's own symbolic linearization (the operating point may then
         be partial or symbolic), with nan/zoo/oo entries replaced by limits.
+    tol : float
+        The accepted error of a returned entry, relative to the largest entry of its matrix
+        (default 1e-10); entries whose error bound is larger are evaluated again in extended precision.
+    constraint_tol : float
+        The accepted residual of a constraint at the operating point, relative to its size there
+        (default 1e-8).
+    max_precision : int
+        The highest precision, in bits, of a re-evaluation (default and at most 512; 53: none, the
+        inaccurate entries are only reported).
 
     Returns
     -------
     Linearization
         A tuple ``(A, B, r)`` or ``(M, A, B, r)`` of numpy arrays and the input vector, with
-        ``.x``, ``.op_point``, ``.repaired`` (see :class:`Linearization`).
+        ``.x``, ``.op_point``, ``.repaired``, ``.errors``, ``.reevaluated``, ``.inaccurate`` (see
+        :class:`Linearization`).
 
     Raises
     ------
     ProblemError
         Equations not formed; an operating point that misses a variable or gives a non-numeric
         value (named); dependent coordinates or speeds singular at the operating point (naming
-        them and the singular constraint Jacobian); a true (non-removable) singularity.
+        them and the singular constraint Jacobian); a true (non-removable) singularity; an operating
+        point that violates a configuration or velocity constraint (naming it and its residual).
+    OptionError
+        ``tol``, ``constraint_tol`` or ``max_precision`` out of range.
 
     References
     ----------
@@ -819,4 +851,10 @@ def linearize(system, op_point=None, A_and_B: bool = True, q_ind=None, qd_ind=No
     for name, v in (("tol", tol), ("constraint_tol", constraint_tol)):
         if not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1):
             raise OptionError(f"linearize: {name} must be a number in (0, 1), got {v!r}")
-    return _numeric_linearize(_form_of(system, *args), op, A_and_B, float(tol), float(constraint_tol))
+    if not (isinstance(max_precision, int) and not isinstance(max_precision, bool) and max_precision > 0):
+        raise OptionError(f"linearize: max_precision must be a positive number of bits, got {max_precision!r}")
+    if max_precision > _MAX_PREC:
+        raise OptionError(f"linearize: max_precision is at most {_MAX_PREC} bits (the error bounds are floats), "
+                          f"got {max_precision}")
+    return _numeric_linearize(_form_of(system, *args), op, A_and_B, float(tol), float(constraint_tol),
+                              max_precision)
