@@ -8,6 +8,7 @@ by FCLIB and ``.dat`` headers, and ``write_fclib``'s failure modes.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import time
@@ -19,7 +20,7 @@ import scipy.sparse as sp
 import nsopt
 import nsopt.io as io
 from nsopt import generate as g
-from nsopt.exceptions import FormatError, OptionError, ProblemError
+from nsopt.exceptions import FormatError, OptionError, OutputError, ProblemError
 from nsopt.problems import Block, GenericMechanical, Relay
 
 # ---------------------------------------------------------------------------------------------
@@ -255,13 +256,15 @@ def fc():
 
 
 def _no_tmp(folder):
-    return [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
+    """No temporary file of a writer left behind (they are '.<name>.<random>.part' beside the target)."""
+    return [p.name for p in folder.iterdir() if p.name.endswith((".tmp", ".part"))] == []
 
 
 def test_write_fclib_to_a_folder(tmp_path, fc):
-    with pytest.raises(IsADirectoryError) as e:
+    with pytest.raises(OutputError, match="is a folder") as e:
         io.write_fclib(fc, tmp_path)
-    assert ".tmp" not in str(e.value)
+    assert e.value.errno == errno.EISDIR and isinstance(e.value, OSError)
+    assert ".tmp" not in str(e.value) and ".part" not in str(e.value)
     assert _no_tmp(tmp_path) and _no_tmp(tmp_path.parent)
 
 
@@ -305,8 +308,9 @@ def test_write_fclib_unwritable_folder_names_the_target(tmp_path, fc):
     ro.mkdir()
     ro.chmod(0o500)
     try:
-        with pytest.raises(PermissionError) as e:
+        with pytest.raises(OutputError) as e:
             io.write_fclib(fc, ro / "p.hdf5")
+        assert e.value.errno == errno.EACCES
         assert e.value.filename == str(ro / "p.hdf5") and ".tmp" not in str(e.value)
     finally:
         ro.chmod(0o700)
@@ -323,16 +327,18 @@ def test_write_fclib_os_error_names_the_target_not_the_tmp_file(tmp_path, fc, mo
         return real(name, mode, *a, **k)
     monkeypatch.setattr(h5py, "File", refuse)
     out = tmp_path / "p.hdf5"
-    with pytest.raises(OSError) as e:
+    with pytest.raises(OutputError) as e:
         io.write_fclib(fc, out)
-    assert e.value.filename == str(out) and ".tmp" not in str(e.value)
+    assert e.value.errno == errno.EACCES
+    assert e.value.filename == str(out) and ".tmp" not in str(e.value) and ".part" not in str(e.value)
     assert _no_tmp(tmp_path)
 
 
 def test_write_fclib_missing_folder_names_the_target(tmp_path, fc):
     out = tmp_path / "nowhere" / "p.hdf5"
-    with pytest.raises(FileNotFoundError) as e:
+    with pytest.raises(OutputError) as e:
         io.write_fclib(fc, out)
+    assert e.value.errno == errno.ENOENT
     assert e.value.filename == str(out) and ".tmp" not in str(e.value)
 
 
@@ -340,12 +346,47 @@ def test_write_fclib_does_not_overwrite_unless_asked(tmp_path, fc):
     out = io.write_fclib(fc, tmp_path / "p.hdf5", solution={"r": np.zeros(fc.size)})
     before = out.read_bytes()
     other = nsopt.FrictionContact(fc.dim, fc.W, np.asarray(fc.q) + 1.0, fc.mu)
-    with pytest.raises(FileExistsError, match="overwrite=True"):
+    with pytest.raises(OutputError, match="overwrite=True") as e:
         io.write_fclib(other, out)
+    assert e.value.errno == errno.EEXIST
     assert out.read_bytes() == before
     io.write_fclib(other, out, overwrite=True)
     np.testing.assert_array_equal(io.load(out).q, np.asarray(fc.q) + 1.0)
     assert _no_tmp(tmp_path)
+
+
+def test_write_fclib_keeps_the_users_tmp_file(tmp_path, fc):
+    """Writing X.hdf5 used X.hdf5.tmp as its temporary file and deleted a user's file of that name."""
+    mine = tmp_path / "p.hdf5.tmp"
+    mine.write_bytes(b"my notes")
+    out = io.write_fclib(fc, tmp_path / "p.hdf5")
+    assert mine.read_bytes() == b"my notes"
+    assert io.load(out) == fc
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["p.hdf5", "p.hdf5.tmp"]
+
+
+def test_write_siconos_dat_follows_the_same_rule(tmp_path, fc):
+    """overwrite=False by default (it replaced files silently), a typed error on a folder (it raised a
+    bare IsADirectoryError) or a missing folder, a user's X.dat.tmp untouched."""
+    lcp = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    out = tmp_path / "murty.dat"
+    (tmp_path / "murty.dat.tmp").write_text("mine")
+    assert io.write_siconos_dat(lcp, out) == out
+    assert (tmp_path / "murty.dat.tmp").read_text() == "mine"
+    before = out.read_bytes()
+    with pytest.raises(OutputError, match=r"Siconos \.dat file exists \(pass overwrite=True.*murty\.dat") as e:
+        io.write_siconos_dat(nsopt.LCP([[1.0]], [1.0]), out)
+    assert e.value.errno == errno.EEXIST and out.read_bytes() == before
+    io.write_siconos_dat(nsopt.LCP([[1.0]], [1.0]), out, overwrite=True)
+    assert io.load(out).size == 1
+    with pytest.raises(OutputError, match="is a folder") as e:
+        io.write_siconos_dat(lcp, tmp_path)
+    assert e.value.errno == errno.EISDIR
+    with pytest.raises(OutputError, match="no such folder") as e:
+        io.write_siconos_dat(lcp, tmp_path / "nowhere" / "x.dat")
+    assert e.value.errno == errno.ENOENT
+    assert _no_tmp(tmp_path) is False  # the user's murty.dat.tmp is still there, and only it
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["murty.dat", "murty.dat.tmp"]
 
 
 def test_write_fclib_round_trip_with_checked_solution(tmp_path, fc):

@@ -205,7 +205,7 @@ def test_error_names_the_line(tmp_path):
         io.load(f, kind="lcp")
     assert ei.value.line == 7 and "line 7" in str(ei.value)
     # unknown storage type
-    lines = io.write_siconos_dat(g.lcp(3)[0], f).read_text().splitlines()
+    lines = io.write_siconos_dat(g.lcp(3)[0], f, overwrite=True).read_text().splitlines()
     lines[1] = "7"
     f.write_text("\n".join(lines))
     with pytest.raises(FormatError, match="storage") as ei:

@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import FormatError, ProblemError
+from ..exceptions import FormatError, OutputError, ProblemError
 from ..problems import FrictionContact, GlobalFrictionContact
+from ._target import check_file, temporary_beside
 
 __all__ = ["read_fclib", "write_fclib", "fclib_kind", "is_hdf5"]
 
@@ -331,10 +332,13 @@ def write_fclib(problem, path, *, solution=None, guesses=None, title="", descrip
     ``/solution``; guesses: optional list of such dicts stored in ``/guesses``. Both are checked
     (names, sizes, finite reals) before anything is written.
     overwrite: an existing file is replaced only when True; by default it raises
-    FileExistsError, so a problem file is never lost by accident.
+    :class:`~nsopt.exceptions.OutputError` (an OSError, errno EEXIST), so a problem file is never
+    lost by accident. A folder, a missing folder or one that cannot be written raise OutputError too
+    (errno EISDIR, ENOENT, EACCES), all before anything is written.
 
-    The file is written to ``<name>.tmp`` beside ``path`` and renamed at the end: ``path`` is never
-    left half written, and the temporary file is removed on any failure.
+    The file is written under a unique temporary name beside ``path`` and renamed at the end:
+    ``path`` is never left half written, the temporary file is removed on any failure, and no other
+    file (say a ``<name>.tmp`` of the user's) is touched.
     """
     h5py = _h5py()
     if isinstance(problem, FrictionContact):
@@ -346,18 +350,8 @@ def write_fclib(problem, path, *, solution=None, guesses=None, title="", descrip
                         f"not {type(problem).__name__}")
     sol = None if solution is None else _vectors_to_write(problem, solution, "solution")
     gss = [_vectors_to_write(problem, g, f"guesses[{k}]") for k, g in enumerate(guesses or [])]
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "write_fclib needs a file name, not a folder", str(path))
-    if path.exists() and not overwrite:
-        raise FileExistsError(errno.EEXIST, "file exists (pass overwrite=True to replace it)",
-                              str(path))
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise FileNotFoundError(errno.ENOENT, "no such folder to write into", str(path))
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise PermissionError(errno.EACCES, "cannot write the file (permission denied)", str(path))
-    tmp = path.with_name(path.name + ".tmp")
+    path = check_file(path, overwrite=overwrite, what="FCLIB file")
+    tmp = temporary_beside(path)
     try:
         with h5py.File(tmp, "w") as h:
             g = h.create_group("fclib_local" if local else "fclib_global")
@@ -390,7 +384,7 @@ def write_fclib(problem, path, *, solution=None, guesses=None, title="", descrip
         os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
-        if isinstance(e, OSError) and not isinstance(e, FileExistsError):
-            raise OSError(e.errno, f"cannot write the file ({e.strerror or e})", str(path)) from e
+        if isinstance(e, OSError) and not isinstance(e, OutputError):
+            raise OutputError(e.errno or errno.EIO, f"cannot write the file ({e.strerror or e})", path) from e
         raise
     return path

@@ -28,6 +28,7 @@ Sparse input stays sparse (scipy CSR); values are read exactly as printed. Any i
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from pathlib import Path
@@ -35,9 +36,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import FormatError, ProblemError
+from ..exceptions import FormatError, OutputError, ProblemError
 from ..problems import (LCP, MLCP, Block, FrictionContact, GenericMechanical, GlobalFrictionContact,
                         Relay)
+from ._target import check_file, temporary_beside
 
 __all__ = ["read_lcp", "read_mlcp", "read_relay", "read_friction_contact",
            "read_global_friction_contact", "read_gmp", "read_siconos_dat", "write_siconos_dat",
@@ -720,8 +722,14 @@ def _write_matrix(A, storage, blocks=None) -> str:
     raise ValueError(f"unknown storage {storage!r}: use 'dense', 'sbm' or 'sparse'")
 
 
-def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: int | None = None):
+def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: int | None = None,
+                      overwrite: bool = False):
     """Write ``problem`` as a Siconos ``.dat`` file (readable by Siconos' own readers).
+
+    overwrite: an existing file is replaced only when True; by default it raises
+    :class:`~nsopt.exceptions.OutputError` (an OSError, errno EEXIST); a folder, a missing folder or
+    one that cannot be written raise OutputError too, before anything is written. The file is
+    written under a unique temporary name beside ``path`` and renamed at the end.
 
     storage: ``"dense"`` (NumericsMatrix 0), ``"sbm"`` (1, blocks of ``block_size`` rows/columns:
     the contact dimension for friction problems, 1 by default otherwise) or ``"sparse"`` (2, CSC);
@@ -781,12 +789,15 @@ def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: 
                 parts.append(_fmt(b.mu) + "\n")
     else:
         raise ValueError(f"write_siconos_dat does not support {type(problem).__name__} problems")
-    tmp = Path(str(path) + ".tmp")
+    path = check_file(path, overwrite=overwrite, what="Siconos .dat file")
+    tmp = temporary_beside(path)
     try:
         with open(tmp, "w") as f:
             f.write("".join(parts))
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError) and not isinstance(e, OutputError):
+            raise OutputError(e.errno or errno.EIO, f"cannot write the file ({e.strerror or e})", path) from e
         raise
-    return Path(path)
+    return path
