@@ -402,3 +402,88 @@ def test_mlcp_number_of_equalities_must_be_an_integer(n):
     with pytest.raises(ProblemError, match="integer") as e:
         nsopt.MLCP.from_matrix(np.eye(2), [1.0, 1.0], n)
     assert e.value.field == "n"
+
+
+def _fclib_declaring(path, where, entries, *, nz=5, size=3, compressed=False):
+    """A valid 1-contact FCLIB file, except that dataset ``where`` declares ``entries`` entries (HDF5
+    keeps a chunked dataset's unwritten chunks unallocated: the file stays a few kB)."""
+    import h5py
+
+    with h5py.File(path, "w") as h:
+        g_ = h.create_group("fclib_local")
+        g_.create_dataset("spacedim", data=np.array([3], dtype=np.int32))
+        W = g_.create_group("W")
+        for k, v in (("m", size), ("n", size), ("nz", -2 if compressed else nz), ("nzmax", nz)):
+            W.create_dataset(k, data=np.array([v], dtype=np.int64))
+        arrays = {"W/i": np.array([0, 1, 2, 0, 1]), "W/p": np.array([0, 1, 2, 1, 0]), "W/x": np.ones(5),
+                  "vectors/q": np.ones(size), "vectors/mu": np.array([0.5])}
+        if compressed:
+            arrays["W/p"] = np.array([0, 2, 4, 5])
+        for name, data in arrays.items():
+            if name == where:  # chunked: only the chunk written is stored
+                d = g_.create_dataset(name, shape=(entries,), dtype=data.dtype, chunks=(min(64, entries),))
+                d[:data.size] = data
+            else:
+                g_.create_dataset(name, data=data)
+
+
+@pytest.mark.parametrize("where, entries, compressed, message", [
+    ("W/x", 3 * 10 ** 9, False, r"/fclib_local/W/x declares 3000000000 entries; a 3x3 matrix"),
+    ("W/i", 2 * 10 ** 9, False, r"/fclib_local/W/i declares 2000000000 entries"),
+    ("W/x", 3 * 10 ** 9, True, r"/fclib_local/W/x declares 3000000000 entries"),
+    ("W/p", 2 * 10 ** 9, True, r"/fclib_local/W/p declares 2000000000 entries; .* has at most 4"),
+    ("vectors/mu", 2 * 10 ** 9, False, r"/fclib_local/vectors/mu has 2000000000 entries: q \(3 entries\) "
+                                       r"implies 1 contacts"),
+    ("vectors/q", 3 * 10 ** 9, False, r"/fclib_local/vectors/mu has 1 entries: q \(3000000000 entries\)"),
+])
+def test_fclib_datasets_declaring_billions_of_entries(tmp_path, where, entries, compressed, message):
+    """The issue's few-kB files whose datasets declare 2e9-3e9 entries made the reader ask for 15-22 GiB:
+    each dataset's declared size is checked against the problem's sizes before it is read."""
+    pytest.importorskip("h5py")
+    import tracemalloc
+
+    f = tmp_path / "huge.hdf5"
+    _fclib_declaring(f, where, entries, compressed=compressed)
+    assert f.stat().st_size < 100_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(FormatError, match=message):
+            io.load(f)
+        with pytest.raises(FormatError, match=message):
+            io.read_fclib(f, with_solution=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 2 ** 20, peak
+
+
+def test_fclib_arrays_longer_than_nz_read_no_further(tmp_path):
+    """Triplet arrays may be longer than nz (FCLIB's nzmax): only nz entries are read."""
+    pytest.importorskip("h5py")
+    f = tmp_path / "long.hdf5"
+    _fclib_declaring(f, "W/x", 9)
+    p = io.load(f)
+    np.testing.assert_array_equal(p.W.toarray(), [[1, 1, 0], [1, 1, 0], [0, 0, 1]])
+
+
+def test_fclib_consistent_but_absurd_sizes_are_refused_by_the_file_size(tmp_path):
+    """Sizes that all agree (q, W and mu of 1e9 contacts) in a few-kB file: the last guard compares the
+    bytes to read with the file's size."""
+    pytest.importorskip("h5py")
+    import h5py
+
+    n = 3 * 10 ** 8
+    f = tmp_path / "consistent.hdf5"
+    with h5py.File(f, "w") as h:
+        g_ = h.create_group("fclib_local")
+        g_.create_dataset("spacedim", data=np.array([3], dtype=np.int32))
+        W = g_.create_group("W")
+        for k, v in (("m", n), ("n", n), ("nz", 1), ("nzmax", 1)):
+            W.create_dataset(k, data=np.array([v], dtype=np.int64))
+        for k, v in (("i", [0]), ("p", [0]), ("x", [1.0])):
+            W.create_dataset(k, data=np.array(v))
+        g_.create_dataset("vectors/q", shape=(n,), dtype=float, chunks=(64,))
+        g_.create_dataset("vectors/mu", shape=(n // 3,), dtype=float, chunks=(64,))
+    with pytest.raises(FormatError, match=r"/fclib_local/vectors/q declares 300000000 entries \(2.24 GiB to read\) "
+                                          r"in a file of \d+ bytes: corrupt file"):
+        io.load(f)
