@@ -291,16 +291,30 @@ class Evaluator:
                 return val, G, err, 1
             return val, G.__iadd__(self._scaled(Gb, rb, a, ea)), err, 2
         P, EP = self._one, 0.0
-        pre, epre = [P], [EP]
-        for v, _, e_, _ in parts:
+        grads = []
+        for i, (v, G, e_, _) in enumerate(parts):
             newP = P * v
             EP = abs(P) * e_ + EP * (abs(v) + e_) + u * abs(newP)
             P = newP
-            pre.append(P)
-            epre.append(EP)
-        if all(p[1] is None for p in parts):
+            if G is not None:
+                grads.append(i)
+        if not grads:
             return P, None, EP, 0
-        S, ES, G, m = self._one, 0.0, None, 0
+        if len(grads) == 1:  # one factor depends on the seeds: its coefficient, the product of the others
+            i = grads[0]
+            c, ec = self._one, 0.0
+            for j, (v, _, e_, _) in enumerate(parts):
+                if j != i:
+                    newc = c * v
+                    ec = abs(c) * e_ + ec * (abs(v) + e_) + u * abs(newc)
+                    c = newc
+            return P, self._scaled(parts[i][1], parts[i][3], c, ec), EP, 1
+        pre, epre = [self._one], [0.0]  # prefix and suffix products, with their errors
+        for v, _, e_, _ in parts:
+            newP = pre[-1] * v
+            epre.append(abs(pre[-1]) * e_ + epre[-1] * (abs(v) + e_) + u * abs(newP))
+            pre.append(newP)
+        S, ES, G = self._one, 0.0, None
         for i in range(k - 1, -1, -1):
             v, Gi, e_, ri = parts[i]
             if Gi is not None:
@@ -308,11 +322,10 @@ class Evaluator:
                 ec = abs(pre[i]) * ES + epre[i] * (abs(S) + ES) + u * abs(c)
                 T = self._scaled(Gi, ri, c, ec)
                 G = T if G is None else G.__iadd__(T)
-                m += 1
             newS = S * v
             ES = abs(S) * e_ + ES * (abs(v) + e_) + u * abs(newS)
             S = newS
-        return P, G, EP, m
+        return P, G, EP, len(grads)
 
     def _pow_node(self, b, x):
         u = self.u
