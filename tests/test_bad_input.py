@@ -209,20 +209,8 @@ def test_dat_absurd_header_counts_fail_before_allocating(tmp_path, header):
 
 
 def _fclib_with_declared_size(path, size):
-    import h5py
-
-    with h5py.File(path, "w") as h:
-        g_ = h.create_group("fclib_local")
-        g_.create_dataset("spacedim", data=np.array([3], dtype=np.int32))
-        W = g_.create_group("W")
-        for k, v in (("m", size), ("n", size), ("nz", 5), ("nzmax", 5)):
-            W.create_dataset(k, data=np.array([v], dtype=np.int64))
-        W.create_dataset("i", data=np.array([0, 1, 2, 0, 1], dtype=np.int64))
-        W.create_dataset("p", data=np.array([0, 1, 2, 1, 0], dtype=np.int64))
-        W.create_dataset("x", data=np.ones(5))
-        v = g_.create_group("vectors")
-        v.create_dataset("q", data=np.ones(3))
-        v.create_dataset("mu", data=np.array([0.5]))
+    """A 1-contact FCLIB file whose W declares size x size (q has 3 entries)."""
+    _fclib_declaring(path, None, 0, size=size, q_size=3)
 
 
 @pytest.mark.parametrize("size", [10 ** 9, 10 ** 12])
@@ -404,7 +392,7 @@ def test_mlcp_number_of_equalities_must_be_an_integer(n):
     assert e.value.field == "n"
 
 
-def _fclib_declaring(path, where, entries, *, nz=5, size=3, compressed=False):
+def _fclib_declaring(path, where, entries, *, nz=5, size=3, compressed=False, q_size=None):
     """A valid 1-contact FCLIB file, except that dataset ``where`` declares ``entries`` entries (HDF5
     keeps a chunked dataset's unwritten chunks unallocated: the file stays a few kB)."""
     import h5py
@@ -416,7 +404,7 @@ def _fclib_declaring(path, where, entries, *, nz=5, size=3, compressed=False):
         for k, v in (("m", size), ("n", size), ("nz", -2 if compressed else nz), ("nzmax", nz)):
             W.create_dataset(k, data=np.array([v], dtype=np.int64))
         arrays = {"W/i": np.array([0, 1, 2, 0, 1]), "W/p": np.array([0, 1, 2, 1, 0]), "W/x": np.ones(5),
-                  "vectors/q": np.ones(size), "vectors/mu": np.array([0.5])}
+                  "vectors/q": np.ones(size if q_size is None else q_size), "vectors/mu": np.array([0.5])}
         if compressed:
             arrays["W/p"] = np.array([0, 2, 4, 5])
         for name, data in arrays.items():

@@ -27,6 +27,7 @@ mpmath = pytest.importorskip("mpmath")
 
 from nsopt import NsoptWarning  # noqa: E402
 from nsopt import symbolic  # noqa: E402
+from test_symbolic_linearize import four_bar as four_bar_system  # noqa: E402
 
 t = me.dynamicsymbols._t
 DPS = 50
@@ -34,35 +35,12 @@ DISTANCES = [1e-2, 1e-4, 1e-6, 1e-8, 1e-10, 1e-12]
 
 
 def four_bar():
-    """Crank q1 (torque T), coupler q2, rocker q3; q2, q3 dependent. Lengths with the coupler horizontal
-    (q2 = 0) reachable: |l1 e(q1) + (l2 - l4) e_x| = l3."""
-    q1, q2, q3 = q = me.dynamicsymbols("q1:4")
-    u = me.dynamicsymbols("u1:4")
+    """The four-bar of test_symbolic_linearize (crank q1 with torque T, coupler q2, rocker q3; q2, q3
+    dependent), with lengths that make the coupler horizontal (q2 = 0) reachable:
+    |l1 e(q1) + (l2 - l4) e_x| = l3."""
+    KM, q, u, T, _ = four_bar_system("kane")
+    q1, q2, q3 = q
     l1, l2, l3, l4, m1, m2, m3, g = sm.symbols("l1:5 m1:4 g")
-    T = me.dynamicsymbols("T")
-    N = me.ReferenceFrame("N")
-    O = me.Point("O")
-    O.set_vel(N, 0)
-    frames = [N.orientnew(f"B{i}", "axis", [qi, N.z]) for i, qi in enumerate(q)]
-    for Bf, w in zip(frames, u):
-        Bf.set_ang_vel(N, w * N.z)
-    P1 = O.locatenew("P1", l1 * frames[0].x)
-    P1.v2pt_theory(O, N, frames[0])
-    P2 = P1.locatenew("P2", l2 * frames[1].x)
-    P2.v2pt_theory(P1, N, frames[1])
-    O4 = O.locatenew("O4", l4 * N.x)
-    O4.set_vel(N, 0)
-    P3 = O4.locatenew("P3", l3 * frames[2].x)
-    P3.v2pt_theory(O4, N, frames[2])
-    loop = P2.pos_from(O4) - P3.pos_from(O4)
-    f_c = sm.Matrix([loop.dot(N.x), loop.dot(N.y)])
-    f_v = sm.Matrix([(P2.vel(N) - P3.vel(N)).dot(N.x), (P2.vel(N) - P3.vel(N)).dot(N.y)])
-    parts = [me.Particle("p1", P1, m1), me.Particle("p2", P2, m2), me.Particle("p3", P3, m3)]
-    loads = [(P1, -m1 * g * N.y), (P2, -m2 * g * N.y), (P3, -m3 * g * N.y), (frames[0], T * N.z)]
-    KM = me.KanesMethod(N, [q1], [u[0]], kd_eqs=[qi.diff(t) - ui for qi, ui in zip(q, u)],
-                        q_dependent=[q2, q3], configuration_constraints=f_c, u_dependent=u[1:],
-                        velocity_constraints=f_v)
-    KM.kanes_equations(parts, loads)
     params = dict(zip((l1, l2, l3, l4, m1, m2, m3, g, T), (1.0, 2.5, 1.2, 2.0, 1.0, 1.5, 0.8, 9.81, 0.5)))
     mp = mpmath.mp
 
@@ -162,6 +140,13 @@ def system(name):
     return KM, point, reference
 
 
+def case(name, delta):
+    """The system, the operating point at ``delta`` from its vanishing pivot, and the 50-digit A, B there."""
+    KM, point, reference = system(name)
+    op = point(delta)
+    return (KM, op, *reference(op))
+
+
 def errors(res, A_ref, B_ref):
     """The true error and the bound of every entry of A and B, stacked."""
     true = np.concatenate([np.abs(res.A - A_ref).ravel(), np.abs(res.B - B_ref).ravel()])
@@ -172,9 +157,7 @@ def errors(res, A_ref, B_ref):
 @pytest.mark.parametrize("delta", DISTANCES)
 @pytest.mark.parametrize("name", list(SYSTEMS))
 def test_bound_covers_the_error_in_floating_point(name, delta):
-    KM, point, reference = system(name)
-    op = point(delta)
-    A_ref, B_ref = reference(op)
+    KM, op, A_ref, B_ref = case(name, delta)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NsoptWarning)  # the inaccurate entries are reported: checked below
         res = symbolic.linearize(KM, op, max_precision=53)
@@ -191,9 +174,7 @@ def test_bound_covers_the_error_in_floating_point(name, delta):
 @pytest.mark.parametrize("delta", DISTANCES)
 @pytest.mark.parametrize("name", list(SYSTEMS))
 def test_reevaluated_entries_are_accurate(name, delta):
-    KM, point, reference = system(name)
-    op = point(delta)
-    A_ref, B_ref = reference(op)
+    KM, op, A_ref, B_ref = case(name, delta)
     with warnings.catch_warnings():
         warnings.simplefilter("error", NsoptWarning)  # nothing left inaccurate, nothing repaired
         res = symbolic.linearize(KM, op)
@@ -234,10 +215,8 @@ def table():
     """The largest true and estimated errors, relative to the largest entry of A, per system and distance."""
     rows = []
     for name in SYSTEMS:
-        KM, point, reference = system(name)
         for delta in DISTANCES:
-            op = point(delta)
-            A_ref, B_ref = reference(op)
+            KM, op, A_ref, B_ref = case(name, delta)
             scale = np.abs(A_ref).max()
             f = _float_only(KM, op)
             r = symbolic.linearize(KM, op)
