@@ -131,6 +131,16 @@ class NonSmoothDynamicalSystem:
                 kinds = {1: "first-order", 2: "Lagrangian"}
                 raise ModelingError(label(inter), "relation",
                                     f"{label(rel)} is a {kinds[want]} relation but {label(ds)} is a {kinds[ds.order]} system")
+        rigid = [getattr(ds, "kind", None) == "newton_euler" for ds in dss]
+        if rel.kind == "newton_euler" and not all(rigid):
+            bad = dss[rigid.index(False)]
+            raise ModelingError(label(inter), "relation", f"{label(rel)} is a Newton–Euler relation (positions with a "
+                                                          f"quaternion, twists) but {label(bad)} is not a NewtonEulerDS")
+        if rel.kind == "lagrangian" and any(rigid):
+            bad = dss[rigid.index(True)]
+            raise ModelingError(label(inter), "relation", f"{label(bad)} is a NewtonEulerDS (q: position and quaternion, "
+                                                          f"v: twist); {label(rel)} is a Lagrangian relation: use "
+                                                          "NewtonEulerR, NewtonEuler1DR/3DR or a joint")
         for ds in dss:
             self.insert_dynamical_system(ds)
         n = sum(ds.n for ds in dss)
