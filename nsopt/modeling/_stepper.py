@@ -930,7 +930,8 @@ class MoreauJeanStepper:
         raise AttributeError(name)
 
     def write(self, k, name, value):
-        """Set a held object's state (between steps): the run continues from it."""
+        """Set a held object's state (between steps): the run continues from it (an interaction's λ at level 1
+        is also the warm start of its next solve)."""
         buf = self.buf.copy()
         S = self.sys
         if name in ("q", "v", "p"):
@@ -948,9 +949,19 @@ class MoreauJeanStepper:
             for lev, part in zip((a, b), parts):
                 buf[base + (lev - 3) * self.mtot + lo:base + (lev - 3) * self.mtot + hi] = vector(
                     part, label(inter), name, hi - lo)
+            if name == "lambda_":
+                self.warm = self.warm.copy()
+                self.warm[lo:hi] = buf[base + 3 * self.mtot + lo:base + 3 * self.mtot + hi]
         else:
             raise AttributeError(name)
         self.buf = buf
+
+    def refresh_outputs(self, t):
+        """The live interactions' outputs at the current state, recomputed (``TimeStepping.update_outputs``: after
+        relation data changed between steps), into a new state array (what was read before stays as it was)."""
+        self.buf = self.buf.copy()
+        self._outputs(t, self.q, self.v, self.L0, self.L1, self.Y0, self.Y1, self.gap,
+                      self.alive if self.n_dead else None)
 
     def release(self):
         """Hand the final state to the objects (plain copies) and stop holding them."""

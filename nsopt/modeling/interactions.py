@@ -163,6 +163,29 @@ class NonSmoothDynamicalSystem:
         inter.systems = ()
         self._changed("remove", inter)
 
+    def remove_interactions(self, inters):
+        """Remove several interactions at once (a contact detection's vanished points): one pass over the
+        model's interactions instead of one per removal; each must be one of this model's."""
+        inters = list(inters)
+        if not inters:
+            return
+        o = label(self)
+        gone = {}
+        for inter in inters:
+            if not isinstance(inter, Interaction):
+                raise ModelingError(o, "inter", f"expected an Interaction of this model, got {type(inter).__name__}")
+            gone[id(inter)] = inter
+        kept = [i for i in self.interactions if id(i) not in gone]
+        if len(kept) != len(self.interactions) - len(gone):
+            held = {id(i) for i in self.interactions}
+            bad = next(i for i in gone.values() if id(i) not in held)
+            raise ModelingError(o, "interactions", f"{label(bad)} is not an interaction of this model "
+                                f"({'linked in another model' if bad.systems else 'not linked'}): nothing to remove")
+        self.interactions = kept
+        for inter in gone.values():
+            inter.systems = ()
+            self._changed("remove", inter)
+
     def _changed(self, what, obj):
         self._version += 1
         self._log.append((self._version, what, obj))

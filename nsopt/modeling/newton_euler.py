@@ -27,7 +27,7 @@ from ._check import Operator, fd_jacobian, matrix, scalar, vector
 from .relations import Relation
 from .systems import DynamicalSystem
 
-__all__ = ["NewtonEulerDS", "NewtonEulerR", "NewtonEuler1DR", "NewtonEuler3DR", "contact_outputs",
+__all__ = ["NewtonEulerDS", "NewtonEulerR", "NewtonEuler1DR", "NewtonEuler3DR", "ContactTable", "contact_outputs",
            "stack_contacts", "wrenches", "kinetic_energy", "linear_momentum", "angular_momentum",
            "mass_matrix", "inverse_mass_matrix", "ne_positions"]
 
@@ -412,9 +412,8 @@ class NewtonEuler1DR(NewtonEulerR):
     def __init__(self, point=None, normal=None, offset=0.0, *, name=None):
         super().__init__(None, None, name=name)
         o = self._owner
-        self.rel_pc1 = np.zeros(3)
-        self.rel_pc2 = np.zeros(3)
-        self.rel_nc = np.array([0.0, 0.0, 1.0])
+        self._table, self._row = None, 0
+        self._own = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])    # rel_pc1, rel_pc2, rel_nc
         self._has_contact = False
         if point is not None or normal is not None:
             if point is None or normal is None:
@@ -441,13 +440,33 @@ class NewtonEuler1DR(NewtonEulerR):
             raise ModelingError(self._owner, "point", "a contact against a world plane (point=, normal=) joins one body, "
                                                       "not two; use set_contact() for a body–body contact")
 
+    def _data(self) -> np.ndarray:
+        """(9,): rel_pc1, rel_pc2, rel_nc (a view of the relation's row of its :class:`ContactTable`, if any)."""
+        return self._own if self._table is None else self._table.data[self._row]
+
+    @property
+    def rel_pc1(self) -> np.ndarray:
+        """The contact point in body 1's frame (3,)."""
+        return self._data()[0:3]
+
+    @property
+    def rel_pc2(self) -> np.ndarray:
+        """The contact point in body 2's frame, or in the world frame without body 2 (3,)."""
+        return self._data()[3:6]
+
+    @property
+    def rel_nc(self) -> np.ndarray:
+        """The unit normal (from body 2 towards body 1) in body 2's frame, or the world frame (3,)."""
+        return self._data()[6:9]
+
     def update_contact_points(self, rel_pc1, rel_pc2, rel_nc):
         """Set the contact from body-frame data (Siconos ``ContactR.updateContactPoints``): ``rel_pc1`` in body
         1's frame, ``rel_pc2`` and the unit normal ``rel_nc`` in body 2's frame (world frame without body 2)."""
-        self.rel_pc1 = np.array(rel_pc1, dtype=float).reshape(3)
-        self.rel_pc2 = np.array(rel_pc2, dtype=float).reshape(3)
         n = np.array(rel_nc, dtype=float).reshape(3)
-        self.rel_nc = n / np.linalg.norm(n)
+        d = self._data()
+        d[0:3] = np.asarray(rel_pc1, dtype=float).reshape(3)
+        d[3:6] = np.asarray(rel_pc2, dtype=float).reshape(3)
+        d[6:9] = n / np.linalg.norm(n)
         self._has_contact = True
 
     def set_contact(self, pc1, pc2, nc, q1, q2=None):
@@ -527,13 +546,83 @@ class NewtonEuler3DR(NewtonEuler1DR):
     dim = 3
 
 
+class ContactTable:
+    """The body-frame data of many contact relations (:class:`NewtonEuler1DR`, :class:`NewtonEuler3DR`) in one
+    array, a row each: ``data`` (capacity, 9) holds rel_pc1, rel_pc2, rel_nc. A scene's contact detection writes
+    the rows of all its contacts at once (:meth:`set`) and Moreau–Jean's step gathers them by rows (one
+    :func:`contact_outputs` call per relation group), where relations holding their own data are read one by one.
+
+    >>> t = ContactTable()
+    >>> rels = t.relations(2, dim=3)
+    >>> t.set([r._row for r in rels], [[0, 0, -1], [0, 0, -1]], [[0, 0, 0], [1, 0, 0]], [[0, 0, 1], [0, 0, 1]])
+    >>> rels[1].rel_pc2.tolist()
+    [1.0, 0.0, 0.0]
+    """
+
+    def __init__(self, capacity: int = 64):
+        self.data = np.zeros((max(1, int(capacity)), 9))
+        self.data[:, 8] = 1.0
+        self._free = list(range(self.data.shape[0] - 1, -1, -1))
+
+    def _grow(self, need):
+        n = self.data.shape[0]
+        new = max(2 * n, n + need)
+        data = np.zeros((new, 9))
+        data[:, 8] = 1.0
+        data[:n] = self.data
+        self.data = data
+        self._free = list(range(new - 1, n - 1, -1)) + self._free
+
+    def relations(self, k: int, dim: int = 3) -> list:
+        """k new contact relations (:class:`NewtonEuler3DR`, or :class:`NewtonEuler1DR` for ``dim=1``) on new rows."""
+        if len(self._free) < k:
+            self._grow(k - len(self._free))
+        cls = NewtonEuler3DR if dim == 3 else NewtonEuler1DR
+        out = []
+        for _ in range(k):
+            r = cls()
+            r._table, r._row = self, self._free.pop()
+            r._has_contact = True
+            out.append(r)
+        return out
+
+    def release(self, relations):
+        """Give the rows of these relations back (their interactions were removed); they hold their last data."""
+        for r in relations:
+            if r._table is self:
+                r._own = self.data[r._row].copy()
+                self._free.append(r._row)
+                r._table = None
+
+    def set(self, rows, rel_pc1, rel_pc2, rel_nc):
+        """Write the body-frame data of the relations on ``rows`` (k,): points and unit normals (k, 3) each (the
+        normals are normalised here)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        n = np.asarray(rel_nc, dtype=float)
+        D = self.data
+        D[rows, 0:3] = rel_pc1
+        D[rows, 3:6] = rel_pc2
+        D[rows, 6:9] = n / np.linalg.norm(n, axis=1, keepdims=True)
+
+
+def _contact_data(rels) -> np.ndarray:
+    """(k, 9) body-frame data of contact relations: one gather when they share a table, else row by row."""
+    t = rels[0]._table if rels else None
+    if t is not None:
+        rows = [r._row if r._table is t else -1 for r in rels]
+        if -1 not in rows:
+            return t.data[rows]
+    for r in rels:
+        if not r._has_contact:
+            r._eval(np.array([0, 0, 0, 1.0, 0, 0, 0]))       # raises: no contact point yet
+    return np.array([r._data() for r in rels]).reshape(len(rels), 9)
+
+
 def _contacts_of(Q, rels, dim):
     """:func:`contact_outputs` of the contact relations ``rels`` at their stacked positions Q (k, 7 or 14)."""
     k = Q.shape[0]
-    for r in rels:
-        if not r._has_contact:
-            r._eval(Q[0])           # raises: no contact point yet
-    P1, P2, N = stack_contacts(rels)
+    D = _contact_data(rels)
+    P1, P2, N = D[:, 0:3], D[:, 3:6], D[:, 6:9]
     two = Q.shape[1] == 14
     Q1 = Q[:, :7]
     Q2 = Q[:, 7:14] if two else np.zeros((k, 7))
@@ -542,11 +631,8 @@ def _contacts_of(Q, rels, dim):
 
 def stack_contacts(relations):
     """(rel_pc1, rel_pc2, rel_nc) of contact relations stacked (k, 3) each: what :func:`contact_outputs` takes."""
-    k = len(relations)
-    P1, P2, N = np.empty((k, 3)), np.empty((k, 3)), np.empty((k, 3))
-    for j, r in enumerate(relations):
-        P1[j], P2[j], N[j] = r.rel_pc1, r.rel_pc2, r.rel_nc
-    return P1, P2, N
+    D = _contact_data(list(relations)) if len(relations) else np.zeros((0, 9))
+    return D[:, 0:3].copy(), D[:, 3:6].copy(), D[:, 6:9].copy()
 
 
 def contact_outputs(Q1, Q2, two, rel_pc1, rel_pc2, rel_nc, dim):
