@@ -28,9 +28,13 @@ datasets grown step by step (a run cut short keeps every complete step):
 - ``steps/t`` (S,), ``steps/q`` (S, n, 7), ``steps/v`` (S, n, 6), ``steps/status`` (S,) strings,
   ``steps/nit`` (S,), ``steps/error`` (S,), ``steps/contacts`` (S + 1,) offsets into the contact rows;
 - ``contacts/body1``, ``contacts/body2``, ``contacts/static2``, ``contacts/id`` (K,), ``contacts/pc1``,
-  ``contacts/pc2``, ``contacts/normal``, ``contacts/force`` (K, 3), ``contacts/distance`` (K,): the rows of
-  step s are ``steps/contacts[s]:steps/contacts[s+1]``; ``force`` is the contact impulse over the step
-  divided by h, in the contact frame (normal, t1, t2).
+  ``contacts/pc2``, ``contacts/normal``, ``contacts/force`` (K, 3), ``contacts/distance`` (K,),
+  ``contacts/active`` (K,) bool: the rows of step s are ``steps/contacts[s]:steps/contacts[s+1]``, the points
+  detected at the start of the step; ``force`` is the contact impulse over the step divided by h, in the
+  contact frame (normal, t1, t2); ``active``: the point was in the step's one-step problem;
+- ``resume`` (written when a run ends): the collision manager's memory (``keys``, ``ids``, ``loc``,
+  ``next_id``) and the warm starts (``contact_ids``, ``contact_lambda``, ``joint_lambda``), what
+  :meth:`Scene.run` needs to continue the run exactly (``continue_from=``).
 
 A record reloads (:func:`load_record`) into its arrays and its scene (:meth:`Record.scene`), whose bodies
 start from the last recorded state (``Record.scene(step=-1)``), so that a run continues where it stopped.
@@ -436,6 +440,8 @@ class SceneRun:
         self._times: dict = {f: [] for f in ("detect", "step", "solve", "record", "total", "cpu")}
         self._q, self._v = ([model.poses()], [model.twists()]) if keep_states else (None, None)
         self.forces = None        # the contact forces of the last step (k, 3), contact frame, rows of model.last
+        self.active_mask = None   # which of them were in the last step's one-step problem
+        self.solution = None      # the last step's Solution (None: no contact)
         self._lam = None
         sim.on_step = self._on_step
 
@@ -461,7 +467,7 @@ class SceneRun:
         c = model.last
         k = len(c)
         F = np.zeros((k, 3))
-        active = 0
+        on = np.zeros(k, dtype=bool)
         if self._lam is not None and self._lam[1] is not None and k:
             inters, lam = self._lam
             where = {id(i): j for j, i in enumerate(model.current.tolist())}
@@ -471,9 +477,12 @@ class SceneRun:
                 j = where.get(id(i))
                 if j is not None:
                     F[j] = lam[off:off + 3] / h
-                    active += 1
+                    on[j] = True
                 off += i.size
-        self.forces = F
+        active = int(on.sum())
+        self.forces, self.active_mask = F, on
+        if sol is not None:
+            self.solution = sol
         pen = 0.0
         if k:
             rows = np.fromiter((i.relation._row for i in model.current), dtype=np.intp, count=k)
@@ -502,7 +511,7 @@ class SceneRun:
         w3 = time.perf_counter()
         if rec is not None:
             rec.append(sim.t, Q, V, status="" if sol is None else sol.status.value, nit=r["nit"][-1],
-                       error=r["error"][-1], contacts=c if k else None, forces=F)
+                       error=r["error"][-1], contacts=c if k else None, forces=F, active=on)
         w4 = time.perf_counter()
         tm = self._times
         tm["detect"].append(w1 - w0)
@@ -616,13 +625,15 @@ class Recorder:
         c = f.create_group("contacts")
         for name, width, dt in (("body1", None, "i8"), ("body2", None, "i8"), ("static2", None, "i8"), ("id", None, "i8"),
                                 ("distance", None, "f8"), ("pc1", 3, "f8"), ("pc2", 3, "f8"), ("normal", 3, "f8"),
-                                ("force", 3, "f8")):
+                                ("force", 3, "f8"), ("active", None, "?")):
             shape, maxshape = ((0,), (None,)) if width is None else ((0, width), (None, width))
             c.create_dataset(name, shape, maxshape=maxshape, chunks=(1024,) + shape[1:], dtype=dt)
 
-    def append(self, t, q, v, *, status="", nit=0, error=0.0, contacts: Contacts | None = None, forces=None):
-        """One step: time, poses (n, 7), twists (n, 6), the solver's status, iterations and error, the contacts
-        and their forces (k, 3) (contact frame; zeros when None)."""
+    def append(self, t, q, v, *, status="", nit=0, error=0.0, contacts: Contacts | None = None, forces=None,
+               active=None):
+        """One step: time, poses (n, 7), twists (n, 6), the solver's status, iterations and error, the contacts,
+        their forces (k, 3) (contact frame; zeros when None) and whether each was in the step's one-step problem
+        (``active``, (k,) bool; False when None)."""
         q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
         if q.shape != (self.n, 7) or v.shape != (self.n, 6):
             raise ModelingError("Recorder", "q", f"q {q.shape} and v {v.shape} do not match {self.n} bodies")
@@ -631,9 +642,10 @@ class Recorder:
         k = 0 if contacts is None else len(contacts)
         if k:
             F = np.zeros((k, 3)) if forces is None else np.asarray(forces, dtype=float).reshape(k, 3)
+            act = np.zeros(k, dtype=bool) if active is None else np.asarray(active, dtype=bool).reshape(k)
             for name, arr in (("body1", contacts.body1), ("body2", contacts.body2), ("static2", contacts.static2),
                               ("id", contacts.id), ("distance", contacts.distance), ("pc1", contacts.pc1),
-                              ("pc2", contacts.pc2), ("normal", contacts.normal), ("force", F)):
+                              ("pc2", contacts.pc2), ("normal", contacts.normal), ("force", F), ("active", act)):
                 d = cg[name]
                 d.resize(k0 + k, axis=0)
                 d[k0:] = arr
