@@ -254,7 +254,7 @@ class Scene:
     def run(self, T: float, h: float = 5e-3, *, theta: float = 0.50001, osns: str | None = None,
             method: str = "nsn-ac", tol: float = 1e-6, record=None, overwrite: bool = False, write_problems=None,
             continue_from=None, progress: bool = False, keep_states: bool = True, check: float | None = 1e-3,
-            fallback=(), **options) -> "SceneRun":
+            fallback=(), on_step=None, **options) -> "SceneRun":
         """Simulate the scene to time ``T``: at each step the contacts are detected at the current poses
         (:meth:`SceneModel.update_contacts`: new points linked, vanished ones removed, the others moved), their
         outputs updated (:meth:`~nsopt.modeling.TimeStepping.update_outputs`), then one Moreau–Jean step
@@ -272,6 +272,8 @@ class Scene:
         check : shapes interpenetrating deeper than this at the start raise
             :class:`~nsopt.mechanics.InterpenetrationError` (None: no check).
         keep_states : keep the poses and twists of every step in memory (``SceneRun.q``, ``SceneRun.v``).
+        on_step : a callable ``on_step(run)`` called after each step with the :class:`SceneRun`; raising
+            ``StopIteration`` ends the run there (the record keeps every step and what a continued run needs).
 
         Returns a :class:`SceneRun`."""
         from ..modeling import MoreauJeanOSI, TimeStepping
@@ -313,6 +315,11 @@ class Scene:
                 first = False
                 if bar is not None:
                     bar.update(1)
+                if on_step is not None:
+                    try:
+                        on_step(out)
+                    except StopIteration:
+                        break
             if bar is not None:
                 bar.close()
         finally:
@@ -427,7 +434,8 @@ class SceneRun:
     detected), ``active`` (contacts in the one-step problem), ``penetration`` (the deepest, max(0, -y0) over the
     contacts after the step), ``kinetic_energy``, ``top`` (the highest body centre), ``com`` (k, 3), and the times
     of each step in seconds (``times``: a dict of arrays "detect", "step" (integrator and solver), "solve" (the
-    solver alone), "record", "total"; "cpu": the process's CPU time of the whole step); with ``keep_states``,
+    solver alone), "record" (the HDF5 record and the FCLIB problem), "total"; "cpu": the process's CPU time of the
+    whole step but the writing); with ``keep_states``,
     ``q`` (k+1, n, 7) and ``v`` (k+1, n, 6) (row 0: the start)."""
 
     def __init__(self, model, sim, keep_states):
@@ -461,7 +469,11 @@ class SceneRun:
             self._restore_warm(resume)
         s0 = sim.trajectory.solve_time
         self._lam = None
-        sol = sim.step()
+        write, sim._write = sim._write, None     # the step's problem is written below, timed with the record
+        try:
+            sol = sim.step()
+        finally:
+            sim._write = write
         w2 = time.perf_counter()
         Q, V = model.poses(), model.twists()
         c = model.last
@@ -508,7 +520,9 @@ class SceneRun:
         if self.keep_states:
             self._q.append(Q)
             self._v.append(V)
-        w3 = time.perf_counter()
+        w3, cpu3 = time.perf_counter(), time.process_time()
+        if write is not None and sol is not None:
+            sim._write_problem(sol.problem, sim.k)
         if rec is not None:
             rec.append(sim.t, Q, V, status="" if sol is None else sol.status.value, nit=r["nit"][-1],
                        error=r["error"][-1], contacts=c if k else None, forces=F, active=on)
@@ -519,7 +533,7 @@ class SceneRun:
         tm["solve"].append(sim.trajectory.solve_time - s0)
         tm["record"].append(w4 - w3)
         tm["total"].append(w4 - w0)
-        tm["cpu"].append(time.process_time() - c0)
+        tm["cpu"].append(cpu3 - c0)
 
     def _restore_warm(self, resume):
         """The warm starts of a continued run's first step: the contacts' (by id) and the joints' λ."""
