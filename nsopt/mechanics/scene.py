@@ -150,10 +150,11 @@ class Scene:
         self.laws[g] = law
 
     def add_object(self, name: str, contactors, translation, orientation=(1.0, 0.0, 0.0, 0.0), velocity=(0.0,) * 6,
-                   mass=None, inertia=None):
+                   mass=None, inertia=None, *, force=None, moment=None):
         """A body (``mass`` given) or a static object (``mass=None``), as Siconos' ``add_object``: contactors
         (Contactor objects, or shape names), initial translation, orientation (unit quaternion (w, x, y, z), or
-        (axis, angle)), twist; ``inertia`` (3,) or (3, 3), default from the contactors' solids."""
+        (axis, angle)), twist; ``inertia`` (3,) or (3, 3), default from the contactors' solids; a constant
+        ``force`` (3,) (world frame, added to the weight) and ``moment`` (3,) (body frame) on a body."""
         if any(o["name"] == name for o in self.objects):
             raise ModelingError("Scene", "name", f"an object named {name!r} exists")
         cts = [Contactor(self.shape(c)) if isinstance(c, str) else c for c in
@@ -165,9 +166,13 @@ class Scene:
         pose = rot.normalize_q(pose)
         if mass is not None and inertia is None:
             inertia = mesh_inertia(cts, float(mass))
+        if mass is None and (force is not None or moment is not None):
+            raise ModelingError("Scene", f"object {name!r}", "a static object takes no force or moment")
         self.objects.append(dict(name=name, contactors=cts, pose=pose, twist=np.asarray(velocity, dtype=float).reshape(6),
                                  mass=None if mass is None else float(mass),
-                                 inertia=None if inertia is None else np.asarray(inertia, dtype=float)))
+                                 inertia=None if inertia is None else np.asarray(inertia, dtype=float),
+                                 force=None if force is None else np.asarray(force, dtype=float).reshape(3),
+                                 moment=None if moment is None else np.asarray(moment, dtype=float).reshape(3)))
 
     def add_joint(self, name: str, object1: str, object2: str | None = None, points=((0.0, 0.0, 0.0),),
                   axes=((0.0, 1.0, 0.0),), joint_class: str = "PivotJointR", absolute: bool = True,
@@ -188,7 +193,9 @@ class Scene:
         return dict(gravity=self.gravity.tolist(), margin=self.margin,
                     objects=[dict(name=o["name"], contactors=cts(o["contactors"]), pose=o["pose"].tolist(),
                                   twist=o["twist"].tolist(), mass=o["mass"],
-                                  inertia=None if o["inertia"] is None else np.asarray(o["inertia"]).tolist())
+                                  inertia=None if o["inertia"] is None else np.asarray(o["inertia"]).tolist(),
+                                  force=None if o.get("force") is None else o["force"].tolist(),
+                                  moment=None if o.get("moment") is None else o["moment"].tolist())
                              for o in self.objects],
                     joints=self.joints,
                     laws=[dict(name=law.name, mu=law.mu, e=law.en, groups=list(g)) for g, law in self.laws.items()])
@@ -200,7 +207,8 @@ class Scene:
             sc.add_Newton_impact_friction_nsl(law["name"], law["mu"], law["e"], *law["groups"])
         for o in d["objects"]:
             cs = [Contactor(_shape_from_spec(c["shape"]), c["translation"], c["orientation"], c["group"]) for c in o["contactors"]]
-            sc.add_object(o["name"], cs, o["pose"][:3], o["pose"][3:], o["twist"], o["mass"], o["inertia"])
+            sc.add_object(o["name"], cs, o["pose"][:3], o["pose"][3:], o["twist"], o["mass"], o["inertia"],
+                          force=o.get("force"), moment=o.get("moment"))
         for j in d["joints"]:
             sc.add_joint(**j)
         return sc
@@ -216,7 +224,8 @@ class Scene:
             if o["mass"] is None:
                 cm.add_static(o["contactors"], o["pose"])
                 continue
-            ds = NewtonEulerDS(o["pose"], o["twist"], o["mass"], o["inertia"], fext=o["mass"] * self.gravity, name=o["name"])
+            f = o["mass"] * self.gravity + (0.0 if o.get("force") is None else o["force"])
+            ds = NewtonEulerDS(o["pose"], o["twist"], o["mass"], o["inertia"], fext=f, mext=o.get("moment"), name=o["name"])
             nsds.insert_dynamical_system(ds)
             index[o["name"]] = cm.add_body(o["contactors"], o["pose"])
             bodies.append(ds)
