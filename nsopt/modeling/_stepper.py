@@ -519,7 +519,8 @@ class MoreauJeanStepper:
         self.builtin = sim.osns_kind not in sim.custom_osns
         self.gfc = sim.osns_kind == "gfc3d"
         self.version = nsds._version
-        self.memo = {} if prev is None else prev.memo       # id(inter) -> (inter, S, systems, law, rel, facts)
+        live = {id(i) for i in nsds.interactions}           # id(inter) -> (inter, S, systems, law, rel, facts)
+        self.memo = {} if prev is None else {k: f for k, f in prev.memo.items() if k in live}
         self.parked = collections.OrderedDict() if prev is None else prev.parked
         self.sys = _Systems.of(nsds.dynamical_systems, self.h, self.theta, None if prev is None else prev.sys,
                                not self.batch)
@@ -1000,6 +1001,7 @@ class MoreauJeanStepper:
         if _state.unbind(self, inter):
             self._keep(inter, j)
         self.parked[id(inter)] = (inter, self.L0[lo:hi].copy(), self.L1[lo:hi].copy(), self.warm[lo:hi].copy())
+        self.memo.pop(id(inter), None)
         while len(self.parked) > PARKED:
             self.parked.popitem(last=False)
 
