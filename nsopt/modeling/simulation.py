@@ -633,25 +633,21 @@ class Trajectory:
         """Times of the recorded rows, t0 + j h (k+1,)."""
         return self.t0 + self.h * np.arange(self._k + 1)
 
-    @property
-    def status(self) -> list:
-        """Per step: the :class:`nsopt.Status` of its OSNS problem, None for a step without contact."""
-        return self._field("status").tolist()
+    def _per_step(f, doc, as_list=False):
+        def get(self):
+            a = self._field(f)
+            return a.tolist() if as_list else a
+        return property(get, doc=doc)
 
-    @property
-    def method(self) -> list:
-        """Per step: the method that solved its problem (None without contact)."""
-        return self._field("method").tolist()
-
-    @property
-    def error(self) -> np.ndarray:
-        """Per step: the problem's error measure (NaN without contact)."""
-        return self._field("error")
-
-    @property
-    def nit(self) -> np.ndarray:
-        """Per step: the solver's iterations (scipy's ``nit``; 0 without contact)."""
-        return self._field("nit")
+    status = _per_step("status", "Per step: the :class:`nsopt.Status` of its OSNS problem, None for a step without "
+                                 "contact.", True)
+    method = _per_step("method", "Per step: the method that solved its problem (None without contact).", True)
+    error = _per_step("error", "Per step: the problem's error measure (NaN without contact).")
+    nit = _per_step("nit", "Per step: the solver's iterations (scipy's ``nit``; 0 without contact).")
+    newton_iterations = _per_step("newton_iterations", "Per step: the Newton iterations (1 without a Newton loop).")
+    newton_residual = _per_step("newton_residual", "Per step: the Newton loop's last residual.")
+    newton_converged = _per_step("newton_converged", "Per step: whether the Newton loop reached newton_tol.")
+    del _per_step
 
     @property
     def iterations(self) -> np.ndarray:
@@ -659,18 +655,6 @@ class Trajectory:
         warnings.warn("Trajectory.iterations is deprecated: use Trajectory.nit (scipy's name)", DeprecationWarning,
                       stacklevel=2)
         return self.nit
-
-    @property
-    def newton_iterations(self) -> np.ndarray:
-        return self._field("newton_iterations")
-
-    @property
-    def newton_residual(self) -> np.ndarray:
-        return self._field("newton_residual")
-
-    @property
-    def newton_converged(self) -> np.ndarray:
-        return self._field("newton_converged")
 
     # ---- recording
     def _segment(self, k, st):
