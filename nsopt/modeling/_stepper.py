@@ -535,6 +535,7 @@ class MoreauJeanStepper:
         self._gather(prev if prev is not None else source, t=sim.t)
         self.key = self.pattern = self.rows = None      # the last problem's key, its G0 pattern, its rows
         self.pending = None
+        self.count = sim.k                               # the steps taken to this state
         self.last = None                                 # (active, λ, vfree, rows) of the last step, for on_step
         self.epoch = -1
         self.bind()
@@ -1373,8 +1374,9 @@ class MoreauJeanStepper:
         self.pending = (buf, self.warm, self.gap) if s else None
         return s
 
-    def commit(self):
-        """Make the pending state (of :meth:`step` or :meth:`fly`) the current one."""
+    def commit(self, k):
+        """Make the pending state (of :meth:`step` or :meth:`fly`) the current one, the state after
+        step ``k`` (``count``: the simulation reconciles its step count with it after an interrupt)."""
         buf, warm, gap = self.pending
-        self.buf, self.warm, self.gap = buf, warm, gap
+        self.buf, self.warm, self.gap, self.count = buf, warm, gap, k
         self.pending = None

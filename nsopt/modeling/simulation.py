@@ -308,6 +308,9 @@ class TimeStepping:
         """The stepper for the coming step: the model's topology followed (in place, or a new stepper),
         the objects bound to this run, nothing half done from an interrupted step."""
         st = self._stepper
+        if st.count != self.k:              # an interrupt after the commit, before the count
+            self.k = st.count
+            self.t = self.t0 + self.k * self.h
         nsds = self.nsds
         if nsds._version != st.version:
             changes = nsds.changes_since(st.version)
@@ -319,7 +322,7 @@ class TimeStepping:
             st.bind()
         st.pending = None
         tr = self.trajectory
-        if tr._k != self.k:                 # an interrupt between recording a row and counting it
+        if tr._k != self.k:                 # an interrupt after the row was recorded, before the commit
             tr._truncate(self.k)
         return st
 
@@ -341,13 +344,13 @@ class TimeStepping:
         tr = self.trajectory
         self._critical = True
         try:
-            if nit is not None:
+            if nit is not None:             # the row, then the state, then the count (see _ready)
                 tr._record(self.k + 1, nit, res, conv, sol, st.pending[0], st)
             else:
                 tr._advance(self.k + 1, n)
+            st.commit(self.k + n)
             self.k += n
             self.t = self.t0 + self.k * self.h
-            st.commit()
         finally:
             self._critical = False
         if self.k >= self.n_steps:
