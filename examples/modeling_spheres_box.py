@@ -6,7 +6,7 @@ with rows [n, 0] and [t, -R (n × t)]. A sphere–sphere contact is a Lagrangian
 h = (|x1 - x2| - 2R, 0, 0) and G0 rows [n, 0, -n, 0], [t, -R(n × t), -t, -R(n × t)] (n from sphere 2
 to sphere 1). Its plug-ins are vectorized (``LagrangianScleronomousR(h, G0, vectorized=True)``: they
 take the stacked q (k, 12) of all pairs and return (k, 3) and (k, 3, 12)), so that Moreau–Jean
-evaluates every pair in one call per step (the batched path, ``formulations/time_stepping.md``).
+evaluates every pair in one call per step (``formulations/time_stepping.md`` §4).
 Pairs (and walls) within a margin are linked every few steps (contact detection by a k-d tree), so
 only near contacts are interactions. Laws: NewtonImpactFrictionNSL(en, 0, mu, 3).
 

@@ -7,6 +7,7 @@ import scipy.sparse as sp
 
 from ..exceptions import ProblemError
 from ._base import EPS, Problem, affine, as_matrix, as_vector, check_input, matvec, norm2
+from ._delassus import delassus
 from .cones import fc_error, natural_map_sq
 
 
@@ -250,18 +251,18 @@ class GlobalFrictionContact(Problem):
         cache keyed on it), only :math:`q_{loc}` being recomputed."""
         def make_w():
             lu = self.factor_M()
-            H = self.H
-            if isinstance(lu, _DiagonalSolve):   # W = H^T D^-1 H (diagonal M)
-                Hc = sp.csr_matrix(H) if sp.issparse(H) else np.asarray(H)
-                W = (Hc.T @ sp.diags(1.0 / lu.d) @ Hc) if sp.issparse(H) else Hc.T @ (Hc / lu.d[:, None])
-            elif sp.issparse(H):
+            G = self.H.T                 # W = G M⁻¹ Gᵀ with the rows G = Hᵀ (m x n)
+            if not G.shape[0]:
+                W = np.zeros((0, 0))
+            elif isinstance(lu, _DiagonalSolve):
+                W = delassus(sp.csr_matrix(G) if sp.issparse(G) else np.asarray(G), lu.d)
+            elif sp.issparse(G):
                 from scipy.sparse.linalg import spsolve
 
-                X = spsolve(sp.csc_matrix(self.M), sp.csc_matrix(H)) if H.shape[1] else sp.csc_matrix(H.shape)
-                X = sp.csc_matrix(X).reshape(H.shape)
-                W = H.T @ X
+                Mc = sp.csc_matrix(self.M)
+                W = delassus(sp.csr_matrix(G), lambda X: sp.csc_matrix(spsolve(Mc, X)).reshape(X.shape))
             else:
-                W = H.T @ lu.solve(np.asarray(H)) if H.shape[1] else np.zeros((0, 0))
+                W = delassus(np.asarray(G), lu.solve)
             if sp.issparse(W):
                 W = sp.csr_matrix(W)
                 W.eliminate_zeros()
