@@ -10,8 +10,10 @@ evaluates every pair in one call per step (the batched path, ``formulations/time
 Pairs (and walls) within a margin are linked every few steps (contact detection by a k-d tree), so
 only near contacts are interactions. Laws: NewtonImpactFrictionNSL(en, 0, mu, 3).
 
-The assembled problems are written to FCLIB (``sim.run(write_problems=...)``) and read back by
-``nsopt.io.load``. Writes ``modeling_spheres_box.png``.
+The assembled problems are written to FCLIB, one file per step (``sim.write_problems_to(DIR)``, which
+writes with ``nsopt.io.write_fclib``), and read back by ``nsopt.io.load``:
+``python examples/modeling_spheres_box.py --fclib DIR`` writes ``DIR/step_000001.hdf5``, ... (a corpus
+for ``nsopt compare DIR``). Writes ``modeling_spheres_box.png``.
 """
 import math
 
@@ -169,6 +171,9 @@ class Box:
 
 
 def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, method="auto", tol=1e-8):
+    """Run the box; ``write_problems``: a folder (created if missing) receiving each step's problem as
+    ``step_<k>.hdf5`` (FCLIB, ``TimeStepping.write_problems_to``); an existing file of this run's steps
+    there is an ``OutputError``, not replaced."""
     box = Box(n_spheres, T=T)
     sim = nm.TimeStepping(box.nsds, h, nm.MoreauJeanOSI(0.5), osns="fc3d", method=method, tol=tol)
     if write_problems is not None:
@@ -195,9 +200,16 @@ def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, m
             "cone_violation": np.array(cone), "status": statuses, "solutions": sols, "box": box, "sim": sim}
 
 
-def main():
+def main(argv=None):
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--fclib", metavar="DIR", help="write each step's FrictionContact problem to DIR/step_<k>.hdf5")
+    args = ap.parse_args(argv)
     plt = pyplot()
-    r = simulate(10, T=0.5)
+    r = simulate(10, T=0.5, write_problems=args.fclib)
+    if args.fclib:
+        print(f"{len(r['solutions'])} FCLIB files in {args.fclib}")
     fig = plt.figure(figsize=(10, 4))
     ax = fig.add_subplot(1, 2, 1, projection="3d")
     X = np.array([s.q[:3] for s in r["box"].spheres])
