@@ -81,6 +81,10 @@ def _new_workspace():
     return Workspace()
 
 
+# the options of TimeStepping(**options) that are not the method's own: the fallback methods get them too
+# (select: which solution, issue 21; the others are the first method's and may not exist for a fallback)
+FALLBACK_OPTIONS = ("select", "time_limit")
+
 MAX_STEPS = 2 ** 53       # a run counts its steps exactly (t_k = t0 + k h) up to this many
 
 
@@ -98,7 +102,9 @@ class TimeStepping:
     method, tol, **options : handed to :func:`nsopt.solve` at every step. ``method="auto"`` names one
         method per kind (``STEP_METHODS``: Lemke for LCP/MLCP/Relay/AVI, Newton (nsn-ac) for friction,
         nsgs for GenericMechanical) with the others of that list as fallback.
-    fallback : methods tried in order when ``method`` does not reach ``tol`` on a step.
+    fallback : methods tried in order when ``method`` does not reach ``tol`` on a step; they get the
+        options that are not ``method``'s own (``FALLBACK_OPTIONS``: ``select``, ``time_limit``), so
+        ``select="min-norm"`` reaches every step's solve, whichever method solved it.
     on_failure : ``"continue"`` (record the step as failed and go on) or ``"raise"``
         (:class:`~nsopt.exceptions.StepFailed`). A step fails when its OSNS problem is not solved to
         ``tol`` or its Newton loop does not reach ``newton_tol``; a state that is not finite or beyond
@@ -275,8 +281,9 @@ class TimeStepping:
         t = clock()
         sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
         if self.fallback and not sol.success:
+            common = {k: v for k, v in self.options.items() if k in FALLBACK_OPTIONS}
             for m in self.fallback:
-                alt = solve(problem, method=m, tol=self.tol, warm_start=warm)
+                alt = solve(problem, method=m, tol=self.tol, warm_start=warm, **common)
                 if alt.error < sol.error or alt.success:
                     sol = alt
                 if sol.success:
