@@ -227,27 +227,18 @@ class _Layout:
             return rel.G0_batch(Ps, np.repeat(Z[None, :], Ps.shape[0], axis=0))
         return np.array([rel.G0(P, None, None, Z) for P in Ps])
 
-    def dG(self, inter, P, dP):
-        """Directional derivative of G0 at P along dP (zero for a linear relation)."""
+    def dG_tensor(self, inter, P):
+        r"""T[a, b, l] = :math:`\partial G_0[a, b]/\partial P_l` at P by central differences of the
+        plug-in (2 n evaluations, one call for a vectorized relation); None for a linear relation.
+        The forward and the adjoint sweeps contract the same T, so they agree to round-off."""
         if isinstance(inter.relation, LagrangianLinearTIR):
             return None
-        a = float(np.max(np.abs(dP), initial=0.0))
-        if a == 0.0:
-            return None
-        s = FD_REL * max(1.0, float(np.max(np.abs(P)))) / a
-        Gs = self._G_many(inter, np.vstack([P + s * dP, P - s * dP]))
-        return (Gs[0] - Gs[1]) / (2 * s)
-
-    def grad_G(self, inter, P, A):
-        r""":math:`\nabla_P \langle A, G_0(P)\rangle` (zero for a linear relation)."""
-        if isinstance(inter.relation, LagrangianLinearTIR) or not np.any(A):
-            return None
+        self.cols(inter)
         n = P.shape[0]
         s = FD_REL * max(1.0, float(np.max(np.abs(P))))
         E = s * np.eye(n)
         Gs = self._G_many(inter, np.vstack([P + E, P - E]))
-        vals = np.tensordot(Gs, A, axes=([1, 2], [0, 1]))
-        return (vals[:n] - vals[n:]) / (2 * s)
+        return np.moveaxis((Gs[:n] - Gs[n:]) / (2 * s), 0, -1)
 
 
 def _law_rows(law):
@@ -278,6 +269,8 @@ class _Step:
     ydot: np.ndarray             # ẏ_k of the active rows (the restitution term's)
     yfrom: list                  # per active interaction: True when its ẏ_k used the G0 of step j-1's iterate
     Gy: list                     # per active interaction: the G0 of ẏ_k
+    Ta: list                     # per active interaction: ∂G0/∂q at the iterate (None: linear relation)
+    Ty: list                     # per active interaction: ∂G0/∂q at the point of ẏ_k
     sens: object
     primal: str
     Wname: str
@@ -335,7 +328,7 @@ class _Replay:
         L = self.L
         n, active = L.n, rec.active
         rows, cols, blocks = [], [], []
-        c_l, e_l, et_l, yd, yfrom, Gy, mu_of, mus = [], [], [], [], [], [], [], []
+        c_l, e_l, et_l, yd, yfrom, Gy, mu_of, mus, Ta, Ty = [], [], [], [], [], [], [], [], [], []
         r0 = 0
         for i, inter in enumerate(active):
             check_interaction(inter)
@@ -345,6 +338,7 @@ class _Replay:
             cols.append(cc)
             r0 += m
             blocks.append(L.G(inter, self.Qa[j, cc]))
+            Ta.append(L.dG_tensor(inter, self.Qa[j, cc]))
             c, er, etr = _law_rows(inter.nslaw)
             c_l.append(c)
             e_l.append(er)
@@ -356,6 +350,7 @@ class _Replay:
             G = L.G(inter, P)
             yfrom.append(alpha)
             Gy.append(G)
+            Ty.append(L.dG_tensor(inter, P))
             yd.append(G @ self.V[j, cc])
             if isinstance(inter.nslaw, NewtonImpactFrictionNSL):
                 mu_of.append(len(mus))
@@ -404,7 +399,7 @@ class _Replay:
         if self.smoothing:
             s = s.smoothed(self.smoothing)
         return _Step(j, list(active), rows, cols, H, U, lam, c, np.concatenate(e_l), np.concatenate(et_l), ydot,
-                     yfrom, Gy, s, primal, Wname, np.array(mu_of), {id(i) for i in active})
+                     yfrom, Gy, Ta, Ty, s, primal, Wname, np.array(mu_of), {id(i) for i in active})
 
     # ------------------------------------------------------------------ reverse mode
     def vjp(self, gQ, gV, wanted):
@@ -420,15 +415,14 @@ class _Replay:
             vb = vb + gV[j + 1]
             st = self.steps[j]
             qab = np.zeros(L.n)
-            # the outputs ẏ_{j+1} that step j+1's restitution used
-            for inter, yb in ypend.values():
+            # the outputs ẏ_{j+1} that step j+1's restitution used: ẏ = G0(P) v_{j+1}, P the
+            # iterate of step j (interactions active at step j) or q_{j+1}
+            for inter, yb, G, T in ypend.values():
                 cc = L.cols(inter)
-                alpha = st is not None and id(inter) in st.index
-                P = self.Qa[j, cc] if alpha else self.Q[j + 1, cc]
-                vb[cc] += L.G(inter, P).T @ yb
-                g = L.grad_G(inter, P, np.outer(yb, self.V[j + 1, cc]))
-                if g is not None:
-                    (qab if alpha else qb)[cc] += g
+                vb[cc] += G.T @ yb
+                if T is not None:
+                    alpha = st is not None and id(inter) in st.index
+                    (qab if alpha else qb)[cc] += np.tensordot(T, np.outer(yb, self.V[j + 1, cc]), axes=([0, 1], [0, 1]))
             ypend = {}
             # q_{j+1} = q_j + h((1-θ) v_j + θ v_{j+1})
             vnb = vb + h * th * qb
@@ -459,10 +453,9 @@ class _Replay:
                     if st.mu_of[i] >= 0 and "mu" in g:
                         acc.add_law(inter, "mu", float(g["mu"][st.mu_of[i]]))
                     if np.any(ys[rs]):
-                        ypend[id(inter)] = (inter, ys[rs].copy())
-                    gG = L.grad_G(inter, self.Qa[j, cc], Hb[rs][:, cc])
-                    if gG is not None:
-                        qab[cc] += gG
+                        ypend[id(inter)] = (inter, ys[rs].copy(), st.Gy[i], st.Ty[i])
+                    if st.Ta[i] is not None:
+                        qab[cc] += np.tensordot(st.Ta[i], Hb[rs][:, cc], axes=([0, 1], [0, 1]))
             # v_free = v_j - M̂⁻¹ R
             v_new += vfb
             b = L.minv(vfb)
@@ -478,12 +471,11 @@ class _Replay:
             q_new += qab
             v_new += h * qab
             qb, vb = q_new, v_new
-        for inter, yb in ypend.values():      # ẏ_0 = G0(q_0) v_0
+        for inter, yb, G, T in ypend.values():      # ẏ_0 = G0(q_0) v_0
             cc = L.cols(inter)
-            vb[cc] += L.G(inter, self.Q[0, cc]).T @ yb
-            g = L.grad_G(inter, self.Q[0, cc], np.outer(yb, self.V[0, cc]))
-            if g is not None:
-                qb[cc] += g
+            vb[cc] += G.T @ yb
+            if T is not None:
+                qb[cc] += np.tensordot(T, np.outer(yb, self.V[0, cc]), axes=([0, 1], [0, 1]))
         acc.q0, acc.v0 = qb + gQ[0], vb + gV[0]
         return acc
 
@@ -521,18 +513,13 @@ class _Replay:
                 dmu = None
                 for i, inter in enumerate(st.active):
                     rs, cc = st.rows[i], st.cols[i]
-                    g = L.dG(inter, self.Qa[j, cc], dqa[cc])
-                    if g is not None:
-                        dH[rs, cc] = g
+                    if st.Ta[i] is not None:
+                        dH[rs, cc] = st.Ta[i] @ dqa[cc]
                         moved = True
-                    if st.yfrom[i]:
-                        P, dP = self.Qa[j - 1, cc], dqa_prev[cc]
-                    else:
-                        P, dP = self.Q[j, cc], dq[cc]
                     dyd[rs] = st.Gy[i] @ dv[cc]
-                    gy = L.dG(inter, P, dP)
-                    if gy is not None:
-                        dyd[rs] += gy @ self.V[j, cc]
+                    if st.Ty[i] is not None:
+                        dP = dqa_prev[cc] if st.yfrom[i] else dq[cc]
+                        dyd[rs] += (st.Ty[i] @ dP) @ self.V[j, cc]
                     de, det, dm = d.law(inter)
                     dc[rs] = de * st.e_rows[rs] + det * st.et_rows[rs]
                     if st.mu_of[i] >= 0 and dm:
