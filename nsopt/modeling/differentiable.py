@@ -2,7 +2,7 @@ r"""Derivatives of a Moreau–Jean trajectory with respect to the model's parame
 
 ``TimeStepping(..., differentiable=True)`` records, for every step with contact, the index set, the
 one-step problem and its impulses (a :class:`Tape`); the :class:`~nsopt.modeling.Trajectory` then
-differentiates the whole run (``formulations/time_stepping.md``, section 6):
+differentiates the whole run (``formulations/sensitivity.md``, "Through time stepping"):
 
 - ``traj.gradient(loss, wrt)`` — reverse mode (an adjoint sweep over the recorded steps) of a loss
   ``loss(Q, V) -> (value, dQ, dV)`` of the recorded states (a final state, a sum of per-step terms);
