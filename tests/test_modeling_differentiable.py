@@ -289,3 +289,22 @@ def test_unsupported_models_and_bad_requests_are_typed_errors():
     ground.nslaw.e = 0.5
     with pytest.raises(ModelingError, match="replay of step 566 does not give the problem's vector q"):
         traj.vjp(wrt=["e"])
+
+
+def test_impact_times_give_the_continuous_trajectory_derivative():
+    """The discrete branch keeps the bounce at its step: d(apex)/dq0 = 1 (the whole arc moves up).
+    The continuous ball's apex after the bounce is e^2 (v0^2/2g + q0): d/dq0 = e^2, d/dv0 = e^2 v0 / g,
+    which ``impact_times=True`` gives to O(h), and a secant over many steps (d = 0.05: the bounce
+    moves by tens of steps) sees too."""
+    traj, ball, _ = ball_run()
+    branch = traj.gradient(apex, wrt=["q0", "v0", "e"])
+    timed = traj.gradient(apex, wrt=["q0", "v0", "e"], impact_times=True)
+    assert branch["q0"][0] == pytest.approx(1.0, abs=1e-9)
+    assert timed["q0"][0] == pytest.approx(0.8 ** 2, abs=5e-3)
+    assert timed["v0"][0] == pytest.approx(0.8 ** 2 * 1.0 / G, abs=5e-3)
+    assert timed["e"] == pytest.approx(2 * 0.8 * (1.0 / (2 * G) + 1.0), rel=5e-3)
+    secant = central(lambda x: ball_apex(q0=x), 1.0, 0.05)
+    assert timed["q0"][0] == pytest.approx(secant, abs=1e-2)
+    dQ, dV = traj.jvp({"q0": [1.0]}, impact_times=True)
+    Q, V = traj.states()
+    assert rel(dQ[APEX_STEP, 0] + V[APEX_STEP, 0] * dV[APEX_STEP, 0] / G, timed["q0"][0]) <= MODES_RTOL

@@ -276,6 +276,7 @@ class _Step:
     Wname: str
     mu_of: np.ndarray | None     # per active interaction, its contact index (friction) or -1
     index: set = field(default_factory=set)
+    timing: list = field(default_factory=list)   # impacts: (M̂⁻¹Hᵢᵀλᵢ, its response to a, ∂τ/∂q_k, ∂τ/∂v_k)
 
 
 class _Replay:
@@ -398,11 +399,46 @@ class _Replay:
             s = sensitivity(problem, lam)
         if self.smoothing:
             s = s.smoothed(self.smoothing)
-        return _Step(j, list(active), rows, cols, H, U, lam, c, np.concatenate(e_l), np.concatenate(et_l), ydot,
-                     yfrom, Gy, Ta, Ty, s, primal, Wname, np.array(mu_of), {id(i) for i in active})
+        st = _Step(j, list(active), rows, cols, H, U, lam, c, np.concatenate(e_l), np.concatenate(et_l), ydot,
+                   yfrom, Gy, Ta, Ty, s, primal, Wname, np.array(mu_of), {id(i) for i in active})
+        st.timing = self._impacts(st, rec)
+        return st
+
+    def _impacts(self, st, rec):
+        r"""The contacts that step ``st`` activates with an impulse, approaching at a normal velocity
+        ẏ_k < 0 with a gap |y_k| <= 2h|ẏ_k|: the impact time relative to the step's start, :math:`\tau = -y_k/\dot y_k`, its
+        derivative :math:`d\tau = -(dy_k + \tau\,d\dot y_k)/\dot y_k` (``a_q``, ``a_v``: its
+        gradients in q_k and v_k), the velocity jump of the contact's impulse M̂⁻¹Hᵢᵀλᵢ and the change of
+        the impulses' velocity for an impact dτ later, (∂v⁺/∂v⁻ - I) a, a the free acceleration
+        (``impact_times``: the saltation term :math:`(Rf^- - f^+)\,d\tau`)."""
+        L, j = self.L, st.j
+        out = []
+        for i, inter in enumerate(st.active):
+            rs, cc = st.rows[i], st.cols[i]
+            if st.yfrom[i] or st.lam[rs.start] <= 0:
+                continue
+            yd = float(st.ydot[rs.start])
+            y0 = float(self.traj.y(inter, 0)[j, 0])
+            if not (np.isfinite(y0) and yd < 0 and abs(y0) <= 2 * L.h * -yd):
+                continue
+            tau = -y0 / yd          # the gap's zero, from the step's start (< 0: crossed during the last step)
+            GN = st.Gy[i][0]
+            aq, av = np.zeros(L.n), np.zeros(L.n)
+            aq[cc] = -GN / yd
+            if st.Ty[i] is not None:
+                aq[cc] -= tau * (self.V[j, cc] @ st.Ty[i][0]) / yd
+            av[cc] = -tau * GN / yd
+            # the velocity part: the impulse's response to the free acceleration a over dτ (the
+            # reset's derivative along a, minus a: (∂v⁺/∂v⁻ - I) a)
+            a = (self.Vfree[j] - self.V[j]) / L.h
+            dq = np.zeros(st.H.shape[0])
+            dq[rs] = st.H[rs] @ a + st.c[rs] * (st.Gy[i] @ a[cc])
+            dlam = st.sens.jvp(q=dq)[st.primal]
+            out.append((st.U[:, rs] @ st.lam[rs], st.U @ dlam, aq, av))
+        return out
 
     # ------------------------------------------------------------------ reverse mode
-    def vjp(self, gQ, gV, wanted):
+    def vjp(self, gQ, gV, wanted, impact_times=False):
         """Cotangents of the recorded states (N+1, n) -> the accumulators of ``wanted`` (a
         :class:`_Wanted`)."""
         L, N = self.L, self.N
@@ -427,6 +463,11 @@ class _Replay:
             # q_{j+1} = q_j + h((1-θ) v_j + θ v_{j+1})
             vnb = vb + h * th * qb
             q_new, v_new = qb.copy(), h * (1 - th) * qb
+            if impact_times and st is not None:
+                for du, dw, aq, av in st.timing:      # q_{j+1} -= du dτ, v_{j+1} += dw dτ
+                    sc = float(dw @ vb) - float(du @ qb)
+                    q_new += sc * aq
+                    v_new += sc * av
             vfb = vnb
             if st is not None:
                 a = L.minv(vnb)
@@ -480,7 +521,7 @@ class _Replay:
         return acc
 
     # ------------------------------------------------------------------ forward mode
-    def jvp(self, d):
+    def jvp(self, d, impact_times=False):
         """Tangents (N+1, n) of the recorded positions and velocities along the direction ``d`` (a
         :class:`_Direction`)."""
         L, N = self.L, self.N
@@ -546,6 +587,11 @@ class _Replay:
                     b -= d.Mmul(L, st.U @ st.lam)
                 dvn = dvf + L.minv(b)
             dqn = dq + h * ((1 - th) * dv + th * dvn)
+            if impact_times and st is not None:
+                for du, dw, aq, av in st.timing:  # the impact dτ later: its velocity jump dτ later
+                    dtau = aq @ dq + av @ dv
+                    dqn = dqn - du * dtau
+                    dvn = dvn + dw * dtau
             dQ[j + 1], dV[j + 1] = dqn, dvn
             dq, dv, dqa_prev = dqn, dvn, dqa
         return dQ, dV
@@ -837,39 +883,50 @@ class Derivatives:
         """The columns of system ``ds`` in :meth:`states` (and in the stacked ``q0``, ``v0``, ``fext``)."""
         return self._tape().replay(self).L.dofs(ds)
 
-    def vjp(self, dQ=None, dV=None, wrt=("q0", "v0"), *, smoothing=None) -> dict:
+    def vjp(self, dQ=None, dV=None, wrt=("q0", "v0"), *, smoothing=None, impact_times=False) -> dict:
         r"""Reverse mode: the gradients of :math:`\sum_k \langle dQ_k, q_k\rangle + \langle dV_k, v_k\rangle`
         (cotangents (N+1, ndof), None: zero) with respect to each ``wrt`` item (module docstring):
-        one adjoint sweep over the recorded steps, whatever the number of parameters."""
+        one adjoint sweep over the recorded steps, whatever the number of parameters.
+
+        ``impact_times``: False (default), the derivative of the discrete branch the run took (what a
+        finite difference with a small step sees); True, plus the derivative of the impact times: at
+        each step that activates a contact with an impulse, the impact time inside the step
+        :math:`\tau = -y_k/\dot y_k` moves with the parameters and the velocity jump with it,
+        :math:`dq_{k+1} \mathrel{-}= \hat M^{-1}H_i^\top\lambda_i\,d\tau`,
+        :math:`dv_{k+1} \mathrel{+}= (\partial v^+/\partial v^- - I)\,a\,d\tau` (a the free
+        acceleration; the saltation term of the continuous-time system): the derivative of the trajectory the run approximates, to O(h), which
+        a target reached after a bounce needs (the discrete branch moves the impact by whole steps
+        only)."""
         R = self._tape().replay(self, smoothing)
         gQ = np.zeros_like(R.Q) if dQ is None else _cot(dQ, R.Q.shape, "dQ")
         gV = np.zeros_like(R.V) if dV is None else _cot(dV, R.V.shape, "dV")
         w = _Wanted(wrt, R.L, _laws_of(self._tape()))
-        return w.results(R.vjp(gQ, gV, w), R.L)
+        return w.results(R.vjp(gQ, gV, w, impact_times), R.L)
 
-    def gradient(self, loss, wrt=("q0", "v0"), *, smoothing=None) -> Gradient:
+    def gradient(self, loss, wrt=("q0", "v0"), *, smoothing=None, impact_times=False) -> Gradient:
         """Reverse mode for ``loss(Q, V) -> (value, dQ, dV)``, a function of the recorded states
         (:meth:`states`) returning its value and its partial derivatives (arrays like Q and V, or None);
         returns a :class:`Gradient` (``{item: gradient}``, ``.value``, ``.report``). ``smoothing``: the
-        ``eps`` of ``Sensitivity.smoothed`` at every contact step (None: the exact branch)."""
+        ``eps`` of ``Sensitivity.smoothed`` at every contact step (None: the exact branch);
+        ``impact_times``: see :meth:`vjp`."""
         Q, V = self.states()
         out = loss(Q, V)
         if not (isinstance(out, tuple) and len(out) == 3):
             raise ModelingError("Trajectory", "loss", "must return (value, dQ, dV)")
         value, dQ, dV = out
-        g = Gradient(self.vjp(dQ, dV, wrt, smoothing=smoothing))
+        g = Gradient(self.vjp(dQ, dV, wrt, smoothing=smoothing, impact_times=impact_times))
         g.value = float(value)
         g.report = report(self._tape(), self, smoothing)
         return g
 
-    def jvp(self, direction: dict, *, smoothing=None):
+    def jvp(self, direction: dict, *, smoothing=None, impact_times=False):
         """Forward mode: (dQ, dV), the tangents (N+1, ndof) of every recorded state along ``direction``
         (``{wrt item: value}``: arrays for ``q0``, ``v0``, ``fext``, ``("M", ds)``; numbers for ``mass``,
-        ``e``, ``et``, ``mu``)."""
+        ``e``, ``et``, ``mu``); ``impact_times``: see :meth:`vjp`."""
         R = self._tape().replay(self, smoothing)
-        return R.jvp(_Direction(direction, R.L, _laws_of(self._tape())))
+        return R.jvp(_Direction(direction, R.L, _laws_of(self._tape())), impact_times)
 
-    def jacobian(self, wrt, *, smoothing=None) -> dict:
+    def jacobian(self, wrt, *, smoothing=None, impact_times=False) -> dict:
         """``{item: J}``: the Jacobian of the final state (q_N, v_N) (2 ndof) with respect to each item,
         by forward mode (one sweep per parameter component): shape (2 ndof,) for a number,
         (2 ndof, *shape) for an array parameter."""
@@ -891,7 +948,7 @@ class Derivatives:
                 e = np.zeros(size)
                 e[c] = 1.0
                 val = e.reshape(shape) if shape else 1.0
-                dQ, dV = R.jvp(_Direction({item: val}, R.L, laws))
+                dQ, dV = R.jvp(_Direction({item: val}, R.L, laws), impact_times)
                 cols.append(np.concatenate([dQ[-1], dV[-1]]))
             J = np.array(cols).T
             out[item] = J.reshape((2 * R.L.n, *shape)) if shape else J[:, 0]
