@@ -94,7 +94,7 @@ def main():
     print(f"{r['impacts']} impact step(s) on the wall in the final throw")
     print(r["report"])
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    fig, ax = plt.subplots(figsize=(8, 7))
     its = r["iterates"]
     cmap = plt.get_cmap("viridis")
     for k, (v, Q, miss) in enumerate(its):
@@ -112,7 +112,7 @@ def main():
     ax.set_xlabel("x [m]")
     ax.set_ylabel("z [m]")
     ax.set_title("Planning through contact: Gauss–Newton on the initial velocity (adjoint Jacobian)")
-    ax.legend(fontsize=7.5, loc="lower left")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1))
     fig.tight_layout()
     out = figure_path("plan_bounce.png")
     fig.savefig(out, dpi=100)
