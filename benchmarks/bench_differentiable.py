@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
-from tests import test_modeling_differentiable as T  # noqa: E402
+from tests import test_modeling_differentiable as T
 
 
 def final_x(Q, V):
@@ -67,6 +67,17 @@ def clock(f):
     return time.perf_counter() - t, out
 
 
+def turn(run, loss, wrt, direction):
+    """One turn: the run, the run with its tape, a gradient, a second one, a jvp (seconds)."""
+    t = {}
+    t["run"], _ = clock(lambda: run(False))
+    t["run+tape"], traj = clock(lambda: run(True))
+    t["gradient"], _ = clock(lambda: traj.gradient(loss, wrt=wrt))
+    t["again"], _ = clock(lambda: traj.gradient(loss, wrt=wrt))
+    t["jvp"], _ = clock(lambda: traj.jvp(direction))
+    return t
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -77,12 +88,7 @@ def main(argv=None):
         best = {}
         run(True).gradient(loss, wrt=wrt)          # warm-up (compiled kernels, caches)
         for _ in range(args.repeat):
-            t = {}
-            t["run"], _ = clock(lambda: run(False))
-            t["run+tape"], traj = clock(lambda: run(True))
-            t["gradient"], _ = clock(lambda: traj.gradient(loss, wrt=wrt))
-            t["again"], _ = clock(lambda: traj.gradient(loss, wrt=wrt))
-            t["jvp"], _ = clock(lambda: traj.jvp(direction))
+            t = turn(run, loss, wrt, direction)
             for k, v in t.items():
                 best[k] = min(best.get(k, np.inf), v)
         base = best["run"]

@@ -27,8 +27,8 @@ dashed), and the measured and identified trajectories.
 """
 
 import numpy as np
-
 from _plotting import figure_path, pyplot
+
 from nsopt import modeling as nm
 
 G = 9.81

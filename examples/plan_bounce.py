@@ -30,8 +30,8 @@ Writes ``plan_bounce.png``: the trajectories of the iterates, the wall, the floo
 """
 
 import numpy as np
-
 from _plotting import figure_path, pyplot
+
 from nsopt import modeling as nm
 
 G = 9.81
@@ -59,7 +59,7 @@ def plan(v0=(4.5, 2.0), max_iter=20, tol=1e-3):
     Returns the iterates (v0, their trajectories, |F|) and the number of impact steps of the last run."""
     v = np.array(v0, dtype=float)
     iterates = []
-    traj, ball, wall = simulate(v)
+    traj, _, wall = simulate(v)
     for _ in range(max_iter + 1):
         Q, _ = traj.states()
         F = Q[-1] - TARGET
@@ -74,14 +74,14 @@ def plan(v0=(4.5, 2.0), max_iter=20, tol=1e-3):
         step = np.linalg.solve(J, -F)
         t = 1.0
         while True:                           # damped: |F| must decrease
-            trial, b2, w2 = simulate(v + t * step)
+            trial, _, w2 = simulate(v + t * step)
             Fn = trial.states()[0][-1] - TARGET
             if np.linalg.norm(Fn) < np.linalg.norm(F) or t < 1e-3:
                 break
             t *= 0.5
         if np.linalg.norm(Fn) >= np.linalg.norm(F):
             break                             # at the resolution of the discrete run (below)
-        v, traj, ball, wall = v + t * step, trial, b2, w2
+        v, traj, wall = v + t * step, trial, w2
     impacts = int(np.count_nonzero(np.abs(traj.lambda_(wall)[:, 0]) > 0))
     return {"iterates": iterates, "v0": v, "miss": iterates[-1][2], "impacts": impacts, "traj": traj,
             "report": traj.derivative_report()}

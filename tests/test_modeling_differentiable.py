@@ -72,7 +72,7 @@ def test_bouncing_ball_apex_against_finite_differences():
     vk = traj.v(ball)[565, 0]
     assert g["e"] == pytest.approx(0.8 * vk ** 2 / G - 1e-3 * vk / 2, rel=1e-12)
     # forward mode: the same numbers to round-off
-    Q, V = traj.states()
+    _, V = traj.states()
     for item in ("e", "mass"):
         dQ, dV = traj.jvp({item: 1.0})
         fwd = dQ[APEX_STEP, 0] + V[APEX_STEP, 0] * dV[APEX_STEP, 0] / G
@@ -213,7 +213,7 @@ def spheres_run(mu=0.3, T=0.4, h=2e-3, diff=True):
 
 
 def test_spheres_in_a_box_final_position_against_finite_differences():
-    traj, spheres = spheres_run()
+    traj, _ = spheres_run()
     tape = traj._sim._tape
     pair_steps = sum(any(isinstance(i.relation, nm.LagrangianScleronomousR) for i in r.active)
                      for r in tape.records.values())
@@ -256,7 +256,7 @@ def test_report_flags_resting_contacts_decided_on_round_off():
 def test_degenerate_steps_are_reported_and_smoothing_is_offered():
     """A ball dropped from rest at zero gap with e = 0 on a ground that does not push (fext = 0): the
     contact is closed with zero force, z = w = 0, a degenerate row at every step."""
-    traj, ball, _ = ball_run(q0=0.0, v0=0.0, f=0.0, e=0.0, T=0.01)
+    traj, _, _ = ball_run(q0=0.0, v0=0.0, f=0.0, e=0.0, T=0.01)
     rep = traj.derivative_report()
     assert rep.degenerate and rep.degenerate[0][1]["rows"].tolist() == [0]
     g = traj.gradient(slid, wrt=["v0"], smoothing=1e-6)
@@ -274,10 +274,10 @@ def test_unsupported_models_and_bad_requests_are_typed_errors():
     nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR(H=[[1.0]], D=[[1.0]])), ball)
     with pytest.raises(ModelingError, match="with D is not differentiated"):
         nm.TimeStepping(nsds, h=1e-2, osns="lcp", differentiable=True)
-    traj, ball, ground = ball_run(diff=False, T=0.1)
+    traj, _, ground = ball_run(diff=False, T=0.1)
     with pytest.raises(ModelingError, match="differentiable=True"):
         traj.gradient(apex)
-    traj, ball, ground = ball_run(T=0.7)
+    traj, _, ground = ball_run(T=0.7)
     with pytest.raises(ModelingError, match="unknown parameter 'k'"):
         traj.vjp(wrt=["k"])
     with pytest.raises(ModelingError, match="has no friction coefficient"):
@@ -285,7 +285,7 @@ def test_unsupported_models_and_bad_requests_are_typed_errors():
     with pytest.raises(ModelingError, match="expected shape"):
         traj.vjp(np.zeros((3, 1)), wrt=["e"])
     # a model changed after the run: the replay no longer gives the recorded step, and says so
-    traj, ball, ground = ball_run(T=0.7)
+    traj, _, ground = ball_run(T=0.7)
     ground.nslaw.e = 0.5
     with pytest.raises(ModelingError, match="replay of step 566 does not give the problem's vector q"):
         traj.vjp(wrt=["e"])
@@ -296,7 +296,7 @@ def test_impact_times_give_the_continuous_trajectory_derivative():
     The continuous ball's apex after the bounce is e^2 (v0^2/2g + q0): d/dq0 = e^2, d/dv0 = e^2 v0 / g,
     which ``impact_times=True`` gives to O(h), and a secant over many steps (d = 0.05: the bounce
     moves by tens of steps) sees too."""
-    traj, ball, _ = ball_run()
+    traj, _, _ = ball_run()
     branch = traj.gradient(apex, wrt=["q0", "v0", "e"])
     timed = traj.gradient(apex, wrt=["q0", "v0", "e"], impact_times=True)
     assert branch["q0"][0] == pytest.approx(1.0, abs=1e-9)
@@ -306,5 +306,5 @@ def test_impact_times_give_the_continuous_trajectory_derivative():
     secant = central(lambda x: ball_apex(q0=x), 1.0, 0.05)
     assert timed["q0"][0] == pytest.approx(secant, abs=1e-2)
     dQ, dV = traj.jvp({"q0": [1.0]}, impact_times=True)
-    Q, V = traj.states()
+    _, V = traj.states()
     assert rel(dQ[APEX_STEP, 0] + V[APEX_STEP, 0] * dV[APEX_STEP, 0] / G, timed["q0"][0]) <= MODES_RTOL

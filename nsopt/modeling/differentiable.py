@@ -148,7 +148,7 @@ class Tape:
             check_interaction(inter)
         self.records[rec.k] = _Record(list(rec.active), np.array(rec.lam, dtype=float), rec.problem, rec.solution)
 
-    def replay(self, traj, smoothing=None) -> "_Replay":
+    def replay(self, traj, smoothing=None) -> _Replay:
         key = (traj._k, smoothing)
         if key not in self._replay:
             self._replay = {key: _Replay(self, traj, smoothing)}
@@ -953,7 +953,7 @@ class Derivatives:
                 shape = (size,)
             elif name == "M":
                 size = (R.L.off[tgt + 1] - R.L.off[tgt]) ** 2
-                shape = (int(math.isqrt(size)),) * 2
+                shape = (math.isqrt(size),) * 2
             else:
                 size, shape = 1, ()
             cols = []

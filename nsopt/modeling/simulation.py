@@ -31,8 +31,8 @@ from ..result import Status
 from ..solve import solve
 from . import _state
 from ._check import label, scalar
-from .interactions import NonSmoothDynamicalSystem
 from .differentiable import Derivatives
+from .interactions import NonSmoothDynamicalSystem
 from .osi import EulerMoreauOSI, MoreauJeanOSI, StepRecord
 
 # the clock of Trajectory.solve_time (cheap: a wall clock); a benchmark on a shared machine may set
