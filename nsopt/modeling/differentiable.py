@@ -890,7 +890,8 @@ class Derivatives:
     def states(self):
         """(Q, V): the recorded positions and velocities of all systems, stacked in the model's order,
         (N+1, ndof) each (the layout of the losses and cotangents; :meth:`dofs` gives a system's columns)."""
-        return self._tape().replay(self).Q.copy(), self._tape().replay(self).V.copy()
+        R = self._tape().replay(self)
+        return R.Q.copy(), R.V.copy()
 
     def dofs(self, ds) -> slice:
         """The columns of system ``ds`` in :meth:`states` (and in the stacked ``q0``, ``v0``, ``fext``)."""
@@ -922,8 +923,8 @@ class Derivatives:
         returns a :class:`Gradient` (``{item: gradient}``, ``.value``, ``.report``). ``smoothing``: the
         ``eps`` of ``Sensitivity.smoothed`` at every contact step (None: the exact branch);
         ``impact_times``: see :meth:`vjp`."""
-        Q, V = self.states()
-        out = loss(Q, V)
+        R = self._tape().replay(self, smoothing)
+        out = loss(R.Q.copy(), R.V.copy())
         if not (isinstance(out, tuple) and len(out) == 3):
             raise ModelingError("Trajectory", "loss", "must return (value, dQ, dV)")
         value, dQ, dV = out
