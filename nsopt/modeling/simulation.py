@@ -31,6 +31,7 @@ from ..result import Status
 from ..solve import solve
 from . import _state
 from ._check import label, scalar
+from .differentiable import Derivatives
 from .interactions import NonSmoothDynamicalSystem
 from .osi import EulerMoreauOSI, MoreauJeanOSI, StepRecord
 
@@ -81,6 +82,10 @@ def _new_workspace():
     return Workspace()
 
 
+# the options of TimeStepping(**options) that are not the method's own: the fallback methods get them too
+# (select: which solution, issue 21; the others are the first method's and may not exist for a fallback)
+FALLBACK_OPTIONS = ("select", "time_limit")
+
 MAX_STEPS = 2 ** 53       # a run counts its steps exactly (t_k = t0 + k h) up to this many
 
 
@@ -98,7 +103,9 @@ class TimeStepping:
     method, tol, **options : handed to :func:`nsopt.solve` at every step. ``method="auto"`` names one
         method per kind (``STEP_METHODS``: Lemke for LCP/MLCP/Relay/AVI, Newton (nsn-ac) for friction,
         nsgs for GenericMechanical) with the others of that list as fallback.
-    fallback : methods tried in order when ``method`` does not reach ``tol`` on a step.
+    fallback : methods tried in order when ``method`` does not reach ``tol`` on a step; they get the
+        options that are not ``method``'s own (``FALLBACK_OPTIONS``: ``select``, ``time_limit``), so
+        ``select="min-norm"`` reaches every step's solve, whichever method solved it.
     on_failure : ``"continue"`` (record the step as failed and go on) or ``"raise"``
         (:class:`~nsopt.exceptions.StepFailed`). A step fails when its OSNS problem is not solved to
         ``tol`` or its Newton loop does not reach ``newton_tol``; a state that is not finite or beyond
@@ -112,6 +119,10 @@ class TimeStepping:
         where that one stopped (its time, state, multipliers and warm starts) and goes to ``nsds.T``.
         Without it every run starts from the systems' initial conditions (``q0``, ``v0``; ``x0``) at
         ``nsds.t0``: two runs of one model give the same trajectory.
+    differentiable : record what the derivatives of the run need (the index set, problem and impulses
+        of every step with contact): then ``trajectory.gradient(loss, wrt)``, ``.vjp``, ``.jvp``,
+        ``.jacobian`` differentiate the run with respect to ``q0``, ``v0``, ``fext``, masses, ``e``,
+        ``mu`` (:mod:`nsopt.modeling.differentiable`, which says what is supported).
     on_step : a callable ``on_step(record)`` called after each committed step with a
         :class:`~nsopt.modeling.osi.StepRecord` (the active set, the problem and its solution, v_free,
         the rows H on demand): what an adjoint sweep over the steps needs. What it raises stops the
@@ -128,7 +139,7 @@ class TimeStepping:
                  method: str = "auto", tol: float = 1e-8, *, fallback=(), on_failure: str = "continue",
                  newton_tol: float = 1e-6, newton_max_iter: int = 50, warm_start: bool = True,
                  keep_problems: bool = False, progress: bool = False, continue_from=None, on_step=None,
-                 name=None, **options):
+                 differentiable: bool = False, name=None, **options):
         self.name = name
         o = label(self)
         if not isinstance(nsds, NonSmoothDynamicalSystem):
@@ -174,6 +185,13 @@ class TimeStepping:
         self.fallback = tuple(fallback)
         self.on_failure = on_failure
         self.on_step = on_step
+        self._tape = None
+        if differentiable:          # issue 21: the steps' data for the derivatives (nsopt.modeling.differentiable)
+            if continue_from is not None:
+                raise ModelingError(o, "differentiable", "a run that continues another is not differentiated")
+            from .differentiable import Tape
+
+            self._tape = Tape(self)
         self.newton_tol = scalar(newton_tol, o, "newton_tol", low=0.0, low_open=True)
         if isinstance(newton_max_iter, bool) or not isinstance(newton_max_iter, int) or newton_max_iter < 1:
             raise ModelingError(o, "newton_max_iter", f"must be a positive integer, got {newton_max_iter!r}")
@@ -275,8 +293,9 @@ class TimeStepping:
         t = clock()
         sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
         if self.fallback and not sol.success:
+            common = {k: v for k, v in self.options.items() if k in FALLBACK_OPTIONS}
             for m in self.fallback:
-                alt = solve(problem, method=m, tol=self.tol, warm_start=warm)
+                alt = solve(problem, method=m, tol=self.tol, warm_start=warm, **common)
                 if alt.error < sol.error or alt.success:
                     sol = alt
                 if sol.success:
@@ -361,15 +380,19 @@ class TimeStepping:
             raise KeyboardInterrupt
         if nit is None:
             return
-        if self._write is not None or self.keep_problems or self.on_step is not None:
+        if self._write is not None or self.keep_problems or self.on_step is not None or self._tape is not None:
             problem = self._last[0] if self._last is not None else None
             if problem is not None:
                 if self._write is not None:
                     self._write_problem(problem, self.k)
                 if self.keep_problems:
                     tr.problems[self.k] = problem
-            if self.on_step is not None:
-                self.on_step(self._record_of(st, nit, res, conv, sol))
+            if self.on_step is not None or self._tape is not None:
+                rec = self._record_of(st, nit, res, conv, sol)
+                if self._tape is not None:
+                    self._tape.record(rec)
+                if self.on_step is not None:
+                    self.on_step(rec)
         if (not conv or (sol is not None and sol.status is not Status.SOLVED)) and self.on_failure == "raise":
             if sol is not None and not sol.success:
                 why = (f"the {self.osns_kind} problem was not solved by {sol.method!r}: status {sol.status.value}, "
@@ -599,7 +622,7 @@ class _Steps:
             self.arrays[f][j:] = v
 
 
-class Trajectory:
+class Trajectory(Derivatives):
     """What a :class:`TimeStepping` records, step by step: the rows of the steps taken so far (row 0:
     the initial state; after a complete run, N + 1 rows). Nothing is allocated for steps not taken.
 
@@ -608,7 +631,9 @@ class Trajectory:
     one per step taken): ``status`` (a :class:`nsopt.Status`, or **None for a step without contact**:
     no problem had to be solved), ``error`` (NaN without contact), ``nit`` (the solver's iterations, 0
     without contact), ``method``, ``newton_iterations``, ``newton_residual``, ``newton_converged``;
-    ``failed_steps``; ``problems`` (with ``keep_problems=True``).
+    ``failed_steps``; ``problems`` (with ``keep_problems=True``). With
+    ``TimeStepping(..., differentiable=True)``: ``gradient``, ``vjp``, ``jvp``, ``jacobian``,
+    ``derivative_report``, ``states``, ``dofs`` (:mod:`nsopt.modeling.differentiable`).
 
     Interactions linked after the simulation was built (contact detection) are recorded from the
     step they are linked at, and removed ones until they are removed: their rows are NaN where they
