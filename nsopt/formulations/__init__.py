@@ -6,17 +6,17 @@
 >>> print(f.explain())                     # doctest: +SKIP
 >>> sol = nsopt.solve(p, method="qp", formulation=f)   # solved by nsopt.solvers.convex
 
-=====================  ==========================================  =================
-class                  program                                     nsopt method
-=====================  ==========================================  =================
-LCPasQP                min 1/2 z'Mz + q'z, z >= 0                 lcp "qp"
-MLCPasQP               same, equality variables free               mlcp "qp"
-RelayAsQP              same over the box [lb, ub]                  relay "qp"
-AVIasQP                same over {Hz >= k}                         avi "qp"
-FCasSOCP               SOCP + fixed point on s = mu ||u_T||        fc2d/fc3d "socp-fp"
-FCTresca               cylinder SOCP + fixed point g = mu r_N      fc2d/fc3d "socp-tresca"
-GFCPrimalSOCP          min 1/2 v'Mv - q'v, H'v + b + s~ in K*      gfc2d/gfc3d "socp-fp"
-=====================  ==========================================  =================
+=====================  ================================================  ===========================
+class                  program                                           nsopt method
+=====================  ================================================  ===========================
+``LCPasQP``            ``min 1/2 z'Mz + q'z, z >= 0``                    lcp ``"qp"``
+``MLCPasQP``           same, equality variables free                     mlcp ``"qp"``
+``RelayAsQP``          same over the box ``[lb, ub]``                    relay ``"qp"``
+``AVIasQP``            same over ``{Hz >= k}``                           avi ``"qp"``
+``FCasSOCP``           SOCP + fixed point on ``s = mu ||u_T||``          fc2d/fc3d ``"socp-fp"``
+``FCTresca``           cylinder SOCP + fixed point ``g = mu r_N``        fc2d/fc3d ``"socp-tresca"``
+``GFCPrimalSOCP``      ``min 1/2 v'Mv - q'v, H'v + b + s~ in K*``        gfc2d/gfc3d ``"socp-fp"``
+=====================  ================================================  ===========================
 
 The derivations (program, KKT, why KKT = the problem, when it fails, a worked example) are in the
 project's ``formulations/*.md``. This package only builds the programs (with constant data, so that a

@@ -13,7 +13,7 @@ from ._base import Formulation, cached_sym_psd, quad_matrix, sym_part
 
 class AVIasQP(Formulation):
     r"""AVI ``find z in K = {Hz >= k}: (Mz + q)^T (y - z) >= 0 for all y in K`` with symmetric PSD M as
-    ``min 1/2 z^T M z + q^T z  s.t.  Hz >= k``.
+    ``min 1/2 z^T M z + q^T z subject to Hz >= k``.
 
     KKT: ``Mz + q = H^T lambda``, ``0 <= lambda ⊥ Hz - k >= 0``: then for y in K,
     ``(Mz+q)^T (y - z) = lambda^T (Hy - Hz) = lambda^T (Hy - k) >= 0``.

@@ -1,6 +1,6 @@
 """LCP (and every box-constrained affine problem) with symmetric PSD M as a convex QP.
 
-:class:`BoxQP` is the common program ``min 1/2 z^T M z + q^T z  s.t.  lb <= z <= ub`` (infinite
+:class:`BoxQP` is the common program ``min 1/2 z^T M z + q^T z subject to lb <= z <= ub`` (infinite
 bounds dropped); :class:`LCPasQP` is the case lb = 0, ub = +inf. See ``formulations/lcp.md``.
 A sparse M stays sparse: ``quad_form(z, psd_wrap(S))`` with S in CSC and q a constant (no CVXPY
 ``Parameter``, which would make CVXPY 1.9 extract a dense n x n coefficient array).
@@ -67,7 +67,7 @@ class BoxQP(Formulation):
 
 
 class LCPasQP(BoxQP):
-    r"""LCP with symmetric PSD M as the QP ``min 1/2 z^T M z + q^T z  s.t.  z >= 0``.
+    r"""LCP with symmetric PSD M as the QP ``min 1/2 z^T M z + q^T z subject to z >= 0``.
 
     KKT: ``Mz + q - lambda = 0``, ``0 <= lambda ⊥ z >= 0``: the multiplier of ``z >= 0`` is w.
     """

@@ -9,7 +9,7 @@ from .lcp import BoxQP
 
 class MLCPasQP(BoxQP):
     r"""MLCP in Siconos' single-matrix form (z = [u; v], rows of ``is_eq`` are equalities, their
-    variables free) with symmetric PSD M as ``min 1/2 z^T M z + q^T z  s.t.  z_comp >= 0``.
+    variables free) with symmetric PSD M as ``min 1/2 z^T M z + q^T z subject to z_comp >= 0``.
 
     KKT: ``Mz + q = lambda`` with lambda = 0 on the free rows (so ``Au + Cv + a = 0``) and
     ``0 <= lambda ⊥ v >= 0`` on the others (so ``w = Du + Bv + b`` is complementary to v).

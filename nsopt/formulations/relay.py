@@ -7,7 +7,7 @@ from .lcp import BoxQP
 
 class RelayAsQP(BoxQP):
     r"""Relay ``w = Mz + q, -w in N_[lb,ub](z)`` with symmetric PSD M as
-    ``min 1/2 z^T M z + q^T z  s.t.  lb <= z <= ub``.
+    ``min 1/2 z^T M z + q^T z subject to lb <= z <= ub``.
 
     KKT: ``Mz + q = lambda_lb - lambda_ub``, ``0 <= lambda_lb ⊥ z - lb >= 0``,
     ``0 <= lambda_ub ⊥ ub - z >= 0``: that is ``-w in N_[lb,ub](z)``.

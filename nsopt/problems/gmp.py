@@ -62,7 +62,7 @@ class GenericMechanical(Problem):
     the blocks being consecutive slices of r and u (see :class:`Block`).
 
     Error measure (Siconos 4.4 ``gmp_compute_error``): per block, with the local data
-    :math:`q_{loc} = q_k + \sum_{j \ne k} M_{kj} r_j`: equality blocks max_i |u_i| (absolute);
+    :math:`q_{loc} = q_k + \sum_{j \ne k} M_{kj} r_j`: equality blocks :math:`\max_i |u_i|` (absolute);
     LCP blocks :math:`\|z - \max(0, z - w)\| / (1 + \|q_{loc}\|)`; relay blocks
     :math:`\|z - \Pi(z - w)\| / (1 + \|q_{loc}\|)^2` (Siconos calls ``relay_compute_error`` on the
     block's sub-problem, whose q is q_loc and which divides by 1 + ||q||, then divides again);

@@ -45,7 +45,7 @@ class Equality(AffineProblem):
 
     Error measure: :math:`\|Mz + q\|_2 / (1 + \|q\|_2)`; Siconos has no standalone equality error
     function, and this is the normalisation its generic-mechanical blocks use for the other kinds
-    (inside a :class:`GenericMechanical` problem an equality block is judged by max |w_i|, as Siconos does).
+    (inside a :class:`GenericMechanical` problem an equality block is judged by :math:`\max_i |w_i|`, as Siconos does).
     """
 
     kind = "equality"
