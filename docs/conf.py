@@ -84,7 +84,7 @@ sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/[^_/][^/]*\.py$",     # every script runs (not the helper _plotting.py)
-    "ignore_pattern": r"/_[^/]*\.py$",
+    "ignore_pattern": r"^_|__init__\.py$",
     "abort_on_example_error": True,
     "only_warn_on_example_error": False,
     "within_subsection_order": "FileNameSortKey",
