@@ -1,10 +1,21 @@
 """Convex formulations of the one-step nonsmooth problems, as inspectable CVXPY programs.
 
+Examples
+--------
 >>> import nsopt, nsopt.generate as g
->>> p, _ = g.lcp(5, seed=1)
->>> f = nsopt.formulations.LCPasQP(p)      # doctest: +SKIP
->>> print(f.explain())                     # doctest: +SKIP
+>>> p, known = g.lcp(5, seed=1)                  # symmetric positive definite M, known solution
+>>> f = nsopt.formulations.LCPasQP(p)
+>>> print(f.explain())                           # doctest: +ELLIPSIS
+LCP(M, q) with symmetric positive semidefinite M as a convex QP
+<BLANKLINE>
+Variables:
+z in R^5
+...
 >>> sol = nsopt.solve(p, method="qp", formulation=f)   # solved by nsopt.solvers.convex
+>>> sol.status.value, bool(abs(sol.z - known["z"]).max() < 1e-8)
+('solved', True)
+
+The formulations:
 
 =====================  ================================================  ===========================
 class                  program                                           nsopt method
