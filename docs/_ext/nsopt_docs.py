@@ -371,9 +371,16 @@ def generate_api(app) -> None:
     _write(out / "index.rst", "\n".join(index) + "\n")
 
 
+def draw_pictures(app) -> None:
+    from nsopt_pictures import draw_all
+
+    draw_all(DOCS)
+
+
 def setup(app):
     app.add_directive("nsopt-methods", MethodsTable)
     app.add_directive("nsopt-policy", PolicyTable)
     # at config-inited: before Sphinx lists the source files (autosummary and MyST-NB then see them)
-    app.connect("config-inited", lambda app, config: (generate_derivations(app), generate_api(app)))
+    app.connect("config-inited", lambda app, config: (generate_derivations(app), generate_api(app),
+                                                      draw_pictures(app)))
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
