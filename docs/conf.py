@@ -94,6 +94,7 @@ sphinx_gallery_conf = {
     "reset_modules": ("matplotlib",),
     "download_all_examples": False,
     "show_memory": False,
+    "write_computation_times": False,     # its summary page loads jQuery and DataTables from a CDN
     "show_signature": False,
     "remove_config_comments": True,
     "default_thumb_file": str(DOCS / "_static" / "thumb.png"),
@@ -102,6 +103,7 @@ sphinx_gallery_conf = {
 # ---------------------------------------------------------------- HTML
 html_theme = "pydata_sphinx_theme"
 html_title = "nsopt"
+html_favicon = "_static/favicon.png"
 html_static_path = ["_static"]
 html_css_files = ["nsopt.css"]
 html_show_sourcelink = False

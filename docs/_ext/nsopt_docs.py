@@ -377,8 +377,57 @@ def draw_pictures(app) -> None:
     draw_all(DOCS)
 
 
+_CDN_FONT_AWESOME = re.compile(r'<link[^>]*href="https://maxcdn\.bootstrapcdn\.com/font-awesome/[^"]*"[^>]*>\s*')
+
+
+def offline_players(app, exc) -> None:
+    """matplotlib's HTML animation players (``to_jshtml``, sphinx-gallery's animations) link Font
+    Awesome 4 from a CDN for their button icons; the site works offline, and the theme's own
+    Font Awesome (``_static/scripts/fontawesome.js``, loaded on every page) draws those icons."""
+    if exc is not None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if "maxcdn.bootstrapcdn.com/font-awesome" in text:
+            page.write_text(_CDN_FONT_AWESOME.sub("", text), encoding="utf-8")
+
+
+_BACKLINK = re.compile(r'(<a class="viewcode-back" href=")([^"#]+)#([^"]+)(")')
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def viewcode_backlinks(app, exc) -> None:
+    """Sphinx' viewcode gives all the objects of one source module the anchor prefix of the first
+    name it saw documented from it (``nsopt.Status`` makes ``judged`` of the same module
+    ``#nsopt.judged``, while it is documented as ``nsopt.result.judged``). Point each "[docs]" link
+    of the source pages at the id its target page really has (the one ending with the same name)."""
+    if exc is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    ids: dict[Path, set] = {}
+    for page in (out / "_modules").rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+
+        def fix(m, page=page):
+            target = (page.parent / m.group(2)).resolve()
+            if target not in ids:
+                ids[target] = set(_ID.findall(target.read_text(encoding="utf-8"))) if target.is_file() else set()
+            anchor = m.group(3)
+            if anchor in ids[target]:
+                return m.group(0)
+            name = anchor.split(".")[-1]
+            same = sorted(i for i in ids[target] if i.endswith("." + name) or i == name)
+            return m.group(1) + m.group(2) + "#" + (same[0] if same else anchor) + m.group(4)
+
+        fixed = _BACKLINK.sub(fix, text)
+        if fixed != text:
+            page.write_text(fixed, encoding="utf-8")
+
+
 def setup(app):
     app.add_directive("nsopt-methods", MethodsTable)
+    app.connect("build-finished", offline_players)
+    app.connect("build-finished", viewcode_backlinks)
     app.add_directive("nsopt-policy", PolicyTable)
     # at config-inited: before Sphinx lists the source files (autosummary and MyST-NB then see them)
     app.connect("config-inited", lambda app, config: (generate_derivations(app), generate_api(app),
