@@ -273,4 +273,5 @@ def main():
 
 
 if __name__ == "__main__":
+    # sphinx_gallery_multi_image = "single"
     anim = main()

@@ -15,7 +15,7 @@ def osns_picture(path: Path) -> None:
     from matplotlib.figure import Figure
     from matplotlib.patches import Circle, FancyArrowPatch, Polygon, Rectangle
 
-    fig = Figure(figsize=(12, 3.9), layout="constrained")
+    fig = Figure(figsize=(10, 3.5), layout="constrained")
     ax = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.0, 1.0, 1.0]})
     blue, red, green, grey = "#1f4e79", "#c0392b", "#2e7d32", "0.45"
 
@@ -76,7 +76,7 @@ def osns_picture(path: Path) -> None:
     c.spines[["top", "right"]].set_visible(False)
     c.set_title("friction: the reaction stays in a cone", fontsize=12)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=130)
 
 
 def draw_all(docs: Path) -> None:

@@ -214,7 +214,7 @@ def test_screenshots(server, browser):
         page.evaluate(_WAIT_MATH)
         page.wait_for_timeout(500)                 # fonts and the icons of the theme settle
         out = SHOTS / f"{name}.png"
-        page.screenshot(path=str(out), full_page=False)
+        page.screenshot(path=str(out), full_page=True, clip={"x": 0, "y": 0, "width": 1280, "height": 2000})
         assert out.stat().st_size > 10_000, f"{out} looks empty"
         assert not tab.problems, tab.problems
     tab.close()
