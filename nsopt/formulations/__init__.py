@@ -61,7 +61,32 @@ __all__ = [
 
 
 def formulation_for(problem, method=None, **kw):
-    """The formulation object nsopt uses for ``problem`` (and method, for friction contact)."""
+    """The formulation object nsopt uses for ``problem`` (and method, for friction contact).
+
+    Parameters
+    ----------
+    problem : Problem
+        LCP, MLCP, Relay, AVI, FrictionContact or GlobalFrictionContact.
+    method : str, optional
+        ``"socp-tresca"`` selects :class:`FCTresca` for friction contact, else :class:`FCasSOCP`.
+    **kw
+        Passed to the formulation.
+
+    Returns
+    -------
+    Formulation
+
+    Raises
+    ------
+    TypeError
+        For a kind without a convex formulation.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> nsopt.formulations.formulation_for(nsopt.LCP([[1.0]], [-1.0])).__class__.__name__
+    'LCPasQP'
+    """
     k = problem.kind
     if k == "lcp":
         return LCPasQP(problem, **kw)

@@ -6,11 +6,36 @@ from .lcp import BoxQP
 
 
 class RelayAsQP(BoxQP):
-    r"""Relay ``w = Mz + q, -w in N_[lb,ub](z)`` with symmetric PSD M as
-    ``min 1/2 z^T M z + q^T z subject to lb <= z <= ub``.
+    """Relay with symmetric PSD M as ``min 1/2 z^T M z + q^T z subject to lb <= z <= ub``.
 
-    KKT: ``Mz + q = lambda_lb - lambda_ub``, ``0 <= lambda_lb ⊥ z - lb >= 0``,
-    ``0 <= lambda_ub ⊥ ub - z >= 0``: that is ``-w in N_[lb,ub](z)``.
+    The relay ``w = Mz + q, -w in N_[lb,ub](z)``. KKT: ``Mz + q = lambda_lb - lambda_ub``,
+    ``0 <= lambda_lb ⊥ z - lb >= 0``, ``0 <= lambda_ub ⊥ ub - z >= 0``: that is ``-w in N_[lb,ub](z)``.
+
+    Parameters
+    ----------
+    problem : Relay
+        The problem; its matrix must be symmetric positive semidefinite.
+    solver : str, optional
+        The CVXPY backend (default ``"CLARABEL"``; ``"OSQP"``, ``"SCS"``, ... when installed).
+    solver_options : dict, optional
+        Merged over nsopt's accurate defaults (:data:`ACCURATE`).
+    check : bool, optional
+        Check symmetry and positive semidefiniteness first (default True).
+
+    Raises
+    ------
+    NotApplicable
+        When the matrix is not symmetric positive semidefinite (the message says which and by how much).
+    OptionError
+        For a solver that is not installed or cannot solve the program.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> p = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
+    >>> s = nsopt.solve(p, method="qp", formulation=nsopt.formulations.RelayAsQP(p))
+    >>> print(s.status.value, s.z.round(6))
+    solved [ 1. -1.]
     """
 
     title = "Relay(M, q, lb, ub) with symmetric positive semidefinite M as a box-constrained QP"
