@@ -13,8 +13,9 @@ evaluates every pair in one call per step (the batched path, ``formulations/time
 Pairs (and walls) within a margin are linked every few steps (contact detection by a k-d tree), so
 only near contacts are interactions. Laws: NewtonImpactFrictionNSL(en, 0, mu, 3).
 
-The assembled problems are written to FCLIB (``sim.run(write_problems=...)``) and read back by
-``nsopt.io.load``. Writes ``modeling_spheres_box.png``.
+The assembled problems are written to FCLIB, one file per step (``nsopt.io.write_fclib``), and read
+back by ``nsopt.io.load``: ``python examples/modeling_spheres_box.py --fclib DIR`` writes
+``DIR/step_000001.hdf5``, ... (a corpus for ``nsopt compare DIR``). Writes ``modeling_spheres_box.png``.
 """
 import math
 from pathlib import Path
@@ -24,6 +25,7 @@ from numba import njit
 from scipy.spatial import cKDTree
 
 from _plotting import figure_path, pyplot
+from nsopt import io
 from nsopt import modeling as nm
 
 R, MASS, G = 0.05, 1.0, 9.81
@@ -173,11 +175,14 @@ class Box:
 
 
 def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, method="auto", tol=1e-8):
+    """Run the box; ``write_problems``: a folder (created if missing) receiving each step's problem as
+    ``step_<k>.hdf5`` (FCLIB); an existing file there is not replaced (``nsopt.io.write_fclib``)."""
     box = Box(n_spheres, T=T)
     sim = nm.TimeStepping(box.nsds, h, nm.MoreauJeanOSI(0.5), osns="fc3d", method=method, tol=tol)
+    out = None
     if write_problems is not None:
-        sim._write = Path(write_problems)
-        sim._write.mkdir(parents=True, exist_ok=True)
+        out = Path(write_problems)
+        out.mkdir(parents=True, exist_ok=True)
     t, zc, min_gap, kinetic, cone, statuses = [0.0], [], [], [], [], []
     positions = [np.array([s.q[:3] for s in box.spheres])]
     sols = []
@@ -191,13 +196,14 @@ def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, m
             mu = sol.problem.mu
             cone.append(float(np.max(np.linalg.norm(r[:, 1:], axis=1) - mu * r[:, 0] - 1e-6 * (1 + np.abs(r[:, 0])))))
             sols.append((sim.k, sol.problem, sol.r))
+            if out is not None:
+                io.write_fclib(sol.problem, out / f"step_{sim.k:06d}.hdf5", title=f"spheres in a box, step {sim.k}")
         X = np.array([s.q[:3] for s in box.spheres])
         positions.append(X)
         zc.append(X[:, 2].mean())
         min_gap.append(box.gaps().min())
         kinetic.append(sum(0.5 * MASS * s.v[:3] @ s.v[:3] + 0.5 * INERTIA * s.v[3:] @ s.v[3:] for s in box.spheres))
         t.append(sim.t)
-    sim._write = None
     return {"t": np.array(t[1:]), "z_mean": np.array(zc), "min_gap": np.array(min_gap), "kinetic": np.array(kinetic),
             "cone_violation": np.array(cone), "status": statuses, "solutions": sols, "box": box, "sim": sim,
             "positions": np.array(positions)}
@@ -230,14 +236,20 @@ def scene_axes(ax, L, H):
     ax.tick_params(labelsize=8)
 
 
-def main():
+def main(argv=None):
+    import argparse
     import os
 
     from matplotlib import animation
 
+    ap = argparse.ArgumentParser(description=(globals().get("__doc__") or "").split("\n")[0])
+    ap.add_argument("--fclib", metavar="DIR", help="write each step's FrictionContact problem to DIR/step_<k>.hdf5")
+    args = ap.parse_args(argv)
     plt = pyplot()
     quick = os.environ.get("NSOPT_QUICK", "0") == "1"     # the site's reduced case: a shorter fall
-    r = simulate(10, T=0.3 if quick else 0.5)
+    r = simulate(10, T=0.3 if quick else 0.5, write_problems=args.fclib)
+    if args.fclib:
+        print(f"{len(r['solutions'])} FCLIB files in {args.fclib}")
     L = r["box"].L
     P = r["positions"]
     H = max(L, float(P[..., 2].max()) + R)

@@ -16,6 +16,7 @@ from .result import Iterate, Solution, Status
 from .solve import methods, solve
 
 from .problems import MultipleImpact  # noqa: E402  (the multiple-impact problem, issue 12)
+from .sensitivity import diagnose, sensitivity  # noqa: E402  (issue 21: derivatives, uniqueness)
 
 __version__ = "0.1.0"
 
@@ -24,10 +25,11 @@ __all__ = ["solve", "methods", "Workspace", "Solution", "Status", "Iterate", "LC
            "ProblemError", "MethodNotFound", "OptionError", "NotApplicable", "SolverError",
            "FormatError", "NsoptWarning"]
 __all__ += ["MultipleImpact"]
+__all__ += ["sensitivity", "diagnose"]
 
 
 def __getattr__(name):  # nsopt.io loads h5py lazily
-    if name in ("io", "formulations"):  # formulations: lazily, it imports cvxpy
+    if name in ("io", "formulations", "jax"):  # formulations: lazily, it imports cvxpy; jax: the optional extra
         import importlib
 
         return importlib.import_module("." + name, __name__)
