@@ -244,11 +244,16 @@ def _labelled(stem: str, text: str) -> str:
 
 
 def derivation_page(stem: str, source: str) -> str:
-    title, objects, code = NOTES[stem]
     text = _labelled(stem, source)
     text = _EQREF.sub(lambda m: f"equation {{eq}}`{m.group('name')}`", text)
     text = _NOTELINK.sub(lambda m: f"[{m.group('stem')}.md]({m.group('stem')}.md)"
-                         if m.group("stem") in NOTES else m.group(0), text)
+                         if (ROOT / "formulations" / f"{m.group('stem')}.md").is_file() else m.group(0), text)
+    if stem not in NOTES:       # a note without its code cell yet: rendered as it is, numbered
+        return text.rstrip() + f"""
+
+This page is the note `formulations/{stem}.md` of the repository.
+"""
+    title, objects, code = NOTES[stem]
     objs = ", ".join(f"{{py:obj}}`{o}`" for o in objects)
     tail = f"""
 
@@ -266,14 +271,15 @@ The objects: {objs} (each API page links its source). This page is the note
 
 def generate_derivations(app) -> None:
     out = DOCS / "derivations"
-    for stem in ORDER:
+    notes = sorted(p.stem for p in (ROOT / "formulations").glob("*.md"))
+    order = [s for s in ORDER if s in notes] + [s for s in notes if s not in ORDER]
+    for stem in order:
         src = ROOT / "formulations" / f"{stem}.md"
         _write(out / f"{stem}.md", derivation_page(stem, src.read_text(encoding="utf-8")))
-    missing = sorted(p.stem for p in (ROOT / "formulations").glob("*.md") if p.stem not in NOTES)
-    if missing:
-        raise RuntimeError(f"formulations/ notes without a derivations entry in docs/_ext/nsopt_docs.py: "
-                           f"{missing}")
-    toc = "\n".join(ORDER)
+    for stale in out.glob("*.md"):
+        if stale.stem != "index" and stale.stem not in order:
+            stale.unlink()
+    toc = "\n".join(order)
     _write(out / "index.md", f"""# Derivations
 
 The notes of `formulations/`, one per formulation: the problem, the convex program, its KKT
@@ -318,11 +324,39 @@ def public_names(modname: str) -> list[str]:
     return list(names)
 
 
+def api_modules() -> list[tuple[str, str]]:
+    """:data:`API_MODULES`, then every other public package of nsopt and every public top-level
+    module with an ``__all__`` (a package added later is documented without editing this file)."""
+    import pkgutil
+
+    import nsopt
+
+    listed = [m for m, _ in API_MODULES]
+    more = []
+    for info in pkgutil.iter_modules(nsopt.__path__, "nsopt."):
+        name = info.name
+        if name in listed or name.rsplit(".", 1)[1].startswith("_") or name in ("nsopt.cli",):
+            continue
+        if not info.ispkg and hasattr(nsopt, name.rsplit(".", 1)[1]) \
+                and not inspect.ismodule(getattr(nsopt, name.rsplit(".", 1)[1])):
+            continue                   # a module shadowed by a function of its name (nsopt.solve)
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:            # an optional dependency is missing: nothing to document here
+            continue
+        if not (info.ispkg or hasattr(mod, "__all__")) or not public_names(name):
+            continue
+        doc = (mod.__doc__ or name).strip().splitlines()[0]
+        doc = re.split(r" \(|: ", doc)[0].replace("``", "").rstrip(".")
+        more.append((name, doc))
+    return list(API_MODULES) + more
+
+
 def generate_api(app) -> None:
     out = DOCS / "api"
     seen: dict[int, str] = {}
     pages = []
-    for modname, title in API_MODULES:
+    for modname, title in api_modules():
         mod = importlib.import_module(modname)
         own, linked, data = [], [], []
         for name in public_names(modname):
@@ -341,8 +375,13 @@ def generate_api(app) -> None:
         slug = modname
         pages.append(slug)
         head = f"{modname}: {title}"
+        parent, _, leaf = modname.rpartition(".")
+        shadowed = bool(parent) and not inspect.ismodule(getattr(importlib.import_module(parent), leaf, mod))
         lines = [f".. _api-{modname}:", "", head, "=" * len(head), "",
-                 f".. automodule:: {modname}", "   :no-members:", "", f".. currentmodule:: {modname}", ""]
+                 f".. automodule:: {modname}", "   :no-members:"]
+        if shadowed:      # nsopt.sensitivity: a package and, at the top, a function of the same name
+            lines += ["   :no-index:"]
+        lines += ["", f".. currentmodule:: {modname}", ""]
         if own:
             lines += [".. autosummary::", "   :toctree: generated", "   :nosignatures:", ""]
             lines += [f"   {n}" for n in own] + [""]
