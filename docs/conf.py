@@ -20,7 +20,8 @@ sys.path.insert(0, str(DOCS / "_ext"))
 
 # What the executed pages and the gallery scripts see (the kernels inherit this environment).
 os.environ.setdefault("NSOPT_QUICK", "1")
-os.environ.setdefault("MPLBACKEND", "Agg")
+# figures of the executed pages: the inline backend of the kernels (the gallery sets its own)
+os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
 os.environ["NSOPT_FIGURES"] = os.environ.get("NSOPT_FIGURES") or str(DOCS / "_build" / "figures")
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
