@@ -114,7 +114,8 @@ html_theme_options = {
     "navigation_with_keys": False,
     "use_edit_page_button": False,
     "header_links_before_dropdown": 8,
-    "secondary_sidebar_items": ["page-toc"],
+    # the derivations' wide equations get the width of the page-toc column
+    "secondary_sidebar_items": {"**": ["page-toc"], "derivations/*": []},
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
