@@ -222,7 +222,7 @@ kernelspec:
 _DISPLAY = re.compile(r"^(?P<indent>[ \t]*)\$\$(?P<body>.*?)\$\$[ \t]*$", re.S | re.M)
 _LABEL = re.compile(r"^<!--\s*label:\s*(?P<name>[\w-]+)\s*-->\n", re.M)
 _EQREF = re.compile(r"\[equation \((?P<name>[\w-]+)\)\]\([^)]*\)")
-_NOTELINK = re.compile(r"(?<![\[(/])`(?:formulations/)?(?P<stem>[a-z0-9_]+)\.md`")
+_NOTELINK = re.compile(r"(?<![\[/])`(?:formulations/)?(?P<stem>[a-z0-9_]+)\.md`")
 
 
 def _labelled(stem: str, text: str) -> str:
