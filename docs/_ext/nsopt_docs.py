@@ -337,13 +337,14 @@ def api_modules() -> list[tuple[str, str]]:
         name = info.name
         if name in listed or name.rsplit(".", 1)[1].startswith("_") or name in ("nsopt.cli",):
             continue
-        if not info.ispkg and hasattr(nsopt, name.rsplit(".", 1)[1]) \
-                and not inspect.ismodule(getattr(nsopt, name.rsplit(".", 1)[1])):
-            continue                   # a module shadowed by a function of its name (nsopt.solve)
         try:
             mod = importlib.import_module(name)
-        except ImportError:            # an optional dependency is missing: nothing to document here
+        except ImportError:            # an optional dependency is missing (nsopt.jax without JAX)
             continue
+        # vars(), not getattr(): nsopt's lazy __getattr__ would import what it names
+        top = vars(nsopt).get(name.rsplit(".", 1)[1])
+        if not info.ispkg and top is not None and not inspect.ismodule(top):
+            continue                   # a module shadowed by a function of its name (nsopt.solve)
         if not (info.ispkg or hasattr(mod, "__all__")) or not public_names(name):
             continue
         doc = (mod.__doc__ or name).strip().splitlines()[0]
@@ -376,7 +377,7 @@ def generate_api(app) -> None:
         pages.append(slug)
         head = f"{modname}: {title}"
         parent, _, leaf = modname.rpartition(".")
-        shadowed = bool(parent) and not inspect.ismodule(getattr(importlib.import_module(parent), leaf, mod))
+        shadowed = bool(parent) and not inspect.ismodule(vars(importlib.import_module(parent)).get(leaf, mod))
         lines = [f".. _api-{modname}:", "", head, "=" * len(head), "",
                  f".. automodule:: {modname}", "   :no-members:"]
         if shadowed:      # nsopt.sensitivity: a package and, at the top, a function of the same name
