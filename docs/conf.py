@@ -114,8 +114,7 @@ html_theme_options = {
     "navigation_with_keys": False,
     "use_edit_page_button": False,
     "header_links_before_dropdown": 8,
-    # the derivations' wide equations get the width of the page-toc column
-    "secondary_sidebar_items": {"**": ["page-toc"], "derivations/*": []},
+    "secondary_sidebar_items": ["page-toc"],     # (the derivations remove it: wide equations)
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }

@@ -217,8 +217,13 @@ file_format: mystnb
 kernelspec:
   name: python3
   display_name: Python 3
+html_theme.sidebar_secondary.remove: true
 ---
 """
+_FRONT_TEXT = """---
+html_theme.sidebar_secondary.remove: true
+---
+"""                                       # the derivations' wide equations get the page-toc column
 _DISPLAY = re.compile(r"^(?P<indent>[ \t]*)\$\$(?P<body>.*?)\$\$[ \t]*$", re.S | re.M)
 _LABEL = re.compile(r"^<!--\s*label:\s*(?P<name>[\w-]+)\s*-->\n", re.M)
 _EQREF = re.compile(r"\[equation \((?P<name>[\w-]+)\)\]\([^)]*\)")
@@ -249,7 +254,7 @@ def derivation_page(stem: str, source: str) -> str:
     text = _NOTELINK.sub(lambda m: f"[{m.group('stem')}.md]({m.group('stem')}.md)"
                          if (ROOT / "formulations" / f"{m.group('stem')}.md").is_file() else m.group(0), text)
     if stem not in NOTES:       # a note without its code cell yet: rendered as it is, numbered
-        return text.rstrip() + f"""
+        return _FRONT_TEXT + text.rstrip() + f"""
 
 This page is the note `formulations/{stem}.md` of the repository.
 """
