@@ -4,7 +4,7 @@ Run after building the site (README.md, "Documentation"); ``.ci/run`` does::
 
     NSOPT_SITE=docs/_build/html python -m pytest tests/site -p no:cacheprovider
 
-This folder is collected only when ``NSOPT_SITE`` is set (``tests/site/conftest.py``): the normal
+This folder is collected only when ``NSOPT_SITE`` is set (``tests/conftest.py``): the normal
 ``python -m pytest`` run neither needs a built site nor a browser. With ``NSOPT_SITE`` set, a missing
 site, browser or Playwright is a failure, not a skip.
 
