@@ -18,19 +18,8 @@ class MLCPasQP(BoxQP):
     ----------
     problem : MLCP
         The problem; its matrix must be symmetric positive semidefinite.
-    solver : str, optional
-        The CVXPY backend (default ``"CLARABEL"``; ``"OSQP"``, ``"SCS"``, ... when installed).
-    solver_options : dict, optional
-        Merged over nsopt's accurate defaults (:data:`ACCURATE`).
-    check : bool, optional
-        Check symmetry and positive semidefiniteness first (default True).
-
-    Raises
-    ------
-    NotApplicable
-        When the matrix is not symmetric positive semidefinite (the message says which and by how much).
-    OptionError
-        For a solver that is not installed or cannot solve the program.
+    solver, solver_options, check
+        As :class:`LCPasQP` (which also lists what it raises).
 
     Examples
     --------
