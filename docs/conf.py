@@ -69,6 +69,7 @@ nb_render_image_options = {"align": "center"}
 math_number_all = False
 math_eqref_format = "({number})"
 numfig = True
+math_numfig = False        # equations numbered per page (1), (2), ... (numfig would count across pages)
 
 # ---------------------------------------------------------------- API reference
 autosummary_generate = True

@@ -250,7 +250,14 @@ def _labelled(stem: str, text: str) -> str:
 
 def derivation_page(stem: str, source: str) -> str:
     text = _labelled(stem, source)
-    text = _EQREF.sub(lambda m: f"equation {{eq}}`{m.group('name')}`", text)
+    def eqref(m):       # equations are numbered per page: name the page of another note's equation
+        name = m.group("name")
+        other = name.split("-", 1)[0]
+        where = f" of [{other}]({other}.md)" if other != stem and (ROOT / "formulations" / f"{other}.md").is_file() \
+            else ""
+        return f"equation {{eq}}`{name}`{where}"
+
+    text = _EQREF.sub(eqref, text)
     text = _NOTELINK.sub(lambda m: f"[{m.group('stem')}.md]({m.group('stem')}.md)"
                          if (ROOT / "formulations" / f"{m.group('stem')}.md").is_file() else m.group(0), text)
     if stem not in NOTES:       # a note without its code cell yet: rendered as it is, numbered
