@@ -11,13 +11,25 @@ EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
-def test_example_runs(script):
+def test_example_runs(script, tmp_path):
+    """Runs to completion, writes its figures to $NSOPT_FIGURES (here a temporary folder) and
+    nothing into the repository's examples/ folder."""
     root = str(script.parent.parent)
-    env = dict(os.environ, MPLBACKEND="Agg",
+    env = dict(os.environ, MPLBACKEND="Agg", NSOPT_FIGURES=str(tmp_path),
                PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    before = _tracked(script.parent)
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
                        cwd=script.parent)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert _tracked(script.parent) == before, "the example wrote into examples/"
+    if "savefig" in script.read_text(encoding="utf-8"):
+        assert list(tmp_path.glob("*.png")), "the example draws a figure but wrote none to $NSOPT_FIGURES"
+
+
+def _tracked(folder):
+    """Files of examples/ with their modification times (not caches, not the figures folder)."""
+    return {(p.name, p.stat().st_mtime_ns) for p in folder.iterdir()
+            if p.is_file() and p.suffix not in (".pyc",)}
 
 
 def test_demo_cli_runs():
