@@ -29,10 +29,7 @@ MODULES = ["nsopt"] + sorted(m.name for m in pkgutil.walk_packages(nsopt.__path_
 
 # Docstrings whose examples are known to be wrong, and why (strict: fixing one makes its test fail,
 # so the entry is removed then).
-KNOWN_WRONG = {
-    "nsopt.modeling.interactions": "NonSmoothDynamicalSystem's example expects no output from nsds.link(...), "
-                                   "which returns the interaction (nsopt/modeling is being rewritten)",
-}
+KNOWN_WRONG: dict = {}   # module -> why its example is known wrong (strict xfail); none today
 
 
 def _params():
