@@ -191,7 +191,7 @@ def main(argv=None):
 
     print("1. bouncing ball, 2000 steps (h = 0.005, T = 10), median of", reps, "runs")
     ns = None
-    for label, batch in (("nsopt", True), ("nsopt, per-interaction path", False)):
+    for label, batch in (("nsopt", True), ("nsopt, one by one (batch=False)", False)):
         # the split by thread_time on both clocks (a preempted solve would count outside otherwise)
         total, N, solve_t, ncontact = _median([ball_nsopt(batch=batch, solve_clock=CLOCK) for _ in range(reps)])
         out = total - solve_t
@@ -266,7 +266,7 @@ def main(argv=None):
         print(f"   nsopt   {n:4d} spheres: {1 / t:8.1f} steps/s, {100 * out:4.1f}% of a step outside nsopt.solve, "
               f"{r[0]['contacts']:5.1f} contacts/step, {statistics.mean(x['iterations'] for x in r):4.2f} Newton "
               "iterations/solve")
-    print("   baseline: the per-interaction path (MoreauJeanOSI(batch=False)), packed lattice")
+    print("   baseline: the one-by-one evaluation (MoreauJeanOSI(batch=False)), packed lattice")
     for n, steps in sizes:
         r = spheres(n, max(5, steps // 4), batch=False, clearance=0.0)
         print(f"   per-interaction {n:4d} spheres: {r['steps'] / r['time']:8.1f} steps/s, "

@@ -343,3 +343,35 @@ def test_a_step_that_fails_leaves_the_last_good_state():
     with pytest.raises(StepFailed, match=r"state q of LagrangianLinearTIDS 'm' exploded"):
         sim.step()
     assert sim.k == 5 and sim.trajectory.q(ds).shape[0] == 6
+
+
+@pytest.mark.parametrize("where", ["after the row", "after the commit"])
+def test_an_interrupt_inside_the_commit_is_repaired_by_the_next_step(monkeypatch, where):
+    """A step() loop has no Ctrl-C handler: an interrupt can land between recording a step's row,
+    committing its state and counting it; the next step reconciles the three."""
+    from nsopt.modeling import _stepper, simulation
+
+    ref, ds_r, _ = _plate(np.array([-9.81, 0.0]))
+    ref.run()
+    sim, ds, inter = _plate(np.array([-9.81, 0.0]))
+    target = (simulation.Trajectory, "_record") if where == "after the row" else (_stepper.MoreauJeanStepper, "commit")
+    real = getattr(*target)
+    hits = {"n": 0}
+
+    def boom(*a, **k):
+        out = real(*a, **k)
+        hits["n"] += 1
+        if hits["n"] in (10, 57):
+            raise KeyboardInterrupt
+        return out
+
+    monkeypatch.setattr(*target, boom)
+    stops = 0
+    while sim.has_next_step():
+        try:
+            sim.step()
+        except KeyboardInterrupt:
+            stops += 1
+    assert stops == 2
+    np.testing.assert_array_equal(sim.trajectory.q(ds), ref.trajectory.q(ds_r))
+    assert len(sim.trajectory.status) == sim.n_steps == sim.k

@@ -102,7 +102,8 @@ def free_flight(buf, nd, first, unilateral, gh, thr, Rd, c1, c2, indptr, indices
                 s1 += data[jj] * buf[v0 + indices[jj]]
             buf[y0 + r] = s0 + b[r]
             buf[y1 + r] = s1
-        rec[j0 + s, :] = buf
+        for i in range(rec.shape[1]):      # (an explicit loop: a slice assignment costs a second of compile)
+            rec[j0 + s, i] = buf[i]
     return nmax
 
 
@@ -220,7 +221,9 @@ def block_pairs(slot_inter, slot_body, n_inter, n_body):  # pragma: no cover  (c
     for s in range(n_body):
         bptr[s + 1] += bptr[s]
     by_body = np.empty(S, dtype=np.int64)
-    fill = bptr[:-1].copy()
+    fill = np.empty(n_body, dtype=np.int64)
+    for s in range(n_body):
+        fill[s] = bptr[s]
     for p in range(S):
         s = slot_body[p]
         by_body[fill[s]] = p

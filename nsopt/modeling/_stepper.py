@@ -537,7 +537,8 @@ class MoreauJeanStepper:
         self.builtin = sim.osns_kind not in sim.custom_osns
         self.gfc = sim.osns_kind == "gfc3d"
         self.version = nsds._version
-        self.memo = {} if prev is None else prev.memo       # id(inter) -> (inter, S, systems, law, rel, facts)
+        live = {id(i) for i in nsds.interactions}           # id(inter) -> (inter, S, systems, law, rel, facts)
+        self.memo = {} if prev is None else {k: f for k, f in prev.memo.items() if k in live}
         self.parked = collections.OrderedDict() if prev is None else prev.parked
         self.sys = _Systems.of(nsds.dynamical_systems, self.h, self.theta, None if prev is None else prev.sys,
                                not self.batch)
@@ -552,6 +553,7 @@ class MoreauJeanStepper:
         self._gather(prev if prev is not None else source, t=sim.t)
         self.key = self.pattern = self.rows = None      # the last problem's key, its G0 pattern, its rows
         self.pending = None
+        self.count = sim.k                               # the steps taken to this state
         self.last = None                                 # (active, λ, vfree, rows) of the last step, for on_step
         self.epoch = -1
         self.bind()
@@ -1033,6 +1035,7 @@ class MoreauJeanStepper:
         if _state.unbind(self, inter):
             self._keep(inter, j)
         self.parked[id(inter)] = (inter, self.L0[lo:hi].copy(), self.L1[lo:hi].copy(), self.warm[lo:hi].copy())
+        self.memo.pop(id(inter), None)
         while len(self.parked) > PARKED:
             self.parked.popitem(last=False)
 
@@ -1406,8 +1409,9 @@ class MoreauJeanStepper:
         self.pending = (buf, self.warm, self.gap) if s else None
         return s
 
-    def commit(self):
-        """Make the pending state (of :meth:`step` or :meth:`fly`) the current one."""
+    def commit(self, k):
+        """Make the pending state (of :meth:`step` or :meth:`fly`) the current one, the state after
+        step ``k`` (``count``: the simulation reconciles its step count with it after an interrupt)."""
         buf, warm, gap = self.pending
-        self.buf, self.warm, self.gap = buf, warm, gap
+        self.buf, self.warm, self.gap, self.count = buf, warm, gap, k
         self.pending = None

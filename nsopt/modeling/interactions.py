@@ -73,6 +73,7 @@ class NonSmoothDynamicalSystem:
     >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
     >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 1.0)
     >>> nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+    Interaction(NewtonImpactNSL, LagrangianLinearTIR, size=1)
     >>> len(nsds.interactions), len(nsds.dynamical_systems)
     (1, 1)
     """

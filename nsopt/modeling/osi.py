@@ -164,6 +164,7 @@ class EulerMoreauStepper:
                 buf[2 * nv + lo:2 * nv + hi] = inter.relation.output(X, sim.t, np.zeros(hi - lo), Z)
         self.warm = self.part(4).copy()
         self.pending = None
+        self.count = sim.k
         self.last = None
         self.bind()
 
@@ -263,8 +264,9 @@ class EulerMoreauStepper:
     def fly(self, sim, nmax, rec, j0) -> int:
         return 0
 
-    def commit(self):
+    def commit(self, k):
         self.buf, self.warm = self.pending
+        self.count = k
         self.pending = None
 
     # ---- one step

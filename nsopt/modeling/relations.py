@@ -228,7 +228,7 @@ class LagrangianScleronomousR(LagrangianR):
     With ``vectorized=True`` (as scipy's ``solve_ivp``), the plug-ins take stacked arguments: ``q`` of
     shape (k, n) and ``z`` of shape (k, nz), one row per interaction, and return ``h`` (k, m) and
     ``G0`` (k, m, n). Moreau–Jean then evaluates every interaction sharing the same plug-ins in one
-    call per step (``formulations/time_stepping.md``, the batched path).
+    call per step (``formulations/time_stepping.md`` §4).
     """
 
     def __init__(self, h, G0=None, *, vectorized=False, name=None):

@@ -31,6 +31,7 @@ from ..result import Status
 from ..solve import solve
 from . import _state
 from ._check import label, scalar
+from .differentiable import Derivatives
 from .interactions import NonSmoothDynamicalSystem
 from .osi import EulerMoreauOSI, MoreauJeanOSI, StepRecord
 
@@ -81,6 +82,10 @@ def _new_workspace():
     return Workspace()
 
 
+# the options of TimeStepping(**options) that are not the method's own: the fallback methods get them too
+# (select: which solution, issue 21; the others are the first method's and may not exist for a fallback)
+FALLBACK_OPTIONS = ("select", "time_limit")
+
 MAX_STEPS = 2 ** 53       # a run counts its steps exactly (t_k = t0 + k h) up to this many
 
 
@@ -98,7 +103,9 @@ class TimeStepping:
     method, tol, **options : handed to :func:`nsopt.solve` at every step. ``method="auto"`` names one
         method per kind (``STEP_METHODS``: Lemke for LCP/MLCP/Relay/AVI, Newton (nsn-ac) for friction,
         nsgs for GenericMechanical) with the others of that list as fallback.
-    fallback : methods tried in order when ``method`` does not reach ``tol`` on a step.
+    fallback : methods tried in order when ``method`` does not reach ``tol`` on a step; they get the
+        options that are not ``method``'s own (``FALLBACK_OPTIONS``: ``select``, ``time_limit``), so
+        ``select="min-norm"`` reaches every step's solve, whichever method solved it.
     on_failure : ``"continue"`` (record the step as failed and go on) or ``"raise"``
         (:class:`~nsopt.exceptions.StepFailed`). A step fails when its OSNS problem is not solved to
         ``tol`` or its Newton loop does not reach ``newton_tol``; a state that is not finite or beyond
@@ -112,6 +119,10 @@ class TimeStepping:
         where that one stopped (its time, state, multipliers and warm starts) and goes to ``nsds.T``.
         Without it every run starts from the systems' initial conditions (``q0``, ``v0``; ``x0``) at
         ``nsds.t0``: two runs of one model give the same trajectory.
+    differentiable : record what the derivatives of the run need (the index set, problem and impulses
+        of every step with contact): then ``trajectory.gradient(loss, wrt)``, ``.vjp``, ``.jvp``,
+        ``.jacobian`` differentiate the run with respect to ``q0``, ``v0``, ``fext``, masses, ``e``,
+        ``mu`` (:mod:`nsopt.modeling.differentiable`, which says what is supported).
     on_step : a callable ``on_step(record)`` called after each committed step with a
         :class:`~nsopt.modeling.osi.StepRecord` (the active set, the problem and its solution, v_free,
         the rows H on demand): what an adjoint sweep over the steps needs. What it raises stops the
@@ -128,7 +139,7 @@ class TimeStepping:
                  method: str = "auto", tol: float = 1e-8, *, fallback=(), on_failure: str = "continue",
                  newton_tol: float = 1e-6, newton_max_iter: int = 50, warm_start: bool = True,
                  keep_problems: bool = False, progress: bool = False, continue_from=None, on_step=None,
-                 name=None, **options):
+                 differentiable: bool = False, name=None, **options):
         self.name = name
         o = label(self)
         if not isinstance(nsds, NonSmoothDynamicalSystem):
@@ -174,6 +185,13 @@ class TimeStepping:
         self.fallback = tuple(fallback)
         self.on_failure = on_failure
         self.on_step = on_step
+        self._tape = None
+        if differentiable:          # issue 21: the steps' data for the derivatives (nsopt.modeling.differentiable)
+            if continue_from is not None:
+                raise ModelingError(o, "differentiable", "a run that continues another is not differentiated")
+            from .differentiable import Tape
+
+            self._tape = Tape(self)
         self.newton_tol = scalar(newton_tol, o, "newton_tol", low=0.0, low_open=True)
         if isinstance(newton_max_iter, bool) or not isinstance(newton_max_iter, int) or newton_max_iter < 1:
             raise ModelingError(o, "newton_max_iter", f"must be a positive integer, got {newton_max_iter!r}")
@@ -275,8 +293,9 @@ class TimeStepping:
         t = clock()
         sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
         if self.fallback and not sol.success:
+            common = {k: v for k, v in self.options.items() if k in FALLBACK_OPTIONS}
             for m in self.fallback:
-                alt = solve(problem, method=m, tol=self.tol, warm_start=warm)
+                alt = solve(problem, method=m, tol=self.tol, warm_start=warm, **common)
                 if alt.error < sol.error or alt.success:
                     sol = alt
                 if sol.success:
@@ -308,6 +327,9 @@ class TimeStepping:
         """The stepper for the coming step: the model's topology followed (in place, or a new stepper),
         the objects bound to this run, nothing half done from an interrupted step."""
         st = self._stepper
+        if st.count != self.k:              # an interrupt after the commit, before the count
+            self.k = st.count
+            self.t = self.t0 + self.k * self.h
         nsds = self.nsds
         if nsds._version != st.version:
             changes = nsds.changes_since(st.version)
@@ -319,7 +341,7 @@ class TimeStepping:
             st.bind()
         st.pending = None
         tr = self.trajectory
-        if tr._k != self.k:                 # an interrupt between recording a row and counting it
+        if tr._k != self.k:                 # an interrupt after the row was recorded, before the commit
             tr._truncate(self.k)
         return st
 
@@ -341,13 +363,13 @@ class TimeStepping:
         tr = self.trajectory
         self._critical = True
         try:
-            if nit is not None:
+            if nit is not None:             # the row, then the state, then the count (see _ready)
                 tr._record(self.k + 1, nit, res, conv, sol, st.pending[0], st)
             else:
                 tr._advance(self.k + 1, n)
+            st.commit(self.k + n)
             self.k += n
             self.t = self.t0 + self.k * self.h
-            st.commit()
         finally:
             self._critical = False
         if self.k >= self.n_steps:
@@ -358,15 +380,19 @@ class TimeStepping:
             raise KeyboardInterrupt
         if nit is None:
             return
-        if self._write is not None or self.keep_problems or self.on_step is not None:
+        if self._write is not None or self.keep_problems or self.on_step is not None or self._tape is not None:
             problem = self._last[0] if self._last is not None else None
             if problem is not None:
                 if self._write is not None:
                     self._write_problem(problem, self.k)
                 if self.keep_problems:
                     tr.problems[self.k] = problem
-            if self.on_step is not None:
-                self.on_step(self._record_of(st, nit, res, conv, sol))
+            if self.on_step is not None or self._tape is not None:
+                rec = self._record_of(st, nit, res, conv, sol)
+                if self._tape is not None:
+                    self._tape.record(rec)
+                if self.on_step is not None:
+                    self.on_step(rec)
         if (not conv or (sol is not None and sol.status is not Status.SOLVED)) and self.on_failure == "raise":
             if sol is not None and not sol.success:
                 why = (f"the {self.osns_kind} problem was not solved by {sol.method!r}: status {sol.status.value}, "
@@ -605,7 +631,7 @@ class _Steps:
             self.arrays[f][j:] = v
 
 
-class Trajectory:
+class Trajectory(Derivatives):
     """What a :class:`TimeStepping` records, step by step: the rows of the steps taken so far (row 0:
     the initial state; after a complete run, N + 1 rows). Nothing is allocated for steps not taken.
 
@@ -614,7 +640,9 @@ class Trajectory:
     one per step taken): ``status`` (a :class:`nsopt.Status`, or **None for a step without contact**:
     no problem had to be solved), ``error`` (NaN without contact), ``nit`` (the solver's iterations, 0
     without contact), ``method``, ``newton_iterations``, ``newton_residual``, ``newton_converged``;
-    ``failed_steps``; ``problems`` (with ``keep_problems=True``).
+    ``failed_steps``; ``problems`` (with ``keep_problems=True``). With
+    ``TimeStepping(..., differentiable=True)``: ``gradient``, ``vjp``, ``jvp``, ``jacobian``,
+    ``derivative_report``, ``states``, ``dofs`` (:mod:`nsopt.modeling.differentiable`).
 
     Interactions linked after the simulation was built (contact detection) are recorded from the
     step they are linked at, and removed ones until they are removed: their rows are NaN where they
@@ -642,25 +670,21 @@ class Trajectory:
         """Times of the recorded rows, t0 + j h (k+1,)."""
         return self.t0 + self.h * np.arange(self._k + 1)
 
-    @property
-    def status(self) -> list:
-        """Per step: the :class:`nsopt.Status` of its OSNS problem, None for a step without contact."""
-        return self._field("status").tolist()
+    def _per_step(f, doc, as_list=False):
+        def get(self):
+            a = self._field(f)
+            return a.tolist() if as_list else a
+        return property(get, doc=doc)
 
-    @property
-    def method(self) -> list:
-        """Per step: the method that solved its problem (None without contact)."""
-        return self._field("method").tolist()
-
-    @property
-    def error(self) -> np.ndarray:
-        """Per step: the problem's error measure (NaN without contact)."""
-        return self._field("error")
-
-    @property
-    def nit(self) -> np.ndarray:
-        """Per step: the solver's iterations (scipy's ``nit``; 0 without contact)."""
-        return self._field("nit")
+    status = _per_step("status", "Per step: the :class:`nsopt.Status` of its OSNS problem, None for a step without "
+                                 "contact.", True)
+    method = _per_step("method", "Per step: the method that solved its problem (None without contact).", True)
+    error = _per_step("error", "Per step: the problem's error measure (NaN without contact).")
+    nit = _per_step("nit", "Per step: the solver's iterations (scipy's ``nit``; 0 without contact).")
+    newton_iterations = _per_step("newton_iterations", "Per step: the Newton iterations (1 without a Newton loop).")
+    newton_residual = _per_step("newton_residual", "Per step: the Newton loop's last residual.")
+    newton_converged = _per_step("newton_converged", "Per step: whether the Newton loop reached newton_tol.")
+    del _per_step
 
     @property
     def iterations(self) -> np.ndarray:
@@ -668,18 +692,6 @@ class Trajectory:
         warnings.warn("Trajectory.iterations is deprecated: use Trajectory.nit (scipy's name)", DeprecationWarning,
                       stacklevel=2)
         return self.nit
-
-    @property
-    def newton_iterations(self) -> np.ndarray:
-        return self._field("newton_iterations")
-
-    @property
-    def newton_residual(self) -> np.ndarray:
-        return self._field("newton_residual")
-
-    @property
-    def newton_converged(self) -> np.ndarray:
-        return self._field("newton_converged")
 
     # ---- recording
     def _segment(self, k, st):

@@ -17,9 +17,10 @@ def block_delassus(m, n, G, dinv, tp, tq, run, mirror, ta, tb, act):  # pragma: 
     Returns the CSR (indptr, indices, data), canonical. Inlined into :func:`block_delassus_mn`
     (m, n compile-time constants: the small loops unrolled)."""
     n_i = act.shape[0]
-    new = np.full(n_i, -1, dtype=np.int64)
+    new = np.empty(n_i, dtype=np.int64)
     nb = 0
     for a in range(n_i):
+        new[a] = -1
         if act[a]:
             new[a] = nb
             nb += 1

@@ -26,8 +26,27 @@ from ..exceptions import NotApplicable
 class Reduction:
     """A reduction from problems of the kinds ``source`` to a problem of kind ``target``.
 
-    Attributes after :meth:`apply`: ``problem`` (the original), ``reduced`` (its image) and
-    ``inverse_data`` (what :meth:`invert` needs).
+    Attributes
+    ----------
+    problem : Problem
+        After :meth:`apply`: the original problem.
+    reduced : Problem
+        Its image.
+    inverse_data
+        What :meth:`invert` needs.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> from nsopt.reductions import RelayToLCP
+    >>> relay = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
+    >>> r = RelayToLCP()
+    >>> lcp = r.apply(relay)
+    >>> r, lcp
+    (RelayToLCP(relay -> lcp), LCP(n=4, dense))
+    >>> x = r.invert({"z": nsopt.solve(lcp, method="lemke").z})
+    >>> print(x["z"].round(12), relay.error(x["z"]) < 1e-14)
+    [ 1. -1.] True
     """
 
     source: tuple[str, ...] = ()
