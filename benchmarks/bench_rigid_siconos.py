@@ -2,14 +2,16 @@
 
     python benchmarks/bench_rigid_siconos.py [--scenes cube spheres chain pile10 pile100 pile1000] [--out DIR]
         [--tol 1e-6] [--max-iter 1000] [--recorded pile1000] [--budget SECONDS] [--summary-only]
-        [--plot docs/img/rigid_scaling.png]
+        [--plot docs/img/rigid_scaling.png] [--corpus pile1000]
 
 For each scene, one at a time, one BLAS thread: Siconos' side (``siconos_rigid.py`` under /usr/bin/python3:
 Bullet, NewtonEulerDS, MoreauJeanOSI, NSGS with ``--tol`` and ``--max-iter``) and nsopt's (``nsopt_rigid.py``:
 coal, the same bodies, step h = 5e-3, θ = 0.50001, the same OSNS kind and tolerance, nsopt's method: nsn-ac for
 friction contact, nsgs for GenericMechanical), each writing DIR/{siconos,nsopt}_SCENE.csv|npz. The scenes
 listed in ``--recorded`` keep Siconos' files found in DIR (its 1000-cube run took 72 min of wall time) instead of
-re-running it. Then one table per side and one comparison per scene:
+re-running it. For the scenes listed in ``--corpus``, nsopt's run also writes its HDF5 record
+(DIR/nsopt_SCENE.h5) and every step's FCLIB problem (DIR/corpus_SCENE/, a corpus for ``nsopt compare``; both are
+written outside the timed step). Then one table per side and one comparison per scene:
 
 - agreement: the rest height (highest body centre at the end), the time to settle (the last step whose kinetic
   energy exceeds 1e-3 of its maximum), the kinetic energy at t = 0.5, 1, 1.5, 2 s, the contacts detected (mean
@@ -154,6 +156,7 @@ def main(argv=None):
     ap.add_argument("--max-iter", type=int, default=1000)
     ap.add_argument("--recorded", nargs="*", default=["pile1000"], help="scenes whose Siconos files in --out are kept")
     ap.add_argument("--budget", type=float, default=None, help="seconds of stepping per run (either side)")
+    ap.add_argument("--corpus", nargs="*", default=[], help="scenes whose record and FCLIB corpus nsopt writes in --out")
     ap.add_argument("--summary-only", action="store_true")
     ap.add_argument("--plot", default=str(HERE.parent / "docs" / "img" / "rigid_scaling.png"))
     args = ap.parse_args(argv)
@@ -169,8 +172,10 @@ def main(argv=None):
                      "--max-iter", str(args.max_iter)] + budget, env)
             else:
                 print(f"{s}: Siconos' recorded run kept ({out / f'siconos_{s}.npz'})")
-            run([sys.executable, str(HERE / "nsopt_rigid.py"), s, str(out / f"nsopt_{s}"), "--tol", str(args.tol)] + budget,
-                env)
+            corpus = (["--record", str(out / f"nsopt_{s}.h5"), "--write-problems", str(out / f"corpus_{s}")]
+                      if s in args.corpus else [])
+            run([sys.executable, str(HERE / "nsopt_rigid.py"), s, str(out / f"nsopt_{s}"), "--tol", str(args.tol)] + budget
+                + corpus, env)
     sic, nso = summarize(out, "siconos"), summarize(out, "nsopt")
     print_side(sic, "Siconos")
     print_side(nso, "nsopt")
