@@ -1,5 +1,5 @@
 r"""A gripper closing on a cube
-==========================
+===========================
 
 Two fingers (boxes) slide along x on prismatic joints to the world (``PrismaticJointR``: the bilateral law
 ``EqualityConditionNSL`` keeps them on their rails), pushed towards each other by a constant force :math:`F`
