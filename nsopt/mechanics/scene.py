@@ -49,7 +49,7 @@ import numpy as np
 
 from ..exceptions import FormatError, ModelingError
 from ..io._target import check_file
-from ..modeling import EqualityConditionNSL, Interaction, NewtonEuler3DR, NewtonEulerDS, NewtonImpactFrictionNSL
+from ..modeling import EqualityConditionNSL, Interaction, NewtonEulerDS, NewtonImpactFrictionNSL
 from ..modeling import NonSmoothDynamicalSystem
 from ..modeling import joints as _joints
 from ..modeling import _rotation as rot
