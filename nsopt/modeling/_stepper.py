@@ -547,6 +547,9 @@ class MoreauJeanStepper:
         self.sys = _Systems.of(nsds.dynamical_systems, self.h, self.theta, None if prev is None else prev.sys,
                                not self.batch)
         S = self.sys
+        if self.projection and S.ne is not None:
+            # a projected contact ends at y = 0 to rounding: it stays in the index set (y + γhẏ <= projection_tol)
+            self.thr = self.thr + osi.projection_tol
         self.sparse = S.nv > SPARSE_DOFS
         self.nq, self.nv = S.nq, S.nv
         self.inters = list(nsds.interactions)
@@ -554,6 +557,8 @@ class MoreauJeanStepper:
         facts = [self._facts(i) for i in self.inters]
         self.P = self._primary(facts, self.inters)
         self._secondary()
+        if osi.projection is True:
+            self._projectable()                          # (a unilateral interaction on another system: an error)
         self._gather(prev if prev is not None else source, t=sim.t)
         self.key = self.pattern = self.rows = None      # the last problem's key, its G0 pattern, its rows
         self.pending = None
