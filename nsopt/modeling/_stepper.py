@@ -548,8 +548,8 @@ class MoreauJeanStepper:
                                not self.batch)
         S = self.sys
         if self.projection and S.ne is not None:
-            # a projected contact ends at y = 0 to rounding: it stays in the index set (y + γhẏ <= projection_tol)
-            self.thr = self.thr + osi.projection_tol
+            # a projected contact ends at y = 0 to the linearisation's error: it stays in the index set
+            self.thr = self.thr + osi.projection_activation
         self.sparse = S.nv > SPARSE_DOFS
         self.nq, self.nv = S.nq, S.nv
         self.inters = list(nsds.interactions)

@@ -86,6 +86,11 @@ class MoreauJeanOSI(OneStepIntegrator):
         the projection runs when a gap is below ``-projection_tol``, and iterates until none is.
     projection_max_iter : at most this many projections per step (5 by default); the gaps left are in
         the stepper's ``projection_info``.
+    projection_activation : with the projection on, the activation rule of a model with rigid bodies reads
+        :math:`y_k + \gamma h\dot y_k \le` ``activation_threshold + projection_activation``: a projected contact
+        ends at y = 0 up to the linearisation's and the contact detection's errors (1e-8 here and there), and
+        must stay in the index set. 1e-7 by default, Siconos' ``MoreauJeanDirectProjectionOSI`` activation
+        threshold (``SICONOS_MPC_DEFAULT_ACTIVATION_POS_THRESHOLD``).
     batch : evaluate the systems and relations group-wise, with the compiled and block forms where
         they apply (True, the default); False: every system and relation one by one, none of the
         grouped forms (the reference the grouped step is tested against). The step is the same
@@ -95,7 +100,7 @@ class MoreauJeanOSI(OneStepIntegrator):
     order = 2
 
     def __init__(self, theta=0.5, gamma=None, *, activation_threshold=0.0, projection=None, projection_tol=1e-8,
-                 projection_max_iter=5, batch=True, name=None):
+                 projection_max_iter=5, projection_activation=1e-7, batch=True, name=None):
         super().__init__(theta, name=name)
         self.batch = bool(batch)
         if projection not in (None, True, False):
@@ -106,6 +111,7 @@ class MoreauJeanOSI(OneStepIntegrator):
                 or projection_max_iter < 1:
             raise ModelingError(label(self), "projection_max_iter", f"must be an integer >= 1, got {projection_max_iter!r}")
         self.projection_max_iter = int(projection_max_iter)
+        self.projection_activation = scalar(projection_activation, label(self), "projection_activation", low=0.0)
         self.gamma = 0.5 if gamma is None else scalar(gamma, label(self), "gamma", low=0.0, high=1.0)
         self.activation_threshold = scalar(activation_threshold, label(self), "activation_threshold")
 
