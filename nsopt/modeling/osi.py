@@ -67,8 +67,11 @@ class MoreauJeanOSI(OneStepIntegrator):
 
     (an LCP solved by :func:`nsopt.solve`: ``lemke`` up to 100 rows, ``pgs`` above), repeated with the gaps
     re-evaluated until none is below ``-projection_tol`` (at most ``projection_max_iter`` times). The
-    velocities are not changed (the kinetic energy is the velocity step's). Joints (equality relations) are
-    left to the velocity level: the projection moves only through the unilateral rows.
+    velocities are not changed (the kinetic energy is the velocity step's), but a body *rolling* on a curved
+    surface speeds up under it (the scheme's sinking, which the projection undoes, balanced a driving torque of
+    the velocity-level law: ``formulations/time_stepping.md`` §4; use ``projection=False`` for such scenes).
+    Joints (equality relations) are left to the velocity level: the projection moves only through the
+    unilateral rows.
 
     Parameters
     ----------
