@@ -154,7 +154,13 @@ class ContactModel:
         return self
 
     def active(self, q, v, h, gamma=0.5, threshold=0.0):
-        """Contacts in the index set of the coming step: predicted gap :math:`g + \\gamma h G v \\le` threshold."""
+        """Contacts in the index set of the coming step: predicted gap :math:`g + \\gamma h G v \\le` threshold.
+
+        Returns
+        -------
+        ndarray
+            The indices of those contacts.
+        """
         return np.flatnonzero(self.g(q) + gamma * h * (self.G(q) @ v) <= threshold)
 
     def step(self, q, v, u, h, *, theta=0.5, e=0.0, gamma=0.5, active=None, method="lemke", tol=1e-13,
@@ -164,6 +170,30 @@ class ContactModel:
         Solves :math:`M(q_1)(v_1 - v) = h(1-\theta)F(q, v, u) + h\theta F(q_1, v_1, u) + G_A(q_1)^\top P`,
         :math:`q_1 = q + h((1-\theta) v + \theta v_1)`,
         :math:`0 \le P \perp G_A(q_1) v_1 + e\,G_A(q) v \ge 0` by Newton's method (an LCP per iteration).
+
+        Parameters
+        ----------
+        q, v, u : array_like
+            The coordinates, speeds and inputs.
+        h : float
+            The step.
+        theta, e, gamma : float
+            The θ of the scheme, Newton's restitution, the γ of the activation rule.
+        active : array_like of int, optional
+            The index set (default: from the predicted gaps, :meth:`active`).
+        method, tol : str, float
+            The LCP method and its tolerance.
+        max_iter : int, default 100
+            Newton iterations at most.
+
+        Returns
+        -------
+        q1, v1 : ndarray
+            The state after the step.
+        P : ndarray
+            The impulses of the active contacts.
+        active : ndarray
+            The index set used.
         """
         import nsopt
 
@@ -316,6 +346,41 @@ class LCS:
         :math:`w = Ex + F\lambda + Hu + c` through :math:`x = A^{-1}(x^+ - Bu - d - D\lambda)` gives
         :math:`C = EA^{-1}`, :math:`D_r = F - EA^{-1}D`, :math:`e = c + Hu - EA^{-1}(Bu + d)`. One
         simulation step of length h is then exactly :meth:`step` (A must be invertible).
+
+        Parameters
+        ----------
+        x0 : (nx,) array_like
+            The initial state of the system.
+        u : (nu,) array_like, optional
+            The fixed input (zeros when None).
+
+        Returns
+        -------
+        system : nsopt.modeling.FirstOrderLinearTIDS
+        interaction : nsopt.modeling.Interaction or None
+            None without an active contact.
+        integrator : nsopt.modeling.EulerMoreauOSI
+        h : float
+            The step to simulate with.
+
+        Raises
+        ------
+        ProblemError
+            When A is singular, or x0 or u has the wrong shape.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nsopt import modeling as nm
+        >>> from nsopt.symbolic import LCS
+        >>> S = LCS(A=np.eye(1), B=np.zeros((1, 0)), D=np.eye(1), d=np.zeros(1), E=np.eye(1),
+        ...         F=np.eye(1), H=np.zeros((1, 0)), c=np.zeros(1))
+        >>> ds, inter, osi, h = S.to_modeling([-1.0])
+        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, h)
+        >>> _ = nsds.link(inter, ds)
+        >>> traj = nm.TimeStepping(nsds, h, osi, osns="lcp", method="lemke").run()
+        >>> traj.x(ds)[-1], S.step([-1.0])[0]          # one simulation step is one LCS step
+        (array([0.]), array([0.]))
         """
         from .. import modeling as nm
 
