@@ -784,7 +784,33 @@ class DerivativeReport:
     round-off): give it a small ``MoreauJeanOSI(activation_threshold=...)``. ``degenerate``: (step, the contacts or
     rows without strict complementarity, their states), differentiated by ``Sensitivity.rule``.
     ``singular``: steps whose linearised problem is singular (impulses not unique; minimum-norm
-    derivative). ``failed``: steps whose problem was not solved to the tolerance."""
+    derivative). ``failed``: steps whose problem was not solved to the tolerance.
+
+    Made by ``Trajectory.derivative_report()`` (and attached to every ``Trajectory.gradient``);
+    ``print`` it for a summary.
+
+    Attributes
+    ----------
+    steps, contact_steps : int
+        The steps of the run, and those with contact.
+    near_switches, degenerate, singular, failed : list
+        As above.
+    smoothing : float or None
+        The smoothing of the laws the derivative used.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+    >>> ground = nm.Interaction(nm.NewtonImpactNSL(e=0.5), nm.LagrangianLinearTIR(H=[[1.0]]))
+    >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 1.0)
+    >>> _ = nsds.link(ground, ball)
+    >>> traj = nm.TimeStepping(nsds, h=0.01, osns="lcp", method="lemke", tol=1e-14,
+    ...                        differentiable=True).run()
+    >>> r = traj.derivative_report()
+    >>> r.steps, r.contact_steps, r.near_switches, r.failed
+    (100, 3, [], [])
+    """
 
     steps: int
     contact_steps: int
