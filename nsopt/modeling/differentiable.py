@@ -798,18 +798,9 @@ class DerivativeReport:
     smoothing : float or None
         The smoothing of the laws the derivative used.
 
-    Examples
+    See Also
     --------
-    >>> from nsopt import modeling as nm
-    >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
-    >>> ground = nm.Interaction(nm.NewtonImpactNSL(e=0.5), nm.LagrangianLinearTIR(H=[[1.0]]))
-    >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 1.0)
-    >>> _ = nsds.link(ground, ball)
-    >>> traj = nm.TimeStepping(nsds, h=0.01, osns="lcp", method="lemke", tol=1e-14,
-    ...                        differentiable=True).run()
-    >>> r = traj.derivative_report()
-    >>> r.steps, r.contact_steps, r.near_switches, r.failed
-    (100, 3, [], [])
+    Derivatives.gradient : an example, with the report of a run.
     """
 
     steps: int
@@ -982,19 +973,9 @@ class Derivatives:
             When the run was not differentiable, a cotangent has the wrong shape, or a parameter is
             unknown or not in the model.
 
-        Examples
+        See Also
         --------
-        >>> import numpy as np
-        >>> from nsopt import modeling as nm
-        >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
-        >>> ground = nm.Interaction(nm.NewtonImpactNSL(e=0.5), nm.LagrangianLinearTIR(H=[[1.0]]))
-        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 1.0)
-        >>> _ = nsds.link(ground, ball)
-        >>> traj = nm.TimeStepping(nsds, h=0.01, osns="lcp", method="lemke", tol=1e-14,
-        ...                        differentiable=True).run()
-        >>> dQ = np.zeros((len(traj.t), 1)); dQ[-1] = 1.0     # the final height
-        >>> round(float(traj.vjp(dQ, wrt=["e"])["e"]), 5)
-        2.03067
+        gradient : an example of every derivative method on one run.
         """
         R = self._tape().replay(self, smoothing)
         gQ = np.zeros_like(R.Q) if dQ is None else _cot(dQ, R.Q.shape, "dQ")
@@ -1048,6 +1029,26 @@ class Derivatives:
         >>> g = traj.gradient(final, wrt=["e", "v0"])
         >>> round(g.value, 6), round(float(g["e"]), 5), g["v0"].round(5)
         (0.047081, 2.03067, array([0.24625]))
+
+        The same derivative by the other methods: the adjoint for a given cotangent (``vjp``), the
+        tangent of every state (``jvp``), the Jacobian of the final state (``jacobian``), and what
+        the derivative does not see (``derivative_report``):
+
+        >>> dQ = np.zeros((len(traj.t), 1)); dQ[-1] = 1.0
+        >>> round(float(traj.vjp(dQ, wrt=["e"])["e"]), 5)
+        2.03067
+        >>> tQ, tV = traj.jvp({"e": 1.0})
+        >>> tQ.shape, round(float(tQ[-1, 0]), 5)
+        ((101, 1), 2.03067)
+        >>> traj.jacobian(["e"])["e"].round(5)                  # (d q_N, d v_N) / d e
+        array([2.03067, 0.     ])
+        >>> print(traj.derivative_report())
+        Derivative of a run of 100 steps (3 with contact); the index set held fixed along it
+          no activation decision within 0.001 (relative) of its threshold
+          strict complementarity at every contact step
+        >>> r = g.report
+        >>> r.steps, r.contact_steps, r.near_switches, r.failed
+        (100, 3, [], [])
         """
         R = self._tape().replay(self, smoothing)
         out = loss(R.Q.copy(), R.V.copy())
@@ -1083,19 +1084,9 @@ class Derivatives:
         ModelingError
             As :meth:`vjp`.
 
-        Examples
+        See Also
         --------
-        >>> import numpy as np
-        >>> from nsopt import modeling as nm
-        >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
-        >>> ground = nm.Interaction(nm.NewtonImpactNSL(e=0.5), nm.LagrangianLinearTIR(H=[[1.0]]))
-        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 1.0)
-        >>> _ = nsds.link(ground, ball)
-        >>> traj = nm.TimeStepping(nsds, h=0.01, osns="lcp", method="lemke", tol=1e-14,
-        ...                        differentiable=True).run()
-        >>> dQ, dV = traj.jvp({"e": 1.0})
-        >>> dQ.shape, round(float(dQ[-1, 0]), 5)
-        ((101, 1), 2.03067)
+        gradient : an example of every derivative method on one run.
         """
         R = self._tape().replay(self, smoothing)
         return R.jvp(_Direction(direction, R.L, _laws_of(self._tape())), impact_times)
@@ -1119,18 +1110,9 @@ class Derivatives:
         dict
             ``{item: J}``.
 
-        Examples
+        See Also
         --------
-        >>> import numpy as np
-        >>> from nsopt import modeling as nm
-        >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
-        >>> ground = nm.Interaction(nm.NewtonImpactNSL(e=0.5), nm.LagrangianLinearTIR(H=[[1.0]]))
-        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 1.0)
-        >>> _ = nsds.link(ground, ball)
-        >>> traj = nm.TimeStepping(nsds, h=0.01, osns="lcp", method="lemke", tol=1e-14,
-        ...                        differentiable=True).run()
-        >>> traj.jacobian(["e"])["e"].round(5)                  # (d q_N, d v_N) / d e
-        array([2.03067, 0.     ])
+        gradient : an example of every derivative method on one run.
         """
         R = self._tape().replay(self, smoothing)
         laws = _laws_of(self._tape())
@@ -1170,20 +1152,9 @@ class Derivatives:
         DerivativeReport
             Print it for a summary.
 
-        Examples
+        See Also
         --------
-        >>> import numpy as np
-        >>> from nsopt import modeling as nm
-        >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
-        >>> ground = nm.Interaction(nm.NewtonImpactNSL(e=0.5), nm.LagrangianLinearTIR(H=[[1.0]]))
-        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 1.0)
-        >>> _ = nsds.link(ground, ball)
-        >>> traj = nm.TimeStepping(nsds, h=0.01, osns="lcp", method="lemke", tol=1e-14,
-        ...                        differentiable=True).run()
-        >>> print(traj.derivative_report())
-        Derivative of a run of 100 steps (3 with contact); the index set held fixed along it
-          no activation decision within 0.001 (relative) of its threshold
-          strict complementarity at every contact step
+        gradient : an example of every derivative method on one run.
         """
         return report(self._tape(), self, smoothing)
 
