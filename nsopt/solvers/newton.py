@@ -56,9 +56,7 @@ References
 
 from __future__ import annotations
 
-import inspect
 import math
-import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -66,11 +64,11 @@ from scipy.sparse.linalg import splu
 
 from ..exceptions import OptionError
 from ..monitor import Monitor
-from ..problems._base import FLOAT64, affine, all_finite, norm2
+from ..problems._base import affine
 from ..problems.cones import project_coulomb
 from ..problems.friction import diag_blocks
-from ..registry import plan, register
-from ..result import Solution, Status, judged
+from ..registry import register
+from ..result import Status
 from . import _gs_kernels as GS
 from . import _newton_kernels as K
 
@@ -655,91 +653,6 @@ def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybri
                         reg=_check_reg(reg), scale=_check_scale(scale), reg_step=reg_step, dense_max=dense_max)
 
 
-class _DensePlan:
-    """The re-solve plan of ``nsn-ac`` / ``nsn-fb`` on a small dense fc2d/fc3d system
-    (:func:`nsopt.registry.plan`): the whole loop in one compiled call (``newton_dense``, as the
-    full path runs it: the same iterates, best iterate and stops), then the Solution that
-    ``nsopt.solve`` would build. A stall (the proximal continuation) or a non-finite start hands
-    the call back to the full path."""
-
-    def __init__(self, name, problem, tol, max_iter, sys, kw, ws):
-        self.name, self.cls, self.dim, self.tol = name, type(problem), problem.dim, tol
-        self.max_iter = 1000 if max_iter is None else max_iter
-        self.W, self.mu, self.sys, self.kw = problem.W, problem.mu, sys, kw
-        self.ls = _LS_CODES[kw["line_search"]]
-        self.fresh = np.array((0, self.ls, 0, 0, 0, 0, 0, 1, K.NEWTON_FRESH), dtype=np.int64)
-        self.label = sys.formulation.upper()
-        self.stall = kw["stall"] if kw["hybrid"] else -1
-        n = problem.size
-        self.istate, self.fstate = np.empty(9, dtype=np.int64), np.empty(3)
-        self.merits, self.bests = np.empty(5), np.empty(max(self.stall, 20) + 2)
-        self.errs, self.best_r, self.best = np.empty(min(self.max_iter, DENSE_CHUNK) + 1), np.empty(n), np.empty(1)
-
-    def __call__(self, problem, warm_start, options):
-        t0 = time.perf_counter()
-        if type(problem) is not self.cls or problem.W is not self.W or problem.mu is not self.mu:
-            return None
-        n = problem.q.shape[0]
-        if warm_start is None:
-            r = np.zeros(n)
-        elif type(warm_start) is Solution:
-            r0, p0 = warm_start.r, warm_start.problem
-            if type(p0) is not self.cls or p0.dim != self.dim or r0 is None or r0.shape[0] != n \
-                    or not math.isfinite(warm_start.error):
-                return None
-            r = r0.copy()
-        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype == FLOAT64 \
-                and all_finite(warm_start):
-            r = warm_start.copy()
-        else:
-            return None
-        sys, istate, best, kw = self.sys, self.istate, self.best, self.kw
-        q = problem.q
-        istate[:] = self.fresh
-        best[0] = math.inf
-        u = np.empty(n)
-        data, ind, ptr = sys.csr
-        while True:
-            K.newton_dense(sys.formulation == "fb", sys.Wd, q, sys.mu, sys.rhoN, sys.rhoT, sys.gamma,
-                           sys.gamma_c, sys.rho_pgs, data, ind, ptr, norm2(q), sys.wscale, r, u, istate, self.fstate,
-                           self.merits, self.bests, max(0, min(DENSE_CHUNK, self.max_iter - int(istate[0]))),
-                           self.tol, self.max_iter, self.stall, 20, kw["reg"], kw["reg_step"], self.errs,
-                           self.best_r, best)
-            if istate[8] != K.NEWTON_RUN:
-                break
-        k, _, n_fb, n_sing, n_sw, n_lm, _, _, code = istate.tolist()
-        err, e0, e = self.fstate.tolist()
-        if code == K.NEWTON_STALLED or not math.isfinite(e0):
-            return None
-        if not math.isfinite(err):
-            status = Status.NUMERICAL_ERROR
-        elif err <= self.tol:
-            status = Status.SOLVED
-        else:
-            status = Status.MAX_ITER
-        # the best iterate, with u and its error as _local_solve returns them (the kernel's _measure_best)
-        info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
-        msg = f"{self.label} Newton: error {best.item(0):.3g} after {k} iterations"
-        return Solution._make(problem, self.name, judged(status, e, self.tol), e, self.tol, k,
-                              time.perf_counter() - t0, {"r": self.best_r.copy(), "u": u}, None, msg, info,
-                              dict(options) if options else {}, 0.0)
-
-
-def _dense_plan(name, formulation, defaults):
-    def make(problem, tol, max_iter, options, ws, info=None):
-        o = {**defaults, **options}
-        kw = {"rho": o.get("rho", 1.0), "line_search": o["line_search"], "hybrid": o["hybrid"], "stall": 100,
-              "reg": _check_reg(o["reg"]), "reg_step": float(o["reg_step"]), "scale": _check_scale(o.get("scale", 1.0)),
-              "dense_max": _check_dense_max(o["dense_max"])}
-        if problem.size == 0 or problem.size > SMALL_DENSE or sp.issparse(problem.W) or problem.size > kw["dense_max"]:
-            return None
-        key = f"newton_local:{formulation}:{kw['rho']!r}:{kw['scale']!r}:{kw['dense_max']}"
-        sys = ws.get(problem, key, lambda: _Local(problem, formulation, kw["rho"], kw["scale"], kw["dense_max"]),
-                     ("W", "mu"))
-        return _DensePlan(name, problem, tol, max_iter, sys, kw, ws) if sys.dense else None
-    return make
-
-
 @register(("gfc2d", "gfc3d"), "nsn-ac", "Alart-Curnier semismooth Newton on the global sparse system (v, r)")
 def gnsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=0.0):
     """Alart–Curnier Newton on the global system (M v = q + H r, u = H^T v + b); options as fc3d
@@ -770,8 +683,7 @@ def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=
         while not mon.stopped:
             sys.sigma, sys.rc = sig, r.copy()
             itol = max(min(0.1 * err, 1e-2), 0.1 * mon.tol)
-            left = None if mon.deadline is None else max(0.0, mon.deadline - time.perf_counter())
-            inner = Monitor(tol=itol, max_iter=inner_iter, time_limit=left)
+            inner = Monitor(tol=itol, max_iter=inner_iter, time_limit=mon.time_left())
             rn, _, _ = _newton_local(sys, r.copy(), inner, line_search=line_search, err_fn=sys.error)
             if inner.status is not Status.SOLVED:
                 rn = rn            # inner solves: the merit decreased, move on from the last iterate
@@ -825,11 +737,3 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
                       shrink=float(shrink), grow=float(grow))
     return mon.outcome(message=f"PROX: error {mon.best_err:.3g} after {mon.k} outer / "
                                f"{info['newton_iterations']} Newton iterations", info=info)
-
-
-def _defaults(func):
-    return {k: v.default for k, v in inspect.signature(func).parameters.items() if v.kind is v.KEYWORD_ONLY}
-
-
-plan(("fc2d", "fc3d"), "nsn-ac")(_dense_plan("nsn-ac", "ac", _defaults(nsn_ac)))
-plan(("fc2d", "fc3d"), "nsn-fb")(_dense_plan("nsn-fb", "fb", _defaults(nsn_fb)))
