@@ -46,6 +46,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import operator
 import time
 
 import numpy as np
@@ -82,29 +83,35 @@ class Monitor:
     a dict of the problem's variables, or None), ``stopped``, ``k`` (iterations done), ``deadline``.
     """
 
-    __slots__ = ("tol", "max_iter", "deadline", "history", "callback", "x0", "k", "best_x",
-                 "best_err", "err", "status", "_message", "build_time", "_chunk", "_det", "_t_chunk", "_t0",
-                 "workspace", "_borrowed")
+    # the state of a solve that has not started (class defaults: a monitor is made per solve, and
+    # setting only what the caller gave keeps that cheap)
+    max_iter = deadline = history = callback = x0 = workspace = None
+    k = 0
+    best_x = None
+    best_err = err = math.inf
+    status = None
+    _message = ""
+    build_time = 0.0
+    _chunk = _det = 1
+    _t_chunk = None
+    _borrowed = False
 
     def __init__(self, *, tol, max_iter=None, time_limit=None, history=False, callback=None, x0=None,
                  workspace=None):
         self.tol = tol
-        self.workspace = workspace
-        self.max_iter = max_iter
         self._t0 = t0 = time.perf_counter()
-        self.deadline = None if time_limit is None else t0 + time_limit
-        self.history = [] if history else None
-        self.callback = None if callback is None else _callback(callback)
-        self.x0 = x0
-        self.k = 0
-        self.best_x = None
-        self.best_err = self.err = math.inf
-        self.status = None
-        self._message = ""
-        self.build_time = 0.0
-        self._chunk = self._det = 1
-        self._t_chunk = None
-        self._borrowed = False
+        if max_iter is not None:
+            self.max_iter = max_iter
+        if time_limit is not None:
+            self.deadline = t0 + time_limit
+        if history:
+            self.history = []
+        if callback is not None:
+            self.callback = _callback(callback)
+        if x0 is not None:
+            self.x0 = x0
+        if workspace is not None:
+            self.workspace = workspace
 
     # -- set-up --------------------------------------------------------------------------------
     def budget(self, default: int) -> int:
@@ -235,8 +242,9 @@ class Monitor:
         limit has the starting point judged alone first (``first = 0``)."""
         if self.callback is not None:
             return 1, 1, 0 if self.deadline is not None else 1
-        cap = max(1, int(WORK_PER_CHUNK // max(int(work), 1)))
-        return cap, 4 * cap, 0 if self.deadline is not None else 4 * cap
+        cap = WORK_PER_CHUNK // work if work > 0 else WORK_PER_CHUNK
+        cap = cap if cap > 0 else 1
+        return cap, 4 * cap, 4 * cap if self.deadline is None else 0
 
     def steps(self, errors, x: dict, best=None):
         """Record a chunk of ``len(errors)`` iterations run by a kernel (``x`` at the chunk's end;
@@ -260,34 +268,34 @@ class Monitor:
         self._keep(x, err)
         return self._judge(err)
 
-    def record(self, start, errors, x: dict, best: dict, best_err: float):
+    def record(self, start, n: int, last: float, errors, x: dict, best: dict, best_err: float):
         """Record one call of a kernel that runs a whole solve and keeps its best iterate itself:
         ``start``, the error of the starting point when this call began the solve (iteration 0,
-        judged first, as :meth:`start`), else None; ``errors``, the error of each iteration of the
-        call; ``x``, the iterate at its end; ``best`` (with ``best_err``), the best iterate of the
-        solve so far, the start included: the kernel's own arrays, copied when the outcome is made.
-        The callback sees each iteration of a one-iteration call. Returns the status when the solve
-        must stop, else None."""
-        self.best_x, self.best_err, self._borrowed = best, float(best_err), True
+        judged first, as :meth:`start`), else None; ``n`` iterations run in the call, the last with
+        error ``last``, the errors of all of them in ``errors[:n]`` (read for a history); ``x``, the
+        iterate at the end of the call; ``best`` (with ``best_err``), the best iterate of the solve
+        so far, the start included: the kernel's own arrays, copied when the outcome is made. The
+        callback sees each iteration of a one-iteration call. Returns the status when the solve must
+        stop, else None."""
+        self.best_x, self.best_err, self._borrowed = best, best_err, True
         if start is not None:
-            err = self.err = float(start)
+            self.err = start
             if self.history is not None:
-                self.history.append(err)
-            if self._judge(err) is not None:
+                self.history.append(start)
+            if self._judge(start) is not None:
                 return self.status
-        n = len(errors)
         if n == 0:
             return None
         self.k += n
+        self.err = last
         if self.history is not None:
-            self.history.extend(errors.tolist())
-        err = self.err = float(errors[n - 1])
+            self.history.extend(errors[:n].tolist())
         if self.callback is not None and n == 1:
             try:
-                self.callback(Iterate(self.k, err, {k: np.array(v, dtype=float) for k, v in x.items()}))
+                self.callback(Iterate(self.k, last, {k: np.array(v, dtype=float) for k, v in x.items()}))
             except StopIteration:
                 return self.stop(Status.CALLBACK_STOP, f"stopped by the callback after {self.k} iteration(s)")
-        return self._judge(err)
+        return self._judge(last)
 
     def advance(self, n: int, x: dict, err: float):
         """Record a chunk of ``n`` iterations of which only the last error is known (see
@@ -317,9 +325,10 @@ class Monitor:
     def stopped(self) -> bool:
         return self.status is not None
 
-    def outcome(self, message="", info: dict | None = None, x: dict | None = None, status=None):
+    def outcome(self, message="", info: dict | None = None, x: dict | None = None, status=None, error=None):
         """The :class:`~nsopt.registry.Outcome` of the solve: the best iterate (or ``x``), the status
-        (MAX_ITER when the loop ended without one), iterations, history and message."""
+        (MAX_ITER when the loop ended without one), iterations, history and message. ``error``: the
+        problem's error measure of ``x``, which holds all its variables (``Outcome.complete``)."""
         if x is None:
             x = self.best_x
             if x is None:
@@ -327,7 +336,7 @@ class Monitor:
             elif self._borrowed:
                 x = {k: v.copy() for k, v in x.items()}
         return Outcome(x, status or self.status or Status.MAX_ITER, self.k, self.history, message or self._message,
-                       {} if info is None else info, self.build_time)
+                       info, self.build_time, error, error is not None)
 
 
 # ------------------------------------------------------------------------------------------ the common options
@@ -358,6 +367,10 @@ def check_time_limit(time_limit, name="time_limit"):
     return None if t == math.inf else t
 
 
+# kinds whose only starting variable is the primal one (the others are derived from it)
+_PRIMAL_ONLY = frozenset(("lcp", "mlcp", "relay", "avi", "equality", "fc2d", "fc3d"))
+
+
 def warm_start_of(problem, warm_start, label="warm_start") -> dict | None:
     """The warm start as a dict of the problem's variables (float arrays of the right sizes, finite).
 
@@ -372,6 +385,10 @@ def warm_start_of(problem, warm_start, label="warm_start") -> dict | None:
         if warm_start.shape[0] == problem.size and all_finite(warm_start):
             return {primal: warm_start}
         x = {primal: warm_start}
+    elif type(warm_start) is Solution and type(warm_start.problem) is type(problem) \
+            and (kind := problem.kind) in _PRIMAL_ONLY and warm_start.problem.kind == kind and math.isfinite(warm_start.error) \
+            and (a := warm_start.__dict__.get(primal)) is not None and a.shape == (problem.size,):
+        return {primal: a}     # a finite Solution of a problem of this kind: its arrays as they are
     elif isinstance(warm_start, Solution):
         sizes = problem.variable_sizes()
         if warm_start.problem is not None and getattr(warm_start.problem, "kind", None) == problem.kind \
@@ -426,10 +443,9 @@ class Workspace:
         self._store = {}
 
     def get(self, problem, key, make, on=None):
-        fields = problem._fields if on is None else on
-        deps = tuple(getattr(problem, f) for f in fields)
         hit = self._store.get(key)
-        if hit is not None and len(hit[0]) == len(deps) and all(a is b for a, b in zip(hit[0], deps)):
+        deps = problem.dependencies(on)
+        if hit is not None and (hit[0] is deps or (len(hit[0]) == len(deps) and all(map(operator.is_, hit[0], deps)))):
             return hit[1]
         value = make()
         self._store[key] = (deps, value)

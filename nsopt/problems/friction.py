@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ProblemError
-from ._base import EPS, Problem, affine, as_matrix, as_vector, check_input, matvec, norm2
+from ._base import EPS, FLOAT64, Problem, affine, as_matrix, as_vector, check_input, matvec, norm2
 from .cones import fc_error, natural_map_sq
 
 
@@ -17,6 +19,12 @@ def _check_dim(dim, owner):
 
 
 def _check_mu(mu, nc, owner):
+    if type(mu) is np.ndarray and mu.dtype == FLOAT64 and mu.shape == (nc,) and 0 < nc <= 32:   # the common case
+        v = mu.tolist()
+        if min(v) >= 0.0 and math.isfinite(sum(v)):
+            a = mu.copy()
+            a.setflags(write=False)
+            return a
     mu = as_vector(mu, "mu", owner)
     if mu.shape[0] == 1 and nc != 1:
         mu = np.full(nc, mu[0])
@@ -51,15 +59,14 @@ class FrictionContact(Problem):
 
     def __init__(self, dim, W, q, mu):
         owner = "FrictionContact"
-        dim = _check_dim(dim, owner)
+        dim = dim if type(dim) is int and (dim == 3 or dim == 2) else _check_dim(dim, owner)
         W = as_matrix(W, "W", owner, square=True)
         n = W.shape[0]
         if n % dim:
             raise ProblemError("W", f"size {n} is not a multiple of dim = {dim}", owner)
         q = as_vector(q, "q", owner, size=n)
         mu = _check_mu(mu, n // dim, owner)
-        self.dim, self.W, self.q, self.mu = dim, W, q, mu
-        self._freeze()
+        self.__dict__.update(dim=dim, W=W, q=q, mu=mu, _store={}, _frozen=True)
 
     def replace(self, **changes):
         """As :meth:`Problem.replace`; ``replace(q=...)``, the re-solve of a time-stepping loop, has a

@@ -594,20 +594,25 @@ def nsgs_fc(dim, W, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps
     returned r. ``best_r`` and ``best[0]`` keep the iterate of smallest error seen (``best[0]`` in/out).
     Returns (sweeps done, local failures).
     """
-    return _sweeps(dim, W, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, local_tol, local_max_iter,
-                   omega, normq, resync, errs, 0, best_r, best, np.empty((6, dim)), np.empty(32), np.empty((3, 3)))
+    k, f, _ = _sweeps(dim, W, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, local_tol,
+                      local_max_iter, omega, normq, resync, errs, 0, best_r, best, np.empty((6, dim)), np.empty(32),
+                      np.empty((3, 3)))
+    return k, f
 
 
 @njit(cache=True)
 def _sweeps(dim, W, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, local_tol, local_max_iter,
             omega, normq, resync, errs, e0, best_r, best, work, wk, J):
     """:func:`nsgs_fc` with its work arrays given (``work`` (6, dim), ``wk`` (32,), ``J`` (3, 3)); the
-    error of sweep k goes to ``errs[e0 + k]``."""
+    error of sweep k goes to ``errs[e0 + k]`` (when ``errs`` is not empty). Returns (sweeps done,
+    local failures, error of the last sweep)."""
     nc = mu.shape[0]
     dense = ptr.shape[0] == 0
     n = r.shape[0]
     rl, ql, dl, x, px = work[0], work[1], work[2], work[3], work[4]
     failures = 0
+    keep = errs.shape[0] > 0
+    err = np.nan
     for it in range(nsweeps):
         if shuffle:
             np.random.shuffle(order)
@@ -648,14 +653,15 @@ def _sweeps(dim, W, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps
         if err <= tol or last or (resync > 0 and (it + 1) % resync == 0) or not math.isfinite(err):
             _matvec(W, ptr, idx, val, r, q, u)
             err = fc_error(dim, r, u, mu, normq, x, px)
-        errs[e0 + it] = err
+        if keep:
+            errs[e0 + it] = err
         if err < best[0]:
             best[0] = err
             for i in range(n):
                 best_r[i] = r[i]
         if not math.isfinite(err) or err <= tol:
-            return it + 1, failures
-    return nsweeps, failures
+            return it + 1, failures, err
+    return nsweeps, failures, err
 
 
 # codes of nsgs_fc_solve's state[3]
@@ -675,7 +681,7 @@ def nsgs_fc_solve(dim, W, ptr, idx, val, rptr, ridx, rval, D, q, mu, r, u, order
     size, local failures, code, measured, sweeps of this call, contact]; call with code ``FRESH``
     to start from r: the diagonal blocks go to ``D`` (code ``BAD_W`` with the contact in
     ``state[6]`` when a W_NN <= 0 forbids NSGS) and u = Wr + q. ``errs`` receives the error of each
-    sweep of the call (size >= turn + cap). ``best`` = [best error, last error, measured error,
+    sweep of the call (size >= turn + cap; empty: not kept). ``best`` = [best error, last error, measured error,
     error of the start] (out), ``best_r`` the best iterate, the start included (out).
 
     ``rptr, ridx, rval``: W in CSR (the problem's own storage) when W is sparse. When the solve ends
@@ -718,12 +724,11 @@ def nsgs_fc_solve(dim, W, ptr, idx, val, rptr, ridx, rval, D, q, mu, r, u, order
         c = min(state[1], cap)
         state[1] = 2 * c
         c = max(1, min(c, max_iter - state[0]))
-        kk, f = _sweeps(dim, W, ptr, idx, val, D, q, mu, r, u, order, shuffle, tol, c, local_tol,
-                        local_max_iter, omega, normq, resync, errs, done, best_r, best, work, wk, J)
+        kk, f, err = _sweeps(dim, W, ptr, idx, val, D, q, mu, r, u, order, shuffle, tol, c, local_tol,
+                             local_max_iter, omega, normq, resync, errs, done, best_r, best, work, wk, J)
         state[0] += kk
         state[2] += f
         done += kk
-        err = errs[done - 1]
         best[1] = err
         if not math.isfinite(err):
             state[3] = NON_FINITE

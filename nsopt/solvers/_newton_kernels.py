@@ -401,6 +401,79 @@ def dense_direction(A, B, W, phi, shifts, d):
     return False
 
 
+@njit(cache=True)
+def dense_setup(W, dim, mu, rho_auto, rho_n, rho_t, scale_auto, scale, rhoN, rhoT, rho_pgs, gamma, gamma_c,
+                csr_data, csr_ind, csr_ptr):
+    """What :class:`nsopt.solvers.newton._Local` computes with NumPy for a large system, in one
+    call for a small dense W: per contact the split spectral parameters (``rho_pgs`` = 1 /
+    lambda_max of the symmetric part of W_aa, a non-positive one replaced by the median of the
+    positive ones; with ``rho_auto``, ``rhoN`` = 1 / W_aa[N, N] and ``rhoT`` = 1 / lambda_max of the
+    symmetric part of W_aa[T, T], else ``rho_n``, ``rho_t``), the Fischer–Burmeister scale
+    (``scale_auto``: the mean of rho_pgs, else ``scale``) per contact and per row, and W's nonzeros
+    by rows (CSR, columns ascending: ``csr_ptr[-1]`` of them). Returns the mean of 1 / rho_pgs
+    (1.0 without contacts)."""
+    nc = mu.shape[0]
+    lmax = np.empty(nc)
+    S = np.empty((dim, dim))
+    T = np.empty((dim - 1, dim - 1)) if dim > 1 else np.empty((1, 1))
+    npos = 0
+    for a in range(nc):
+        i0 = a * dim
+        for i in range(dim):
+            for j in range(dim):
+                S[i, j] = 0.5 * (W[i0 + i, i0 + j] + W[i0 + j, i0 + i])
+        lmax[a] = np.linalg.eigvalsh(S)[dim - 1]
+        if lmax[a] > 0.0:
+            npos += 1
+    if npos < nc:
+        fill = 1.0
+        if npos:
+            pos = np.empty(npos)
+            k = 0
+            for a in range(nc):
+                if lmax[a] > 0.0:
+                    pos[k] = lmax[a]
+                    k += 1
+            fill = np.median(pos)
+        for a in range(nc):
+            if not lmax[a] > 0.0:
+                lmax[a] = fill
+    for a in range(nc):
+        rho_pgs[a] = 1.0 / lmax[a]
+        if rho_auto:
+            i0 = a * dim
+            wN = W[i0, i0]
+            rhoN[a] = 1.0 / (wN if wN > 0.0 else lmax[a])
+            lT = lmax[a]
+            if dim > 1:
+                for i in range(dim - 1):
+                    for j in range(dim - 1):
+                        T[i, j] = 0.5 * (W[i0 + 1 + i, i0 + 1 + j] + W[i0 + 1 + j, i0 + 1 + i])
+                e = np.linalg.eigvalsh(T)[dim - 2]
+                if e > 0.0:
+                    lT = e
+            rhoT[a] = 1.0 / lT
+        else:
+            rhoN[a] = rho_n
+            rhoT[a] = rho_t
+    g = np.mean(rho_pgs) if scale_auto else scale
+    for a in range(nc):
+        gamma_c[a] = g
+        for i in range(dim):
+            gamma[a * dim + i] = g
+    n = W.shape[0]
+    k = 0
+    csr_ptr[0] = 0
+    for i in range(n):
+        for j in range(n):
+            if W[i, j] != 0.0:
+                csr_data[k] = W[i, j]
+                csr_ind[k] = j
+                k += 1
+        csr_ptr[i + 1] = k
+    return np.mean(1.0 / rho_pgs) if nc else 1.0
+
+
 # ----------------------------------------------------------------------------- the whole loop, small dense W
 
 # istate of newton_dense: iterations, line search (0 armijo, 1 nonmonotone, 2 none), fallback steps,

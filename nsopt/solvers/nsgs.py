@@ -95,22 +95,25 @@ class _Sweeper:
     def __init__(self, problem):
         W = problem.W
         n, nc, self.dim = problem.size, problem.nc, problem.dim
+        none = (_NO_INDEX, _NO_INDEX, _NO_VALUE)
         if type(W) is np.ndarray and n <= ORDERED_ROWS:
-            self.W, self.csc, self.csr, nz = W, (_NO_INDEX, _NO_INDEX, _NO_VALUE), (_NO_INDEX, _NO_INDEX, _NO_VALUE), n * n
+            self.W, self.csc, self.csr, nz = W, none, none, n * n
         else:
             self.W = _EMPTY_W
             self.csc = _csc_of(W)
             nz = self.csc[2].shape[0]
             self.csr = (W.indptr.astype(np.int64), W.indices.astype(np.int64), np.array(W.data, dtype=np.float64)) \
-                if sp.issparse(W) else (_NO_INDEX, _NO_INDEX, _NO_VALUE)
+                if sp.issparse(W) else none
         self.work = nz + LOCAL_WORK * nc
         self.D = np.empty((nc, self.dim, self.dim))
+        self.head = (self.dim, self.W) + self.csc + self.csr + (self.D,)     # the kernel's first arguments
         self.best_r = np.empty(n)
         self.best = np.empty(4)
-        self.errs = np.empty(0)
+        self.errs = _NO_VALUE
         self.order = np.arange(nc, dtype=np.int64)
         self.state = np.zeros(7, dtype=np.int64)
         self.x, self.px = np.empty(self.dim), np.empty(self.dim)
+        self.new = True           # just built: its time is the solve's build_time
         self.ready = False        # D filled (the first solve's kernel call)
 
     def diag(self, problem):
@@ -149,7 +152,11 @@ class _Sweeper:
 
 
 def _sweeper(problem, mon):
-    return mon.state(problem, "nsgs_sweeper", lambda: _Sweeper(problem), on=("W",))
+    sw = mon.state(problem, "nsgs_sweeper", lambda: _Sweeper(problem), on=("W",))
+    if sw.new:
+        sw.new = False
+        mon.built()
+    return sw
 
 
 _FRESH, _RUNNING, _BAD_W = K.FRESH, K.RUNNING, K.BAD_W
@@ -173,47 +180,43 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     """
     if shuffle:   # the same seed gives the same sequence of orders
         K.seed(seed)
-    max_iter = mon.max_iter if mon.max_iter is not None else mon.budget(DEFAULT_MAX_ITER)
+    max_iter = mon.max_iter
+    if max_iter is None:
+        max_iter = mon.budget(DEFAULT_MAX_ITER)
     sw = _sweeper(problem, mon)
-    mon.built()
     r = mon.start_vector("r", problem.size)
-    q, mu, qnorm, n = problem.q, problem.mu, problem.qnorm, r.shape[0]
-    u = np.empty(n)
+    u = np.empty(r.shape[0])
     cap, turn, first = mon.schedule(sw.work)
-    if sw.errs.shape[0] < turn + cap:
-        sw.errs = np.empty(turn + cap)
-    state, best, errs, best_r = sw.state, sw.best, sw.errs, sw.best_r
+    errs = sw.errs
+    if mon.history is not None or mon.callback is not None:
+        if errs.shape[0] < turn + cap:
+            errs = sw.errs = np.empty(min(turn + cap, max_iter + 1))
+    else:
+        errs = _NO_VALUE
+    state, best, best_r = sw.state, sw.best, sw.best_r
     state[3] = _FRESH
-    ptr, idx, val = sw.csc
-    rptr, ridx, rval = sw.csr
-    x = {"r": r}
-    xbest = {"r": best_r}
-    start = True
+    x, xbest, start = {"r": r}, {"r": best_r}, True
+    q, mu, qnorm, tol, kernel = problem.q, problem.mu, problem.qnorm, mon.tol, K.nsgs_fc_solve
     while True:
-        K.nsgs_fc_solve(sw.dim, sw.W, ptr, idx, val, rptr, ridx, rval, sw.D, q, mu, r, u, sw.order, errs, best_r,
-                        state, best, mon.tol, max_iter, local_tol, local_max_iter, omega, shuffle, qnorm, resync,
-                        cap, first)
-        if state[3] == _BAD_W:
-            sw.bad, sw.ready = int(state[6]), True
+        kernel(*sw.head, q, mu, r, u, sw.order, errs, best_r, state, best, tol, max_iter, local_tol, local_max_iter,
+               omega, shuffle, qnorm, resync, cap, first)
+        _, _, fails, code, measured, n, bad = state.tolist()
+        b0, last, measured_err, e0 = best.tolist()
+        if code == _BAD_W:
+            sw.bad, sw.ready = bad, True
             return mon.outcome(x={"r": r}, status=Status.NUMERICAL_ERROR, message=sw._bad_message())
-        if mon.record(best.item(3) if start else None, errs[:state.item(5)], x, xbest, best.item(0)) \
-                or state[3] != _RUNNING:
+        if mon.record(e0 if start else None, n, last, errs, x, xbest, b0) is not None or code != _RUNNING:
             break
         start, first = False, turn
     sw.ready = True
-    info = {"local_failures": state.item(2)}
+    info = {"local_failures": fails}
     if mon.err <= mon.best_err:
         # the last iterate is (one of) the best: it comes back with u and its error (the kernel's, or
         # _measured for a large dense W)
-        if state[4]:
-            out = mon.outcome(info=info, x={"r": r, "u": u})
-            out.error = best.item(2)
-        else:
-            u, err = _measured(problem, r, sw, qnorm)
-            out = mon.outcome(info=info, x={"r": r, "u": u})
-            out.error = err
-        out.complete = True
-        return out
+        if measured:
+            return mon.outcome(info=info, x={"r": r, "u": u}, error=measured_err)
+        u, err = _measured(problem, r, sw, qnorm)
+        return mon.outcome(info=info, x={"r": r, "u": u}, error=err)
     return mon.outcome(info=info)
 
 
