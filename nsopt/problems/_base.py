@@ -350,7 +350,14 @@ class Problem:
         return {k: v for k, v in self.__dict__.items() if k not in ("_store", "_frozen")}
 
     def __setstate__(self, state):
+        # the arrays of a problem are read-only (a copy or an unpickled problem too: the compiled
+        # kernels see one kind of array, and nothing can change a problem in place)
         for k, v in state.items():
+            if isinstance(v, np.ndarray):
+                v.setflags(write=False)
+            elif sp.issparse(v) and hasattr(v, "indptr"):
+                for a in (v.data, v.indices, v.indptr):
+                    a.setflags(write=False)
             object.__setattr__(self, k, v)
         self._freeze()
 

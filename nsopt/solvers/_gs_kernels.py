@@ -27,6 +27,11 @@ from ..problems._products import csr_affine, dense_affine  # noqa: F401  (the ke
 
 EPS = np.finfo(np.float64).eps
 TINY = np.finfo(np.float64).tiny
+# Arguments passed to other kernels as typed values, not literals: numba compiles a function once
+# per literal it is called with (Literal[int](3) is not int64), so a literal would add a specialisation.
+DIM2, DIM3 = np.int64(2), np.int64(3)
+WITH_J, NO_J = np.int64(1), np.int64(0)
+ZERO = np.int64(0)
 
 # status codes shared with the Python side
 OK, MAXIT, NUMERR, CALLBACK = 0, 1, 2, 3
@@ -355,7 +360,7 @@ def _local_err3(W, q, mu, r, u, x, px):
     """Unnormalised natural-map residual of one 3-D contact."""
     for i in range(3):
         u[i] = q[i] + W[i, 0] * r[0] + W[i, 1] * r[1] + W[i, 2] * r[2]
-    return math.sqrt(nat_map_sq(3, mu, r, u, x, px))
+    return math.sqrt(nat_map_sq(DIM3, mu, r, u, x, px))
 
 
 @njit(cache=True)
@@ -409,7 +414,7 @@ def local_fc3d(W, q, mu, r, tol, maxit, wk, J):
     atol = tol * scale
     it = 0
     for attempt in range(3):
-        f = _ac_residual(W, q, mu, rhoN, rhoT, r, phi, J, True)
+        f = _ac_residual(W, q, mu, rhoN, rhoT, r, phi, J, WITH_J)
         kn = 0
         while kn < maxit:
             if math.sqrt(f) <= atol:
@@ -426,7 +431,7 @@ def local_fc3d(W, q, mu, r, tol, maxit, wk, J):
             for _ls in range(30):
                 for i in range(3):
                     rt[i] = r[i] + t * d[i]
-                ft = _ac_residual(W, q, mu, rhoN, rhoT, rt, mq, J, False)
+                ft = _ac_residual(W, q, mu, rhoN, rhoT, rt, mq, J, NO_J)
                 if ft <= (1.0 - 1e-4 * t) * f:
                     ok = True
                     break
@@ -436,7 +441,7 @@ def local_fc3d(W, q, mu, r, tol, maxit, wk, J):
             r[0] = rt[0]
             r[1] = rt[1]
             r[2] = rt[2]
-            f = _ac_residual(W, q, mu, rhoN, rhoT, r, phi, J, True)
+            f = _ac_residual(W, q, mu, rhoN, rhoT, r, phi, J, WITH_J)
         if math.sqrt(f) <= atol:
             return it
         if attempt == 2:
@@ -454,7 +459,7 @@ def local_fc3d(W, q, mu, r, tol, maxit, wk, J):
             x[0] = r[0] - rho * (u[0] + mu * uT)
             x[1] = r[1] - rho * u[1]
             x[2] = r[2] - rho * u[2]
-            proj_cone(3, mu, x, r)
+            proj_cone(DIM3, mu, x, r)
             e = _local_err3(W, q, mu, r, u, x, px)
             if e < bestv:
                 bestv = e
@@ -517,10 +522,10 @@ def local_fc2d(W, q, mu, r, tol, maxit, wk):
         u[1] = qT + W10 * r[0] + W11 * r[1]
         x[0] = r[0] - rho * (u[0] + mu * abs(u[1]))
         x[1] = r[1] - rho * u[1]
-        proj_cone(2, mu, x, r)
+        proj_cone(DIM2, mu, x, r)
         u[0] = qN + W00 * r[0] + W01 * r[1]
         u[1] = qT + W10 * r[0] + W11 * r[1]
-        if math.sqrt(nat_map_sq(2, mu, r, u, x, px)) <= tol * nq:
+        if math.sqrt(nat_map_sq(DIM2, mu, r, u, x, px)) <= tol * nq:
             return k + 1
     return -1
 
@@ -580,32 +585,18 @@ def diag_blocks_of(dim, W, ptr, idx, val, D):
 
 
 @njit(cache=True)
-def nsgs_fc(dim, W, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, local_tol,
-            local_max_iter, omega, normq, resync, errs, best_r, best):
-    """Run at most ``nsweeps`` NSGS sweeps, in place on r (and u = Wr + q), for one chunk of the
-    iteration contract.
-
-    ``W`` dense, or ``ptr, idx, val``: W in CSC; ``Wd``: the diagonal blocks (nc, dim, dim);
-    ``order``: the contact order of a sweep (int64, shuffled each sweep when ``shuffle``: seed
-    numba's generator with :func:`seed` first). ``errs[k]`` receives the Siconos error after sweep
-    k. The sweeps stop early when the error is <= tol or not finite. u is recomputed from scratch
-    (removing the drift of the incremental column updates) every ``resync`` sweeps, before any stop
-    and at the end of the chunk, so the error returned is the problem's error measure of the
-    returned r. ``best_r`` and ``best[0]`` keep the iterate of smallest error seen (``best[0]`` in/out).
-    Returns (sweeps done, local failures).
-    """
-    k, f, _ = _sweeps(dim, W, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, local_tol,
-                      local_max_iter, omega, normq, resync, errs, 0, best_r, best, np.empty((6, dim)), np.empty(32),
-                      np.empty((3, 3)))
-    return k, f
-
-
-@njit(cache=True)
 def _sweeps(dim, W, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, local_tol, local_max_iter,
             omega, normq, resync, errs, e0, best_r, best, work, wk, J):
-    """:func:`nsgs_fc` with its work arrays given (``work`` (6, dim), ``wk`` (32,), ``J`` (3, 3)); the
-    error of sweep k goes to ``errs[e0 + k]`` (when ``errs`` is not empty). Returns (sweeps done,
-    local failures, error of the last sweep)."""
+    """At most ``nsweeps`` NSGS sweeps, in place on r (and u = Wr + q), for one chunk of
+    :func:`nsgs_fc_solve`: ``W`` dense, or ``ptr, idx, val``: W in CSC; ``Wd``: the diagonal blocks
+    (nc, dim, dim); ``order``: the contact order of a sweep (int64, shuffled each sweep when
+    ``shuffle``: seed numba's generator with :func:`seed` first). The error of sweep k goes to
+    ``errs[e0 + k]`` (when ``errs`` is not empty). The sweeps stop early when the error is <= tol or
+    not finite. u is recomputed from scratch (removing the drift of the incremental column updates)
+    every ``resync`` sweeps, before any stop and at the end of the chunk, so the error returned is
+    the problem's error measure of the returned r. ``best_r`` and ``best[0]`` keep the iterate of
+    smallest error seen (``best[0]`` in/out). ``work`` (6, dim), ``wk`` (32,), ``J`` (3, 3): work
+    arrays. Returns (sweeps done, local failures, error of the last sweep)."""
     nc = mu.shape[0]
     dense = ptr.shape[0] == 0
     n = r.shape[0]
@@ -687,12 +678,18 @@ def nsgs_fc_solve(dim, W, ptr, idx, val, rptr, ridx, rval, D, q, mu, r, u, order
     ``rptr, ridx, rval``: W in CSR (the problem's own storage) when W is sparse. When the solve ends
     on its best iterate, u is recomputed as ``FrictionContact.u`` computes it (W dense with at most
     ``ORDERED_ROWS`` rows: :func:`dense_affine`; CSR: :func:`csr_affine`; the same bits) and its
-    error by :func:`fc_error` goes to ``best[2]``, with ``state[4] = 1`` (else 0: left to Python).
+    error by :func:`fc_error` goes to ``best[2]``, with ``state[4] = 1`` (else 0: left to Python;
+    called with ``state[4] = -1``: never, u stays the sweeps' own).
+
+    One chunk of exactly c sweeps from r and its u (the Python loop of ``nsgs`` on gfc): code
+    ``RUNNING``, ``state[0] = 0``, ``state[1] = cap = turn = max_iter = c``, ``best[0]`` the best
+    error so far, ``state[4] = -1``.
     """
     work, wk, J = np.empty((6, dim)), np.empty(32), np.empty((3, 3))
     x, px = work[3], work[4]
     n = r.shape[0]
     state[5] = 0
+    measure = state[4] >= 0
     if state[3] == FRESH:
         a = diag_blocks_of(dim, W, ptr, idx, val, D)
         if a >= 0:
@@ -719,7 +716,7 @@ def nsgs_fc_solve(dim, W, ptr, idx, val, rptr, ridx, rval, D, q, mu, r, u, order
             state[3] = SOLVED
         elif max_iter <= 0:
             state[3] = MAX_ITER
-    done = 0
+    done = ZERO      # (typed: a literal 0 handed to _sweeps would compile it a second time)
     while state[3] == RUNNING and done < turn:
         c = min(state[1], cap)
         state[1] = 2 * c
@@ -737,6 +734,8 @@ def nsgs_fc_solve(dim, W, ptr, idx, val, rptr, ridx, rval, D, q, mu, r, u, order
         elif state[0] >= max_iter:
             state[3] = MAX_ITER
     state[5] = done
+    if not measure:
+        return
     state[4] = 0
     if state[3] != RUNNING and best[1] <= best[0]:
         if ptr.shape[0] == 0 and n <= ORDERED_ROWS:

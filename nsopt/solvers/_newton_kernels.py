@@ -402,27 +402,45 @@ def dense_direction(A, B, W, phi, shifts, d):
 
 
 @njit(cache=True)
-def dense_setup(W, dim, mu, rho_auto, rho_n, rho_t, scale_auto, scale, rhoN, rhoT, rho_pgs, gamma, gamma_c,
-                csr_data, csr_ind, csr_ptr):
-    """What :class:`nsopt.solvers.newton._Local` computes with NumPy for a large system, in one
-    call for a small dense W: per contact the split spectral parameters (``rho_pgs`` = 1 /
-    lambda_max of the symmetric part of W_aa, a non-positive one replaced by the median of the
-    positive ones; with ``rho_auto``, ``rhoN`` = 1 / W_aa[N, N] and ``rhoT`` = 1 / lambda_max of the
-    symmetric part of W_aa[T, T], else ``rho_n``, ``rho_t``), the Fischer–Burmeister scale
-    (``scale_auto``: the mean of rho_pgs, else ``scale``) per contact and per row, and W's nonzeros
-    by rows (CSR, columns ascending: ``csr_ptr[-1]`` of them). Returns the mean of 1 / rho_pgs
-    (1.0 without contacts)."""
-    nc = mu.shape[0]
+def _lmax_sym(S, d):
+    """The largest eigenvalue of the symmetric ``d x d`` matrix S (d <= 3), in closed form (2 x 2:
+    the exact formula; 3 x 3: the trigonometric one of O. K. Smith, CACM 4 (1961)), to a few ulps of
+    the spectral radius: what rho needs, without LAPACK (a short compile)."""
+    if d == 1:
+        return S[0, 0]
+    if d == 2:
+        return 0.5 * (S[0, 0] + S[1, 1]) + math.hypot(0.5 * (S[0, 0] - S[1, 1]), S[0, 1])
+    p1 = S[0, 1] * S[0, 1] + S[0, 2] * S[0, 2] + S[1, 2] * S[1, 2]
+    if p1 == 0.0:
+        return max(S[0, 0], S[1, 1], S[2, 2])
+    q = (S[0, 0] + S[1, 1] + S[2, 2]) / 3.0
+    a, b, c = S[0, 0] - q, S[1, 1] - q, S[2, 2] - q
+    p = math.sqrt((a * a + b * b + c * c + 2.0 * p1) / 6.0)
+    det = (a * (b * c - S[1, 2] * S[1, 2]) - S[0, 1] * (S[0, 1] * c - S[1, 2] * S[0, 2])
+           + S[0, 2] * (S[0, 1] * S[1, 2] - b * S[0, 2]))
+    r = det / (2.0 * p * p * p)
+    phi = 0.0 if r >= 1.0 else (math.pi / 3.0 if r <= -1.0 else math.acos(r) / 3.0)
+    return q + 2.0 * p * math.cos(phi)
+
+
+@njit(cache=True)
+def rho_of_blocks(D, rho_auto, rho_n, rho_t, rhoN, rhoT, rho_pgs):
+    """The split spectral parameters of the Newton methods, per contact, from the diagonal blocks D
+    (nc, dim, dim) of W: ``rho_pgs`` = 1 / lambda_max of the symmetric part of W_aa (a non-positive
+    one replaced by the median of the positive ones, 1 when there is none); with ``rho_auto``,
+    ``rhoN`` = 1 / W_aa[N, N] and ``rhoT`` = 1 / lambda_max of the symmetric part of W_aa[T, T] (each
+    falling back on lambda_max(W_aa) when not positive), else ``rho_n`` and ``rho_t``. The one home
+    of these numbers (:func:`nsopt.solvers.newton._rho_from_blocks` and :func:`dense_setup`)."""
+    nc, dim = D.shape[0], D.shape[1]
     lmax = np.empty(nc)
     S = np.empty((dim, dim))
     T = np.empty((dim - 1, dim - 1)) if dim > 1 else np.empty((1, 1))
     npos = 0
     for a in range(nc):
-        i0 = a * dim
         for i in range(dim):
             for j in range(dim):
-                S[i, j] = 0.5 * (W[i0 + i, i0 + j] + W[i0 + j, i0 + i])
-        lmax[a] = np.linalg.eigvalsh(S)[dim - 1]
+                S[i, j] = 0.5 * (D[a, i, j] + D[a, j, i])
+        lmax[a] = _lmax_sym(S, dim)
         if lmax[a] > 0.0:
             npos += 1
     if npos < nc:
@@ -434,28 +452,52 @@ def dense_setup(W, dim, mu, rho_auto, rho_n, rho_t, scale_auto, scale, rhoN, rho
                 if lmax[a] > 0.0:
                     pos[k] = lmax[a]
                     k += 1
-            fill = np.median(pos)
+            for i in range(1, npos):      # insertion sort, then the median as np.median takes it
+                v = pos[i]
+                j = i - 1
+                while j >= 0 and pos[j] > v:
+                    pos[j + 1] = pos[j]
+                    j -= 1
+                pos[j + 1] = v
+            h = npos // 2
+            fill = pos[h] if npos % 2 else 0.5 * (pos[h - 1] + pos[h])
         for a in range(nc):
             if not lmax[a] > 0.0:
                 lmax[a] = fill
     for a in range(nc):
         rho_pgs[a] = 1.0 / lmax[a]
         if rho_auto:
-            i0 = a * dim
-            wN = W[i0, i0]
+            wN = D[a, 0, 0]
             rhoN[a] = 1.0 / (wN if wN > 0.0 else lmax[a])
             lT = lmax[a]
             if dim > 1:
                 for i in range(dim - 1):
                     for j in range(dim - 1):
-                        T[i, j] = 0.5 * (W[i0 + 1 + i, i0 + 1 + j] + W[i0 + 1 + j, i0 + 1 + i])
-                e = np.linalg.eigvalsh(T)[dim - 2]
+                        T[i, j] = 0.5 * (D[a, 1 + i, 1 + j] + D[a, 1 + j, 1 + i])
+                e = _lmax_sym(T, dim - 1)
                 if e > 0.0:
                     lT = e
             rhoT[a] = 1.0 / lT
         else:
             rhoN[a] = rho_n
             rhoT[a] = rho_t
+
+
+@njit(cache=True)
+def dense_setup(W, dim, mu, rho_auto, rho_n, rho_t, scale_auto, scale, rhoN, rhoT, rho_pgs, gamma, gamma_c,
+                csr_data, csr_ind, csr_ptr):
+    """What :class:`nsopt.solvers.newton._Local` computes for a large system, in one call for a small
+    dense W: rho (:func:`rho_of_blocks` on W's diagonal blocks), the Fischer–Burmeister scale
+    (``scale_auto``: the mean of rho_pgs, else ``scale``) per contact and per row, and W's nonzeros
+    by rows (CSR, columns ascending: ``csr_ptr[-1]`` of them). Returns the mean of 1 / rho_pgs
+    (1.0 without contacts)."""
+    nc = mu.shape[0]
+    D = np.empty((nc, dim, dim))
+    for a in range(nc):
+        for i in range(dim):
+            for j in range(dim):
+                D[a, i, j] = W[a * dim + i, a * dim + j]
+    rho_of_blocks(D, rho_auto, rho_n, rho_t, rhoN, rhoT, rho_pgs)
     g = np.mean(rho_pgs) if scale_auto else scale
     for a in range(nc):
         gamma_c[a] = g

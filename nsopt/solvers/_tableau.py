@@ -19,6 +19,7 @@ from numba import njit
 from . import _gs_kernels as K
 
 HASH_WINDOW = 1 << 20    # basis hashes kept to tell whether a basis repeated (8 MB)
+REFINE_ROUNDS = np.int64(3)   # refinement steps of the compiled start's support solve (typed: no literal)
 
 
 # --------------------------------------------------------------------------------------------
@@ -115,7 +116,7 @@ def _ratio_test(Binv, beta, col, dense, basis, z0var, initial, piv_tol, tie_tol,
     for i in range(n):
         if abs(beta[i]) > sb:
             sb = abs(beta[i])
-    nc = 0
+    nc = np.int64(0)      # (a literal 0 would be passed to _keep_ties as Literal[int](0): a second compile)
     for i in range(n):
         if sgn * col[i] > thr:
             cand[nc] = i
@@ -138,7 +139,7 @@ def _ratio_test(Binv, beta, col, dense, basis, z0var, initial, piv_tol, tie_tol,
             for i in range(n):
                 if abs(Binv[i, j]) > sB:
                     sB = abs(Binv[i, j])
-    j = 0
+    j = np.int64(0)
     while m > 1 and j < n:
         for k in range(m):
             x[k] = _lex_value(Binv, dense, basis, cand[k], j)
@@ -259,7 +260,7 @@ def lcp_start(M, q, z, w, warm, qnorm, tol):
         for c in range(m):
             A[a, c] = M[F[a], F[c]]
     x = np.empty(m)
-    if m and not K.lu_refined(A, b, x, 3):
+    if m and not K.lu_refined(A, b, x, REFINE_ROUNDS):
         return err, 2
     zb = np.zeros(n)
     for a in range(m):

@@ -51,7 +51,7 @@ def _enum_run(M, q, eq, comp, guess, state, budget, tol, z, supp):
         if abs(q[i]) > scale:
             scale = abs(q[i])
     idx = np.empty(N, dtype=np.int64)
-    A = np.empty((N, N))
+    A = np.empty(N * N)
     b = np.empty(N)
     x = np.empty(N)
     d = state[0]
@@ -84,11 +84,12 @@ def _enum_run(M, q, eq, comp, guess, state, budget, tol, z, supp):
                 if (mask >> t) & 1:
                     idx[k] = comp[t]
                     k += 1
+            Ak = A[:k * k].reshape((k, k))     # C-contiguous, as gauss_solve's other callers pass
             for a in range(k):
                 b[a] = -q[idx[a]]
                 for c2 in range(k):
-                    A[a, c2] = M[idx[a], idx[c2]]
-            ok = gauss_solve(A[:k, :k], b[:k], x[:k], 1e-13)
+                    Ak[a, c2] = M[idx[a], idx[c2]]
+            ok = gauss_solve(Ak, b[:k], x[:k], 1e-13)
             if ok:
                 for i in range(N):
                     z[i] = 0.0

@@ -84,27 +84,18 @@ REG_STEP = 0.1   # default of the option reg_step: a plain step cut below this i
 
 
 def _rho_from_blocks(Wd, rho, mu):
-    """(rho_N, rho_T, rho_pgs) per contact. ``rho`` scalar, a pair, or "auto" (split spectral norm)."""
-    nc, dim = Wd.shape[0], Wd.shape[1]
-    S = 0.5 * (Wd + np.transpose(Wd, (0, 2, 1)))
-    lmax = np.linalg.eigvalsh(S)[:, -1] if nc else np.zeros(0)
-    good = lmax > 0
-    fill = float(np.median(lmax[good])) if np.any(good) else 1.0
-    lmax = np.where(good, lmax, fill)
-    rho_pgs = 1.0 / lmax
+    """(rho_N, rho_T, rho_pgs) per contact from the diagonal blocks ``Wd`` (nc, dim, dim). ``rho``
+    scalar, a pair, or "auto" (split spectral norm): :func:`_newton_kernels.rho_of_blocks`."""
     if isinstance(rho, str):
         if rho != "auto":
             raise OptionError(f"rho must be a positive number, a pair, or 'auto', got {rho!r}")
-        wN = Wd[:, 0, 0]
-        wN = np.where(wN > 0, wN, lmax)
-        if dim > 1:
-            lT = np.linalg.eigvalsh(S[:, 1:, 1:])[:, -1]
-            lT = np.where(lT > 0, lT, lmax)
-        else:
-            lT = lmax
-        return 1.0 / wN, 1.0 / lT, rho_pgs
-    rn, rt = _rho_pair(rho)
-    return np.full(nc, rn), np.full(nc, rt), rho_pgs
+        auto, rn, rt = True, 1.0, 1.0
+    else:
+        auto, (rn, rt) = False, _rho_pair(rho)
+    nc = Wd.shape[0]
+    rhoN, rhoT, rho_pgs = np.empty(nc), np.empty(nc), np.empty(nc)
+    K.rho_of_blocks(np.ascontiguousarray(Wd, dtype=float), auto, rn, rt, rhoN, rhoT, rho_pgs)
+    return rhoN, rhoT, rho_pgs
 
 
 def _rho_pair(rho):

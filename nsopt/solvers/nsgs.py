@@ -139,16 +139,17 @@ class _Sweeper:
         return K.fc_error(self.dim, r, u, self.mu, self.qnorm, self.x, self.px)
 
     def run(self, r, u, nsweeps, tol, best_err, opts):
-        """At most ``nsweeps`` sweeps in place on r and u (after :meth:`error`); returns (errors per
-        sweep, local failures)."""
+        """At most ``nsweeps`` sweeps in place on r and u (after :meth:`error`), one chunk of the
+        solve kernel (:func:`_gs_kernels.nsgs_fc_solve`); returns (errors per sweep, local failures)."""
         if self.errs.shape[0] < nsweeps:
             self.errs = np.empty(max(nsweeps, 2 * self.errs.shape[0]))
-        self.best[0] = best_err
-        ptr, idx, val = self.csc
-        k, fails = K.nsgs_fc(self.dim, self.W, ptr, idx, val, self.D, self.q, self.mu, r, u, self.order,
-                             opts["shuffle"], tol, nsweeps, opts["local_tol"], opts["local_max_iter"], opts["omega"],
-                             self.qnorm, opts["resync"], self.errs, self.best_r, self.best)
-        return self.errs[:k], fails
+        state, best = self.state, self.best
+        state[0], state[1], state[2], state[3], state[4] = 0, nsweeps, 0, _RUNNING, -1
+        best[0] = best_err
+        K.nsgs_fc_solve(*self.head, self.q, self.mu, r, u, self.order, self.errs, self.best_r, state, best, tol,
+                        nsweeps, opts["local_tol"], opts["local_max_iter"], opts["omega"], opts["shuffle"],
+                        self.qnorm, opts["resync"], nsweeps, nsweeps)
+        return self.errs[:state.item(5)], state.item(2)
 
 
 def _sweeper(problem, mon):
@@ -194,7 +195,7 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     else:
         errs = _NO_VALUE
     state, best, best_r = sw.state, sw.best, sw.best_r
-    state[3] = _FRESH
+    state[3], state[4] = _FRESH, 0
     x, xbest, start = {"r": r}, {"r": best_r}, True
     q, mu, qnorm, tol, kernel = problem.q, problem.mu, problem.qnorm, mon.tol, K.nsgs_fc_solve
     while True:
@@ -295,7 +296,7 @@ def _gmp_split(problem):
                     extra = None
             elif b.kind in ("lcp", "relay"):
                 B = sp.csr_matrix(Mkk)
-                d = np.ascontiguousarray(np.diag(Mkk), dtype=np.float64)
+                d = np.array(np.diag(Mkk), dtype=np.float64)    # (np.diag is a read-only view)
                 if b.kind == "lcp":
                     lo, hi = np.zeros(b.size), np.full(b.size, np.inf)
                 else:
@@ -314,8 +315,10 @@ def _box_block_solve(Mkk, extra, ql, rk, tol, maxit):
         return False
     np.clip(rk, lo, hi, out=rk)
     scale = 1.0 + float(np.linalg.norm(ql))
+    qr = ql.view()
+    qr.setflags(write=False)      # as pgs passes a problem's q: one compiled signature
     for _ in range(max(1, maxit)):
-        K.pgs_sweeps(ptr, idx, val, d, ql, lo, hi, rk, 1.0, 10)
+        K.pgs_sweeps(ptr, idx, val, d, qr, lo, hi, rk, 1.0, 10)
         w = Mkk @ rk + ql
         if np.linalg.norm(rk - np.clip(rk - w, lo, hi)) <= tol * scale:
             return True
