@@ -383,13 +383,13 @@ def relay_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=Fals
     if out is not None:
         return out
     red = RelayToLCP()
-    lcp = red.apply(problem)
+    lcp, data = red.apply(problem)
 
     def polish(x, basic):
-        z = red.invert({"z": x})["z"]
-        return ({"z": p} for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic)))
+        z = red.invert({"z": x}, data)["z"]
+        return ({"z": p} for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic, data)))
 
-    return _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda z: red.invert({"z": z}),
+    return _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda z: red.invert({"z": z}, data),
                   err_of=lambda x: problem.error(x["z"]),
                   polish=polish, piv_tol=piv_tol, tie_tol=tie_tol, record_bases=record_bases,
                   info={"lcp_size": lcp.size})
@@ -413,17 +413,18 @@ def _mlcp_tries(mlcp, mon, reduction, err_of, to_x, record_bases, piv_tol, tie_t
     best, pivots = None, 0
     for name in ([reduction] if reduction != "auto" else ["auto", "split"]):
         red = MLCPToLCP(name)
-        lcp = red.apply(mlcp)
-        if best is not None and red.how == best.info["reduction"]:
+        lcp, data = red.apply(mlcp)
+        if best is not None and data["how"] == best.info["reduction"]:
             continue
 
-        def polish(x, basic, red=red):
-            z = red.invert({"z": x})["z"]
-            return (to_x(p) for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic)))
+        def polish(x, basic, red=red, data=data):
+            z = red.invert({"z": x}, data)["z"]
+            return (to_x(p) for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic, data)))
 
-        out = _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda x, red=red: to_x(red.invert({"z": x})["z"]),
+        out = _lemke(lcp, np.asarray(lcp.M), mon,
+                     to_x=lambda x, red=red, data=data: to_x(red.invert({"z": x}, data)["z"]),
                      err_of=err_of, polish=polish, piv_tol=piv_tol, tie_tol=tie_tol,
-                     record_bases=record_bases, info={"reduction": red.how, "lcp_size": lcp.size})
+                     record_bases=record_bases, info={"reduction": data["how"], "lcp_size": lcp.size})
         pivots += out.info.get("pivots", 0)
         out.info["error"] = err_of(out.x) if out.x else np.inf
         if best is None or out.info["error"] < best.info["error"]:
@@ -466,13 +467,13 @@ def avi_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", r
     if out is not None:
         return out
     kkt = AVIToMLCP()
-    mlcp = kkt.apply(problem)
+    mlcp, kkt_data = kkt.apply(problem)
     n = problem.size
     out = _mlcp_tries(mlcp, mon, reduction, lambda x: problem.error(x["z"]),
                       lambda zl: {"z": zl[:n], "zl": zl}, record_bases, piv_tol, tie_tol, mon.tol * 1e-2)
     zl = out.x.get("zl", np.zeros(mlcp.size)) if out.x else np.zeros(mlcp.size)
     out.x = {"z": zl[:n]}
-    out.info.update(multipliers=kkt.multipliers({"z": zl}), kkt_error=mlcp.error(zl))
+    out.info.update(multipliers=kkt.multipliers({"z": zl}, kkt_data), kkt_error=mlcp.error(zl))
     return out
 
 
@@ -492,14 +493,14 @@ def fc2d_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False
     out = _begin(problem, mon)
     if out is not None:
         return out
-    lcp = red.apply(problem)
+    lcp, data = red.apply(problem)
     Ml, ql = np.asarray(lcp.M), np.asarray(lcp.q)
     lo, hi = box_of(lcp)
 
     def polish(x, basic):
-        return (red.invert({"z": p}) for p in _basis_points(Ml, ql, lo, hi, x, basic))
+        return (red.invert({"z": p}, data) for p in _basis_points(Ml, ql, lo, hi, x, basic))
 
-    return _lemke(lcp, Ml, mon, to_x=lambda z: red.invert({"z": z}), err_of=lambda x: problem.error(x["r"]),
+    return _lemke(lcp, Ml, mon, to_x=lambda z: red.invert({"z": z}, data), err_of=lambda x: problem.error(x["r"]),
                   polish=polish,
                   piv_tol=piv_tol, tie_tol=tie_tol, record_bases=record_bases, info={"lcp_size": lcp.size})
 

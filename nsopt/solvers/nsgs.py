@@ -248,7 +248,7 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
         K.seed(seed)
     mon.budget(DEFAULT_MAX_ITER)
     red = GlobalToLocal()
-    loc, data = red.reduce(problem)
+    loc, data = red.apply(problem)
     sw = _sweeper(loc, mon)
     sw.order[:] = np.arange(sw.order.shape[0])
     msg = sw.diag(loc)
@@ -383,7 +383,7 @@ def nsgs_gmp(problem, mon, *, local_tol=1e-13, local_max_iter=10, equalities="su
                            + ("" if exact else " (least squares: M is singular)"))
     red = SubstituteEqualities()
     if equalities == "substitute" and red.accepts(problem):
-        P, data = red.reduce(problem)
+        P, data = red.apply(problem)
         y = r[data[2]].copy()    # the unknowns of the blocks that are not equalities
 
         def full(y):
