@@ -175,7 +175,7 @@ def demo(argv) -> int:
 
     items = ([] if args.no_demo else demo_problems()) + list(_file_problems(args.paths, _warn))
     w = min(max([len(n) for n, _ in items] + [7]), 40)
-    head = f"{'problem':<{w}} {'kind':<8} {'method':<14} {'status':<15} {'error':>10} {'iter':>7} {'time':>11}"
+    head = f"{'problem':<{w}} {'kind':<8} {'method':<14} {'status':<15} {'error':>10} {'nit':>7} {'time':>11}"
     print(head)
     print("-" * len(head), flush=True)
     n_ok = n_all = n_bad = 0
@@ -270,7 +270,7 @@ def solve_cmd(argv) -> int:
     from .studies.worker import warm_up
 
     ap = argparse.ArgumentParser(prog="nsopt solve", formatter_class=_Formatter,
-                                 description="Solve one problem file; print status, error, iterations, "
+                                 description="Solve one problem file; print status, error, iterations (nit), "
                                              "time.", epilog=WARMUP_NOTE + ".")
     ap.add_argument("file", metavar="FILE")
     ap.add_argument("--method", default="auto", help="a method name (nsopt info FILE lists them)")
@@ -305,7 +305,7 @@ def solve_cmd(argv) -> int:
             raise UsageError(str(e)) from None
     print(f"problem   {args.file} ({p.kind}, size {p.size})\nmethod    {s.method}\n"
           f"status    {s.status.value}\nerror     {s.error:.3e} (tol {tol:g})\n"
-          f"iter      {s.nit}\ntime      {s.solve_time * 1e3:.3f} ms" +
+          f"nit       {s.nit}\ntime      {s.solve_time * 1e3:.3f} ms" +
           (f"\nmessage   {s.message}" if s.message else ""))
     if args.out:
         try:
@@ -335,7 +335,7 @@ def _print_summary(df, folder):
         with __import__("pandas").option_context("display.width", 160, "display.max_rows", 200):
             print(s[cols].to_string(index=False, float_format=lambda x: f"{x:.3g}"))
     print(f"\nresults: {folder}/results.csv, results.parquet; summary.csv; profile_time.png, "
-          f"profile_iterations.png (+ .svg)")
+          f"profile_nit.png (+ .svg)")
 
 
 def compare_cmd(argv) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -174,6 +174,13 @@ class Solution:
             "options": json.dumps({k: _option_repr(v) for k, v in self.options.items()}, sort_keys=True),
         }
 
+    def __getattr__(self, name):
+        """Only for names that are not attributes: an AttributeError that lists the names a Solution
+        has and suggests the nearest (``sol.iterations`` -> ``nit``, scipy's name)."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(_unknown(name))
+
     def __getstate__(self):
         state = dict(self.__dict__)
         state["info"] = {k: v for k, v in self.info.items() if _plain(v)}
@@ -184,6 +191,22 @@ class Solution:
         kind = getattr(self.problem, "kind", type(self.problem).__name__)
         return (f"Solution(kind={kind!r}, method={self.method!r}, status={self.status.value!r}, "
                 f"error={self.error:.3e}, nit={self.nit}, solve_time={self.solve_time:.3g}s)")
+
+
+# names other libraries (and nsopt 0.1) give to a Solution's attributes
+_SYNONYMS = {"iterations": "nit", "iteration": "nit", "iters": "nit", "iter": "nit", "n_iter": "nit",
+             "niter": "nit", "num_iters": "nit", "x": "variables()", "fun": "error", "residual": "error",
+             "time": "solve_time", "runtime": "solve_time", "found": "success", "converged": "success",
+             "status_message": "message", "msg": "message", "primal": "variables()"}
+
+
+def _unknown(name: str) -> str:
+    import difflib
+
+    names = sorted({f.name for f in fields(Solution)} | {"success", "variables()", "to_record()"})
+    near = _SYNONYMS.get(name) or next(iter(difflib.get_close_matches(name, names, n=1, cutoff=0.6)), None)
+    hint = f"; did you mean {near!r}?" if near else ""
+    return f"'Solution' object has no attribute {name!r}{hint} (a Solution has: {', '.join(names)})"
 
 
 def _get_message(self) -> str:

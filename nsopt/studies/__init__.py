@@ -5,12 +5,12 @@ A campaign runs every method on every problem and writes one folder::
 
     results.csv, results.parquet   one row per (problem, method, options): problem path and content
                                    hash, kind, sizes, method, source (nsopt or siconos), options, tol,
-                                   status, error, iterations, time, peak memory, versions, host
+                                   status, error, nit (iterations), time, peak memory, versions, host
     records.jsonl                  the store the rows are appended to as each run finishes
     summary.csv                    per kind and method: share solved, median time, shifted geometric
                                    mean of the time ratio to the best
     profile_time.{png,svg}         Dolan-More performance profiles (x: log2 ratio to the best)
-    profile_iterations.{png,svg}
+    profile_nit.{png,svg}
     history.{png,svg}              error per iteration on one problem (``history=``)
     campaign.json, logs/           the campaign's settings; the workers' stderr, the wall time of
                                    the campaign's phases (logs/timings.json)

@@ -435,7 +435,7 @@ def _history(described, methods, pattern, folder, *, tol, max_iter, timeout, job
 
 # ------------------------------------------------------------------------------- report
 def write_report(folder, df=None, drawer=None) -> list[Path]:
-    """Write ``summary.csv``, the performance profiles (time, iterations; PNG and SVG) and the
+    """Write ``summary.csv``, the performance profiles (time, iterations ``nit``; PNG and SVG) and the
     error-history plot of a campaign folder from its stored results; returns the paths written.
 
     The figures are drawn by ``drawer`` (a :class:`~nsopt.studies.runner.Drawer`, forked or kept
@@ -454,7 +454,7 @@ def write_report(folder, df=None, drawer=None) -> list[Path]:
     if len(df):
         from .profiles import profile_panels
 
-        for measure in ("time", "iterations"):
+        for measure in ("time", "nit"):
             jobs.append(("profile", (profile_panels(df, measure), measure),
                          [folder / f"profile_{measure}.{ext}" for ext in ("png", "svg")]))
     hj = folder / "history.json"

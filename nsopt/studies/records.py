@@ -23,7 +23,7 @@ import warnings
 from pathlib import Path
 
 COLUMNS = ["problem", "problem_hash", "kind", "size", "nc", "method", "source", "options", "tol",
-           "max_iter", "timeout", "status", "error", "iterations", "time", "build_time",
+           "max_iter", "timeout", "status", "error", "nit", "time", "build_time",
            "load_time", "warmup_time", "peak_rss_mb", "message", "nsopt_version", "versions", "host",
            "finished_at", "runs", "info"]
 STORE = "records.jsonl"
@@ -38,16 +38,23 @@ def key(rec: dict) -> tuple:
 
 
 def normalize(rec: dict) -> dict:
-    """A worker's record in the table's vocabulary (``nit`` -> ``iterations``, ``info`` as JSON,
-    NaN -> None)."""
+    """A worker's record in the table's vocabulary (``info`` as JSON, NaN -> None; iterations are
+    ``nit``, as on a Solution)."""
     rec = dict(rec)
-    if "nit" in rec:
-        rec.setdefault("iterations", rec.pop("nit"))
+    _renamed(rec)
     if isinstance(rec.get("info"), dict):     # a worker's info scalars: stored as JSON
         rec["info"] = json.dumps(rec["info"], sort_keys=True, default=str)
     for k, v in rec.items():
         if isinstance(v, float) and math.isnan(v):
             rec[k] = None
+    return rec
+
+
+def _renamed(rec: dict) -> dict:
+    """A record of an earlier nsopt, whose iterations were the column ``iterations``: renamed ``nit``
+    in place (old campaign folders still load, report and merge)."""
+    if "iterations" in rec and "nit" not in rec:
+        rec["nit"] = rec.pop("iterations")
     return rec
 
 
@@ -72,6 +79,7 @@ def read_records(folder, repair=False) -> list[dict]:
         except json.JSONDecodeError:
             bad += 1
             continue
+        _renamed(rec)
         out[key(rec)] = rec      # a retried run replaces the earlier one
     out = list(out.values())
     if bad:
@@ -203,7 +211,7 @@ class Store:
 
 def write_parquet(df, path):
     df = df.copy()
-    for c in ("size", "nc", "iterations", "max_iter", "runs"):
+    for c in ("size", "nc", "nit", "max_iter", "runs"):
         df[c] = df[c].astype("Int64")
     for c in ("error", "time", "build_time", "load_time", "warmup_time", "peak_rss_mb", "tol", "timeout"):
         df[c] = df[c].astype("float64")

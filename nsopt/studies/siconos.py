@@ -182,7 +182,7 @@ def run_task(task: dict) -> list[dict]:
                      "size": _num(r.get("n"), int), "nc": _num(r.get("nc"), int),
                      "status": _status(r, task["tol"], task.get("timeout")),
                      "error": _num(r.get("err_check")) if r.get("err_check") else _num(r.get("err_solver")),
-                     "iterations": _num(r.get("iterations"), int), "time": _num(r.get("time_s")),
+                     "nit": _num(r.get("iterations"), int), "time": _num(r.get("time_s")),
                      "build_time": None, "peak_rss_mb": None,
                      "message": "; ".join(x for x in (f"info={r.get('info')}" if r.get("info") else "",
                                                       r.get("note", "")) if x),
