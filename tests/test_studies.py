@@ -374,19 +374,19 @@ def test_queue_depth_by_hand():
 def test_report_figures_drawn_even_if_the_drawing_child_fails(tmp_path, monkeypatch):
     """write_report draws the first figure in a forked child; if the child fails, this process
     draws it."""
-    from nsopt.studies import campaign
+    from nsopt.studies import report
 
     df = nsopt.studies.compare(["nsopt:generated/lcp-spd-10"], "lemke,pgs", out=tmp_path / "c",
                                progress=False, report=False)
     parent = os.getpid()
-    save = campaign._save
+    save = report._save
 
     def failing_in_child(job):
         if os.getpid() != parent:
             raise RuntimeError("child fails")
         save(job)
 
-    monkeypatch.setattr(campaign, "_save", failing_in_child)
+    monkeypatch.setattr(report, "_save", failing_in_child)
     written = nsopt.studies.write_report(tmp_path / "c", df)
     for m in ("time", "nit"):
         for ext in ("png", "svg"):
@@ -398,13 +398,13 @@ def test_report_figures_drawn_even_if_the_drawing_child_fails(tmp_path, monkeypa
 def test_drawer_process_draws_and_a_failed_drawer_falls_back(tmp_path, monkeypatch):
     """The drawer forked for a campaign's report is kept for the next reports of the process; one
     that fails is stopped, and write_report draws the figures itself."""
-    from nsopt.studies import runner
+    from nsopt.studies import report, runner
 
     monkeypatch.setenv("NSOPT_WORKER_START", "fork")
     df = nsopt.studies.compare(["nsopt:generated/lcp-spd-10"], "lemke,pgs", out=tmp_path / "c",
                                progress=False, report=False)
-    d = runner.Drawer.get()
-    assert d is not None and d.alive and runner.Drawer.get() is d
+    d = report.Drawer.get()
+    assert d is not None and d.alive and report.Drawer.get() is d
     files_ = ("profile_time.png", "profile_time.svg", "profile_nit.png", "profile_nit.svg")
     for _ in range(2):                      # the same process draws both reports
         for f in files_:
@@ -412,16 +412,16 @@ def test_drawer_process_draws_and_a_failed_drawer_falls_back(tmp_path, monkeypat
         written = nsopt.studies.write_report(tmp_path / "c", df, drawer=d)
         for f in files_:
             assert tmp_path / "c" / f in written and (tmp_path / "c" / f).stat().st_size > 1000
-        assert d.alive and runner.Drawer.get() is d
+        assert d.alive and report.Drawer.get() is d
     assert not d.draw([("profile", ("not panels", "time"), [tmp_path / "x.png"])])
-    assert not d.alive and runner.Drawer._kept is None
+    assert not d.alive and report.Drawer._kept is None
     for f in ("profile_time.png", "profile_nit.svg"):
         (tmp_path / "c" / f).unlink()
     nsopt.studies.write_report(tmp_path / "c", df, drawer=d)           # a dead drawer: drawn here
     assert (tmp_path / "c" / "profile_time.png").is_file() and (tmp_path / "c" / "profile_nit.svg").is_file()
-    d2 = runner.Drawer.get()
+    d2 = report.Drawer.get()
     runner.shutdown()
-    assert not d2.alive and runner.Drawer._kept is None
+    assert not d2.alive and report.Drawer._kept is None
 
 
 def test_an_old_campaign_with_an_iterations_column_still_loads_and_reports(tmp_path, capsys):

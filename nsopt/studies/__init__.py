@@ -47,7 +47,7 @@ Modules: :mod:`~nsopt.studies.files` (problem sources), :mod:`~nsopt.studies.wor
 the kept workers),
 :mod:`~nsopt.studies.records` (store, resume, merge), :mod:`~nsopt.studies.profiles` (profiles,
 summary), :mod:`~nsopt.studies.siconos` (Siconos through ``siconos_bench.py``),
-:mod:`~nsopt.studies.campaign` (:func:`compare`, :func:`write_report`).
+:mod:`~nsopt.studies.campaign` (:func:`compare`), :mod:`~nsopt.studies.report` (:func:`write_report`).
 
 A cluster of several machines: start a scheduler (``dask scheduler``) on one machine and
 ``dask worker tcp://SCHEDULER:8786 --nthreads 1`` on each (as many workers as cores), with nsopt
@@ -58,7 +58,8 @@ separately (``nsopt compare PART1 --out a`` here, ``nsopt compare PART2 --out b`
 with ``nsopt merge ALL a b`` (or :func:`merge`), or reported together with ``nsopt report a b --out ALL``.
 """
 
-from .campaign import compare, parse_methods, write_report
+from .campaign import compare, parse_methods
+from .report import write_report
 from .files import builtin_problems, find_problems, load_problem
 from .profiles import performance_profile, summary
 from .records import COLUMNS, Store, load_results, merge

@@ -20,6 +20,7 @@ import math
 import os
 import time
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 
 COLUMNS = ["problem", "problem_hash", "kind", "size", "nc", "method", "source", "options", "tol",
@@ -29,6 +30,34 @@ COLUMNS = ["problem", "problem_hash", "kind", "size", "nc", "method", "source", 
 STORE = "records.jsonl"
 CSV = "results.csv"
 PARQUET = "results.parquet"
+
+
+_NOW = [None, ""]
+
+
+def now_utc() -> str:
+    """The current UTC time to the second, ISO 8601 (formatted once per second)."""
+    sec = int(time.time())
+    if sec != _NOW[0]:
+        _NOW[0], _NOW[1] = sec, datetime.fromtimestamp(sec, timezone.utc).isoformat(timespec="seconds")
+    return _NOW[1]
+
+
+def task_columns(task: dict) -> dict:
+    """The identifying columns of a task's row (the same whoever writes the record)."""
+    return {"problem": task["problem"], "problem_hash": task.get("problem_hash"),
+            "method": task["method"], "source": task.get("source", "nsopt"),
+            "options": task.get("options_key", "{}"), "tol": task["tol"],
+            "max_iter": task.get("max_iter"), "timeout": task.get("timeout")}
+
+
+def failure_record(task: dict, status: str, message: str, info: dict | None = None) -> dict:
+    """The record of a run that produced no solution (load error, exception, timeout, crash)."""
+    info = info or {}
+    return {**task_columns(task), "kind": info.get("kind", task.get("kind")),
+            "size": info.get("size"), "nc": info.get("nc"), "status": status, "error": None,
+            "nit": None, "time": None, "build_time": None, "peak_rss_mb": None, "message": message,
+            "finished_at": now_utc()}
 
 
 def key(rec: dict) -> tuple:

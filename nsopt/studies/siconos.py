@@ -129,7 +129,7 @@ def _num(x, cast=float):
 
 def run_task(task: dict) -> list[dict]:
     """Run the tool on one problem with the task's Siconos solver labels; one record per label."""
-    from .worker import failure_record, now_utc, task_columns
+    from .records import failure_record, now_utc, task_columns
 
     labels = task["siconos_solvers"]
     tool = Path(task["tool"])
