@@ -148,6 +148,38 @@ def _arrow_solve(z, X, dim, out):
 
 
 @njit(cache=True, error_model="numpy")
+def _fb_contact(r, u, m, dim, i0, phi, x, y, w, z):
+    """The Fischer-Burmeister residual of one contact into ``phi[i0:i0 + dim]`` (the one home of the
+    formula: :func:`fb_phi`, :func:`fb_jac`). Frictionless (``m <= MU_TINY``): phi_N = FB(r_N, u_N),
+    phi_T = r_T, and returns -1. Else x = (m r_N, r_T), y = (u_N + m||u_T||, m u_T), w = x^2 + y^2
+    and z = w^(1/2) (Jordan algebra), phi = x + y - z; returns lambda_min(w) and ||u_T||
+    (``x[...]`` etc. filled for the Jacobian)."""
+    if m <= MU_TINY:
+        phi[i0] = r[i0] + u[i0] - math.sqrt(r[i0] * r[i0] + u[i0] * u[i0])
+        for k in range(1, dim):
+            phi[i0 + k] = r[i0 + k]
+        return -1.0, 0.0
+    nuT = 0.0
+    for k in range(1, dim):
+        nuT += u[i0 + k] * u[i0 + k]
+    nuT = math.sqrt(nuT)
+    x[0] = m * r[i0]
+    y[0] = u[i0] + m * nuT
+    for k in range(1, dim):
+        x[k] = r[i0 + k]
+        y[k] = m * u[i0 + k]
+    w[0] = 0.0
+    for k in range(dim):
+        w[0] += x[k] * x[k] + y[k] * y[k]
+    for k in range(1, dim):
+        w[k] = 2.0 * (x[0] * x[k] + y[0] * y[k])
+    l1 = _soc_sqrt(w, dim, z)
+    for k in range(dim):
+        phi[i0 + k] = x[k] + y[k] - z[k]
+    return l1, nuT
+
+
+@njit(cache=True, error_model="numpy")
 def fb_phi(r, u, mu, dim, phi):
     """Fischer-Burmeister residual on (x, y) = ((mu r_N, r_T), (u_N + mu||u_T||, mu u_T)); returns 1/2||phi||^2.
 
@@ -162,29 +194,7 @@ def fb_phi(r, u, mu, dim, phi):
     f = 0.0
     for a in range(nc):
         i0 = a * dim
-        m = mu[a]
-        if m <= MU_TINY:
-            phi[i0] = r[i0] + u[i0] - math.sqrt(r[i0] * r[i0] + u[i0] * u[i0])
-            for k in range(1, dim):
-                phi[i0 + k] = r[i0 + k]
-        else:
-            nuT = 0.0
-            for k in range(1, dim):
-                nuT += u[i0 + k] * u[i0 + k]
-            nuT = math.sqrt(nuT)
-            x[0] = m * r[i0]
-            y[0] = u[i0] + m * nuT
-            for k in range(1, dim):
-                x[k] = r[i0 + k]
-                y[k] = m * u[i0 + k]
-            w[0] = 0.0
-            for k in range(dim):
-                w[0] += x[k] * x[k] + y[k] * y[k]
-            for k in range(1, dim):
-                w[k] = 2.0 * (x[0] * x[k] + y[0] * y[k])
-            _soc_sqrt(w, dim, z)
-            for k in range(dim):
-                phi[i0 + k] = x[k] + y[k] - z[k]
+        _fb_contact(r, u, mu[a], dim, i0, phi, x, y, w, z)
         for k in range(dim):
             f += phi[i0 + k] * phi[i0 + k]
     return 0.5 * f
@@ -216,10 +226,10 @@ def fb_jac(r, u, mu, dim, phi, A, B):
             for l in range(dim):
                 A[a, k, l] = 0.0
                 B[a, k, l] = 0.0
+        l1, nuT = _fb_contact(r, u, m, dim, i0, phi, x, y, w, z)
         if m <= MU_TINY:
             rn, un = r[i0], u[i0]
             s = math.sqrt(rn * rn + un * un)
-            phi[i0] = rn + un - s
             if s > 1e-300:
                 A[a, 0, 0] = 1.0 - rn / s
                 B[a, 0, 0] = 1.0 - un / s
@@ -227,26 +237,8 @@ def fb_jac(r, u, mu, dim, phi, A, B):
                 A[a, 0, 0] = 1.0 - 1.0 / math.sqrt(2.0)
                 B[a, 0, 0] = 1.0 - 1.0 / math.sqrt(2.0)
             for k in range(1, dim):
-                phi[i0 + k] = r[i0 + k]
                 A[a, k, k] = 1.0
         else:
-            nuT = 0.0
-            for k in range(1, dim):
-                nuT += u[i0 + k] * u[i0 + k]
-            nuT = math.sqrt(nuT)
-            x[0] = m * r[i0]
-            y[0] = u[i0] + m * nuT
-            for k in range(1, dim):
-                x[k] = r[i0 + k]
-                y[k] = m * u[i0 + k]
-            w[0] = 0.0
-            for k in range(dim):
-                w[0] += x[k] * x[k] + y[k] * y[k]
-            for k in range(1, dim):
-                w[k] = 2.0 * (x[0] * x[k] + y[0] * y[k])
-            l1 = _soc_sqrt(w, dim, z)
-            for k in range(dim):
-                phi[i0 + k] = x[k] + y[k] - z[k]
             thr = 1e-10 * w[0]
             if l1 <= thr:   # boundary or zero: smoothed Jacobian
                 eps2 = max(thr, 1e-20) if w[0] > 0.0 else 1e-20
