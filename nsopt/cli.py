@@ -54,11 +54,16 @@ def _methods_list(s):
     return [m for m in s.split(",") if m.strip()]
 
 
-def _positive(s):
-    v = float(s)
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {s}")
-    return v
+def _seconds(s):
+    """A time budget on the command line: the rule of ``nsopt.solve``'s ``time_limit`` and the
+    campaigns' ``timeout`` (:func:`nsopt.monitor.check_time_limit`: >= 0 seconds, inf: none)."""
+    from .exceptions import OptionError
+    from .monitor import check_time_limit
+
+    try:
+        return check_time_limit(float(s))
+    except (ValueError, OptionError):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0 (inf: none), got {s}") from None
 
 
 def _jobs(s):
@@ -276,7 +281,7 @@ def solve_cmd(argv) -> int:
     ap.add_argument("--method", default="auto", help="a method name (nsopt info FILE lists them)")
     ap.add_argument("--tol", type=float, default=1e-8, help="target of the error measure")
     ap.add_argument("--max-iter", type=int, default=None, help="iteration budget (None: the method's)")
-    ap.add_argument("--time-limit", type=_positive, default=None, help="wall-clock budget, seconds")
+    ap.add_argument("--time-limit", type=_seconds, default=None, help="wall-clock budget, seconds (>= 0)")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                     help="a method option (repeatable), e.g. --option omega=1.2")
     ap.add_argument("--out", help="write the solution: .npz (variables by name), or an FCLIB file with the "
@@ -353,8 +358,8 @@ def compare_cmd(argv) -> int:
     ap.add_argument("--methods", required=True, help="comma-separated methods, e.g. nsgs,nsn-ac")
     ap.add_argument("--tol", type=float, default=1e-8, help="target of the error measure")
     ap.add_argument("--max-iter", type=int, default=None, help="iteration budget (None: each method's)")
-    ap.add_argument("--timeout", type=_positive, default=None,
-                    help="seconds per solve (soft time_limit; the worker is killed 10%% later)")
+    ap.add_argument("--timeout", type=_seconds, default=None,
+                    help="seconds per solve, >= 0 (soft time_limit; the worker is killed 10%% later)")
     ap.add_argument("--jobs", type=_jobs, default=1, help="worker processes")
     ap.add_argument("--out", default="nsopt-campaign", help="campaign folder")
     ap.add_argument("--siconos", default=None, metavar="SOLVER,...",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 import pickle
 import re
 import shutil
@@ -186,8 +185,9 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
         problems of the kinds it is registered for.
     tol : target of nsopt's error measure (``solved`` iff error <= tol).
     max_iter : iteration budget of every method (None: each method's default).
-    timeout : seconds per solve: the soft ``time_limit`` of the method, and the hard limit (plus
-        10 %, at least 1 s) after which the worker is killed and the row says ``timeout``.
+    timeout : seconds per solve, with the rule of ``nsopt.solve``'s ``time_limit`` (a number >= 0;
+        None or inf: none): the soft ``time_limit`` of the method, and the hard limit (plus 10 %, at
+        least 1 s) after which the worker is killed and the row says ``timeout``.
     jobs : worker processes (one BLAS thread each; kept for the next call of this process, see
         :mod:`nsopt.studies.runner`).
     out : campaign folder (results, profiles, summary); re-running with the same folder does only
@@ -216,16 +216,13 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
         finding, hashing them; ``store``; ``run``; ``export``: the tables; ``frame``; ``report``:
         summary and figures; ``total``), also written to ``logs/timings.json``.
     """
-    from ..solve import check_max_iter, check_tol
+    from ..monitor import check_max_iter, check_time_limit, check_tol
 
     clock = _Clock()
     log = log or (lambda m: print(m, file=sys.stderr))
     tol = check_tol(tol)
     max_iter = check_max_iter(max_iter)
-    if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < math.inf):
-        from ..exceptions import OptionError
-
-        raise OptionError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    timeout = check_time_limit(timeout, "timeout")     # the rule of solve's time_limit: >= 0, None/inf: none
     import_plugins(plugins)
     methods = parse_methods(methods)
     check_methods(methods)

@@ -98,7 +98,7 @@ def unavailable(tool=None, python=None) -> str | None:
 
 def hard_limit(n_solvers: int, timeout) -> float:
     """Seconds after which the whole tool run on one file is killed."""
-    per = (float(timeout) if timeout else 600.0) + 30.0
+    per = (float(timeout) if timeout is not None else 600.0) + 30.0
     return 60.0 + n_solvers * per
 
 
@@ -153,7 +153,7 @@ def run_task(task: dict) -> list[dict]:
                "--tol", repr(task["tol"]), "--repeat-under", repr(float(task.get("repeat_under") or 0)),
                "--threads", "1",
                "--solvers", *labels]
-        if task.get("timeout"):
+        if task.get("timeout") is not None:
             cmd += ["--timeout", repr(float(task["timeout"]))]
         if task.get("max_iter") is not None:
             cmd += ["--max-iter", str(task["max_iter"])]
