@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ..problems._base import ORDERED_ROWS
 from ..problems._products import csr_affine, dense_affine  # noqa: F401  (the kernels' u = Wr + q, w = Mz + q)

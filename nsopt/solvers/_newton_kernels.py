@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from . import _gs_kernels as GS
 from ._gs_kernels import proj_cone

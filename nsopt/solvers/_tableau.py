@@ -14,7 +14,7 @@ import functools
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from . import _gs_kernels as K
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from numba import njit
+from .._jit import njit
 
 from ..linalg import basis_solve
 from ..reductions import box_of
