@@ -54,7 +54,7 @@ import numpy as np
 from .exceptions import OptionError
 from .registry import Outcome
 from .problems._base import FLOAT64, all_finite
-from .result import Iterate, Solution, Status
+from .result import Iterate, Solution, Status, lazy_message
 
 CHUNK_SECONDS = 0.02     # target duration of one compiled chunk (time_limit and Ctrl-C act between chunks)
 WORK_PER_CHUNK = 10**7   # flops of one chunk on the deterministic schedule (a few ms to a few tens)
@@ -96,7 +96,7 @@ class Monitor:
     _t_chunk = None
     _borrowed = False
 
-    def __init__(self, *, tol, max_iter=None, time_limit=None, history=False, callback=None, x0=None,
+    def __init__(self, tol, max_iter=None, time_limit=None, history=False, callback=None, x0=None,
                  workspace=None):
         self.tol = tol
         self._t0 = t0 = time.perf_counter()
@@ -242,9 +242,8 @@ class Monitor:
         limit has the starting point judged alone first (``first = 0``)."""
         if self.callback is not None:
             return 1, 1, 0 if self.deadline is not None else 1
-        cap = WORK_PER_CHUNK // work if work > 0 else WORK_PER_CHUNK
-        cap = cap if cap > 0 else 1
-        return cap, 4 * cap, 4 * cap if self.deadline is None else 0
+        cap, turn = plain_schedule(work)
+        return cap, turn, turn if self.deadline is None else 0
 
     def steps(self, errors, x: dict, best=None):
         """Record a chunk of ``len(errors)`` iterations run by a kernel (``x`` at the chunk's end;
@@ -310,16 +309,7 @@ class Monitor:
             self._message = message
         return status
 
-    @property
-    def message(self) -> str:
-        m = self._message
-        if type(m) is tuple:
-            m = self._message = m[0] % m[1]
-        return m
-
-    @message.setter
-    def message(self, value):
-        self._message = value
+    message = lazy_message()
 
     @property
     def stopped(self) -> bool:
@@ -337,6 +327,14 @@ class Monitor:
                 x = {k: v.copy() for k, v in x.items()}
         return Outcome(x, status or self.status or Status.MAX_ITER, self.k, self.history, message or self._message,
                        info, self.build_time, error, error is not None)
+
+
+def plain_schedule(work: int):
+    """``(cap, turn)`` of :meth:`Monitor.schedule` for a solve without callback or time limit (the
+    same numbers; a method may keep them with what it built for its matrix)."""
+    cap = WORK_PER_CHUNK // work if work > 0 else WORK_PER_CHUNK
+    cap = cap if cap > 0 else 1
+    return cap, 4 * cap
 
 
 # ------------------------------------------------------------------------------------------ the common options

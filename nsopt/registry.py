@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 
 from .exceptions import MethodNotFound, OptionError
-from .result import Solution, Status, judged
+from .result import Solution, Status, judged, lazy_message
 
 
 class Outcome:
@@ -21,24 +21,13 @@ class Outcome:
     ``message`` may be given as (format, values), made into a str when it is read.
     """
 
-    __slots__ = ("x", "status", "nit", "history", "_message", "info", "build_time", "error", "complete")
-
     def __init__(self, x, status=Status.SOLVED, nit=0, history=None, message="", info=None, build_time=0.0,
                  error=None, complete=False):
         self.x, self.status, self.nit, self.history, self._message = x, status, nit, history, message
         self.info = {} if info is None else info
         self.build_time, self.error, self.complete = build_time, error, complete
 
-    @property
-    def message(self) -> str:
-        m = self._message
-        if type(m) is tuple:
-            m = self._message = m[0] % m[1]
-        return m
-
-    @message.setter
-    def message(self, value):
-        self._message = value
+    message = lazy_message()
 
     def __repr__(self):
         return f"Outcome(status={self.status.value!r}, nit={self.nit}, variables={sorted(self.x)})"

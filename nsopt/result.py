@@ -209,17 +209,23 @@ def _unknown(name: str) -> str:
     return f"'Solution' object has no attribute {name!r}{hint} (a Solution has: {', '.join(names)})"
 
 
-def _get_message(self) -> str:
-    m = self.__dict__.get("message", "")
-    if type(m) is tuple:        # (format, values) from a re-solve plan: formatted at the first read
-        m = self.__dict__["message"] = m[0] % m[1]
-    return m
+def lazy_message(attribute: str = "_message", doc: str = "What the method says about its stop."):
+    """A ``message`` property over the instance attribute ``attribute``, which holds a str or a
+    (format, values) pair made into the str when it is first read (a solve's message is mostly
+    never read: the Monitor, the Outcome and the Solution hand it over unformatted)."""
+    def get(self) -> str:
+        d = self.__dict__
+        m = d.get(attribute, "")
+        if type(m) is tuple:
+            m = d[attribute] = m[0] % m[1]
+        return m
 
+    def set_(self, value):
+        self.__dict__[attribute] = value
 
-def _set_message(self, value):
-    self.__dict__["message"] = value
+    return property(get, set_, doc=doc)
 
 
 # ``message`` of a re-solve loop's Solutions is mostly never read: a plan may hand over (format, values)
 # (``Solution._make``), and the text is made when it is asked for
-Solution.message = property(_get_message, _set_message, doc="What the method says about its stop.")
+Solution.message = lazy_message("message")

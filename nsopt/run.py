@@ -26,7 +26,7 @@ def _pop_aliases(problem, info, options, x0):
     return options, x0
 
 
-def run_method(problem, info, tol, max_iter, options, *, time_limit=None, history=False, callback=None,
+def run_method(problem, info, tol, max_iter, options, time_limit=None, history=False, callback=None,
                x0=None, workspace=None):
     """Call one registered method (``info``, a :class:`~nsopt.registry.MethodInfo`) on ``problem``
     under the contract (a :class:`Monitor` built from the common options, already checked; ``x0``:
@@ -46,7 +46,6 @@ def run_method(problem, info, tol, max_iter, options, *, time_limit=None, histor
         out = Outcome(x, Status.INFEASIBLE, 0, message=why, info={"certificate": "problem"},
                       history=[float(problem.error_of(problem.complete(x)))] if history else None)
     else:
-        mon = Monitor(tol=tol, max_iter=max_iter, time_limit=time_limit, history=history, callback=callback,
-                      x0=x0, workspace=workspace)
+        mon = Monitor(tol, max_iter, time_limit, history, callback, x0, workspace)
         out = info.func(problem, mon, **opts)
     return out.solution(problem, tol, info.name, t0, dict(given) if given else {})

@@ -101,5 +101,4 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         why = info.applies(problem)
         if why:
             raise NotApplicable(f"method {method!r} does not apply to this {info.kind} problem: {why}")
-    return run_method(problem, info, tol, max_iter, options, time_limit=time_limit, history=history,
-                      callback=callback, x0=x0, workspace=workspace)
+    return run_method(problem, info, tol, max_iter, options, time_limit, history, callback, x0, workspace)

@@ -23,29 +23,40 @@ MU_TINY = 1e-12   # FB: friction coefficients below this are treated as friction
 
 
 @njit(cache=True, error_model="numpy")
+def _ac_contact(r, u, mu, rhoN, rhoT, dim, i0, phi):
+    """The Alart-Curnier residual of one contact into ``phi[i0:i0 + dim]`` (the one home of the
+    formula: :func:`ac_phi`, :func:`ac_jac`), Christensen's radius R = mu max(0, r_N - rho_N u_N).
+    Returns (r_N - rho_N u_N, R, ||r_T - rho_T u_T||)."""
+    xN = r[i0] - rhoN * u[i0]
+    pN = max(0.0, xN)
+    phi[i0] = r[i0] - pN
+    R = mu * pN
+    nx = 0.0
+    for k in range(1, dim):
+        x = r[i0 + k] - rhoT * u[i0 + k]
+        nx += x * x
+    nx = math.sqrt(nx)
+    if nx <= R and R > 0.0:       # stick
+        for k in range(1, dim):
+            phi[i0 + k] = rhoT * u[i0 + k]
+    elif nx <= R:                 # R = 0 and x_T = 0: phi_T = r_T (= rho_T u_T)
+        for k in range(1, dim):
+            phi[i0 + k] = r[i0 + k]
+    else:                         # slide (or take-off when R = 0)
+        s = R / nx
+        for k in range(1, dim):
+            phi[i0 + k] = r[i0 + k] - s * (r[i0 + k] - rhoT * u[i0 + k])
+    return xN, R, nx
+
+
+@njit(cache=True, error_model="numpy")
 def ac_phi(r, u, mu, rhoN, rhoT, dim, phi):
     """Alart-Curnier residual (Christensen's radius mu * max(0, r_N - rho_N u_N)); returns 1/2||phi||^2."""
     nc = mu.shape[0]
     f = 0.0
     for a in range(nc):
         i0 = a * dim
-        xN = r[i0] - rhoN[a] * u[i0]
-        pN = max(0.0, xN)
-        phi[i0] = r[i0] - pN
-        R = mu[a] * pN
-        nx = 0.0
-        for k in range(1, dim):
-            x = r[i0 + k] - rhoT[a] * u[i0 + k]
-            nx += x * x
-        nx = math.sqrt(nx)
-        if nx <= R:
-            for k in range(1, dim):
-                phi[i0 + k] = rhoT[a] * u[i0 + k]
-        else:
-            s = R / nx
-            for k in range(1, dim):
-                x = r[i0 + k] - rhoT[a] * u[i0 + k]
-                phi[i0 + k] = r[i0 + k] - s * x
+        _ac_contact(r, u, mu[a], rhoN[a], rhoT[a], dim, i0, phi)
         for k in range(dim):
             f += phi[i0 + k] * phi[i0 + k]
     return 0.5 * f
@@ -62,33 +73,20 @@ def ac_jac(r, u, mu, rhoN, rhoT, dim, phi, A, B):
             for m in range(dim):
                 A[a, k, m] = 0.0
                 B[a, k, m] = 0.0
-        xN = r[i0] - rhoN[a] * u[i0]
+        xN, R, nx = _ac_contact(r, u, mu[a], rhoN[a], rhoT[a], dim, i0, phi)
         active = xN > 0.0
-        pN = xN if active else 0.0
-        phi[i0] = r[i0] - pN
         if active:
             B[a, 0, 0] = rhoN[a]
         else:
             A[a, 0, 0] = 1.0
-        R = mu[a] * pN
-        nx = 0.0
-        for k in range(1, dim):
-            x = r[i0 + k] - rhoT[a] * u[i0 + k]
-            nx += x * x
-        nx = math.sqrt(nx)
         if nx <= R and R > 0.0:   # stick
             for k in range(1, dim):
-                phi[i0 + k] = rhoT[a] * u[i0 + k]
                 B[a, k, k] = rhoT[a]
         elif nx <= R:               # R = 0 and x_T = 0: phi_T = r_T
             for k in range(1, dim):
-                phi[i0 + k] = r[i0 + k]
                 A[a, k, k] = 1.0
         else:                       # slide (or take-off when R = 0)
             s = R / nx
-            for k in range(1, dim):
-                x = r[i0 + k] - rhoT[a] * u[i0 + k]
-                phi[i0 + k] = r[i0 + k] - s * x
             for k in range(1, dim):
                 nk = (r[i0 + k] - rhoT[a] * u[i0 + k]) / nx
                 for m in range(1, dim):

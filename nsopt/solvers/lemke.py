@@ -294,16 +294,16 @@ def _begin(problem, mon, M=None):
     name = problem.primal
     x0 = mon.x0.get(name) if mon.x0 is not None else None
     if M is not None and _small_lcp(problem, M):
-        z = np.zeros(problem.size) if x0 is None else np.array(x0, dtype=float)
-        w = np.empty(problem.size)
-        err, code = lcp_start(M, np.asarray(problem.q, dtype=float), z, w, x0 is not None, norm2(problem.q),
-                               mon.tol)
+        q = problem.q
+        z = np.zeros(q.shape[0]) if x0 is None else np.array(x0, dtype=float)
+        w = np.empty(q.shape[0])
+        err, code = lcp_start(M, q, z, w, x0 is not None, norm2(q), mon.tol)
         if code >= 0 and code != 2:
-            if mon.start({name: z}, err):
+            x = {"z": z}      # (a new array: recorded as it is, copied only if it is returned later)
+            if mon.record(err, 0, err, None, x, x, err) is not None:
                 msg = _START_MSG[code + (x0 is not None)] if mon.status is Status.SOLVED else ""
-                out = mon.outcome(message=msg, info={"pivots": 0}, x={"z": z, "w": w})
-                out.error, out.complete = err, True
-                return out
+                x["w"] = w
+                return mon.outcome(message=msg, info={"pivots": 0}, x=x, error=err)
             return None
     z = np.zeros(problem.size) if x0 is None else np.asarray(x0, dtype=float)
     err = problem.error(z)
@@ -323,10 +323,10 @@ def _begin(problem, mon, M=None):
 
 
 def _box_start(problem, mon):
-    """Dense M, q and the bounds of a box-affine problem, with the Outcome of :func:`_begin`."""
+    """Dense M and q of a box-affine problem, with the Outcome of :func:`_begin` (its bounds are
+    :func:`box_of`, wanted only when Lemke's path runs)."""
     M = dense_of(problem.M, "M", "lemke")
-    lo, hi = box_of(problem)
-    return M, np.asarray(problem.q, dtype=float), lo, hi, _begin(problem, mon, M)
+    return M, problem.q, _begin(problem, mon, M)
 
 
 def _too_big(problem):
@@ -359,9 +359,10 @@ def lcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, cover=None, restart
     ``cover``: covering vector (default ones); ``restarts``: after a secondary ray *without*
     certificate, retry this many times with random covering vectors (a certified ray is final).
     """
-    M, q, lo, hi, out = _box_start(problem, mon)
+    M, q, out = _box_start(problem, mon)
     if out is not None:
         return out
+    lo, hi = box_of(problem)
     return _lemke(problem, M, mon, to_x=lambda z: {"z": z}, err_of=lambda x: problem.error(x["z"]),
                   polish=lambda z, basic: ({"z": p} for p in _basis_points(M, q, lo, hi, z, basic)),
                   piv_tol=piv_tol, tie_tol=tie_tol, cover=cover, restarts=restarts,
@@ -379,9 +380,10 @@ lcp_lemke.__doc__ += _OPTIONS_DOC
           applies=_too_big)
 def relay_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False):
     """Relay by Lemke on its LCP reformulation (:class:`~nsopt.reductions.RelayToLCP`)."""
-    M, q, lo, hi, out = _box_start(problem, mon)
+    M, q, out = _box_start(problem, mon)
     if out is not None:
         return out
+    lo, hi = box_of(problem)
     red = RelayToLCP()
     lcp, data = red.apply(problem)
 

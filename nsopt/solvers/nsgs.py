@@ -34,6 +34,7 @@ import scipy.sparse as sp
 
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
+from ..monitor import plain_schedule
 from ..problems._base import ORDERED_ROWS, affine, nnz
 from ..reductions.friction import GlobalToLocal, SubstituteEqualities
 from ..registry import register
@@ -105,6 +106,7 @@ class _Sweeper:
             self.csr = (W.indptr.astype(np.int64), W.indices.astype(np.int64), np.array(W.data, dtype=np.float64)) \
                 if sp.issparse(W) else none
         self.work = nz + LOCAL_WORK * nc
+        self.plain = plain_schedule(self.work)     # (cap, turn) without callback or time limit
         self.D = np.empty((nc, self.dim, self.dim))
         self.head = (self.dim, self.W) + self.csc + self.csr + (self.D,)     # the kernel's first arguments
         self.best_r = np.empty(n)
@@ -187,13 +189,15 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     sw = _sweeper(problem, mon)
     r = mon.start_vector("r", problem.size)
     u = np.empty(r.shape[0])
-    cap, turn, first = mon.schedule(sw.work)
-    errs = sw.errs
-    if mon.history is not None or mon.callback is not None:
+    if mon.callback is None and mon.deadline is None and mon.history is None:
+        cap, turn = sw.plain
+        first = turn
+        errs = _NO_VALUE
+    else:
+        cap, turn, first = mon.schedule(sw.work)
+        errs = sw.errs
         if errs.shape[0] < turn + cap:
             errs = sw.errs = np.empty(min(turn + cap, max_iter + 1))
-    else:
-        errs = _NO_VALUE
     state, best, best_r = sw.state, sw.best, sw.best_r
     state[3], state[4] = _FRESH, 0
     x, xbest, start = {"r": r}, {"r": best_r}, True
