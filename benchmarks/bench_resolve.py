@@ -158,7 +158,7 @@ def run_kernels(p, qs):
     sw = _Sweeper(p)
     r, u, state, best = np.zeros(p.size), np.empty(p.size), sw.state, sw.best
     cap = max(1, 10**7 // sw.work)
-    args = (sw.order, _NO_VALUE, sw.best_r, state, best, TOL, MAX_ITER["nsgs"], 1e-13, 10, 1.0, False)
+    args = (_NO_VALUE, TOL, MAX_ITER["nsgs"], 1e-13, 10, 1.0, False)
     state[3] = K.FRESH       # load the compiled kernel (from numba's cache) outside the measure
     K.nsgs_fc_solve(*sw.head, p.q, p.mu, r, u, *args, p.qnorm, 50, cap, 4 * cap)
     r[:] = 0.0

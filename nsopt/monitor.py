@@ -442,9 +442,15 @@ class Workspace:
 
     def get(self, problem, key, make, on=None):
         hit = self._store.get(key)
-        deps = problem.dependencies(on)
-        if hit is not None and (hit[0] is deps or (len(hit[0]) == len(deps) and all(map(operator.is_, hit[0], deps)))):
-            return hit[1]
+        if on is not None and len(on) == 1:      # the common case: one field (W), compared by identity
+            dep = getattr(problem, on[0])
+            if hit is not None and len(hit[0]) == 1 and hit[0][0] is dep:
+                return hit[1]
+            deps = (dep,)
+        else:
+            deps = problem.dependencies(on)
+            if hit is not None and len(hit[0]) == len(deps) and all(map(operator.is_, hit[0], deps)):
+                return hit[1]
         value = make()
         self._store[key] = (deps, value)
         return value

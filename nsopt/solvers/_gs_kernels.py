@@ -659,16 +659,62 @@ def _sweeps(dim, W, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps
 RUNNING, SOLVED, MAX_ITER, NON_FINITE, BAD_W, FRESH = 0, 1, 2, 3, 4, -1
 
 
+# the layout of nsgs_fc_solve's packed arrays (fewer arguments: numba unboxes each array it is given)
+I_LENS, I_STATE, NSTATE, NBEST = 0, 4, 7, 4
+
+
+def nsgs_layout(n, nc, dim, ptr, idx, val, rptr, ridx, rval):
+    """The packed arrays of :func:`nsgs_fc_solve`, ``(I, F)``: ``I`` = [the lengths of ptr, idx,
+    rptr, ridx | state | order | ptr | idx | rptr | ridx] (int64), ``F`` = [best | best_r | D |
+    val | rval] (float64), and the views the caller reads each solve: ``(state, best, best_r)``."""
+    lp, li, lr, lj = ptr.shape[0], idx.shape[0], rptr.shape[0], ridx.shape[0]
+    o = I_STATE + NSTATE
+    I = np.zeros(o + nc + lp + li + lr + lj, dtype=np.int64)     # (the order: the kernel sets it)
+    if lp + li + lr + lj:
+        I[:I_STATE] = (lp, li, lr, lj)
+        I[o + nc:] = np.concatenate((ptr, idx, rptr, ridx))
+    f = NBEST + n + nc * dim * dim
+    F = np.empty(f + val.shape[0] + rval.shape[0])
+    if val.shape[0] + rval.shape[0]:
+        F[f:] = np.concatenate((val, rval))
+    return I, F, (I[I_STATE:o], F[:NBEST], F[NBEST:NBEST + n])
+
+
 @njit(cache=True)
-def nsgs_fc_solve(dim, W, ptr, idx, val, rptr, ridx, rval, D, q, mu, r, u, order, errs, best_r, state, best,
-                  tol, max_iter, local_tol, local_max_iter, omega, shuffle, normq, resync, cap, turn):
+def _unpack(dim, nc, n, I, F):
+    """The views of :func:`nsgs_layout`'s packed arrays."""
+    o = I_STATE + NSTATE
+    state = I[I_STATE:o]
+    order = I[o:o + nc]
+    o += nc
+    ptr = I[o:o + I[0]]
+    o += I[0]
+    idx = I[o:o + I[1]]
+    o += I[1]
+    rptr = I[o:o + I[2]]
+    o += I[2]
+    ridx = I[o:o + I[3]]
+    best = F[:NBEST]
+    best_r = F[NBEST:NBEST + n]
+    f = NBEST + n + nc * dim * dim
+    D = F[NBEST + n:f].reshape((nc, dim, dim))
+    val = F[f:f + I[1]]
+    rval = F[f + I[1]:f + I[1] + I[3]]
+    return state, order, ptr, idx, rptr, ridx, best, best_r, D, val, rval
+
+
+@njit(cache=True)
+def nsgs_fc_solve(dim, W, I, F, q, mu, r, u, errs, tol, max_iter, local_tol, local_max_iter, omega, shuffle, normq,
+                  resync, cap, turn):
     """The ``nsgs`` solve of a local friction-contact problem (fc2d, fc3d), called in turns under
     the iteration contract (:meth:`nsopt.monitor.Monitor.schedule` and :meth:`~Monitor.record`):
     chunks of :func:`_sweeps` of sizes 1, 2, 4, ... up to ``cap`` (the monitor's deterministic
     schedule: the iterates do not depend on timing), with the contract's stops (error <= tol, not
     finite, ``max_iter`` sweeps), until about ``turn`` sweeps are done in this call.
 
-    W: dense (``W``, ``ptr`` empty) or CSC (``ptr, idx, val``). ``state`` = [sweeps done, next chunk
+    ``I``, ``F``: the packed arrays (:func:`nsgs_layout`): W's CSC ``ptr, idx, val`` (empty: W dense,
+    in ``W``; else ``W`` is (0, 0)), its CSR ``rptr, ridx, rval``, the contact ``order``, the
+    diagonal blocks ``D``, ``state``, ``best`` and ``best_r``. ``state`` = [sweeps done, next chunk
     size, local failures, code, measured, sweeps of this call, contact]; call with code ``FRESH``
     to start from r: the diagonal blocks go to ``D`` (code ``BAD_W`` with the contact in
     ``state[6]`` when a W_NN <= 0 forbids NSGS) and u = Wr + q. ``errs`` receives the error of each
@@ -685,9 +731,10 @@ def nsgs_fc_solve(dim, W, ptr, idx, val, rptr, ridx, rval, D, q, mu, r, u, order
     ``RUNNING``, ``state[0] = 0``, ``state[1] = cap = turn = max_iter = c``, ``best[0]`` the best
     error so far, ``state[4] = -1``.
     """
+    n = r.shape[0]
+    state, order, ptr, idx, rptr, ridx, best, best_r, D, val, rval = _unpack(dim, mu.shape[0], n, I, F)
     work, wk, J = np.empty((6, dim)), np.empty(32), np.empty((3, 3))
     x, px = work[3], work[4]
-    n = r.shape[0]
     state[5] = 0
     measure = state[4] >= 0
     if state[3] == FRESH:
@@ -703,9 +750,8 @@ def nsgs_fc_solve(dim, W, ptr, idx, val, rptr, ridx, rval, D, q, mu, r, u, order
         best[3] = err
         for i in range(n):
             best_r[i] = r[i]
-        if shuffle:
-            for i in range(order.shape[0]):
-                order[i] = i
+        for i in range(order.shape[0]):     # the natural order (shuffled from there by shuffle)
+            order[i] = i
         state[0] = 0
         state[1] = 1
         state[2] = 0

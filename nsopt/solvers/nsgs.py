@@ -93,6 +93,9 @@ class _Sweeper:
     cache or the caller's :class:`~nsopt.Workspace`. ``work``: the cost of one sweep in flops (the
     monitor's deterministic chunk schedule)."""
 
+    __slots__ = ("dim", "W", "csc", "csr", "work", "plain", "nc", "n", "I", "F", "state", "best", "best_r", "head",
+                 "errs", "new", "ready", "bad", "q", "mu", "qnorm")
+
     def __init__(self, problem):
         W = problem.W
         n, nc, self.dim = problem.size, problem.nc, problem.dim
@@ -107,16 +110,24 @@ class _Sweeper:
                 if sp.issparse(W) else none
         self.work = nz + LOCAL_WORK * nc
         self.plain = plain_schedule(self.work)     # (cap, turn) without callback or time limit
-        self.D = np.empty((nc, self.dim, self.dim))
-        self.head = (self.dim, self.W) + self.csc + self.csr + (self.D,)     # the kernel's first arguments
-        self.best_r = np.empty(n)
-        self.best = np.empty(4)
+        self.nc, self.n = nc, n
+        self.I, self.F, (self.state, self.best, self.best_r) = K.nsgs_layout(n, nc, self.dim, *self.csc, *self.csr)
+        self.head = (self.dim, self.W, self.I, self.F)     # the kernel's first arguments
         self.errs = _NO_VALUE
-        self.order = np.arange(nc, dtype=np.int64)
-        self.state = np.zeros(7, dtype=np.int64)
-        self.x, self.px = np.empty(self.dim), np.empty(self.dim)
         self.new = True           # just built: its time is the solve's build_time
         self.ready = False        # D filled (the first solve's kernel call)
+
+    @property
+    def D(self):
+        """The diagonal blocks (nc, dim, dim), a view of the packed array (filled by the kernel)."""
+        f = K.NBEST + self.n
+        return self.F[f:f + self.nc * self.dim * self.dim].reshape(self.nc, self.dim, self.dim)
+
+    @property
+    def order(self):
+        """The contact order of the sweeps (a view of the packed array)."""
+        o = K.I_STATE + K.NSTATE
+        return self.I[o:o + self.nc]
 
     def diag(self, problem):
         """The diagonal blocks and the message when NSGS cannot run on this W (W_NN <= 0), for the
@@ -138,7 +149,7 @@ class _Sweeper:
         self.q, self.mu, self.qnorm = problem.q, problem.mu, problem.qnorm
         ptr, idx, val = self.csc
         K._matvec(self.W, ptr, idx, val, r, self.q, u)
-        return K.fc_error(self.dim, r, u, self.mu, self.qnorm, self.x, self.px)
+        return K.fc_error(self.dim, r, u, self.mu, self.qnorm, np.empty(self.dim), np.empty(self.dim))
 
     def run(self, r, u, nsweeps, tol, best_err, opts):
         """At most ``nsweeps`` sweeps in place on r and u (after :meth:`error`), one chunk of the
@@ -148,9 +159,9 @@ class _Sweeper:
         state, best = self.state, self.best
         state[0], state[1], state[2], state[3], state[4] = 0, nsweeps, 0, _RUNNING, -1
         best[0] = best_err
-        K.nsgs_fc_solve(*self.head, self.q, self.mu, r, u, self.order, self.errs, self.best_r, state, best, tol,
-                        nsweeps, opts["local_tol"], opts["local_max_iter"], opts["omega"], opts["shuffle"],
-                        self.qnorm, opts["resync"], nsweeps, nsweeps)
+        K.nsgs_fc_solve(*self.head, self.q, self.mu, r, u, self.errs, tol, nsweeps, opts["local_tol"],
+                        opts["local_max_iter"], opts["omega"], opts["shuffle"], self.qnorm, opts["resync"], nsweeps,
+                        nsweeps)
         return self.errs[:state.item(5)], state.item(2)
 
 
@@ -203,8 +214,8 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     x, xbest, start = {"r": r}, {"r": best_r}, True
     q, mu, qnorm, tol, kernel = problem.q, problem.mu, problem.qnorm, mon.tol, K.nsgs_fc_solve
     while True:
-        kernel(*sw.head, q, mu, r, u, sw.order, errs, best_r, state, best, tol, max_iter, local_tol, local_max_iter,
-               omega, shuffle, qnorm, resync, cap, first)
+        kernel(*sw.head, q, mu, r, u, errs, tol, max_iter, local_tol, local_max_iter, omega, shuffle, qnorm, resync,
+               cap, first)
         _, _, fails, code, measured, n, bad = state.tolist()
         b0, last, measured_err, e0 = best.tolist()
         if code == _BAD_W:
@@ -231,7 +242,7 @@ def _measured(problem, r, sw, qnorm):
     ``problem.error(r)`` up to the twin's rounding (tests/test_resolve.py); solve() does not
     recompute it."""
     u = affine(problem.W, r, problem.q)
-    return u, K.fc_error(problem.dim, r, u, problem.mu, qnorm, sw.x, sw.px)
+    return u, K.fc_error(problem.dim, r, u, problem.mu, qnorm, np.empty(problem.dim), np.empty(problem.dim))
 
 
 @register(("gfc2d", "gfc3d"), "nsgs",
