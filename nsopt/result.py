@@ -41,7 +41,7 @@ class Status(str, enum.Enum):
 
 
 def judged(status: Status, error: float, tol: float) -> Status:
-    """The status of a solve judged by the error measure (``nsopt.solve`` and every re-solve plan):
+    """The status of a solve judged by the error measure (:meth:`nsopt.registry.Outcome.solution`):
     NUMERICAL_ERROR when the error is not finite, SOLVED when it is <= tol, INACCURATE when the
     method claimed SOLVED above tol, else the method's own status."""
     if not math.isfinite(error):

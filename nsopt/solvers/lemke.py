@@ -279,7 +279,7 @@ _START_MSG = ("the start (z = 0) solves the problem", "the warm start solves the
 
 
 def _small_lcp(problem, M) -> bool:
-    """True for an LCP whose iteration 0 runs compiled (:func:`_lcp_start`)."""
+    """True for an LCP whose iteration 0 runs compiled (:func:`_tableau.lcp_start`)."""
     return problem.kind == "lcp" and problem.size <= SMALL_LCP and isinstance(M, np.ndarray)
 
 
@@ -287,9 +287,8 @@ def _begin(problem, mon, M=None):
     """Iteration 0 of the contract: the warm start, else z = 0 of the problem (Lemke's own path
     starts from the artificial basis whatever this point is). For the box-affine kinds (``M`` given),
     the support of the warm start is also tried as a final basis (module docstring); for an LCP
-    of size <= ``SMALL_LCP`` all of it is compiled (:func:`_lcp_start`, which the re-solve plan
-    calls too), and the point comes back with w and its error (the compiled twin of the LCP
-    error). Returns the Outcome when this point already solves the problem (or the budget is
+    of size <= ``SMALL_LCP`` all of it is compiled (:func:`_tableau.lcp_start`), and the point comes
+    back with w and its error (the compiled twin of the LCP error). Returns the Outcome when this point already solves the problem (or the budget is
     0), else None."""
     name = problem.primal
     x0 = mon.x0.get(name) if mon.x0 is not None else None
