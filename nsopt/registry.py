@@ -70,7 +70,7 @@ class MethodInfo:
         ``options`` (unknown ones raise :class:`OptionError`), remembered per distinct values (keyed
         with their types: ``True`` is not ``1``); without a ``check``, ``options`` as given."""
         if not options:
-            hit = self._checked.get(())
+            hit = self._checked.get(())     # (the common call: the defaults)
             if hit is not None:
                 return hit
             key = ()

@@ -90,7 +90,7 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         info = registry.get(kind, method)
     if type(tol) is not float or not 0.0 < tol < math.inf:
         tol = check_tol(tol)
-    if max_iter is not None:
+    if max_iter is not None and (type(max_iter) is not int or max_iter < 0):
         max_iter = check_max_iter(max_iter)
     if time_limit is not None:
         time_limit = check_time_limit(time_limit)

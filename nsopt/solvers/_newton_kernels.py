@@ -473,15 +473,35 @@ def rho_of_blocks(D, rho_auto, rho_n, rho_t, rhoN, rhoT, rho_pgs):
             rhoT[a] = rho_t
 
 
+def dense_layout(n, nc):
+    """The packed arrays of a small dense system (:func:`dense_setup`, :func:`newton_dense`):
+    ``P`` = [rho_N | rho_T | rho_pgs | gamma per contact (nc each) | gamma per row (n) | W's nonzeros
+    by rows (up to n^2)], ``Q`` = [CSR row pointers (n + 1) | column indices (up to n^2)], and the
+    views (rhoN, rhoT, rho_pgs, gamma_c, gamma) of P."""
+    P = np.empty(4 * nc + n + n * n)
+    Q = np.empty(n + 1 + n * n, dtype=np.int64)
+    return P, Q, (P[:nc], P[nc:2 * nc], P[2 * nc:3 * nc], P[3 * nc:4 * nc], P[4 * nc:4 * nc + n])
+
+
 @njit(cache=True)
-def dense_setup(W, dim, mu, rho_auto, rho_n, rho_t, scale_auto, scale, rhoN, rhoT, rho_pgs, gamma, gamma_c,
-                csr_data, csr_ind, csr_ptr):
+def _csr_views(P, Q, nc, n):
+    """(data, indices, row pointers) of the packed CSR of W (:func:`dense_layout`)."""
+    o = 4 * nc + n
+    nz = Q[n]
+    return P[o:o + nz], Q[n + 1:n + 1 + nz], Q[:n + 1]
+
+
+@njit(cache=True)
+def dense_setup(W, dim, mu, rho_auto, rho_n, rho_t, scale_auto, scale, P, Q):
     """What :class:`nsopt.solvers.newton._Local` computes for a large system, in one call for a small
-    dense W: rho (:func:`rho_of_blocks` on W's diagonal blocks), the Fischer–Burmeister scale
-    (``scale_auto``: the mean of rho_pgs, else ``scale``) per contact and per row, and W's nonzeros
-    by rows (CSR, columns ascending: ``csr_ptr[-1]`` of them). Returns the mean of 1 / rho_pgs
-    (1.0 without contacts)."""
+    dense W, into the packed ``P``, ``Q`` (:func:`dense_layout`): rho (:func:`rho_of_blocks` on W's
+    diagonal blocks), the Fischer–Burmeister scale (``scale_auto``: the mean of rho_pgs, else
+    ``scale``) per contact and per row, and W's nonzeros by rows (CSR, columns ascending). Returns
+    the mean of 1 / rho_pgs (1.0 without contacts)."""
     nc = mu.shape[0]
+    n = W.shape[0]
+    rhoN, rhoT, rho_pgs, gamma_c = P[:nc], P[nc:2 * nc], P[2 * nc:3 * nc], P[3 * nc:4 * nc]
+    gamma = P[4 * nc:4 * nc + n]
     D = np.empty((nc, dim, dim))
     for a in range(nc):
         for i in range(dim):
@@ -493,16 +513,16 @@ def dense_setup(W, dim, mu, rho_auto, rho_n, rho_t, scale_auto, scale, rhoN, rho
         gamma_c[a] = g
         for i in range(dim):
             gamma[a * dim + i] = g
-    n = W.shape[0]
+    o = 4 * nc + n
     k = 0
-    csr_ptr[0] = 0
+    Q[0] = 0
     for i in range(n):
         for j in range(n):
             if W[i, j] != 0.0:
-                csr_data[k] = W[i, j]
-                csr_ind[k] = j
+                P[o + k] = W[i, j]
+                Q[n + 1 + k] = j
                 k += 1
-        csr_ptr[i + 1] = k
+        Q[i + 1] = k
     return np.mean(1.0 / rho_pgs) if nc else 1.0
 
 
@@ -553,27 +573,44 @@ def _measure_best(W, q, mu, qnorm, best_r, u, fstate, x, px):
     fstate[2] = GS.fc_error(q.shape[0] // mu.shape[0] if mu.shape[0] else 1, best_r, u, mu, qnorm, x, px)
 
 
+def dense_state(n, memory, nb):
+    """The packed per-solve state of :func:`newton_dense`: ``istate`` (int64, 9) and ``S`` = [fstate
+    (3) | best (1) | merits (``memory``) | bests (``nb``) | best_r (n)], with the views (fstate, best,
+    best_r) of S."""
+    S = np.empty(4 + memory + nb + n)
+    o = 4 + memory + nb
+    return np.zeros(9, dtype=np.int64), S, (S[:3], S[3:4], S[o:o + n])
+
+
 @njit(cache=True, error_model="numpy")
-def newton_dense(fb, W, q, mu, rhoN, rhoT, gamma, gamma_c, rho_pgs, csr_data, csr_ind, csr_ptr, qnorm, wscale,
-                 r, u, istate, fstate, merits, bests, nsteps, tol, max_iter, stall, switch, reg, reg_step, errs,
-                 best_r, best):
+def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, memory, nsteps, tol, max_iter, stall, switch,
+                 reg, reg_step, errs):
     """At most ``nsteps`` iterations of the globalised semismooth Newton method of
     :func:`nsopt.solvers.newton._newton_local` on a small dense W (no proximal term), in place on
     r and u = Wr + q, for one chunk of the iteration contract: the same steps (nonmonotone Armijo
     on the last 5 merits, the regularised retry, projected Gauss–Seidel when the line search
     fails, monotone/nonmonotone switches every ``switch`` iterations, the stall test over ``stall``
-    iterations, -1: none) in one compiled call. ``errs[k]``: the error (compiled twin of the
-    Siconos measure) after iteration k of the chunk; ``best_r``/``best[0]``: the best iterate
-    (in/out). ``fstate[0]``: the error of the current iterate (in/out); ``merits``, ``bests``: rings
-    of the last merits and best errors (counts in istate[6], istate[7]). Called with istate[8] =
-    NEWTON_FRESH it first sets u = Wr + q and the start's error (``fstate[1]``; it stops there when
-    the start is solved, not finite or max_iter is 0, as the monitor does). Stops early at error <= tol, a non-finite error or ``max_iter`` iterations in all
+    iterations, -1: none) in one compiled call. ``P``, ``Q``: the system (:func:`dense_layout`);
+    ``S``, ``istate``: the state (:func:`dense_state`, ``memory`` merits). ``errs[k]``: the error
+    (compiled twin of the Siconos measure) after iteration k of the chunk (when ``errs`` is not
+    empty); ``best_r``/``best[0]``: the
+    best iterate (out). ``fstate[0]``: the error of the current iterate (in/out); ``merits``,
+    ``bests``: rings of the last merits and best errors (counts in istate[6], istate[7]). Called with
+    istate[8] = NEWTON_FRESH (and istate[1] the line search) it resets the state, sets u = Wr + q and
+    the start's error (``fstate[1]``; it stops there when the start is solved, not finite or max_iter
+    is 0, as the monitor does). Stops early at error <= tol, a non-finite error or ``max_iter`` iterations in all
     (istate[8] = NEWTON_STOP), or on a stall (NEWTON_STALLED). At NEWTON_STOP, u is the best
     iterate's, as ``FrictionContact.u`` computes it, and ``fstate[2]`` its error (both of the
     Solution: :func:`_measure_best`). Returns the iterations done."""
     nc = mu.shape[0]
     n = r.shape[0]
     dim = n // nc if nc else 1
+    rhoN, rhoT, rho_pgs, gamma_c, gamma = P[:nc], P[nc:2 * nc], P[2 * nc:3 * nc], P[3 * nc:4 * nc], P[4 * nc:4 * nc + n]
+    csr_data, csr_ind, csr_ptr = _csr_views(P, Q, nc, n)
+    fstate, best = S[:3], S[3:4]
+    merits = S[4:4 + memory]
+    bests = S[4 + memory:S.shape[0] - n]
+    best_r = S[S.shape[0] - n:]
     A = np.empty((nc, dim, dim))
     B = np.empty((nc, dim, dim))
     Ae = np.empty((nc, dim, dim))
@@ -591,8 +628,13 @@ def newton_dense(fb, W, q, mu, rhoN, rhoT, gamma, gamma_c, rho_pgs, csr_data, cs
     shifts1 = np.array([0.0, 1e-10, 1e-6])
     nm_cap = merits.shape[0]
     nb_cap = bests.shape[0]
+    keep = errs.shape[0] > 0      # (empty: the errors are not kept, no history or callback wants them)
     done = 0
     if istate[8] == NEWTON_FRESH:      # the start: u = Wr + q, its error (fstate[0], fstate[1]), the first best
+        istate[0] = 0
+        for i in range(2, 7):
+            istate[i] = 0
+        best[0] = np.inf
         GS.dense_affine(W, r, q, u)
         err = GS.fc_error(dim, r, u, mu, qnorm, x, px)
         fstate[0] = err
@@ -660,7 +702,8 @@ def newton_dense(fb, W, q, mu, rhoN, rhoT, gamma, gamma_c, rho_pgs, csr_data, cs
         k += 1
         istate[0] = k
         fstate[0] = err
-        errs[done] = err
+        if keep:
+            errs[done] = err
         done += 1
         if err < best[0]:
             best[0] = err

@@ -213,14 +213,12 @@ class _Local:
             rn, rt = (1.0, 1.0) if auto else _rho_pair(rho)
             if auto and rho != "auto":
                 raise OptionError(f"rho must be a positive number, a pair, or 'auto', got {rho!r}")
-            self.rhoN, self.rhoT, self.rho_pgs, self.gamma_c = np.empty(nc), np.empty(nc), np.empty(nc), np.empty(nc)
-            self.gamma = np.empty(n)
-            data, ind, ptr = np.empty(n * n), np.empty(n * n, dtype=np.int64), np.empty(n + 1, dtype=np.int64)
+            self.P, self.Q, (self.rhoN, self.rhoT, self.rho_pgs, self.gamma_c, self.gamma) = K.dense_layout(n, nc)
             self.wscale = float(K.dense_setup(self.Wd, dim, self.mu, auto, rn, rt, fb_scale == "auto",
-                                              1.0 if fb_scale == "auto" else float(fb_scale), self.rhoN, self.rhoT,
-                                              self.rho_pgs, self.gamma, self.gamma_c, data, ind, ptr))
-            nz = int(ptr[n])
-            self.csr = (data[:nz], ind[:nz], ptr)
+                                              1.0 if fb_scale == "auto" else float(fb_scale), self.P, self.Q))
+            nz = int(self.Q[n])
+            o = 4 * nc + n
+            self.csr = (self.P[o:o + nz], self.Q[n + 1:n + 1 + nz], self.Q[:n + 1])
             self._Wcsr = None
         else:
             if self.dense:
@@ -347,6 +345,7 @@ def _search(sys, r, u, d, f0, fref, line_search, phi_t):
 
 
 _LS_CODES = {"armijo": 0, "nonmonotone": 1, "none": 2}
+_NO_ERRORS = np.zeros(0)
 
 
 def _newton_dense(sys, r, mon, *, line_search, memory, stall, switch, reg, reg_step):
@@ -359,36 +358,35 @@ def _newton_dense(sys, r, mon, *, line_search, memory, stall, switch, reg, reg_s
     n = sys.n
     st = sys.dense_state
     nb = max(stall or 0, switch) + 2
-    if st is None or st[2].shape[0] != memory or st[3].shape[0] != nb:
-        st = sys.dense_state = (np.empty(9, dtype=np.int64), np.empty(3), np.empty(memory), np.empty(nb),
-                                np.empty(16), np.empty(n), np.empty(1))
-    istate, fstate, merits, bests, errs, best_r, best = st
-    istate[:] = (0, _LS_CODES[line_search], 0, 0, 0, 0, 0, 1, K.NEWTON_FRESH)
-    best[0] = math.inf
+    if st is None or st[0] != (memory, nb):
+        st = sys.dense_state = ((memory, nb),) + K.dense_state(n, memory, nb) + (np.empty(16),)
+    _, istate, S, (fstate, best, best_r), errs = st
+    keep = mon.history is not None or mon.callback is not None     # the errors of each iteration
+    istate[1], istate[8] = _LS_CODES[line_search], K.NEWTON_FRESH
     u = np.empty(n)
-    data, ind, ptr = sys.csr
-    fb = sys.formulation == "fb"
     stall = -1 if stall is None else stall
     max_iter = mon.max_iter
     fused = mon.callback is None and mon.deadline is None
     c = min(DENSE_CHUNK, max_iter) if fused else 0
     x, xbest, start = {"r": r}, {"r": best_r}, True
+    head = (sys.formulation == "fb", sys.Wd, sys.q, sys.mu, sys.P, sys.Q, sys.qnorm, sys.wscale, r, u, istate, S,
+            memory)
+    if not keep:
+        errs = _NO_ERRORS
     while True:
-        if errs.shape[0] < c:
+        if keep and errs.shape[0] < c:
             errs = np.empty(max(c, 2 * errs.shape[0]))
-            sys.dense_state = st = st[:4] + (errs,) + st[5:]
-        kk = K.newton_dense(fb, sys.Wd, sys.q, sys.mu, sys.rhoN, sys.rhoT, sys.gamma, sys.gamma_c, sys.rho_pgs,
-                            data, ind, ptr, sys.qnorm, sys.wscale, r, u, istate, fstate, merits, bests, c, mon.tol,
-                            max_iter, stall, switch, reg, reg_step, errs, best_r, best)
+            sys.dense_state = st = st[:4] + (errs,)
+        kk = K.newton_dense(*head, c, mon.tol, max_iter, stall, switch, reg, reg_step, errs)
+        e, e0, e_best = fstate.tolist()
         code = istate.item(8)
-        if mon.record(fstate.item(1) if start else None, kk, fstate.item(0), errs, x, xbest, best.item(0)) is not None \
-                or code != K.NEWTON_RUN:
+        if mon.record(e0 if start else None, kk, e, errs, x, xbest, best.item(0)) is not None or code != K.NEWTON_RUN:
             break
         start = False
         c = min(DENSE_CHUNK, max_iter - mon.k) if fused else mon.chunk()
     _, _, n_fb, n_sing, n_sw, n_lm, _, _, code = istate.tolist()
     info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
-    measured = (u, fstate.item(2)) if code == K.NEWTON_STOP else None
+    measured = (u, e_best) if code == K.NEWTON_STOP else None
     return r, code == K.NEWTON_STALLED and not mon.stopped, info, measured
 
 
