@@ -94,11 +94,12 @@ References
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..exceptions import OptionError
 from ..linalg import basis_solve, refined_solve  # noqa: F401  (refined_solve: the final basis' solve)
-from ..problems._base import norm2
 from ..reductions import AVIToMLCP, FC2DToLCP, MLCPToLCP, RelayToLCP, box_of, dense_of, lcp_size
 from ..registry import register
 from ..result import Status
@@ -280,7 +281,7 @@ _START_MSG = ("the start (z = 0) solves the problem", "the warm start solves the
 
 def _small_lcp(problem, M) -> bool:
     """True for an LCP whose iteration 0 runs compiled (:func:`_tableau.lcp_start`)."""
-    return problem.kind == "lcp" and problem.size <= SMALL_LCP and isinstance(M, np.ndarray)
+    return type(M) is np.ndarray and problem.kind == "lcp" and M.shape[0] <= SMALL_LCP
 
 
 def _begin(problem, mon, M=None):
@@ -294,9 +295,10 @@ def _begin(problem, mon, M=None):
     x0 = mon.x0.get(name) if mon.x0 is not None else None
     if M is not None and _small_lcp(problem, M):
         q = problem.q
-        z = np.zeros(q.shape[0]) if x0 is None else np.array(x0, dtype=float)
-        w = np.empty(q.shape[0])
-        err, code = lcp_start(M, q, z, w, x0 is not None, norm2(q), mon.tol)
+        n = q.shape[0]
+        z = np.zeros(n) if x0 is None else np.array(x0, dtype=float)
+        w = np.empty(n)
+        err, code = lcp_start(M, q, z, w, x0 is not None, math.hypot(*q.tolist()), mon.tol)   # (norm2's short path)
         if code >= 0 and code != 2:
             x = {"z": z}      # (a new array: recorded as it is, copied only if it is returned later)
             if mon.record(err, 0, err, None, x, x, err) is not None:
@@ -324,7 +326,9 @@ def _begin(problem, mon, M=None):
 def _box_start(problem, mon):
     """Dense M and q of a box-affine problem, with the Outcome of :func:`_begin` (its bounds are
     :func:`box_of`, wanted only when Lemke's path runs)."""
-    M = dense_of(problem.M, "M", "lemke")
+    M = problem.M
+    if type(M) is not np.ndarray:
+        M = dense_of(M, "M", "lemke")
     return M, problem.q, _begin(problem, mon, M)
 
 
