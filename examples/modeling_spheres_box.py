@@ -10,8 +10,9 @@ evaluates every pair in one call per step (the batched path, ``formulations/time
 Pairs (and walls) within a margin are linked every few steps (contact detection by a k-d tree), so
 only near contacts are interactions. Laws: NewtonImpactFrictionNSL(en, 0, mu, 3).
 
-The assembled problems are written to FCLIB (``sim.run(write_problems=...)``) and read back by
-``nsopt.io.load``. Writes ``modeling_spheres_box.png``.
+The assembled problems are written to FCLIB, one file per step (``nsopt.io.write_fclib``), and read
+back by ``nsopt.io.load``: ``python examples/modeling_spheres_box.py --fclib DIR`` writes
+``DIR/step_000001.hdf5``, ... (a corpus for ``nsopt compare DIR``). Writes ``modeling_spheres_box.png``.
 """
 import math
 from pathlib import Path
@@ -21,6 +22,7 @@ from numba import njit
 from scipy.spatial import cKDTree
 
 from _plotting import figure_path, pyplot
+from nsopt import io
 from nsopt import modeling as nm
 
 R, MASS, G = 0.05, 1.0, 9.81
@@ -170,11 +172,14 @@ class Box:
 
 
 def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, method="auto", tol=1e-8):
+    """Run the box; ``write_problems``: a folder (created if missing) receiving each step's problem as
+    ``step_<k>.hdf5`` (FCLIB); an existing file there is not replaced (``nsopt.io.write_fclib``)."""
     box = Box(n_spheres, T=T)
     sim = nm.TimeStepping(box.nsds, h, nm.MoreauJeanOSI(0.5), osns="fc3d", method=method, tol=tol)
+    out = None
     if write_problems is not None:
-        sim._write = Path(write_problems)
-        sim._write.mkdir(parents=True, exist_ok=True)
+        out = Path(write_problems)
+        out.mkdir(parents=True, exist_ok=True)
     t, zc, min_gap, kinetic, cone, statuses = [0.0], [], [], [], [], []
     sols = []
     while sim.has_next_step():
@@ -187,19 +192,27 @@ def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, m
             mu = sol.problem.mu
             cone.append(float(np.max(np.linalg.norm(r[:, 1:], axis=1) - mu * r[:, 0] - 1e-6 * (1 + np.abs(r[:, 0])))))
             sols.append((sim.k, sol.problem, sol.r))
+            if out is not None:
+                io.write_fclib(sol.problem, out / f"step_{sim.k:06d}.hdf5", title=f"spheres in a box, step {sim.k}")
         X = np.array([s.q[:3] for s in box.spheres])
         zc.append(X[:, 2].mean())
         min_gap.append(box.gaps().min())
         kinetic.append(sum(0.5 * MASS * s.v[:3] @ s.v[:3] + 0.5 * INERTIA * s.v[3:] @ s.v[3:] for s in box.spheres))
         t.append(sim.t)
-    sim._write = None
     return {"t": np.array(t[1:]), "z_mean": np.array(zc), "min_gap": np.array(min_gap), "kinetic": np.array(kinetic),
             "cone_violation": np.array(cone), "status": statuses, "solutions": sols, "box": box, "sim": sim}
 
 
-def main():
+def main(argv=None):
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--fclib", metavar="DIR", help="write each step's FrictionContact problem to DIR/step_<k>.hdf5")
+    args = ap.parse_args(argv)
     plt = pyplot()
-    r = simulate(10, T=0.5)
+    r = simulate(10, T=0.5, write_problems=args.fclib)
+    if args.fclib:
+        print(f"{len(r['solutions'])} FCLIB files in {args.fclib}")
     fig = plt.figure(figsize=(10, 4))
     ax = fig.add_subplot(1, 2, 1, projection="3d")
     X = np.array([s.q[:3] for s in r["box"].spheres])

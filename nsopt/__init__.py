@@ -16,6 +16,7 @@ from .result import Iterate, Solution, Status
 from .solve import methods, solve
 
 from .problems import MultipleImpact  # noqa: E402  (the multiple-impact problem, issue 12)
+from .sensitivity import diagnose, sensitivity  # noqa: E402  (issue 21: derivatives, uniqueness)
 
 __version__ = "0.1.0"
 
@@ -24,12 +25,13 @@ __all__ = ["solve", "methods", "Workspace", "Solution", "Status", "Iterate", "LC
            "ProblemError", "MethodNotFound", "OptionError", "NotApplicable", "SolverError",
            "FormatError", "NsoptWarning"]
 __all__ += ["MultipleImpact"]
+__all__ += ["sensitivity", "diagnose"]
 
 
 # Subpackages loaded on first attribute access (PEP 562): ``import nsopt`` then ``nsopt.modeling`` works
 # without importing them (and cvxpy, sympy, h5py, pandas behind them) with nsopt itself.
-_SUBPACKAGES = ("data", "formulations", "generate", "io", "jax", "modeling", "reductions", "sensitivity",
-                "studies", "symbolic")
+# (nsopt.sensitivity is the function of that name, imported above with diagnose)
+_SUBPACKAGES = ("data", "formulations", "generate", "io", "jax", "modeling", "reductions", "studies", "symbolic")
 
 
 def _present(name: str) -> bool:

@@ -101,6 +101,56 @@ def _check_known_methods(names):
         raise UsageError(f"--methods: {e}") from None
 
 
+def _command_hint(word: str) -> str:
+    """For a missing path that may be a mistyped command: the commands, and the nearest one."""
+    import difflib
+
+    if any(c in word for c in "/\\.") or word.startswith("-"):
+        return ""
+    near = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.5)
+    return (f" (and not a command: {', '.join(COMMANDS)}" + (f"; did you mean 'nsopt {near[0]}'?)" if near else
+                                                                ")"))
+
+
+def _check_method_options(methods):
+    """A method spec's option values, checked before the campaign (``nsgs[omega=abc]``: a usage error,
+    not a row of errors per problem): each method with options is called on a small generated
+    problem of every kind it is registered for that knows these option names (one iteration); an
+    OptionError on all of them is the answer. Names no kind of the method knows are one too."""
+    from . import registry, solve, solvers  # noqa: F401  (fills the registry)
+    from .exceptions import NsoptError, OptionError
+
+    problems = {}
+    for _, p in demo_problems():
+        problems.setdefault(p.kind, p)
+    for name, opts in methods:
+        if not opts:
+            continue
+        spec = f"{name}[{','.join(f'{k}={v!r}' for k, v in opts.items())}]"
+        kinds = [k for (k, n) in registry._REGISTRY if n == name] if name != "auto" else list(problems)
+        known = [k for k in kinds if name == "auto" or set(opts) <= set(registry._REGISTRY[(k, name)].options)
+                 | set(registry.COMMON)]
+        if not known:
+            valid = sorted({o for k in kinds for o in registry._REGISTRY[(k, name)].options})
+            raise UsageError(f"--methods {spec}: unknown option(s) {sorted(opts)} for {name} (its options: "
+                             f"{', '.join(valid) or 'none'}; and the common ones)")
+        errors, accepted = [], False
+        for k in (k for k in known if k in problems):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    solve(problems[k], method=name, max_iter=1, **opts)
+            except OptionError as e:
+                errors.append(e)
+                continue
+            except NsoptError:
+                pass          # not applicable to this small problem: not an option fault
+            accepted = True
+            break
+        if errors and not accepted:
+            raise UsageError(f"--methods {spec}: {errors[0]}")
+
+
 # ------------------------------------------------------------------------------------ demo
 def demo_problems():
     """A handful of generated problems, one or two per kind: (name, problem)."""
@@ -128,15 +178,16 @@ def demo_problems():
 def _file_problems(paths, warn):
     from . import io
     from .studies.files import find_problems
+    from .studies.records import printable
 
     found, warns = find_problems(paths)
     for w in warns:
         warn(w)
     for f in found:
         try:
-            yield Path(f).name, io.load(f)
+            yield printable(Path(f).name), io.load(f)
         except Exception as e:  # noqa: BLE001  a bad file is reported as a row, the run goes on
-            yield Path(f).name, e
+            yield printable(Path(f).name), e
 
 
 def _warn(msg):
@@ -170,7 +221,7 @@ def demo(argv) -> int:
         raise UsageError("--no-demo without PATH: nothing to solve")
     for p in args.paths:
         if not Path(p).exists():
-            raise UsageError(f"no such file or folder: {p}")
+            raise UsageError(f"no such file or folder: {p}" + _command_hint(p))
     out = None
     if args.csv:
         try:
@@ -230,12 +281,16 @@ def info(argv) -> int:
     from . import io, methods
     from .problems._base import nnz
     from .studies.files import find_problems
+    from .studies.records import printable
 
     ap = argparse.ArgumentParser(prog="nsopt info", formatter_class=_Formatter,
                                  description="Kind, sizes, sparsity, mu range and applicable methods of "
                                              "problem files.")
     ap.add_argument("paths", nargs="+", metavar="FILE", help="problem files or folders")
     args = ap.parse_args(argv)
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:
+        raise UsageError(f"no such file or folder: {', '.join(missing)}")
     found, warns = find_problems(args.paths)
     for w in warns:
         _warn(w)
@@ -247,9 +302,9 @@ def info(argv) -> int:
             p = io.load(f)
         except Exception as e:  # noqa: BLE001
             bad += 1
-            print(f"{f}\n  load error: {type(e).__name__}: {e}\n")
+            print(f"{printable(f)}\n  load error: {type(e).__name__}: {printable(str(e))}\n")
             continue
-        print(f"{f}\n  kind: {p.kind} ({type(p).__name__})")
+        print(f"{printable(f)}\n  kind: {p.kind} ({type(p).__name__})")
         sizes = {k: getattr(p, k) for k in ("size", "nc", "dim", "n", "m", "ndof") if
                  isinstance(getattr(p, k, None), (int, np.integer))}
         print("  sizes: " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
@@ -394,6 +449,7 @@ def compare_cmd(argv) -> int:
     except NsoptError as e:
         raise UsageError(f"--methods: {e}") from None
     _check_known_methods([m for m, _ in methods])
+    _check_method_options(methods)
     for p in args.paths:
         if not Path(p).exists():
             raise UsageError(f"no such file or folder: {p}")
@@ -469,6 +525,10 @@ def merge_cmd(argv) -> int:
 def main(argv=None) -> int:
     """Entry point of ``nsopt`` and ``python -m nsopt``; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:   # a file name that is not UTF-8 (surrogate escapes) is shown escaped, not a UnicodeEncodeError
+        sys.stdout.reconfigure(errors="backslashreplace")
+    except (AttributeError, ValueError):
+        pass
     handlers = {"info": info, "solve": solve_cmd, "compare": compare_cmd, "report": report_cmd,
                 "merge": merge_cmd}
     cmd = argv[0] if argv and argv[0] in handlers else None

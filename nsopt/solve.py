@@ -41,7 +41,7 @@ def methods(problem) -> dict[str, str]:
 
 def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None = None, *,
           time_limit: float | None = None, history: bool = False, callback=None, warm_start=None,
-          workspace=None, **options) -> Solution:
+          workspace=None, select=None, **options) -> Solution:
     """Solve a one-step nonsmooth problem.
 
     Parameters
@@ -64,6 +64,10 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         q): the method reuses what it built there (splits, work arrays, Newton pattern, compiled
         state); the solve runs the same code as without it and gives the same Solution. Methods
         that build nothing reusable ignore it. Not used by ``method="auto"``.
+    select : None (the method's solution), or a rule that chooses among the solutions when there
+        are several (``nsopt.sensitivity.select.SELECT_RULES``): ``"min-norm"``, the solution of
+        least norm of z (or r), through the convex view where the solution set is convex;
+        ``Solution.info["select"]`` says what was done and whether it is guaranteed.
     **options : the method's own options (see ``help`` of the method, or :func:`methods`); an
         unknown option raises :class:`OptionError`.
 
@@ -72,6 +76,13 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
     Solution
         Never raises on non-convergence: the best iterate comes back with a status.
     """
+    if select is not None:   # which solution (issue 21): the method's, then the rule's choice
+        from .sensitivity.select import check_select, select as select_solution
+
+        check_select(select)
+        return select_solution(solve(problem, method, tol, max_iter, time_limit=time_limit, history=history,
+                                     callback=callback, warm_start=warm_start, workspace=workspace, **options),
+                               select)
     try:
         info = _METHODS.get((problem.kind, method))
     except (AttributeError, TypeError):      # not a problem, or a method that is not a name

@@ -8,6 +8,7 @@ by FCLIB and ``.dat`` headers, and ``write_fclib``'s failure modes.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import time
@@ -19,7 +20,7 @@ import scipy.sparse as sp
 import nsopt
 import nsopt.io as io
 from nsopt import generate as g
-from nsopt.exceptions import FormatError, OptionError, ProblemError
+from nsopt.exceptions import FormatError, OptionError, OutputError, ProblemError
 from nsopt.problems import Block, GenericMechanical, Relay
 
 # ---------------------------------------------------------------------------------------------
@@ -208,20 +209,8 @@ def test_dat_absurd_header_counts_fail_before_allocating(tmp_path, header):
 
 
 def _fclib_with_declared_size(path, size):
-    import h5py
-
-    with h5py.File(path, "w") as h:
-        g_ = h.create_group("fclib_local")
-        g_.create_dataset("spacedim", data=np.array([3], dtype=np.int32))
-        W = g_.create_group("W")
-        for k, v in (("m", size), ("n", size), ("nz", 5), ("nzmax", 5)):
-            W.create_dataset(k, data=np.array([v], dtype=np.int64))
-        W.create_dataset("i", data=np.array([0, 1, 2, 0, 1], dtype=np.int64))
-        W.create_dataset("p", data=np.array([0, 1, 2, 1, 0], dtype=np.int64))
-        W.create_dataset("x", data=np.ones(5))
-        v = g_.create_group("vectors")
-        v.create_dataset("q", data=np.ones(3))
-        v.create_dataset("mu", data=np.array([0.5]))
+    """A 1-contact FCLIB file whose W declares size x size (q has 3 entries)."""
+    _fclib_declaring(path, None, 0, size=size, q_size=3)
 
 
 @pytest.mark.parametrize("size", [10 ** 9, 10 ** 12])
@@ -255,13 +244,15 @@ def fc():
 
 
 def _no_tmp(folder):
-    return [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
+    """No temporary file of a writer left behind (they are '.<name>.<random>.part' beside the target)."""
+    return [p.name for p in folder.iterdir() if p.name.endswith((".tmp", ".part"))] == []
 
 
 def test_write_fclib_to_a_folder(tmp_path, fc):
-    with pytest.raises(IsADirectoryError) as e:
+    with pytest.raises(OutputError, match="is a folder") as e:
         io.write_fclib(fc, tmp_path)
-    assert ".tmp" not in str(e.value)
+    assert e.value.errno == errno.EISDIR and isinstance(e.value, OSError)
+    assert ".tmp" not in str(e.value) and ".part" not in str(e.value)
     assert _no_tmp(tmp_path) and _no_tmp(tmp_path.parent)
 
 
@@ -305,8 +296,9 @@ def test_write_fclib_unwritable_folder_names_the_target(tmp_path, fc):
     ro.mkdir()
     ro.chmod(0o500)
     try:
-        with pytest.raises(PermissionError) as e:
+        with pytest.raises(OutputError) as e:
             io.write_fclib(fc, ro / "p.hdf5")
+        assert e.value.errno == errno.EACCES
         assert e.value.filename == str(ro / "p.hdf5") and ".tmp" not in str(e.value)
     finally:
         ro.chmod(0o700)
@@ -323,16 +315,18 @@ def test_write_fclib_os_error_names_the_target_not_the_tmp_file(tmp_path, fc, mo
         return real(name, mode, *a, **k)
     monkeypatch.setattr(h5py, "File", refuse)
     out = tmp_path / "p.hdf5"
-    with pytest.raises(OSError) as e:
+    with pytest.raises(OutputError) as e:
         io.write_fclib(fc, out)
-    assert e.value.filename == str(out) and ".tmp" not in str(e.value)
+    assert e.value.errno == errno.EACCES
+    assert e.value.filename == str(out) and ".tmp" not in str(e.value) and ".part" not in str(e.value)
     assert _no_tmp(tmp_path)
 
 
 def test_write_fclib_missing_folder_names_the_target(tmp_path, fc):
     out = tmp_path / "nowhere" / "p.hdf5"
-    with pytest.raises(FileNotFoundError) as e:
+    with pytest.raises(OutputError) as e:
         io.write_fclib(fc, out)
+    assert e.value.errno == errno.ENOENT
     assert e.value.filename == str(out) and ".tmp" not in str(e.value)
 
 
@@ -340,12 +334,47 @@ def test_write_fclib_does_not_overwrite_unless_asked(tmp_path, fc):
     out = io.write_fclib(fc, tmp_path / "p.hdf5", solution={"r": np.zeros(fc.size)})
     before = out.read_bytes()
     other = nsopt.FrictionContact(fc.dim, fc.W, np.asarray(fc.q) + 1.0, fc.mu)
-    with pytest.raises(FileExistsError, match="overwrite=True"):
+    with pytest.raises(OutputError, match="overwrite=True") as e:
         io.write_fclib(other, out)
+    assert e.value.errno == errno.EEXIST
     assert out.read_bytes() == before
     io.write_fclib(other, out, overwrite=True)
     np.testing.assert_array_equal(io.load(out).q, np.asarray(fc.q) + 1.0)
     assert _no_tmp(tmp_path)
+
+
+def test_write_fclib_keeps_the_users_tmp_file(tmp_path, fc):
+    """Writing X.hdf5 used X.hdf5.tmp as its temporary file and deleted a user's file of that name."""
+    mine = tmp_path / "p.hdf5.tmp"
+    mine.write_bytes(b"my notes")
+    out = io.write_fclib(fc, tmp_path / "p.hdf5")
+    assert mine.read_bytes() == b"my notes"
+    assert io.load(out) == fc
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["p.hdf5", "p.hdf5.tmp"]
+
+
+def test_write_siconos_dat_follows_the_same_rule(tmp_path, fc):
+    """overwrite=False by default (it replaced files silently), a typed error on a folder (it raised a
+    bare IsADirectoryError) or a missing folder, a user's X.dat.tmp untouched."""
+    lcp = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    out = tmp_path / "murty.dat"
+    (tmp_path / "murty.dat.tmp").write_text("mine")
+    assert io.write_siconos_dat(lcp, out) == out
+    assert (tmp_path / "murty.dat.tmp").read_text() == "mine"
+    before = out.read_bytes()
+    with pytest.raises(OutputError, match=r"Siconos \.dat file exists \(pass overwrite=True.*murty\.dat") as e:
+        io.write_siconos_dat(nsopt.LCP([[1.0]], [1.0]), out)
+    assert e.value.errno == errno.EEXIST and out.read_bytes() == before
+    io.write_siconos_dat(nsopt.LCP([[1.0]], [1.0]), out, overwrite=True)
+    assert io.load(out).size == 1
+    with pytest.raises(OutputError, match="is a folder") as e:
+        io.write_siconos_dat(lcp, tmp_path)
+    assert e.value.errno == errno.EISDIR
+    with pytest.raises(OutputError, match="no such folder") as e:
+        io.write_siconos_dat(lcp, tmp_path / "nowhere" / "x.dat")
+    assert e.value.errno == errno.ENOENT
+    assert _no_tmp(tmp_path) is False  # the user's murty.dat.tmp is still there, and only it
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["murty.dat", "murty.dat.tmp"]
 
 
 def test_write_fclib_round_trip_with_checked_solution(tmp_path, fc):
@@ -361,3 +390,88 @@ def test_mlcp_number_of_equalities_must_be_an_integer(n):
     with pytest.raises(ProblemError, match="integer") as e:
         nsopt.MLCP.from_matrix(np.eye(2), [1.0, 1.0], n)
     assert e.value.field == "n"
+
+
+def _fclib_declaring(path, where, entries, *, nz=5, size=3, compressed=False, q_size=None):
+    """A valid 1-contact FCLIB file, except that dataset ``where`` declares ``entries`` entries (HDF5
+    keeps a chunked dataset's unwritten chunks unallocated: the file stays a few kB)."""
+    import h5py
+
+    with h5py.File(path, "w") as h:
+        g_ = h.create_group("fclib_local")
+        g_.create_dataset("spacedim", data=np.array([3], dtype=np.int32))
+        W = g_.create_group("W")
+        for k, v in (("m", size), ("n", size), ("nz", -2 if compressed else nz), ("nzmax", nz)):
+            W.create_dataset(k, data=np.array([v], dtype=np.int64))
+        arrays = {"W/i": np.array([0, 1, 2, 0, 1]), "W/p": np.array([0, 1, 2, 1, 0]), "W/x": np.ones(5),
+                  "vectors/q": np.ones(size if q_size is None else q_size), "vectors/mu": np.array([0.5])}
+        if compressed:
+            arrays["W/p"] = np.array([0, 2, 4, 5])
+        for name, data in arrays.items():
+            if name == where:  # chunked: only the chunk written is stored
+                d = g_.create_dataset(name, shape=(entries,), dtype=data.dtype, chunks=(min(64, entries),))
+                d[:data.size] = data
+            else:
+                g_.create_dataset(name, data=data)
+
+
+@pytest.mark.parametrize("where, entries, compressed, message", [
+    ("W/x", 3 * 10 ** 9, False, r"/fclib_local/W/x declares 3000000000 entries; a 3x3 matrix"),
+    ("W/i", 2 * 10 ** 9, False, r"/fclib_local/W/i declares 2000000000 entries"),
+    ("W/x", 3 * 10 ** 9, True, r"/fclib_local/W/x declares 3000000000 entries"),
+    ("W/p", 2 * 10 ** 9, True, r"/fclib_local/W/p declares 2000000000 entries; .* has at most 4"),
+    ("vectors/mu", 2 * 10 ** 9, False, r"/fclib_local/vectors/mu has 2000000000 entries: q \(3 entries\) "
+                                       r"implies 1 contacts"),
+    ("vectors/q", 3 * 10 ** 9, False, r"/fclib_local/vectors/mu has 1 entries: q \(3000000000 entries\)"),
+])
+def test_fclib_datasets_declaring_billions_of_entries(tmp_path, where, entries, compressed, message):
+    """The issue's few-kB files whose datasets declare 2e9-3e9 entries made the reader ask for 15-22 GiB:
+    each dataset's declared size is checked against the problem's sizes before it is read."""
+    pytest.importorskip("h5py")
+    import tracemalloc
+
+    f = tmp_path / "huge.hdf5"
+    _fclib_declaring(f, where, entries, compressed=compressed)
+    assert f.stat().st_size < 100_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(FormatError, match=message):
+            io.load(f)
+        with pytest.raises(FormatError, match=message):
+            io.read_fclib(f, with_solution=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 2 ** 20, peak
+
+
+def test_fclib_arrays_longer_than_nz_read_no_further(tmp_path):
+    """Triplet arrays may be longer than nz (FCLIB's nzmax): only nz entries are read."""
+    pytest.importorskip("h5py")
+    f = tmp_path / "long.hdf5"
+    _fclib_declaring(f, "W/x", 9)
+    p = io.load(f)
+    np.testing.assert_array_equal(p.W.toarray(), [[1, 1, 0], [1, 1, 0], [0, 0, 1]])
+
+
+def test_fclib_consistent_but_absurd_sizes_are_refused_by_the_file_size(tmp_path):
+    """Sizes that all agree (q, W and mu of 1e9 contacts) in a few-kB file: the last guard compares the
+    bytes to read with the file's size."""
+    pytest.importorskip("h5py")
+    import h5py
+
+    n = 3 * 10 ** 8
+    f = tmp_path / "consistent.hdf5"
+    with h5py.File(f, "w") as h:
+        g_ = h.create_group("fclib_local")
+        g_.create_dataset("spacedim", data=np.array([3], dtype=np.int32))
+        W = g_.create_group("W")
+        for k, v in (("m", n), ("n", n), ("nz", 1), ("nzmax", 1)):
+            W.create_dataset(k, data=np.array([v], dtype=np.int64))
+        for k, v in (("i", [0]), ("p", [0]), ("x", [1.0])):
+            W.create_dataset(k, data=np.array(v))
+        g_.create_dataset("vectors/q", shape=(n,), dtype=float, chunks=(64,))
+        g_.create_dataset("vectors/mu", shape=(n // 3,), dtype=float, chunks=(64,))
+    with pytest.raises(FormatError, match=r"/fclib_local/vectors/q declares 300000000 entries \(2.24 GiB to read\) "
+                                          r"in a file of \d+ bytes: corrupt file"):
+        io.load(f)

@@ -188,3 +188,82 @@ def test_command_exit_codes_and_output_with_the_fast_exit(folder, tmp_path):
     from nsopt.__main__ import main as entry
 
     assert entry(["compare", str(folder / "lcp"), "--methods", "bogus"]) == 2
+
+
+# ------------------------------------------------------------------------------------ bad inputs (issue 20)
+
+def test_compare_on_a_file_name_that_is_not_utf8(capsys, tmp_path):
+    """A Latin-1 file name (bytes that are not UTF-8): the campaign ran it, wrote its row (the name with
+    \\xNN escapes) and resumes without redoing it; it crashed with UnicodeEncodeError and left results.csv
+    with its header only."""
+    if sys.platform == "darwin":
+        pytest.skip("macOS file systems refuse names that are not UTF-8")
+    d = tmp_path / "set"
+    d.mkdir()
+    name = os.fsdecode(b"caf\xe9.dat")
+    write_siconos_dat(MURTY, d / name)
+    out_dir = tmp_path / "camp"
+    rc, out, err = run(capsys, "compare", str(d), "--methods", "lemke", "--out", str(out_dir), "--no-progress")
+    assert rc == 0, err
+    df = pd.read_csv(out_dir / "results.csv")
+    assert len(df) == 1 and df["problem"].iloc[0].endswith("caf\\xe9.dat") and df["status"].iloc[0] == "solved"
+    assert pd.read_parquet(out_dir / "results.parquet")["problem"].iloc[0].endswith("caf\\xe9.dat")
+    rc, out, err = run(capsys, "compare", str(d), "--methods", "lemke", "--out", str(out_dir), "--no-progress")
+    assert rc == 0 and len(pd.read_csv(out_dir / "results.csv")) == 1       # resumed: nothing redone
+    rc, out, err = run(capsys, "info", str(d))
+    assert rc == 0 and "caf\\xe9.dat" in out
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("nsgs[omega=abc]", r"--methods nsgs\[omega='abc'\]: nsgs: omega must be a number in \(0, 2\)"),
+    ("lemke,psor[omega=abc]", r"--methods psor\[omega='abc'\]: psor: omega must be a number"),
+    ("nsgs[omeg=1.2]", r"unknown option\(s\) \['omeg'\] for nsgs \(its options: .*omega"),
+])
+def test_compare_bad_option_value_is_a_usage_error(capsys, folder, tmp_path, spec, message):
+    """Exit 2 before the campaign (it exited 1 with a row of errors per problem)."""
+    rc, out, err = run(capsys, "compare", str(folder), "--methods", spec, "--out", str(tmp_path / "c"),
+                       "--no-progress")
+    assert rc == 2 and re.search(message, err), err
+    assert not (tmp_path / "c" / "records.jsonl").exists()
+
+
+def test_compare_good_options_still_run(capsys, folder, tmp_path):
+    rc, out, err = run(capsys, "compare", str(folder), "--methods", "nsgs[omega=1.2],lemke", "--out",
+                       str(tmp_path / "c"), "--no-progress")
+    assert rc == 0, err
+    assert set(pd.read_csv(tmp_path / "c" / "results.csv")["status"]) == {"solved"}
+
+
+def test_unknown_command_suggests_the_commands(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = run(capsys, "frobnicate")
+    assert rc == 2
+    assert "no such file or folder: frobnicate (and not a command: info, solve, compare, report, merge)" in err
+    rc, _, err = run(capsys, "comprae", "x")
+    assert rc == 2 and "did you mean 'nsopt compare'?" in err
+    rc, _, err = run(capsys, "missing.dat")           # a file name: no command hint
+    assert rc == 2 and err.strip() == "nsopt: error: no such file or folder: missing.dat"
+
+
+def test_info_on_a_missing_file_is_one_error(capsys, tmp_path):
+    rc, out, err = run(capsys, "info", str(tmp_path / "missing.dat"))
+    assert rc == 2
+    assert err.strip().splitlines() == [f"nsopt info: error: no such file or folder: {tmp_path / 'missing.dat'}"]
+
+
+def test_summary_timeout_counts_the_time_limit(capsys, tmp_path):
+    """A run stopped at its (soft) time limit has status time_limit: the summary's timeout column counted
+    only the hard kills (status timeout) and showed 0."""
+    from nsopt.studies import summary
+
+    rows = []
+    for prob, (st_a, st_b) in {"p1": ("solved", "time_limit"), "p2": ("solved", "timeout"),
+                               "p3": ("time_limit", "solved")}.items():
+        for meth, st in (("a", st_a), ("b", st_b)):
+            rows.append({"problem": prob, "problem_hash": prob, "kind": "lcp", "size": 2, "nc": None,
+                         "method": meth, "source": "nsopt", "options": "{}", "tol": 1e-8, "max_iter": None,
+                         "timeout": 1.0, "status": st, "error": 0.0 if st == "solved" else 1.0,
+                         "iterations": 3, "time": 0.5 if st == "solved" else 1.0})
+    s = summary(pd.DataFrame(rows)).set_index("method")
+    assert s.loc["a", "timeout"] == 1 and s.loc["b", "timeout"] == 2
+    assert s.loc["a", "solved"] == 2 and s.loc["b", "solved"] == 1

@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import platform
 import shutil
+import signal
 import subprocess
 import textwrap
 from pathlib import Path
@@ -142,16 +145,26 @@ _SICONOS_SCRIPT = textwrap.dedent(r"""
 """)
 
 
-def siconos_errors(kind: str, cases: list[dict], tmp: Path) -> list[float]:
+def siconos_run(kind: str, cases: list[dict], tmp: Path, env: dict | None = None):
+    """Siconos' error of every case, in one subprocess (``env``: extra environment variables):
+    the finished process, and the errors (None if it did not finish)."""
     manifest = tmp / f"{kind}-manifest.json"
     manifest.write_text(json.dumps(cases))
     script = tmp / "siconos_errors.py"
     script.write_text(_SICONOS_SCRIPT)
     result = tmp / f"{kind}-siconos.json"
+    result.unlink(missing_ok=True)
     r = subprocess.run([SICONOS_PY, str(script), kind, str(manifest), str(result)],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600,
+                       env=None if env is None else {**os.environ, **env})
+    errors = [float(s) for s in json.loads(result.read_text())] if r.returncode == 0 else None
+    return r, errors
+
+
+def siconos_errors(kind: str, cases: list[dict], tmp: Path, env: dict | None = None) -> list[float]:
+    r, errors = siconos_run(kind, cases, tmp, env)
     assert r.returncode == 0, f"Siconos subprocess failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
-    return [float(s) for s in json.loads(result.read_text())]
+    return errors
 
 
 # ----------------------------------------------------------------------------------------------
@@ -417,12 +430,28 @@ def _gmp_file_without_diagonal_block(path, B00, B01, B10, q):
     path.write_text("\n".join(out) + "\n")
 
 
+# glibc's malloc, made to return memory filled with zeros (perturb byte 0xff: fill 0xff ^ 0xff) or with
+# 0x5a bytes (perturb 0xa5), on every call (the thread cache, which skips the fill, turned off)
+ZEROED_MALLOC = {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0:glibc.malloc.perturb=255"}
+POISONED_MALLOC = {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0:glibc.malloc.perturb=165"}
+needs_glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc tunables")
+
+
 @needs_siconos
+@needs_glibc
 def test_gmp_without_stored_diagonal_block_is_a_known_siconos_divergence(tmp_path):
-    """Siconos 4.4 evaluates a block row that has no stored diagonal block with the first stored
-    block of M (its leading entries, column-major) in place of M_kk -- in gmp_compute_error and in
-    its GMP solver alike. nsopt keeps M as stored (a zero block) and warns when it reads such a
-    file. This pins both values, so a change on either side shows."""
+    """A GMP file whose SBM stores no diagonal block for a block row: Siconos 4.4 reads memory it never
+    wrote. ``SBM_diagonal_block_indices`` (numerics/src/tools/SparseBlockMatrix.c) mallocs the array of
+    the diagonal blocks' positions and fills it row by row where it finds a diagonal block ("no check
+    if the diagonal block does not exists"); the missing row's entry is whatever malloc left there,
+    and ``NM_extract_diag_block`` takes ``block[that]`` as M_kk -- in gmp_compute_error and in its GMP
+    solver alike. On memory malloc returns zeroed that is block 0, the first stored block (its leading
+    entries, column-major, as M_kk); on reused memory a wild pointer: a segfault (exit -11), or a
+    value from elsewhere. Which one depends on the heap's history (with the default allocator one
+    file in a fresh process often gets zeros and two files in a row crash), so the test fixes the
+    allocator: with malloc filling with zeros, Siconos' value is the first-block one every time, even
+    for the same file evaluated repeatedly; with malloc filling with 0x5a, it crashes every time.
+    nsopt keeps M as stored (a zero block) and warns when it reads such a file."""
     rng = np.random.default_rng(0)
     B00, B01, B10 = rng.standard_normal((3, 3)), rng.standard_normal((3, 2)), rng.standard_normal((2, 3))
     q = rng.standard_normal(5)
@@ -434,8 +463,7 @@ def test_gmp_without_stored_diagonal_block_is_a_known_siconos_divergence(tmp_pat
     r[3:] = [0.4, 0.1]
     r[:3] = np.linalg.solve(B00, -q[:3] - B01 @ r[3:])         # equality block satisfied
     np.savez(tmp_path / "v.npz", z=r)
-    e_siconos = siconos_errors("gmp", [{"path": str(f), "vectors": str(tmp_path / "v.npz")}],
-                               tmp_path)[0]
+    case = {"path": str(f), "vectors": str(tmp_path / "v.npz")}
     with pytest.warns(nsopt.NsoptWarning, match="no stored diagonal block"):
         p = io.load(f)
     np.testing.assert_array_equal(p.M.toarray(), M)
@@ -447,6 +475,18 @@ def test_gmp_without_stored_diagonal_block_is_a_known_siconos_divergence(tmp_pat
 
     e_eq = np.max(np.abs(M[:3] @ r + q[:3]))
     first_block = B00.reshape(-1, order="F")[:4].reshape(2, 2, order="F")
-    assert p.error(r) == pytest.approx(max(e_eq, lcp_err(np.zeros((2, 2)))), rel=1e-14)
-    assert e_siconos == pytest.approx(max(e_eq, lcp_err(first_block)), rel=1e-14)
-    assert abs(p.error(r) - e_siconos) > 1e-3
+    e_nsopt = p.error(r)
+    assert e_nsopt == pytest.approx(max(e_eq, lcp_err(np.zeros((2, 2)))), rel=1e-14)
+    # zero-filled malloc: the first stored block, for each of 4 evaluations in one process
+    e_siconos = siconos_errors("gmp", [case] * 4, tmp_path, env=ZEROED_MALLOC)
+    assert e_siconos == [pytest.approx(max(e_eq, lcp_err(first_block)), rel=1e-14)] * 4
+    assert abs(e_nsopt - e_siconos[0]) > 1e-3
+    # 0x5a-filled malloc: block[0x5a5a5a5a], a wild pointer: SIGSEGV
+    proc, errors = siconos_run("gmp", [case], tmp_path, env=POISONED_MALLOC)
+    assert proc.returncode == -signal.SIGSEGV and errors is None, (proc.returncode, proc.stderr[-500:])
+    # a file with the diagonal block stored: the same in both allocators, and nsopt agrees
+    g = tmp_path / "withdiag.dat"
+    io.write_siconos_dat(p, g)
+    ok = {"path": str(g), "vectors": str(tmp_path / "v.npz")}
+    for env in (ZEROED_MALLOC, POISONED_MALLOC):
+        assert siconos_errors("gmp", [ok] * 2, tmp_path, env=env) == [pytest.approx(e_nsopt, rel=1e-14)] * 2

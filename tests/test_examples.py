@@ -143,3 +143,15 @@ def test_example_spheres_box_fclib_round_trip(tmp_path):
     assert np.allclose(W1, W0, rtol=0, atol=1e-14 * np.abs(W0).max())
     assert back.error(lam) <= 1e-8                          # the stored step's reactions solve the read-back problem
     assert solve(back, method="nsn-ac", tol=1e-8).success
+
+
+def test_example_spheres_box_script_writes_the_corpus(tmp_path, capsys):
+    """``python examples/modeling_spheres_box.py --fclib DIR``: the README's way to the FCLIB corpus (the
+    test used a private attribute of TimeStepping, the script wrote none)."""
+    pytest.importorskip("h5py")
+    from nsopt import io
+
+    _example("modeling_spheres_box").main(["--fclib", str(tmp_path / "corpus")])
+    files = sorted((tmp_path / "corpus").glob("step_*.hdf5"))
+    assert len(files) > 100 and f"{len(files)} FCLIB files in" in capsys.readouterr().out
+    assert io.load(files[-1]).kind == "fc3d"

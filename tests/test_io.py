@@ -162,11 +162,11 @@ def test_siconos_dat_roundtrip_corpus(path, corpus, tmp_path):
         pytest.skip("invalid problem file")
     p = io.load(path)
     out = tmp_path / "p.dat"
-    io.write_siconos_dat(p, out)
+    io.write_siconos_dat(p, out, overwrite=True)
     assert io.load(out, kind=p.kind) == p
     if p.kind in ("fc2d", "fc3d") and p.size <= 600:
         for storage in ("dense", "sbm", "sparse"):
-            io.write_siconos_dat(p, out, storage=storage)
+            io.write_siconos_dat(p, out, storage=storage, overwrite=True)
             assert io.load(out, kind=p.kind) == p
 
 
@@ -183,9 +183,9 @@ def test_generated_roundtrip_dat(storage, tmp_path):
     for p in _generated():
         if storage == "sbm" and p.kind.startswith("gfc"):
             with pytest.raises(ValueError):
-                io.write_siconos_dat(p, tmp_path / "x.dat", storage=storage)
+                io.write_siconos_dat(p, tmp_path / "x.dat", storage=storage, overwrite=True)
             continue
-        out = io.write_siconos_dat(p, tmp_path / f"{p.kind}.dat", storage=storage)
+        out = io.write_siconos_dat(p, tmp_path / f"{p.kind}.dat", storage=storage, overwrite=True)
         assert io.load(out, kind=p.kind) == p
         assert io.load(out) == p          # detection from the content alone
 
@@ -204,7 +204,7 @@ def test_sparse_input_stays_sparse(tmp_path):
     W = sp.csr_matrix(np.asarray(p.W) * (np.abs(np.asarray(p.W)) > 0.3))
     sparse_p = FrictionContact(3, W, p.q, p.mu)
     for storage in ("sbm", "sparse"):
-        out = io.write_siconos_dat(sparse_p, tmp_path / "s.dat", storage=storage)
+        out = io.write_siconos_dat(sparse_p, tmp_path / "s.dat", storage=storage, overwrite=True)
         q = io.load(out)
         assert sp.issparse(q.W) and q == sparse_p
     q = io.load(io.write_fclib(sparse_p, tmp_path / "s.hdf5"))
@@ -214,7 +214,7 @@ def test_sparse_input_stays_sparse(tmp_path):
 def test_gmp_roundtrip(corpus, tmp_path):
     for name in ("GMP0.dat", "GMP5.dat", "Example1_Fc3D_SBM.dat"):
         p = io.load(corpus / "gmp" / name)
-        out = io.write_siconos_dat(p, tmp_path / name)
+        out = io.write_siconos_dat(p, tmp_path / name, overwrite=True)
         assert io.load(out) == p
 
 
@@ -290,7 +290,7 @@ def test_siconos_reads_nsopt_files(tmp_path):
              ("fc3_sbm", fc3, "sbm"), ("fc2_sbm", fc2, "sbm"), ("fc3_sparse", fc3, "sparse"),
              ("gfc_dense", gfc, "dense"), ("gfc_sparse", gfc, "sparse"), ("mlcp", mlcp, None)]
     for key, p, storage in cases:
-        f = io.write_siconos_dat(p, tmp_path / f"{key}.dat", storage=storage)
+        f = io.write_siconos_dat(p, tmp_path / f"{key}.dat", storage=storage, overwrite=True)
         jobs.append((key, p.kind, str(f)))
         probs[key] = p
     for key, p in (("fclib_fc3", fc3), ("fclib_gfc", gfc)):
@@ -324,12 +324,12 @@ def test_global_detected_when_ndof_equals_local_size(tmp_path):
     d = tmp_path / "FrictionContact"
     d.mkdir()
     gfc = g.global_friction_contact(3, 9, dim=3, seed=3)[0]
-    f = io.write_siconos_dat(gfc, d / "problem-check.dat", storage="sparse")
+    f = io.write_siconos_dat(gfc, d / "problem-check.dat", storage="sparse", overwrite=True)
     with open(f, "a") as fh:
         fh.write("1\n")                   # a trailing flag, as in Siconos' files
     assert io.detect_kind(f) == "gfc3d" and io.load(f) == gfc
     fc = g.friction_contact(3, 3, seed=3)[0]
-    f = io.write_siconos_dat(fc, d / "problem-local.dat", storage="sbm")
+    f = io.write_siconos_dat(fc, d / "problem-local.dat", storage="sbm", overwrite=True)
     with open(f, "a") as fh:
         fh.write("0\n")
     assert io.detect_kind(f) == "fc3d" and io.load(f) == fc

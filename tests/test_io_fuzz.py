@@ -205,7 +205,7 @@ def test_error_names_the_line(tmp_path):
         io.load(f, kind="lcp")
     assert ei.value.line == 7 and "line 7" in str(ei.value)
     # unknown storage type
-    lines = io.write_siconos_dat(g.lcp(3)[0], f).read_text().splitlines()
+    lines = io.write_siconos_dat(g.lcp(3)[0], f, overwrite=True).read_text().splitlines()
     lines[1] = "7"
     f.write_text("\n".join(lines))
     with pytest.raises(FormatError, match="storage") as ei:
@@ -321,3 +321,72 @@ def test_corpus_hdf5_truncated(tmp_path):
         f.write_bytes(data[:int(frac * len(data))])
         with pytest.raises(FormatError):
             io.load(f)
+
+
+# files that end in a single-value vector (mu of one contact, a 1x1 relay's bound, a GMP block's mu), with
+# or without a line end after the last number, and a file with a trailing token after its problem
+CUT_SAMPLES = ["fc3d/FrictionContact3D_1c.dat", "fc3d/FrictionContact3D_RR_1c.dat",
+               "fc2d/FC2D_SliderCrankLagrangian00000.dat", "gfc3d/GFC3D_Example1.dat", "relay/step_1x1.dat",
+               "gmp/Example1_Fc3D_SBM.dat", "lcp/lcp_CPS_1.dat"]
+
+
+def _arrays(p):
+    return {k: v for k, v in vars(p).items() if isinstance(v, np.ndarray)} if hasattr(p, "__dict__") else {}
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("rel", CUT_SAMPLES)
+def test_cut_inside_last_number(tmp_path, rel):
+    """A file cut 1..16 bytes before its end either loads to exactly the whole file's problem (only
+    whitespace or digits that do not change a value were cut) or raises FormatError: never mu = 0
+    for 0.1 (the issue's one-contact FC3D file cut two bytes before its end)."""
+    need_corpus()
+    src = data_dir() / rel
+    whole = io.load(src)
+    data = src.read_bytes()
+    (tmp_path / src.parent.name).mkdir()
+    for cut in range(1, 17):
+        dst = tmp_path / src.parent.name / src.name
+        dst.write_bytes(data[:-cut])
+        try:
+            p = io.load(dst)
+        except FormatError as e:
+            assert str(dst) in str(e)
+            continue
+        for name, a in _arrays(whole).items():
+            np.testing.assert_array_equal(getattr(p, name), a, err_msg=f"{rel} cut {cut} bytes: {name}")
+        for name in ("mu", "q", "b"):
+            if hasattr(whole, name):
+                b = getattr(whole, name)
+                np.testing.assert_array_equal(getattr(p, name), b, err_msg=f"{rel} cut {cut} bytes: {name}")
+
+
+def test_cut_inside_last_number_written(tmp_path):
+    """The same without the corpus: one-contact FC3D files as a person writes them (no line end after
+    the last number) and as Siconos writes them ("%.24e", a line end)."""
+    text = "3\n1\n0\n3 3\n3 3\n1 0 0\n0 1 0\n0 0 1\n\n-1\n2\n3\n\n"
+    e24 = "3\n1\n0\n3 3\n3 3\n1 0 0\n0 1 0\n0 0 1\n" + "".join(f"{v:.24e}\n" for v in (-1, 2, 3))
+    f = tmp_path / "fc3d_1c.dat"
+    # (a hand-written "0.25" cut to "0.2" cannot be told from a whole "0.2": not among these)
+    for text, tail, whole_mu in ((text, "0.1", 0.1), (text, "0.1\n", 0.1), (text, "0.6", 0.6),
+                                 (e24, "1.000000000000000055511151e-01\n", 0.1),
+                                 (e24, "1.000000000000000055511151e-01", 0.1)):
+        f.write_text(text + tail)
+        assert io.load(f, kind="fc3d").mu.tolist() == [whole_mu]
+        for cut in range(1, len(tail)):
+            f.write_text(text + tail[:-cut])
+            try:
+                p = io.load(f, kind="fc3d")
+            except FormatError as e:
+                assert "cut in the middle of a number" in str(e) or "file ends early" in str(e) or \
+                    "expected a number" in str(e), str(e)
+                continue
+            assert p.mu.tolist() == [whole_mu], (tail, cut)
+    # "0" for "0.1", no line end: refused, and the message says how to keep a whole file
+    text = "3\n1\n0\n3 3\n3 3\n1 0 0\n0 1 0\n0 0 1\n\n-1\n2\n3\n\n"
+    f.write_text(text + "0")
+    with pytest.raises(FormatError, match=r"line 14: mu: the last value '0' is printed as an integer.*"
+                                          r"if it is whole, end it with a line end"):
+        io.load(f, kind="fc3d")
+    f.write_text(text + "0\n")
+    assert io.load(f, kind="fc3d").mu.tolist() == [0.0]

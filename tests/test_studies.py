@@ -287,7 +287,7 @@ def test_describe_is_kept_while_the_file_is_unchanged(tmp_path, monkeypatch):
     write_siconos_dat(MURTY, f)
     ref, kind, h = files.describe(str(f))
     assert (ref, kind, h) == (str(f), "lcp", files.content_hash(str(f)))
-    write_siconos_dat(nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -7.0]), f)   # rewritten at once:
+    write_siconos_dat(nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -7.0]), f, overwrite=True)  # rewritten:
     assert files.describe(str(f))[2] == files.content_hash(str(f)) != h      # same size, maybe mtime
     old = os.stat(f).st_mtime_ns - 10**10                                       # a file 10 s old
     os.utime(f, ns=(old, old))

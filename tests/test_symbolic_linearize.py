@@ -560,3 +560,41 @@ def test_piecewise_force():
         ref = symbolic.linearize(KMr, {q1r: qv, u1r: 0.0, Lr: 1.5, mr: 2.0, gr: 9.81, k: 5.0})
         A_ref = KMr.to_linearizer().linearize(A_and_B=True, op_point=dict(ref.op_point))[0]
         assert_entrywise(res.A, A_ref)
+
+
+# ------------------------------------------------------------------------------------ constraints
+
+def test_operating_point_violating_constraints():
+    """SymPy returns numbers at a point off the constraints; nsopt names the constraint and its residual."""
+    KM, (q1, q2, u1, u2, L, m, g) = pendulum_nonminimal_kane()
+    th, w, Lv = 0.4, 0.7, 1.3
+    good = {q1: Lv * np.cos(th), q2: Lv * np.sin(th), u1: -Lv * w * np.sin(th), u2: Lv * w * np.cos(th),
+            L: Lv, m: 0.9, g: 9.8}
+    assert np.all(np.isfinite(symbolic.linearize(KM, good).A))  # round-off is no violation
+    with pytest.raises(ProblemError, match=r"op_point.*configuration constraint f_c\[0\] = .*residual is 0.001"):
+        symbolic.linearize(KM, {**good, q1: good[q1] + 1e-3 * Lv / good[q1]})  # residual ~ 1e-3
+    with pytest.raises(ProblemError, match=r"op_point.*velocity constraint f_v\[0\] = .*residual"):
+        symbolic.linearize(KM, {**good, u1: good[u1] + 1e-3})
+    # a looser constraint_tol accepts it (the caller's choice)
+    res = symbolic.linearize(KM, {**good, u1: good[u1] + 1e-7}, constraint_tol=1e-6)
+    assert np.all(np.isfinite(res.A))
+    LM, (q1, q2, L, m, g) = pendulum_nonminimal_lagrange()
+    kw = dict(q_ind=[q2], qd_ind=[q2.diff(t)], q_dep=[q1], qd_dep=[q1.diff(t)])
+    op = {q1: 1.0, q2: 0.5, q1.diff(t): 0.0, q2.diff(t): 0.0, L: 1.0, m: 1.0, g: 9.8}  # |q| = 1.118 != L
+    with pytest.raises(ProblemError, match=r"configuration constraint f_c\[0\] = .*q1\(t\)\*\*2"):
+        symbolic.linearize(LM, op, **kw)
+
+
+def test_accuracy_options():
+    KM, (q1, u1, L, m, g) = pendulum_kane()
+    op = {q1: 0.3, u1: 0.1, L: 1.5, m: 2.0, g: 9.81}
+    for bad in (dict(tol=0.0), dict(tol=2.0), dict(tol="1e-8"), dict(constraint_tol=-1.0),
+                dict(max_precision=0), dict(max_precision=4096), dict(max_precision=64.0)):
+        with pytest.raises(OptionError):
+            symbolic.linearize(KM, op, **bad)
+    res = symbolic.linearize(KM, op)
+    assert set(res.errors) == {"A", "B"} and res.errors["A"].shape == res.A.shape
+    assert np.all(res.errors["A"] <= 1e-14 * np.abs(res.A).max())
+    M, A, B, r = full = symbolic.linearize(KM, op, A_and_B=False)
+    assert set(full.errors) == {"M", "A", "B"} and full.errors["M"].shape == M.shape
+    assert res.reevaluated == [] and res.inaccurate == [] and res.precision is None and res.tol == 1e-10

@@ -277,3 +277,49 @@ def test_modeling_slider_crank_written_symbolically():
     assert ref[2].max() > 0                                              # it hit the stop
     for a, b in zip(sym, ref):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-9 * max(1.0, np.abs(b).max()))
+
+
+def test_nonsmooth_and_undefined_plugins():
+    """Abs in h compiles (the variables are real: d|x|/dx = sign x); a derivative plug-in at a kink, or any
+    plug-in at a point where its expression is not defined, raises a PluginError naming the plug-in, the
+    point and the entries; a function the generated code cannot compute is refused at construction."""
+    from nsopt.exceptions import PluginError, ProblemError
+
+    qa, qb = sm.symbols("qa qb")
+    p = relation_plugins("LagrangianScleronomousR", h=[sm.Abs(qa) - 1, qa * qb], q=[qa, qb])
+    np.testing.assert_array_equal(p["h"]([-0.5, 2.0], []), [-0.5, -1.0])
+    np.testing.assert_array_equal(p["G0"]([-0.5, 2.0], []), [[-1.0, 0.0], [2.0, -0.5]])
+    with pytest.raises(PluginError, match=r"LagrangianScleronomousR\.G0 = dh/dq: not defined at q = \[0. *, 2. *\]"
+                                          r".*\[0, 0\] = sign\(qa\) with qa = 0 \(the kink of sign\)"):
+        p["G0"]([0.0, 2.0], [])
+    # the distance to the origin: its gradient at the origin divides by zero (the issue's ZeroDivisionError)
+    p = relation_plugins("LagrangianScleronomousR", h=[sm.sqrt(qa ** 2 + qb ** 2) - 1], q=[qa, qb])
+    np.testing.assert_allclose(p["G0"]([3.0, 4.0], []), [[0.6, 0.8]])
+    with pytest.raises(PluginError, match=r"G0 = dh/dq: not defined at q = \[0., 0.\].*\[0, 0\] = "
+                                          r"qa/sqrt\(qa\*\*2 \+ qb\*\*2\) is nan.*not differentiable"):
+        p["G0"]([0.0, 0.0], [])
+    with pytest.raises(PluginError, match=r"\.h: not defined at q = .*sqrt\(qa\) is"):
+        relation_plugins("LagrangianScleronomousR", h=[sm.sqrt(qa)], q=[qa, qb])["h"]([-1.0, 0.0], [])
+    # Max: its derivative at the tie; also compiled by numba
+    for jit in ((False, True) if _has_numba() else (False,)):
+        p = relation_plugins("LagrangianScleronomousR", h=[sm.Max(qa, qb)], q=[qa, qb], jit=jit)
+        np.testing.assert_array_equal(p["G0"](np.array([1.0, 0.0]), np.zeros(0)), [[1.0, 0.0]])
+        with pytest.raises(PluginError, match=r"qa - qb = 0 \(the kink of Heaviside\)"):
+            p["G0"](np.array([0.5, 0.5]), np.zeros(0))
+    with pytest.raises(ProblemError, match=r"relation\.h: cannot be compiled: .*does not support besselj"):
+        relation_plugins("LagrangianScleronomousR", h=[sm.besselj(0, qa)], q=[qa, qb])
+    # in a modeling relation: its name in the message (the modeling layer's own PluginError around it)
+    from nsopt.symbolic import relation
+
+    r = relation("LagrangianScleronomousR", name="ring", h=[sm.sqrt(qa ** 2 + qb ** 2) - 1], q=[qa, qb])
+    r.bind(1, 2, 0)
+    with pytest.raises(PluginError, match=r"LagrangianScleronomousR 'ring'\.G0 = dh/dq: not defined at q = "):
+        r.G0(np.zeros(2), 0.0, None, np.zeros(0))
+
+
+def _has_numba():
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True

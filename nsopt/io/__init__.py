@@ -6,8 +6,12 @@
 :func:`write_siconos_dat`. Every malformed file raises :class:`~nsopt.exceptions.FormatError`
 naming the file and, for text files, the line; a missing file raises FileNotFoundError (an
 OSError, as ``open`` does), a folder IsADirectoryError. Declared sizes are checked against what
-the file holds before anything is allocated, and a text file cut in the middle of its last
-number is detected (its last value is printed unlike the values before it, with no line end).
+the file holds before anything is allocated (FCLIB: every dataset's declared size against the
+problem's sizes). A text file ends where its header says it ends, with its last number whole:
+when no line end follows that number, it must be printed as its neighbours are (not "0." or "0"
+for a cut "0.1", not a "%.24e" mantissa without its exponent), else FormatError; a whole file that
+trips this can be given a line end. (A cut that leaves a plausible decimal, "0.2" of "0.25", cannot
+be told apart.)
 """
 
 from __future__ import annotations

@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import FormatError, ProblemError
+from ..exceptions import FormatError, OutputError, ProblemError
 from ..problems import FrictionContact, GlobalFrictionContact
+from ._target import check_file, temporary_beside
 
 __all__ = ["read_fclib", "write_fclib", "fclib_kind", "is_hdf5"]
 
@@ -111,7 +112,16 @@ def _kind(h, path):
     raise FormatError(path, "HDF5 file without an FCLIB group (/fclib_local or /fclib_global)")
 
 
-def _dataset(h, name, path):
+_FREE_BYTES = 64 << 20  # what a dataset may hold beyond _RATIO times the file's size
+
+
+def _dataset(h, name, path, count=None):
+    """The dataset ``name`` (flattened when ``count`` is given: its first ``count`` entries only).
+
+    Before anything is read, the bytes to read must be backed by the file: a few-kB file whose
+    dataset declares 3e9 entries (HDF5 allows it: unwritten storage) would make a plain read ask
+    for 24 GB. The caller has checked the declared size against the problem's sizes first; this
+    is the last guard, against a header whose sizes all agree on a problem the file cannot hold."""
     h5py = _h5py()
     try:
         obj = h[name]
@@ -119,14 +129,32 @@ def _dataset(h, name, path):
         raise FormatError(path, f"missing /{name}") from e
     if not isinstance(obj, h5py.Dataset):
         raise FormatError(path, f"/{name} is not a dataset")
+    n = int(np.prod(obj.shape, dtype=np.int64)) if obj.shape is not None else 0
+    k = n if count is None else min(int(count), n)
+    nbytes = k * obj.dtype.itemsize
+    size = os.path.getsize(path)
+    if nbytes > _FREE_BYTES and nbytes > _RATIO * size:
+        raise FormatError(path, f"/{name} declares {n} entries ({nbytes / 2**30:.3g} GiB to read) in a file of "
+                                f"{size} bytes: corrupt file")
     try:
-        return obj[()]
+        if count is None or obj.ndim == 0:
+            return obj[()]
+        if obj.ndim == 1:
+            return obj[:k]
+        flat = [d for d in obj.shape if d != 1]
+        if len(flat) <= 1:  # a row or column vector stored 2-D
+            idx = tuple(slice(0, k) if d != 1 else 0 for d in obj.shape) if flat else (0,) * obj.ndim
+            return np.asarray(obj[idx]).reshape(-1)
+        return np.asarray(obj[()]).reshape(-1)[:k]
     except (OSError, ValueError, TypeError) as e:
         raise FormatError(path, f"cannot read /{name} ({e})") from e
 
 
+_RATIO = 64  # bytes read per byte of file, at most (FCLIB files are not compressed; gzip'd doubles ~2x)
+
+
 def _scalar(h, name, path) -> int:
-    a = np.asarray(_dataset(h, name, path)).reshape(-1)
+    a = np.asarray(_dataset(h, name, path, count=1)).reshape(-1)
     if a.size < 1:
         raise FormatError(path, f"/{name} is empty")
     try:
@@ -138,14 +166,24 @@ def _scalar(h, name, path) -> int:
         raise FormatError(path, f"/{name} must be an integer, got {a[0]!r}") from None
 
 
-def _vector(h, name, path, size=None):
-    a = np.asarray(_dataset(h, name, path))
+def _vector(h, name, path, size=None, count=None):
+    """A numeric dataset as a float vector; with ``size``, its declared length must be ``size`` (checked
+    before reading); with ``count``, only its first ``count`` entries are read."""
+    if size is not None:
+        n = _length(h, name, path)
+        if n != size:
+            raise FormatError(path, f"/{name} has {n} entries, expected {size}")
+    a = np.asarray(_dataset(h, name, path, count=count))
     if a.dtype.kind not in "fiu":
         raise FormatError(path, f"/{name} is not numeric (dtype {a.dtype})")
-    a = a.astype(float).reshape(-1)
-    if size is not None and a.size != size:
-        raise FormatError(path, f"/{name} has {a.size} entries, expected {size}")
-    return a
+    return a.astype(float).reshape(-1)
+
+
+def _ints(h, name, path, count):
+    a = np.asarray(_dataset(h, name, path, count=count)).reshape(-1)
+    if a.dtype.kind not in "iu":
+        raise FormatError(path, f"/{name}: index arrays i, p must be integers")
+    return a.astype(np.int64)
 
 
 def _length(h, name, path) -> int:
@@ -170,40 +208,42 @@ def _matrix(h, name, path, shape):
             raise FormatError(path, f"/{name}/{what.split()[0]} = {got}: the problem's vectors "
                                     f"imply {want} {what.split()[1][1:-1]}")
     stored = min(_length(h, f"{name}/{k}", path) for k in ("x", "i", "p"))
-    if nz >= 0 and nz > stored:
-        raise FormatError(path, f"/{name}: nz = {nz} but only {stored} stored entries")
-    if nz in (-1, -2) and _length(h, f"{name}/p", path) < (n if nz == -1 else m) + 1:
-        raise FormatError(path, f"/{name}: pointer array p has {_length(h, f'{name}/p', path)} "
-                                f"entries, needs {(n if nz == -1 else m) + 1}")
-    x = _vector(h, f"{name}/x", path)
-    ii = np.asarray(_dataset(h, f"{name}/i", path)).reshape(-1)
-    pp = np.asarray(_dataset(h, f"{name}/p", path)).reshape(-1)
-    if ii.dtype.kind not in "iu" or pp.dtype.kind not in "iu":
-        raise FormatError(path, f"/{name}: index arrays i, p must be integers")
-    ii, pp = ii.astype(np.int64), pp.astype(np.int64)
+    cells = m * n
+    # every array's declared length against the matrix's sizes, before anything is read: at most
+    # m*n entries (or nz), p of a compressed matrix at most the outer size + 1; and only the entries
+    # needed are read (the arrays may be longer: nzmax)
+    for k in ("x", "i", "p"):
+        want = ((n if nz == -1 else m) + 1) if (k == "p" and nz in (-1, -2)) else max(nz, cells)
+        got = _length(h, f"{name}/{k}", path)
+        if got > want:
+            raise FormatError(path, f"/{name}/{k} declares {got} entries; a {m}x{n} matrix (nz = {nz}) "
+                                    f"has at most {want}: corrupt file")
     try:
-        if nz >= 0:
-            if nz > min(x.size, ii.size, pp.size):
-                stored = min(x.size, ii.size, pp.size)
+        if nz >= 0:  # triplets: the first nz entries of i, p, x (the arrays may be longer: nzmax)
+            if nz > stored:
                 raise FormatError(path, f"/{name}: nz = {nz} but only {stored} stored entries")
-            I, J, X = ii[:nz], pp[:nz], x[:nz]
+            if nz > cells:
+                raise FormatError(path, f"/{name}: nz = {nz} entries in a {m}x{n} matrix: corrupt file")
+            I, J, X = (_ints(h, f"{name}/i", path, nz), _ints(h, f"{name}/p", path, nz),
+                       _vector(h, f"{name}/x", path, count=nz))
             if nz and (I.min() < 0 or I.max() >= m or J.min() < 0 or J.max() >= n):
                 raise FormatError(path, f"/{name}: triplet index out of range for {m}x{n}")
             A = sp.coo_matrix((X, (I, J)), shape=(m, n)).tocsr()
-        elif nz in (-1, -2):
+        elif nz in (-1, -2):  # compressed: outer + 1 pointers, then p[-1] indices and values
             outer, inner = (n, m) if nz == -1 else (m, n)
-            if pp.size < outer + 1:
-                raise FormatError(path, f"/{name}: pointer array p has {pp.size} entries, "
-                                        f"needs {outer + 1}")
-            p = pp[:outer + 1]
+            have = _length(h, f"{name}/p", path)
+            if have < outer + 1:
+                raise FormatError(path, f"/{name}: pointer array p has {have} entries, needs {outer + 1}")
+            p = _ints(h, f"{name}/p", path, outer + 1)
             nnz = int(p[-1])
-            if p[0] != 0 or np.any(np.diff(p) < 0) or nnz > min(ii.size, x.size):
+            ni, nx = _length(h, f"{name}/i", path), _length(h, f"{name}/x", path)
+            if p[0] != 0 or np.any(np.diff(p) < 0) or nnz > min(ni, nx) or nnz > cells:
                 raise FormatError(path, f"/{name}: inconsistent compressed pointers p")
-            idx = ii[:nnz]
+            idx = _ints(h, f"{name}/i", path, nnz)
             if nnz and (idx.min() < 0 or idx.max() >= inner):
                 raise FormatError(path, f"/{name}: index out of range for {m}x{n}")
             cls = sp.csc_matrix if nz == -1 else sp.csr_matrix
-            A = cls((x[:nnz], idx, p), shape=(m, n)).tocsr()
+            A = cls((_vector(h, f"{name}/x", path, count=nnz), idx, p), shape=(m, n)).tocsr()
         else:
             raise FormatError(path, f"/{name}/nz = {nz}: expected >= 0 (triplet), -1 (CSC) or "
                                     "-2 (CSR)")
@@ -233,24 +273,29 @@ def read_fclib(path, *, with_solution: bool = False):
             raise FormatError(path, f"invalid problem data: {e}") from e
         if not with_solution:
             return problem
-        extras = {"solution": _read_vectors(h, "solution", path), "guesses": []}
+        sizes = {"r": problem.size, "u": problem.size}
+        if isinstance(problem, GlobalFrictionContact):
+            sizes["v"] = problem.ndof
+        extras = {"solution": _read_vectors(h, "solution", path, sizes), "guesses": []}
         if "guesses" in h:
             key = "guesses/number_of_guesses"
             ng = _scalar(h, key, path) if key in h else 0
+            if ng > len(h["guesses"]):
+                raise FormatError(path, f"/{key} = {ng} but the group holds {len(h['guesses'])} entries")
             for k in range(1, max(ng, 0) + 1):
-                g = _read_vectors(h, f"guesses/{k}", path)
+                g = _read_vectors(h, f"guesses/{k}", path, sizes)
                 if g is not None:
                     extras["guesses"].append(g)
         return problem, extras
 
 
-def _read_vectors(h, grp, path):
+def _read_vectors(h, grp, path, sizes):
     if grp not in h:
         return None
     out = {}
     for name in ("r", "u", "v"):
         if f"{grp}/{name}" in h:
-            out[name] = _vector(h, f"{grp}/{name}", path)
+            out[name] = _vector(h, f"{grp}/{name}", path, size=sizes.get(name))
     return out
 
 
@@ -262,10 +307,21 @@ def _read_local(h, path):
                                     "constraints (V, R, s) are not supported")
     dim = _scalar(h, f"{g}/spacedim", path)
     nq = _length(h, f"{g}/vectors/q", path)
+    _contacts(h, f"{g}/vectors/mu", path, dim, nq, "q")
     W = _matrix(h, f"{g}/W", path, (nq, nq))
     q = _vector(h, f"{g}/vectors/q", path, size=W.shape[0])
     mu = _vector(h, f"{g}/vectors/mu", path)
     return FrictionContact(dim, W, q, mu)
+
+
+def _contacts(h, name, path, dim, n, of):
+    """mu's declared length must be the number of contacts, n / dim (checked before reading)."""
+    nmu = _length(h, name, path)
+    if dim in (2, 3) and nmu * dim != n:
+        raise FormatError(path, f"/{name} has {nmu} entries: {of} ({n} entries) implies {n // dim} "
+                                f"contacts of dimension {dim}" if n % dim == 0 else
+                          f"/{name} has {nmu} entries: {of} has {n} entries, not a multiple of the "
+                          f"dimension {dim}")
 
 
 def _read_global(h, path):
@@ -275,6 +331,7 @@ def _read_global(h, path):
                                 "linear constraints are not supported")
     dim = _scalar(h, f"{g}/spacedim", path)
     nf, nw = _length(h, f"{g}/vectors/f", path), _length(h, f"{g}/vectors/w", path)
+    _contacts(h, f"{g}/vectors/mu", path, dim, nw, "w")
     M = _matrix(h, f"{g}/M", path, (nf, nf))
     H = _matrix(h, f"{g}/H", path, (nf, nw))
     f = _vector(h, f"{g}/vectors/f", path, size=M.shape[0])
@@ -331,10 +388,13 @@ def write_fclib(problem, path, *, solution=None, guesses=None, title="", descrip
     ``/solution``; guesses: optional list of such dicts stored in ``/guesses``. Both are checked
     (names, sizes, finite reals) before anything is written.
     overwrite: an existing file is replaced only when True; by default it raises
-    FileExistsError, so a problem file is never lost by accident.
+    :class:`~nsopt.exceptions.OutputError` (an OSError, errno EEXIST), so a problem file is never
+    lost by accident. A folder, a missing folder or one that cannot be written raise OutputError too
+    (errno EISDIR, ENOENT, EACCES), all before anything is written.
 
-    The file is written to ``<name>.tmp`` beside ``path`` and renamed at the end: ``path`` is never
-    left half written, and the temporary file is removed on any failure.
+    The file is written under a unique temporary name beside ``path`` and renamed at the end:
+    ``path`` is never left half written, the temporary file is removed on any failure, and no other
+    file (say a ``<name>.tmp`` of the user's) is touched.
     """
     h5py = _h5py()
     if isinstance(problem, FrictionContact):
@@ -346,18 +406,8 @@ def write_fclib(problem, path, *, solution=None, guesses=None, title="", descrip
                         f"not {type(problem).__name__}")
     sol = None if solution is None else _vectors_to_write(problem, solution, "solution")
     gss = [_vectors_to_write(problem, g, f"guesses[{k}]") for k, g in enumerate(guesses or [])]
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "write_fclib needs a file name, not a folder", str(path))
-    if path.exists() and not overwrite:
-        raise FileExistsError(errno.EEXIST, "file exists (pass overwrite=True to replace it)",
-                              str(path))
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise FileNotFoundError(errno.ENOENT, "no such folder to write into", str(path))
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise PermissionError(errno.EACCES, "cannot write the file (permission denied)", str(path))
-    tmp = path.with_name(path.name + ".tmp")
+    path = check_file(path, overwrite=overwrite, what="FCLIB file")
+    tmp = temporary_beside(path)
     try:
         with h5py.File(tmp, "w") as h:
             g = h.create_group("fclib_local" if local else "fclib_global")
@@ -390,7 +440,7 @@ def write_fclib(problem, path, *, solution=None, guesses=None, title="", descrip
         os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
-        if isinstance(e, OSError) and not isinstance(e, FileExistsError):
-            raise OSError(e.errno, f"cannot write the file ({e.strerror or e})", str(path)) from e
+        if isinstance(e, OSError) and not isinstance(e, OutputError):
+            raise OutputError(e.errno or errno.EIO, f"cannot write the file ({e.strerror or e})", path) from e
         raise
     return path

@@ -28,6 +28,7 @@ Sparse input stays sparse (scipy CSR); values are read exactly as printed. Any i
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from pathlib import Path
@@ -35,9 +36,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import FormatError, ProblemError
+from ..exceptions import FormatError, OutputError, ProblemError
 from ..problems import (LCP, MLCP, Block, FrictionContact, GenericMechanical, GlobalFrictionContact,
                         Relay)
+from ._target import check_file, temporary_beside
 
 __all__ = ["read_lcp", "read_mlcp", "read_relay", "read_friction_contact",
            "read_global_friction_contact", "read_gmp", "read_siconos_dat", "write_siconos_dat",
@@ -136,6 +138,7 @@ class Tokens:
 
     def float(self, what: str) -> float:
         line = self.line()
+        self._check_cut(self.pos, self.pos + 1, what)
         t = self.word(what)
         try:
             return _to_float(t)
@@ -157,20 +160,50 @@ class Tokens:
         return out
 
     def _check_cut(self, a: int, b: int, what: str):
-        """If the file's suspect last token (no line end after it) is among tokens a..b-1, it must
-        be printed as the values before it in the same vector are (same count of decimals and of
-        exponent digits) when those share one fixed format: else the file was cut mid-number."""
+        """The file's last number, when no line end follows it (the suspect token), must be whole. A
+        number cut short is still a number ("0.1" cut gives "0." or "0"), so it must look like its
+        neighbours: refused when it ends with its decimal point, has a one-digit exponent, or more than
+        17 significant digits and no exponent; when the values before it in its
+        vector share one format and it does not (count of decimals, exponent digits); with fewer
+        than two values before it, when the numbers just before it in the file share one exponent
+        format ("%.24e") and it does not; and when it is printed as an integer with no integer before it
+        in its vector (a cut "0.1"). A whole file that trips this can end with a line end."""
         k = self.suspect
         if not a <= k < b:
             return
+        t = self.toks[k]
+
+        def cut(why):
+            self.fail(f"{what}: the last value {t[:40]!r} {why}, and no line end follows it: the file looks "
+                      "cut in the middle of a number (truncated); if it is whole, end it with a line end",
+                      line=int(self.lno[k]) + 1)
+
+        if t.endswith("."):
+            cut("ends with its decimal point")
+        sig = _signature(t)
+        if len(sig) == 4 and sig[2] and sig[3] < 2:  # printf and Python print two exponent digits or more
+            cut("has a one-digit exponent")
+        if len(sig) == 4 and not sig[2] and len(t.lstrip("+-").replace(".", "").lstrip("0")) > 17:
+            cut("has more digits than a double holds and no exponent (a \"%.24e\" mantissa?)")
         ref = self.toks[max(a, k - 8):k]
-        if len(ref) < 2:                  # too few values to tell a fixed format
+        if len(ref) >= 2:
+            sigs = {_signature(x) for x in ref}
+            if len(sigs) == 1 and _signature(t) not in sigs:
+                cut("is not printed as the values before it")
             return
-        sigs = {_signature(t) for t in ref}
-        if len(sigs) == 1 and _signature(self.toks[k]) not in sigs:
-            self.fail(f"{what}: the last value {self.toks[k][:40]!r} is not printed as the values "
-                      "before it, and no line end follows it: the file looks cut in the middle of "
-                      "a number (truncated)", line=int(self.lno[k]) + 1)
+        run = []  # the numbers just before it printed alike (skipping integers: sizes, block types)
+        for x in reversed(self.toks[max(0, k - 64):k]):
+            if not _is_float_print(x):
+                continue
+            if run and _signature(x) != _signature(run[0]):
+                break
+            run.append(x)
+        if len(run) >= 2 and _signature(run[0])[2:3] == (True,):
+            if _signature(t) != _signature(run[0]):
+                cut("is not printed as the numbers before it")
+            return
+        if not _is_float_print(t) and not any(not _is_float_print(x) for x in ref):
+            cut("is printed as an integer, unlike a value of its kind, with no value before it to compare")
 
     def floats(self, count: int, what: str) -> np.ndarray:
         self._need(count, what)
@@ -210,6 +243,11 @@ def _signature(t: str):
         return ("other", t)
     return (m.group(1) is not None, len(m.group(2) or ""), m.group(3) is not None,
             len(m.group(4) or ""))
+
+
+def _is_float_print(t: str) -> bool:
+    """A number printed with a decimal point or an exponent (not as an integer)."""
+    return "." in t or "e" in t or "E" in t or t.lower().lstrip("+-") in ("inf", "infinity", "nan")
 
 
 def _to_float(t: str) -> float:
@@ -684,8 +722,14 @@ def _write_matrix(A, storage, blocks=None) -> str:
     raise ValueError(f"unknown storage {storage!r}: use 'dense', 'sbm' or 'sparse'")
 
 
-def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: int | None = None):
+def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: int | None = None,
+                      overwrite: bool = False):
     """Write ``problem`` as a Siconos ``.dat`` file (readable by Siconos' own readers).
+
+    overwrite: an existing file is replaced only when True; by default it raises
+    :class:`~nsopt.exceptions.OutputError` (an OSError, errno EEXIST); a folder, a missing folder or
+    one that cannot be written raise OutputError too, before anything is written. The file is
+    written under a unique temporary name beside ``path`` and renamed at the end.
 
     storage: ``"dense"`` (NumericsMatrix 0), ``"sbm"`` (1, blocks of ``block_size`` rows/columns:
     the contact dimension for friction problems, 1 by default otherwise) or ``"sparse"`` (2, CSC);
@@ -745,12 +789,15 @@ def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: 
                 parts.append(_fmt(b.mu) + "\n")
     else:
         raise ValueError(f"write_siconos_dat does not support {type(problem).__name__} problems")
-    tmp = Path(str(path) + ".tmp")
+    path = check_file(path, overwrite=overwrite, what="Siconos .dat file")
+    tmp = temporary_beside(path)
     try:
         with open(tmp, "w") as f:
             f.write("".join(parts))
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError) and not isinstance(e, OutputError):
+            raise OutputError(e.errno or errno.EIO, f"cannot write the file ({e.strerror or e})", path) from e
         raise
-    return Path(path)
+    return path

@@ -8,7 +8,9 @@ A campaign runs every method on every problem and writes one folder::
                                    status, error, nit (iterations), time, peak memory, versions, host
     records.jsonl                  the store the rows are appended to as each run finishes
     summary.csv                    per kind and method: share solved, median time, shifted geometric
-                                   mean of the time ratio to the best
+                                   mean of the time ratio to the best (``shgeom_time_ratio``: 1 is
+                                   the best on every problem), runs stopped at the time limit
+                                   (``timeout``: statuses time_limit and timeout), crashed, errors
     profile_time.{png,svg}         Dolan-More performance profiles (x: log2 ratio to the best)
     profile_nit.{png,svg}
     history.{png,svg}              error per iteration on one problem (``history=``)

@@ -200,7 +200,14 @@ def _shgeom(x, shift=1.0):
 
 def summary(results):
     """Per (kind, method): problems, solved, share solved, median time and iterations of the solved
-    runs, shifted geometric mean of the time ratio to the best, and counts of the failed statuses."""
+    runs, shifted geometric mean of the time ratio to the best, and counts of the failed statuses.
+
+    ``shgeom_time_ratio``: for each problem some method solved, the method's time divided by the
+    best time on that problem (an unsolved problem counts as the timeout, or 10 times the largest
+    time), averaged as a geometric mean shifted by 1 (qpbenchmark's shgeom): 1 is the best on
+    every problem, 2 twice as slow on a typical one. ``timeout`` counts the runs stopped at the
+    time limit: soft (status ``time_limit``, the method stopped with its best iterate) or hard
+    (``timeout``, the worker killed)."""
     import pandas as pd
 
     df = _prepare(results)
@@ -224,7 +231,8 @@ def summary(results):
                 "median_time": float(ok["time"].astype(float).median()) if len(ok) else None,
                 "median_nit": float(ok["nit"].astype(float).median()) if len(ok) else None,
                 "shgeom_time_ratio": _shgeom(ratio) if len(ratio) else None,
-                **{s: int((dl["status"] == s).sum()) for s in ("timeout", "crashed", "error", "load_error")},
+                "timeout": int(dl["status"].isin(("timeout", "time_limit")).sum()),
+                **{s: int((dl["status"] == s).sum()) for s in ("crashed", "error", "load_error")},
             })
     return pd.DataFrame(rows, columns=["kind", "method", "source", "problems", "solved", "share_solved",
                                        "median_time", "median_nit", "shgeom_time_ratio",

@@ -60,15 +60,31 @@ def failure_record(task: dict, status: str, message: str, info: dict | None = No
             "finished_at": now_utc()}
 
 
+def printable(s):
+    """A string any file can hold: the bytes of a file name that is not UTF-8 (which Python decodes
+    with surrogate escapes, U+DC80..U+DCFF) written as ``\\xNN`` escapes (``café`` in Latin-1:
+    ``caf\\xe9``). Other values are returned as they are."""
+    if not isinstance(s, str):
+        return s
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        try:
+            return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:
+            return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def key(rec: dict) -> tuple:
     """The identity of a row: problem (path and content hash), method, options, tolerance."""
-    return (rec["problem"], rec.get("problem_hash"), rec["method"], rec.get("options") or "{}",
+    return (printable(rec["problem"]), rec.get("problem_hash"), rec["method"], rec.get("options") or "{}",
             repr(float(rec["tol"])))
 
 
 def normalize(rec: dict) -> dict:
-    """A worker's record in the table's vocabulary (``info`` as JSON, NaN -> None; iterations are
-    ``nit``, as on a Solution)."""
+    """A worker's record in the table's vocabulary (``info`` as JSON, NaN -> None, text as
+    :func:`printable` text; iterations are ``nit``, as on a Solution)."""
     rec = dict(rec)
     _renamed(rec)
     if isinstance(rec.get("info"), dict):     # a worker's info scalars: stored as JSON
@@ -76,6 +92,8 @@ def normalize(rec: dict) -> dict:
     for k, v in rec.items():
         if isinstance(v, float) and math.isnan(v):
             rec[k] = None
+        elif isinstance(v, str):
+            rec[k] = printable(v)     # a file name that is not UTF-8: results.csv and parquet are
     return rec
 
 

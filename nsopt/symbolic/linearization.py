@@ -7,12 +7,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 import sympy as sm
 import sympy.physics.mechanics as me
 from sympy.core.function import AppliedUndef
 
 from ..exceptions import NsoptWarning, OptionError, ProblemError
-from ._autodiff import Evaluator, _Missing, collect_leaves, limit_jacobian, to_float
+from ._autodiff import Evaluator, MPEvaluator, _Missing, _mp, collect_leaves, limit_jacobian, to_float
 
 __all__ = ["linearize", "Linearization"]
 
@@ -42,6 +43,19 @@ class Linearization(tuple):
         value is the limit at the operating point instead; empty almost always.
     repaired_entries : dict
         For each returned matrix name, a boolean mask of the entries that depend on a repaired one.
+    errors : dict
+        For each returned matrix name ("A", "B", and "M" with ``A_and_B=False``), a bound on the error
+        of each entry (same shape): the rounding of the evaluation and of the dense algebra, carried
+        through (see :func:`linearize`). Empty from the symbolic path.
+    tol : float
+        The accepted error of an entry, relative to the largest entry of its matrix.
+    reevaluated : list of str
+        The entries (e.g. ``"A[3, 1]"``) whose error bound in floating point exceeded ``tol`` and that
+        were evaluated again in extended precision; empty almost always.
+    precision : int or None
+        The precision in bits of that re-evaluation (None: none was needed).
+    inaccurate : list of str
+        The entries whose error bound still exceeds ``tol`` (with a warning), each with its bound.
     """
 
     def __new__(cls, M, A, B, r, A_and_B, **info):
@@ -51,6 +65,11 @@ class Linearization(tuple):
         self.op_point = info.get("op_point", {})
         self.repaired = info.get("repaired", [])
         self.repaired_entries = info.get("repaired_entries", {})
+        self.errors = info.get("errors", {})
+        self.tol = info.get("tol")
+        self.reevaluated = info.get("reevaluated", [])
+        self.precision = info.get("precision")
+        self.inaccurate = info.get("inaccurate", [])
         return self
 
 
@@ -196,49 +215,67 @@ def _merge_op(op_point) -> dict:
 # numeric path
 
 class _Numeric:
-    """Evaluates the general form's values and Jacobians at one numeric point."""
+    """Evaluates the general form's values and Jacobians at one numeric point, with bounds on their
+    errors; in floats, or in mpmath at ``prec`` bits."""
 
-    def __init__(self, form: _Form, values: dict):
-        self.form, self.values = form, values
+    def __init__(self, form: _Form, values: dict, prec=None):
+        self.form, self.values, self.prec = form, values, prec
         seeds = {}
         for x in form.q + form.qdot + form.u + form.udot + form.r + form.lams:
             seeds.setdefault(x, len(seeds))
         self.seeds, self.names = seeds, {i: x for x, i in seeds.items()}
+        self.errors: dict = {}  # variable -> bound on the error of its value (the completed ones)
         self.repaired: list[str] = []
         self.repaired_idx: dict = {}
+        self.repaired_err: dict = {}
+        self.u = Evaluator.u if prec is None else MPEvaluator({}, {}, prec=prec).u
+
+    def evaluator(self, values, zero):
+        if self.prec is None:
+            return Evaluator(values, self.seeds, zero, self.errors)
+        return MPEvaluator(values, self.seeds, zero, self.errors, prec=self.prec)
 
     def evaluate(self, values=None):
-        """``{name: (v, J)}`` for f_0 ... f_a, with removable singularities replaced by limits."""
+        """``{name: (v, J, ev, eJ)}`` for f_0 ... f_a: values, Jacobians and bounds on their errors (per
+        value, per row of J), with removable singularities replaced by limits (in floats)."""
         values = self.values if values is None else values
-        self.repaired, self.repaired_idx = [], {}
+        self.repaired, self.repaired_idx, self.repaired_err = [], {}, {}
         with np.errstate(all="ignore"):
             return self._evaluate(values)
 
     def _evaluate(self, values):
         evals, out = {}, {}
+        u = self.u
         for name in _NAMES:
-            v = J = None
+            v = J = ev = eJ = None
             for k, (exprs, zero) in enumerate(self.form.terms[name]):
                 if not exprs:
                     continue
-                ev = evals.get(zero) or evals.setdefault(zero, Evaluator(values, self.seeds, zero))
-                tv, tJ = ev.jacobian(exprs)
-                bad = ~(np.isfinite(tv) & np.all(np.isfinite(tJ), axis=1))
-                if bad.any():
-                    self._repair(name, k, exprs, zero, values, tv, tJ, bad)
-                v, J = (tv, tJ) if v is None else (v + tv, J + tJ)
+                evr = evals.get(zero) or evals.setdefault(zero, self.evaluator(values, zero))
+                tv, tJ, tev, teJ = evr.jacobian(exprs)
+                if self.prec is None:
+                    bad = ~(np.isfinite(tv) & np.all(np.isfinite(tJ), axis=1))
+                    if bad.any():
+                        self._repair(name, k, exprs, zero, values, tv, tJ, tev, teJ, bad)
+                if v is None:
+                    v, J, ev, eJ = tv, tJ, tev, teJ
+                else:
+                    v, J = v + tv, J + tJ
+                    ev = ev + tev + float(u) * np.abs(v.astype(float))
+                    eJ = eJ + teJ + float(u) * np.abs(J.astype(float))
             if v is None:
                 v, J = np.zeros(0), np.zeros((0, len(self.seeds)))
-            out[name] = (v, J)
+                ev, eJ = np.zeros(0), np.zeros((0, len(self.seeds)))
+            out[name] = (v, J, ev, eJ)
         return out
 
-    def _repair(self, name, k, exprs, zero, values, tv, tJ, bad):
+    def _repair(self, name, k, exprs, zero, values, tv, tJ, tev, teJ, bad):
         rows = np.flatnonzero(bad)
         sub = [exprs[i] for i in rows]
         movable = sorted((collect_leaves(sub) & values.keys()) - zero, key=sm.default_sort_key)
 
         def ev(vals):
-            return Evaluator(vals, self.seeds, zero).jacobian(sub)
+            return Evaluator(vals, self.seeds, zero).jacobian(sub)[:2]
 
         lv, lJ, ev_err, eJ_err = limit_jacobian(ev, values, movable)
         for a, i in enumerate(rows):
@@ -257,9 +294,89 @@ class _Numeric:
                     tJ[i, j] = val
                 self.repaired.append(what)
                 self.repaired_idx.setdefault(name, []).append((k, i, j))
+            # the bounds of the row: where the float evaluation gave none, the limit's error estimate, doubled
+            if not np.isfinite(tev[i]):
+                tev[i] = 2 * ev_err[a]
+            nb = ~np.isfinite(teJ[i])
+            teJ[i, nb] = 2 * eJ_err[a, nb]
+
+
+class _U:
+    """A matrix with a bound on the error of each entry (``e``), carried through the dense algebra of
+    :func:`_assemble`: sums and products add their rounding (:math:`k u |A||B|` for an inner
+    dimension k), a solve follows the perturbation bound of :func:`_solve`."""
+
+    __array_ufunc__ = None  # numpy defers ``ndarray @ _U`` to _U.__rmatmul__
+    __slots__ = ("v", "e")
+
+    def __init__(self, v, e=None):
+        self.v = np.asarray(v, dtype=float)
+        self.e = np.zeros(self.v.shape) if e is None else e
+
+    @property
+    def shape(self):
+        return self.v.shape
+
+    def reshape(self, *shape):
+        return _U(self.v.reshape(*shape), self.e.reshape(*shape))
+
+    def __getitem__(self, idx):
+        return _U(self.v[idx], self.e[idx])
+
+    def __add__(self, o):
+        o = _lift(o)
+        v = self.v + o.v
+        return _U(v, self.e + o.e + _EPS * np.abs(v))
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        return _U(-self.v, self.e)
+
+    def __sub__(self, o):
+        return self + (-_lift(o))
+
+    def __rsub__(self, o):
+        return _lift(o) + (-self)
+
+    def __matmul__(self, o):
+        return _matmul(self, _lift(o))
+
+    def __rmatmul__(self, o):
+        return _matmul(_lift(o), self)
+
+
+_EPS = Evaluator.u
+
+
+def _lift(x):
+    return x if isinstance(x, _U) else _U(x)
+
+
+def _matmul(a, b):
+    v = a.v @ b.v
+    k = a.v.shape[-1]
+    av, bv = np.abs(a.v), np.abs(b.v)
+    return _U(v, av @ b.e + a.e @ (bv + b.e) + k * _EPS * (av @ bv))
+
+
+def _stack(how, parts):
+    if not any(isinstance(p, _U) for p in parts):
+        return how(parts)
+    parts = [_lift(p) for p in parts]
+    return _U(how([p.v for p in parts]), how([p.e for p in parts]))
+
+
+def _block(rows):
+    if not any(isinstance(p, _U) for r in rows for p in r):
+        return np.block(rows)
+    rows = [[_lift(p) for p in r] for r in rows]
+    return _U(np.block([[p.v for p in r] for r in rows]), np.block([[p.e for p in r] for r in rows]))
 
 
 def _cols(J, idx):
+    if isinstance(J, _U):
+        return _U(_cols(J.v, idx), _cols(J.e, idx))
     out = np.zeros((J.shape[0], len(idx)))
     for c, i in enumerate(idx):
         if i is not None:
@@ -282,26 +399,65 @@ def _perm(orig, per):
     return P
 
 
-def _solve(Mat, rhs, field, what):
-    """Dense LU solve; a singular (or numerically singular) matrix raises a ProblemError naming it."""
+def _nonsingular(Mat, field, what):
     if Mat.size:
-        s = np.linalg.svd(Mat, compute_uv=False)
+        s = np.linalg.svd(Mat, compute_uv=False) if np.all(np.isfinite(Mat)) else np.array([np.nan])
         if s[0] == 0.0 or s[-1] <= 1e-12 * s[0] or not np.all(np.isfinite(s)):
             raise ProblemError(field, f"{what} is singular at the operating point (singular values "
                                f"{np.array2string(s, precision=3)})", "linearize")
-    return np.linalg.solve(Mat, rhs)
 
 
-def _assemble(form: _Form, F: dict, seeds: dict, A_and_B: bool):
+def _dependent_jacobians(form: _Form, num):
+    """Raise if d f_c / d q_dep or d f_v / d u_dep is singular at the point (evaluated alone: the
+    elimination through them is what makes the rest of the equations nan there)."""
+    what = {"f_c": ("q_dep", form.q_d, form.q), "f_v": ("u_dep", form.u_d, form.u)}
+    for name, (field, dep, over) in what.items():
+        rows = [(exprs, zero) for exprs, zero in form.terms[name] if exprs]
+        if not rows or not dep:
+            continue
+        J = sum(num.evaluator(num.values, zero).jacobian(exprs)[1] for exprs, zero in rows)
+        with np.errstate(all="ignore"):
+            _nonsingular(J[:, [num.seeds[x] for x in dep]], field, f"the {'configuration' if name == 'f_c' else 'velocity'}"
+                         f"-constraint Jacobian d {name} / d {field} with {field} = {dep}")
+
+
+def _solve(Mat, rhs, field, what):
+    r"""Dense LU solve; a singular (or numerically singular) matrix raises a ProblemError naming it.
+
+    With errors (:class:`_U`): the computed :math:`\hat X` solves :math:`(\tilde M + \delta)\hat X = \tilde R`
+    with :math:`|\delta| \le \gamma_{3n} P|L||U|` (Higham, Thm 9.4), so for the exact :math:`M^* = \tilde M
+    - \Delta_M`, :math:`R^*`: :math:`|\hat X - X^*| \le |M^{*-1}| (e_R + (e_M + |\delta|)|\hat X|)`, with
+    :math:`|M^{*-1}|` bounded through :math:`\rho = \| |\tilde M^{-1}| e_M \|_\infty < 1`."""
+    Mv = Mat.v if isinstance(Mat, _U) else Mat
+    rv = rhs.v if isinstance(rhs, _U) else rhs
+    _nonsingular(Mv, field, what)
+    if not isinstance(Mat, _U) and not isinstance(rhs, _U):
+        return np.linalg.solve(Mv, rv)
+    Mat, rhs = _lift(Mat), _lift(rhs)
+    n = Mv.shape[0]
+    if n == 0:
+        return _U(np.zeros(rv.shape))
+    P, L, Uf = scipy.linalg.lu(Mv)  # the factors LAPACK's solve computes (partial pivoting)
+    X = np.linalg.solve(Mv, rv)
+    Minv = np.abs(np.linalg.inv(Mv))
+    dM = Mat.e + 3 * n * _EPS * (P @ (np.abs(L) @ np.abs(Uf)))
+    rho = float((Minv @ dM).sum(axis=1).max())
+    y = Minv @ (rhs.e + dM @ np.abs(X))
+    if not rho < 1.0:
+        return _U(X, np.full(X.shape, np.inf))
+    return _U(X, y + (rho / (1.0 - rho)) * y.max(axis=0, initial=0.0))
+
+
+def _assemble(form: _Form, J: dict, seeds: dict, A_and_B: bool):
     """SymPy's Linearizer (_form_permutation_matrices, _form_block_matrices, _form_coefficient_matrices,
-    linearize) with the Jacobians already numbers at the operating point."""
+    linearize) with the Jacobians ``J[name]`` already numbers at the operating point: numpy arrays, or
+    :class:`_U` (the results then carry error bounds)."""
     q, u, lams, r = form.q, form.u, form.lams, form.r
-    l, m, n, o, s, k = len(F["f_c"][0]), len(F["f_v"][0]), len(q), len(u), len(r), len(lams)
+    l, m, n, o, s, k = J["f_c"].shape[0], J["f_v"].shape[0], len(q), len(u), len(r), len(lams)
     cq, cu = [seeds[x] for x in q], [seeds[x] for x in u]
     cqd = [seeds[x] for x in form.qdot]
     cqd_dup = [None if d else seeds[x] for x, d in zip(form.qdot, form.qdot_dup)]
     cud, cr, cl = [seeds[x] for x in form.udot], [seeds[x] for x in r], [seeds[x] for x in lams]
-    J = {name: F[name][1] for name in _NAMES}
     Z = np.zeros
     # permutation matrices
     Pq = _perm(q, form.q_i + form.q_d) if n else Z((0, 0))
@@ -334,26 +490,60 @@ def _assemble(form: _Form, F: dict, seeds: dict, A_and_B: bool):
     A_qu = -_cols(J["f_1"], cu)
     M_uld = _cols(J["f_4"], cl)
     B_u = -_cols(J["f_3"], cr)
-    M = np.block([[M_qq, Z((n, o)), Z((n, k))],
-                  [M_uqc.reshape(m, n), M_uuc.reshape(m, o), Z((m, k))],
-                  [M_uqd.reshape(nd, n), M_uud.reshape(nd, o), M_uld.reshape(nd, k)]])
-    col1 = np.vstack([(A_qq + A_qu @ C1) @ C0, (A_uqc.reshape(m, n) + A_uuc.reshape(m, o) @ C1) @ C0,
-                      (A_uqd.reshape(nd, n) + A_uud.reshape(nd, o) @ C1) @ C0])
-    col2 = np.vstack([A_qu @ C2, A_uuc.reshape(m, o) @ C2, A_uud.reshape(nd, o) @ C2])
-    Amat = np.hstack([col1, col2])
-    Bmat = np.vstack([Z((n + m, s)), B_u.reshape(nd, s)])
+    M = _block([[M_qq, Z((n, o)), Z((n, k))],
+                [M_uqc.reshape(m, n), M_uuc.reshape(m, o), Z((m, k))],
+                [M_uqd.reshape(nd, n), M_uud.reshape(nd, o), M_uld.reshape(nd, k)]])
+    col1 = _stack(np.vstack, [(A_qq + A_qu @ C1) @ C0, (A_uqc.reshape(m, n) + A_uuc.reshape(m, o) @ C1) @ C0,
+                              (A_uqd.reshape(nd, n) + A_uud.reshape(nd, o) @ C1) @ C0])
+    col2 = _stack(np.vstack, [A_qu @ C2, A_uuc.reshape(m, o) @ C2, A_uud.reshape(nd, o) @ C2])
+    Amat = _stack(np.hstack, [col1, col2])
+    Bmat = _stack(np.vstack, [Z((n + m, s)), B_u.reshape(nd, s)])
     if not A_and_B:
         return M, Amat, Bmat
-    X = _solve(M, np.hstack([Amat, Bmat]), "system", "the mass matrix M of the linearized equations")
+    X = _solve(M, _stack(np.hstack, [Amat, Bmat]), "system", "the mass matrix M of the linearized equations")
     return None, perm_mat.T @ X[:, :Amat.shape[1]], perm_mat.T @ X[:, Amat.shape[1]:]
 
 
-def _numeric_linearize(form: _Form, op: dict, A_and_B: bool) -> Linearization:
+_KEYS = ("M", "A", "B")
+_MAX_PREC = 512  # bits: the highest precision of a re-evaluation (about 154 digits; its error bounds
+# are floats, which must not underflow)
+
+
+def _with_errors(F: dict) -> dict:
+    """The Jacobians of an evaluation as :class:`_U`."""
+    return {name: _U(J, eJ) for name, (_, J, _, eJ) in F.items()}
+
+
+def _scale(val, err):
+    """The largest entry the matrix is known to have: max(|a_ij| - e_ij), at least 0."""
+    if val is None or not val.size:
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        lo = np.abs(val) - err
+    lo = lo[np.isfinite(lo)]
+    return float(max(lo.max(initial=0.0), 0.0))
+
+
+def _over(vals, errs, tol):
+    """Per returned matrix, the entries whose error bound exceeds ``tol`` times the matrix's scale (that of
+    all of them for a matrix with no known nonzero entry)."""
+    scales = {k: _scale(vals[k], errs[k]) for k in vals if vals[k] is not None}
+    common = max(scales.values(), default=0.0)
+    return {k: ~(errs[k] <= tol * (scales[k] or common)) for k in scales}
+
+
+def _names(key, mask):
+    return [f"{key}[{i}, {j}]" for i, j in zip(*np.nonzero(mask))]
+
+
+def _numeric_linearize(form: _Form, op: dict, A_and_B: bool, tol: float, constraint_tol: float,
+                       max_precision: int) -> Linearization:
     for x in op:
         if not isinstance(x, sm.Basic):
             raise ProblemError(f"op_point[{x!r}]", "keys must be SymPy symbols or functions of time, as in the "
                                "equations", "linearize")
     values = {x: to_float(v, x) for x, v in op.items()}
+    given = dict(values)
     completed = [x for x in dict.fromkeys(
         [x for x, d in zip(form.qdot, form.qdot_dup) if not d] + form.udot + form.lams) if x not in values]
     for x in completed:
@@ -365,45 +555,145 @@ def _numeric_linearize(form: _Form, op: dict, A_and_B: bool) -> Linearization:
         all_exprs = [e for name in _NAMES for exprs, _ in form.terms[name] for e in exprs]
         missing = sorted(collect_leaves(all_exprs) - values.keys(), key=sm.default_sort_key)
         raise ProblemError("op_point", f"no value for {', '.join(map(str, missing))}", "linearize") from None
+    except ProblemError:
+        _dependent_jacobians(form, num)  # the clearer reason, if it is that
+        raise
+    _check_constraints(form, F, num, constraint_tol)
     if completed:
         F = _complete(num, F, completed)
-    M, A, B = _assemble(form, F, num.seeds, A_and_B)
+    out = _assemble(form, _with_errors(F), num.seeds, A_and_B)
+    vals = {k: (None if x is None else x.v) for k, x in zip(_KEYS, out)}
+    errs = {k: (None if x is None else x.e) for k, x in zip(_KEYS, out)}
     masks = {}
     if num.repaired:  # which returned entries depend on a repaired derivative: perturb those, compare
         rng = np.random.default_rng(1)
-        F2 = {name: (v, J.copy()) for name, (v, J) in F.items()}
+        J2 = {name: J.copy() for name, (_, J, _, _) in F.items()}
         for name, where in num.repaired_idx.items():
             for _, i, j in where:
                 if j is not None:
-                    F2[name][1][i, j] += rng.uniform(0.5, 1.5) * max(1.0, abs(F2[name][1][i, j]))
-        out2 = _assemble(form, F2, num.seeds, A_and_B)
-        for key, a, b in zip(("M", "A", "B"), (M, A, B), out2):
-            if a is not None:
-                masks[key] = ~np.isclose(a, b, rtol=1e-12, atol=0.0)
+                    J2[name][i, j] += rng.uniform(0.5, 1.5) * max(1.0, abs(J2[name][i, j]))
+        out2 = _assemble(form, J2, num.seeds, A_and_B)
+        for key, b in zip(_KEYS, out2):
+            if vals[key] is not None:
+                masks[key] = ~np.isclose(vals[key], b, rtol=1e-12, atol=0.0)
         warnings.warn(f"linearize: plain substitution gives nan/zoo/oo for {', '.join(num.repaired)}; "
                       "used the limit at the operating point instead (see .repaired, .repaired_entries)",
                       NsoptWarning, stacklevel=3)
+    over = _over(vals, errs, tol)
+    reevaluated, prec = [], None
+    if any(m.any() for m in over.values()) and max_precision > 53:
+        prec = _reevaluate(form, given, completed, A_and_B, F, num, vals, errs, over, tol, max_precision)
+        reevaluated = [name for k in _KEYS if k in over for name in _names(k, over[k])]
+        values = {**values, **num.values}
+    over = _over(vals, errs, tol)
+    inaccurate = [f"{name} (error up to {errs[k][i, j]:.2g})" for k in _KEYS if k in over
+                  for name, (i, j) in zip(_names(k, over[k]), zip(*np.nonzero(over[k])))]
+    if inaccurate:
+        where = f"even at {prec} bits" if prec else "in floating point (max_precision=53)"
+        warnings.warn(f"linearize: the estimated error of {', '.join(inaccurate)} is larger than tol = {tol:g} "
+                      f"times the largest entry of its matrix, {where} (see .errors, .inaccurate)",
+                      NsoptWarning, stacklevel=3)
     x = form.q_i + form.u_i
-    return Linearization(M, A, B, sm.Matrix(form.r), A_and_B, x=x, op_point=values, repaired=num.repaired,
-                         repaired_entries=masks)
+    return Linearization(vals["M"], vals["A"], vals["B"], sm.Matrix(form.r), A_and_B, x=x, op_point=values,
+                         repaired=num.repaired, repaired_entries=masks,
+                         errors={k: v for k, v in errs.items() if v is not None}, reevaluated=reevaluated,
+                         inaccurate=inaccurate, precision=prec, tol=tol)
+
+
+def _check_constraints(form: _Form, F: dict, num: _Numeric, tol: float):
+    r"""Raise if the operating point violates a configuration (f_c) or velocity (f_v) constraint: its
+    residual larger than ``tol`` times the constraint's size near the point,
+    :math:`\max_j |\partial f_i/\partial x_j| \max(1, |x_j|)`, plus the bound on the residual's own
+    rounding error."""
+    for name, what, over in (("f_c", "configuration", form.q), ("f_v", "velocity", form.q + form.u)):
+        v, J, ev, _ = F[name]
+        if not len(v):
+            continue
+        cols = [num.seeds[x] for x in over]
+        size = np.abs(J[:, cols]) * np.maximum(1.0, np.abs([num.values[x] for x in over]))
+        size = size.max(axis=1, initial=0.0)
+        with np.errstate(invalid="ignore"):
+            bad = ~(np.abs(v) <= tol * size + ev)
+        for i in np.flatnonzero(bad):
+            expr = str([e for exprs, _ in form.terms[name] for e in exprs[i:i + 1]][0])
+            expr = expr if len(expr) <= 120 else expr[:117] + "..."
+            raise ProblemError("op_point", f"violates the {what} constraint {name}[{i}] = {expr}: its residual "
+                               f"is {v[i]:.3g} at the operating point (more than constraint_tol = {tol:g} "
+                               f"times its size {size[i]:.3g}); give {'coordinates' if name == 'f_c' else 'speeds'}"
+                               " that satisfy the constraints (or a larger constraint_tol)", "linearize")
 
 
 def _complete(num: _Numeric, F: dict, unknown: list, max_iter: int = 8):
     r"""Solve the equations of motion at the operating point for the :math:`\dot q, \dot u, \lambda`
-    the operating point leaves out (Newton; one step, since they enter linearly)."""
+    the operating point leaves out (Newton; one step, since they enter linearly), and bound the
+    distance of the result to the exact solution: with the residual's bound :math:`e_r` and the
+    Jacobian's :math:`e_J`, :math:`|z - z^*| \le 2 |J_z^+| (e_r + e_J \|\Delta z\|_1 + 4 k u |J_z||\Delta z|)`
+    (the factor 2 for the first-order terms). These bounds are the unknowns' input errors in the
+    evaluation that follows, so that they reach the Jacobians' bounds."""
     cols = [num.seeds[x] for x in unknown]
+    u = num.u
+    mp = num.prec is not None
     for _ in range(max_iter):
         res = np.concatenate([F["f_0"][0] + F["f_1"][0], F["f_a"][0], F["f_2"][0] + F["f_3"][0] + F["f_4"][0]])
-        Jz = np.vstack([F["f_0"][1] + F["f_1"][1], F["f_a"][1],
-                        F["f_2"][1] + F["f_3"][1] + F["f_4"][1]])[:, cols]
-        scale = max(1.0, float(np.abs(Jz).max(initial=0.0)))
-        if np.abs(res).max(initial=0.0) <= 1e-13 * scale:
+        e_res = np.concatenate([F["f_0"][2] + F["f_1"][2], F["f_a"][2],
+                                F["f_2"][2] + F["f_3"][2] + F["f_4"][2]]).astype(float)
+        Jz = np.vstack([F["f_0"][1] + F["f_1"][1], F["f_a"][1], F["f_2"][1] + F["f_3"][1] + F["f_4"][1]])[:, cols]
+        eJz = np.vstack([F["f_0"][3] + F["f_1"][3], F["f_a"][3], F["f_2"][3] + F["f_3"][3] + F["f_4"][3]])[:, cols]
+        Jzf = Jz.astype(float)
+        scale = max(1.0, float(np.abs(Jzf).max(initial=0.0)))
+        if np.all(np.abs(res.astype(float)) <= e_res + 8 * float(u) * scale):
             break
-        dz = np.linalg.lstsq(Jz, -res, rcond=None)[0]
-        for x, d in zip(unknown, dz):
+        if mp:
+            mpm = _mp()
+            with mpm.workprec(num.prec):
+                dz = -mpm.qr_solve(mpm.matrix(Jz.tolist()), mpm.matrix(res.tolist()))[0]
+                dz = np.array([dz[i] for i in range(len(cols))], dtype=object)
+        else:
+            dz = np.linalg.lstsq(Jzf, -res, rcond=None)[0]
+        adz = np.abs(dz.astype(float))
+        pinv = np.abs(np.linalg.pinv(Jzf))
+        e_z = 2 * pinv @ (e_res + eJz @ adz + 4 * len(cols) * float(u) * (np.abs(Jzf) @ adz))
+        for x, d, e in zip(unknown, dz, e_z):
             num.values[x] += d
+            num.errors[x] = e + float(u) * abs(float(num.values[x]))
         F = num.evaluate()
     return F
+
+
+def _reevaluate(form, given, completed, A_and_B, F, num, vals, errs, over, tol, max_prec):
+    """Re-evaluate in mpmath, from 128 bits and doubling up to ``max_prec``, until the entries in ``over``
+    have error bounds within ``tol``; replace those entries (and their bounds) in ``vals``, ``errs``.
+    Jacobian entries the float evaluation repaired by a limit (nan in any precision) keep the limit.
+    Returns the precision used; ``num.values`` gets the completed unknowns at that precision."""
+    mp = _mp()
+    prec = min(128, max_prec)
+    while True:
+        mpn = _Numeric(form, {x: mp.mpf(v) for x, v in given.items()}, prec=prec)
+        for x in completed:
+            mpn.values[x] = mp.mpf(num.values[x])  # the float solution as the starting point
+        Fm = mpn.evaluate()
+        if completed:
+            Fm = _complete(mpn, Fm, completed)
+        J = {}
+        for name, (_, Jm, _, eJm) in Fm.items():
+            Jf = Jm.astype(float)
+            eJ = eJm + Evaluator.u * np.abs(Jf)
+            bad = ~np.isfinite(Jf) | ~np.isfinite(eJ)
+            if bad.any():  # where the limit was needed: keep it
+                Jf[bad], eJ[bad] = F[name][1][bad], F[name][3][bad]
+            J[name] = _U(Jf, eJ)
+        out = _assemble(form, J, num.seeds, A_and_B)
+        new_vals = {k: x.v for k, x in zip(_KEYS, out) if x is not None}
+        new_errs = {k: x.e for k, x in zip(_KEYS, out) if x is not None}
+        done = _over(new_vals, new_errs, tol)
+        if not any((done[k] & over[k]).any() for k in over) or prec >= max_prec:
+            break
+        prec = min(2 * prec, max_prec)
+    for k in over:
+        take = over[k] & (new_errs[k] < errs[k])
+        vals[k][take], errs[k][take] = new_vals[k][take], new_errs[k][take]
+    num.values.update({x: float(mpn.values[x]) for x in completed})
+    return prec
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,7 +741,8 @@ def _symbolic_linearize(system, op, A_and_B, args) -> Linearization:
 
 
 def linearize(system, op_point=None, A_and_B: bool = True, q_ind=None, qd_ind=None, q_dep=None,
-              qd_dep=None, symbolic: bool = False) -> Linearization:
+              qd_dep=None, symbolic: bool = False, *, tol: float = 1e-10, constraint_tol: float = 1e-8,
+              max_precision: int = 512) -> Linearization:
     r"""Linearize SymPy equations of motion about an operating point, numerically and without nan.
 
     The equations are SymPy's general form (``sympy.physics.mechanics.Linearizer``)
@@ -474,6 +765,23 @@ def linearize(system, op_point=None, A_and_B: bool = True, q_ind=None, qd_ind=No
     (Richardson extrapolation of symmetric means along a random direction), with a warning and the
     list in ``result.repaired``.
 
+    **Accuracy.** Near such a point (a linkage whose symbolic LU pivot, in KanesMethod's elimination
+    of the dependent speeds, vanishes at a configuration), nothing is singular but the expressions
+    carry terms of size :math:`1/\delta` that cancel: in floating point their evaluation may lose
+    every digit (SymPy's too). So every value and Jacobian entry carries a running bound on its
+    rounding error (see ``Evaluator``), through the accelerations the operating point leaves out and
+    through the dense algebra; ``result.errors`` holds the bound of each returned entry. Where it
+    exceeds ``tol`` times the largest entry of the matrix, the equations are evaluated again in
+    mpmath at 128 bits, then 256, ... up to ``max_precision``, until those entries' bounds are
+    within ``tol``; they are listed in ``result.reevaluated``. An entry still above ``tol`` is listed
+    in ``result.inaccurate``, with a warning. The bounds are rigorous to first order in the unit
+    roundoff (with a factor 2 of room) except where a limit was taken, whose error is Richardson's
+    estimate, doubled. On a well-conditioned system they cost about as much again as the evaluation.
+
+    **Constraints.** The operating point must satisfy the configuration and velocity constraints:
+    a residual larger than ``constraint_tol`` times the constraint's size there
+    (:math:`\max_j |\partial f_i / \partial x_j| \max(1, |x_j|)`) raises, naming the constraint.
+
     Parameters
     ----------
     system : KanesMethod, LagrangesMethod, sympy.physics.mechanics.System or Linearizer
@@ -490,19 +798,32 @@ def linearize(system, op_point=None, A_and_B: bool = True, q_ind=None, qd_ind=No
     symbolic : bool
         Return SymPy matrices from SymPy's own symbolic linearization (the operating point may then
         be partial or symbolic), with nan/zoo/oo entries replaced by limits.
+    tol : float
+        The accepted error of a returned entry, relative to the largest entry of its matrix
+        (default 1e-10); entries whose error bound is larger are evaluated again in extended precision.
+    constraint_tol : float
+        The accepted residual of a constraint at the operating point, relative to its size there
+        (default 1e-8).
+    max_precision : int
+        The highest precision, in bits, of a re-evaluation (default and at most 512; 53: none, the
+        inaccurate entries are only reported).
 
     Returns
     -------
     Linearization
         A tuple ``(A, B, r)`` or ``(M, A, B, r)`` of numpy arrays and the input vector, with
-        ``.x``, ``.op_point``, ``.repaired`` (see :class:`Linearization`).
+        ``.x``, ``.op_point``, ``.repaired``, ``.errors``, ``.reevaluated``, ``.inaccurate`` (see
+        :class:`Linearization`).
 
     Raises
     ------
     ProblemError
         Equations not formed; an operating point that misses a variable or gives a non-numeric
         value (named); dependent coordinates or speeds singular at the operating point (naming
-        them and the singular constraint Jacobian); a true (non-removable) singularity.
+        them and the singular constraint Jacobian); a true (non-removable) singularity; an operating
+        point that violates a configuration or velocity constraint (naming it and its residual).
+    OptionError
+        ``tol``, ``constraint_tol`` or ``max_precision`` out of range.
 
     References
     ----------
@@ -527,4 +848,13 @@ def linearize(system, op_point=None, A_and_B: bool = True, q_ind=None, qd_ind=No
     args = (q_ind, qd_ind, q_dep, qd_dep)
     if symbolic:
         return _symbolic_linearize(system, op, A_and_B, args)
-    return _numeric_linearize(_form_of(system, *args), op, A_and_B)
+    for name, v in (("tol", tol), ("constraint_tol", constraint_tol)):
+        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1):
+            raise OptionError(f"linearize: {name} must be a number in (0, 1), got {v!r}")
+    if not (isinstance(max_precision, int) and not isinstance(max_precision, bool) and max_precision > 0):
+        raise OptionError(f"linearize: max_precision must be a positive number of bits, got {max_precision!r}")
+    if max_precision > _MAX_PREC:
+        raise OptionError(f"linearize: max_precision is at most {_MAX_PREC} bits (the error bounds are floats), "
+                          f"got {max_precision}")
+    return _numeric_linearize(_form_of(system, *args), op, A_and_B, float(tol), float(constraint_tol),
+                              max_precision)

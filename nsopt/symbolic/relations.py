@@ -7,9 +7,10 @@ import math
 
 import numpy as np
 import sympy as sm
+from sympy.printing.codeprinter import PrintMethodNotImplementedError
 from sympy.printing.pycode import PythonCodePrinter
 
-from ..exceptions import NsoptError, OptionError, ProblemError
+from ..exceptions import NsoptError, OptionError, PluginError, ProblemError
 from ._autodiff import collect_leaves
 
 __all__ = ["relation", "relation_plugins", "compile_plugin", "KINDS"]
@@ -29,64 +30,183 @@ KINDS = {
 }
 
 
+class _Kink(ArithmeticError):
+    """A derivative plug-in evaluated where the function it differentiates has a kink (|x| at 0)."""
+
+
+def _kink_sign(x):
+    """d|x|/dx."""
+    if x == 0.0:
+        raise _Kink()
+    return math.copysign(1.0, x)
+
+
+def _kink_step(x):
+    """d max(x, 0)/dx (SymPy's Heaviside in a derivative)."""
+    if x == 0.0:
+        raise _Kink()
+    return 1.0 if x > 0.0 else 0.0
+
+
+def _kink_delta(x):
+    """d sign(x)/dx / 2, d Heaviside(x)/dx: 0 away from the jump."""
+    if x == 0.0:
+        raise _Kink()
+    return 0.0
+
+
+_KINKS = {sm.sign: "_kink_sign", sm.Heaviside: "_kink_step", sm.DiracDelta: "_kink_delta"}
+
+
 class _Printer(PythonCodePrinter):
+    """Python code with ``math``; in a derivative, sign, Heaviside and DiracDelta (the derivatives of
+    Abs, Max/Min, sign and Heaviside) become helpers that raise at their kink."""
+
+    def __init__(self, derivative=False):
+        super().__init__({"fully_qualified_modules": True, "standard": "python3"})
+        self.derivative = derivative
+
     def _print_Symbol(self, expr):
         return expr.name
+
+    def _kink(self, expr):
+        if not self.derivative:
+            return None
+        return f"{_KINKS[expr.func]}({self._print(expr.args[0])})"
+
+    def _print_sign(self, expr):
+        return self._kink(expr) or super()._print_sign(expr)
+
+    def _print_Heaviside(self, expr):
+        return self._kink(expr) or super()._print_Heaviside(expr)
+
+    def _print_DiracDelta(self, expr):
+        return self._kink(expr) or self._print_not_supported(expr)
 
 
 class Plugin:
     """A compiled plug-in: ``f(*args) -> ndarray`` of a fixed shape; ``.expr`` is the SymPy matrix,
-    ``.source`` the generated code (common subexpressions eliminated)."""
+    ``.source`` the generated code (common subexpressions eliminated), ``.name`` what it computes.
 
-    def __init__(self, fn, expr, shape, signature, source):
+    Called where it is not defined (a division by zero, a square root of a negative number, a
+    derivative at a kink such as d|x|/dx at x = 0), it raises :class:`nsopt.exceptions.PluginError`
+    naming itself, the point, and the entries that are not defined there."""
+
+    def __init__(self, fn, expr, shape, signature, source, name="plug-in", args=(), owner="relation"):
         self.fn, self.expr, self.shape, self.signature, self.source = fn, expr, shape, signature, source
+        self.name, self.args, self.owner = name, list(args), owner
 
     def __call__(self, *args):
-        return self.fn(*args)
+        try:
+            return self.fn(*args)
+        except (ZeroDivisionError, OverflowError, _Kink) as e:
+            raise self._undefined(args, e) from None
+        except ValueError as e:  # math's domain errors; not the caller's arguments
+            if "math domain" not in str(e):
+                raise
+            raise self._undefined(args, e) from None
+
+    def _undefined(self, values, err):
+        point, where = {}, []
+        for (name, group), val in zip(self.args, values):
+            val = np.atleast_1d(np.asarray(val, dtype=float)) if not isinstance(group, sm.Basic) or \
+                isinstance(group, sm.MatrixBase) else float(val)
+            where.append(f"{name} = {np.array2string(np.asarray(val), precision=6, separator=', ')}")
+            if isinstance(group, sm.Basic) and not isinstance(group, sm.MatrixBase):
+                point[group] = sm.Float(val)
+            else:
+                point.update({v: sm.Float(x) for v, x in zip(group, val)})
+        faults = []
+        for idx, e in enumerate(self.expr):
+            i, j = divmod(idx, self.expr.cols)
+            kinks = [k for k in e.atoms(*_KINKS) if k.args[0].xreplace(point).is_zero]
+            if kinks:
+                faults.append(f"[{i}, {j}] = {e} with " + ", ".join(f"{k.args[0]} = 0 (the kink of {k.func})"
+                                                                    for k in kinks))
+                continue
+            try:
+                v = e.xreplace(point)
+            except (ZeroDivisionError, ValueError):
+                v = sm.nan
+            if v.has(sm.nan, sm.zoo, sm.oo, -sm.oo) or (v.is_number and not v.is_extended_real):
+                faults.append(f"[{i}, {j}] = {e} is {v}")
+        what = "; ".join(faults[:3]) + ("; ..." if len(faults) > 3 else "") if faults else \
+            f"{type(err).__name__}: {err}"
+        hint = (" (the expression it differentiates is not differentiable there)"
+                if "/d" in self.name else "")
+        return PluginError(self.owner, self.name, f"not defined at {', '.join(where)}: {what}{hint}")
 
     def __repr__(self):
         return f"Plugin({self.signature}) -> {self.shape}"
 
 
-def compile_plugin(expr, args, shape, *, jit: bool = False) -> Plugin:
+def _unprintable(pr, expr) -> list:
+    bad = set()
+    for f in expr.atoms(sm.Function):
+        try:
+            pr.doprint(f)
+        except PrintMethodNotImplementedError:
+            bad.add(str(f.func))
+    return sorted(bad)
+
+
+def compile_plugin(expr, args, shape, *, jit: bool = False, name: str = "plug-in",
+                   derivative: bool = False) -> Plugin:
     r"""Compile a SymPy matrix to ``f(*args) -> ndarray(shape)``.
 
     ``args`` is a list of ``(name, variables)``: a list of SymPy variables for a vector argument,
     a single symbol for a scalar one (t). The code is generated once from ``sympy.cse`` of all the
     entries (common subexpressions computed once), with ``math`` functions; ``jit=True`` compiles it
     with numba (worth it for plug-ins called very often: the first call pays the compilation).
+    ``name`` says what it computes (in error messages); ``derivative=True`` marks a derivative, in
+    which sign, Heaviside and DiracDelta (the derivatives of Abs, Max, Min, sign, Heaviside) raise
+    at their kink instead of returning a value there.
+
+    Raises
+    ------
+    ProblemError
+        An expression the generated code cannot compute (a function SymPy cannot print as Python).
     """
     expr = sm.Matrix(expr)
     names, subs, unpack = [], {}, []
-    for gi, (name, group) in enumerate(args):
-        names.append(name)
+    for gi, (name_, group) in enumerate(args):
+        names.append(name_)
         if isinstance(group, sm.Basic) and not isinstance(group, sm.MatrixBase):
-            s = sm.Symbol(f"_{name}")
+            s = sm.Symbol(f"_{name_}")
             subs[group] = s
-            unpack.append(f"    _{name} = {name}")
+            unpack.append(f"    _{name_} = {name_}")
             continue
         for i, v in enumerate(group):
-            s = sm.Symbol(f"_{name}{i}")
+            s = sm.Symbol(f"_{name_}{i}")
             subs[v] = s
-            unpack.append(f"    _{name}{i} = {name}[{i}]")
+            unpack.append(f"    _{name_}{i} = {name_}[{i}]")
     flat = [e.xreplace(subs) for e in expr]
     reps, reduced = sm.cse(flat, symbols=(sm.Symbol(f"_c{i}") for i in itertools.count()))
-    pr = _Printer({"fully_qualified_modules": True, "standard": "python3"})
+    pr = _Printer(derivative)
     fname = f"_plugin{next(_counter)}"
     lines = [f"def {fname}({', '.join(names)}):"] + unpack
-    lines += [f"    {s.name} = {pr.doprint(e)}" for s, e in reps]
-    lines.append(f"    out = np.empty({len(flat)})")
-    lines += [f"    out[{i}] = {pr.doprint(e)}" for i, e in enumerate(reduced)]
+    try:
+        lines += [f"    {s.name} = {pr.doprint(e)}" for s, e in reps]
+        lines.append(f"    out = np.empty({len(flat)})")
+        lines += [f"    out[{i}] = {pr.doprint(e)}" for i, e in enumerate(reduced)]
+    except PrintMethodNotImplementedError as err:
+        bad = _unprintable(pr, expr) or [str(err)]
+        raise ProblemError(name, f"cannot be compiled: the generated code does not support {', '.join(bad)}",
+                           "relation") from None
     lines.append(f"    return out.reshape({tuple(shape)!r})")
     source = "\n".join(lines)
-    ns = {"math": math, "np": np}
+    ns = {"math": math, "np": np, "_kink_sign": _kink_sign, "_kink_step": _kink_step, "_kink_delta": _kink_delta}
+    if jit:
+        import numba
+
+        ns.update({k: numba.njit(cache=False)(ns[k]) for k in ("_kink_sign", "_kink_step", "_kink_delta")})
     exec(compile(source, f"<nsopt.symbolic {fname}>", "exec"), ns)
     fn = ns[fname]
     if jit:
         import numba
 
         fn = numba.njit(cache=False)(fn)
-    return Plugin(fn, expr, tuple(shape), ", ".join(names), source)
+    return Plugin(fn, expr, tuple(shape), ", ".join(names), source, name=name, args=args)
 
 
 def _vec(v, field):
@@ -143,6 +263,17 @@ def relation_plugins(kind: str, *, h=None, g=None, q=None, x=None, lam=None, z=N
     q, x, lam, z = _vec(q, "q"), _vec(x, "x"), _vec(lam, "lam"), _vec(z, "z")
     h, g = _exprs(h, "h", params), _exprs(g, "g", params)
     ops = {k: _exprs(v, k, params) for k, v in dict(C=C, B=B, D=D, F=F, e=e, H=H, b=b).items()}
+    # the variables are real (d|x|/dx is sign(x), not SymPy's expression in re(x) and im(x)); same names
+    real = {v: sm.Symbol(str(v), real=True) for v in dict.fromkeys(q + x + lam + z + [t])
+            if isinstance(v, sm.Basic) and not (v.is_Symbol and v.is_real)}
+    if real:
+        q, x, lam, z = ([real.get(v, v) for v in vs] for vs in (q, x, lam, z))
+        t = real.get(t, t)
+        h, g = (None if m is None else m.xreplace(real) for m in (h, g))
+        ops = {k: (None if m is None else m.xreplace(real)) for k, m in ops.items()}
+
+    def cp(expr, args, shape, name):
+        return compile_plugin(expr, args, shape, jit=jit, name=name, derivative="/d" in name)
 
     def need(name, val):
         if val is None or (isinstance(val, list) and not val):
@@ -153,33 +284,33 @@ def relation_plugins(kind: str, *, h=None, g=None, q=None, x=None, lam=None, z=N
         need("h", h), need("q", q)
         _check_free("h", h, q + z)
         args, m = [("q", q), ("z", z)], len(h)
-        out["h"] = compile_plugin(h, args, (m,), jit=jit)
-        out["G0"] = compile_plugin(h.jacobian(q), args, (m, len(q)), jit=jit)
+        out["h"] = cp(h, args, (m,), "h")
+        out["G0"] = cp(h.jacobian(q), args, (m, len(q)), "G0 = dh/dq")
     elif kind == "LagrangianRheonomousR":
         need("h", h), need("q", q)
         _check_free("h", h, q + z + [t])
         args, m = [("q", q), ("t", t), ("z", z)], len(h)
-        out["h"] = compile_plugin(h, args, (m,), jit=jit)
-        out["G0"] = compile_plugin(h.jacobian(q), args, (m, len(q)), jit=jit)
-        out["hdot"] = compile_plugin(h.diff(t), args, (m,), jit=jit)
+        out["h"] = cp(h, args, (m,), "h")
+        out["G0"] = cp(h.jacobian(q), args, (m, len(q)), "G0 = dh/dq")
+        out["hdot"] = cp(h.diff(t), args, (m,), "hdot = dh/dt")
     elif kind == "LagrangianCompliantR":
         need("h", h), need("q", q), need("lam", lam)
         _check_free("h", h, q + lam + z)
         args, m = [("q", q), ("lam", lam), ("z", z)], len(h)
-        out["h"] = compile_plugin(h, args, (m,), jit=jit)
-        out["G0"] = compile_plugin(h.jacobian(q), args, (m, len(q)), jit=jit)
-        out["G1"] = compile_plugin(h.jacobian(lam), args, (m, len(lam)), jit=jit)
+        out["h"] = cp(h, args, (m,), "h")
+        out["G0"] = cp(h.jacobian(q), args, (m, len(q)), "G0 = dh/dq")
+        out["G1"] = cp(h.jacobian(lam), args, (m, len(lam)), "G1 = dh/dlam")
     elif kind == "FirstOrderR":
         need("h", h), need("g", g), need("x", x)
         allowed = x + [t] + lam + z
         _check_free("h", h, allowed), _check_free("g", g, allowed)
         args, m, n = [("x", x), ("t", t), ("lam", lam), ("z", z)], len(h), len(g)
-        out["h"] = compile_plugin(h, args, (m,), jit=jit)
-        out["g"] = compile_plugin(g, args, (n,), jit=jit)
-        out["H0"] = compile_plugin(h.jacobian(x), args, (m, len(x)), jit=jit)
-        out["H1"] = compile_plugin(h.jacobian(lam), args, (m, len(lam)), jit=jit)
-        out["G0"] = compile_plugin(g.jacobian(x), args, (n, len(x)), jit=jit)
-        out["G1"] = compile_plugin(g.jacobian(lam), args, (n, len(lam)), jit=jit)
+        out["h"] = cp(h, args, (m,), "h")
+        out["g"] = cp(g, args, (n,), "g")
+        out["H0"] = cp(h.jacobian(x), args, (m, len(x)), "H0 = dh/dx")
+        out["H1"] = cp(h.jacobian(lam), args, (m, len(lam)), "H1 = dh/dlam")
+        out["G0"] = cp(g.jacobian(x), args, (n, len(x)), "G0 = dg/dx")
+        out["G1"] = cp(g.jacobian(lam), args, (n, len(lam)), "G1 = dg/dlam")
     elif kind in ("FirstOrderLinearR", "FirstOrderLinearTIR"):
         if h is not None:  # y = h(x, lam, z, t) affine in x, lam, z; R = g affine in lam
             need("x", x), need("g", g)
@@ -205,7 +336,7 @@ def relation_plugins(kind: str, *, h=None, g=None, q=None, x=None, lam=None, z=N
             else:
                 _check_free(k, v, [t] + z)
                 shape = (len(v),) if k == "e" else v.shape
-                out[k] = compile_plugin(v, [("t", t), ("z", z)], shape, jit=jit)
+                out[k] = cp(v, [("t", t), ("z", z)], shape, k)
     else:  # LagrangianLinearTIR
         if h is not None:
             need("q", q)
@@ -226,6 +357,9 @@ def relation_plugins(kind: str, *, h=None, g=None, q=None, x=None, lam=None, z=N
         for k in ("D", "F"):
             if out.get(k) is not None and not np.any(out[k]):
                 out[k] = None
+    for v in out.values():
+        if isinstance(v, Plugin):
+            v.owner = kind
     return out
 
 
@@ -259,6 +393,9 @@ def relation(kind: str, *, name=None, **spec):
     [[2.0, 1.0]]
     """
     kw = relation_plugins(kind, **spec)
+    for v in kw.values():
+        if isinstance(v, Plugin):
+            v.owner = f"{kind} {name!r}" if name else kind
     try:
         from .. import modeling
     except ImportError as err:  # pragma: no cover - the modeling layer is part of nsopt
