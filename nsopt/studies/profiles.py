@@ -56,6 +56,8 @@ def method_label(method: str, options: str | None = None) -> str:
 
 def _prepare(results):
     df = results.copy()
+    if "iterations" in df.columns and "nit" not in df.columns:    # a table of an earlier nsopt
+        df = df.rename(columns={"iterations": "nit"})
     df = df[df["status"] != "skipped"]
     df["label"] = [method_label(m, o) for m, o in zip(df["method"], df["options"])]
     df["kind"] = df["kind"].fillna("?")
