@@ -339,6 +339,7 @@ class Problem:
         nd = new.__dict__
         nd.update(d)                     # the fields, the shared cache and the frozen flag
         nd[name] = a
+        nd.pop("_" + name + "norm", None)    # (what the old object computed of the old vector: _qnorm)
         return new
 
     @classmethod
@@ -347,7 +348,7 @@ class Problem:
         return cls(**fields)
 
     def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("_store", "_frozen")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_store", "_frozen", "_qnorm")}
 
     def __setstate__(self, state):
         # the arrays of a problem are read-only (a copy or an unpickled problem too: the compiled

@@ -90,11 +90,14 @@ class FrictionContact(Problem):
 
     @property
     def qnorm(self) -> float:
-        r""":math:`\|q\|_2` (the norm of Siconos' error measure), computed once per q."""
-        hit = self._store.get("qnorm")
-        if hit is not None and hit[0][0] is self.q:   # the cache entry of Problem.cached, read directly
-            return hit[1]
-        return self.cached("qnorm", lambda: norm2(self.q), on=("q",))
+        r""":math:`\|q\|_2` (the norm of Siconos' error measure), computed once per problem object
+        (kept in its ``__dict__``: ``replace(q=...)`` makes a new object, which computes its own)."""
+        d = self.__dict__
+        v = d.get("_qnorm")
+        if v is None:
+            q = d["q"]
+            v = d["_qnorm"] = math.hypot(*q.tolist()) if q.shape[0] <= 16 else norm2(q)   # (norm2's short path)
+        return v
 
     def diag_blocks(self) -> np.ndarray:
         """The diagonal blocks W_aa as an (nc, dim, dim) array, computed once per W."""
