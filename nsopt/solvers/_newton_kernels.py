@@ -392,35 +392,15 @@ def dense_direction(A, B, W, phi, shifts, d):
 
 
 @njit(cache=True)
-def _lmax_sym(S, d):
-    """The largest eigenvalue of the symmetric ``d x d`` matrix S (d <= 3), in closed form (2 x 2:
-    the exact formula; 3 x 3: the trigonometric one of O. K. Smith, CACM 4 (1961)), to a few ulps of
-    the spectral radius: what rho needs, without LAPACK (a short compile)."""
-    if d == 1:
-        return S[0, 0]
-    if d == 2:
-        return 0.5 * (S[0, 0] + S[1, 1]) + math.hypot(0.5 * (S[0, 0] - S[1, 1]), S[0, 1])
-    p1 = S[0, 1] * S[0, 1] + S[0, 2] * S[0, 2] + S[1, 2] * S[1, 2]
-    if p1 == 0.0:
-        return max(S[0, 0], S[1, 1], S[2, 2])
-    q = (S[0, 0] + S[1, 1] + S[2, 2]) / 3.0
-    a, b, c = S[0, 0] - q, S[1, 1] - q, S[2, 2] - q
-    p = math.sqrt((a * a + b * b + c * c + 2.0 * p1) / 6.0)
-    det = (a * (b * c - S[1, 2] * S[1, 2]) - S[0, 1] * (S[0, 1] * c - S[1, 2] * S[0, 2])
-           + S[0, 2] * (S[0, 1] * S[1, 2] - b * S[0, 2]))
-    r = det / (2.0 * p * p * p)
-    phi = 0.0 if r >= 1.0 else (math.pi / 3.0 if r <= -1.0 else math.acos(r) / 3.0)
-    return q + 2.0 * p * math.cos(phi)
-
-
-@njit(cache=True)
 def rho_of_blocks(D, rho_auto, rho_n, rho_t, rhoN, rhoT, rho_pgs):
     """The split spectral parameters of the Newton methods, per contact, from the diagonal blocks D
     (nc, dim, dim) of W: ``rho_pgs`` = 1 / lambda_max of the symmetric part of W_aa (a non-positive
     one replaced by the median of the positive ones, 1 when there is none); with ``rho_auto``,
     ``rhoN`` = 1 / W_aa[N, N] and ``rhoT`` = 1 / lambda_max of the symmetric part of W_aa[T, T] (each
     falling back on lambda_max(W_aa) when not positive), else ``rho_n`` and ``rho_t``. The one home
-    of these numbers (:func:`nsopt.solvers.newton._rho_from_blocks` and :func:`dense_setup`)."""
+    of these numbers (:func:`nsopt.solvers.newton._rho_from_blocks` and :func:`dense_setup`); the
+    eigenvalues by LAPACK as NumPy's ``eigvalsh`` (the same bits: a hard problem such as
+    RockPile_tob1 follows another Newton path when rho moves by 1e-15, and ends elsewhere)."""
     nc, dim = D.shape[0], D.shape[1]
     lmax = np.empty(nc)
     S = np.empty((dim, dim))
@@ -430,7 +410,7 @@ def rho_of_blocks(D, rho_auto, rho_n, rho_t, rhoN, rhoT, rho_pgs):
         for i in range(dim):
             for j in range(dim):
                 S[i, j] = 0.5 * (D[a, i, j] + D[a, j, i])
-        lmax[a] = _lmax_sym(S, dim)
+        lmax[a] = np.linalg.eigvalsh(S)[dim - 1]
         if lmax[a] > 0.0:
             npos += 1
     if npos < nc:
@@ -464,7 +444,7 @@ def rho_of_blocks(D, rho_auto, rho_n, rho_t, rhoN, rhoT, rho_pgs):
                 for i in range(dim - 1):
                     for j in range(dim - 1):
                         T[i, j] = 0.5 * (D[a, 1 + i, 1 + j] + D[a, 1 + j, 1 + i])
-                e = _lmax_sym(T, dim - 1)
+                e = np.linalg.eigvalsh(T)[dim - 2]
                 if e > 0.0:
                     lT = e
             rhoT[a] = 1.0 / lT
