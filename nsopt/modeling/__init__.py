@@ -36,3 +36,10 @@ __all__ = [
 from .impact import MultipleImpactNSL  # noqa: E402  (osns="multiple-impact", issue 12)
 
 __all__ += ["MultipleImpactNSL"]
+from .newton_euler import NewtonEuler1DR, NewtonEuler3DR, NewtonEulerDS, NewtonEulerR  # noqa: E402  (issue 23)
+
+__all__ += ["NewtonEulerDS", "NewtonEulerR", "NewtonEuler1DR", "NewtonEuler3DR"]
+from . import joints  # noqa: E402
+from .joints import FixedJointR, KneeJointR, NewtonEulerJointR, PivotJointR, PrismaticJointR  # noqa: E402
+
+__all__ += ["NewtonEulerJointR", "KneeJointR", "PivotJointR", "PrismaticJointR", "FixedJointR"]

@@ -1,0 +1,236 @@
+"""Collision shapes and contactors (as ``siconos.mechanics.collision``: a body carries contactors, each a
+shape at an offset in the body frame, in a collision group), turned into coal geometries.
+
+Conventions follow Siconos (Bullet): a ``Box`` takes its full extents; ``Capsule``, ``Cylinder`` and ``Cone``
+have their axis along the body's y axis, centred on the origin (the cone's apex at +height/2); a
+``HalfSpace`` is the set {x : n·x <= offset}, for static objects only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..exceptions import ModelingError
+from ..modeling import _rotation as rot
+
+__all__ = ["Shape", "Sphere", "Box", "Capsule", "Cylinder", "Cone", "ConvexMesh", "HalfSpace", "Contactor"]
+
+# coal's capsule, cylinder and cone run along z: this turn takes z to y (Bullet's and Siconos' axis)
+_Z_TO_Y = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+
+
+def _positive(value, owner, field):
+    v = float(value)
+    if not np.isfinite(v) or v <= 0:
+        raise ModelingError(owner, field, f"must be a finite positive number, got {value!r}")
+    return v
+
+
+class Shape:
+    """Base class. ``kind`` names the Siconos primitive; :meth:`geometry` builds a fresh coal geometry;
+    ``local_rotation`` turns coal's frame into the shape's."""
+
+    kind = ""
+    local_rotation = None
+    curved = False
+
+    def geometry(self):
+        raise NotImplementedError
+
+    def params(self) -> tuple:
+        raise NotImplementedError
+
+    def bounding_radius(self) -> float:
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}{self.params()}"
+
+
+class Sphere(Shape):
+    kind = "Sphere"
+    curved = True
+
+    def __init__(self, radius):
+        self.radius = _positive(radius, "Sphere", "radius")
+
+    def geometry(self):
+        import coal
+        return coal.Sphere(self.radius)
+
+    def params(self):
+        return (self.radius,)
+
+    def bounding_radius(self):
+        return self.radius
+
+
+class Box(Shape):
+    """A box of full extents (lx, ly, lz) (Siconos' ``Box``)."""
+
+    kind = "Box"
+
+    def __init__(self, extents):
+        e = np.asarray(extents, dtype=float).reshape(-1)
+        if e.shape != (3,):
+            raise ModelingError("Box", "extents", f"must be 3 lengths, got {extents!r}")
+        self.extents = tuple(_positive(x, "Box", "extents") for x in e)
+
+    def geometry(self):
+        import coal
+        return coal.Box(*self.extents)
+
+    def params(self):
+        return self.extents
+
+    def bounding_radius(self):
+        return 0.5 * float(np.linalg.norm(self.extents))
+
+
+class _Axial(Shape):
+    """A shape of revolution about the body's y axis: a radius and a length along the axis."""
+
+    local_rotation = _Z_TO_Y
+    curved = True
+    _second = "length"
+
+    def __init__(self, radius, second):
+        self.radius = _positive(radius, self.kind, "radius")
+        setattr(self, self._second, _positive(second, self.kind, self._second))
+
+    def geometry(self):
+        import coal
+        return getattr(coal, self.kind)(self.radius, getattr(self, self._second))
+
+    def params(self):
+        return (self.radius, getattr(self, self._second))
+
+    def bounding_radius(self):
+        return float(np.hypot(self.radius, 0.5 * getattr(self, self._second)))
+
+
+class Capsule(_Axial):
+    """A capsule: a cylinder of ``length`` and ``radius`` along y, capped by half-spheres (Siconos' ``Capsule``)."""
+
+    kind = "Capsule"
+
+    def __init__(self, radius, length):
+        super().__init__(radius, length)
+
+    def bounding_radius(self):
+        return self.radius + 0.5 * self.length
+
+
+class Cylinder(_Axial):
+    """A cylinder of ``radius`` and ``length`` along y."""
+
+    kind = "Cylinder"
+
+    def __init__(self, radius, length):
+        super().__init__(radius, length)
+
+
+class Cone(_Axial):
+    """A cone of base ``radius`` and ``height`` along y, centred, its apex at +height/2."""
+
+    kind = "Cone"
+    _second = "height"
+
+    def __init__(self, radius, height):
+        super().__init__(radius, height)
+
+
+class ConvexMesh(Shape):
+    """The convex hull of ``vertices`` (n, 3), in the body frame (Siconos' ``add_convex_shape``).
+
+    :meth:`from_file` reads a mesh file through trimesh; a mesh that is not convex raises
+    :class:`~nsopt.exceptions.ModelingError` unless ``hull=True``, which takes its convex hull
+    (coal's narrow phase here handles convex shapes only: decompose a non-convex body into convex
+    contactors, e.g. with a convex decomposition tool, and give them as a compound)."""
+
+    kind = "Convex"
+
+    def __init__(self, vertices):
+        V = np.asarray(vertices, dtype=float)
+        if V.ndim != 2 or V.shape[1] != 3 or V.shape[0] < 4 or not np.isfinite(V).all():
+            raise ModelingError("ConvexMesh", "vertices", f"must be a finite (n >= 4, 3) array, got shape {V.shape}")
+        if np.linalg.matrix_rank(V[1:] - V[0], tol=1e-12 * max(1.0, np.abs(V).max())) < 3:
+            raise ModelingError("ConvexMesh", "vertices", "are coplanar: a convex mesh needs a volume")
+        self.vertices = V
+
+    @classmethod
+    def from_file(cls, path, scale=1.0, hull=False):
+        import trimesh
+        try:
+            mesh = trimesh.load(str(path), force="mesh")
+        except Exception as e:  # trimesh raises many types for bad files
+            raise ModelingError("ConvexMesh", "path", f"{path}: cannot be read as a mesh ({type(e).__name__}: {e})") from e
+        if not len(mesh.vertices):
+            raise ModelingError("ConvexMesh", "path", f"{path}: the mesh has no vertices")
+        if not mesh.is_convex and not hull:
+            raise ModelingError("ConvexMesh", "path", f"{path}: the mesh is not convex; pass hull=True to use its convex "
+                                                      "hull, or split it into convex pieces (a compound of contactors)")
+        return cls(np.asarray(mesh.vertices, dtype=float) * float(scale))
+
+    def geometry(self):
+        import coal
+        pts = coal.StdVec_Vec3s()
+        for p in self.vertices:
+            pts.append(np.ascontiguousarray(p))
+        return coal.Convex.convexHull(pts, False, "")
+
+    def params(self):
+        return (len(self.vertices),)
+
+    def bounding_radius(self):
+        return float(np.linalg.norm(self.vertices, axis=1).max())
+
+
+class HalfSpace(Shape):
+    """The half-space {x : n·x <= offset} (in the frame of the static object that carries it)."""
+
+    kind = "HalfSpace"
+
+    def __init__(self, normal=(0.0, 0.0, 1.0), offset=0.0):
+        n = np.asarray(normal, dtype=float).reshape(3)
+        if not np.linalg.norm(n) > 0:
+            raise ModelingError("HalfSpace", "normal", "is the zero vector")
+        self.normal = n / np.linalg.norm(n)
+        self.offset = float(offset)
+
+    def geometry(self):
+        import coal
+        return coal.Halfspace(self.normal, self.offset)
+
+    def params(self):
+        return (*self.normal, self.offset)
+
+    def bounding_radius(self):
+        return np.inf
+
+
+class Contactor:
+    """A shape attached to a body at an offset (Siconos' ``Contactor``): ``translation`` (3,) and
+    ``orientation`` (unit quaternion (w, x, y, z)) in the body frame, and a collision ``group``."""
+
+    def __init__(self, shape: Shape, translation=(0.0, 0.0, 0.0), orientation=(1.0, 0.0, 0.0, 0.0), group=0):
+        if not isinstance(shape, Shape):
+            raise ModelingError("Contactor", "shape", f"expected an nsopt.mechanics shape, got {type(shape).__name__}")
+        self.shape = shape
+        self.translation = np.asarray(translation, dtype=float).reshape(3)
+        q = np.asarray(orientation, dtype=float).reshape(4)
+        if not np.linalg.norm(q) > 0:
+            raise ModelingError("Contactor", "orientation", "is the zero quaternion")
+        self.orientation = q / np.linalg.norm(q)
+        self.group = int(group)
+
+    def offset_pose(self) -> np.ndarray:
+        return np.r_[self.translation, self.orientation]
+
+    def local_rotation(self) -> np.ndarray:
+        """The contactor's rotation (body frame) composed with the shape's own (coal's axis to Siconos')."""
+        R = rot.rotation_matrix(self.orientation)
+        return R if self.shape.local_rotation is None else R @ self.shape.local_rotation
+
+    def __repr__(self):
+        return f"Contactor({self.shape!r}, group={self.group})"

@@ -1,0 +1,559 @@
+r"""Rigid bodies in 3D and their contact relations, with Siconos' names and conventions
+(``NewtonEulerDS``, ``NewtonEulerR``, ``NewtonEuler1DR``, ``NewtonEuler3DR``).
+
+A body's position is ``q = (x, y, z, qw, qx, qy, qz)`` (centre of mass, unit quaternion body → world),
+its velocity the twist ``v = (vx, vy, vz, ωx, ωy, ωz)``: the linear velocity in the world frame, the
+angular velocity in the body frame. The kinematics is :math:`\dot q = T(q) v` and the dynamics, in twist
+coordinates, :math:`M \dot v = F(t, q, v) + p` with the constant :math:`M = \mathrm{diag}(m I_3, I)` and
+the wrench
+
+.. math:: F = \begin{pmatrix} f_{ext} - f_{int} \\ m_{ext} - ω \times I ω - m_{int} \end{pmatrix}
+
+(moments in the body frame). A relation gives its output y = h(q) and its Jacobian with respect to the
+twist of each body, :math:`H = \nabla_q h \; \mathrm{blockdiag}(T(q_1), T(q_2))` (Siconos' ``jachqT``),
+so that :math:`\dot y = H v`, the impulse on the bodies is :math:`H^\top λ` and the one-step matrix is
+:math:`W = H M^{-1} H^\top`. The vectorised forms (:func:`contact_outputs`, :func:`wrenches`,
+:func:`kinetic_energy`, ...) take stacked arrays, one row per body or per contact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..exceptions import ModelingError
+from . import _rotation as rot
+from ._check import Operator, fd_jacobian, matrix, scalar, vector
+from .relations import Relation
+from .systems import DynamicalSystem
+
+__all__ = ["NewtonEulerDS", "NewtonEulerR", "NewtonEuler1DR", "NewtonEuler3DR", "contact_outputs",
+           "stack_contacts", "wrenches", "kinetic_energy", "linear_momentum", "angular_momentum",
+           "mass_matrix", "inverse_mass_matrix"]
+
+
+# ============================================================================ the body
+class NewtonEulerDS(DynamicalSystem):
+    r"""A rigid body in 3D (Siconos ``NewtonEulerDS``).
+
+    Parameters
+    ----------
+    q0 : (7,) initial position and unit quaternion ``(x, y, z, qw, qx, qy, qz)`` (normalised here).
+    v0 : (6,) initial twist: linear velocity (world frame), angular velocity (body frame).
+    mass : the scalar mass m > 0.
+    inertia : (3, 3) symmetric positive definite inertia matrix about the centre of mass, in the body
+        frame, or (3,) its principal moments.
+    fext : (3,) force on the centre of mass (world frame), a constant or a plug-in ``fext(t, q, v, z)``.
+    mext : (3,) moment, a constant or a plug-in ``mext(t, q, v, z)``; in the body frame, or in the world
+        frame with ``mext_frame="world"`` (Siconos ``setIsMextExpressedInInertialFrame``).
+    fint, mint : plug-ins ``(t, q, v, z) -> (3,)`` (or constants), subtracted from the wrench as in Siconos.
+    gyroscopic : include the gyroscopic moment ω × Iω (Siconos' default; ``False`` is its ``setNullifyMGyr``).
+
+    ``n`` is 6 (the twist's size: Siconos' ``ndof``, the size of M and of the relations' Jacobian blocks),
+    ``qdim`` is 7. ``q``, ``v`` and ``p`` (the impulse of the last step, twist-sized) hold the current state.
+    """
+
+    order = 2
+    kind = "newton_euler"
+    qdim = 7
+
+    def __init__(self, q0, v0, mass, inertia, fext=None, mext=None, fint=None, mint=None, *,
+                 mext_frame="body", gyroscopic=True, z=None, name=None):
+        super().__init__(z, name)
+        o = self._owner
+        q0 = vector(q0, o, "q0", 7)
+        nq = np.linalg.norm(q0[3:7])
+        if nq < 1e-12:
+            raise ModelingError(o, "q0", "the quaternion q0[3:7] is zero; give a unit quaternion (1, 0, 0, 0) for no rotation")
+        q0[3:7] /= nq
+        self.q0 = q0
+        self.v0 = vector(v0, o, "v0", 6)
+        self._n = 6
+        self.scalar_mass = scalar(mass, o, "mass", low=0.0, low_open=True)
+        I = np.asarray(inertia, dtype=float) if not callable(inertia) else None
+        if I is not None and I.ndim == 1:
+            I = np.diag(vector(inertia, o, "inertia", 3))
+        I = matrix(I if I is not None else inertia, o, "inertia", (3, 3))
+        if not np.allclose(I, I.T, rtol=1e-12, atol=1e-12 * np.abs(I).max()):
+            raise ModelingError(o, "inertia", "is not symmetric")
+        if np.linalg.eigvalsh(I).min() <= 0:
+            raise ModelingError(o, "inertia", f"is not positive definite (eigenvalues {np.linalg.eigvalsh(I)})")
+        self.inertia = I
+        self.inertia.setflags(write=False)
+        if mext_frame not in ("body", "world"):
+            raise ModelingError(o, "mext_frame", f"must be 'body' or 'world', got {mext_frame!r}")
+        self.mext_frame = mext_frame
+        self.gyroscopic = bool(gyroscopic)
+        sig = "t, q, v, z"
+        self._fext = None if fext is None else Operator(fext, o, "fext", (3,), sig)
+        self._mext = None if mext is None else Operator(mext, o, "mext", (3,), sig)
+        self._fint = None if fint is None else Operator(fint, o, "fint", (3,), sig)
+        self._mint = None if mint is None else Operator(mint, o, "mint", (3,), sig)
+        self.q, self.v = self.q0.copy(), self.v0.copy()
+        self.p = np.zeros(6)
+
+    # ---- mass
+    def mass(self, q=None) -> np.ndarray:
+        """M = diag(m I3, I) (6, 6), constant (the argument is ignored, as for a constant LagrangianDS)."""
+        return mass_matrix(self.scalar_mass, self.inertia)
+
+    def inverse_mass(self) -> np.ndarray:
+        """M⁻¹ = diag(I3/m, I⁻¹) (6, 6)."""
+        return inverse_mass_matrix(self.scalar_mass, self.inertia)
+
+    constant_mass = True
+
+    # ---- kinematics
+    @staticmethod
+    def T(q) -> np.ndarray:
+        """Siconos' T(q) (7, 6): q̇ = T(q) v."""
+        return rot.T_matrix(q)
+
+    @staticmethod
+    def qdot(q, v) -> np.ndarray:
+        """q̇ = T(q) v (7,)."""
+        return rot.qdot(q, v)
+
+    @staticmethod
+    def normalize(q) -> np.ndarray:
+        """q with a unit quaternion (Siconos ``normalizeq``); a copy."""
+        return rot.normalize_q(q)
+
+    def rotation(self, q=None) -> np.ndarray:
+        """R(q) (3, 3), body to world, at q (default: the current position)."""
+        return rot.rotation_matrix((self.q if q is None else np.asarray(q))[3:7])
+
+    # ---- forces
+    @property
+    def constant_fext(self) -> bool:
+        return self._fext is None or self._fext.constant
+
+    @property
+    def _plugged(self) -> bool:
+        """Whether a part of the wrench other than the gyroscopic term may depend on q or v."""
+        return (self._fint is not None or self._mint is not None or self.mext_frame == "world"
+                or any(op is not None and not op.constant for op in (self._fext, self._mext)))
+
+    @property
+    def has_state_forces(self) -> bool:
+        """True when the wrench depends on q or v (gyroscopic term, internal forces, plug-ins, a world-frame moment)."""
+        return self.gyroscopic or self._plugged
+
+    def wrench(self, t, q, v) -> np.ndarray:
+        """F = [fext - fint, mext - ω×Iω - mint] (6,), moments in the body frame (Siconos ``computeWrench``)."""
+        return self._wrench(t, q, v, self.gyroscopic)
+
+    def _wrench(self, t, q, v, gyroscopic):
+        z = self.z
+        F = np.zeros(6)
+        if self._fext is not None:
+            F[:3] += self._fext(t, q, v, z)
+        if self._fint is not None:
+            F[:3] -= self._fint(t, q, v, z)
+        if self._mext is not None:
+            m = self._mext(t, q, v, z)
+            F[3:] += m if self.mext_frame == "body" else rot.rotation_matrix(q[3:7]).T @ m
+        if gyroscopic:
+            w = v[3:6]
+            F[3:] -= np.cross(w, self.inertia @ w)
+        if self._mint is not None:
+            F[3:] -= self._mint(t, q, v, z)
+        return F
+
+    forces = wrench
+
+    def jacobian_wrench(self, t, q, v):
+        r"""(∂F/∂q (6, 7), ∂F/∂v (6, 6)): the gyroscopic part exactly,
+        :math:`\partial(ω\times Iω)/\partial ω = [ω]_\times I - [Iω]_\times`, the plug-ins by finite differences."""
+        Jq = np.zeros((6, 7))
+        Jv = np.zeros((6, 6))
+        if self.gyroscopic:
+            w = v[3:6]
+            Jv[3:, 3:] -= rot.skew(w) @ self.inertia - rot.skew(self.inertia @ w)
+        if self._plugged:
+            Jq += fd_jacobian(lambda x: self._wrench(t, x, v, False), q, 6)
+            Jv += fd_jacobian(lambda x: self._wrench(t, q, x, False), v, 6)
+        return Jq, Jv
+
+    def jacobian_forces(self, t, q, v):
+        r"""(K, C) = (-∂F/∂q · T(q), -∂F/∂v) (6, 6) each, in twist coordinates (Moreau–Jean's
+        :math:`W = M - hθC - h^2θ^2K`), or (None, None) when F depends on neither."""
+        if not self.has_state_forces:
+            return None, None
+        Jq, Jv = self.jacobian_wrench(t, q, v)
+        return -(Jq @ rot.T_matrix(q)), -Jv
+
+    # ---- energy and momenta (world frame)
+    def kinetic_energy(self, v=None) -> float:
+        """½ vᵀ M v."""
+        return float(kinetic_energy(self.v if v is None else v, self.scalar_mass, self.inertia))
+
+    def linear_momentum(self, v=None) -> np.ndarray:
+        """m v_lin (world frame)."""
+        return linear_momentum(self.v if v is None else v, self.scalar_mass)
+
+    def angular_momentum(self, q=None, v=None, about=(0.0, 0.0, 0.0)) -> np.ndarray:
+        """x × m v_lin + R I ω about the world point ``about`` (world frame)."""
+        return angular_momentum(self.q if q is None else q, self.v if v is None else v, self.scalar_mass,
+                                self.inertia, about)
+
+    def __repr__(self):
+        return f"{self._owner}(mass={self.scalar_mass})"
+
+
+# ---- vectorised body quantities (rows are bodies or time steps)
+def mass_matrix(mass, inertia) -> np.ndarray:
+    """diag(m I3, I) (..., 6, 6) for masses (...) and inertias (..., 3, 3)."""
+    mass, inertia = np.asarray(mass, dtype=float), np.asarray(inertia, dtype=float)
+    M = np.zeros(mass.shape + (6, 6))
+    for k in range(3):
+        M[..., k, k] = mass
+    M[..., 3:, 3:] = inertia
+    return M
+
+
+def inverse_mass_matrix(mass, inertia) -> np.ndarray:
+    """diag(I3/m, I⁻¹) (..., 6, 6)."""
+    mass, inertia = np.asarray(mass, dtype=float), np.asarray(inertia, dtype=float)
+    Mi = np.zeros(mass.shape + (6, 6))
+    for k in range(3):
+        Mi[..., k, k] = 1.0 / mass
+    Mi[..., 3:, 3:] = np.linalg.inv(inertia)
+    return Mi
+
+
+def kinetic_energy(V, mass, inertia) -> np.ndarray:
+    """½ m |v_lin|² + ½ ωᵀ I ω for twists V (..., 6)."""
+    V = np.asarray(V, dtype=float)
+    w = V[..., 3:6]
+    return 0.5 * np.asarray(mass) * np.einsum("...i,...i->...", V[..., :3], V[..., :3]) \
+        + 0.5 * np.einsum("...i,...ij,...j->...", w, np.asarray(inertia, dtype=float), w)
+
+
+def linear_momentum(V, mass) -> np.ndarray:
+    """m v_lin (..., 3), world frame."""
+    V = np.asarray(V, dtype=float)
+    return np.asarray(mass, dtype=float)[..., None] * V[..., :3]
+
+
+def angular_momentum(Q, V, mass, inertia, about=(0.0, 0.0, 0.0)) -> np.ndarray:
+    """(x - about) × m v_lin + R(q) I ω (..., 3), world frame: constant for a body without external moment."""
+    Q, V = np.asarray(Q, dtype=float), np.asarray(V, dtype=float)
+    spin = rot.rotate(Q[..., 3:7], np.einsum("...ij,...j->...i", np.asarray(inertia, dtype=float), V[..., 3:6]))
+    return np.cross(Q[..., :3] - np.asarray(about, dtype=float), linear_momentum(V, mass)) + spin
+
+
+def wrenches(V, inertia, fext=None, mext=None, gyroscopic=True) -> np.ndarray:
+    r"""The wrench of many bodies at once (k, 6): constant body forces ``fext`` (k, 3) (world frame) and
+    moments ``mext`` (k, 3) (body frame), minus the gyroscopic :math:`ω \times Iω` (the stacked form of
+    :meth:`NewtonEulerDS.wrench` for bodies without plug-ins)."""
+    V = np.asarray(V, dtype=float)
+    F = np.zeros(V.shape[:-1] + (6,))
+    if fext is not None:
+        F[..., :3] += fext
+    if mext is not None:
+        F[..., 3:] += mext
+    if gyroscopic:
+        w = V[..., 3:6]
+        F[..., 3:] -= np.cross(w, np.einsum("...ij,...j->...i", np.asarray(inertia, dtype=float), w))
+    return F
+
+
+# ============================================================================ relations
+class NewtonEulerR(Relation):
+    r"""Relation between one or two rigid bodies (Siconos ``NewtonEulerR``): a user plug-in
+    ``h(q, z) -> (m,)`` of the stacked positions q (7 or 14), its Jacobian ``jachq(q, z) -> (m, 7·nb)``
+    with respect to q (finite differences when None), mapped to the twists by T:
+    :math:`H = \nabla_q h\,\mathrm{blockdiag}(T(q_1), T(q_2))` (``jachqT``, (m, 6·nb)).
+
+    ``G0`` is ``jachqT``: :math:`\dot y = G_0 v` and the impulse is :math:`G_0^\top λ`, as for a Lagrangian
+    relation but in twist coordinates.
+    """
+
+    kind = "newton_euler"
+
+    def __init__(self, h=None, jachq=None, *, name=None):
+        super().__init__(name)
+        if h is not None and not callable(h):
+            raise ModelingError(self._owner, "h", "must be a plug-in h(q, z) -> (m,)")
+        if h is None and type(self) is NewtonEulerR:
+            raise ModelingError(self._owner, "h", "is required (a plug-in h(q, z) -> (m,))")
+        self._given = dict(h=h, jachq=jachq)
+
+    @property
+    def bodies(self) -> int:
+        """The number of bodies (1 or 2), known once linked."""
+        return None if self.n is None else self.n // 6
+
+    def _bind(self):
+        if self.n not in (6, 12):
+            raise ModelingError(self._owner, "relation", f"joins systems of total size {self.n}; a Newton–Euler "
+                                                         "relation joins one or two NewtonEulerDS (6 or 12)")
+        m, nq = self.m, 7 * (self.n // 6)
+        self._h = None if self._given["h"] is None else Operator(self._given["h"], self._owner, "h", (m,), "q, z")
+        jq = self._given["jachq"]
+        self._jq = None if jq is None else Operator(jq, self._owner, "jachq", (m, nq), "q, z")
+
+    def h(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
+        """y = h(q) (m,)."""
+        return self._h(np.asarray(Q, dtype=float), self._z(Z))
+
+    def _z(self, Z):
+        return np.zeros(self.nz or 0) if Z is None else Z
+
+    def jachq(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
+        """∇_q h (m, 7·nb)."""
+        Q = np.asarray(Q, dtype=float)
+        if self._jq is not None:
+            return self._jq(Q, self._z(Z))
+        return fd_jacobian(lambda x: self.h(x, t, lam, Z), Q, self.m)
+
+    def jachqT(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
+        """H = ∇_q h · blockdiag(T(q_i)) (m, 6·nb): the Jacobian with respect to the twists."""
+        Q = np.asarray(Q, dtype=float)
+        Jq = self.jachq(Q, t, lam, Z)
+        nb = Q.shape[0] // 7
+        return np.hstack([Jq[:, 7 * b:7 * b + 7] @ rot.T_matrix(Q[7 * b:7 * b + 7]) for b in range(nb)])
+
+    def G0(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
+        return self.jachqT(Q, t, lam, Z)
+
+    def velocity(self, Q, V, t=None, lam=None, Z=None, G0=None) -> np.ndarray:
+        """ẏ = H v."""
+        return (self.jachqT(Q, t, lam, Z) if G0 is None else G0) @ np.asarray(V, dtype=float)
+
+
+class NewtonEuler1DR(NewtonEulerR):
+    r"""Normal contact between a body and another body or the world (Siconos ``NewtonEuler1DR``).
+
+    The contact is held as in Siconos' ``ContactR``: a point ``rel_pc1`` fixed in body 1's frame, a point
+    ``rel_pc2`` and a normal ``rel_nc`` fixed in body 2's frame (in the world frame without body 2). The
+    normal points from body 2 towards body 1, and the output is the signed distance
+    :math:`y = n \cdot (P_1 - P_2)` (positive apart). The Jacobian is Siconos': the velocity of body 1's
+    material point at :math:`P_1` minus that of body 2's material point at :math:`P_1`, in the contact
+    frame, :math:`H_1 = [R_c,\; R_c [G_1 - P_1]_\times R_1]`, :math:`H_2 = -[R_c,\; R_c [G_2 - P_1]_\times R_2]`,
+    rows :math:`R_c` = (n) here, (n, t1, t2) for :class:`NewtonEuler3DR`.
+
+    Set it either
+
+    - hand-built, a body-frame ``point`` against the world plane :math:`n \cdot x = \text{offset}`
+      (``normal=`` a world-frame vector, normalised here), for a relation linked to one body; or
+    - from the collision detection: :meth:`set_contact` with world points and normal at the bodies'
+      current positions, or :meth:`update_contact_points` with body-frame data (Siconos' names).
+    """
+
+    dim = 1
+
+    def __init__(self, point=None, normal=None, offset=0.0, *, name=None):
+        super().__init__(None, None, name=name)
+        o = self._owner
+        self.rel_pc1 = np.zeros(3)
+        self.rel_pc2 = np.zeros(3)
+        self.rel_nc = np.array([0.0, 0.0, 1.0])
+        self._has_contact = False
+        if point is not None or normal is not None:
+            if point is None or normal is None:
+                raise ModelingError(o, "point" if point is None else "normal",
+                                    "a hand-built contact needs both point= (body frame) and normal= (world frame)")
+            n = vector(normal, o, "normal", 3)
+            nn = np.linalg.norm(n)
+            if nn == 0:
+                raise ModelingError(o, "normal", "is the zero vector")
+            n = n / nn
+            c = scalar(offset, o, "offset")
+            self.update_contact_points(vector(point, o, "point", 3), c * n, n)
+            self._plane = True
+        else:
+            self._plane = False
+
+    def _bind(self):
+        if self.n not in (6, 12):
+            raise ModelingError(self._owner, "relation", f"joins systems of total size {self.n}; a Newton–Euler "
+                                                         "relation joins one or two NewtonEulerDS (6 or 12)")
+        if self.m != self.dim:
+            raise ModelingError(self._owner, "relation", f"has {self.dim} row(s) but its law has size {self.m}")
+        if self._plane and self.n != 6:
+            raise ModelingError(self._owner, "point", "a contact against a world plane (point=, normal=) joins one body, "
+                                                      "not two; use set_contact() for a body–body contact")
+
+    def update_contact_points(self, rel_pc1, rel_pc2, rel_nc):
+        """Set the contact from body-frame data (Siconos ``ContactR.updateContactPoints``): ``rel_pc1`` in body
+        1's frame, ``rel_pc2`` and the unit normal ``rel_nc`` in body 2's frame (world frame without body 2)."""
+        self.rel_pc1 = np.array(rel_pc1, dtype=float).reshape(3)
+        self.rel_pc2 = np.array(rel_pc2, dtype=float).reshape(3)
+        n = np.array(rel_nc, dtype=float).reshape(3)
+        self.rel_nc = n / np.linalg.norm(n)
+        self._has_contact = True
+
+    def set_contact(self, pc1, pc2, nc, q1, q2=None):
+        """Set the contact from world points ``pc1`` (on body 1), ``pc2`` (on body 2 or the world) and the world
+        normal ``nc`` (from body 2 towards body 1), found at the positions q1 (and q2)."""
+        q1 = np.asarray(q1, dtype=float)
+        R1 = rot.rotation_matrix(q1[3:7])
+        rp1 = R1.T @ (np.asarray(pc1, dtype=float) - q1[:3])
+        if q2 is None:
+            self.update_contact_points(rp1, pc2, nc)
+        else:
+            q2 = np.asarray(q2, dtype=float)
+            R2 = rot.rotation_matrix(q2[3:7])
+            self.update_contact_points(rp1, R2.T @ (np.asarray(pc2, dtype=float) - q2[:3]), R2.T @ np.asarray(nc, dtype=float))
+
+    def _eval(self, Q):
+        if not self._has_contact:
+            raise ModelingError(self._owner, "contact", "has no contact point yet: give point=/normal= or call set_contact()")
+        Q = np.asarray(Q, dtype=float)
+        two = Q.shape[0] == 14
+        Q2 = Q[7:14][None] if two else np.zeros((1, 7))
+        return contact_outputs(Q[None, :7], Q2, np.array([two]), self.rel_pc1[None], self.rel_pc2[None],
+                               self.rel_nc[None], self.dim)
+
+    def h(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
+        """[distance] (and zeros on the tangent rows of a 3D contact)."""
+        y = np.zeros(self.dim)
+        y[0] = self._eval(Q)[0][0]
+        return y
+
+    def distance(self, Q) -> float:
+        """The signed distance n · (P1 - P2) at the stacked positions Q."""
+        return float(self._eval(Q)[0][0])
+
+    def contact_points(self, Q):
+        """(pc1, pc2, nc) in the world frame at the stacked positions Q."""
+        _, _, P1, P2, N = self._eval(Q)
+        return P1[0], P2[0], N[0]
+
+    def jachqT(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
+        H = self._eval(Q)[1][0]
+        return H if np.asarray(Q).shape[0] == 14 else H[:, :6].copy()
+
+    def jachq(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
+        """∇_q of the rows whose twist Jacobian is :meth:`jachqT` (H = jachq · T, with jachq = H Tᵀ·4 on the
+        quaternion block, since TᵀT = I/4 there for a unit quaternion)."""
+        Q = np.asarray(Q, dtype=float)
+        H = self.jachqT(Q)
+        nb = Q.shape[0] // 7
+        out = np.zeros((self.dim, 7 * nb))
+        for b in range(nb):
+            T = rot.T_matrix(Q[7 * b:7 * b + 7])
+            out[:, 7 * b:7 * b + 3] = H[:, 6 * b:6 * b + 3]
+            out[:, 7 * b + 3:7 * b + 7] = 4.0 * H[:, 6 * b + 3:6 * b + 6] @ T[3:7, 3:6].T
+        return out
+
+
+class NewtonEuler3DR(NewtonEuler1DR):
+    r"""Contact with friction between a body and another body or the world (Siconos ``NewtonEuler3DR``): as
+    :class:`NewtonEuler1DR` with the contact frame (n, t1, t2) built from the normal as Siconos 4.4 builds it
+    (``orthoBaseFromVector``): y = (distance, 0, 0), ẏ = (normal, tangential, tangential) relative velocity."""
+
+    dim = 3
+
+
+def stack_contacts(relations):
+    """(rel_pc1, rel_pc2, rel_nc) of contact relations stacked (k, 3) each: what :func:`contact_outputs` takes."""
+    k = len(relations)
+    P1, P2, N = np.empty((k, 3)), np.empty((k, 3)), np.empty((k, 3))
+    for j, r in enumerate(relations):
+        P1[j], P2[j], N[j] = r.rel_pc1, r.rel_pc2, r.rel_nc
+    return P1, P2, N
+
+
+def contact_outputs(Q1, Q2, two, rel_pc1, rel_pc2, rel_nc, dim):
+    r"""Outputs and twist Jacobians of k contacts at once (the one home of the contact formulas).
+
+    Parameters
+    ----------
+    Q1, Q2 : (k, 7) positions of body 1 and body 2 of each contact (Q2's row ignored where ``two`` is False).
+    two : (k,) bool, whether the contact has a second body.
+    rel_pc1, rel_pc2, rel_nc : (k, 3) body-frame points and normal (see :class:`NewtonEuler1DR`).
+    dim : 1 (normal only) or 3 (normal, t1, t2).
+
+    Returns
+    -------
+    y : (k,) signed distances; H : (k, dim, 12) twist Jacobians (columns 6:12 zero without body 2);
+    pc1, pc2, nc : (k, 3) world points and normal.
+    """
+    Q1 = np.ascontiguousarray(Q1, dtype=float)
+    Q2 = np.ascontiguousarray(Q2, dtype=float)
+    k = Q1.shape[0]
+    y = np.empty(k)
+    H = np.zeros((k, dim, 12))
+    P1, P2, N = np.empty((k, 3)), np.empty((k, 3)), np.empty((k, 3))
+    _contact_kernel(Q1, Q2, np.ascontiguousarray(two, dtype=np.bool_), np.ascontiguousarray(rel_pc1, dtype=float),
+                    np.ascontiguousarray(rel_pc2, dtype=float), np.ascontiguousarray(rel_nc, dtype=float), dim,
+                    y, H, P1, P2, N)
+    return y, H, P1, P2, N
+
+
+# ---- compiled helpers, one row at a time (here, beside the kernel that inlines them: numba's cache
+# follows the file of the function it compiles)
+@njit(cache=True, inline="always")
+def _rot(qw, qx, qy, qz, R):  # pragma: no cover  (compiled; same formulas as rotation_matrix)
+    R[0, 0] = 1 - 2 * (qy * qy + qz * qz)
+    R[0, 1] = 2 * (qx * qy - qw * qz)
+    R[0, 2] = 2 * (qx * qz + qw * qy)
+    R[1, 0] = 2 * (qx * qy + qw * qz)
+    R[1, 1] = 1 - 2 * (qx * qx + qz * qz)
+    R[1, 2] = 2 * (qy * qz - qw * qx)
+    R[2, 0] = 2 * (qx * qz - qw * qy)
+    R[2, 1] = 2 * (qy * qz + qw * qx)
+    R[2, 2] = 1 - 2 * (qx * qx + qy * qy)
+
+
+@njit(cache=True, inline="always")
+def _ortho(nx, ny, nz, F):  # pragma: no cover  (compiled; same rule as ortho_base)
+    """Rows of F: n, t1, t2."""
+    F[0, 0], F[0, 1], F[0, 2] = nx, ny, nz
+    ax, ay, az = abs(nx), abs(ny), abs(nz)
+    if ax > ay and ax > az:
+        a, b, c = ny, -nx, 0.0
+    elif not ax > ay and ay > az:
+        a, b, c = -ny, nx, 0.0
+    else:
+        a, b, c = 0.0, -nz, ny
+    s = np.sqrt(a * a + b * b + c * c)
+    a, b, c = a / s, b / s, c / s
+    F[1, 0], F[1, 1], F[1, 2] = a, b, c
+    F[2, 0], F[2, 1], F[2, 2] = ny * c - nz * b, nz * a - nx * c, nx * b - ny * a
+
+
+@njit(cache=True)
+def _contact_kernel(Q1, Q2, two, RP1, RP2, RN, dim, y, H, P1, P2, N):  # pragma: no cover  (compiled)
+    R1 = np.empty((3, 3))
+    R2 = np.empty((3, 3))
+    F = np.empty((3, 3))
+    A = np.empty((3, 3))
+    for j in range(Q1.shape[0]):
+        _rot(Q1[j, 3], Q1[j, 4], Q1[j, 5], Q1[j, 6], R1)
+        for i in range(3):
+            P1[j, i] = Q1[j, i] + R1[i, 0] * RP1[j, 0] + R1[i, 1] * RP1[j, 1] + R1[i, 2] * RP1[j, 2]
+        if two[j]:
+            _rot(Q2[j, 3], Q2[j, 4], Q2[j, 5], Q2[j, 6], R2)
+            for i in range(3):
+                P2[j, i] = Q2[j, i] + R2[i, 0] * RP2[j, 0] + R2[i, 1] * RP2[j, 1] + R2[i, 2] * RP2[j, 2]
+                N[j, i] = R2[i, 0] * RN[j, 0] + R2[i, 1] * RN[j, 1] + R2[i, 2] * RN[j, 2]
+        else:
+            for i in range(3):
+                P2[j, i] = RP2[j, i]
+                N[j, i] = RN[j, i]
+        y[j] = N[j, 0] * (P1[j, 0] - P2[j, 0]) + N[j, 1] * (P1[j, 1] - P2[j, 1]) + N[j, 2] * (P1[j, 2] - P2[j, 2])
+        _ortho(N[j, 0], N[j, 1], N[j, 2], F)
+        nb = 2 if two[j] else 1
+        for b in range(nb):
+            if b == 0:
+                gx, gy, gz = Q1[j, 0] - P1[j, 0], Q1[j, 1] - P1[j, 1], Q1[j, 2] - P1[j, 2]
+                R = R1
+                s = 1.0
+            else:
+                gx, gy, gz = Q2[j, 0] - P1[j, 0], Q2[j, 1] - P1[j, 1], Q2[j, 2] - P1[j, 2]
+                R = R2
+                s = -1.0
+            # A = [G - P]x R
+            for c in range(3):
+                A[0, c] = -gz * R[1, c] + gy * R[2, c]
+                A[1, c] = gz * R[0, c] - gx * R[2, c]
+                A[2, c] = -gy * R[0, c] + gx * R[1, c]
+            for r in range(dim):
+                for c in range(3):
+                    H[j, r, 6 * b + c] = s * F[r, c]
+                    H[j, r, 6 * b + 3 + c] = s * (F[r, 0] * A[0, c] + F[r, 1] * A[1, c] + F[r, 2] * A[2, c])
+
