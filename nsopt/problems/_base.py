@@ -389,13 +389,22 @@ class Problem:
         return "auto"
 
     # -- the problem's variables (one place per kind: solve() has no if-chains) ---------------------
+    residual: str | None = None   # the variable the primal one determines (w = Mz + q, u = Wr + q), by its method
+
     def variable_sizes(self) -> dict[str, int]:
         """Sizes of the variables a solution of this problem carries."""
-        return {self.primal: self.size}
+        if self.residual is None:
+            return {self.primal: self.size}
+        return {self.primal: self.size, self.residual: self.size}
 
     def complete(self, x: dict) -> dict:
-        """All the problem's variables from what a method returned (at least the primal one)."""
-        raise NotImplementedError
+        """All the problem's variables from what a method returned (at least the primal one): the
+        residual given, else computed by the problem's method of that name (``w(z)``, ``u(r)``)."""
+        if self.residual is None:
+            raise NotImplementedError
+        p, res = self.primal, self.residual
+        v = x.get(res)
+        return {p: x[p], res: v if v is not None else getattr(self, res)(x[p])}
 
     def error_of(self, xs: dict) -> float:
         """The problem's error measure of a complete set of variables."""
@@ -413,10 +422,4 @@ class AffineProblem(Problem):
         """w = Mz + q."""
         return affine(self.M, check_input(z, "z", type(self).__name__, self.size), self.q)
 
-    def variable_sizes(self):
-        return {"z": self.size, "w": self.size}
-
-    def complete(self, x):
-        z = x["z"]
-        w = x.get("w")
-        return {"z": z, "w": w if w is not None else self.w(z)}
+    residual = "w"

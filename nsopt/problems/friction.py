@@ -56,6 +56,7 @@ class FrictionContact(Problem):
 
     _fields = ("dim", "W", "q", "mu")
     primal = "r"
+    residual = "u"
 
     def __init__(self, dim, W, q, mu):
         owner = "FrictionContact"
@@ -107,13 +108,6 @@ class FrictionContact(Problem):
         """Local velocity u = Wr + q."""
         return affine(self.W, check_input(r, "r", "FrictionContact", self.size), self.q)
 
-    def variable_sizes(self):
-        return {"r": self.size, "u": self.size}
-
-    def complete(self, x):
-        r = x["r"]
-        u = x.get("u")
-        return {"r": r, "u": u if u is not None else self.u(r)}
 
     def error(self, r, u=None) -> float:
         """Siconos' friction-contact error of r (u recomputed as Wr + q, as Siconos does)."""
