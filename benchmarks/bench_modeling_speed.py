@@ -14,7 +14,7 @@ OSNS solve (``nsopt.solve``), next to Siconos' kernel (4.4, driven from ``/usr/b
    packed lattice (nsopt alone; target: < 30% of a step outside nsopt.solve at 200 spheres), the
    example's default (spheres dropped with random velocities: W changes every step and the contact
    detection, every 5 steps, changes the topology, which the batched integrator follows in place)
-   and the per-interaction path (``MoreauJeanOSI(batch=False)``) as the baseline.
+   and the one-by-one evaluation (``MoreauJeanOSI(batch=False)``) as the baseline.
 
 Times are CPU times of the stepping thread (``time.thread_time``, on both sides: robust to the
 preemptions of a shared machine); the ball's solves inside a run by ``time.perf_counter`` (cheap: a
@@ -58,10 +58,13 @@ def ball_nsopt(T=10.0, batch=True, solve_clock=time.perf_counter):
 
     from nsopt.modeling import simulation
 
+    from nsopt import modeling as nm
+
     simulation.SOLVE_CLOCK = solve_clock
     sim = ball_simulation(T)[0]
-    sim.integrator.batch = batch
-    sim.integrator.initialize(sim)
+    if not batch:       # the one-by-one evaluation (the reference path)
+        sim = nm.TimeStepping(sim.nsds, sim.h, nm.MoreauJeanOSI(0.5, batch=False), osns="lcp", method="lemke",
+                              tol=1e-12)
     tic = CLOCK()
     traj = sim.run()
     total = CLOCK() - tic
@@ -83,6 +86,7 @@ def _box(n, steps, h, clearance, gap=0.0):
         for s in box.spheres:
             q = s.q.copy()
             q[:3] *= 1.0 + clearance
+            s.q0 = q        # a run starts from the initial conditions
             s.q = q
     return box
 
@@ -187,7 +191,7 @@ def main(argv=None):
 
     print("1. bouncing ball, 2000 steps (h = 0.005, T = 10), median of", reps, "runs")
     ns = None
-    for label, batch in (("nsopt", True), ("nsopt, per-interaction path", False)):
+    for label, batch in (("nsopt", True), ("nsopt, one by one (batch=False)", False)):
         # the split by thread_time on both clocks (a preempted solve would count outside otherwise)
         total, N, solve_t, ncontact = _median([ball_nsopt(batch=batch, solve_clock=CLOCK) for _ in range(reps)])
         out = total - solve_t
@@ -262,7 +266,7 @@ def main(argv=None):
         print(f"   nsopt   {n:4d} spheres: {1 / t:8.1f} steps/s, {100 * out:4.1f}% of a step outside nsopt.solve, "
               f"{r[0]['contacts']:5.1f} contacts/step, {statistics.mean(x['iterations'] for x in r):4.2f} Newton "
               "iterations/solve")
-    print("   baseline: the per-interaction path (MoreauJeanOSI(batch=False)), packed lattice")
+    print("   baseline: the one-by-one evaluation (MoreauJeanOSI(batch=False)), packed lattice")
     for n, steps in sizes:
         r = spheres(n, max(5, steps // 4), batch=False, clearance=0.0)
         print(f"   per-interaction {n:4d} spheres: {r['steps'] / r['time']:8.1f} steps/s, "

@@ -1,4 +1,7 @@
-"""The convex view of the one-step problems, as a lesson: LCP = QP (and when not), friction = SOCP + fixed point.
+"""The convex views: LCP as a QP, friction as SOCP plus a fixed point
+==================================================================
+
+The convex view of the one-step problems, as a lesson: LCP = QP (and when not), friction = SOCP + fixed point.
 
     python examples/convex_formulations.py
 

@@ -1,4 +1,7 @@
-"""Nonsmooth Gauss–Seidel (NSGS) on 3-D frictional contact problems.
+"""Nonsmooth Gauss–Seidel on 3D friction contact
+=============================================
+
+Nonsmooth Gauss–Seidel (NSGS) on 3-D frictional contact problems.
 
 A friction-contact problem asks for contact reactions r and relative velocities u = Wr + q such that,
 contact by contact, Coulomb's law holds (take-off, stick or slide). NSGS visits the contacts in turn

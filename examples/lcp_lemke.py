@@ -1,4 +1,7 @@
-"""Pivoting methods for the LCP: lexicographic Lemke, enumeration, Fischer–Burmeister Newton.
+"""Pivoting methods for the LCP
+============================
+
+Pivoting methods for the LCP: lexicographic Lemke, enumeration, Fischer–Burmeister Newton.
 
 An LCP asks for z >= 0 with w = Mz + q >= 0 and z_i w_i = 0. Where M is not symmetric positive
 semidefinite there is no convex QP behind it; Lemke's complementary pivoting still finds a solution

@@ -1,4 +1,7 @@
-"""A cart-pole whose pole tip hits a wall, linearized to a linear complementarity system (LCS).
+"""A cart-pole against a wall, linearized to an LCS
+================================================
+
+A cart-pole whose pole tip hits a wall, linearized to a linear complementarity system (LCS).
 
 The cart-pole is derived with SymPy (Kane's method), the wall is a unilateral contact on the pole
 tip, and ``nsopt.symbolic.lcs`` linearizes one Moreau–Jean step about a state where the tip strikes
@@ -11,7 +14,6 @@ one-step error against δ).
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -98,23 +100,39 @@ def main(out=None):
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover
         return deltas, errs, at_op
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    # one quantity per axis (with its unit), the LCS dashed over the nonlinear step
+    fig = plt.figure(figsize=(11, 5.5), layout="constrained")
+    grid = fig.add_gridspec(2, 3, width_ratios=[1, 1, 1.15])
     tt = h * np.arange(len(lin))
-    for k, name in enumerate(["x", "theta", "vx", "omega"]):
-        ax[0].plot(tt, nl[:, k], "-", color=f"C{k}", label=f"{name} nonlinear")
-        ax[0].plot(tt, lin[:, k], "--", color=f"C{k}", label=f"{name} LCS")
-    ax[0].set_xlabel("t")
-    ax[0].set_title("cart-pole against a wall: Moreau-Jean vs its LCS")
-    ax[0].legend(fontsize=7, ncol=2)
-    ax[1].loglog(deltas, errs, "o-", label="|LCS step - nonlinear step|")
-    ax[1].loglog(deltas, errs[0] * (deltas / deltas[0]) ** 2, "k:", label="slope 2")
-    ax[1].set_xlabel("state offset δ")
-    ax[1].legend()
-    fig.tight_layout()
+    names = [("cart position x", "m"), ("pole angle θ", "rad"), ("cart velocity vₓ", "m/s"),
+             ("pole angular velocity ω", "rad/s")]
+    for k, (name, unit) in enumerate(names):
+        a = fig.add_subplot(grid[k // 2, k % 2])
+        a.plot(tt, nl[:, k], "-", color="C0", lw=2, label="nonlinear step")
+        a.plot(tt, lin[:, k], "--", color="C1", lw=2, label="LCS step")
+        a.set_ylabel(f"{name} [{unit}]")
+        a.grid(alpha=0.3)
+        if k >= 2:
+            a.set_xlabel("time t [s]")
+        if k == 0:
+            a.legend(fontsize=8)
+    fig.suptitle("cart-pole whose pole tip strikes a wall: Moreau–Jean steps and their LCS")
+    e = fig.add_subplot(grid[:, 2])
+    e.loglog(deltas, errs, "o-", color="C2", label="|LCS step − nonlinear step|")
+    e.loglog(deltas, errs[0] * (deltas / deltas[0]) ** 2, "k:", label="slope 2 (δ²)")
+    e.xaxis.set_major_locator(LogLocator(base=10, numticks=5))
+    e.xaxis.set_minor_formatter(NullFormatter())   # decades only: no overlapping minor labels
+    e.set_xlabel("state offset δ (norm of the state difference)")
+    e.set_ylabel("one-step difference (state norm)")
+    e.set_title("first-order agreement")
+    e.grid(alpha=0.3, which="both")
+    e.legend(fontsize=8)
     if out is None:  # the figures folder of the examples (NSOPT_FIGURES overrides it)
-        folder = Path(os.environ.get("NSOPT_FIGURES", Path(__file__).resolve().parent / "figures"))
-        folder.mkdir(parents=True, exist_ok=True)
-        out = folder / "lcs_cartpole_wall.png"
+        from _plotting import figure_path
+
+        out = figure_path("lcs_cartpole_wall.png")
     out = Path(out)
     fig.savefig(out, dpi=100)
     print("wrote", out)

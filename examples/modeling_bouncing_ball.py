@@ -1,4 +1,7 @@
-"""Bouncing ball (Siconos' BouncingBallTS): Moreau–Jean with Newton's impact law, solved by Lemke.
+"""Bouncing ball: Moreau–Jean and Newton's impact law
+==================================================
+
+Bouncing ball (Siconos' BouncingBallTS): Moreau–Jean with Newton's impact law, solved by Lemke.
 
 Checks a user makes: apex heights fall by e² per bounce and -v⁺/v⁻ = e at each impact.
 Writes ``modeling_bouncing_ball.png`` (in $NSOPT_FIGURES, default examples/figures).

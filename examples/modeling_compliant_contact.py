@@ -1,4 +1,7 @@
-"""A compliant contact (LagrangianCompliantR): y = q + λ/k, 0 <= y ⊥ λ >= 0, i.e. a unilateral spring
+"""A compliant contact: a unilateral spring
+========================================
+
+A compliant contact (LagrangianCompliantR): y = q + λ/k, 0 <= y ⊥ λ >= 0, i.e. a unilateral spring
 of stiffness k (λ = k·penetration, a force). A damped mass dropped on it comes to rest at q = -m g / k,
 carried by λ = m g. Writes ``modeling_compliant_contact.png``.
 """

@@ -1,4 +1,7 @@
-"""Diode bridge (Siconos' DiodeBridge tutorial): an LC oscillator feeding a resistor through four diodes.
+"""Diode bridge: a first-order system with complementarity
+=======================================================
+
+Diode bridge (Siconos' DiodeBridge tutorial): an LC oscillator feeding a resistor through four diodes.
 
 First-order linear system + FirstOrderLinearTIR + complementarity, Euler–Moreau θ = 1/2, LCP by Lemke.
 The bridge rectifies: the resistor current never changes sign, and the LC energy only decreases.

@@ -1,4 +1,7 @@
-"""Block on an inclined plane with Coulomb friction (2D friction contact, NewtonImpactFrictionNSL).
+"""Block on an inclined plane with Coulomb friction
+================================================
+
+Block on an inclined plane with Coulomb friction (2D friction contact, NewtonImpactFrictionNSL).
 
 Coordinates along the slope (s, downhill) and normal to it (n). The block sticks when tan α <= μ and
 otherwise slides with the analytic acceleration g (sin α - μ cos α). Writes ``modeling_inclined_plane.png``.

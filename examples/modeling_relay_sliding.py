@@ -1,7 +1,10 @@
-"""Relay feedback with a sliding mode: a double integrator ẍ = u, u = -sign(σ), σ = c x + ẋ.
+r"""Relay feedback with a sliding mode
+==================================
+
+Relay feedback with a sliding mode: a double integrator ẍ = u, u = -sign(σ), σ = c x + ẋ.
 
 FirstOrderLinearTIDS + FirstOrderLinearTIR + RelayNSL, Euler–Moreau θ = 1/2, a Relay problem per step.
-After a finite reaching time the state slides on σ = 0 (|σ| at round-off, |λ| < 1: the equivalent
+After a finite reaching time the state slides on σ = 0 (:math:`|\sigma|` at round-off, :math:`|\lambda| < 1`: the equivalent
 control), where x decays as exp(-c t) — per step exactly by (1 - ch/2)/(1 + ch/2), the trapezoidal factor.
 Writes ``modeling_relay_sliding.png``.
 """

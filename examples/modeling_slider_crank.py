@@ -1,4 +1,7 @@
-r"""Slider-crank with impacts: a nonlinear Lagrangian system and a nonlinear scleronomous relation.
+r"""Slider-crank with impacts
+=========================
+
+Slider-crank with impacts: a nonlinear Lagrangian system and a nonlinear scleronomous relation.
 
 One degree of freedom, the crank angle θ (crank l1, connecting rod l2, crank inertia J, slider mass m).
 The slider position is :math:`x(\theta) = l_1\cos\theta + \sqrt{l_2^2 - l_1^2\sin^2\theta}`, so

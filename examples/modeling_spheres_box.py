@@ -1,28 +1,30 @@
-r"""Spheres in a 3D box with Coulomb friction: one FrictionContact (3D) problem per step.
+r"""Spheres in a box with Coulomb friction
+======================================
+
+Spheres in a 3D box with Coulomb friction: one FrictionContact (3D) problem per step.
 
 Each sphere is a LagrangianLinearTIDS with q = (position, rotation vector), M = diag(m, m, m, I, I, I).
 A wall contact is a LagrangianLinearTIR (constant normal n and tangents t1, t2): y = (n·x - d - R, ., .),
 with rows [n, 0] and [t, -R (n × t)]. A sphere–sphere contact is a LagrangianScleronomousR with
-h = (|x1 - x2| - 2R, 0, 0) and G0 rows [n, 0, -n, 0], [t, -R(n × t), -t, -R(n × t)] (n from sphere 2
+h = (:math:`|x_1 - x_2| - 2R`, 0, 0) and G0 rows [n, 0, -n, 0], [t, -R(n × t), -t, -R(n × t)] (n from sphere 2
 to sphere 1). Its plug-ins are vectorized (``LagrangianScleronomousR(h, G0, vectorized=True)``: they
 take the stacked q (k, 12) of all pairs and return (k, 3) and (k, 3, 12)), so that Moreau–Jean
 evaluates every pair in one call per step (the batched path, ``formulations/time_stepping.md``).
 Pairs (and walls) within a margin are linked every few steps (contact detection by a k-d tree), so
 only near contacts are interactions. Laws: NewtonImpactFrictionNSL(en, 0, mu, 3).
 
-The assembled problems are written to FCLIB, one file per step (``nsopt.io.write_fclib``), and read
-back by ``nsopt.io.load``: ``python examples/modeling_spheres_box.py --fclib DIR`` writes
-``DIR/step_000001.hdf5``, ... (a corpus for ``nsopt compare DIR``). Writes ``modeling_spheres_box.png``.
+The assembled problems are written to FCLIB, one file per step (``sim.write_problems_to(DIR)``, which
+writes with ``nsopt.io.write_fclib``), and read back by ``nsopt.io.load``:
+``python examples/modeling_spheres_box.py --fclib DIR`` writes ``DIR/step_000001.hdf5``, ... (a corpus
+for ``nsopt compare DIR``). Writes ``modeling_spheres_box.png``.
 """
 import math
-from pathlib import Path
 
 import numpy as np
 from numba import njit
 from scipy.spatial import cKDTree
 
 from _plotting import figure_path, pyplot
-from nsopt import io
 from nsopt import modeling as nm
 
 R, MASS, G = 0.05, 1.0, 9.81
@@ -173,14 +175,14 @@ class Box:
 
 def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, method="auto", tol=1e-8):
     """Run the box; ``write_problems``: a folder (created if missing) receiving each step's problem as
-    ``step_<k>.hdf5`` (FCLIB); an existing file there is not replaced (``nsopt.io.write_fclib``)."""
+    ``step_<k>.hdf5`` (FCLIB, ``TimeStepping.write_problems_to``); an existing file of this run's steps
+    there is an ``OutputError``, not replaced."""
     box = Box(n_spheres, T=T)
     sim = nm.TimeStepping(box.nsds, h, nm.MoreauJeanOSI(0.5), osns="fc3d", method=method, tol=tol)
-    out = None
     if write_problems is not None:
-        out = Path(write_problems)
-        out.mkdir(parents=True, exist_ok=True)
+        sim.write_problems_to(write_problems)
     t, zc, min_gap, kinetic, cone, statuses = [0.0], [], [], [], [], []
+    positions = [np.array([s.q[:3] for s in box.spheres])]
     sols = []
     while sim.has_next_step():
         if sim.k % detect_every == 0 and sim.k > 0:
@@ -192,39 +194,93 @@ def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, m
             mu = sol.problem.mu
             cone.append(float(np.max(np.linalg.norm(r[:, 1:], axis=1) - mu * r[:, 0] - 1e-6 * (1 + np.abs(r[:, 0])))))
             sols.append((sim.k, sol.problem, sol.r))
-            if out is not None:
-                io.write_fclib(sol.problem, out / f"step_{sim.k:06d}.hdf5", title=f"spheres in a box, step {sim.k}")
         X = np.array([s.q[:3] for s in box.spheres])
+        positions.append(X)
         zc.append(X[:, 2].mean())
         min_gap.append(box.gaps().min())
         kinetic.append(sum(0.5 * MASS * s.v[:3] @ s.v[:3] + 0.5 * INERTIA * s.v[3:] @ s.v[3:] for s in box.spheres))
         t.append(sim.t)
+    sim.write_problems_to(None)
     return {"t": np.array(t[1:]), "z_mean": np.array(zc), "min_gap": np.array(min_gap), "kinetic": np.array(kinetic),
-            "cone_violation": np.array(cone), "status": statuses, "solutions": sols, "box": box, "sim": sim}
+            "cone_violation": np.array(cone), "status": statuses, "solutions": sols, "box": box, "sim": sim,
+            "positions": np.array(positions)}
+
+
+def draw_box(ax, L, H):
+    """The outline of the box [0, L] x [0, L] x [0, H] (open at the top: dotted)."""
+    for x0, y0 in ((0, 0), (L, 0), (L, L), (0, L)):
+        ax.plot([x0, x0], [y0, y0], [0, H], color="0.35", lw=1)
+    for z, ls in ((0.0, "-"), (H, ":")):
+        ax.plot([0, L, L, 0, 0], [0, 0, L, L, 0], [z] * 5, color="0.35", lw=1, ls=ls)
+
+
+def draw_spheres(ax, X, colours):
+    """Spheres of radius R at the centres X, drawn to scale (surfaces, not markers)."""
+    u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 16), np.linspace(0, np.pi, 9))
+    unit = np.array([np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v)])
+    return [ax.plot_surface(*(x[:, None, None] + R * unit), color=c, linewidth=0, shade=True)
+            for x, c in zip(X, colours)]
+
+
+def scene_axes(ax, L, H):
+    ax.set_xlim(0, L); ax.set_ylim(0, L); ax.set_zlim(0, H)
+    ax.set_box_aspect((L, L, H))                          # equal scales: spheres look round
+    ax.set_xlabel("x [m]"); ax.set_ylabel("y [m]"); ax.set_zlabel("z [m]")
+    from matplotlib.ticker import MaxNLocator
+
+    for axis in (ax.xaxis, ax.yaxis, ax.zaxis):
+        axis.set_major_locator(MaxNLocator(4))
+    ax.tick_params(labelsize=8)
 
 
 def main(argv=None):
     import argparse
+    import os
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from matplotlib import animation
+
+    ap = argparse.ArgumentParser(description=(globals().get("__doc__") or "").split("\n")[0])
     ap.add_argument("--fclib", metavar="DIR", help="write each step's FrictionContact problem to DIR/step_<k>.hdf5")
     args = ap.parse_args(argv)
     plt = pyplot()
-    r = simulate(10, T=0.5, write_problems=args.fclib)
+    quick = os.environ.get("NSOPT_QUICK", "0") == "1"     # the site's reduced case: a shorter fall
+    r = simulate(10, T=0.3 if quick else 0.5, write_problems=args.fclib)
     if args.fclib:
         print(f"{len(r['solutions'])} FCLIB files in {args.fclib}")
-    fig = plt.figure(figsize=(10, 4))
+    L = r["box"].L
+    P = r["positions"]
+    H = max(L, float(P[..., 2].max()) + R)
+    colours = [plt.cm.viridis(k / max(1, len(P[0]) - 1)) for k in range(len(P[0]))]
+    fig = plt.figure(figsize=(11, 4.6), layout="constrained")
     ax = fig.add_subplot(1, 2, 1, projection="3d")
-    X = np.array([s.q[:3] for s in r["box"].spheres])
-    ax.scatter(X[:, 0], X[:, 1], X[:, 2], s=400)
-    ax.set_title("final positions")
+    draw_box(ax, L, H)
+    draw_spheres(ax, P[-1], colours)
+    scene_axes(ax, L, H)
+    ax.set_title(f"{len(P[0])} spheres (radius {R} m) at t = {r['t'][-1]:.2f} s")
     ax2 = fig.add_subplot(1, 2, 2)
-    ax2.plot(r["t"], r["kinetic"]); ax2.set_xlabel("t [s]"); ax2.set_ylabel("kinetic energy [J]")
+    ax2.plot(r["t"], r["kinetic"], color="C0")
+    ax2.set_xlabel("time t [s]"); ax2.set_ylabel("kinetic energy [J]")
+    ax2.set_title("energy lost in the impacts and by friction"); ax2.grid(alpha=0.3)
     out = figure_path("modeling_spheres_box.png")
     fig.savefig(out, dpi=100)
     print(f"{len(r['box'].spheres)} spheres, min gap {r['min_gap'].min():.2e} m, "
           f"max cone violation {r['cone_violation'].max():.1e}, figure: {out}")
 
+    # the fall, as an animation (every few steps; the site shows it as an HTML player)
+    afig = plt.figure(figsize=(5, 4.6), layout="constrained")
+    aax = afig.add_subplot(projection="3d")
+    frames = list(range(0, len(P), max(1, len(P) // 40))) + [len(P) - 1]
+
+    def frame(k):
+        aax.cla()
+        draw_box(aax, L, H)
+        draw_spheres(aax, P[k], colours)
+        scene_axes(aax, L, H)
+        aax.set_title(f"t = {k * (r['t'][1] - r['t'][0]):.3f} s")
+
+    return animation.FuncAnimation(afig, frame, frames=frames, interval=80)
+
 
 if __name__ == "__main__":
-    main()
+    # sphinx_gallery_multi_image = "single"
+    anim = main()

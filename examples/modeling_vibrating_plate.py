@@ -1,4 +1,7 @@
-"""Ball on a vibrating plate: a rheonomous relation y = q - A sin(ωt) (Siconos LagrangianRheonomousR).
+"""Ball on a vibrating plate
+=========================
+
+Ball on a vibrating plate: a rheonomous relation y = q - A sin(ωt) (Siconos LagrangianRheonomousR).
 
 The plate's acceleration amplitude Aω² is about g, so the ball keeps bouncing. At every impact the
 relative velocity obeys Newton's law ẏ⁺ = -e ẏ⁻ (with ẏ = v + ∂h/∂t), and the ball stays above the plate.

@@ -1,4 +1,7 @@
-"""A slider-crank with a frictional slider: bilateral joints, a unilateral contact and Coulomb friction
+"""Slider-crank with a frictional slider: a GenericMechanical problem per step
+===========================================================================
+
+A slider-crank with a frictional slider: bilateral joints, a unilateral contact and Coulomb friction
 in one Moreau–Jean simulation that assembles and solves a GenericMechanical problem at every step.
 
 Three planar bodies in one Lagrangian system, q = (x1, y1, th1, x2, y2, th2, x3, y3): the crank
@@ -9,15 +12,14 @@ through a unilateral contact with Coulomb friction (NewtonImpactFrictionNSL, 2-D
 one-step problem therefore mixes equality blocks and a 2-D friction block: TimeStepping assembles it as
 a GenericMechanical problem, solved by the global semismooth Newton "nsn" (fallback: "nsgs").
 
-Run: python examples/slider_crank_gmp.py   (writes slider_crank_gmp.png next to this script)
+Run: python examples/slider_crank_gmp.py   (writes slider_crank_gmp.png in $NSOPT_FIGURES, default examples/figures)
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
+from _plotting import figure_path, pyplot
 from nsopt import modeling as nm
 
 L1, L2, S = 0.1, 0.3, 0.02                 # crank, rod, slider half-height (m)
@@ -124,29 +126,25 @@ def main():
           f"max |lambda_T| - mu lambda_N = {np.max(np.abs(out['lam_t']) - MU * out['lam_n']):.2e}")
     print(f"crank turned {out['q'][-1, 2] - out['q'][0, 2]:.2f} rad; slider from x = {out['q'][0, 6]:.3f} "
           f"to {out['q'][-1, 6]:.3f} m, max lift {out['q'][:, 7].max() - S:.2e} m")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover
-        return
+    plt = pyplot()
     t = out["t"]
-    fig, ax = plt.subplots(3, 1, figsize=(7, 7), sharex=True)
-    ax[0].plot(t, out["q"][:, 2], label="crank angle (rad)")
-    ax[0].plot(t, 10 * out["q"][:, 6], label="10 x slider position (m)")
-    ax[0].legend(fontsize=8)
-    ax[1].plot(t, out["lam_n"], label="normal impulse")
-    ax[1].plot(t, out["lam_t"], label="friction impulse")
-    ax[1].plot(t, MU * out["lam_n"], "k:", lw=0.8, label="mu x normal")
-    ax[1].legend(fontsize=8)
-    ax[1].set_ylabel("N s per step")
-    ax[2].semilogy(t, np.maximum(out["joint_error"], 1e-18))
-    ax[2].set_ylabel("joint residual (m)")
-    ax[2].set_xlabel("t (s)")
-    fig.suptitle("slider-crank with a frictional slider (GenericMechanical per step)")
-    fig.tight_layout()
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slider_crank_gmp.png")
+    fig, ax = plt.subplots(4, 1, figsize=(7, 8.5), sharex=True, layout="constrained")
+    ax[0].plot(t, out["q"][:, 2], color="C0")
+    ax[0].set_ylabel("crank angle [rad]")
+    ax[1].plot(t, out["q"][:, 6], color="C1")
+    ax[1].set_ylabel("slider position x [m]")
+    ax[2].plot(t, out["lam_n"], color="C2", label="normal impulse")
+    ax[2].plot(t, out["lam_t"], color="C3", label="friction impulse")
+    ax[2].plot(t, MU * out["lam_n"], "k:", lw=0.8, label="μ × normal impulse (cone edge)")
+    ax[2].legend(fontsize=8)
+    ax[2].set_ylabel("impulse per step [N s]")
+    ax[3].semilogy(t, np.maximum(out["joint_error"], 1e-18), color="C4")
+    ax[3].set_ylabel("joint residual |h(q)| [m]")
+    ax[3].set_xlabel("time t [s]")
+    for a in ax:
+        a.grid(alpha=0.3)
+    fig.suptitle("slider-crank with a frictional slider (a GenericMechanical problem per step)")
+    path = figure_path("slider_crank_gmp.png")
     fig.savefig(path, dpi=100)
     print("wrote", path)
 

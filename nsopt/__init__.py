@@ -3,8 +3,8 @@
 >>> import nsopt
 >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
 >>> sol = nsopt.solve(p, method="pgs")
->>> sol.status.value, round(sol.z[0], 6), round(sol.z[1], 6)
-('solved', 1.333333, 2.333333)
+>>> print(sol.status.value, sol.z.round(6))
+solved [1.333333 2.333333]
 """
 
 from .exceptions import (FormatError, MethodNotFound, NotApplicable, NsoptError, NsoptWarning,

@@ -10,8 +10,22 @@ _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def data_dir() -> Path:
-    """The shared corpus folder: ``$NSOPT_DATA`` if set, else ``../shared/siconos-data`` from the
-    project root (the checkout that holds ``nsopt/``), else from the current directory."""
+    """The shared corpus folder.
+
+    ``$NSOPT_DATA`` if set, else ``../shared/siconos-data`` from the project root (the checkout that
+    holds ``nsopt/``), else from the current directory.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder (which may not exist: see :func:`has_data`).
+
+    Examples
+    --------
+    >>> from nsopt import data
+    >>> data.data_dir().is_absolute(), data.corpus_files("no-such-folder")
+    (True, [])
+    """
     env = os.environ.get(ENV)
     if env:
         return Path(env).expanduser().resolve()
@@ -23,8 +37,23 @@ def data_dir() -> Path:
 
 
 def path(relative: str) -> Path:
-    """A file of the shared corpus, e.g. ``path("fc3d/Capsules-i101-404.dat")``: ``data_dir() /
-    relative``. Raises FileNotFoundError, naming ``$NSOPT_DATA``, when it is not there."""
+    """A file of the shared corpus, e.g. ``path("fc3d/Capsules-i101-404.dat")``.
+
+    Parameters
+    ----------
+    relative : str
+        The file's path inside the corpus folder.
+
+    Returns
+    -------
+    pathlib.Path
+        ``data_dir() / relative``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When it is not there (the message names ``$NSOPT_DATA``).
+    """
     p = data_dir() / relative
     if not p.exists():
         raise FileNotFoundError(2, f"not in the shared corpus {data_dir()} (set {ENV} to the "
@@ -33,11 +62,24 @@ def path(relative: str) -> Path:
 
 
 def has_data() -> bool:
+    """True when the shared corpus folder (:func:`data_dir`) exists.
+    """
     return data_dir().is_dir()
 
 
 def corpus_files(folder: str) -> list[Path]:
-    """Problem files (``.dat``, ``.hdf5``) of one corpus folder, sorted; [] when absent."""
+    """Problem files (``.dat``, ``.hdf5``) of one corpus folder, sorted.
+
+    Parameters
+    ----------
+    folder : str
+        A folder of the corpus: ``"lcp"``, ``"fc3d"``, ...
+
+    Returns
+    -------
+    list of pathlib.Path
+        Empty when the corpus or the folder is absent.
+    """
     d = data_dir() / folder
     if not d.is_dir():
         return []

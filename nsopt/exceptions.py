@@ -4,11 +4,37 @@ from __future__ import annotations
 
 
 class NsoptError(Exception):
-    """Base class of all nsopt errors."""
+    """Base class of all nsopt errors.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> issubclass(nsopt.ProblemError, nsopt.NsoptError), issubclass(nsopt.ProblemError, ValueError)
+    (True, True)
+    """
 
 
 class ProblemError(NsoptError, ValueError):
-    """Invalid problem data: names the field and the fault (shape, finiteness, mu < 0, ...)."""
+    """Invalid problem data: names the field and the fault (shape, finiteness, mu < 0, ...).
+
+    Parameters
+    ----------
+    field : str
+        The field at fault (``"M"``, ``"mu"``, ``"blocks[2].size"``).
+    fault : str
+        What is wrong with it.
+    problem : str, optional
+        The problem class, prefixed to the message.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> try:
+    ...     nsopt.FrictionContact(3, [[1.0, 0.0, 0.0]] * 3, [0.0] * 3, mu=-1.0)
+    ... except nsopt.ProblemError as e:
+    ...     print(e.field, "|", e)
+    mu | FrictionContact.mu: friction coefficient must be >= 0, got mu[0] = -1.0
+    """
 
     def __init__(self, field: str, fault: str, problem: str | None = None):
         self.field, self.fault, self.problem = field, fault, problem
@@ -17,16 +43,48 @@ class ProblemError(NsoptError, ValueError):
 
 
 class MethodNotFound(NsoptError, ValueError):
-    """Unknown method, or a method that does not apply to the problem kind."""
+    """Unknown method, or a method that does not apply to the problem kind; lists the valid ones.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> try:
+    ...     nsopt.solve(nsopt.LCP([[1.0]], [-1.0]), method="nsgs")
+    ... except nsopt.MethodNotFound as e:
+    ...     print(e)
+    unknown method 'nsgs' for a lcp problem ('nsgs' exists for: ...); valid methods: auto, enum, lemke, ...
+    """
 
 
 class OptionError(NsoptError, TypeError):
-    """Unknown or ill-typed solver option."""
+    """Unknown or ill-typed solver option.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> try:
+    ...     nsopt.solve(nsopt.LCP([[1.0]], [-1.0]), method="lemke", omega=1.2)
+    ... except nsopt.OptionError as e:
+    ...     print(type(e).__name__)
+    OptionError
+    """
 
 
 class NotApplicable(NsoptError, ValueError):
-    """The method exists for this kind but its assumptions fail on this instance
-    (e.g. ``method="qp"`` on an LCP whose M is not symmetric positive semidefinite)."""
+    """The method exists for this kind but its assumptions fail on this instance.
+
+    For example ``method="qp"`` on an LCP whose M is not symmetric positive semidefinite; ``auto``
+    skips such a method and records why in ``Solution.trace``.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> try:
+    ...     nsopt.solve(nsopt.LCP([[1.0, 2.0], [0.0, 1.0]], [-1.0, -1.0]), method="qp")
+    ... except nsopt.NotApplicable as e:
+    ...     print("not applicable:", str(e)[:45])
+    not applicable: method 'qp' does not apply to this lcp proble
+    """
 
 
 class SolverError(NsoptError, RuntimeError):
@@ -34,7 +92,29 @@ class SolverError(NsoptError, RuntimeError):
 
 
 class FormatError(NsoptError, ValueError):
-    """A problem file is corrupt, truncated, or of an unknown kind; names the file and where it broke."""
+    r"""A problem file is corrupt, truncated, or of an unknown kind; names the file and where it broke.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    message : str
+        What is wrong.
+    line : int, optional
+        The line where reading broke (text formats).
+
+    Examples
+    --------
+    >>> import os, tempfile, nsopt
+    >>> path = os.path.join(tempfile.mkdtemp(), "broken.dat")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("3\n1 2\n")
+    >>> try:
+    ...     nsopt.io.load(path)
+    ... except nsopt.FormatError as e:
+    ...     print(e.path == path, e.line)
+    True 1
+    """
 
     def __init__(self, path, message: str, *, line: int | None = None):
         self.path, self.line = str(path), line
@@ -43,7 +123,10 @@ class FormatError(NsoptError, ValueError):
 
 
 class NsoptWarning(UserWarning):
-    """User-fixable conditions: a densified sparse matrix, an unchecked assumption, a singular system."""
+    """User-fixable conditions: a densified sparse matrix, an unchecked assumption, a singular system.
+
+    Non-convergence is never a warning (it is a :class:`~nsopt.Status`).
+    """
 
 
 class ModelingError(NsoptError, ValueError):

@@ -47,7 +47,29 @@ def complementary_pair(n, rng, degenerate=0.0):
 
 
 def lcp(n=10, seed=0, matrix="spd"):
-    """LCP with known solution. ``matrix``: "spd", "psd" (rank n//2), "p" (nonsymmetric P-matrix)."""
+    """LCP with a known solution, built backwards from a complementary pair (z, w).
+
+    Parameters
+    ----------
+    n : int
+        Size.
+    seed : int or numpy.random.Generator
+    matrix : {"spd", "psd", "p"}
+        Symmetric positive definite, positive semidefinite of rank n // 2, or a nonsymmetric P-matrix.
+
+    Returns
+    -------
+    problem : LCP
+    solution : dict
+        ``{"z": z, "w": w}`` with ``w = Mz + q``, ``0 <= z ⊥ w >= 0``.
+
+    Examples
+    --------
+    >>> from nsopt import generate
+    >>> p, known = generate.lcp(4, seed=1, matrix="p")
+    >>> p, p.error(known["z"]) < 1e-14
+    (LCP(n=4, dense), True)
+    """
     rng = _rng(seed)
     M = {"spd": lambda: spd_matrix(n, rng), "psd": lambda: psd_matrix(n, rng, max(1, n // 2)),
          "p": lambda: p_matrix(n, rng)}[matrix]()
@@ -56,7 +78,27 @@ def lcp(n=10, seed=0, matrix="spd"):
 
 
 def mlcp(n=3, m=5, seed=0):
-    """MLCP with known solution, M = [[A, C], [D, B]] symmetric positive definite."""
+    """MLCP with a known solution, M = [[A, C], [D, B]] symmetric positive definite.
+
+    Parameters
+    ----------
+    n, m : int
+        Numbers of equality and complementarity rows.
+    seed : int or numpy.random.Generator
+
+    Returns
+    -------
+    problem : MLCP
+    solution : dict
+        ``{"z": [u; v], "w": [0; w]}``.
+
+    Examples
+    --------
+    >>> from nsopt import generate
+    >>> p, known = generate.mlcp(2, 3, seed=0)
+    >>> p.error(known["z"]) < 1e-14
+    True
+    """
     rng = _rng(seed)
     M = spd_matrix(n + m, rng)
     u = rng.standard_normal(n)
@@ -67,7 +109,26 @@ def mlcp(n=3, m=5, seed=0):
 
 
 def relay(n=6, seed=0):
-    """Relay problem with known solution (z at lb, at ub, or strictly inside with w = 0)."""
+    """Relay problem with a known solution (each z_i at lb, at ub, or strictly inside with w_i = 0).
+
+    Parameters
+    ----------
+    n : int
+    seed : int or numpy.random.Generator
+
+    Returns
+    -------
+    problem : Relay
+    solution : dict
+        ``{"z": z, "w": w}``.
+
+    Examples
+    --------
+    >>> from nsopt import generate
+    >>> p, known = generate.relay(5, seed=2)
+    >>> p.error(known["z"]) < 1e-14
+    True
+    """
     rng = _rng(seed)
     M = spd_matrix(n, rng)
     lb, ub = -rng.uniform(0.5, 2.0, n), rng.uniform(0.5, 2.0, n)
@@ -85,8 +146,20 @@ def relay(n=6, seed=0):
 def coulomb_pair(nc, dim, mu, rng, states=None):
     """(r, u) satisfying Coulomb's law with De Saxcé's modified velocity, contact by contact.
 
-    States: 0 take-off (r = 0, u_N > 0), 1 stick (r inside the cone, u = 0), 2 slide
-    (r on the cone boundary, u_N = 0, u_T = -s r_T/||r_T||, s > 0).
+    Parameters
+    ----------
+    nc, dim : int
+        Number of contacts and their dimension (2 or 3).
+    mu : (nc,) array_like
+    rng : numpy.random.Generator
+    states : (nc,) array_like of {0, 1, 2}, optional
+        0 take-off (r = 0, u_N > 0), 1 stick (r inside the cone, u = 0), 2 slide (r on the cone
+        boundary, u_N = 0, u_T = -s r_T/||r_T||, s > 0); random when not given.
+
+    Returns
+    -------
+    r, u : ndarray, shape (dim * nc,)
+    states : ndarray of int
     """
     r, u = np.zeros((nc, dim)), np.zeros((nc, dim))
     states = rng.integers(0, 3, nc) if states is None else np.asarray(states)
@@ -107,7 +180,34 @@ def coulomb_pair(nc, dim, mu, rng, states=None):
 
 
 def friction_contact(nc=5, dim=3, seed=0, mu=0.3, W=None, states=None):
-    """FrictionContact with a known solution; W SPD (dense) unless given."""
+    """FrictionContact with a known solution; W symmetric positive definite (dense) unless given.
+
+    Parameters
+    ----------
+    nc : int
+        Number of contacts.
+    dim : {3, 2}
+    seed : int or numpy.random.Generator
+    mu : float or (nc,) array_like
+    W : (dim * nc, dim * nc) array_like or sparse, optional
+        The Delassus matrix to use (q is built for it).
+    states : (nc,) array_like, optional
+        The contact states of the solution (see :func:`coulomb_pair`).
+
+    Returns
+    -------
+    problem : FrictionContact
+    solution : dict
+        ``{"r": r, "u": u, "states": states}``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import generate
+    >>> p, known = generate.friction_contact(nc=6, dim=3, seed=1, mu=0.5, states=[0, 1, 2, 0, 1, 2])
+    >>> p, p.error(known["r"]) < 1e-14, known["states"].tolist()
+    (FrictionContact(dim=3, nc=6, dense), True, [0, 1, 2, 0, 1, 2])
+    """
     rng = _rng(seed)
     mu = np.full(nc, mu) if np.ndim(mu) == 0 else np.asarray(mu, float)
     n = dim * nc
@@ -117,7 +217,31 @@ def friction_contact(nc=5, dim=3, seed=0, mu=0.3, W=None, states=None):
 
 
 def global_friction_contact(nc=4, ndof=12, dim=3, seed=0, mu=0.3):
-    """GlobalFrictionContact with a known solution: M SPD, H random, (r, u) Coulomb-admissible."""
+    """GlobalFrictionContact with a known solution: M SPD, H random, (r, u) Coulomb-admissible.
+
+    Parameters
+    ----------
+    nc : int
+        Number of contacts.
+    ndof : int
+        Size of M.
+    dim : {3, 2}
+    seed : int or numpy.random.Generator
+    mu : float
+
+    Returns
+    -------
+    problem : GlobalFrictionContact
+    solution : dict
+        ``{"v": v, "r": r, "u": u, "states": states}``.
+
+    Examples
+    --------
+    >>> from nsopt import generate
+    >>> p, known = generate.global_friction_contact(nc=3, ndof=9, seed=0)
+    >>> bool(p.error(known["r"], known["v"]) < 1e-12)
+    True
+    """
     rng = _rng(seed)
     mu = np.full(nc, mu)
     M = spd_matrix(ndof, rng)

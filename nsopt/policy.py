@@ -8,21 +8,21 @@ point, Newton line-search failure, ray termination). Every attempt is recorded i
 ``Solution.trace`` as ``(method, status, error, seconds, note)``, so the user sees the path taken.
 The returned solution is the first that reaches ``tol``, else the attempt with the smallest error.
 
-=========  ======================================================================================
-kind       order
-=========  ======================================================================================
-lcp        qp (symmetric PSD M) → lemke (n <= 10000 after reduction) → newton-fb → pgs
-mlcp       qp (symmetric PSD structure) → enum (m <= 20) → lemke → newton-fb → pgs
-relay      qp (symmetric PSD M) → lemke → pgs
-equality   linear
-avi        qp (symmetric PSD M) → lemke
-fc2d       nsgs → nsn-ac → lemke → nsn-fb
-fc3d       nsgs → nsn-ac → socp-fp → nsn-fb → prox
-gfc2d      nsgs → nsn-ac
-gfc3d      nsgs → nsn-ac → socp-fp → nsn-fb
-gmp        nsgs → nsn (global semismooth Newton when block Gauss–Seidel stalls)
+===============  ======================================================================================
+kind             order
+===============  ======================================================================================
+lcp              qp (symmetric PSD M) → lemke (n <= 10000 after reduction) → newton-fb → pgs
+mlcp             qp (symmetric PSD structure) → enum (m <= 20) → lemke → newton-fb → pgs
+relay            qp (symmetric PSD M) → lemke → pgs
+equality         linear
+avi              qp (symmetric PSD M) → lemke
+fc2d             nsgs → nsn-ac → lemke → nsn-fb
+fc3d             nsgs → nsn-ac → socp-fp → nsn-fb → prox
+gfc2d            nsgs → nsn-ac
+gfc3d            nsgs → nsn-ac → socp-fp → nsn-fb
+gmp              nsgs → nsn (global semismooth Newton when block Gauss–Seidel stalls)
 multiple-impact  lzb
-=========  ======================================================================================
+===============  ======================================================================================
 
 NSGS leads for friction contact because it is cheap per sweep and Siconos' own default, so the
 numbers compare; a Newton method takes over when NSGS stalls (typically on stiff or badly

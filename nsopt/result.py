@@ -17,14 +17,25 @@ VARIABLES = ("z", "w", "v", "r", "u", "p")   # every variable name a problem kin
 class Status(str, enum.Enum):
     """Outcome of a solve, judged by nsopt's own error measure (never the backend's claim).
 
-    SOLVED             error <= tol
-    INACCURATE         the method stopped on its own criterion but error > tol
-    MAX_ITER           iteration budget exhausted; the best iterate is returned
-    STALLED            no progress (fixed point stalled or cycled, line search failed)
-    INFEASIBLE         a certificate of infeasibility was found (e.g. Lemke's secondary ray)
-    NUMERICAL_ERROR    singular system, NaN, backend failure
-    CALLBACK_STOP      the user callback raised StopIteration
-    TIME_LIMIT         the wall-clock budget (``time_limit``) ran out; the best iterate is returned
+    A ``str`` enum: ``Status.SOLVED == "solved"``, and it prints as the plain word.
+
+    ===================  ==========================================================================
+    ``SOLVED``           error <= tol
+    ``INACCURATE``       the method stopped on its own criterion but error > tol
+    ``MAX_ITER``         iteration budget exhausted; the best iterate is returned
+    ``STALLED``          no progress (fixed point stalled or cycled, line search failed)
+    ``INFEASIBLE``       a certificate of infeasibility was found (e.g. Lemke's secondary ray)
+    ``NUMERICAL_ERROR``  singular system, NaN, backend failure
+    ``CALLBACK_STOP``    the user callback raised StopIteration
+    ``TIME_LIMIT``       the wall-clock budget (``time_limit``) ran out; the best iterate is returned
+    ===================  ==========================================================================
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> s = nsopt.solve(nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0]), method="pgs", max_iter=3)
+    >>> s.status, s.status == "max_iter", str(s.status)
+    (<Status.MAX_ITER: 'max_iter'>, True, 'max_iter')
     """
 
     SOLVED = "solved"
@@ -41,9 +52,29 @@ class Status(str, enum.Enum):
 
 
 def judged(status: Status, error: float, tol: float) -> Status:
-    """The status of a solve judged by the error measure (:meth:`nsopt.registry.Outcome.solution`):
-    NUMERICAL_ERROR when the error is not finite, SOLVED when it is <= tol, INACCURATE when the
-    method claimed SOLVED above tol, else the method's own status."""
+    """The status of a solve judged by the error measure (:meth:`nsopt.registry.Outcome.solution`).
+
+    Parameters
+    ----------
+    status : Status
+        The method's own view of how it stopped.
+    error : float
+        The problem's error measure at the returned iterate.
+    tol : float
+        The requested tolerance.
+
+    Returns
+    -------
+    Status
+        NUMERICAL_ERROR when the error is not finite, SOLVED when it is <= tol, INACCURATE when the
+        method claimed SOLVED above tol, else the method's own status.
+
+    Examples
+    --------
+    >>> from nsopt.result import Status, judged
+    >>> judged(Status.SOLVED, 1e-6, 1e-8), judged(Status.MAX_ITER, 1e-9, 1e-8)
+    (<Status.INACCURATE: 'inaccurate'>, <Status.SOLVED: 'solved'>)
+    """
     if not math.isfinite(error):
         return Status.NUMERICAL_ERROR
     if error <= tol:
@@ -52,9 +83,26 @@ def judged(status: Status, error: float, tol: float) -> Status:
 
 
 class Iterate:
-    """What a callback receives after each iteration: ``nit``, ``error`` (the problem's measure at
-    this iterate), ``x`` (dict of the current variables, copies) and attribute access ``it.z``,
-    ``it.r``, ``it.v`` to them."""
+    """What a callback receives after each iteration.
+
+    Attributes
+    ----------
+    nit : int
+        The iteration just done.
+    error : float
+        The problem's error measure at this iterate.
+    x : dict
+        The current variables (copies); ``it.z``, ``it.r``, ``it.v`` ... read them by name.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> seen = []
+    >>> s = nsopt.solve(nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0]), method="pgs",
+    ...                 callback=lambda it: seen.append((it.nit, it.error)))
+    >>> len(seen) == s.nit and seen[-1][1] <= 1e-8
+    True
+    """
 
     __slots__ = ("nit", "error", "x")
 
@@ -100,14 +148,47 @@ def _option_repr(v):
 class Solution:
     """The result of :func:`nsopt.solve`.
 
-    The problem's own variables are set for its kind, named as in its math:
-    ``z, w`` (LCP, MLCP, Relay, AVI, Equality), ``r, u`` (friction contact: reaction, local velocity),
-    ``v, r, u`` (global friction contact: global velocity, reaction, local velocity),
-    ``r, u`` (generic mechanical: reaction and velocity of the stacked blocks),
-    ``v, p`` (multiple impact: post-impact velocity, impulse per contact).
-    ``error`` is the kind's Siconos error measure recomputed by nsopt on those vectors.
-    ``build_time`` is the one-off set-up (factorisations, compiled programs) that the method could
-    not interrupt; ``solve_time`` includes it. ``options`` are the options the call was given.
+    Attributes
+    ----------
+    problem : Problem
+        The problem solved.
+    method : str
+        The method used (``"auto:<method>"`` for ``method="auto"``).
+    status : Status
+        How it ended, judged by ``error`` against ``tol``; ``success`` is ``status is Status.SOLVED``.
+    error : float
+        The kind's Siconos error measure recomputed by nsopt on the returned vectors.
+    tol : float
+    nit : int
+        Iterations of the method (sweeps, pivots, Newton steps, fixed-point steps).
+    solve_time : float
+        Seconds, including ``build_time``, the one-off set-up (factorisations, compiled programs) that
+        the method could not interrupt.
+    z, w, r, u, v, p : ndarray or None
+        The problem's own variables, named as in its math: ``z, w`` (LCP, MLCP, Relay, AVI, Equality),
+        ``r, u`` (friction contact: reaction, local velocity), ``v, r, u`` (global friction contact:
+        global velocity, reaction, local velocity), ``r, u`` (generic mechanical: reaction and velocity
+        of the stacked blocks), ``v, p`` (multiple impact: post-impact velocity, impulse per contact).
+    history : list of float or None
+        The error per iteration, with ``history=True``.
+    message : str
+    info : dict
+        Method-specific data (e.g. Lemke's ``certificate``, ``bases``).
+    trace : list
+        For ``method="auto"``: ``(method, status, error, seconds, note)`` per attempt.
+    options : dict
+        The options the call was given.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> s = nsopt.solve(nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0]), history=True)
+    >>> s.success, s.method, s.z.round(6).tolist()
+    (True, 'auto:qp', [1.333333, 2.333333])
+    >>> sorted(s.variables())
+    ['w', 'z']
+    >>> [attempt[:2] for attempt in s.trace]
+    [('qp', 'solved')]
     """
 
     problem: Any

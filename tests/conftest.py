@@ -53,3 +53,9 @@ from hypothesis import settings as _hsettings  # noqa: E402
 _hsettings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):
     _hsettings.load_profile("ci")
+
+
+# tests/site (the built documentation site in a browser) is collected only when NSOPT_SITE names the
+# built site, as .ci/run does after building it: the normal run needs neither the site nor a browser.
+if not os.environ.get("NSOPT_SITE"):
+    collect_ignore_glob = ["site/*"]

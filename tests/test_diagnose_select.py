@@ -173,27 +173,44 @@ def test_select_says_where_no_guarantee_holds():
         nsopt.solve(p, method="lemke", select="smallest")
 
 
+def box_run(method, T=0.5, **kw):
+    """The box resting on its four corners, pushed sideways and twisted, simulated by TimeStepping
+    (fc3d, h = 1e-2, tol 1e-12, ``**kw`` passed to it): (impulses of the four contacts, positions,
+    the method of each step)."""
+    from nsopt import modeling as nm
+
+    M, Hs = box_parts()
+    box = nm.LagrangianLinearTIDS(q0=[0, 0, 0.2, 0, 0, 0], v0=np.zeros(6), M=M, fext=[0.3, 0, -9.81, 0, 0, 0.05])
+    nsds = nm.NonSmoothDynamicalSystem(t0=0.0, T=T)
+    inters = []
+    for H in Hs:
+        it = nm.Interaction(nm.NewtonImpactFrictionNSL(0.0, 0.0, 0.5, 3), nm.LagrangianLinearTIR(H=H, b=[-0.2, 0, 0]))
+        nsds.link(it, box)
+        inters.append(it)
+    traj = nm.TimeStepping(nsds, h=1e-2, integrator=nm.MoreauJeanOSI(theta=0.5), osns="fc3d", method=method,
+                           tol=1e-12, **kw).run()
+    return np.hstack([traj.lambda_(i) for i in inters]), traj.q(box), traj.method
+
+
 def test_time_stepping_runs_agree_with_select():
     """The box resting and pushed sideways, simulated twice (nsgs, nsn-ac) with select='min-norm'
     passed through TimeStepping to every solve: the same impulses and trajectories."""
-    from nsopt import modeling as nm
-
-    def run(method, select):
-        M, Hs = box_parts()
-        box = nm.LagrangianLinearTIDS(q0=[0, 0, 0.2, 0, 0, 0], v0=np.zeros(6), M=M,
-                                      fext=[0.3, 0, -9.81, 0, 0, 0.05])
-        nsds = nm.NonSmoothDynamicalSystem(t0=0.0, T=0.5)
-        inters = []
-        for H in Hs:
-            it = nm.Interaction(nm.NewtonImpactFrictionNSL(0.0, 0.0, 0.5, 3), nm.LagrangianLinearTIR(H=H, b=[-0.2, 0, 0]))
-            nsds.link(it, box)
-            inters.append(it)
-        traj = nm.TimeStepping(nsds, h=1e-2, integrator=nm.MoreauJeanOSI(theta=0.5), osns="fc3d", method=method,
-                               tol=1e-12, select=select).run()
-        return np.hstack([traj.lambda_(i) for i in inters]), traj.q(box)
-
-    la, qa = run("nsgs", "min-norm")
-    lb, qb = run("nsn-ac", "min-norm")
+    la, qa, _ = box_run("nsgs", select="min-norm")
+    lb, qb, _ = box_run("nsn-ac", select="min-norm")
     assert np.abs(la).max() > 0.01
     np.testing.assert_allclose(la, lb, rtol=0, atol=1e-13)
     np.testing.assert_allclose(qa, qb, rtol=0, atol=1e-13)
+
+
+def test_time_stepping_select_reaches_the_fallback_solves():
+    """select='min-norm' reaches every step's solve, the fallback's too: runs whose first method fails
+    at some contact steps (nsgs with one iteration; nsn-fb with none), those steps solved by the
+    fallback nsn-ac, give the impulses of a plain nsgs run (all selected) to 1e-12. Without select on
+    the fallback's solves they differ by 5e-2."""
+    lr, qr, _ = box_run("nsgs", T=0.2, select="min-norm")
+    assert np.abs(lr).max() > 0.01
+    for method, kw in (("nsgs", {"max_iter": 1}), ("nsn-fb", {"max_iter": 0})):
+        la, qa, ma = box_run(method, T=0.2, select="min-norm", fallback=("nsn-ac",), **kw)
+        assert ma.count("nsn-ac") >= 5                                # steps solved by the fallback
+        np.testing.assert_allclose(la, lr, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(qa, qr, rtol=0, atol=1e-12)

@@ -11,13 +11,25 @@ EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
-def test_example_runs(script):
+def test_example_runs(script, tmp_path):
+    """Runs to completion, writes its figures to $NSOPT_FIGURES (here a temporary folder) and
+    nothing into the repository's examples/ folder."""
     root = str(script.parent.parent)
-    env = dict(os.environ, MPLBACKEND="Agg",
+    env = dict(os.environ, MPLBACKEND="Agg", NSOPT_FIGURES=str(tmp_path),
                PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    before = _tracked(script.parent)
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
                        cwd=script.parent)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert _tracked(script.parent) == before, "the example wrote into examples/"
+    if "savefig" in script.read_text(encoding="utf-8"):
+        assert list(tmp_path.glob("*.png")), "the example draws a figure but wrote none to $NSOPT_FIGURES"
+
+
+def _tracked(folder):
+    """Files of examples/ with their modification times (not caches, not the figures folder)."""
+    return {(p.name, p.stat().st_mtime_ns) for p in folder.iterdir()
+            if p.is_file() and p.suffix not in (".pyc",)}
 
 
 def test_demo_cli_runs():
@@ -143,6 +155,10 @@ def test_example_spheres_box_fclib_round_trip(tmp_path):
     assert np.allclose(W1, W0, rtol=0, atol=1e-14 * np.abs(W0).max())
     assert back.error(lam) <= 1e-8                          # the stored step's reactions solve the read-back problem
     assert solve(back, method="nsn-ac", tol=1e-8).success
+    from nsopt.exceptions import OutputError
+
+    with pytest.raises(OutputError, match="already holds 'step_000001.hdf5'"):   # a second run does not overwrite
+        _example("modeling_spheres_box").simulate(6, T=0.2, write_problems=tmp_path)
 
 
 def test_example_spheres_box_script_writes_the_corpus(tmp_path, capsys):
@@ -155,3 +171,54 @@ def test_example_spheres_box_script_writes_the_corpus(tmp_path, capsys):
     files = sorted((tmp_path / "corpus").glob("step_*.hdf5"))
     assert len(files) > 100 and f"{len(files)} FCLIB files in" in capsys.readouterr().out
     assert io.load(files[-1]).kind == "fc3d"
+
+
+# ----------------------------------------------------------------------------- differentiable time stepping (issue 21)
+def test_example_identify_contact_recovers_e_and_mu():
+    ex = _example("identify_contact")
+    r = ex.identify(ex.measurements())
+    h = r["history"]
+    assert abs(r["e"] - 0.7) < 3e-3 and abs(r["mu"] - 0.25) < 3e-3        # the true values, to the noise's effect
+    assert r["loss"] <= 1.05 * 2 * ex.NOISE ** 2 and h[0, 0] > 1e3 * r["loss"]   # down to the noise level
+    assert np.all(np.diff(h[:, 0]) <= 0)                                   # descent: every iterate lowers the loss
+
+
+def test_example_plan_bounce_lands_in_the_target():
+    ex = _example("plan_bounce")
+    r = ex.plan()
+    assert r["miss"] <= 1e-3 and r["impacts"] == 1 and len(r["iterates"]) <= 6
+    assert [it[2] for it in r["iterates"]] == sorted((it[2] for it in r["iterates"]), reverse=True)
+    # the discrete branch's derivative and the one with the impact time, at v0 = (3, 4): x_N = 3.6 - 0.96 v0_x
+    # for the continuous trajectory (the wall hit at t = 2 / v0_x, then 0.8 v0_x back)
+    traj, _, _ = ex.simulate(np.array([3.0, 4.0]))
+    branch = traj.jacobian(["v0"])["v0"]
+    timed = traj.jacobian(["v0"], impact_times=True)["v0"]
+    assert branch[0, 0] == pytest.approx(0.2415, abs=1e-4) and timed[0, 0] == pytest.approx(-0.96, abs=5e-3)
+
+
+def test_example_spheres_box_is_differentiable_through_contact_detection():
+    """The box with its contact detection (interactions linked and removed every 5 steps, sphere
+    pairs vectorized): the replay reproduces every recorded step (else a ModelingError), and the
+    adjoint equals the forward sweep to round-off."""
+    from nsopt import modeling as nm
+
+    ex = _example("modeling_spheres_box")
+    box = ex.Box(4, T=0.1)
+    sim = nm.TimeStepping(box.nsds, 2e-3, nm.MoreauJeanOSI(0.5), osns="fc3d", method="nsn-ac", tol=1e-12,
+                          differentiable=True)
+    while sim.has_next_step():
+        if sim.k % 5 == 0 and sim.k > 0:
+            box.detect()
+        sim.step()
+    traj = sim.trajectory
+    sl = traj.dofs(box.spheres[0])
+
+    def height(Q, V):
+        gQ = np.zeros_like(Q)
+        gQ[-1, sl.start + 2] = 1.0
+        return Q[-1, sl.start + 2], gQ, None
+
+    g = traj.gradient(height, wrt=["mu", "v0"])
+    dQ, _ = traj.jvp({"mu": 1.0})
+    assert abs(dQ[-1, sl.start + 2] - g["mu"]) <= 1e-12 * max(1.0, abs(g["mu"]))
+    assert g.report.contact_steps == 50 and np.isfinite(g["v0"]).all()

@@ -268,3 +268,17 @@ def test_to_fclib_from_kept_problems(tmp_path):
     with pytest.raises(ModelingError, match="keep_problems"):
         bouncing_ball(T=0.1)[0].run().to_fclib(tmp_path / "none")
 
+
+
+def test_trajectory_names_nit_and_the_status_of_steps_without_contact():
+    sim, ball, ground = bouncing_ball(T=1.0)
+    traj = sim.run()
+    contact = [j for j, s in enumerate(traj.status) if s is not None]
+    assert contact and len(contact) < len(traj.status)
+    assert np.all(traj.nit[[j for j, s in enumerate(traj.status) if s is None]] == 0)
+    assert np.isnan(traj.error[[j for j, s in enumerate(traj.status) if s is None]]).all()
+    with pytest.warns(DeprecationWarning, match="Trajectory.nit"):
+        np.testing.assert_array_equal(traj.iterations, traj.nit)
+    r = repr(traj)
+    assert f"{len(contact)} with a problem" in r and "without contact (status None)" in r
+    assert "None for a step without contact" in type(traj).__doc__

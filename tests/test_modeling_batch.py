@@ -1,5 +1,6 @@
-"""The batched Moreau–Jean path (nsopt/modeling/_batch.py) and its compiled free flight against the
-per-interaction path (``MoreauJeanOSI(batch=False)``), and the recording of interactions linked mid-run.
+"""The grouped Moreau–Jean step (nsopt/modeling/_stepper.py: groups, block form, fused compiled phases,
+free flight) against the one-by-one evaluation (``MoreauJeanOSI(batch=False)``) on chosen models, and
+the recording of interactions linked mid-run (tests/test_modeling_step.py: the same on random models).
 
 Tolerance: the two paths compute the same formulas in a different order, so they agree to rounding,
 1e-12 relative to each trajectory's scale (max |.|), over runs short enough that no solver iteration
@@ -54,7 +55,7 @@ def test_ball_batched_and_compiled_match_the_per_interaction_path():
     sa, ball_a, ground_a = _ball(False)
     sb, ball_b, ground_b = _ball(True)
     ta, tb = sa.run(), sb.run()
-    assert sb.integrator.fast and sb.integrator._fast.can_fly and not sa.integrator.fast
+    assert sb._stepper.lean and not sa._stepper.lean and not sa._stepper.batch
     for f in ("q", "v", "p"):
         _close(getattr(ta, f)(ball_a), getattr(tb, f)(ball_b))
     for lev in (0, 1):
@@ -89,11 +90,13 @@ def test_trajectory_recorded_in_chunks_equals_one_block(monkeypatch, batch):
 
 
 def test_compiled_steps_give_the_numbers_of_the_numpy_step():
+    """The fused compiled phases (and the free flight) of a linear time-invariant model against the
+    step's general phases on the same grouped data (the stepper's ``lean`` turned off: a test-only poke)."""
     sa, ball_a, ground_a = _ball(True)
     sb, ball_b, ground_b = _ball(True)
-    ta = sa.run()                        # free flights and contact steps by the compiled twins
-    sb.integrator.compiled = False
-    tb = sb.run()                        # every step by the NumPy batched step
+    ta = sa.run()                        # free flights and contact steps by the fused compiled phases
+    sb._stepper.lean = False
+    tb = sb.run()                        # every step by the general phases
     assert sum(s is None for s in ta.status) > 300 and sum(s is not None for s in ta.status) > 50
     for f in ("q", "v", "p"):
         _close(getattr(ta, f)(ball_a), getattr(tb, f)(ball_b), 1e-14)
@@ -122,7 +125,7 @@ def test_linear_features_batched_match():
     sa, dsa, ia = _linear_chain(False)
     sb, dsb, ib = _linear_chain(True)
     ta, tb = sa.run(), sb.run()
-    assert sb.integrator.fast and not sb.integrator._fast.can_fly     # K, C: the NumPy batched step
+    assert sb._stepper.batch and not sb._stepper.lean     # K, C: the general phases
     assert any(s is not None for s in ta.status)
     for x, y in zip(dsa, dsb):
         for f in ("q", "v", "p"):
@@ -140,7 +143,9 @@ def _bowl(batch, vectorized, T=1.5):
         rel = nm.LagrangianScleronomousR(lambda q, z: 1.0 - np.sqrt((q * q).sum(axis=1, keepdims=True)),
                                          vectorized=True)
     else:
-        rel = nm.LagrangianScleronomousR(lambda q, z: np.array([1.0 - np.sqrt(q @ q)]))
+        # the same arithmetic as the vectorized h (q @ q may use a fused multiply-add: its finite
+        # differences then differ at 1e-10, more than the 1e-12 this test compares to)
+        rel = nm.LagrangianScleronomousR(lambda q, z: np.array([1.0 - np.sqrt((q * q).sum())]))
     inter = nm.Interaction(nm.NewtonImpactNSL(0.8), rel)
     nsds = nm.NonSmoothDynamicalSystem(0.0, T)
     nsds.link(inter, ds)
@@ -153,7 +158,7 @@ def test_nonlinear_relation_with_finite_differences_batched_match(vectorized):
     sa, da, ia = _bowl(False, False)
     sb, db, ib = _bowl(True, vectorized)
     ta, tb = sa.run(), sb.run()
-    assert sb.integrator.fast
+    assert sb._stepper.groups and sa._stepper.singles is not None
     assert sum(s is not None for s in ta.status) >= 3
     for f in ("q", "v", "p"):
         _close(getattr(ta, f)(da), getattr(tb, f)(db))
@@ -188,11 +193,11 @@ def test_spheres_vectorized_batched_match_the_per_interaction_path(gap, n, steps
                 reused += sol.problem.W is W
                 W = sol.problem.W
             states.append(np.concatenate([s.q for s in box.spheres] + [s.v for s in box.spheres]))
-        assert sim.integrator.fast == batch
+        assert sim._stepper.batch == batch and (sim._stepper.singles is None) == batch
         if batch and gap == 0.0:      # a lattice at rest: W repeats, the last problem is re-solved with the new q
             assert reused > 0
         if batch and n >= 60:         # more than SPARSE_DOFS: W by system blocks (compiled)
-            assert sim.integrator._fast._blocks is not None
+            assert sim._stepper._blocks is not None
         runs.append((np.array(states), sim.trajectory, box))
     ref = runs[0][0]
     for states, traj, box in runs[1:]:
@@ -225,11 +230,12 @@ def _balls(batch, n=320, T=0.4):
 def test_sparse_rows_of_mixed_sizes_batched_match(compiled):
     sa, ba, ia = _balls(False)
     sb, bb, ib = _balls(True)
-    sb.integrator.compiled = compiled        # the compiled LTI step, or the NumPy one with sparse rows
+    fast = sb._stepper
+    assert fast.lean
+    fast.lean = compiled                     # the fused compiled phases, or the general ones with sparse rows
     ta, tb = sa.run(), sb.run()
-    fast = sb.integrator._fast
-    assert fast.sparse and fast._blocks is None and fast.can_fly
-    assert (fast.pattern is None) == compiled     # the CSR rows of the NumPy step (pattern kept)
+    assert fast.sparse and fast._blocks is None
+    assert (fast.pattern is None) == compiled     # the CSR rows of the general phases (pattern kept)
     assert sum(s is not None for s in ta.status) > 20
     assert [s is None for s in ta.status] == [s is None for s in tb.status]
     for x, y in zip(ba[::37], bb[::37]):
@@ -279,18 +285,18 @@ def _churn(follow, monkeypatch, n=14, steps=45, mass_removal=None):
     and (``mass_removal``) most interactions unlinked at once at that step. ``follow=False``: every
     change takes the full build. Returns the states, the trajectory, the box, every interaction ever
     linked, and what the batch did with each change (followed with additions, followed, rebuilt)."""
-    from nsopt.modeling import _batch
+    from nsopt.modeling import _stepper
 
     ex = _spheres()
     seen = {"append": 0, "remove": 0, "rebuild": 0}
-    real = _batch.BatchMoreauJean.follow
+    real = _stepper.MoreauJeanStepper.follow
 
-    def spy(self, changes, sim):
-        ok = follow and real(self, changes, sim)
+    def spy(self, changes):
+        ok = follow and real(self, changes)
         seen["append" if ok and any(w == "link" for w, _ in changes) else "remove" if ok else "rebuild"] += 1
         return ok
 
-    monkeypatch.setattr(_batch.BatchMoreauJean, "follow", spy)
+    monkeypatch.setattr(_stepper.MoreauJeanStepper, "follow", spy)
     box = ex.Box(n, T=steps * 2e-3, gap=0.2)
     sim = nm.TimeStepping(box.nsds, 2e-3, nm.MoreauJeanOSI(0.5), osns="fc3d", method="nsn-ac", tol=1e-10)
     rng = np.random.default_rng(7)
@@ -345,10 +351,10 @@ def test_topology_changes_followed_in_place_give_the_full_build(monkeypatch, mas
 
 
 def test_a_link_the_batch_does_not_take_switches_paths_mid_run():
-    """Spheres on the batched path; mid-run a rheonomous relation (a floor plate that rises; the
-    batched path does not take it) is linked, later removed: the integrator switches to the
-    per-interaction path and back (warm starts and outputs handed over), and the run agrees with
-    the per-interaction path throughout (1e-12)."""
+    """Spheres on the grouped path; mid-run a rheonomous relation (a floor plate that rises; the groups
+    do not take it) is linked, later removed: it is evaluated one by one while it is linked (warm starts
+    and outputs handed over at each rebuild), and the run agrees with the one-by-one path throughout
+    (1e-12)."""
     ex = _spheres()
     runs = []
     for batch in (True, False):
@@ -369,24 +375,26 @@ def test_a_link_the_batch_does_not_take_switches_paths_mid_run():
             if sim.k % 5 == 0 and sim.k > 0:
                 box.detect()
             sim.step()
-            paths.append(sim.integrator.fast)
+            st = sim._stepper
+            paths.append(st.singles is not None and any(st.alive[j] for j in st.singles.index))
             states.append(np.concatenate([s.q for s in box.spheres] + [s.v for s in box.spheres]))
         runs.append((np.array(states), paths))
     (sa, pa), (sb, pb) = runs
-    assert pa[:20] == [True] * 20 and not any(pa[20:40]) and pa[40] is True and not any(pb)
+    assert not any(pa[:20]) and all(pa[20:40]) and not pa[40] and all(pb)
     _close(sa, sb)
 
 
-def test_initialize_without_a_topology_change_rebuilds():
-    """``initialize`` called again with no link or removal (a changed θ, say) builds the batch anew
-    rather than following an empty change."""
+def test_a_new_stepper_of_the_same_simulation_builds_anew():
+    """A stepper started again for the same simulation with another θ (no topology change) builds its
+    stacking and factors anew, with the state of the one it replaces."""
     sim, ball, ground = _ball(True, T=0.2)
     for _ in range(10):
         sim.step()
-    osi, first = sim.integrator, sim.integrator._fast
+    osi, first = sim.integrator, sim._stepper
     osi.theta = 1.0
-    osi.initialize(sim)
-    assert osi._fast is not first and osi.S._mj == (osi.h, 1.0)
+    second = osi.start(sim, prev=first)
+    assert second is not first and second.sys is not first.sys and second.sys.theta == 1.0
+    assert np.array_equal(second.buf, first.buf)
 
 
 def test_block_pairs_against_a_direct_enumeration():

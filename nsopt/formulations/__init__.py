@@ -1,22 +1,33 @@
 """Convex formulations of the one-step nonsmooth problems, as inspectable CVXPY programs.
 
+Examples
+--------
 >>> import nsopt, nsopt.generate as g
->>> p, _ = g.lcp(5, seed=1)
->>> f = nsopt.formulations.LCPasQP(p)      # doctest: +SKIP
->>> print(f.explain())                     # doctest: +SKIP
+>>> p, known = g.lcp(5, seed=1)                  # symmetric positive definite M, known solution
+>>> f = nsopt.formulations.LCPasQP(p)
+>>> print(f.explain())                           # doctest: +ELLIPSIS
+LCP(M, q) with symmetric positive semidefinite M as a convex QP
+<BLANKLINE>
+Variables:
+z in R^5
+...
 >>> sol = nsopt.solve(p, method="qp", formulation=f)   # solved by nsopt.solvers.convex
+>>> sol.status.value, bool(abs(sol.z - known["z"]).max() < 1e-8)
+('solved', True)
 
-=====================  ==========================================  =================
-class                  program                                     nsopt method
-=====================  ==========================================  =================
-LCPasQP                min 1/2 z'Mz + q'z, z >= 0                 lcp "qp"
-MLCPasQP               same, equality variables free               mlcp "qp"
-RelayAsQP              same over the box [lb, ub]                  relay "qp"
-AVIasQP                same over {Hz >= k}                         avi "qp"
-FCasSOCP               SOCP + fixed point on s = mu ||u_T||        fc2d/fc3d "socp-fp"
-FCTresca               cylinder SOCP + fixed point g = mu r_N      fc2d/fc3d "socp-tresca"
-GFCPrimalSOCP          min 1/2 v'Mv - q'v, H'v + b + s~ in K*      gfc2d/gfc3d "socp-fp"
-=====================  ==========================================  =================
+The formulations:
+
+=====================  ================================================  ===========================
+class                  program                                           nsopt method
+=====================  ================================================  ===========================
+``LCPasQP``            ``min 1/2 z'Mz + q'z, z >= 0``                    lcp ``"qp"``
+``MLCPasQP``           same, equality variables free                     mlcp ``"qp"``
+``RelayAsQP``          same over the box ``[lb, ub]``                    relay ``"qp"``
+``AVIasQP``            same over ``{Hz >= k}``                           avi ``"qp"``
+``FCasSOCP``           SOCP + fixed point on ``s = mu ||u_T||``          fc2d/fc3d ``"socp-fp"``
+``FCTresca``           cylinder SOCP + fixed point ``g = mu r_N``        fc2d/fc3d ``"socp-tresca"``
+``GFCPrimalSOCP``      ``min 1/2 v'Mv - q'v, H'v + b + s~ in K*``        gfc2d/gfc3d ``"socp-fp"``
+=====================  ================================================  ===========================
 
 The derivations (program, KKT, why KKT = the problem, when it fails, a worked example) are in the
 project's ``formulations/*.md``. This package only builds the programs (with constant data, so that a
@@ -50,7 +61,32 @@ __all__ = [
 
 
 def formulation_for(problem, method=None, **kw):
-    """The formulation object nsopt uses for ``problem`` (and method, for friction contact)."""
+    """The formulation object nsopt uses for ``problem`` (and method, for friction contact).
+
+    Parameters
+    ----------
+    problem : Problem
+        LCP, MLCP, Relay, AVI, FrictionContact or GlobalFrictionContact.
+    method : str, optional
+        ``"socp-tresca"`` selects :class:`FCTresca` for friction contact, else :class:`FCasSOCP`.
+    **kw
+        Passed to the formulation.
+
+    Returns
+    -------
+    Formulation
+
+    Raises
+    ------
+    TypeError
+        For a kind without a convex formulation.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> nsopt.formulations.formulation_for(nsopt.LCP([[1.0]], [-1.0])).__class__.__name__
+    'LCPasQP'
+    """
     k = problem.kind
     if k == "lcp":
         return LCPasQP(problem, **kw)

@@ -12,11 +12,26 @@ from ._base import Formulation, cached_sym_psd, quad_matrix, sym_part
 
 
 class AVIasQP(Formulation):
-    r"""AVI ``find z in K = {Hz >= k}: (Mz + q)^T (y - z) >= 0 for all y in K`` with symmetric PSD M as
-    ``min 1/2 z^T M z + q^T z  s.t.  Hz >= k``.
+    """AVI with symmetric PSD M as ``min 1/2 z^T M z + q^T z subject to Hz >= k``.
 
-    KKT: ``Mz + q = H^T lambda``, ``0 <= lambda ⊥ Hz - k >= 0``: then for y in K,
+    The AVI: find z in K = {Hz >= k} with ``(Mz + q)^T (y - z) >= 0`` for all y in K. KKT:
+    ``Mz + q = H^T lambda``, ``0 <= lambda ⊥ Hz - k >= 0``: then for y in K,
     ``(Mz+q)^T (y - z) = lambda^T (Hy - Hz) = lambda^T (Hy - k) >= 0``.
+
+    Parameters
+    ----------
+    problem : AVI
+        The problem; its matrix must be symmetric positive semidefinite.
+    solver, solver_options, check
+        As :class:`LCPasQP` (which also lists what it raises).
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> p = nsopt.AVI([[1.0, 0.0], [0.0, 1.0]], [-2.0, -1.0], [[-1.0, -1.0]], [-1.0])
+    >>> s = nsopt.solve(p, method="qp", formulation=nsopt.formulations.AVIasQP(p))
+    >>> print(s.status.value, s.z.round(6) + 0.0)
+    solved [1. 0.]
     """
 
     method = "qp"

@@ -87,10 +87,33 @@ class FCasSOCP(_FCBase):
     .. math:: \min_r \tfrac12 r^\top W r + (q + \tilde s)^\top r \quad \text{s.t.}\ r_a \in K_{\mu_a},
 
     with :math:`\tilde s` holding s_a in each normal slot; a fixed point of s = mu ||u_T(r(s))|| is
-    Coulomb's law (``nsopt.solve(p, method="socp-fp")``). Options: ``scale`` (per-contact diagonal
-    scaling), ``prox`` (a proximal term prox/2 ||rhat - rhat_k||^2 in the scaled variables, for a
-    singular W), ``linear`` (the scaled linear term D (q + s~) the program is built with; default
-    D q, i.e. s = 0).
+    Coulomb's law (``nsopt.solve(p, method="socp-fp")``, ``formulations/fc3d.md``).
+
+    Parameters
+    ----------
+    problem : FrictionContact
+        2D or 3D.
+    solver : str, optional
+        The CVXPY conic backend (default ``"CLARABEL"``; ``"SCS"``, ``"ECOS"`` when installed).
+    solver_options : dict, optional
+        Merged over nsopt's accurate defaults.
+    scale : bool, optional
+        Per-contact diagonal scaling of the variables (default True): a unit diagonal for ``DWD``.
+    prox : float, optional
+        A proximal term prox/2 ||rhat - rhat_k||^2 in the scaled variables, for a singular W.
+    linear : ndarray, optional
+        The scaled linear term D (q + s~) the program is built with; default D q, i.e. s = 0.
+
+    Examples
+    --------
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, np.eye(3), [-1.0, 1.0, 0.0], [0.5])
+    >>> f = nsopt.formulations.FCasSOCP(p)
+    >>> "Coulomb" in f.explain()
+    True
+    >>> s = nsopt.solve(p, method="socp-fp", formulation=f, tol=1e-10)
+    >>> print(s.status.value, s.r.round(6) + 0.0)
+    solved [ 1.  -0.5  0. ]
     """
 
     method = "socp-fp"
@@ -161,13 +184,28 @@ class FCasSOCP(_FCBase):
 
 
 class FCTresca(_FCBase):
-    r"""Tresca (cylinder) program; the Coulomb fixed point g <- mu r_N is built on it.
+    """Tresca (cylinder) program; the Coulomb fixed point g <- mu r_N is built on it.
 
     For fixed thresholds g: ``min 1/2 r^T W r + q^T r`` s.t. ``r_N,a >= 0``, ``||r_T,a|| <= g_a``.
     KKT: ``0 <= r_N ⊥ u_N >= 0`` and ``-u_T in N_{disc(g)}(r_T)``: Tresca's law. With g = mu r_N it is
     Coulomb's law (no De Saxcé shift needed: the normal complementarity is on u_N itself).
-    ``g``: fixed thresholds (``nsopt.solve(p, method="socp-tresca", formulation=FCTresca(p, g=...))``
-    then solves this one Tresca problem); default None, the Coulomb fixed point.
+
+    Parameters
+    ----------
+    problem : FrictionContact
+    g : (nc,) array_like, optional
+        Fixed thresholds: ``nsopt.solve(p, method="socp-tresca", formulation=FCTresca(p, g=...))``
+        then solves this one Tresca problem; default None, the Coulomb fixed point.
+    solver, solver_options, scale
+        As :class:`FCasSOCP`.
+
+    Examples
+    --------
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, np.eye(3), [-1.0, 1.0, 0.0], [0.5])
+    >>> s = nsopt.solve(p, method="socp-tresca", tol=1e-10)
+    >>> print(s.status.value, s.r.round(6) + 0.0)
+    solved [ 1.  -0.5  0. ]
     """
 
     method = "socp-tresca"

@@ -26,7 +26,27 @@ from ._base import Formulation, cached_sym_psd, quad_matrix
 
 
 class GFCPrimalSOCP(Formulation):
-    """Primal SOCP over the global velocity v with the fixed point on s = mu ||u_T||."""
+    """Primal SOCP over the global velocity v with the fixed point on s = mu ||u_T||.
+
+    ``min_v 1/2 v^T M v - q^T v`` subject to ``(H^T v + b + s~)_a in K*_{mu_a}`` per contact; the
+    multipliers of the cone constraints are the reactions (``formulations/gfc3d.md``). No inverse of M.
+
+    Parameters
+    ----------
+    problem : GlobalFrictionContact
+    solver, solver_options, check
+        As :class:`LCPasQP`.
+    s : (nc,) array_like, optional
+        The frozen shift (default 0).
+
+    Examples
+    --------
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], [0.5])
+    >>> s = nsopt.solve(p, method="socp-fp", formulation=nsopt.formulations.GFCPrimalSOCP(p), tol=1e-10)
+    >>> print(s.status.value, s.v.round(6) + 0.0)
+    solved [ 1.  -0.5  0. ]
+    """
 
     method = "socp-fp"
 

@@ -1,6 +1,6 @@
 """LCP (and every box-constrained affine problem) with symmetric PSD M as a convex QP.
 
-:class:`BoxQP` is the common program ``min 1/2 z^T M z + q^T z  s.t.  lb <= z <= ub`` (infinite
+:class:`BoxQP` is the common program ``min 1/2 z^T M z + q^T z subject to lb <= z <= ub`` (infinite
 bounds dropped); :class:`LCPasQP` is the case lb = 0, ub = +inf. See ``formulations/lcp.md``.
 A sparse M stays sparse: ``quad_form(z, psd_wrap(S))`` with S in CSC and q a constant (no CVXPY
 ``Parameter``, which would make CVXPY 1.9 extract a dense n x n coefficient array).
@@ -67,9 +67,40 @@ class BoxQP(Formulation):
 
 
 class LCPasQP(BoxQP):
-    r"""LCP with symmetric PSD M as the QP ``min 1/2 z^T M z + q^T z  s.t.  z >= 0``.
+    """LCP with symmetric PSD M as the QP ``min 1/2 z^T M z + q^T z subject to z >= 0``.
 
-    KKT: ``Mz + q - lambda = 0``, ``0 <= lambda ⊥ z >= 0``: the multiplier of ``z >= 0`` is w.
+    KKT: ``Mz + q - lambda = 0``, ``0 <= lambda ⊥ z >= 0``: the multiplier of ``z >= 0`` is w
+    (``formulations/lcp.md``).
+
+    Parameters
+    ----------
+    problem : LCP
+        The problem; its matrix must be symmetric positive semidefinite.
+    solver : str, optional
+        The CVXPY backend (default ``"CLARABEL"``; ``"OSQP"``, ``"SCS"``, ... when installed).
+    solver_options : dict, optional
+        Merged over nsopt's accurate defaults (:data:`ACCURATE`).
+    check : bool, optional
+        Check symmetry and positive semidefiniteness first (default True).
+
+    Raises
+    ------
+    NotApplicable
+        When the matrix is not symmetric positive semidefinite (the message says which and by how much).
+    OptionError
+        For a solver that is not installed or cannot solve the program.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> from nsopt.formulations import LCPasQP
+    >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-1.0, 1.0])
+    >>> f = LCPasQP(p)
+    >>> print(f.explain().splitlines()[0])
+    LCP(M, q) with symmetric positive semidefinite M as a convex QP
+    >>> s = nsopt.solve(p, method="qp", formulation=f)
+    >>> print(s.z.round(8) + 0.0, f.program.constraints[0].dual_value.round(6) + 0.0)
+    [0.5 0. ] [0.  1.5]
     """
 
     title = "LCP(M, q) with symmetric positive semidefinite M as a convex QP"

@@ -8,11 +8,26 @@ from .lcp import BoxQP
 
 
 class MLCPasQP(BoxQP):
-    r"""MLCP in Siconos' single-matrix form (z = [u; v], rows of ``is_eq`` are equalities, their
-    variables free) with symmetric PSD M as ``min 1/2 z^T M z + q^T z  s.t.  z_comp >= 0``.
+    """MLCP with symmetric PSD M as ``min 1/2 z^T M z + q^T z subject to z_comp >= 0``.
 
-    KKT: ``Mz + q = lambda`` with lambda = 0 on the free rows (so ``Au + Cv + a = 0``) and
-    ``0 <= lambda ⊥ v >= 0`` on the others (so ``w = Du + Bv + b`` is complementary to v).
+    In Siconos' single-matrix form (z = [u; v], the rows of ``is_eq`` are equalities and their
+    variables free). KKT: ``Mz + q = lambda`` with lambda = 0 on the free rows (so ``Au + Cv + a = 0``)
+    and ``0 <= lambda ⊥ v >= 0`` on the others (so ``w = Du + Bv + b`` is complementary to v).
+
+    Parameters
+    ----------
+    problem : MLCP
+        The problem; its matrix must be symmetric positive semidefinite.
+    solver, solver_options, check
+        As :class:`LCPasQP` (which also lists what it raises).
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> p = nsopt.MLCP.from_matrix([[2.0, 1.0], [1.0, 2.0]], [-2.0, -3.0], n=1)
+    >>> s = nsopt.solve(p, method="qp", formulation=nsopt.formulations.MLCPasQP(p))
+    >>> print(s.status.value, s.z.round(6))
+    solved [0.333333 1.333333]
     """
 
     title = "MLCP with symmetric positive semidefinite M as a convex QP with free variables"

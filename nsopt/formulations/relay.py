@@ -6,11 +6,25 @@ from .lcp import BoxQP
 
 
 class RelayAsQP(BoxQP):
-    r"""Relay ``w = Mz + q, -w in N_[lb,ub](z)`` with symmetric PSD M as
-    ``min 1/2 z^T M z + q^T z  s.t.  lb <= z <= ub``.
+    """Relay with symmetric PSD M as ``min 1/2 z^T M z + q^T z subject to lb <= z <= ub``.
 
-    KKT: ``Mz + q = lambda_lb - lambda_ub``, ``0 <= lambda_lb ⊥ z - lb >= 0``,
-    ``0 <= lambda_ub ⊥ ub - z >= 0``: that is ``-w in N_[lb,ub](z)``.
+    The relay ``w = Mz + q, -w in N_[lb,ub](z)``. KKT: ``Mz + q = lambda_lb - lambda_ub``,
+    ``0 <= lambda_lb ⊥ z - lb >= 0``, ``0 <= lambda_ub ⊥ ub - z >= 0``: that is ``-w in N_[lb,ub](z)``.
+
+    Parameters
+    ----------
+    problem : Relay
+        The problem; its matrix must be symmetric positive semidefinite.
+    solver, solver_options, check
+        As :class:`LCPasQP` (which also lists what it raises).
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> p = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
+    >>> s = nsopt.solve(p, method="qp", formulation=nsopt.formulations.RelayAsQP(p))
+    >>> print(s.status.value, s.z.round(6))
+    solved [ 1. -1.]
     """
 
     title = "Relay(M, q, lb, ub) with symmetric positive semidefinite M as a box-constrained QP"

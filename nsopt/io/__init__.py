@@ -97,8 +97,25 @@ def _numbers_left(tk: Tokens) -> int:
 
 
 def detect_kind(path) -> str:
-    """The problem kind of a file: from FCLIB's group (HDF5), the folder name (``lcp/``,
-    ``fc3d/``, Siconos' ``LCP/``, ``FrictionContact/``, ...), the file name, then the content."""
+    """The problem kind of a file.
+
+    From FCLIB's group (HDF5), the folder name (``lcp/``, ``fc3d/``, Siconos' ``LCP/``,
+    ``FrictionContact/``, ...), the file name, then the content.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    str
+        One of ``lcp, mlcp, relay, fc2d, fc3d, gfc2d, gfc3d, gmp``.
+
+    Raises
+    ------
+    FormatError
+        When no reader recognises the file.
+    """
     path = Path(path)
     if is_hdf5(path) or path.suffix.lower() in (".hdf5", ".h5"):
         return fclib_kind(path)
@@ -153,8 +170,34 @@ def _sniff(path, tk: Tokens) -> str:
 def load(path, kind: str | None = None):
     """Load a problem file (Siconos ``.dat`` or FCLIB ``.hdf5``) as an nsopt problem.
 
-    kind: one of ``lcp, mlcp, relay, fc2d, fc3d, gfc2d, gfc3d, gmp`` to skip detection (for an
-    HDF5 file it must match the FCLIB group). Corrupt, truncated or unknown files raise FormatError.
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    kind : {"lcp", "mlcp", "relay", "fc2d", "fc3d", "gfc2d", "gfc3d", "gmp"}, optional
+        Skip the detection (:func:`detect_kind`); for an HDF5 file it must match the FCLIB group.
+
+    Returns
+    -------
+    Problem
+        An :class:`~nsopt.LCP`, :class:`~nsopt.MLCP`, :class:`~nsopt.Relay`,
+        :class:`~nsopt.FrictionContact`, :class:`~nsopt.GlobalFrictionContact` or
+        :class:`~nsopt.GenericMechanical`.
+
+    Raises
+    ------
+    FormatError
+        For a corrupt, truncated or unknown file (names the file and, for text, the line).
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, np.eye(3), [-1.0, 1.0, 0.0], mu=0.5)
+    >>> path = os.path.join(tempfile.mkdtemp(), "one_contact.dat")
+    >>> _ = nsopt.io.write_siconos_dat(p, path)        # returns the path written
+    >>> q = nsopt.io.load(path)
+    >>> q, nsopt.io.detect_kind(path), bool(np.array_equal(q.q, p.q))
+    (FrictionContact(dim=3, nc=1, dense), 'fc3d', True)
     """
     path = Path(path)
     _must_exist(path)

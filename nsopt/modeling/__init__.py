@@ -15,7 +15,7 @@ True
 from .interactions import Interaction, NonSmoothDynamicalSystem
 from .laws import (ComplementarityConditionNSL, EqualityConditionNSL, NewtonImpactFrictionNSL, NewtonImpactNSL,
                    NonSmoothLaw, NormalConeNSL, RelayNSL)
-from .osi import Assembly, EulerMoreauOSI, MoreauJeanOSI, OneStepIntegrator
+from .osi import Assembly, EulerMoreauOSI, MoreauJeanOSI, OneStepIntegrator, StepRecord
 from .relations import (FirstOrderLinearR, FirstOrderLinearTIR, FirstOrderR, LagrangianCompliantR, LagrangianLinearTIR,
                         LagrangianR, LagrangianRheonomousR, LagrangianScleronomousR, Relation)
 from .simulation import OSNS_BUILDERS, OSNS_KINDS, STEP_METHODS, TimeStepping, Trajectory, register_osns
@@ -30,7 +30,7 @@ __all__ = [
     "NonSmoothLaw", "ComplementarityConditionNSL", "NewtonImpactNSL", "NewtonImpactFrictionNSL", "RelayNSL",
     "EqualityConditionNSL", "NormalConeNSL",
     "Interaction", "NonSmoothDynamicalSystem",
-    "OneStepIntegrator", "MoreauJeanOSI", "EulerMoreauOSI", "Assembly",
+    "OneStepIntegrator", "MoreauJeanOSI", "EulerMoreauOSI", "Assembly", "StepRecord",
     "TimeStepping", "Trajectory", "OSNS_KINDS", "OSNS_BUILDERS", "STEP_METHODS", "register_osns",
 ]
 from .impact import MultipleImpactNSL  # noqa: E402  (osns="multiple-impact", issue 12)

@@ -88,6 +88,9 @@ def call_plugin(func, args, owner, field, shape, signature=""):
         out = func(*args)
     except Exception as e:  # a user function: name it, keep the cause
         raise PluginError(owner, field, f"plug-in {_sig(field, signature)} raised {type(e).__name__}: {e}") from e
+    if not (type(out) is np.ndarray and out.dtype == np.float64) and np.iscomplexobj(out):
+        raise PluginError(owner, field, f"plug-in {_sig(field, signature)} returned complex values; expected a "
+                                        f"real array of shape {_pretty(shape)}")
     try:
         a = out if type(out) is np.ndarray and out.dtype == np.float64 else np.asarray(out, dtype=float)
     except (TypeError, ValueError):
@@ -149,3 +152,79 @@ def fd_jacobian_central(f, x, m, *, rel=1e-6) -> np.ndarray:
         xm[j] -= d
         J[:, j] = (np.asarray(f(xp), dtype=float).reshape(m) - np.asarray(f(xm), dtype=float).reshape(m)) / (2 * d)
     return J
+
+
+SYMMETRY_RTOL = 1e-12     # a mass matrix is symmetric when |M - Mᵀ| <= SYMMETRY_RTOL * max|M| entrywise
+
+
+def mass_matrix(M, owner, field, *, error=ModelingError) -> np.ndarray:
+    r"""``M`` after checking that it is a mass matrix: symmetric to round-off
+    (:math:`|M_{ij} - M_{ji}| \le 10^{-12}\max|M|`) and positive definite (a Cholesky factorisation
+    exists); a :class:`ModelingError` (a :class:`PluginError` for a plug-in's value) naming ``field``
+    otherwise (``error``)."""
+    err = error
+    scale = float(np.max(np.abs(M), initial=0.0))
+    asym = np.abs(M - M.T)
+    if asym.size and float(asym.max()) > SYMMETRY_RTOL * scale:
+        i, j = np.unravel_index(int(np.argmax(asym)), asym.shape)
+        raise err(owner, field, f"is not symmetric: M[{i}, {j}] = {M[i, j]:.6g} but M[{j}, {i}] = {M[j, i]:.6g} "
+                                "(a mass matrix must be symmetric positive definite)")
+    try:
+        np.linalg.cholesky(M)
+    except np.linalg.LinAlgError:
+        w = np.linalg.eigvalsh(0.5 * (M + M.T))
+        raise err(owner, field, f"is not positive definite (smallest eigenvalue {float(w.min()):.3g}; a mass "
+                                "matrix must be symmetric positive definite)") from None
+    return M
+
+
+JACOBIAN_RTOL = 1e-6      # a given Jacobian agrees with differences to this (relative to 1 + max|J|)
+
+
+def check_jacobian(J, f, x, owner, field, of: str):
+    r"""Check a Jacobian a user gave (``J``, (m, n)) against central finite differences of ``f`` at
+    ``x`` (:func:`fd_jacobian_central`, steps :math:`\delta_j = 10^{-6}\max(1, |x_j|)`).
+
+    Entry (i, j) passes when :math:`|J_{ij} - J^{fd}_{ij}| \le 10^{-6}(1 + \max|J|) + 10\,\epsilon
+    \max|f| / \delta_j` (the second term bounds the rounding of the differences), or when it agrees
+    so with the forward or the backward difference (a point where f is not differentiable). Otherwise
+    a :class:`PluginError` names ``field``, the entry and both values. Nothing is checked when f
+    cannot be evaluated around x (it raises or returns non-finite values there)."""
+    J = np.asarray(J, dtype=float)
+    x = np.asarray(x, dtype=float)
+    m, n = J.shape
+    if n == 0 or m == 0:
+        return
+    try:
+        f0 = np.asarray(f(x), dtype=float).reshape(m)
+        Jc = fd_jacobian_central(f, x, m)
+    except PluginError:
+        return
+    if not (np.all(np.isfinite(Jc)) and np.all(np.isfinite(f0))):
+        return
+    d = 1e-6 * np.maximum(1.0, np.abs(x))
+    allow = JACOBIAN_RTOL * (1.0 + float(np.max(np.abs(J)))) + 10 * np.finfo(float).eps * \
+        float(np.max(np.abs(f0), initial=0.0) + 1.0) / d[None, :]
+    bad = np.abs(J - Jc) > allow
+    bad &= np.any(np.abs(Jc) > allow, axis=1)[:, None]     # rows of h constant near x: velocity maps, unchecked
+    if bad.any():
+        try:
+            Jf = fd_jacobian(f, x, m, rel=1e-6)
+            Jb = -fd_jacobian(lambda y: f(-y), -x, m, rel=1e-6)
+        except PluginError:
+            return
+        bad &= (np.abs(J - Jf) > allow) & (np.abs(J - Jb) > allow)
+    if bad.any():
+        i, j = (int(k) for k in np.argwhere(bad)[0])
+        raise PluginError(owner, field, f"the given Jacobian {field} (of {of}) disagrees with central finite differences "
+                                        f"at entry ({i}, {j}): {J[i, j]:.6g} given, {Jc[i, j]:.6g} by differences at "
+                                        f"{of.split('(')[0]}'s argument {np.array2string(x, precision=6)} "
+                                        f"(tolerance {JACOBIAN_RTOL:g}(1 + max|J|)); check its sign and the order "
+                                        f"of its columns")
+
+
+def check_once(checked: set, key, J, f, x, owner, field, of: str):
+    """:func:`check_jacobian` the first time ``key`` is seen in ``checked`` (the object's own set)."""
+    if key not in checked:
+        check_jacobian(J, f, x, owner, field, of)
+        checked.add(key)

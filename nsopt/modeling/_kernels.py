@@ -1,10 +1,61 @@
-"""Compiled twin of the batched Moreau–Jean step (nsopt.modeling._batch) for the steps without contact
-of linear time-invariant models; tests/test_modeling_batch.py checks it against the NumPy step."""
+"""Compiled inner loops of the Moreau–Jean step (:mod:`nsopt.modeling._stepper`).
+
+The step's formulas that a compiled loop needs are written once here, as small inlined functions
+(:func:`closes`: the index-set rule; :func:`position`: the position update), and called both by the
+step's NumPy-level phases (through :func:`index_set`, :func:`positions`) and by the fused loops of
+linear time-invariant models (:func:`free_flight`, :func:`lean_pre`, :func:`lean_post`).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+STATE_LIMIT = 1e100     # a state entry beyond this (or not finite) stops the run (the stepper's guard)
+
+
+@njit(inline="always")
+def closes(y0, y1, gh, thr):  # pragma: no cover  (compiled)
+    r"""The index-set rule (Siconos 4.4): a unilateral interaction is active when its predicted gap
+    :math:`y_0 + \gamma h\, \dot y_0 \le` ``thr`` (``gh`` = γh)."""
+    return y0 + gh * y1 <= thr
+
+
+@njit(inline="always")
+def position(qk, vk, v, c1, c2):  # pragma: no cover  (compiled)
+    r"""The position update :math:`q_{k+1} = q_k + h(1-\theta) v_k + h\theta v_{k+1}` (c1 = h(1-θ), c2 = hθ)."""
+    return qk + c1 * vk + c2 * v
+
+
+@njit(cache=True)
+def index_set(Y0, Y1, first, gap_at, gap, unil_off, alive, gh, thr, act):  # pragma: no cover  (compiled)
+    """The index set into ``act`` (one flag per interaction); returns its size. Interaction i is active
+    when ``unil_off[i]`` (not unilateral) or :func:`closes` on its first row (``first[i]``), and
+    ``alive[i]``; the interactions ``gap_at`` (compliant relations) use ``gap`` (y at λ = 0) for y0."""
+    c = 0
+    for i in range(first.shape[0]):
+        f = first[i]
+        a = unil_off[i] or closes(Y0[f], Y1[f], gh, thr)
+        act[i] = a and alive[i]
+    for k in range(gap_at.shape[0]):
+        i = gap_at[k]
+        act[i] = (unil_off[i] or closes(gap[k], Y1[first[i]], gh, thr)) and alive[i]
+    for i in range(first.shape[0]):
+        c += act[i]
+    return c
+
+
+@njit(cache=True)
+def positions(qk, vk, v, c1, c2, out):  # pragma: no cover  (compiled)
+    """:func:`position` for every entry: ``out = qk + c1 vk + c2 v``; returns max |out| (nan when not finite)."""
+    top = 0.0
+    for i in range(out.shape[0]):
+        x = position(qk[i], vk[i], v[i], c1, c2)
+        out[i] = x
+        a = abs(x)
+        if not a <= top:
+            top = a
+    return top
 
 
 @njit(cache=True)
@@ -18,7 +69,8 @@ def free_flight(buf, nd, first, unilateral, gh, thr, Rd, c1, c2, indptr, indices
     :math:`\hat M^{-1}R`, constant), :math:`q \leftarrow q + c_1 v + c_2 v_{free}` (c1 = h(1-θ),
     c2 = hθ), :math:`v \leftarrow v_{free}`, :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv` (H in CSR), p = λ = 0;
     the index set from :math:`Y_0 + \gamma h Y_1 \le` thr on each interaction's first row (``gh`` = γh).
-    Row j0 + s of ``rec`` records step s.
+    Row j0 + s of ``rec`` records step s. It also stops before a step whose state would not be
+    finite or beyond ``STATE_LIMIT`` (the caller's step then raises).
     """
     m = b.shape[0]
     nmax = min(nmax, rec.shape[0] - j0)       # never past the reserved rows
@@ -32,11 +84,15 @@ def free_flight(buf, nd, first, unilateral, gh, thr, Rd, c1, c2, indptr, indices
     for s in range(nmax):
         for i in range(first.shape[0]):
             f = first[i]
-            if not unilateral[i] or buf[y0 + f] + gh * buf[y1 + f] <= thr:
+            if not unilateral[i] or closes(buf[y0 + f], buf[y1 + f], gh, thr):
+                return s
+        for i in range(nd):           # a step whose state would leave STATE_LIMIT is the caller's
+            vf = buf[v0 + i] - Rd[i]
+            if not (abs(vf) <= STATE_LIMIT and abs(position(buf[q0 + i], buf[v0 + i], vf, c1, c2)) <= STATE_LIMIT):
                 return s
         for i in range(nd):
             vf = buf[v0 + i] - Rd[i]
-            buf[q0 + i] = buf[q0 + i] + c1 * buf[v0 + i] + c2 * vf
+            buf[q0 + i] = position(buf[q0 + i], buf[v0 + i], vf, c1, c2)
             buf[v0 + i] = vf
         for r in range(m):
             s0 = 0.0
@@ -46,14 +102,15 @@ def free_flight(buf, nd, first, unilateral, gh, thr, Rd, c1, c2, indptr, indices
                 s1 += data[jj] * buf[v0 + indices[jj]]
             buf[y0 + r] = s0 + b[r]
             buf[y1 + r] = s1
-        rec[j0 + s, :] = buf
+        for i in range(rec.shape[1]):      # (an explicit loop: a slice assignment costs a second of compile)
+            rec[j0 + s, i] = buf[i]
     return nmax
 
 
 @njit(cache=True)
 def lean_pre(buf, nd, first, unil_off, gh, thr, Rd, vfree, act, last, Ha, e, rows, qout, warm,
              wout):  # pragma: no cover  (compiled)
-    r"""The start of a step of a linear time-invariant model (``BatchMoreauJean.lean_step``):
+    r"""The start of a step of a linear time-invariant model (the stepper's compiled phases):
     :math:`v_{free} = v - \hat M^{-1}R` into ``vfree``, the index set into ``act``. Returns 0 when it
     is empty; 1 when it equals ``last`` (the previous contact step's), with
     :math:`q = H_a v_{free} + e \odot \dot y_k` on its rows (``Ha`` dense, ``rows`` of y) written
@@ -67,7 +124,7 @@ def lean_pre(buf, nd, first, unil_off, gh, thr, Rd, vfree, act, last, Ha, e, row
     same = last.shape[0] == first.shape[0]
     for i in range(first.shape[0]):
         f = first[i]
-        a = unil_off[i] or buf[y0 + f] + gh * buf[y1 + f] <= thr
+        a = unil_off[i] or closes(buf[y0 + f], buf[y1 + f], gh, thr)
         act[i] = a
         c += a
         if same and last[i] != a:
@@ -97,10 +154,11 @@ def lean_q(Ha, vfree, e, buf, nd, rows, out):  # pragma: no cover  (compiled)
 @njit(cache=True)
 def lean_post(buf, out, nd, vfree, lam, rows, Ha, d, c1, c2, Hd, b, warm):  # pragma: no cover  (compiled)
     r"""The end of the step: :math:`p = H_a^\top\lambda`, :math:`v = v_{free} + \hat M^{-1}p`,
-    :math:`q \leftarrow q + c_1 v_k + c_2 v`, :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv`, λ on the active
+    :math:`q` by :func:`position`, :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv`, λ on the active
     rows: the new stacked state written into ``out`` (``buf``, the old one, is left as it was);
-    λ also into the warm starts ``warm`` of those rows."""
+    λ also into the warm starts ``warm`` of those rows. Returns max |q|, |v| (nan when not finite)."""
     m = b.shape[0]
+    top = 0.0
     for j in range(nd):
         s = 0.0
         for r in range(Ha.shape[0]):
@@ -108,7 +166,11 @@ def lean_post(buf, out, nd, vfree, lam, rows, Ha, d, c1, c2, Hd, b, warm):  # pr
         vn = vfree[j] + s / d[j]
         out[2 * nd + j] = s
         out[nd + j] = vn
-        out[j] = buf[j] + c1 * buf[nd + j] + c2 * vn
+        x = position(buf[j], buf[nd + j], vn, c1, c2)
+        out[j] = x
+        for a in (abs(x), abs(vn)):
+            if not a <= top:
+                top = a
     for r in range(m):
         s0 = 0.0
         s1 = 0.0
@@ -122,6 +184,7 @@ def lean_post(buf, out, nd, vfree, lam, rows, Ha, d, c1, c2, Hd, b, warm):  # pr
     for r in range(rows.shape[0]):
         out[3 * nd + 3 * m + rows[r]] = lam[r]
         warm[rows[r]] = lam[r]
+    return top
 
 
 @njit(cache=True)
@@ -147,7 +210,7 @@ def slot_blocks(E_val, E_start, nsys, m, n):  # pragma: no cover  (compiled)
 
 @njit(cache=True)
 def block_pairs(slot_inter, slot_body, n_inter, n_body):  # pragma: no cover  (compiled)
-    r"""The (slot p, slot q) pairs on a common system, for :func:`_block_delassus`: slots are the
+    r"""The (slot p, slot q) pairs on a common system, for the block form of W (:func:`nsopt.problems._delassus.block_delassus_for`): slots are the
     (interaction, system) blocks in interaction order, at most two per interaction. Returns ``tp, tq``
     and their interactions ``ta, tb``, sorted by (a, b) and, within one (a, b), by system; ``run``
     (the starts of the runs of one (a, b), and the end) and ``mirror`` (the run of (b, a) of each run)."""
@@ -158,7 +221,9 @@ def block_pairs(slot_inter, slot_body, n_inter, n_body):  # pragma: no cover  (c
     for s in range(n_body):
         bptr[s + 1] += bptr[s]
     by_body = np.empty(S, dtype=np.int64)
-    fill = bptr[:-1].copy()
+    fill = np.empty(n_body, dtype=np.int64)
+    for s in range(n_body):
+        fill[s] = bptr[s]
     for p in range(S):
         s = slot_body[p]
         by_body[fill[s]] = p
@@ -223,80 +288,6 @@ def block_pairs(slot_inter, slot_body, n_inter, n_body):  # pragma: no cover  (c
                 hi = mid
         mirror[r] = lo
     return tp, tq, ta, tb, run, mirror
-
-
-@njit(inline="always")
-def _block_delassus(m, n, G, dinv, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover  (compiled)
-    r"""W of the active interactions in block form (the plan of ``BatchMoreauJean._block_plan``):
-    :math:`W_{ab} = \sum_s G_{a,s}D_s^{-1}G_{b,s}^\top`. The (slot p, slot q) pairs ``tp, tq`` of the
-    interactions ``ta, tb`` are sorted by (a, b) and cut into runs of one (a, b) (``run``: the starts);
-    ``mirror[r]`` is the run of (b, a). ``G[p]`` is the block of slot p (m x n), ``dinv[p]`` (n,) the
-    inverse diagonal :math:`D_s^{-1}` of its system. Blocks with a <= b are summed, the others are copied
-    transposed from their mirror (W is symmetric; the mirror comes first in the (a, b) order).
-    Returns the CSR (indptr, indices, data), canonical. Inlined into :func:`block_delassus_for`
-    (m, n compile-time constants: the small loops unrolled)."""
-    n_i = act.shape[0]
-    new = np.full(n_i, -1, dtype=np.int64)
-    nb = 0
-    for a in range(n_i):
-        if act[a]:
-            new[a] = nb
-            nb += 1
-    nruns = run.shape[0] - 1
-    nblk = np.zeros(nb, dtype=np.int64)
-    for r in range(nruns):
-        a, b = ta[run[r]], tb[run[r]]
-        if act[a] and act[b]:
-            nblk[new[a]] += 1
-    indptr = np.zeros(nb * m + 1, dtype=np.int32)
-    for A in range(nb):
-        for i in range(m):
-            indptr[A * m + i + 1] = indptr[A * m + i] + nblk[A] * m
-    indices = np.empty(indptr[nb * m], dtype=np.int32)
-    data = np.empty(indptr[nb * m])
-    pos = np.zeros(nb, dtype=np.int64)
-    start = np.zeros(nruns, dtype=np.int64)      # run r's block: data[start[r] + i * row length + k]
-    for r in range(nruns):
-        a, b = ta[run[r]], tb[run[r]]
-        if not (act[a] and act[b]):
-            continue
-        A, B = new[a], new[b]
-        base = indptr[A * m] + pos[A] * m
-        start[r] = base
-        rowlen = nblk[A] * m
-        if a <= b:
-            for i in range(m):
-                for k in range(m):
-                    s = 0.0
-                    for w in range(run[r], run[r + 1]):
-                        p, q = tp[w], tq[w]
-                        for j in range(n):
-                            s += G[p, i, j] * (G[q, k, j] * dinv[q, j])
-                    data[base + i * rowlen + k] = s
-        else:
-            bm, rowlen_m = start[mirror[r]], nblk[B] * m
-            for i in range(m):
-                for k in range(m):
-                    data[base + i * rowlen + k] = data[bm + k * rowlen_m + i]
-        for i in range(m):
-            for k in range(m):
-                indices[base + i * rowlen + k] = B * m + k
-        pos[A] += 1
-    return indptr, indices, data
-
-
-_BLOCK_DELASSUS = {}
-
-
-def block_delassus_for(m: int, n: int):
-    """:func:`_block_delassus` compiled for blocks of m x n (m, n frozen as constants, so that the
-    loops over a block are unrolled: about twice as fast for 3 x 6), one per (m, n) and process."""
-    f = _BLOCK_DELASSUS.get((m, n))
-    if f is None:
-        def f(G, dinv, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover  (compiled)
-            return _block_delassus(m, n, G, dinv, tp, tq, run, mirror, ta, tb, act)
-        f = _BLOCK_DELASSUS[(m, n)] = njit(f)
-    return f
 
 
 @njit(cache=True)

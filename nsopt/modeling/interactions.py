@@ -10,10 +10,10 @@ import numpy as np
 
 from ..exceptions import ModelingError
 from ._check import label, scalar
+from ._state import StateField
 from .laws import NonSmoothLaw
 from .relations import Relation
 from .systems import DynamicalSystem
-
 
 LOG_LENGTH = 4096     # changes a NonSmoothDynamicalSystem remembers (integrators follow them between steps)
 
@@ -40,54 +40,13 @@ class Interaction:
         if rows is not None and rows != m:
             raise ModelingError(o, "nslaw", f"{label(nslaw)} has size {m} but {label(relation)} has {rows} rows; "
                                             "a law and its relation must have the same size")
-        self._y = [np.zeros(m), np.zeros(m)]
-        self._lambda = [np.zeros(m), np.zeros(m)]
-        self._src = None           # (batched integrator, index): y and λ are views of its stacked arrays
-        self._stamp = None
+        self.y = [np.zeros(m), np.zeros(m)]
+        self.lambda_ = [np.zeros(m), np.zeros(m)]
         self.systems: tuple = ()
 
-    def _sync(self):
-        """Point y and λ at the current stacked arrays of the batched integrator that owns them."""
-        owner, j = self._src
-        if self._stamp is not owner.stamp:
-            lo, hi = owner.bounds[j]
-            y, lam = self._y, self._lambda
-            y[0], y[1] = owner.Y0[lo:hi], owner.Y1[lo:hi]
-            lam[0], lam[1] = owner.L0[lo:hi], owner.L1[lo:hi]
-            self._stamp = owner.stamp
-
-    def _detach(self):
-        """Keep the current values (and the warm start) as plain arrays (the per-interaction path writes
-        them itself)."""
-        if self._src is not None:
-            self._sync()
-            owner, j = self._src
-            self._lam_warm = owner.warm[slice(*owner.bounds[j])]
-            self._src = None
-
-    @property
-    def y(self) -> list:
-        """[y0, y1]: the output at levels 0 and 1."""
-        if self._src is not None:
-            self._sync()
-        return self._y
-
-    @y.setter
-    def y(self, value):
-        self._detach()
-        self._y = list(value)
-
-    @property
-    def lambda_(self) -> list:
-        """[λ0, λ1]: the multiplier at levels 0 and 1 (Lagrangian impulses at level 1)."""
-        if self._src is not None:
-            self._sync()
-        return self._lambda
-
-    @lambda_.setter
-    def lambda_(self, value):
-        self._detach()
-        self._lambda = list(value)
+    y = StateField("y", "[y0, y1]: the output at levels 0 and 1 (the current state: see "
+                        ":class:`~nsopt.modeling.DynamicalSystem`).")
+    lambda_ = StateField("lambda_", "[λ0, λ1]: the multiplier at levels 0 and 1 (Lagrangian impulses at level 1).")
 
     @property
     def lam(self):
@@ -114,6 +73,7 @@ class NonSmoothDynamicalSystem:
     >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
     >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 1.0)
     >>> nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+    Interaction(NewtonImpactNSL, LagrangianLinearTIR, size=1)
     >>> len(nsds.interactions), len(nsds.dynamical_systems)
     (1, 1)
     """
@@ -183,7 +143,13 @@ class NonSmoothDynamicalSystem:
         return inter
 
     def remove_interaction(self, inter: Interaction):
-        """Remove an interaction (for contact detection between steps)."""
+        """Remove an interaction (for contact detection between steps); it must be one of this model's."""
+        o = label(self)
+        if not isinstance(inter, Interaction):
+            raise ModelingError(o, "inter", f"expected an Interaction of this model, got {type(inter).__name__}")
+        if not any(i is inter for i in self.interactions):
+            raise ModelingError(o, "interactions", f"{label(inter)} is not an interaction of this model "
+                                f"({'linked in another model' if inter.systems else 'not linked'}): nothing to remove")
         self.interactions = [i for i in self.interactions if i is not inter]
         inter.systems = ()
         self._changed("remove", inter)

@@ -17,8 +17,13 @@ LagrangianLinearTIR(H, ...)     y = H Q + b + D λ + F Z                        
 ==============================  ====================================================  ============================
 
 Plug-ins take numpy arrays in the order of the formulas (see each class). A plug-in returning the
-wrong shape or a non-finite value raises :class:`nsopt.exceptions.PluginError` naming the relation,
-the plug-in and the expected shape. Missing Jacobians are computed by finite differences.
+wrong shape, complex or non-finite values raises :class:`nsopt.exceptions.PluginError` naming the
+relation, the plug-in and the expected shape. Missing Jacobians are computed by finite differences;
+a given Jacobian (``G0``, ``G1``, ``hdot``, ``H0``, ...) is compared once, at its first evaluation,
+with central finite differences of the function it differentiates
+(:func:`nsopt.modeling._check.check_jacobian`: entrywise within 1e-6 (1 + max|J|) plus the rounding
+of the differences), and a :class:`~nsopt.exceptions.PluginError` names the relation, the plug-in
+and the entry that disagrees.
 """
 
 from __future__ import annotations
@@ -26,7 +31,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import ModelingError
-from ._check import Operator, call_plugin, fd_jacobian, fd_jacobian_rows, label, matrix, vector
+from ._check import (
+    Operator,
+    call_plugin,
+    check_once,
+    fd_jacobian,
+    fd_jacobian_rows,
+    label,
+    matrix,
+    vector,
+)
 
 
 class Relation:
@@ -40,6 +54,12 @@ class Relation:
     def __init__(self, name=None):
         self.name = name
         self.m = self.n = self.nz = None
+        self._jac_checked: set = set()     # the given Jacobians already checked against differences
+
+    def _checked(self, key, J, f, x, of):
+        """J after checking it once against central differences of f at x (``check_jacobian``)."""
+        check_once(self._jac_checked, key, J, f, x, self._owner, key, of)
+        return J
 
     @property
     def _owner(self):
@@ -100,11 +120,14 @@ class FirstOrderR(Relation):
     def jacobians(self, X, t, lam, Z):
         """(C, D, K, B) = (∇_X h, ∇_λ h, ∇_X g, ∇_λ g) at the point, finite differences where not given."""
         m, n = self.m, self.n
-        C = self._H0(X, t, lam, Z) if self._H0 else fd_jacobian(lambda x: self._h(x, t, lam, Z), X, m)
-        D = self._H1(X, t, lam, Z) if self._H1 else fd_jacobian(lambda v: self._h(X, t, v, Z), lam, m)
-        K = self._G0(X, t, lam, Z) if self._G0 else fd_jacobian(lambda x: self._g(x, t, lam, Z), X, n)
-        B = self._G1(X, t, lam, Z) if self._G1 else fd_jacobian(lambda v: self._g(X, t, v, Z), lam, n)
-        return C, D, K, B
+        out = []
+        for key, op, f, x, size, of in (
+                ("H0", self._H0, lambda x: self._h(x, t, lam, Z), X, m, "h(x, t, lam, z)"),
+                ("H1", self._H1, lambda v: self._h(X, t, v, Z), lam, m, "h(x, t, lam, z)"),
+                ("G0", self._G0, lambda x: self._g(x, t, lam, Z), X, n, "g(x, t, lam, z)"),
+                ("G1", self._G1, lambda v: self._g(X, t, v, Z), lam, n, "g(x, t, lam, z)")):
+            out.append(self._checked(key, op(X, t, lam, Z), f, x, of) if op else fd_jacobian(f, x, size))
+        return tuple(out)
 
 
 class FirstOrderLinearR(Relation):
@@ -205,7 +228,7 @@ class LagrangianScleronomousR(LagrangianR):
     With ``vectorized=True`` (as scipy's ``solve_ivp``), the plug-ins take stacked arguments: ``q`` of
     shape (k, n) and ``z`` of shape (k, nz), one row per interaction, and return ``h`` (k, m) and
     ``G0`` (k, m, n). Moreau–Jean then evaluates every interaction sharing the same plug-ins in one
-    call per step (``formulations/time_stepping.md``, the batched path).
+    call per step (``formulations/time_stepping.md`` §4).
     """
 
     def __init__(self, h, G0=None, *, vectorized=False, name=None):
@@ -240,7 +263,10 @@ class LagrangianScleronomousR(LagrangianR):
         if not self.vectorized:
             return np.array([r.G0(Q[j], None, None, Z[j]) for j, r in enumerate(rels)]).reshape(k, m, n)
         if self._given["G0"] is not None:
-            return call_plugin(self._given["G0"], (Q, Z), self._owner, "G0", (k, m, n), "q, z")
+            G = call_plugin(self._given["G0"], (Q, Z), self._owner, "G0", (k, m, n), "q, z")
+            if k and "G0" not in self._jac_checked:
+                self._checked("G0", G[0], lambda q: self.h_batch(q[None, :], Z[:1])[0], Q[0], "h(q, z)")
+            return G
         return fd_jacobian_rows(lambda X: self.h_batch(X, Z), Q, m)
 
     def h(self, Q, t, lam, Z):
@@ -252,7 +278,7 @@ class LagrangianScleronomousR(LagrangianR):
         if self.vectorized:
             return self.G0_batch(Q[None, :], Z[None, :])[0]
         if self._G0 is not None:
-            return self._G0(Q, Z)
+            return self._checked("G0", self._G0(Q, Z), lambda q: self._h(q, Z), Q, "h(q, z)")
         return fd_jacobian(lambda q: self._h(q, Z), Q, self.m)
 
 
@@ -283,12 +309,14 @@ class LagrangianRheonomousR(LagrangianR):
 
     def G0(self, Q, t, lam, Z):
         if self._G0 is not None:
-            return self._G0(Q, t, Z)
+            return self._checked("G0", self._G0(Q, t, Z), lambda q: self._h(q, t, Z), Q, "h(q, t, z)")
         return fd_jacobian(lambda q: self._h(q, t, Z), Q, self.m)
 
     def hdot(self, Q, t, Z):
         if self._hdot is not None:
-            return self._hdot(Q, t, Z)
+            hd = self._hdot(Q, t, Z)
+            self._checked("hdot", hd[:, None], lambda s: self._h(Q, s[0], Z), np.array([t]), "h(q, t, z)")
+            return hd
         d = 1e-7 * max(1.0, abs(t))
         return (self._h(Q, t + d, Z) - self._h(Q, t - d, Z)) / (2 * d)
 
@@ -321,12 +349,12 @@ class LagrangianCompliantR(LagrangianR):
 
     def G0(self, Q, t, lam, Z):
         if self._G0 is not None:
-            return self._G0(Q, lam, Z)
+            return self._checked("G0", self._G0(Q, lam, Z), lambda q: self._h(q, lam, Z), Q, "h(q, lam, z)")
         return fd_jacobian(lambda q: self._h(q, lam, Z), Q, self.m)
 
     def G1(self, Q, t, lam, Z):
         if self._G1 is not None:
-            return self._G1(Q, lam, Z)
+            return self._checked("G1", self._G1(Q, lam, Z), lambda v: self._h(Q, v, Z), lam, "h(q, lam, z)")
         return fd_jacobian(lambda v: self._h(Q, v, Z), lam, self.m)
 
 

@@ -3,20 +3,37 @@ and the :class:`Trajectory` it records."""
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
+import signal
+import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ModelingError, StepFailed
-from ..problems import AVI, LCP, MLCP, Equality, FrictionContact, GenericMechanical, GlobalFrictionContact, Relay
+from ..io._target import check_folder
+from ..problems import (
+    AVI,
+    LCP,
+    MLCP,
+    Equality,
+    FrictionContact,
+    GenericMechanical,
+    GlobalFrictionContact,
+    Relay,
+)
 from ..result import Status
 from ..solve import solve
+from . import _state
 from ._check import label, scalar
+from .differentiable import Derivatives
 from .interactions import NonSmoothDynamicalSystem
-from .osi import EulerMoreauOSI, MoreauJeanOSI
+from .osi import EulerMoreauOSI, MoreauJeanOSI, StepRecord
 
 # the clock of Trajectory.solve_time (cheap: a wall clock); a benchmark on a shared machine may set
 # time.thread_time, which leaves out the time the thread was not running (about 1 µs per call)
@@ -65,6 +82,13 @@ def _new_workspace():
     return Workspace()
 
 
+# the options of TimeStepping(**options) that are not the method's own: the fallback methods get them too
+# (select: which solution, issue 21; the others are the first method's and may not exist for a fallback)
+FALLBACK_OPTIONS = ("select", "time_limit")
+
+MAX_STEPS = 2 ** 53       # a run counts its steps exactly (t_k = t0 + k h) up to this many
+
+
 class TimeStepping:
     """Time-stepping simulation of a :class:`NonSmoothDynamicalSystem` (Siconos ``TimeStepping``).
 
@@ -79,23 +103,43 @@ class TimeStepping:
     method, tol, **options : handed to :func:`nsopt.solve` at every step. ``method="auto"`` names one
         method per kind (``STEP_METHODS``: Lemke for LCP/MLCP/Relay/AVI, Newton (nsn-ac) for friction,
         nsgs for GenericMechanical) with the others of that list as fallback.
-    fallback : methods tried in order when ``method`` does not reach ``tol`` on a step.
-    on_failure : ``"continue"`` (record the step's status and go on) or ``"raise"``
-        (:class:`~nsopt.exceptions.StepFailed`).
+    fallback : methods tried in order when ``method`` does not reach ``tol`` on a step; they get the
+        options that are not ``method``'s own (``FALLBACK_OPTIONS``: ``select``, ``time_limit``), so
+        ``select="min-norm"`` reaches every step's solve, whichever method solved it.
+    on_failure : ``"continue"`` (record the step as failed and go on) or ``"raise"``
+        (:class:`~nsopt.exceptions.StepFailed`). A step fails when its OSNS problem is not solved to
+        ``tol`` or its Newton loop does not reach ``newton_tol``; a state that is not finite or beyond
+        1e100 (``nsopt.modeling._kernels.STATE_LIMIT``) always stops the run with ``StepFailed``, the
+        last finite state kept.
     newton_tol, newton_max_iter : the Newton loop around the OSNS solve (nonlinear systems or relations).
     warm_start : start each solve from the previous step's λ (True by default).
     keep_problems : keep every step's OSNS problem in the trajectory (for :meth:`Trajectory.to_fclib`).
     progress : show a tqdm progress bar in :meth:`run`.
+    continue_from : a :class:`TimeStepping` or :class:`Trajectory` of the same model: this run starts
+        where that one stopped (its time, state, multipliers and warm starts) and goes to ``nsds.T``.
+        Without it every run starts from the systems' initial conditions (``q0``, ``v0``; ``x0``) at
+        ``nsds.t0``: two runs of one model give the same trajectory.
+    differentiable : record what the derivatives of the run need (the index set, problem and impulses
+        of every step with contact): then ``trajectory.gradient(loss, wrt)``, ``.vjp``, ``.jvp``,
+        ``.jacobian`` differentiate the run with respect to ``q0``, ``v0``, ``fext``, masses, ``e``,
+        ``mu`` (:mod:`nsopt.modeling.differentiable`, which says what is supported).
+    on_step : a callable ``on_step(record)`` called after each committed step with a
+        :class:`~nsopt.modeling.osi.StepRecord` (the active set, the problem and its solution, v_free,
+        the rows H on demand): what an adjoint sweep over the steps needs. What it raises stops the
+        run after that step (the trajectory complete up to it).
 
     The OSNS problem is rebuilt only when the active set changes or an operator is not constant;
     otherwise the previous one is reused with ``problem.replace(q=...)`` (its caches and
-    factorisations shared). ``sim.step()`` advances one step; ``sim.run()`` to T.
+    factorisations shared). ``sim.step()`` advances one step; ``sim.run()`` to T. The integrator's
+    state belongs to the simulation: a step that raises (a plug-in, the solver, Ctrl-C) leaves it
+    and the trajectory as they were after the last complete step, and ``run()`` continues from there.
     """
 
     def __init__(self, nsds: NonSmoothDynamicalSystem, h: float, integrator=None, osns: str | None = None,
                  method: str = "auto", tol: float = 1e-8, *, fallback=(), on_failure: str = "continue",
                  newton_tol: float = 1e-6, newton_max_iter: int = 50, warm_start: bool = True,
-                 keep_problems: bool = False, progress: bool = False, name=None, **options):
+                 keep_problems: bool = False, progress: bool = False, continue_from=None, on_step=None,
+                 differentiable: bool = False, name=None, **options):
         self.name = name
         o = label(self)
         if not isinstance(nsds, NonSmoothDynamicalSystem):
@@ -105,10 +149,12 @@ class TimeStepping:
         if not nsds.dynamical_systems:
             raise ModelingError(o, "nsds", "holds no dynamical system")
         self.nsds, self.h = nsds, float(h)
+        prev = self._previous(continue_from, o)
         order = nsds.order
         if integrator is None:
-            integrator = MoreauJeanOSI(0.5) if order == 2 else EulerMoreauOSI(0.5)
-        if not isinstance(integrator, (MoreauJeanOSI, EulerMoreauOSI)) and not hasattr(integrator, "step"):
+            integrator = (prev.integrator if prev is not None else
+                          MoreauJeanOSI(0.5) if order == 2 else EulerMoreauOSI(0.5))
+        if not hasattr(integrator, "start"):
             raise ModelingError(o, "integrator", f"expected MoreauJeanOSI or EulerMoreauOSI, got {type(integrator).__name__}")
         if getattr(integrator, "order", order) != order:
             kinds = {1: "first-order", 2: "Lagrangian"}
@@ -128,46 +174,84 @@ class TimeStepping:
             raise ModelingError(o, "osns", "a global friction-contact problem needs Lagrangian systems")
         if on_failure not in ("raise", "continue"):
             raise ModelingError(o, "on_failure", f"must be 'raise' or 'continue', got {on_failure!r}")
+        if on_step is not None and not callable(on_step):
+            raise ModelingError(o, "on_step", f"must be a callable on_step(record), got {type(on_step).__name__}")
         self.osns_kind = osns
+        self.custom_osns = OSNS_BUILDERS
         if method == "auto":
             method, *rest = STEP_METHODS[osns]
             fallback = tuple(fallback) or tuple(rest)
         self.method, self.tol, self.options = method, tol, dict(options)
         self.fallback = tuple(fallback)
         self.on_failure = on_failure
+        self.on_step = on_step
+        self._tape = None
+        if differentiable:          # issue 21: the steps' data for the derivatives (nsopt.modeling.differentiable)
+            if continue_from is not None:
+                raise ModelingError(o, "differentiable", "a run that continues another is not differentiated")
+            from .differentiable import Tape
+
+            self._tape = Tape(self)
         self.newton_tol = scalar(newton_tol, o, "newton_tol", low=0.0, low_open=True)
         if isinstance(newton_max_iter, bool) or not isinstance(newton_max_iter, int) or newton_max_iter < 1:
             raise ModelingError(o, "newton_max_iter", f"must be a positive integer, got {newton_max_iter!r}")
         self.newton_max_iter = newton_max_iter
         self.warm_start, self.keep_problems, self.progress = warm_start, keep_problems, progress
-        self.t0, self.T = nsds.t0, nsds.T
-        self.n_steps = int(math.floor((self.T - self.t0) / self.h + 1e-9))
-        self._check_state()
+        self.t0 = prev.t if prev is not None else nsds.t0
+        self.T = nsds.T
+        self.n_steps = self._count(o)
+        if prev is None:
+            self._check_initial_state()
         self.t, self.k = self.t0, 0
         self._problem = None       # (key, problem) of the last assembly
-        self._write = None
+        self._write, self._overwrite = None, False
         self._solve_time = 0.0
         self._last = None
         self._opts = (None, None)  # (self.options, the options handed to nsopt.solve with the run's Workspace)
         self._ws = None
-        integrator.initialize(self)
+        self._critical = self._interrupted = False
+        self._stepper = integrator.start(self, source=None if prev is None else prev._stepper)
         self.trajectory = Trajectory(self)
 
     # ------------------------------------------------------------------ checks
-    def _check_state(self):
+    def _previous(self, src, o):
+        if src is None:
+            return None
+        sim = src._sim if isinstance(src, Trajectory) else src
+        if not isinstance(sim, TimeStepping):
+            raise ModelingError(o, "continue_from", f"expected a TimeStepping or a Trajectory, got {type(src).__name__}")
+        if sim.nsds is not self.nsds:
+            raise ModelingError(o, "continue_from", f"{label(sim)} simulates another model ({label(sim.nsds)})")
+        return sim
+
+    def _count(self, o) -> int:
+        """The number of steps in [t0, T], checked: finite, countable exactly, and h above the
+        resolution of t (so that t_k = t0 + k h advances)."""
+        span = self.T - self.t0
+        n = span / self.h if span > 0 else 0.0
+        if not math.isfinite(n) or n > MAX_STEPS:
+            raise ModelingError(o, "h", f"[t0, T] = [{self.t0:g}, {self.T:g}] with h = {self.h:g} is {n:.3g} steps, more "
+                                        f"than the {MAX_STEPS:.3g} a run can count: choose a larger h or a shorter interval")
+        if span > 0 and (self.t0 + self.h == self.t0 or self.T - self.h == self.T):
+            raise ModelingError(o, "h", f"h = {self.h:g} is below the resolution of the times around t0 = {self.t0:g}, "
+                                        f"T = {self.T:g} (t0 + h == t0): the steps would not advance")
+        return math.floor(n + 1e-9)
+
+    def _check_initial_state(self):
         for ds in self.nsds.dynamical_systems:
-            for fld in (("x",) if ds.order == 1 else ("q", "v")):
+            for fld in (("x0",) if ds.order == 1 else ("q0", "v0")):
                 val = np.asarray(getattr(ds, fld), dtype=float)
-                if val.shape != (ds.n,) or not np.all(np.isfinite(val)):
-                    raise ModelingError(label(ds), fld, "state has non-finite entries (nan or inf)"
-                                        if val.shape == (ds.n,) else f"state has shape {val.shape}, expected ({ds.n},)")
+                want = (getattr(ds, "qdim", ds.n),) if fld == "q0" else (ds.n,)
+                if val.shape != want or not np.all(np.isfinite(val)):
+                    raise ModelingError(label(ds), fld, "initial state has non-finite entries (nan or inf)"
+                                        if val.shape == want else f"initial state has shape {val.shape}, expected {want}")
 
     # ------------------------------------------------------------------ the OSNS problem
     def _build(self, asm):
         return _BUILDERS[self.osns_kind](asm)
 
     def solve_assembly(self, asm):
-        """Build (or reuse) the step's problem, solve it, return the stacked λ; records the step."""
+        """Build (or reuse) the step's problem, solve it, return the stacked λ."""
         prev = self._problem
         reuse = asm.W is None and asm.glob is None and prev is not None and prev[0] == asm.key
         if self.osns_kind in OSNS_BUILDERS:
@@ -177,17 +261,7 @@ class TimeStepping:
         else:
             problem = self._build(asm)
         self._problem = (asm.key, problem)
-        warm = None
-        if self.warm_start:
-            warm = asm.warm if asm.warm is not None else np.concatenate(
-                [getattr(i, "_lam_warm", np.zeros(i.size)) for i in asm.interactions])
-        lam = self._solve(problem, warm)
-        if asm.warm is None:             # else the integrator stores λ in its stacked warm starts
-            off = 0
-            for i in asm.interactions:
-                i._lam_warm = lam[off:off + i.size]
-                off += i.size
-        return lam
+        return self._solve(problem, asm.warm if self.warm_start else None)
 
     def resolve(self, key, q, warm):
         """:meth:`solve_assembly` of a step whose problem is the last one's with a new ``q`` (same
@@ -203,7 +277,7 @@ class TimeStepping:
 
     def _solve(self, problem, warm):
         """Solve the step's problem with the method, its fallbacks and one Workspace for the whole run
-        (its re-solve plans rebuild what depends on W when W changes); returns λ; records the step."""
+        (its re-solve plans rebuild what depends on W when W changes); returns λ."""
         if warm is not None and not np.count_nonzero(warm):
             warm = None
         src, opts = self._opts
@@ -219,8 +293,9 @@ class TimeStepping:
         t = clock()
         sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
         if self.fallback and not sol.success:
+            common = {k: v for k, v in self.options.items() if k in FALLBACK_OPTIONS}
             for m in self.fallback:
-                alt = solve(problem, method=m, tol=self.tol, warm_start=warm)
+                alt = solve(problem, method=m, tol=self.tol, warm_start=warm, **common)
                 if alt.error < sol.error or alt.success:
                     sol = alt
                 if sol.success:
@@ -232,10 +307,6 @@ class TimeStepping:
         if not sol.success and not np.isfinite(lam).all():      # a solved problem has a finite λ
             lam = np.zeros_like(lam)
         self._last = (problem, sol)
-        if self._write is not None:
-            self._write_problem(problem, self.k + 1)
-        if self.keep_problems:
-            self.trajectory.problems[self.k + 1] = problem
         return lam
 
     def _write_problem(self, problem, k):
@@ -243,64 +314,200 @@ class TimeStepping:
 
         d = self._write
         if problem.kind in ("fc2d", "fc3d", "gfc3d"):
-            io.write_fclib(problem, d / f"step_{k:06d}.hdf5", title=f"{problem.kind} step {k}")
+            fn, path, kw = io.write_fclib, d / f"step_{k:06d}.hdf5", {"title": f"{problem.kind} step {k}"}
         else:
-            io.write_siconos_dat(problem, d / f"step_{k:06d}_{problem.kind}.dat")
+            fn, path, kw = io.write_siconos_dat, d / f"step_{k:06d}_{problem.kind}.dat", {}
+        fn(problem, path, **kw, **_overwrite_kw(fn, self._overwrite))
 
     # ------------------------------------------------------------------ stepping
     def has_next_step(self) -> bool:
         return self.k < self.n_steps
 
+    def _ready(self):
+        """The stepper for the coming step: the model's topology followed (in place, or a new stepper),
+        the objects bound to this run, nothing half done from an interrupted step."""
+        st = self._stepper
+        if st.count != self.k:              # an interrupt after the commit, before the count
+            self.k = st.count
+            self.t = self.t0 + self.k * self.h
+        nsds = self.nsds
+        if nsds._version != st.version:
+            changes = nsds.changes_since(st.version)
+            if not (changes and st.follow(changes)):
+                st.park_all()
+                st = self._stepper = self.integrator.start(self, prev=st)
+            self.trajectory._seg_key = None          # a new row layout: a new segment
+        if st.epoch != _state.EPOCH[0]:
+            st.bind()
+        st.pending = None
+        tr = self.trajectory
+        if tr._k != self.k:                 # an interrupt after the row was recorded, before the commit
+            tr._truncate(self.k)
+        return st
+
     def step(self):
         """Advance one step; returns the step's :class:`nsopt.Solution` (None when no problem was needed)."""
         if not self.has_next_step():
             raise ModelingError(label(self), "T", f"the simulation already reached T = {self.T}")
+        st = self._ready()
         self._last = None
-        nit, res, conv, _ = self.integrator.step(self)
-        self.k += 1
-        self.t = self.t0 + self.k * self.h
-        tr = self.trajectory
+        nit, res, conv = st.step(self)
         sol = self._last[1] if self._last is not None else None
-        tr._record(self.k, nit, res, conv, sol)
-        if sol is not None and not sol.success and self.on_failure == "raise":
-            raise StepFailed(f"step {self.k} (t = {self.t:.6g}): the {self.osns_kind} problem was not solved "
-                             f"by {sol.method!r}: status {sol.status.value}, error {sol.error:.3e} > tol {self.tol:g}",
-                             step=self.k, time=self.t, solution=sol)
+        self._commit(st, 1, nit, res, conv, sol)
         return sol
 
-    def run(self, *, write_problems=None, progress: bool | None = None) -> Trajectory:
-        """Run to T; returns the :class:`Trajectory`. ``write_problems``: a folder where each step's
-        OSNS problem is written (FCLIB HDF5 for friction problems, Siconos ``.dat`` otherwise)."""
+    def _commit(self, st, n, nit=1, res=0.0, conv=True, sol=None):
+        """Record the pending state of ``n`` steps, count them and make it current: the critical
+        section (a Ctrl-C inside it is delivered at its end, under :meth:`run`); then write or keep
+        the step's problem, call ``on_step``, and raise on a failed step with ``on_failure="raise"``."""
+        tr = self.trajectory
+        self._critical = True
+        try:
+            if nit is not None:             # the row, then the state, then the count (see _ready)
+                tr._record(self.k + 1, nit, res, conv, sol, st.pending[0], st)
+            else:
+                tr._advance(self.k + 1, n)
+            st.commit(self.k + n)
+            self.k += n
+            self.t = self.t0 + self.k * self.h
+        finally:
+            self._critical = False
+        if self.k >= self.n_steps:
+            st.release()
+            st.epoch = -1
+        if self._interrupted:
+            self._interrupted = False
+            raise KeyboardInterrupt
+        if nit is None:
+            return
+        if self._write is not None or self.keep_problems or self.on_step is not None or self._tape is not None:
+            problem = self._last[0] if self._last is not None else None
+            if problem is not None:
+                if self._write is not None:
+                    self._write_problem(problem, self.k)
+                if self.keep_problems:
+                    tr.problems[self.k] = problem
+            if self.on_step is not None or self._tape is not None:
+                rec = self._record_of(st, nit, res, conv, sol)
+                if self._tape is not None:
+                    self._tape.record(rec)
+                if self.on_step is not None:
+                    self.on_step(rec)
+        if (not conv or (sol is not None and sol.status is not Status.SOLVED)) and self.on_failure == "raise":
+            if sol is not None and not sol.success:
+                why = (f"the {self.osns_kind} problem was not solved by {sol.method!r}: status {sol.status.value}, "
+                       f"error {sol.error:.3e} > tol {self.tol:g}")
+            else:
+                why = (f"the Newton loop did not converge: residual {res:.3e} > newton_tol {self.newton_tol:g} after "
+                       f"{nit} iterations")
+            raise StepFailed(f"step {self.k} (t = {self.t:.6g}): {why}", step=self.k, time=self.t, solution=sol)
+
+    def _record_of(self, st, nit, res, conv, sol):
+        idx, lam, vfree, rows = st.last if st.last is not None else (None, None, None, None)
+        if idx is None:
+            idx = np.zeros(0, dtype=np.intp)
+        elif idx.dtype == np.bool_:
+            idx = np.flatnonzero(idx)
+        inters = [st.inters[j] for j in idx.tolist()]
+        problem = self._last[0] if self._last is not None else None
+        return StepRecord(self.k, self.t, inters, problem, sol, lam, vfree, (nit, res, conv), rows,
+                          st.iteration_matrix)
+
+    def run(self, *, write_problems=None, overwrite: bool = False, progress: bool | None = None) -> Trajectory:
+        """Run to T (from where the simulation is: a second call continues an interrupted run); returns
+        the :class:`Trajectory`.
+
+        ``write_problems``: a folder where each step's OSNS problem is written (FCLIB HDF5 for
+        friction problems, Siconos ``.dat`` otherwise, named ``step_<k>...``); checked before the
+        first step (``nsopt.io._target.check_folder``): a name of this run's steps already there is
+        an :class:`~nsopt.exceptions.OutputError` unless ``overwrite=True``.
+
+        Ctrl-C stops the run between two steps (a step in progress is abandoned, not half recorded):
+        the trajectory and the systems' state are those of the last complete step, and ``run()``
+        again continues to T with the trajectory an uninterrupted run would give."""
         if write_problems is not None:
-            self._write = Path(write_problems)
-            self._write.mkdir(parents=True, exist_ok=True)
+            self.write_problems_to(write_problems, overwrite=overwrite)
         show = self.progress if progress is None else progress
         bar = None
         if show:
             from tqdm import tqdm
 
             bar = tqdm(total=self.n_steps - self.k, desc="time stepping", unit="step")
-        forward = getattr(self.integrator, "fast_forward", None)
-        width = 3 * sum(ds.n for ds in self.nsds.dynamical_systems) + 4 * sum(i.size for i in self.nsds.interactions)
-        chunk = max(16, (1 << 21) // max(1, width))       # rows reserved per free flight: at most ~16 MB
+        old = self._install_sigint()
         try:
             while self.has_next_step():
                 # after a step that solved a problem the next one usually does too: no free flight tried
-                n = forward(self, min(self.n_steps - self.k, chunk)) if forward is not None and self._last is None else 0
-                if n:      # steps without contact, taken at once (MoreauJeanOSI.fast_forward)
-                    self.trajectory._advance(self.k + 1, n)
-                    self.k += n
-                    self.t = self.t0 + self.k * self.h
-                else:
+                n = 0
+                if self._last is None and self._stepper.lean and self.on_step is None:
+                    st = self._ready()
+                    nmax = min(self.n_steps - self.k, max(16, (1 << 21) // max(1, st.buf.shape[0])))
+                    rec, j0 = self.trajectory._reserve(self.k + 1, nmax, st)
+                    n = st.fly(self, nmax, rec, j0)
+                    if n:      # steps without contact, taken at once (the compiled free flight)
+                        self._commit(st, n, None)
+                if not n:
                     self.step()
                     n = 1
                 if bar is not None:
                     bar.update(n)
         finally:
+            if old is not None:
+                signal.signal(signal.SIGINT, old)
             if bar is not None:
                 bar.close()
             self._write = None
+            self._stepper.release()
+            self._stepper.epoch = -1
         return self.trajectory
+
+    def write_problems_to(self, folder, *, overwrite: bool = False):
+        """Write each coming step's OSNS problem into ``folder`` (as ``run(write_problems=folder)``, for a
+        loop of :meth:`step`); None stops writing. The folder is checked now: a file of the names of
+        this run's remaining steps already there is an :class:`~nsopt.exceptions.OutputError` unless
+        ``overwrite``."""
+        if folder is None:
+            self._write = None
+            return
+        first, last = self.k + 1, self.n_steps
+        pat = re.compile(r"step_(\d+)(?:_[A-Za-z0-9-]+)?\.(?:hdf5|dat)$")
+
+        def clash(name):
+            mt = pat.fullmatch(name)
+            return mt is not None and first <= int(mt.group(1)) <= last
+
+        self._write = check_folder(folder, clash, overwrite=overwrite)
+        self._overwrite = overwrite
+
+    def _install_sigint(self):
+        """A Ctrl-C handler that delivers the interrupt at once, except inside a step's commit (then at
+        its end); the previous handler (returned) is put back by :meth:`run`. Only in the main thread,
+        and only over Python's default handler."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        old = signal.getsignal(signal.SIGINT)
+        if old is not signal.default_int_handler:
+            return None
+
+        def handler(signum, frame):
+            if self._critical:
+                self._interrupted = True
+            else:
+                raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, handler)
+        return old
+
+    def __repr__(self):
+        return (f"{label(self)}(h={self.h:g}, t = {self.t:g} of [{self.t0:g}, {self.T:g}], step {self.k} of "
+                f"{self.n_steps}, osns={self.osns_kind!r}, method={self.method!r})")
+
+
+def _overwrite_kw(fn, overwrite) -> dict:
+    """``{"overwrite": overwrite}`` when the writer ``fn`` takes it (the folder was checked already)."""
+    try:
+        return {"overwrite": overwrite} if "overwrite" in inspect.signature(fn).parameters else {}
+    except (TypeError, ValueError):
+        return {}
 
 
 CHUNK_BYTES = 1 << 22     # a segment's rows are allocated in blocks of about 4 MB (or the run's remaining rows)
@@ -308,71 +515,55 @@ FIRST_ROWS = 8            # a segment's first block: rows (the next ones double)
 
 
 class _Segment:
-    """The steps recorded with one set of systems and interactions (a new one after each link or
-    unlink): one row per step from ``start``, the stacked fields side by side (``cols``: their column
+    """The steps recorded with one layout of the stepper's row (a new segment after each topology
+    change): one row per step from ``start``, the stacked fields side by side (``cols``: their column
     ranges), in chunks of rows allocated as the run goes (no row is copied when more are needed);
     ``data`` is the current chunk, ``used`` its rows written, ``arrays`` its column views."""
 
-    __slots__ = ("_ds", "_inter", "arrays", "chunks", "cols", "count", "data", "fields", "left", "rows", "start",
-                 "used")
+    __slots__ = ("_ds", "_inter", "chunks", "cols", "count", "data", "fields", "left", "rows", "start", "used")
 
-    def __init__(self, start, systems, inters, sys_fields, left, rows=None):
-        """``rows``: (interactions, their first rows, their last rows + 1, width) when the interactions'
-        fields are laid out by the integrator (the batched path keeps removed interactions' rows until
-        its next full build); else ``inters`` one after the other."""
+    def __init__(self, start, layout, columns, left):
+        """``layout``: the stepper's ``row_layout()`` (the systems' field widths, the systems, and
+        (interactions, their first rows, their last rows + 1, width)); ``columns``: per system its
+        (q columns, v columns)."""
         self.start, self.count, self.left = start, 0, left
-        self._ds = systems                                  # the column tables: at the first look-up
-        if rows is None:
-            self._inter, m = inters, sum(i.size for i in inters)
-        else:
-            self._inter, m = rows[:3], rows[3]
-        off = sum(ds.n for ds in systems)
-        self.fields = [(f, off) for f in sys_fields] + [(f, m) for f in ("y0", "y1", "lam0", "lam1")]
+        widths, systems, rows = layout
+        self._ds = (systems, columns)                       # the column tables: at the first look-up
+        self._inter, m = rows[:3], rows[3]
+        self.fields = [(f, w) for f, w in widths.items()] + [(f, m) for f in ("y0", "y1", "lam0", "lam1")]
         self.cols, c = {}, 0
         for f, w in self.fields:
             self.cols[f] = (c, c + w)
             c += w
         self.rows = max(FIRST_ROWS, CHUNK_BYTES // (8 * max(1, c)))
-        self.chunks, self.data = [], None
+        self.chunks, self.data, self.used = [], None, 0
         self._alloc(max(1, min(left, FIRST_ROWS)))     # (a contact detection may end it after a few steps)
-
-    @staticmethod
-    def _table(objs, size):
-        out, a = {}, 0
-        for o in objs:
-            b = a + size(o)
-            out[id(o)] = (a, b)
-            a = b
-        return out
 
     @property
     def ds(self) -> dict:
-        """id(system) -> its columns (lo, hi) in the systems' fields."""
-        if isinstance(self._ds, list):
-            self._ds = self._table(self._ds, lambda ds: ds.n)
+        """id(system) -> its (q columns, v columns) in the systems' fields."""
+        if isinstance(self._ds, tuple):
+            systems, columns = self._ds
+            self._ds = {id(d): c for d, c in zip(systems, columns)}
         return self._ds
 
     @property
     def inter(self) -> dict:
         """id(interaction) -> its columns (lo, hi) in the interactions' fields."""
-        if isinstance(self._inter, list):
-            self._inter = self._table(self._inter, lambda i: i.size)
-        elif isinstance(self._inter, tuple):
+        if isinstance(self._inter, tuple):
             objs, lo, hi = self._inter
-            self._inter = {id(o): (a, b) for o, a, b in zip(objs, lo.tolist(), hi.tolist())}
+            self._inter = {id(o): (a, b) for o, a, b in zip(objs, np.asarray(lo).tolist(), np.asarray(hi).tolist())}
         return self._inter
 
     def _alloc(self, n):
         if self.data is not None:
             self.chunks.append((self.data, self.used))
         self.data, self.used = np.empty((n, self.cols[self.fields[-1][0]][1])), 0
-        self.arrays = {f: self.data[:, a:b] for f, (a, b) in self.cols.items()}
 
     def trim(self):
         """Drop the rows never written, when they are more than the rows written."""
         if self.data.shape[0] - self.used > self.used:
             self.data = self.data[:self.used].copy()
-            self.arrays = {f: self.data[:, a:b] for f, (a, b) in self.cols.items()}
 
     def reserve(self, n):
         """Room for n more rows in the current chunk (a new chunk when it is full); the index of the first."""
@@ -381,15 +572,21 @@ class _Segment:
         return self.used
 
     def advance(self, n):
-        """n more rows written in the current chunk."""
+        """n more rows written in the current chunk (counted after they are written)."""
         self.used += n
         self.count += n
 
-    def row(self):
-        """The index of the next row in the current chunk (a new chunk when it is full)."""
-        j = self.reserve(1)
-        self.advance(1)
-        return j
+    def drop(self, n):
+        """Forget the last n rows (of the current chunk and the ones before)."""
+        while n > 0:
+            k = min(n, self.used)
+            self.used -= k
+            self.count -= k
+            n -= k
+            if n > 0 or (self.used == 0 and self.chunks):
+                if not self.chunks:
+                    break
+                self.data, self.used = self.chunks.pop()
 
     def pieces(self, field, lo, hi):
         """The recorded rows of columns lo:hi of ``field``, chunk by chunk, in step order."""
@@ -398,113 +595,167 @@ class _Segment:
             yield data[:used, a + lo:a + hi]
 
 
-class Trajectory:
-    """What a :class:`TimeStepping` records, step by step (row 0: the initial state).
+class _Steps:
+    """Per-step records that grow as the run goes (doubling arrays): never allocated for the whole run."""
 
-    Accessors: ``t`` (N+1,); ``q(ds)``, ``v(ds)``, ``p(ds)`` (Lagrangian, (N+1, n)); ``x(ds)``, ``r(ds)``
-    (first order); ``y(inter, level)``, ``lambda_(inter, level)`` ((N+1, m)). Per step (N entries,
-    one per step): ``status`` (a :class:`nsopt.Status`, or None when no problem had to be solved),
-    ``error``, ``iterations``, ``method``, ``newton_iterations``, ``newton_residual``,
-    ``newton_converged``; ``failed_steps``; ``problems`` (with ``keep_problems=True``).
+    __slots__ = ("arrays", "n")
+
+    FIELDS = (("status", object, None), ("error", float, np.nan), ("nit", np.int64, 0), ("method", object, None),
+              ("newton_iterations", np.int64, 1), ("newton_residual", float, 0.0), ("newton_converged", bool, True))
+
+    def __init__(self):
+        self.n = 0
+        self.arrays = {f: np.full(16, v, dtype=dt) for f, dt, v in self.FIELDS}
+
+    def ensure(self, n):
+        cap = self.arrays["error"].shape[0]
+        if n > cap:
+            new = max(n, 2 * cap)
+            for f, dt, v in self.FIELDS:
+                a = np.full(new, v, dtype=dt)
+                a[:cap] = self.arrays[f]
+                self.arrays[f] = a
+
+    def reset(self, j):
+        """Entries j.. back to their defaults (steps not taken)."""
+        for f, dt, v in self.FIELDS:
+            self.arrays[f][j:] = v
+
+
+class Trajectory(Derivatives):
+    """What a :class:`TimeStepping` records, step by step: the rows of the steps taken so far (row 0:
+    the initial state; after a complete run, N + 1 rows). Nothing is allocated for steps not taken.
+
+    Accessors: ``t`` (k+1,); ``q(ds)``, ``v(ds)``, ``p(ds)`` (Lagrangian, (k+1, n)); ``x(ds)``, ``r(ds)``
+    (first order); ``y(inter, level)``, ``lambda_(inter, level)`` ((k+1, m)). Per step (k entries,
+    one per step taken): ``status`` (a :class:`nsopt.Status`, or **None for a step without contact**:
+    no problem had to be solved), ``error`` (NaN without contact), ``nit`` (the solver's iterations, 0
+    without contact), ``method``, ``newton_iterations``, ``newton_residual``, ``newton_converged``;
+    ``failed_steps``; ``problems`` (with ``keep_problems=True``). With
+    ``TimeStepping(..., differentiable=True)``: ``gradient``, ``vjp``, ``jvp``, ``jacobian``,
+    ``derivative_report``, ``states``, ``dofs`` (:mod:`nsopt.modeling.differentiable`).
 
     Interactions linked after the simulation was built (contact detection) are recorded from the
     step they are linked at, and removed ones until they are removed: their rows are NaN where they
-    were not part of the system (rows of steps not simulated yet are zero). The recording is stacked
-    (one row of all systems and one of all interactions per step), in segments between topology changes.
+    were not part of the system. The recording is stacked (one row of all systems and interactions
+    per step), in segments between topology changes.
     """
 
     def __init__(self, sim: TimeStepping):
-        N = sim.n_steps
         self._sim = sim
-        self.t = sim.t0 + sim.h * np.arange(N + 1)
+        self.t0, self.h = sim.t0, sim.h
         self._sys_fields = ("x", "r") if sim.nsds.order == 1 else ("q", "v", "p")
         self._segments: list[_Segment] = []
-        self._version = None
+        self._seg_key = None
         self._k = -1
-        self.status = [None] * N
-        self.error = np.full(N, np.nan)
-        self.iterations = np.zeros(N, dtype=int)
-        self.method = [None] * N
-        self.newton_iterations = np.zeros(N, dtype=int)
-        self.newton_residual = np.zeros(N)
-        self.newton_converged = np.ones(N, dtype=bool)
+        self._steps = _Steps()
         self.problems: dict = {}
-        self._store(0)
+        self._store(0, sim._stepper.buf, sim._stepper)
 
-    def _segment(self, k):
-        """The segment recording step k (a new one when the systems or interactions changed)."""
-        sim = self._sim
-        nsds = sim.nsds
-        if self._version != nsds._version or not self._segments:
+    # ---- per-step records (the first k entries)
+    def _field(self, f):
+        return self._steps.arrays[f][:max(self._k, 0)]
+
+    @property
+    def t(self) -> np.ndarray:
+        """Times of the recorded rows, t0 + j h (k+1,)."""
+        return self.t0 + self.h * np.arange(self._k + 1)
+
+    def _per_step(f, doc, as_list=False):
+        def get(self):
+            a = self._field(f)
+            return a.tolist() if as_list else a
+        return property(get, doc=doc)
+
+    status = _per_step("status", "Per step: the :class:`nsopt.Status` of its OSNS problem, None for a step without "
+                                 "contact.", True)
+    method = _per_step("method", "Per step: the method that solved its problem (None without contact).", True)
+    error = _per_step("error", "Per step: the problem's error measure (NaN without contact).")
+    nit = _per_step("nit", "Per step: the solver's iterations (scipy's ``nit``; 0 without contact).")
+    newton_iterations = _per_step("newton_iterations", "Per step: the Newton iterations (1 without a Newton loop).")
+    newton_residual = _per_step("newton_residual", "Per step: the Newton loop's last residual.")
+    newton_converged = _per_step("newton_converged", "Per step: whether the Newton loop reached newton_tol.")
+    del _per_step
+
+    @property
+    def iterations(self) -> np.ndarray:
+        """Deprecated alias of :attr:`nit`."""
+        warnings.warn("Trajectory.iterations is deprecated: use Trajectory.nit (scipy's name)", DeprecationWarning,
+                      stacklevel=2)
+        return self.nit
+
+    # ---- recording
+    def _segment(self, k, st):
+        """The segment recording step k (a new one after a change of the stepper's row layout, which
+        the simulation flags by clearing ``_seg_key``)."""
+        if self._seg_key is not st:
             if self._segments:                    # the finished segment keeps only its rows
                 self._segments[-1].trim()
-            osi = sim.integrator
-            fast = getattr(osi, "_fast", None)
-            rows = (fast.row_layout() if fast is not None and getattr(osi, "_version", None) == nsds._version
-                    else None)
-            self._segments.append(_Segment(k, list(nsds.dynamical_systems), list(nsds.interactions),
-                                           self._sys_fields, sim.n_steps + 1 - k, rows))
-            self._version = nsds._version
+            self._segments.append(_Segment(k, st.row_layout(), st.columns(), self._sim.n_steps + 1 - k))
+            self._seg_key = st
         return self._segments[-1]
 
-    def _reserve(self, k, n):
+    def _reserve(self, k, n, st):
         """Room for rows k .. k+n-1 in the current segment: (its stacked rows, index of row k)."""
-        seg = self._segment(k)
+        seg = self._segment(k, st)
         j0 = seg.reserve(n)              # may start a new chunk: take the array after it
         return seg.data, j0
 
     def _advance(self, k, n):
         """Steps k .. k+n-1 were written into the reserved rows by a compiled loop (no OSNS problem)."""
+        self._steps.ensure(k - 1 + n)
         self._segments[-1].advance(n)
         self._k = k + n - 1
-        self.newton_iterations[k - 1:k - 1 + n] = 1
 
-    def _store(self, k):
-        seg = self._segments[-1] if self._version == self._sim.nsds._version and self._segments else self._segment(k)
-        j = seg.used
-        if j < seg.data.shape[0]:
-            seg.used, seg.count = j + 1, seg.count + 1
-        else:
-            j = seg.row()
-        osi = self._sim.integrator
-        fast = getattr(osi, "_fast", None)
-        if fast is not None and getattr(osi, "_version", None) == self._version:
-            seg.data[j] = fast.buf               # the batched path keeps the row stacked already
-        else:
-            nsds = self._sim.nsds
-            arr = seg.arrays
-            cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0))
-            for f in self._sys_fields:
-                arr[f][j] = cat([getattr(ds, f) for ds in nsds.dynamical_systems])
-            its = nsds.interactions
-            for f, parts in (("y0", [i.y[0] for i in its]), ("y1", [i.y[1] for i in its]),
-                             ("lam0", [i.lambda_[0] for i in its]), ("lam1", [i.lambda_[1] for i in its])):
-                arr[f][j] = cat(parts)
+    def _store(self, k, row, st):
+        seg = self._segment(k, st)
+        j = seg.reserve(1)
+        seg.data[j] = row                 # written, then counted: an interrupt leaves no half row
+        seg.advance(1)
         self._k = k
 
-    def _record(self, k, nit, res, conv, sol):
-        self._store(k)
+    def _record(self, k, nit, res, conv, sol, row, st):
         j = k - 1
-        if nit != 1 or res != 0.0 or not conv:
-            self.newton_iterations[j], self.newton_residual[j], self.newton_converged[j] = nit, res, conv
-        else:
-            self.newton_iterations[j] = 1            # (the residual 0 and converged True are the defaults)
+        steps = self._steps
+        a = steps.arrays
+        if k > a["error"].shape[0]:
+            steps.ensure(k)
+        if nit != 1:
+            a["newton_iterations"][j] = nit
+        if res != 0.0 or not conv:
+            a["newton_residual"][j], a["newton_converged"][j] = res, conv
         if sol is not None:
-            self.status[j], self.error[j], self.iterations[j], self.method[j] = sol.status, sol.error, sol.nit, sol.method
+            a["status"][j], a["error"][j], a["nit"][j], a["method"][j] = sol.status, sol.error, sol.nit, sol.method
+        self._store(k, row, st)
 
-    def _gather(self, obj, what, table, field, width):
-        """(N+1, width) rows of ``field`` for ``obj`` over the segments holding it; NaN at the simulated
-        steps where it was not part of the system, zero at the steps not simulated yet."""
-        out = np.zeros((self.t.shape[0], width))
-        out[:self._k + 1] = np.nan
+    def _truncate(self, k):
+        """Forget the rows after row k (a step recorded but not counted before an interrupt)."""
+        extra = self._k - k
+        while extra > 0 and self._segments:
+            seg = self._segments[-1]
+            d = min(extra, seg.count)
+            seg.drop(d)
+            extra -= d
+            if seg.count == 0 and len(self._segments) > 1:
+                self._segments.pop()
+                self._seg_key = None
+        self._steps.reset(k)
+        self._k = k
+
+    # ---- reading
+    def _gather(self, obj, what, table, field, width, span=None):
+        """(k+1, width) rows of ``field`` for ``obj`` over the segments holding it; NaN at the steps
+        where it was not part of the system."""
+        out = np.full((self._k + 1, width), np.nan)
         found = False
         for seg in self._segments:
-            span = getattr(seg, table).get(id(obj))
-            if span is None:
+            cols = getattr(seg, table).get(id(obj))
+            if cols is None:
                 continue
             found = True
+            lo, hi = cols if span is None else cols[span]
             r = seg.start
-            for rows in seg.pieces(field, *span):
+            for rows in seg.pieces(field, lo, hi):
                 out[r:r + rows.shape[0]] = rows
                 r += rows.shape[0]
         if not found:
@@ -517,26 +768,27 @@ class Trajectory:
                 raise ModelingError("Trajectory", f, f"{label(ds)} is not part of this simulation")
             raise ModelingError("Trajectory", f, f"{label(ds)} has no {f!r} (first-order systems have x, r; "
                                                  "Lagrangian ones q, v, p)")
-        return self._gather(ds, f, "ds", f, ds.n)
+        width = getattr(ds, "qdim", ds.n) if f == "q" else ds.n
+        return self._gather(ds, f, "ds", f, width, 0 if f == "q" else 1)
 
     def q(self, ds):
-        """Positions (N+1, n) of a Lagrangian system."""
+        """Positions (k+1, n) of a Lagrangian system."""
         return self._ds_field(ds, "q")
 
     def v(self, ds):
-        """Velocities (N+1, n) of a Lagrangian system."""
+        """Velocities (k+1, n) of a Lagrangian system."""
         return self._ds_field(ds, "v")
 
     def p(self, ds):
-        """Input impulse p = Σ G0ᵀλ over each step (N+1, n) of a Lagrangian system."""
+        """Input impulse p = Σ G0ᵀλ over each step (k+1, n) of a Lagrangian system."""
         return self._ds_field(ds, "p")
 
     def x(self, ds):
-        """State (N+1, n) of a first-order system."""
+        """State (k+1, n) of a first-order system."""
         return self._ds_field(ds, "x")
 
     def r(self, ds):
-        """Input r (N+1, n) of a first-order system."""
+        """Input r (k+1, n) of a first-order system."""
         return self._ds_field(ds, "r")
 
     def _level(self, level):
@@ -545,11 +797,11 @@ class Trajectory:
         return level
 
     def y(self, inter, level=0):
-        """Output y[level] (N+1, m) of an interaction: level 0 the gap (or y), level 1 its velocity."""
+        """Output y[level] (k+1, m) of an interaction: level 0 the gap (or y), level 1 its velocity."""
         return self._gather(inter, "y", "inter", f"y{self._level(level)}", inter.size)
 
     def lambda_(self, inter, level=None):
-        """Multiplier λ[level] (N+1, m): level 1 the impulse over each step (Lagrangian), level 0 λ
+        """Multiplier λ[level] (k+1, m): level 1 the impulse over each step (Lagrangian), level 0 λ
         (first order; the force for compliant relations). Default: 1 for Lagrangian, 0 for first order."""
         if level is None:
             level = 1 if self._sim.nsds.order == 2 else 0
@@ -557,8 +809,11 @@ class Trajectory:
 
     @property
     def failed_steps(self) -> list[int]:
-        """Steps (1-based) whose OSNS problem did not reach the tolerance."""
-        return [j + 1 for j, s in enumerate(self.status) if s is not None and s is not Status.SOLVED]
+        """Steps (1-based) whose OSNS problem did not reach the tolerance or whose Newton loop did not
+        converge."""
+        st, conv = self._field("status"), self._field("newton_converged")
+        return [j + 1 for j in range(st.shape[0])
+                if (st[j] is not None and st[j] is not Status.SOLVED) or not conv[j]]
 
     @property
     def solve_time(self) -> float:
@@ -566,23 +821,33 @@ class Trajectory:
         unless set otherwise; the rest of a step is the modeling layer)."""
         return self._sim._solve_time
 
-    def to_fclib(self, path) -> list[Path]:
+    def __repr__(self):
+        st = self._field("status")
+        solved = sum(s is not None for s in st)
+        return (f"Trajectory({self._k} of {self._sim.n_steps} steps recorded, t in [{self.t0:g}, "
+                f"{self.t0 + self._k * self.h:g}]: {solved} with a problem, {st.shape[0] - solved} without contact "
+                f"(status None), {len(self.failed_steps)} failed)")
+
+    def to_fclib(self, path, *, overwrite: bool = False) -> list[Path]:
         """Write each kept step problem (``keep_problems=True``) in ``path``: FCLIB HDF5 for friction
-        problems, Siconos ``.dat`` otherwise. Returns the files written."""
+        problems, Siconos ``.dat`` otherwise (the folder checked first: an existing file of the same
+        name is an :class:`~nsopt.exceptions.OutputError` unless ``overwrite``). Returns the files written."""
         if not self.problems:
             raise ModelingError("Trajectory", "problems", "no problem was kept: simulate with "
                                                           "TimeStepping(..., keep_problems=True) or run(write_problems=path)")
         from .. import io
 
-        d = Path(path)
-        d.mkdir(parents=True, exist_ok=True)
-        out = []
+        names = {}
         for k, pb in sorted(self.problems.items()):
+            names[f"step_{k:06d}.hdf5" if pb.kind in ("fc2d", "fc3d", "gfc3d") else f"step_{k:06d}_{pb.kind}.dat"] = (k, pb)
+        d = check_folder(path, names, overwrite=overwrite)
+        out = []
+        for name, (k, pb) in names.items():
+            f = d / name
             if pb.kind in ("fc2d", "fc3d", "gfc3d"):
-                out.append(Path(io.write_fclib(pb, d / f"step_{k:06d}.hdf5", title=f"{pb.kind} step {k}")))
+                out.append(Path(io.write_fclib(pb, f, title=f"{pb.kind} step {k}", **_overwrite_kw(io.write_fclib, overwrite))))
             else:
-                f = d / f"step_{k:06d}_{pb.kind}.dat"
-                io.write_siconos_dat(pb, f)
+                io.write_siconos_dat(pb, f, **_overwrite_kw(io.write_siconos_dat, overwrite))
                 out.append(f)
         return out
 

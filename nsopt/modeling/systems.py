@@ -10,19 +10,35 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..exceptions import ModelingError
-from ._check import Operator, fd_jacobian, label, matrix, vector
+from ..exceptions import ModelingError, PluginError
+from ._check import Operator, check_once, fd_jacobian, label, mass_matrix, matrix, vector
+from ._state import StateField
 
 
 class DynamicalSystem:
     """Base class: a state, an input slot (``r`` or ``p``) summed over the system's interactions, and
-    a free vector ``z`` for user data. ``order`` is 1 (first order) or 2 (Lagrangian)."""
+    a free vector ``z`` for user data. ``order`` is 1 (first order) or 2 (Lagrangian).
+
+    The current state (``q``, ``v``, ``p`` of a Lagrangian system, ``x``, ``r`` of a first-order one)
+    is the initial condition until a :class:`~nsopt.modeling.TimeStepping` is built on the system;
+    then it is that simulation's current state (read-only arrays, read when asked; the simulation
+    keeps it, not the object) and, after the run, its final state (plain copies). Every run starts
+    from the initial conditions ``q0, v0`` (``x0``), unless it continues another one
+    (``TimeStepping(..., continue_from=...)``); setting ``q`` during a run changes that run's state.
+    """
 
     order = 0
+
+    q = StateField("q", "Position (n,) (Lagrangian): the current state (see the class docstring).")
+    v = StateField("v", "Velocity (n,) (Lagrangian).")
+    p = StateField("p", "Input impulse p = Σ G0ᵀλ over the last step (n,) (Lagrangian).")
+    x = StateField("x", "State (n,) (first order).")
+    r = StateField("r", "Input r = Σ g (n,) over the interactions (first order).")
 
     def __init__(self, z=None, name=None):
         self.name = name
         self._owner = label(self)
+        self._jac_checked: set = set()     # the given Jacobians already checked against differences
         self.z = np.zeros(0) if z is None else vector(z, self._owner, "z")
 
     @property
@@ -64,8 +80,13 @@ class FirstOrderNonLinearDS(DynamicalSystem):
         return self._f(t, x, self.z)
 
     def jacobian_f(self, t, x) -> np.ndarray:
+        """∇_x f at (t, x): the given plug-in (checked once against central differences,
+        :func:`nsopt.modeling._check.check_jacobian`), else forward differences."""
         if self._jf is not None:
-            return self._jf(t, x, self.z)
+            J = self._jf(t, x, self.z)
+            check_once(self._jac_checked, "jacobian_f", J, lambda xx: self.f(t, xx), x, self._owner, "jacobian_f",
+                       "f(t, x, z)")
+            return J
         return fd_jacobian(lambda xx: self.f(t, xx), x, self.n)
 
     @property
@@ -151,6 +172,8 @@ class LagrangianDS(DynamicalSystem):
         self._n = n = self.q0.shape[0]
         self.v0 = vector(v0, o, "v0", n)
         self._M = Operator(M, o, "M", (n, n), "q, z")
+        if self._M.constant:
+            mass_matrix(self._M.value, o, "M")
         self._fgyr = None if fgyr is None else Operator(fgyr, o, "fgyr", (n,), "q, v, z")
         self._fint = None if fint is None else Operator(fint, o, "fint", (n,), "t, q, v, z")
         self._fext = None if fext is None else Operator(fext, o, "fext", (n,), "t, z")
@@ -159,48 +182,16 @@ class LagrangianDS(DynamicalSystem):
                              ("jacobian_fint_q", jacobian_fint_q, "t, q, v, z"), ("jacobian_fint_v", jacobian_fint_v, "t, q, v, z")):
             jac[key] = None if fn is None else Operator(fn, o, key, (n, n), sig)
         self._jac = jac
-        self._src = None          # (batched integrator, index): q, v, p are views of its stacked arrays
-        self._stamp = None
         self.q, self.v = self.q0.copy(), self.v0.copy()
         self.p = np.zeros(n)
 
-    # ---- state (plain arrays, or views of a batched integrator's stacked state, taken when read)
-    def _sync(self):
-        owner, k = self._src
-        if self._stamp is not owner.stamp:
-            a, b = owner.osi.S.offsets[k]
-            self._q, self._v, self._p = owner.q[a:b], owner.v[a:b], owner.p[a:b]
-            self._stamp = owner.stamp
-
-    def _detach(self):
-        """Keep the current values as plain arrays (set from outside, or the per-interaction path)."""
-        if self._src is not None:
-            self._sync()
-            self._src[0].dirty = True
-            self._src = None
-
-    def _state(name, doc):
-        attr = "_" + name
-
-        def get(self):
-            if self._src is not None:
-                self._sync()
-            return getattr(self, attr)
-
-        def set_(self, value):
-            self._detach()
-            setattr(self, attr, value)
-
-        return property(get, set_, doc=doc)
-
-    q = _state("q", "Position (n,).")
-    v = _state("v", "Velocity (n,).")
-    p = _state("p", "Input impulse p = Σ G0ᵀλ over the last step (n,).")
-    del _state
-
     # ---- operators
     def mass(self, q) -> np.ndarray:
-        return self._M(q, self.z)
+        """M(q): a constant (checked once), or the plug-in's value, checked at every evaluation:
+        symmetric to round-off and positive definite (:func:`nsopt.modeling._check.mass_matrix`)."""
+        if self._M.constant:
+            return self._M.value
+        return mass_matrix(self._M(q, self.z), self._owner, "M", error=PluginError)
 
     @property
     def constant_mass(self) -> bool:
@@ -234,21 +225,21 @@ class LagrangianDS(DynamicalSystem):
         if not self.has_state_forces:
             return None, None
         n, z, j = self.n, self.z, self._jac
+
+        def jac(key, f, x, of):
+            if j[key] is None:
+                return fd_jacobian(f, x, n)
+            J = j[key](t, q, v, z) if "fint" in key else j[key](q, v, z)
+            check_once(self._jac_checked, key, J, f, x, self._owner, key, of)
+            return J
+
         K, C = np.zeros((n, n)), np.zeros((n, n))
         if self._fint is not None:
-            Kq = j["jacobian_fint_q"](t, q, v, z) if j["jacobian_fint_q"] else \
-                fd_jacobian(lambda x: self._fint(t, x, v, z), q, n)
-            Cv = j["jacobian_fint_v"](t, q, v, z) if j["jacobian_fint_v"] else \
-                fd_jacobian(lambda x: self._fint(t, q, x, z), v, n)
-            K -= Kq
-            C -= Cv
+            K -= jac("jacobian_fint_q", lambda x: self._fint(t, x, v, z), q, "fint(t, q, v, z)")
+            C -= jac("jacobian_fint_v", lambda x: self._fint(t, q, x, z), v, "fint(t, q, v, z)")
         if self._fgyr is not None:
-            Kq = j["jacobian_fgyr_q"](q, v, z) if j["jacobian_fgyr_q"] else \
-                fd_jacobian(lambda x: self._fgyr(x, v, z), q, n)
-            Cv = j["jacobian_fgyr_v"](q, v, z) if j["jacobian_fgyr_v"] else \
-                fd_jacobian(lambda x: self._fgyr(q, x, z), v, n)
-            K += Kq
-            C += Cv
+            K += jac("jacobian_fgyr_q", lambda x: self._fgyr(x, v, z), q, "fgyr(q, v, z)")
+            C += jac("jacobian_fgyr_v", lambda x: self._fgyr(q, x, z), v, "fgyr(q, v, z)")
         return K, C
 
 

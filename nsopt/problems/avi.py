@@ -10,13 +10,40 @@ from ._base import EPS, AffineProblem, affine, as_matrix, as_vector, check_input
 class AVI(AffineProblem):
     r"""Affine variational inequality (Siconos ``AffineVariationalInequalities``).
 
-    Find :math:`z \in K = \{z : Hz \ge k\}` with :math:`(Mz + q)^\top (y - z) \ge 0` for all :math:`y \in K`.
-    (Siconos stores the polyhedron as :math:`\{z : Hz \le K\}`; nsopt's readers flip the sign.)
+    Find :math:`z \in K = \{z : Hz \ge k\}` with :math:`(Mz + q)^\top (y - z) \ge 0` for all
+    :math:`y \in K`. (Siconos stores the polyhedron as :math:`\{z : Hz \le K\}`; nsopt's readers flip
+    the sign.)
 
+    Parameters
+    ----------
+    M : (n, n) array_like or sparse
+    q : (n,) array_like
+    H : (p, n) array_like or sparse
+        The constraint rows of the polyhedron.
+    k : (p,) array_like
+        Their right-hand sides.
+
+    Raises
+    ------
+    ProblemError
+        For wrong shapes or non-finite entries.
+
+    Notes
+    -----
     Error measure: the natural map with the Euclidean projection on K,
-    :math:`\|z - \Pi_K(z - (Mz + q))\|_2 / \|q\|_2` (divided when :math:`\|q\| >` DBL_EPSILON), computed
-    with a small QP; Siconos 4.4 has no AVI error function of its own to compare with. When K is
-    empty the measure is ``inf``: no vector solves the problem.
+    :math:`\|z - \Pi_K(z - (Mz + q))\|_2 / \|q\|_2` (divided when :math:`\|q\| >` DBL_EPSILON),
+    computed with a small QP; Siconos 4.4 has no AVI error function of its own to compare with. When K
+    is empty the measure is ``inf``: no vector solves the problem.
+
+    Examples
+    --------
+    The worked example of ``formulations/avi.md``: project (2, 1) on the half-plane z1 + z2 <= 1.
+
+    >>> import nsopt
+    >>> p = nsopt.AVI([[1.0, 0.0], [0.0, 1.0]], [-2.0, -1.0], H=[[-1.0, -1.0]], k=[-1.0])
+    >>> s = nsopt.solve(p, method="lemke")
+    >>> print(s.status.value, s.z.round(6) + 0.0)      # + 0.0: no negative zero
+    solved [1. 0.]
     """
 
     kind = "avi"

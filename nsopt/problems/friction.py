@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from ..exceptions import ProblemError
 from ._base import EPS, FLOAT64, Problem, affine, as_matrix, as_vector, check_input, matvec, norm2
+from ._delassus import delassus
 from .cones import fc_error, natural_map_sq
 
 
@@ -49,9 +50,40 @@ class FrictionContact(Problem):
     Coulomb's law written with De Saxcé's modified velocity :math:`\hat u`, on the cone
     :math:`K_\mu = \{r : \|r_T\| \le \mu r_N\}` and its dual :math:`K^*_\mu = K_{1/\mu}`.
 
-    Error measure (Siconos ``fc3d_compute_error`` / ``fc2d_compute_error``, norm = :math:`\|q\|_2`):
-    :math:`\sqrt{\sum_a \|r_a - P_{K_{\mu_a}}(r_a - \hat u_a)\|^2} / \max(\|q\|, \|r\|, \|u\|)`,
-    the division only when that maximum exceeds DBL_EPSILON.
+    Parameters
+    ----------
+    dim : {2, 3}
+        Dimension of a contact (``kind`` is ``"fc2d"`` or ``"fc3d"``).
+    W : (dim * nc, dim * nc) array_like or sparse
+        The Delassus matrix (kept sparse when sparse).
+    q : (dim * nc,) array_like
+        The free local velocity.
+    mu : (nc,) array_like or float
+        Friction coefficient per contact (one value for all is broadcast), >= 0.
+
+    Raises
+    ------
+    ProblemError
+        For ``dim`` not 2 or 3, a size of W that is not a multiple of dim, a wrong number of
+        coefficients, a negative coefficient, or non-finite data.
+
+    Notes
+    -----
+    Error measure (Siconos ``fc3d_compute_error`` / ``fc2d_compute_error``, norm =
+    :math:`\|q\|_2`): :math:`\sqrt{\sum_a \|r_a - P_{K_{\mu_a}}(r_a - \hat u_a)\|^2} / \max(\|q\|, \|r\|, \|u\|)`,
+    the division only when that maximum exceeds DBL_EPSILON (:func:`nsopt.problems.cones.fc_error`).
+
+    Examples
+    --------
+    One sliding contact (the worked example of ``formulations/fc3d.md``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, np.eye(3), [-1.0, 1.0, 0.0], mu=0.5)
+    >>> p, p.kind, p.nc
+    (FrictionContact(dim=3, nc=1, dense), 'fc3d', 1)
+    >>> s = nsopt.solve(p, method="nsn-ac")
+    >>> print(s.status.value, s.r.round(6) + 0.0, s.u.round(6) + 0.0)
+    solved [ 1.  -0.5  0. ] [0.  0.5 0. ]
     """
 
     _fields = ("dim", "W", "q", "mu")
@@ -161,14 +193,42 @@ class GlobalFrictionContact(Problem):
         M v = q + H r,\qquad u = H^\top v + b,\qquad
         K_{\mu_a} \ni r_a \perp u_a + \mu_a \|u_{T,a}\| e_N \in K^*_{\mu_a},
 
-    with M (ndof x ndof, symmetric positive definite in mechanics), H (ndof x dim*nc).
+    Parameters
+    ----------
+    M : (ndof, ndof) array_like or sparse
+        Symmetric positive definite in mechanics (factorised once, sparse LU; never inverted).
+    H : (ndof, dim * nc) array_like or sparse
+        The contact Jacobian, transposed.
+    q : (ndof,) array_like
+    b : (dim * nc,) array_like
+    mu : (nc,) array_like or float
+        Friction coefficients, >= 0.
+    dim : {3, 2}, optional
+        Dimension of a contact (``kind`` ``"gfc3d"`` or ``"gfc2d"``).
 
+    Raises
+    ------
+    ProblemError
+        For inconsistent shapes, negative coefficients or non-finite data.
+
+    Notes
+    -----
     Error measure (Siconos 4.4 ``gfc3d_compute_error``): e1 + e2 with
-    :math:`e_1 = \|q + Hr - Mv\| / \max(\|q\|, \|Mv\|, \|Hr\|)` and
-    :math:`e_2` = the natural-map term of :class:`FrictionContact` on :math:`(r, u = H^\top v + b)`
-    divided by :math:`\max(\|u\|, \|r\|)` (each division only above DBL_EPSILON).
-    For dim = 2 Siconos 4.4 has no global error function; as Siconos does, nsopt evaluates the
-    FC2D error of r on the local problem :meth:`local` (W = HᵀM⁻¹H, q_loc = HᵀM⁻¹q + b, norm = ||q_loc||).
+    :math:`e_1 = \|q + Hr - Mv\| / \max(\|q\|, \|Mv\|, \|Hr\|)` and :math:`e_2` = the natural-map
+    term of :class:`FrictionContact` on :math:`(r, u = H^\top v + b)` divided by
+    :math:`\max(\|u\|, \|r\|)` (each division only above DBL_EPSILON). For dim = 2 Siconos 4.4 has no
+    global error function; as Siconos does, nsopt evaluates the FC2D error of r on the local problem
+    :meth:`local` (W = HᵀM⁻¹H, q_loc = HᵀM⁻¹q + b, norm = ||q_loc||).
+
+    Examples
+    --------
+    The worked example of ``formulations/gfc3d.md`` (M = H = I, so v = r):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], mu=0.5)
+    >>> s = nsopt.solve(p, method="nsn-ac")
+    >>> print(s.status.value, s.v.round(6) + 0.0, s.r.round(6) + 0.0)
+    solved [ 1.  -0.5  0. ] [ 1.  -0.5  0. ]
     """
 
     _fields = ("M", "H", "q", "b", "mu", "dim")
@@ -254,18 +314,18 @@ class GlobalFrictionContact(Problem):
         cache keyed on it), only :math:`q_{loc}` being recomputed."""
         def make_w():
             lu = self.factor_M()
-            H = self.H
-            if isinstance(lu, _DiagonalSolve):   # W = H^T D^-1 H (diagonal M)
-                Hc = sp.csr_matrix(H) if sp.issparse(H) else np.asarray(H)
-                W = (Hc.T @ sp.diags(1.0 / lu.d) @ Hc) if sp.issparse(H) else Hc.T @ (Hc / lu.d[:, None])
-            elif sp.issparse(H):
+            G = self.H.T                 # W = G M⁻¹ Gᵀ with the rows G = Hᵀ (m x n)
+            if not G.shape[0]:
+                W = np.zeros((0, 0))
+            elif isinstance(lu, _DiagonalSolve):
+                W = delassus(sp.csr_matrix(G) if sp.issparse(G) else np.asarray(G), lu.d)
+            elif sp.issparse(G):
                 from scipy.sparse.linalg import spsolve
 
-                X = spsolve(sp.csc_matrix(self.M), sp.csc_matrix(H)) if H.shape[1] else sp.csc_matrix(H.shape)
-                X = sp.csc_matrix(X).reshape(H.shape)
-                W = H.T @ X
+                Mc = sp.csc_matrix(self.M)
+                W = delassus(sp.csr_matrix(G), lambda X: sp.csc_matrix(spsolve(Mc, X)).reshape(X.shape))
             else:
-                W = H.T @ lu.solve(np.asarray(H)) if H.shape[1] else np.zeros((0, 0))
+                W = delassus(np.asarray(G), lu.solve)
             if sp.issparse(W):
                 W = sp.csr_matrix(W)
                 W.eliminate_zeros()

@@ -28,8 +28,23 @@ BLOCK_KINDS = ("equality", "lcp", "relay", "fc2d", "fc3d")
 class Block:
     """One block of a :class:`GenericMechanical` problem.
 
-    kind: ``"equality"`` (w = 0, r free), ``"lcp"`` (0 <= r ⊥ w >= 0), ``"relay"`` (-w ∈ N_[lb,ub](r)),
-    ``"fc2d"``/``"fc3d"`` (one contact, Coulomb's law with friction coefficient ``mu``).
+    Parameters
+    ----------
+    kind : {"equality", "lcp", "relay", "fc2d", "fc3d"}
+        ``"equality"`` (w = 0, r free), ``"lcp"`` (0 <= r ⊥ w >= 0), ``"relay"``
+        (-w ∈ N_[lb,ub](r)), ``"fc2d"``/``"fc3d"`` (one contact, Coulomb's law).
+    size : int
+        Number of rows (2 or 3 for a contact).
+    mu : float, optional
+        Friction coefficient of a contact block.
+    lb, ub : tuple of float, optional
+        Bounds of a relay block.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> nsopt.Block("fc3d", 3, mu=0.3)
+    Block(kind='fc3d', size=3, mu=0.3, lb=None, ub=None)
     """
 
     kind: str
@@ -61,8 +76,23 @@ class GenericMechanical(Problem):
 
     the blocks being consecutive slices of r and u (see :class:`Block`).
 
+    Parameters
+    ----------
+    M : (n, n) array_like or sparse
+    q : (n,) array_like
+    blocks : sequence of Block, tuple ``(kind, size[, mu[, lb, ub]])`` or dict
+        The blocks in order; their sizes add up to n.
+
+    Raises
+    ------
+    ProblemError
+        For an unknown block kind, sizes that do not add up to n, a contact block of the wrong size or
+        without a coefficient, bad relay bounds, or non-finite data (the message names the block).
+
+    Notes
+    -----
     Error measure (Siconos 4.4 ``gmp_compute_error``): per block, with the local data
-    :math:`q_{loc} = q_k + \sum_{j \ne k} M_{kj} r_j`: equality blocks max_i |u_i| (absolute);
+    :math:`q_{loc} = q_k + \sum_{j \ne k} M_{kj} r_j`: equality blocks :math:`\max_i |u_i|` (absolute);
     LCP blocks :math:`\|z - \max(0, z - w)\| / (1 + \|q_{loc}\|)`; relay blocks
     :math:`\|z - \Pi(z - w)\| / (1 + \|q_{loc}\|)^2` (Siconos calls ``relay_compute_error`` on the
     block's sub-problem, whose q is q_loc and which divides by 1 + ||q||, then divides again);
@@ -70,6 +100,21 @@ class GenericMechanical(Problem):
     maximum over blocks. Siconos' GMP file format holds no bounds for relay blocks and no mu for
     FC2D blocks, so these two are checked against Siconos' source only, the others against
     ``gmp_compute_error`` itself (``tests/test_error_differential.py``).
+
+    Examples
+    --------
+    An equality row, a unilateral row and a 3D contact on one matrix:
+
+    >>> import numpy as np, nsopt
+    >>> M = np.eye(5) * 2.0
+    >>> p = nsopt.GenericMechanical(M, [1.0, -1.0, -1.0, 0.5, 0.2],
+    ...                             [nsopt.Block("equality", 1), ("lcp", 1), ("fc3d", 3, 0.3)])
+    >>> s = nsopt.solve(p, method="nsgs", tol=1e-10)
+    >>> print(s.status.value, s.r.round(6))
+    solved [-0.5       0.5       0.5      -0.139272 -0.055709]
+    >>> r_T = s.r[3:]                                   # the contact slides: on the cone's edge
+    >>> bool(abs(np.linalg.norm(r_T) - 0.3 * s.r[2]) < 1e-9)
+    True
     """
 
     kind = "gmp"

@@ -7,6 +7,7 @@ import scipy.sparse as sp
 
 from ..exceptions import ProblemError
 from ._base import Problem, as_matrix, as_vector, check_input, dense, matvec
+from ._delassus import delassus
 
 OWNER = "MultipleImpact"
 
@@ -133,10 +134,14 @@ class MultipleImpact(Problem):
         return self.cached("minv_ht", make, on=("M", "H"))
 
     def delassus(self) -> np.ndarray:
-        """:math:`W = HM^{-1}H^\\top` (m x m, dense): the impulse-to-relative-velocity map."""
+        """:math:`W = HM^{-1}H^\\top` (m x m, dense, symmetrized): the impulse-to-relative-velocity map
+        (:func:`nsopt.problems._delassus.delassus`, M⁻¹ by the Cholesky factor)."""
         def make():
-            W = np.asarray(dense(self.H) @ self.minv_ht())
-            return np.ascontiguousarray(0.5 * (W + W.T))
+            from scipy.linalg import cho_solve
+
+            L = self._chol
+            return delassus(dense(self.H), lambda X: cho_solve((L, True), X) if X.size else np.zeros(X.shape),
+                            symmetrize=True)
         return self.cached("delassus", make, on=("M", "H"))
 
     @property

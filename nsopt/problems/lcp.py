@@ -14,11 +14,36 @@ class LCP(AffineProblem):
 
     Parameters
     ----------
-    M : (n, n) array_like or scipy.sparse matrix (kept sparse)
+    M : (n, n) array_like or scipy.sparse matrix
+        The matrix; a sparse matrix is kept sparse (never silently densified).
     q : (n,) array_like
+        The vector.
 
-    Error measure (Siconos ``lcp_compute_error``):
-    :math:`\|\min(z, w)\|_2 / \|q\|_2`, the division only when :math:`\|q\|_2 >` DBL_EPSILON.
+    Raises
+    ------
+    ProblemError
+        When a field has the wrong shape or non-finite entries (the message names the field).
+
+    See Also
+    --------
+    nsopt.solve : methods ``qp`` (symmetric PSD M), ``lemke``, ``enum``, ``newton-fb``, ``pgs``, ``psor``.
+
+    Notes
+    -----
+    Error measure (Siconos ``lcp_compute_error``): :math:`\|z - \max(0, z - w)\|_2 / \|q\|_2`, the
+    division only when :math:`\|q\|_2` exceeds DBL_EPSILON (:func:`lcp_error`).
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    >>> p
+    LCP(n=2, dense)
+    >>> s = nsopt.solve(p, method="lemke")
+    >>> print(s.status.value, s.z.round(6), s.w.round(6))
+    solved [1.333333 2.333333] [0. 0.]
+    >>> p.error([1.0, 1.0]) > 0 == p.error(s.z)
+    True
     """
 
     kind = "lcp"

@@ -17,17 +17,51 @@ class MLCP(AffineProblem):
 
     with :math:`u \in \mathbb{R}^n` free and :math:`v \in \mathbb{R}^m`. Internally nsopt keeps
     Siconos' single-matrix form :math:`M = [[A, C], [D, B]]`, :math:`q = [a; b]`, on the stacked
-    unknown :math:`z = [u; v]` and residual :math:`w = Mz + q` (its first n entries must vanish).
-    Siconos files may interleave equality and complementarity rows in blocks: ``blocks`` is then the
-    list of row boundaries ``blocks_rows`` (``[0, ..., n+m]``) with one flag per block in
-    ``blocks_is_comp``; row i is an equality when its block is not complementary.
+    unknown :math:`z = [u; v]` and residual :math:`w = Mz + q` (its first n entries must vanish);
+    :meth:`from_matrix` builds a problem from that form directly.
 
-    Error measure (Siconos ``mlcp_compute_error``): with w = Mz + q,
-    ``error_e`` = sum over equality blocks of ||w_blk||, ``norm_e`` = 1 + sum ||q_blk||;
-    ``error_i`` = sum over complementarity rows of (-z)+ + (-w)+ + zw (z, w > 0, or both < 0),
-    ``norm_i`` = 1 + sum over complementarity blocks of ||w_blk||; the error is
-    error_i / (1 + norm_i) if error_i / norm_i >= error_e / norm_e, else error_e / (1 + norm_e).
-    Without blocks (Siconos' "deprecated" branch) error_e = ||w_1:n||, norm_i = 1 + ||q_n+1:||.
+    Parameters
+    ----------
+    A : (n, n) array_like or sparse
+        Equality block on the free variables u.
+    B : (m, m) array_like or sparse
+        Complementarity block on v.
+    C : (n, m) array_like or sparse
+    D : (m, n) array_like or sparse
+        The coupling blocks.
+    a : (n,) array_like
+    b : (m,) array_like
+
+    Raises
+    ------
+    ProblemError
+        When a block has the wrong shape or non-finite entries (the message names it).
+
+    Notes
+    -----
+    Siconos files may interleave equality and complementarity rows in blocks: ``blocks_rows`` is then
+    the list of row boundaries (``[0, ..., n+m]``) with one flag per block in ``blocks_is_comp``; row i
+    is an equality when its block is not complementary.
+
+    Error measure (Siconos ``mlcp_compute_error``): with w = Mz + q, ``error_e`` = sum over equality
+    blocks of ||w_blk||, ``norm_e`` = 1 + sum ||q_blk||; ``error_i`` = sum over complementarity rows
+    of (-z)+ + (-w)+ + zw (z, w > 0, or both < 0), ``norm_i`` = 1 + sum over complementarity blocks of
+    ||w_blk||; the error is error_i / (1 + norm_i) if error_i / norm_i >= error_e / norm_e, else
+    error_e / (1 + norm_e). Without blocks (Siconos' "deprecated" branch) error_e = ||w_1:n||,
+    norm_i = 1 + ||q_n+1:||.
+
+    Examples
+    --------
+    The worked example of ``formulations/mlcp.md``: one equality, one complementarity row.
+
+    >>> import nsopt
+    >>> p = nsopt.MLCP(A=[[2.0]], B=[[2.0]], C=[[1.0]], D=[[1.0]], a=[-2.0], b=[-3.0])
+    >>> s = nsopt.solve(p, method="enum")
+    >>> print(s.status.value, s.z.round(6))
+    solved [0.333333 1.333333]
+    >>> q = nsopt.MLCP.from_matrix([[2.0, 1.0], [1.0, 2.0]], [-2.0, -3.0], n=1)   # the same problem
+    >>> bool(abs(nsopt.solve(q, method="enum").z - s.z).max() < 1e-12)
+    True
     """
 
     kind = "mlcp"

@@ -12,9 +12,34 @@ class Relay(AffineProblem):
 
     .. math::  w = Mz + q,\qquad -w \in N_{[lb, ub]}(z),
 
-    i.e. for each i: lb_i < z_i < ub_i and w_i = 0, or z_i = lb_i and w_i >= 0, or z_i = ub_i and w_i <= 0.
+    i.e. for each i: lb_i < z_i < ub_i and w_i = 0, or z_i = lb_i and w_i >= 0, or z_i = ub_i and
+    w_i <= 0.
 
+    Parameters
+    ----------
+    M : (n, n) array_like or sparse
+    q : (n,) array_like
+    lb, ub : (n,) array_like or float
+        The box, ``lb <= ub`` (a scalar applies to every entry; infinite bounds are allowed).
+
+    Raises
+    ------
+    ProblemError
+        For wrong shapes, non-finite M or q, or ``lb > ub`` somewhere (the message names the index).
+
+    Notes
+    -----
     Error measure (Siconos ``relay_compute_error``): :math:`\|z - \Pi_{[lb,ub]}(z - w)\|_2 / (1 + \|q\|_2)`.
+
+    Examples
+    --------
+    The worked example of ``formulations/relay.md``:
+
+    >>> import nsopt
+    >>> p = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], lb=[-1.0, -1.0], ub=[1.0, 1.0])
+    >>> s = nsopt.solve(p, method="lemke")
+    >>> print(s.status.value, s.z.round(6), s.w.round(6))
+    solved [ 1. -1.] [-2.  2.]
     """
 
     kind = "relay"
@@ -43,9 +68,24 @@ class Relay(AffineProblem):
 class Equality(AffineProblem):
     r"""Linear equality problem :math:`Mz + q = 0` (Siconos' equality block).
 
+    Parameters
+    ----------
+    M : (n, n) array_like or sparse
+    q : (n,) array_like
+
+    Notes
+    -----
     Error measure: :math:`\|Mz + q\|_2 / (1 + \|q\|_2)`; Siconos has no standalone equality error
     function, and this is the normalisation its generic-mechanical blocks use for the other kinds
-    (inside a :class:`GenericMechanical` problem an equality block is judged by max |w_i|, as Siconos does).
+    (inside a :class:`GenericMechanical` problem an equality block is judged by :math:`\max_i |w_i|`,
+    as Siconos does).
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> s = nsopt.solve(nsopt.Equality([[2.0, 0.0], [0.0, 4.0]], [-2.0, -2.0]))
+    >>> print(s.method, s.z)
+    auto:linear [1.  0.5]
     """
 
     kind = "equality"

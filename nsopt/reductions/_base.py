@@ -21,7 +21,22 @@ from ..exceptions import NotApplicable
 
 
 class Reduction:
-    """A reduction from problems of the kinds ``source`` to a problem of kind ``target``."""
+    """A reduction from problems of the kinds ``source`` to a problem of kind ``target`` (with
+    cvxpy's meanings: :meth:`apply` is pure; nothing of a call is kept on the reduction).
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> from nsopt.reductions import RelayToLCP
+    >>> relay = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
+    >>> r = RelayToLCP()
+    >>> lcp, data = r.apply(relay)
+    >>> r, lcp
+    (RelayToLCP(relay -> lcp), LCP(n=4, dense))
+    >>> x = r.invert({"z": nsopt.solve(lcp, method="lemke").z}, data)
+    >>> print(x["z"].round(12), relay.error(x["z"]) < 1e-14)
+    [ 1. -1.] True
+    """
 
     source: tuple[str, ...] = ()
     target: str = ""

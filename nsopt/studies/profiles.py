@@ -119,7 +119,7 @@ def profile_panels(results, measure: str = "time", kinds=None, title: str | None
     at 0 and at ``tau_max``."""
     df = _prepare(results)
     kinds = sorted(k for k in df["kind"].unique() if k != "?") if kinds is None else list(kinds)
-    styles, panels = {}, []
+    panels = []
     for kind in kinds:
         table = measure_table(results, measure, kind)
         curves = profile_curves(table)
@@ -129,10 +129,8 @@ def profile_panels(results, measure: str = "time", kinds=None, title: str | None
         for lab, (tau, rho) in curves.items():
             xs = np.concatenate([[0.0], tau, [tau_max]])
             ys = np.concatenate([[0.0], rho, [rho[-1] if rho.size else 0.0]])
-            family = _family(lab)        # Siconos NSN_AC and nsn-ac share a colour
-            if family not in styles:
-                styles[family] = f"C{len(styles) % 10}"
-            lines.append((lab, xs, ys, styles[family], "--" if lab.startswith("Siconos ") else "-"))
+            # one colour per method family in every figure (METHOD_COLOURS); Siconos' NSN_AC dashed in nsn-ac's
+            lines.append((lab, xs, ys, method_colour(lab), "--" if lab.startswith("Siconos ") else "-"))
         panels.append((f"{kind}: {table.shape[0]} problems" if title is None else title, tau_max, lines))
     return panels
 
@@ -191,6 +189,28 @@ def warm_up_drawing() -> None:
         fig.savefig(io.BytesIO(), format=fmt, dpi=20)
 
 
+# The colour of each method family, the same in every figure nsopt draws (time and iteration
+# profiles, error histories, the tutorials): a Siconos solver takes the colour of the nsopt method of
+# the same name. A family not listed gets a fixed colour from its name (the same in every plot).
+METHOD_COLOURS = {
+    "nsgs": "#1f77b4", "nsn-ac": "#d62728", "nsn-fb": "#ff7f0e", "prox": "#9467bd",
+    "socp-fp": "#2ca02c", "socp-tresca": "#17becf", "lemke": "#8c564b", "qp": "#e377c2",
+    "pgs": "#7f7f7f", "psor": "#bcbd22", "enum": "#393b79", "newton-fb": "#ad494a",
+    "linear": "#637939", "nsn": "#d62728", "lzb": "#1f77b4", "aclmfp": "#2ca02c",
+}
+_SPARE = ("#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363")
+
+
+def method_colour(label: str) -> str:
+    """The colour of a method (or a :func:`method_label`) in every nsopt figure."""
+    import zlib
+
+    family = _family(label)
+    if family.startswith("auto:"):
+        family = family[5:]
+    return METHOD_COLOURS.get(family) or _SPARE[zlib.crc32(family.encode()) % len(_SPARE)]
+
+
 def _family(label: str) -> str:
     base = label.split(" ", 1)[1] if label.startswith("Siconos ") else label
     return base.split(" ")[0].lower().replace("_", "-")
@@ -245,10 +265,11 @@ def history_figure(histories: dict, problem: str, tol: float | None = None):
     """Error per iteration of each method on one problem (``histories``: label -> list of errors)."""
     fig = _grid_figure(1, 1)
     ax = fig.add_subplot()
-    for i, (lab, h) in enumerate(histories.items()):
+    for lab, h in histories.items():
         h = np.asarray(h, dtype=float)
         if h.size:
-            ax.semilogy(np.arange(h.size), np.maximum(h, 1e-300), label=lab, color=f"C{i % 10}")
+            ax.semilogy(np.arange(h.size), np.maximum(h, 1e-300), label=lab, color=method_colour(lab),
+                        ls="--" if lab.startswith("Siconos ") else "-")
     if tol:
         ax.axhline(tol, color="k", ls=":", lw=1, label=f"tol {tol:g}")
     ax.set_xlabel("iteration")

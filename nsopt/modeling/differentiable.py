@@ -1,0 +1,982 @@
+r"""Derivatives of a Moreau–Jean trajectory with respect to the model's parameters and initial state.
+
+``TimeStepping(..., differentiable=True)`` records, for every step with contact, the index set, the
+one-step problem and its impulses (a :class:`Tape`); the :class:`~nsopt.modeling.Trajectory` then
+differentiates the whole run (``formulations/sensitivity.md``, "Through time stepping"):
+
+- ``traj.gradient(loss, wrt)`` — reverse mode (an adjoint sweep over the recorded steps) of a loss
+  ``loss(Q, V) -> (value, dQ, dV)`` of the recorded states (a final state, a sum of per-step terms);
+- ``traj.vjp(dQ, dV, wrt)`` — the same sweep for given cotangents of the states;
+- ``traj.jvp(direction)`` — forward mode: the tangents of every recorded state along a direction of
+  the parameters (few parameters, every state);
+- ``traj.jacobian(wrt)`` — the Jacobian of the final state (q_N, v_N) by forward mode;
+- ``traj.derivative_report()`` — where the derivative is that of one branch only (see below).
+
+Parameters (``wrt`` items; a name alone means one parameter shared by every system or interaction
+that has it, i.e. all moved together; ``(name, obj)`` that of one system or interaction):
+``"q0"``, ``"v0"`` (initial state), ``"fext"`` (a constant force added to the system's F_ext),
+``("M", ds)`` (the mass matrix, an (n, n) gradient), ``"mass"`` (the scalar mass m of a system whose
+M is proportional to it, m = M[0, 0]), ``"e"`` (restitution: ``NewtonImpactNSL.e``,
+``NewtonImpactFrictionNSL.en``), ``"et"`` (tangential restitution), ``"mu"`` (friction).
+
+What is differentiated, step by step (at each step its own linearisation, the chain rule between):
+:math:`\hat M = M + h\theta C + h^2\theta^2K`, :math:`v_{free} = v_k - \hat M^{-1}R`,
+:math:`W = H\hat M^{-1}H^\top`, :math:`q = Hv_{free} + c\odot\dot y_k`, the impulses
+:math:`\lambda(W, q, \mu)` by :func:`nsopt.sensitivity` (its ``jvp`` / ``vjp``: the implicit function
+theorem on the step's problem), :math:`v_{k+1} = v_{free} + \hat M^{-1}H^\top\lambda`,
+:math:`q_{k+1} = q_k + h[(1-\theta)v_k + \theta v_{k+1}]`, and the outputs
+:math:`\dot y_{k+1} = G_0 v_{k+1}` that the next impact's restitution term uses. For a
+``LagrangianScleronomousR`` the rows :math:`H = G_0(q_k + hv_k)` move with the state: their
+derivative is taken by central differences of the ``G0`` plug-in (step ``FD_REL`` relative).
+
+The **index set is held fixed**: the derivative is that of the piecewise-smooth branch the run took.
+The activation of a contact (its predicted gap crossing the threshold) is a discontinuity of the
+discrete trajectory that the derivative does not see; ``derivative_report()`` lists the steps whose
+activation margin is small (``near_switches``), where a finite difference may jump. At an impact step
+nothing special is done: Newton's law is in q (the restitution term), so the derivative with respect
+to e and to the incoming velocity is exact for that branch. Steps whose solution has no strict
+complementarity (a contact between stick and slip, a closed contact with zero force) are
+differentiated by part 1's rule (``nsopt.sensitivity``: ``Sensitivity.rule``), or with the smoothed
+laws (``smoothing=eps``, ``Sensitivity.smoothed``); they are listed as ``degenerate``.
+
+Supported: Lagrangian systems with a constant iteration matrix (``LagrangianLinearTIDS``; a
+``LagrangianDS`` with a constant M, no F_int or F_gyr), relations ``LagrangianLinearTIR`` (without D)
+and ``LagrangianScleronomousR``, laws ``NewtonImpactNSL`` and ``NewtonImpactFrictionNSL``, problems
+``lcp``, ``fc2d``, ``fc3d``. The replay checks every step against what the run recorded (problem
+matrix and vector, new velocity) and raises :class:`~nsopt.exceptions.ModelingError` naming the step
+where they differ. Every step's matrices are dense (m x m, m x ndof): models of up to a few hundred
+degrees of freedom and contacts.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ..exceptions import ModelingError
+from ..problems import LCP, FrictionContact
+from ..sensitivity import sensitivity
+from ._check import label
+from .laws import NewtonImpactFrictionNSL, NewtonImpactNSL
+from .osi import MoreauJeanOSI
+from .relations import LagrangianLinearTIR, LagrangianScleronomousR
+from .systems import LagrangianDS, LagrangianLinearTIDS
+
+KINDS = ("lcp", "fc2d", "fc3d")
+SYSTEM_PARAMS = ("q0", "v0", "fext", "M", "mass")
+LAW_PARAMS = ("e", "et", "mu")
+FD_REL = 1e-6          # relative step of the central differences of G0 (second derivatives of h)
+CHECK_RTOL = 1e-7      # the replay must give the recorded problem and velocities to this (relative)
+REUSE_RTOL = 1e-13     # a step whose W, q, mu and impulses equal the last one's to this reuses its sensitivity
+MARGIN_RTOL = 1e-3     # an activation is "near a switch" when |y0 + γhẏ - thr| <= this * γh max|ẏ| (+ |thr|)
+
+
+# ============================================================================ what can be differentiated
+def check_model(sim):
+    """Raise :class:`ModelingError` (naming the object and the feature) unless ``sim`` is one the
+    derivative supports (module docstring)."""
+    o = label(sim)
+    if not isinstance(sim.integrator, MoreauJeanOSI):
+        raise ModelingError(o, "differentiable", "needs Lagrangian systems integrated by MoreauJeanOSI, "
+                                                 f"got {label(sim.integrator)}")
+    if sim.osns_kind not in KINDS:
+        raise ModelingError(o, "differentiable", f"differentiates {', '.join(KINDS)} steps, not osns="
+                                                 f"{sim.osns_kind!r}")
+    for ds in sim.nsds.dynamical_systems:
+        check_system(ds)
+    for inter in sim.nsds.interactions:
+        check_interaction(inter)
+
+
+def check_system(ds):
+    o = label(ds)
+    if not isinstance(ds, LagrangianDS):
+        raise ModelingError(o, "differentiable", f"a {type(ds).__name__} is not differentiated (Lagrangian "
+                                                 "systems with a constant iteration matrix only)")
+    if getattr(ds, "qdim", ds.n) != ds.n:
+        raise ModelingError(o, "differentiable", "positions of another size than the velocities are not differentiated")
+    if not isinstance(ds, LagrangianLinearTIDS) and (not ds.constant_mass or ds.has_state_forces):
+        raise ModelingError(o, "differentiable", "needs a constant mass matrix and no fint/fgyr "
+                                                 "(LagrangianLinearTIDS, or LagrangianDS with a constant M)")
+
+
+def check_interaction(inter):
+    o = label(inter)
+    rel, law = inter.relation, inter.nslaw
+    if isinstance(rel, LagrangianLinearTIR):
+        if rel.D is not None:
+            raise ModelingError(o, "differentiable", "a LagrangianLinearTIR with D is not differentiated")
+    elif not isinstance(rel, LagrangianScleronomousR):
+        raise ModelingError(o, "differentiable", f"a {type(rel).__name__} is not differentiated "
+                                                 "(LagrangianLinearTIR or LagrangianScleronomousR)")
+    if not isinstance(law, (NewtonImpactNSL, NewtonImpactFrictionNSL)):
+        raise ModelingError(o, "differentiable", f"a {type(law).__name__} is not differentiated "
+                                                 "(NewtonImpactNSL or NewtonImpactFrictionNSL)")
+
+
+# ============================================================================ the tape
+@dataclass
+class _Record:
+    active: list
+    lam: np.ndarray
+    problem: object
+    solution: object
+
+
+class Tape:
+    """What ``TimeStepping(..., differentiable=True)`` keeps of each step with contact (the index
+    set in row order, the impulses, the problem and its solution), filled by :meth:`record` from the
+    step records; steps without a problem are free flight."""
+
+    def __init__(self, sim):
+        check_model(sim)
+        self.sim = sim
+        self.records: dict[int, _Record] = {}
+        self._replay = {}
+
+    def record(self, rec):
+        self._replay.clear()
+        if rec.problem is None:
+            self.records.pop(rec.k, None)
+            return
+        for inter in rec.active:          # interactions linked during the run
+            check_interaction(inter)
+        self.records[rec.k] = _Record(list(rec.active), np.array(rec.lam, dtype=float), rec.problem, rec.solution)
+
+    def replay(self, traj, smoothing=None) -> _Replay:
+        key = (traj._k, smoothing)
+        if key not in self._replay:
+            self._replay = {key: _Replay(self, traj, smoothing)}
+        return self._replay[key]
+
+
+# ============================================================================ the model, stacked
+class _Layout:
+    """The systems stacked in the model's order: offsets, the constant operators (block diagonal),
+    one factorisation of M̂, and per interaction its columns and its rows G0 at a point."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.h, self.theta = sim.h, sim.integrator.theta
+        self.gamma, self.thr = sim.integrator.gamma, sim.integrator.activation_threshold
+        self.systems = list(sim.nsds.dynamical_systems)
+        sizes = [ds.n for ds in self.systems]
+        self.off = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        self.n = int(self.off[-1])
+        self.index = {id(ds): k for k, ds in enumerate(self.systems)}
+        h, th = self.h, self.theta
+        Ms, Ks, Cs, Mh = [], [], [], []
+        for ds in self.systems:
+            M = np.asarray(ds.mass(ds.q0), dtype=float)
+            K = getattr(ds, "K", None)
+            C = getattr(ds, "C", None)
+            Ms.append(M)
+            Ks.append(np.zeros_like(M) if K is None else np.asarray(K, float))
+            Cs.append(np.zeros_like(M) if C is None else np.asarray(C, float))
+            Mh.append(M + h * th * Cs[-1] + h * h * th * th * Ks[-1])
+        self.M = Ms
+        self.K = sp.block_diag(Ks, format="csr")
+        self.C = sp.block_diag(Cs, format="csr")
+        self.has_K = any(np.any(k) for k in Ks)
+        self.has_C = any(np.any(c) for c in Cs)
+        self.Mhat = sp.block_diag(Mh, format="csc")
+        self.lu = spla.splu(self.Mhat)
+        self._cols, self._Z = {}, {}
+
+    def minv(self, x):
+        return self.lu.solve(np.asarray(x, dtype=float))
+
+    def dofs(self, ds) -> slice:
+        k = self.index.get(id(ds))
+        if k is None:
+            raise ModelingError(label(ds), "ds", "is not a system of this simulation")
+        return slice(int(self.off[k]), int(self.off[k + 1]))
+
+    def cols(self, inter) -> np.ndarray:
+        c = self._cols.get(id(inter))
+        if c is None:
+            c = np.concatenate([np.arange(self.dofs(ds).start, self.dofs(ds).stop) for ds in inter.systems])
+            self._cols[id(inter)] = c
+            self._Z[id(inter)] = np.concatenate([ds.z for ds in inter.systems])
+        return c
+
+    @property
+    def constant_forces(self) -> bool:
+        return all(ds._fext is None or ds._fext.constant for ds in self.systems)
+
+    def forces(self, t):
+        """Stacked F_ext(t) (zeros where absent)."""
+        F = np.zeros(self.n)
+        for k, ds in enumerate(self.systems):
+            f = ds.fext(t)
+            if f is not None:
+                F[self.off[k]:self.off[k + 1]] = f
+        return F
+
+    # ---- the rows of an interaction (local: m x n_i) at local positions P, and their derivatives
+    def G(self, inter, P):
+        rel = inter.relation
+        if isinstance(rel, LagrangianLinearTIR):
+            return np.asarray(rel.H, dtype=float)
+        self.cols(inter)
+        return np.asarray(rel.G0(P, None, None, self._Z[id(inter)]), dtype=float)
+
+    def _G_many(self, inter, Ps):
+        rel = inter.relation
+        Z = self._Z[id(inter)]
+        if rel.vectorized:
+            return rel.G0_batch(Ps, np.repeat(Z[None, :], Ps.shape[0], axis=0))
+        return np.array([rel.G0(P, None, None, Z) for P in Ps])
+
+    def dG_tensor(self, inter, P):
+        r"""T[a, b, l] = :math:`\partial G_0[a, b]/\partial P_l` at P by central differences of the
+        plug-in (2 n evaluations, one call for a vectorized relation); None for a linear relation.
+        The forward and the adjoint sweeps contract the same T, so they agree to round-off."""
+        if isinstance(inter.relation, LagrangianLinearTIR):
+            return None
+        self.cols(inter)
+        n = P.shape[0]
+        s = FD_REL * max(1.0, float(np.max(np.abs(P))))
+        E = s * np.eye(n)
+        Gs = self._G_many(inter, np.vstack([P + E, P - E]))
+        return np.moveaxis((Gs[:n] - Gs[n:]) / (2 * s), 0, -1)
+
+
+def _law_rows(law):
+    """(c, the rows that e moves, the rows that et moves) of a law's restitution term c ⊙ ẏ_k."""
+    m = law.size
+    if isinstance(law, NewtonImpactNSL):
+        return np.full(m, law.e), np.ones(m), np.zeros(m)
+    en, et = np.zeros(m), np.zeros(m)
+    en[0], et[1:] = 1.0, 1.0
+    return law.en * en + law.et * et, en, et
+
+
+@dataclass
+class _Step:
+    """One step with contact, linearised: rows H (m x n), U = M̂⁻¹Hᵀ, the restitution data, the
+    impulses and the sensitivity of the step's problem."""
+
+    j: int                       # the step goes from recorded row j to row j + 1
+    active: list
+    rows: list                   # per active interaction, its slice of the problem's rows
+    cols: list
+    H: np.ndarray
+    U: np.ndarray
+    lam: np.ndarray
+    c: np.ndarray
+    e_rows: np.ndarray
+    et_rows: np.ndarray
+    ydot: np.ndarray             # ẏ_k of the active rows (the restitution term's)
+    yfrom: list                  # per active interaction: True when its ẏ_k used the G0 of step j-1's iterate
+    Gy: list                     # per active interaction: the G0 of ẏ_k
+    Ta: list                     # per active interaction: ∂G0/∂q at the iterate (None: linear relation)
+    Ty: list                     # per active interaction: ∂G0/∂q at the point of ẏ_k
+    sens: object
+    primal: str
+    Wname: str
+    mu_of: np.ndarray | None     # per active interaction, its contact index (friction) or -1
+    index: set = field(default_factory=set)
+    timing: list = field(default_factory=list)   # impacts: (M̂⁻¹Hᵢᵀλᵢ, its response to a, ∂τ/∂q_k, ∂τ/∂v_k)
+
+
+class _Replay:
+    """The run replayed from its recording: states, free velocities, the linearised steps; checked
+    against what the run recorded."""
+
+    def __init__(self, tape, traj, smoothing):
+        sim = tape.sim
+        L = self.L = _Layout(sim)
+        self.tape, self.traj, self.smoothing = tape, traj, smoothing
+        N = self.N = traj._k
+        if N < 1:
+            raise ModelingError(label(sim), "trajectory", "has no step to differentiate: run the simulation first")
+        self.Q = np.hstack([traj.q(ds) for ds in L.systems])
+        self.V = np.hstack([traj.v(ds) for ds in L.systems])
+        h, th = L.h, L.theta
+        t = traj.t
+        if L.constant_forces:
+            Fbar = np.repeat(L.forces(t[0])[:, None], N, axis=1)                                   # (n, N)
+        else:
+            Fbar = np.array([(1 - th) * L.forces(t[j]) + th * L.forces(t[j + 1]) for j in range(N)]).T
+        Qk, Vk = self.Q[:-1].T, self.V[:-1].T
+        R = -h * Fbar
+        if L.has_C:
+            R = R + h * (L.C @ Vk)
+        if L.has_K:
+            R = R + h * (L.K @ Qk) + h * h * th * (L.K @ Vk)
+        self.Vfree = (Vk - L.minv(R)).T                                   # (N, n)
+        self.Qa = self.Q[:-1] + h * self.V[:-1]                            # the iterate of G0
+        self.steps: list[_Step | None] = [None] * N
+        self._last_sens = None
+        scale_v = max(1.0, float(np.max(np.abs(self.V))))
+        prev = set()
+        kind = sim.osns_kind
+        for j in range(N):
+            rec = tape.records.get(j + 1)
+            if rec is None:
+                err = float(np.max(np.abs(self.V[j + 1] - self.Vfree[j]), initial=0.0))
+                if err > CHECK_RTOL * scale_v:
+                    self._mismatch(j + 1, "the velocity after a step without contact", err, scale_v)
+                prev = set()
+                continue
+            st = self._linearise(j, rec, prev, kind)
+            self.steps[j] = st
+            prev = st.index
+        self.t = t
+
+    def _mismatch(self, k, what, err, scale):
+        raise ModelingError(label(self.tape.sim), "differentiable",
+                            f"the replay of step {k} does not give {what} the run recorded (difference {err:.3g}, "
+                            f"scale {scale:.3g}): the model uses something the derivative does not follow")
+
+    def _linearise(self, j, rec, prev, kind):
+        L = self.L
+        n, active = L.n, rec.active
+        rows, cols, blocks = [], [], []
+        c_l, e_l, et_l, yd, yfrom, Gy, mu_of, mus, Ta, Ty = [], [], [], [], [], [], [], [], [], []
+        r0 = 0
+        for i, inter in enumerate(active):
+            check_interaction(inter)
+            cc = L.cols(inter)
+            m = inter.size
+            rows.append(slice(r0, r0 + m))
+            cols.append(cc)
+            r0 += m
+            blocks.append(L.G(inter, self.Qa[j, cc]))
+            Ta.append(L.dG_tensor(inter, self.Qa[j, cc]))
+            c, er, etr = _law_rows(inter.nslaw)
+            c_l.append(c)
+            e_l.append(er)
+            et_l.append(etr)
+            # ẏ_k: at the end of step j-1 with the G0 that step used (its iterate) when the
+            # interaction was active then, else at q_k (Moreau–Jean's outputs)
+            alpha = j > 0 and id(inter) in prev
+            P = self.Qa[j - 1, cc] if alpha else self.Q[j, cc]
+            G = L.G(inter, P)
+            yfrom.append(alpha)
+            Gy.append(G)
+            Ty.append(L.dG_tensor(inter, P))
+            yd.append(G @ self.V[j, cc])
+            if isinstance(inter.nslaw, NewtonImpactFrictionNSL):
+                mu_of.append(len(mus))
+                mus.append(inter.nslaw.mu)
+            else:
+                mu_of.append(-1)
+        m = r0
+        H = np.zeros((m, n))
+        for rs, cc, G in zip(rows, cols, blocks):
+            H[rs, cc] = G
+        c, ydot = np.concatenate(c_l), np.concatenate(yd)
+        U = L.minv(H.T)
+        if U.ndim == 1:
+            U = U[:, None]
+        W = H @ U
+        W = 0.5 * (W + W.T)
+        vfree = self.Vfree[j]
+        q = H @ vfree + c * ydot
+        # the replay must be the run's step
+        P = rec.problem
+        Wrec = P.M if kind == "lcp" else P.W
+        Wrec = Wrec.toarray() if sp.issparse(Wrec) else np.asarray(Wrec, dtype=float)
+        qrec = np.asarray(P.q, dtype=float)
+        sW = max(1e-300, float(np.max(np.abs(W))))
+        if Wrec.shape != W.shape:
+            self._mismatch(j + 1, f"the problem's size ({Wrec.shape[0]} rows recorded, {m} replayed)", np.inf, 1.0)
+        if np.max(np.abs(W - Wrec)) > CHECK_RTOL * sW:
+            self._mismatch(j + 1, "the problem's matrix W", float(np.max(np.abs(W - Wrec))), sW)
+        sq = max(float(np.max(np.abs(qrec))), float(np.max(np.abs(H @ vfree))), 1e-300)
+        if np.max(np.abs(q - qrec)) > CHECK_RTOL * sq:
+            self._mismatch(j + 1, "the problem's vector q", float(np.max(np.abs(q - qrec))), sq)
+        lam = rec.lam
+        vn = vfree + U @ lam
+        sv = max(1.0, float(np.max(np.abs(self.V[j + 1]))))
+        if np.max(np.abs(vn - self.V[j + 1])) > CHECK_RTOL * sv:
+            self._mismatch(j + 1, "the velocity after the impulses", float(np.max(np.abs(vn - self.V[j + 1]))), sv)
+        primal, Wname = ("z", "M") if kind == "lcp" else ("r", "W")
+        mus = np.array(mus, dtype=float)
+        last = self._last_sens
+        if last is not None and all(a.shape == b.shape and np.allclose(a, b, rtol=REUSE_RTOL, atol=0)
+                                    for a, b in zip(last[0], (W, q, mus, lam))):
+            s = last[1]                           # the same problem and impulses (at rest): the same derivative
+        else:
+            problem = LCP(W, q) if kind == "lcp" else FrictionContact(int(kind[2]), W, q, mus)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # an inexact step is reported (failed steps), not warned per step
+                s = sensitivity(problem, lam)
+            if self.smoothing:
+                s = s.smoothed(self.smoothing)
+            self._last_sens = ((W, q, mus, lam), s)
+        st = _Step(j, list(active), rows, cols, H, U, lam, c, np.concatenate(e_l), np.concatenate(et_l), ydot,
+                   yfrom, Gy, Ta, Ty, s, primal, Wname, np.array(mu_of), {id(i) for i in active})
+        st.timing = self._impacts(st, rec)
+        return st
+
+    def _impacts(self, st, rec):
+        r"""The contacts that step ``st`` activates with an impulse, approaching at a normal velocity
+        ẏ_k < 0 with a gap |y_k| <= 2h|ẏ_k|: the impact time relative to the step's start, :math:`\tau = -y_k/\dot y_k`, its
+        derivative :math:`d\tau = -(dy_k + \tau\,d\dot y_k)/\dot y_k` (``a_q``, ``a_v``: its
+        gradients in q_k and v_k), the velocity jump of the contact's impulse M̂⁻¹Hᵢᵀλᵢ and the change of
+        the impulses' velocity for an impact dτ later, (∂v⁺/∂v⁻ - I) a, a the free acceleration
+        (``impact_times``: the saltation term :math:`(Rf^- - f^+)\,d\tau`)."""
+        L, j = self.L, st.j
+        out = []
+        for i, inter in enumerate(st.active):
+            rs, cc = st.rows[i], st.cols[i]
+            if st.yfrom[i] or st.lam[rs.start] <= 0:
+                continue
+            yd = float(st.ydot[rs.start])
+            y0 = float(self.traj.y(inter, 0)[j, 0])
+            if not (np.isfinite(y0) and yd < 0 and abs(y0) <= 2 * L.h * -yd):
+                continue
+            tau = -y0 / yd          # the gap's zero, from the step's start (< 0: crossed during the last step)
+            GN = st.Gy[i][0]
+            aq, av = np.zeros(L.n), np.zeros(L.n)
+            aq[cc] = -GN / yd
+            if st.Ty[i] is not None:
+                aq[cc] -= tau * (self.V[j, cc] @ st.Ty[i][0]) / yd
+            av[cc] = -tau * GN / yd
+            # the velocity part: the impulse's response to the free acceleration a over dτ (the
+            # reset's derivative along a, minus a: (∂v⁺/∂v⁻ - I) a)
+            a = (self.Vfree[j] - self.V[j]) / L.h
+            dq = np.zeros(st.H.shape[0])
+            dq[rs] = st.H[rs] @ a + st.c[rs] * (st.Gy[i] @ a[cc])
+            dlam = st.sens.jvp(q=dq)[st.primal]
+            out.append((st.U[:, rs] @ st.lam[rs], st.U @ dlam, aq, av))
+        return out
+
+    # ------------------------------------------------------------------ reverse mode
+    def vjp(self, gQ, gV, wanted, impact_times=False):
+        """Cotangents of the recorded states (N+1, n) -> the accumulators of ``wanted`` (a
+        :class:`_Wanted`)."""
+        L, N = self.L, self.N
+        h, th = L.h, L.theta
+        qb, vb = np.zeros(L.n), np.zeros(L.n)
+        acc = wanted.accumulators(L)
+        ypend = {}          # id(inter) -> (inter, ȳ): cotangent of ẏ at the start of the step being undone
+        for j in range(N - 1, -1, -1):
+            qb = qb + gQ[j + 1]
+            vb = vb + gV[j + 1]
+            st = self.steps[j]
+            qab = np.zeros(L.n)
+            # the outputs ẏ_{j+1} that step j+1's restitution used: ẏ = G0(P) v_{j+1}, P the
+            # iterate of step j (interactions active at step j) or q_{j+1}
+            for inter, yb, G, T in ypend.values():
+                cc = L.cols(inter)
+                vb[cc] += G.T @ yb
+                if T is not None:
+                    alpha = st is not None and id(inter) in st.index
+                    (qab if alpha else qb)[cc] += np.tensordot(T, np.outer(yb, self.V[j + 1, cc]), axes=([0, 1], [0, 1]))
+            ypend = {}
+            # q_{j+1} = q_j + h((1-θ) v_j + θ v_{j+1})
+            vnb = vb + h * th * qb
+            q_new, v_new = qb.copy(), h * (1 - th) * qb
+            if impact_times and st is not None:
+                for du, dw, aq, av in st.timing:      # q_{j+1} -= du dτ, v_{j+1} += dw dτ
+                    sc = float(dw @ vb) - float(du @ qb)
+                    q_new += sc * aq
+                    v_new += sc * av
+            vfb = vnb
+            if st is not None:
+                a = L.minv(vnb)
+                vfb = vnb.copy()
+                lamb = st.H @ a
+                Hb = np.outer(st.lam, a)
+                if acc.M is not None:
+                    acc.add_M(L, -a, st.U @ st.lam)
+                g = st.sens.vjp(**{st.primal: lamb})
+                Wb, qqb = np.asarray(g[st.Wname].toarray() if sp.issparse(g[st.Wname]) else g[st.Wname]), g["q"]
+                vf = self.Vfree[j]
+                Hb += np.outer(qqb, vf)
+                vfb += st.H.T @ qqb
+                cb = qqb * st.ydot
+                ys = st.c * qqb
+                Hb += (Wb + Wb.T) @ st.U.T
+                if acc.M is not None:
+                    UW = st.U @ Wb
+                    acc.add_M_mat(L, -UW, st.U)
+                for i, inter in enumerate(st.active):
+                    rs, cc = st.rows[i], st.cols[i]
+                    acc.add_law(inter, "e", float(cb[rs] @ st.e_rows[rs]))
+                    acc.add_law(inter, "et", float(cb[rs] @ st.et_rows[rs]))
+                    if st.mu_of[i] >= 0 and "mu" in g:
+                        acc.add_law(inter, "mu", float(g["mu"][st.mu_of[i]]))
+                    if np.any(ys[rs]):
+                        ypend[id(inter)] = (inter, ys[rs].copy(), st.Gy[i], st.Ty[i])
+                    if st.Ta[i] is not None:
+                        qab[cc] += np.tensordot(st.Ta[i], Hb[rs][:, cc], axes=([0, 1], [0, 1]))
+            # v_free = v_j - M̂⁻¹ R
+            v_new += vfb
+            b = L.minv(vfb)
+            if acc.M is not None:
+                acc.add_M(L, b, self.V[j] - self.Vfree[j])
+            if L.has_C:
+                v_new -= h * (L.C.T @ b)
+            if L.has_K:
+                v_new -= h * h * th * (L.K.T @ b)
+                q_new -= h * (L.K.T @ b)
+            if acc.F is not None:
+                acc.F += h * b
+            q_new += qab
+            v_new += h * qab
+            qb, vb = q_new, v_new
+        for inter, yb, G, T in ypend.values():      # ẏ_0 = G0(q_0) v_0
+            cc = L.cols(inter)
+            vb[cc] += G.T @ yb
+            if T is not None:
+                qb[cc] += np.tensordot(T, np.outer(yb, self.V[0, cc]), axes=([0, 1], [0, 1]))
+        acc.q0, acc.v0 = qb + gQ[0], vb + gV[0]
+        return acc
+
+    # ------------------------------------------------------------------ forward mode
+    def jvp(self, d, impact_times=False):
+        """Tangents (N+1, n) of the recorded positions and velocities along the direction ``d`` (a
+        :class:`_Direction`)."""
+        L, N = self.L, self.N
+        h, th = L.h, L.theta
+        dQ, dV = np.zeros((N + 1, L.n)), np.zeros((N + 1, L.n))
+        dq, dv = d.q0.copy(), d.v0.copy()
+        dQ[0], dV[0] = dq, dv
+        dqa_prev = None
+        for j in range(N):
+            st = self.steps[j]
+            dqa = dq + h * dv
+            rhs = np.zeros(L.n)
+            if L.has_C:
+                rhs += h * (L.C @ dv)
+            if L.has_K:
+                rhs += h * (L.K @ dq) + h * h * th * (L.K @ dv)
+            if d.F is not None:
+                rhs -= h * d.F
+            if d.M is not None:
+                rhs -= d.Mmul(L, self.V[j] - self.Vfree[j])
+            dvf = dv - L.minv(rhs)
+            if st is None:
+                dvn = dvf
+            else:
+                m = st.H.shape[0]
+                dH = np.zeros((m, L.n))
+                moved = False
+                dyd = np.zeros(m)
+                dc = np.zeros(m)
+                dmu = None
+                for i, inter in enumerate(st.active):
+                    rs, cc = st.rows[i], st.cols[i]
+                    if st.Ta[i] is not None:
+                        dH[rs, cc] = st.Ta[i] @ dqa[cc]
+                        moved = True
+                    dyd[rs] = st.Gy[i] @ dv[cc]
+                    if st.Ty[i] is not None:
+                        dP = dqa_prev[cc] if st.yfrom[i] else dq[cc]
+                        dyd[rs] += (st.Ty[i] @ dP) @ self.V[j, cc]
+                    de, det, dm = d.law(inter)
+                    dc[rs] = de * st.e_rows[rs] + det * st.et_rows[rs]
+                    if st.mu_of[i] >= 0 and dm:
+                        if dmu is None:
+                            dmu = np.zeros(int(st.mu_of.max()) + 1)
+                        dmu[st.mu_of[i]] = dm
+                dW = np.zeros((m, m))
+                if moved:
+                    dHU = dH @ st.U
+                    dW += dHU + dHU.T
+                if d.M is not None:
+                    dW -= st.U.T @ d.Mmul(L, st.U)
+                dqq = st.H @ dvf + dc * st.ydot + st.c * dyd
+                if moved:
+                    dqq += dH @ self.Vfree[j]
+                kw = {st.Wname: dW, "q": dqq}
+                if dmu is not None:
+                    kw["mu"] = dmu
+                dlam = st.sens.jvp(**kw)[st.primal]
+                b = st.H.T @ dlam
+                if moved:
+                    b += dH.T @ st.lam
+                if d.M is not None:
+                    b -= d.Mmul(L, st.U @ st.lam)
+                dvn = dvf + L.minv(b)
+            dqn = dq + h * ((1 - th) * dv + th * dvn)
+            if impact_times and st is not None:
+                for du, dw, aq, av in st.timing:  # the impact dτ later: its velocity jump dτ later
+                    dtau = aq @ dq + av @ dv
+                    dqn = dqn - du * dtau
+                    dvn = dvn + dw * dtau
+            dQ[j + 1], dV[j + 1] = dqn, dvn
+            dq, dv, dqa_prev = dqn, dvn, dqa
+        return dQ, dV
+
+
+# ============================================================================ parameters
+def _owner_of(item):
+    return f"wrt item {item!r}"
+
+
+def _parse(item, L, laws):
+    """A ``wrt`` item -> (name, target): target None (shared by all), a system index, or a law."""
+    if isinstance(item, str):
+        name, obj = item, None
+    elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+        name, obj = item
+    else:
+        raise ModelingError("Trajectory", "wrt", f"an item is a name or a (name, system or interaction) pair, got {item!r}")
+    if name in SYSTEM_PARAMS:
+        if obj is None:
+            if name == "M":
+                raise ModelingError("Trajectory", "wrt", "'M' needs its system: ('M', ds)")
+            return name, None
+        k = L.index.get(id(obj))
+        if k is None:
+            raise ModelingError("Trajectory", "wrt", f"{item!r}: {label(obj)} is not a system of this simulation")
+        return name, k
+    if name in LAW_PARAMS:
+        if obj is None:
+            return name, None
+        law = getattr(obj, "nslaw", obj)
+        if id(law) not in laws:
+            raise ModelingError("Trajectory", "wrt", f"{item!r}: {label(obj)} is not an interaction (or law) of this "
+                                                     "simulation")
+        if name == "mu" and not isinstance(law, NewtonImpactFrictionNSL):
+            raise ModelingError("Trajectory", "wrt", f"{item!r}: {label(law)} has no friction coefficient")
+        if name == "et" and not isinstance(law, NewtonImpactFrictionNSL):
+            raise ModelingError("Trajectory", "wrt", f"{item!r}: {label(law)} has no tangential restitution")
+        return name, law
+    raise ModelingError("Trajectory", "wrt", f"unknown parameter {name!r}; expected one of "
+                                             f"{', '.join(SYSTEM_PARAMS + LAW_PARAMS)}")
+
+
+class _Acc:
+    """The adjoint's accumulators: q̄_0, v̄_0, M̄ per system (when asked), F̄, and the laws' e, et, mu."""
+
+    def __init__(self, L, need_M, need_F):
+        self.M = {k: np.zeros((L.off[k + 1] - L.off[k],) * 2) for k in range(len(L.systems))} if need_M else None
+        self.F = np.zeros(L.n) if need_F else None
+        self.law = {}
+        self.q0 = self.v0 = None
+
+    def add_M(self, L, a, b):
+        """M̄ += a bᵀ on the diagonal blocks."""
+        for k in self.M:
+            s = slice(L.off[k], L.off[k + 1])
+            self.M[k] += np.outer(a[s], b[s])
+
+    def add_M_mat(self, L, A, B):
+        """M̄ += A Bᵀ on the diagonal blocks (A, B: n x m)."""
+        for k in self.M:
+            s = slice(L.off[k], L.off[k + 1])
+            self.M[k] += A[s] @ B[s].T
+
+    def add_law(self, inter, name, g):
+        if g:
+            key = (name, id(inter.nslaw))
+            self.law[key] = self.law.get(key, 0.0) + g
+
+
+class _Wanted:
+    def __init__(self, wrt, L, laws):
+        if isinstance(wrt, (str, tuple)):
+            wrt = [wrt]
+        self.items = list(wrt)
+        self.parsed = [_parse(it, L, laws) for it in self.items]
+        self.laws = laws
+
+    def accumulators(self, L):
+        return _Acc(L, any(n in ("M", "mass") for n, _ in self.parsed), any(n == "fext" for n, _ in self.parsed))
+
+    def results(self, acc, L):
+        out = {}
+        for item, (name, tgt) in zip(self.items, self.parsed):
+            if name in ("q0", "v0", "fext"):
+                arr = {"q0": acc.q0, "v0": acc.v0, "fext": acc.F}[name]
+                out[item] = arr.copy() if tgt is None else arr[L.off[tgt]:L.off[tgt + 1]].copy()
+            elif name == "M":
+                out[item] = acc.M[tgt].copy()
+            elif name == "mass":
+                ks = range(len(L.systems)) if tgt is None else [tgt]
+                out[item] = float(sum(np.sum(acc.M[k] * L.M[k]) / L.M[k][0, 0] for k in ks))
+            elif tgt is None:
+                out[item] = float(sum(g for (n, _), g in acc.law.items() if n == name))
+            else:
+                out[item] = float(acc.law.get((name, id(tgt)), 0.0))
+        return out
+
+
+class _Direction:
+    """A direction of the parameters (forward mode), from ``{item: value}``."""
+
+    def __init__(self, direction, L, laws):
+        if not isinstance(direction, dict):
+            raise ModelingError("Trajectory", "direction", f"expected a dict {{wrt item: value}}, got {type(direction).__name__}")
+        self.q0, self.v0 = np.zeros(L.n), np.zeros(L.n)
+        self.F, self.M = None, None
+        self._law, self._shared = {}, {}
+        for item, val in direction.items():
+            name, tgt = _parse(item, L, laws)
+            if name in ("q0", "v0", "fext"):
+                s = slice(0, L.n) if tgt is None else slice(L.off[tgt], L.off[tgt + 1])
+                v = np.asarray(val, dtype=float)
+                if v.shape != (s.stop - s.start,):
+                    raise ModelingError("Trajectory", "direction", f"{item!r}: expected shape ({s.stop - s.start},), got {v.shape}")
+                if name == "fext":
+                    if self.F is None:
+                        self.F = np.zeros(L.n)
+                    self.F[s] += v
+                else:
+                    getattr(self, name)[s] += v
+            elif name in ("M", "mass"):
+                if self.M is None:
+                    self.M = {}
+                ks = range(len(L.systems)) if tgt is None else [tgt]
+                for k in ks:
+                    nk = L.off[k + 1] - L.off[k]
+                    if name == "M":
+                        dM = np.asarray(val, dtype=float)
+                        if dM.shape != (nk, nk):
+                            raise ModelingError("Trajectory", "direction", f"{item!r}: expected shape ({nk}, {nk}), got {dM.shape}")
+                    else:
+                        dM = float(val) * L.M[k] / L.M[k][0, 0]
+                    self.M[k] = self.M.get(k, 0.0) + dM
+            elif tgt is None:
+                self._shared[name] = self._shared.get(name, 0.0) + float(val)
+            else:
+                key = (name, id(tgt))
+                self._law[key] = self._law.get(key, 0.0) + float(val)
+
+    def law(self, inter):
+        law = inter.nslaw
+        out = []
+        for name in LAW_PARAMS:
+            has = name == "e" or isinstance(law, NewtonImpactFrictionNSL)
+            out.append((self._shared.get(name, 0.0) + self._law.get((name, id(law)), 0.0)) if has else 0.0)
+        return tuple(out)
+
+    def Mmul(self, L, X):
+        """dM̂ X (block diagonal dM) for X (n,) or (n, m)."""
+        out = np.zeros_like(X, dtype=float)
+        for k, dM in self.M.items():
+            s = slice(L.off[k], L.off[k + 1])
+            out[s] = dM @ X[s]
+        return out
+
+
+def _laws_of(tape):
+    """id(law) -> law, for the model's interactions and those of the recorded steps."""
+    laws = {id(i.nslaw): i.nslaw for i in tape.sim.nsds.interactions}
+    for rec in tape.records.values():
+        for i in rec.active:
+            laws[id(i.nslaw)] = i.nslaw
+    return laws
+
+
+# ============================================================================ what the derivative does not see
+@dataclass
+class DerivativeReport:
+    r"""Where the derivative of a run is that of one branch only (module docstring).
+
+    ``near_switches``: (step, interaction, margin, relative margin) of the activation decisions whose
+    margin :math:`y_0 + \gamma h\dot y_0 - \text{threshold}` is within ``MARGIN_RTOL`` of the distance the
+    fastest contact of the run travels in :math:`\gamma h` (plus the threshold): a small change of the
+    parameters may activate or release the contact one step earlier or later, a jump the derivative
+    does not see. A contact resting at zero gap is there at every step (its decision is taken on
+    round-off): give it a small ``MoreauJeanOSI(activation_threshold=...)``. ``degenerate``: (step, the contacts or
+    rows without strict complementarity, their states), differentiated by ``Sensitivity.rule``.
+    ``singular``: steps whose linearised problem is singular (impulses not unique; minimum-norm
+    derivative). ``failed``: steps whose problem was not solved to the tolerance."""
+
+    steps: int
+    contact_steps: int
+    near_switches: list
+    degenerate: list
+    singular: list
+    failed: list
+    smoothing: float | None = None
+    names: dict = field(default_factory=dict, repr=False)      # id(interaction) -> how __str__ names it
+
+    def __str__(self):
+        lines = [f"Derivative of a run of {self.steps} steps ({self.contact_steps} with contact); the index set "
+                 f"held fixed along it" + (f", laws smoothed (eps = {self.smoothing:g})" if self.smoothing else "")]
+        if self.near_switches:
+            lines.append(f"  {len(self.near_switches)} activation decision(s) near their threshold (a jump the "
+                         f"derivative does not see):")
+            for k, inter, mg, rel in self.near_switches[:10]:
+                lines.append(f"    step {k}: {self.names.get(id(inter), label(inter))} margin {mg:.3g} "
+                             f"(relative {rel:.2g})")
+        else:
+            lines.append(f"  no activation decision within {MARGIN_RTOL:g} (relative) of its threshold")
+        if self.degenerate:
+            lines.append(f"  {len(self.degenerate)} step(s) without strict complementarity (generalized Jacobian "
+                         f"by the documented rule): steps {', '.join(str(k) for k, *_ in self.degenerate[:10])}")
+        else:
+            lines.append("  strict complementarity at every contact step")
+        if self.singular:
+            lines.append(f"  {len(self.singular)} step(s) with a singular linearised problem (minimum-norm "
+                         f"derivative): steps {', '.join(map(str, self.singular[:10]))}")
+        if self.failed:
+            lines.append(f"  {len(self.failed)} step(s) not solved to the tolerance: steps "
+                         f"{', '.join(map(str, self.failed[:10]))}")
+        return "\n".join(lines)
+
+
+def report(tape, traj, smoothing=None) -> DerivativeReport:
+    R = tape.replay(traj, smoothing)
+    L = R.L
+    gh = L.gamma * L.h
+    inters = {id(i): i for i in tape.sim.nsds.interactions}
+    for rec in tape.records.values():
+        for i in rec.active:
+            inters.setdefault(id(i), i)
+    rows = []
+    for inter in inters.values():
+        try:
+            y0 = traj.y(inter, 0)[:R.N, 0]
+            y1 = traj.y(inter, 1)[:R.N, 0]
+        except (KeyError, ModelingError):
+            continue
+        rows.append((inter, y0, y1))
+    # the scale of a margin: the distance the fastest contact travels in γh (a resting contact's
+    # margin, y0 + γhẏ ≈ 0 to round-off, is then near its threshold: a decision taken on round-off)
+    vmax = max((float(np.nanmax(np.abs(y1), initial=0.0)) for _, _, y1 in rows), default=0.0)
+    scale = gh * vmax + abs(L.thr) or gh * L.h
+    near = []
+    for inter, y0, y1 in rows:
+        with np.errstate(invalid="ignore"):
+            mg = y0 + gh * y1 - L.thr
+            rel = np.abs(mg) / scale
+            hit = np.flatnonzero(np.isfinite(mg) & (rel <= MARGIN_RTOL))
+        near += [(int(j) + 1, inter, float(mg[j]), float(rel[j])) for j in hit]
+    near.sort(key=lambda x: x[0])
+    deg, sing, failed, n_contact = [], [], [], 0
+    for st in R.steps:
+        if st is None:
+            continue
+        n_contact += 1
+        if st.sens.degenerate:
+            deg.append((st.j + 1, dict(st.sens.degenerate), dict(st.sens.states)))
+        if st.sens.singular:
+            sing.append(st.j + 1)
+        sol = tape.records[st.j + 1].solution
+        if sol is not None and not sol.success:
+            failed.append(st.j + 1)
+    names = {}
+    for i, inter in enumerate(tape.sim.nsds.interactions):
+        names[id(inter)] = inter.name if inter.name else f"interaction #{i}"
+    return DerivativeReport(R.N, n_contact, near, deg, sing, failed, smoothing,
+                            {k: names.get(k, label(v)) for k, v in inters.items()})
+
+
+class Gradient(dict):
+    """``{wrt item: gradient}`` of :meth:`Trajectory.gradient`, with ``value`` (the loss) and ``report``
+    (a :class:`DerivativeReport`)."""
+
+    value: float = math.nan
+    report: DerivativeReport | None = None
+
+
+# ============================================================================ the Trajectory's methods
+class Derivatives:
+    """The derivative methods of :class:`~nsopt.modeling.Trajectory` (a run with
+    ``TimeStepping(..., differentiable=True)``; module :mod:`nsopt.modeling.differentiable`)."""
+
+    def _tape(self):
+        tape = getattr(self._sim, "_tape", None)
+        if tape is None:
+            raise ModelingError(label(self._sim), "differentiable", "the run recorded no derivative data: build the "
+                                                                    "TimeStepping with differentiable=True")
+        return tape
+
+    def states(self):
+        """(Q, V): the recorded positions and velocities of all systems, stacked in the model's order,
+        (N+1, ndof) each (the layout of the losses and cotangents; :meth:`dofs` gives a system's columns)."""
+        R = self._tape().replay(self)
+        return R.Q.copy(), R.V.copy()
+
+    def dofs(self, ds) -> slice:
+        """The columns of system ``ds`` in :meth:`states` (and in the stacked ``q0``, ``v0``, ``fext``)."""
+        return self._tape().replay(self).L.dofs(ds)
+
+    def vjp(self, dQ=None, dV=None, wrt=("q0", "v0"), *, smoothing=None, impact_times=False) -> dict:
+        r"""Reverse mode: the gradients of :math:`\sum_k \langle dQ_k, q_k\rangle + \langle dV_k, v_k\rangle`
+        (cotangents (N+1, ndof), None: zero) with respect to each ``wrt`` item (module docstring):
+        one adjoint sweep over the recorded steps, whatever the number of parameters.
+
+        ``impact_times``: False (default), the derivative of the discrete branch the run took (what a
+        finite difference with a small step sees); True, plus the derivative of the impact times: at
+        each step that activates a contact with an impulse, the impact time inside the step
+        :math:`\tau = -y_k/\dot y_k` moves with the parameters and the velocity jump with it,
+        :math:`dq_{k+1} \mathrel{-}= \hat M^{-1}H_i^\top\lambda_i\,d\tau`,
+        :math:`dv_{k+1} \mathrel{+}= (\partial v^+/\partial v^- - I)\,a\,d\tau` (a the free
+        acceleration; the saltation term of the continuous-time system): the derivative of the trajectory the run approximates, to O(h), which
+        a target reached after a bounce needs (the discrete branch moves the impact by whole steps
+        only)."""
+        R = self._tape().replay(self, smoothing)
+        gQ = np.zeros_like(R.Q) if dQ is None else _cot(dQ, R.Q.shape, "dQ")
+        gV = np.zeros_like(R.V) if dV is None else _cot(dV, R.V.shape, "dV")
+        w = _Wanted(wrt, R.L, _laws_of(self._tape()))
+        return w.results(R.vjp(gQ, gV, w, impact_times), R.L)
+
+    def gradient(self, loss, wrt=("q0", "v0"), *, smoothing=None, impact_times=False) -> Gradient:
+        """Reverse mode for ``loss(Q, V) -> (value, dQ, dV)``, a function of the recorded states
+        (:meth:`states`) returning its value and its partial derivatives (arrays like Q and V, or None);
+        returns a :class:`Gradient` (``{item: gradient}``, ``.value``, ``.report``). ``smoothing``: the
+        ``eps`` of ``Sensitivity.smoothed`` at every contact step (None: the exact branch);
+        ``impact_times``: see :meth:`vjp`."""
+        R = self._tape().replay(self, smoothing)
+        out = loss(R.Q.copy(), R.V.copy())
+        if not (isinstance(out, tuple) and len(out) == 3):
+            raise ModelingError("Trajectory", "loss", "must return (value, dQ, dV)")
+        value, dQ, dV = out
+        g = Gradient(self.vjp(dQ, dV, wrt, smoothing=smoothing, impact_times=impact_times))
+        g.value = float(value)
+        g.report = report(self._tape(), self, smoothing)
+        return g
+
+    def jvp(self, direction: dict, *, smoothing=None, impact_times=False):
+        """Forward mode: (dQ, dV), the tangents (N+1, ndof) of every recorded state along ``direction``
+        (``{wrt item: value}``: arrays for ``q0``, ``v0``, ``fext``, ``("M", ds)``; numbers for ``mass``,
+        ``e``, ``et``, ``mu``); ``impact_times``: see :meth:`vjp`."""
+        R = self._tape().replay(self, smoothing)
+        return R.jvp(_Direction(direction, R.L, _laws_of(self._tape())), impact_times)
+
+    def jacobian(self, wrt, *, smoothing=None, impact_times=False) -> dict:
+        """``{item: J}``: the Jacobian of the final state (q_N, v_N) (2 ndof) with respect to each item,
+        by forward mode (one sweep per parameter component): shape (2 ndof,) for a number,
+        (2 ndof, *shape) for an array parameter."""
+        R = self._tape().replay(self, smoothing)
+        laws = _laws_of(self._tape())
+        w = _Wanted(wrt, R.L, laws)
+        out = {}
+        for item, (name, tgt) in zip(w.items, w.parsed):
+            if name in ("q0", "v0", "fext"):
+                size = R.L.n if tgt is None else R.L.off[tgt + 1] - R.L.off[tgt]
+                shape = (size,)
+            elif name == "M":
+                size = (R.L.off[tgt + 1] - R.L.off[tgt]) ** 2
+                shape = (math.isqrt(size),) * 2
+            else:
+                size, shape = 1, ()
+            cols = []
+            for c in range(size):
+                e = np.zeros(size)
+                e[c] = 1.0
+                val = e.reshape(shape) if shape else 1.0
+                dQ, dV = R.jvp(_Direction({item: val}, R.L, laws), impact_times)
+                cols.append(np.concatenate([dQ[-1], dV[-1]]))
+            J = np.array(cols).T
+            out[item] = J.reshape((2 * R.L.n, *shape)) if shape else J[:, 0]
+        return out
+
+    def derivative_report(self, *, smoothing=None) -> DerivativeReport:
+        """Where the derivative is that of one branch only: activation decisions near their threshold,
+        steps without strict complementarity, singular steps, failed steps (:class:`DerivativeReport`)."""
+        return report(self._tape(), self, smoothing)
+
+
+def _cot(a, shape, name):
+    a = np.asarray(a, dtype=float)
+    if a.shape != shape:
+        raise ModelingError("Trajectory", name, f"expected shape {shape} (rows: the N+1 recorded states; columns: "
+                                                f"the stacked degrees of freedom), got {a.shape}")
+    return a
