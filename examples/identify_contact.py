@@ -1,4 +1,7 @@
-"""Identification through contact: recover the restitution e and the friction coefficient μ of a
+"""Identifying restitution and friction through contact
+====================================================
+
+Identification through contact: recover the restitution e and the friction coefficient μ of a
 bouncing puck from its noisy trajectory, by gradient descent on the adjoint of the whole simulation.
 
 A puck (a point mass, coordinates x along the floor and z up) is thrown onto a floor with Coulomb

@@ -1,4 +1,7 @@
-"""Planning through contact: the initial velocity of a ball that lands in a target after one bounce
+"""Planning a throw through a bounce
+=================================
+
+Planning through contact: the initial velocity of a ball that lands in a target after one bounce
 off a wall, found by Gauss–Newton on the adjoint of the whole simulation.
 
 A ball (a point mass, coordinates x and z) is thrown from (0, 1) m towards a vertical wall at

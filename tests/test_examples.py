@@ -26,6 +26,19 @@ def test_example_runs(script, tmp_path):
         assert list(tmp_path.glob("*.png")), "the example draws a figure but wrote none to $NSOPT_FIGURES"
 
 
+@pytest.mark.parametrize("script", [p for p in EXAMPLES if not p.name.startswith("_")],
+                         ids=[p.name for p in EXAMPLES if not p.name.startswith("_")])
+def test_example_has_a_gallery_title(script):
+    """The docstring opens with a title underlined by '=' (sphinx-gallery links an example by it; without
+    one the site's -W build fails on an untitled toctree entry)."""
+    import ast
+
+    doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8")), clean=False) or ""
+    lines = doc.splitlines()
+    assert len(lines) >= 2 and lines[0].strip() and set(lines[1].strip()) == {"="}, lines[:2]
+    assert len(lines[1].strip()) >= len(lines[0].strip()), "the underline is shorter than the title"
+
+
 def _tracked(folder):
     """Files of examples/ with their modification times (not caches, not the figures folder)."""
     return {(p.name, p.stat().st_mtime_ns) for p in folder.iterdir()
