@@ -64,9 +64,17 @@ def _prepare(results):
     return df
 
 
+def _measure(measure):
+    if measure not in MEASURES:
+        from ..exceptions import OptionError
+
+        raise OptionError(f"measure must be one of {list(MEASURES)}, got {measure!r}")
+    return MEASURES[measure]
+
+
 def measure_table(results, measure="time", kind=None):
     """Problems x methods table of the measure, +inf where the method did not solve the problem."""
-    col, floor, _ = MEASURES[measure]
+    col, floor, _ = _measure(measure)
     df = _prepare(results)
     if kind is not None:
         df = df[df["kind"] == kind]
@@ -106,10 +114,7 @@ def performance_profile(results, measure: str = "time", kinds=None, title: str |
     matplotlib.figure.Figure
         x = :math:`\\log_2` of the ratio to the best, y = share of problems; Siconos' solvers dashed.
     """
-    if measure not in MEASURES:
-        from ..exceptions import OptionError
-
-        raise OptionError(f"measure must be one of {list(MEASURES)}, got {measure!r}")
+    _measure(measure)
     return draw_profile(profile_panels(results, measure, kinds, title), measure)
 
 
