@@ -127,6 +127,19 @@ SCENES = {"cube": cube_drop, "pile10": lambda: pile(10), "pile100": lambda: pile
           "pile1000": lambda: pile(1000), "spheres": spheres, "chain": chain}
 
 
+def arguments(description: str):
+    """The command line both sides share: SCENE OUT_PREFIX [--h H] [--theta θ] [--tol TOL] (an argparse parser)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("scene")
+    ap.add_argument("out")
+    ap.add_argument("--h", type=float, default=None)
+    ap.add_argument("--theta", type=float, default=0.50001)
+    ap.add_argument("--tol", type=float, default=1e-6)
+    return ap
+
+
 def scene(name: str) -> dict:
     if name.startswith("pile") and name not in SCENES:
         return pile(int(name[4:]))
@@ -138,3 +151,21 @@ if __name__ == "__main__":
         s = scene(key)
         print(f"{key:9s} bodies {len(s['bodies']):5d} statics {len(s['statics'])} joints {len(s['joints'])} "
               f"T {s['T']} h {s['h']}")
+
+
+def nsopt_scene(sc: dict, margin: float = 0.05):
+    """The scene as an :class:`nsopt.mechanics.Scene` (same shapes, bodies, statics, joints, μ, e)."""
+    from nsopt import mechanics as mc
+
+    s = mc.Scene(gravity=(0.0, 0.0, -GRAVITY), margin=margin)
+    for name, (kind, params) in sc["shapes"].items():
+        s.add_primitive_shape(name, kind, params)
+    s.add_Newton_impact_friction_nsl("contact", mu=sc["mu"], e=sc["e"])
+    for name, shape, mass, inertia, pose, twist in sc["bodies"]:
+        s.add_object(name, [mc.Contactor(s.shape(shape))], translation=pose[:3], orientation=pose[3:], velocity=twist,
+                     mass=mass, inertia=inertia)
+    for name, shape, pose in sc["statics"]:
+        s.add_object(name, [mc.Contactor(s.shape(shape))], translation=pose[:3], orientation=pose[3:])
+    for name, kind, b1, b2, points, axes in sc["joints"]:
+        s.add_joint(name, b1, b2, points=points, axes=axes, joint_class=kind, absolute=True)
+    return s

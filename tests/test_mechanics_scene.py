@@ -172,3 +172,124 @@ def test_scene_bad_input():
     sc.add_object("a", ["Ball"], [0, 0, 0], mass=1.0)
     with pytest.raises(ModelingError, match="exists"):
         sc.add_object("a", ["Ball"], [0, 0, 0], mass=1.0)
+
+
+# ---------------------------------------------------------------------------- runs
+def small_pile(n=6, seed=3):
+    """n unit cubes falling into a box (benchmarks/rigid_scenes.pile's construction, smaller)."""
+    rng = np.random.default_rng(seed)
+    sc = mc.Scene(margin=0.05)
+    L = 2 * 1.25 + 0.5
+    sc.add_primitive_shape("Cube", "Box", (1.0, 1.0, 1.0))
+    sc.add_primitive_shape("Floor", "Box", (L + 2, L + 2, 1.0))
+    sc.add_primitive_shape("WallX", "Box", (1.0, L + 2, 4.0))
+    sc.add_primitive_shape("WallY", "Box", (L + 2, 1.0, 4.0))
+    sc.add_Newton_impact_friction_nsl("contact", mu=0.5)
+    for j in range(n):
+        layer, r = divmod(j, 4)
+        x, y = (r % 2 - 0.5) * 1.25, (r // 2 - 0.5) * 1.25
+        quat = rot.quat_exp(0.15 * rng.random() * rng.normal(size=3) / np.sqrt(3))
+        sc.add_object(f"cube{j}", ["Cube"], [x, y, 1.0 + 1.25 * layer], quat, mass=1.0, inertia=[1 / 6] * 3)
+    sc.add_object("floor", ["Floor"], [0, 0, -0.5])
+    for name, shape, x, y in (("wx-", "WallX", -(L / 2 + 0.5), 0), ("wx+", "WallX", L / 2 + 0.5, 0),
+                              ("wy-", "WallY", 0, -(L / 2 + 0.5)), ("wy+", "WallY", 0, L / 2 + 0.5)):
+        sc.add_object(name, [shape], [x, y, 2.0])
+    return sc
+
+
+def test_run_settles_a_pile_every_step_solved():
+    """Six cubes fall into a box and come to rest: every one-step problem solved to the tolerance (nsopt's
+    measure, computed by nsopt), the bodies at rest on the floor or on each other, no penetration beyond the
+    scheme's (a few h|v|/2 at impact, h|v|/2 ~ 1e-2 here: Moreau–Jean does not push bodies back out), the
+    contact forces carrying the weight."""
+    sc = small_pile()
+    run = sc.run(1.2, 5e-3, tol=1e-8)
+    assert len(run) == 240 and not run.failed_steps
+    solved = [e for e, s in zip(run.error, run.status) if s is not None]
+    assert len(solved) > 100 and max(solved) <= 1e-8
+    assert run.kinetic_energy[-1] < 1e-8
+    z = run.q[-1][:, 2]
+    assert np.all((np.abs(z - 0.5) < 0.02) | (np.abs(z - 1.5) < 0.04))
+    assert run.penetration.max() < 0.03
+    # the vertical contact forces on the floor carry the whole weight at rest (contact frame: normal first)
+    c = run.model.last
+    floor = (c.body2 < 0) & (c.normal[:, 2] > 0.99)
+    assert run.forces[floor, 0].sum() == pytest.approx(6 * 9.81, rel=1e-6)
+    assert run.times["total"].shape == (240,) and np.all(run.times["solve"] <= run.times["step"] + 1e-12)
+
+
+def test_record_reload_continue_equals_the_uninterrupted_run(tmp_path):
+    """A run recorded to HDF5 and continued from its record (poses, twists, the collision manager's point ids,
+    the warm starts) gives the uninterrupted run's numbers bit for bit, and the same contact ids."""
+    sc = small_pile(5, seed=1)
+    whole = sc.run(0.5, 5e-3, tol=1e-10, record=tmp_path / "whole.h5")
+    first = sc.run(0.25, 5e-3, tol=1e-10, record=tmp_path / "first.h5")
+    rec = mc.load_record(tmp_path / "first.h5")
+    assert rec.resume is not None and len(rec) == len(first) == 50
+    rest = sc.run(0.5, 5e-3, tol=1e-10, continue_from=tmp_path / "first.h5", record=tmp_path / "rest.h5")
+    assert len(rest) == 50
+    assert sum(s is not None for s in whole.status[50:]) > 20          # contacts over the continued part
+    np.testing.assert_array_equal(rest.q[1:], whole.q[51:])
+    np.testing.assert_array_equal(rest.v[1:], whole.v[51:])
+    a, b = mc.load_record(tmp_path / "whole.h5"), mc.load_record(tmp_path / "rest.h5")
+    np.testing.assert_array_equal(b.contacts(-1)["id"], a.contacts(-1)["id"])
+    np.testing.assert_array_equal(b.contacts(-1)["force"], a.contacts(-1)["force"])
+    np.testing.assert_array_equal(b.q, a.q[50:])
+    # a record without its resume state (cut short) still continues, from the poses and twists
+    with h5py.File(tmp_path / "first.h5", "r+") as f:
+        del f["resume"]
+    assert mc.load_record(tmp_path / "first.h5").resume is None
+    again = sc.run(0.3, 5e-3, tol=1e-10, continue_from=tmp_path / "first.h5")
+    np.testing.assert_allclose(again.q[-1], whole.q[60], atol=1e-3)
+
+
+def test_run_writes_each_step_problem_to_fclib(tmp_path):
+    """write_problems: one FCLIB file per step with contact (a corpus for nsopt compare); each holds the step's
+    friction-contact problem, which the step's recorded forces solve."""
+    from nsopt import io
+    sc = small_pile(4, seed=2)
+    run = sc.run(0.5, 5e-3, tol=1e-10, write_problems=tmp_path / "corpus", record=tmp_path / "run.h5")
+    steps = [k + 1 for k, s in enumerate(run.status) if s is not None]
+    files = sorted((tmp_path / "corpus").glob("step_*.hdf5"))
+    assert [int(f.stem[5:]) for f in files] == steps
+    last = io.load(files[-1])
+    rec = mc.load_record(tmp_path / "run.h5")
+    got = rec.contacts(steps[-1] - 1)
+    assert last.kind == "fc3d" and last.nc == int(got["active"].sum()) == run.solution.problem.nc
+    np.testing.assert_array_equal(last.q, run.solution.problem.q)
+    dense = (lambda W: W.toarray() if hasattr(W, "toarray") else np.asarray(W))
+    np.testing.assert_allclose(dense(last.W), dense(run.solution.problem.W), rtol=0, atol=1e-15)
+    assert last.error(run.solution.r) <= 1e-10
+    # the recorded forces are the solution's impulses / h (the problem's rows in the stepper's order)
+    np.testing.assert_allclose(np.sort(got["force"][got["active"], 0]), np.sort(run.solution.r[0::3] / 5e-3), atol=1e-9)
+
+
+def test_viewer_page_and_still_from_a_record(tmp_path):
+    pytest.importorskip("trimesh")
+    sc = small_pile(3, seed=4)
+    sc.run(0.3, 5e-3, record=tmp_path / "run.h5")
+    rec = mc.load_record(tmp_path / "run.h5")
+    page = rec.write_html(tmp_path / "run.html")
+    text = page.read_text()
+    assert "<canvas" in text or "three" in text.lower()
+    assert len(text) > 100_000                                  # three.js embedded: it works offline
+    img = rec.still(tmp_path / "run.png")
+    assert img.stat().st_size > 10_000
+
+
+def test_run_bad_input(tmp_path):
+    sc = small_pile(2)
+    with pytest.raises(ModelingError, match="T"):
+        sc.run(0.0)
+    sc.run(0.05, 5e-3, record=tmp_path / "a.h5")
+    with pytest.raises(OutputError):
+        sc.run(0.05, 5e-3, record=tmp_path / "a.h5")
+    with pytest.raises(ModelingError, match="after the start time"):
+        sc.run(0.05, 5e-3, continue_from=tmp_path / "a.h5")
+    inter = mc.Scene()
+    inter.add_primitive_shape("Ball", "Sphere", 0.5)
+    inter.add_Newton_impact_friction_nsl("c", mu=0.3)
+    inter.add_object("a", ["Ball"], [0, 0, 0], mass=1.0)
+    inter.add_object("b", ["Ball"], [0.5, 0, 0], mass=1.0)
+    with pytest.raises(mc.InterpenetrationError, match="body 0 and body 1"):
+        inter.run(0.1)

@@ -12,6 +12,6 @@ from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpa
 
 __all__ = ["Shape", "Sphere", "Box", "Capsule", "Cylinder", "Cone", "ConvexMesh", "HalfSpace", "Contactor",
            "CollisionManager", "Contacts", "InterpenetrationError"]
-from .scene import Record, Recorder, Scene, SceneModel, load_record  # noqa: E402
+from .scene import Record, Recorder, Scene, SceneModel, SceneRun, load_record  # noqa: E402
 
-__all__ += ["Scene", "SceneModel", "Recorder", "Record", "load_record"]
+__all__ += ["Scene", "SceneModel", "SceneRun", "Recorder", "Record", "load_record"]

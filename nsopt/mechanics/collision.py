@@ -106,7 +106,8 @@ class CollisionManager:
     max_points : the most points kept per pair of contactors.
     """
 
-    def __init__(self, *, margin: float = 0.05, persistence: float = 0.02, max_points: int = 4):
+    def __init__(self, *, margin: float = 0.05, persistence: float = 0.02, max_points: int = 4,
+                 reuse: float | None = None):
         import coal
         self._coal = coal
         if not margin >= 0:
@@ -115,7 +116,13 @@ class CollisionManager:
             raise ModelingError("CollisionManager", "persistence", f"must be > 0, got {persistence!r}")
         if int(max_points) < 1:
             raise ModelingError("CollisionManager", "max_points", f"must be >= 1, got {max_points!r}")
+        reuse = 0.02 * margin if reuse is None else reuse
+        if not 0 <= reuse < max(margin, 1e-300):
+            raise ModelingError("CollisionManager", "reuse", f"must be in [0, margin), got {reuse!r}")
         self.margin, self.persistence, self.max_points = float(margin), float(persistence), int(max_points)
+        self.reuse = float(reuse)
+        self._cache = None                 # per candidate pair: its relative pose and points at its last narrow phase
+        self.stats = {"pairs": 0, "narrow": 0}
         self._objects: list[_Object] = []
         self.bodies: list[list[Contactor]] = []
         self.statics: list[list[Contactor]] = []
@@ -123,13 +130,18 @@ class CollisionManager:
         self._body_objects: list[list[int]] = []
         self._excluded: set = set()
         self._group_off: set = set()
-        self._manager = coal.DynamicAABBTreeCollisionManager()
-        self._ready = False
         self._previous = None              # (pair keys sorted, ids, body-frame points) of the last detection
         self._next_id = 0
         self._obj_R = np.zeros((0, 3, 3))  # each coal object's rotation and position (world frame)
         self._obj_x = np.zeros((0, 3))
-        self._patch_request = coal.ContactPatchRequest()
+        self._local: list = []             # per object: local AABB centre, half extents, infinite, rotation, offset, radius, group
+        self._stale = np.zeros(0, dtype=bool)   # coal's transform of the object lags behind _obj_R, _obj_x
+        self._obj_body = np.zeros(0, dtype=np.int64)
+        self._patch_request = coal.ContactPatchRequest()       # curved shapes: coal's patch tolerance (1e-3)
+        self._flat_request = coal.ContactPatchRequest()        # polyhedra: every support point within the margin
+        self._flat_request.setPatchTolerance(max(self.margin, 1e-3))
+        self._request = coal.CollisionRequest(coal.CollisionRequestFlag.CONTACT, 1)
+        self._request.security_margin = self.margin
 
     # ---- building
     def _register(self, contactors, pose, static):
@@ -156,12 +168,24 @@ class CollisionManager:
             obj = self._coal.CollisionObject(g, self._coal.Transform3s(np.eye(3), np.zeros(3)), False)
             idx.append(len(self._objects))
             self._objects.append(_Object(owner, static, c, len(self._objects), obj, ct.shape))
-        self._ready = False
+            inf = not np.isfinite(g.aabb_radius)
+            lo = np.zeros(3) if inf else np.asarray(g.aabb_local.min_, dtype=float)
+            hi = np.zeros(3) if inf else np.asarray(g.aabb_local.max_, dtype=float)
+            self._local.append((0.5 * (lo + hi), 0.5 * (hi - lo), inf, ct.local_rotation(), ct.translation,
+                                np.inf if inf else float(ct.shape.bounding_radius()), ct.group))
         self._obj_R = np.concatenate([self._obj_R, np.zeros((len(idx), 3, 3))])
         self._obj_x = np.concatenate([self._obj_x, np.zeros((len(idx), 3))])
         self._owner_arrays = (np.array([o.owner for o in self._objects], dtype=np.int64),
                               np.array([o.static for o in self._objects], dtype=bool),
                               np.array([o.contactor for o in self._objects], dtype=np.int64))
+        L = self._local
+        self._lc, self._le = np.array([x[0] for x in L]), np.array([x[1] for x in L])
+        self._inf = np.array([x[2] for x in L], dtype=bool)
+        self._lR, self._lt = np.array([x[3] for x in L]), np.array([x[4] for x in L])
+        self._radius = np.array([x[5] for x in L])
+        self._group = np.array([x[6] for x in L], dtype=np.int64)
+        self._stale = np.concatenate([self._stale, np.zeros(len(idx), dtype=bool)])
+        self._cache = None
         return contactors, idx
 
     def add_body(self, contactors, pose=(0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)) -> int:
@@ -169,12 +193,14 @@ class CollisionManager:
         contactors, idx = self._register(contactors, pose, False)
         self.bodies.append(contactors)
         self._body_objects.append(idx)
+        self._obj_body = np.concatenate([self._obj_body, np.full(len(idx), len(self.bodies) - 1, dtype=np.int64)])
         self._place(idx, contactors, np.asarray(pose, dtype=float))
         return len(self.bodies) - 1
 
     def add_static(self, contactors, pose=(0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)) -> int:
         """A static object (contact only, never moves)."""
         contactors, idx = self._register(contactors, pose, True)
+        self._obj_body = np.concatenate([self._obj_body, np.full(len(idx), -1, dtype=np.int64)])
         self.statics.append(contactors)
         pose = np.asarray(pose, dtype=float)
         self._static_poses.append(pose)
@@ -197,104 +223,220 @@ class CollisionManager:
     def _place(self, idx, contactors, pose):
         R = rot.rotation_matrix(pose[3:7])
         for i, ct in zip(idx, contactors):
-            Ri, xi = R @ ct.local_rotation(), pose[:3] + R @ ct.translation
-            self._obj_R[i], self._obj_x[i] = Ri, xi
-            o = self._objects[i].obj
-            o.setTransform(self._coal.Transform3s(Ri, xi))
-            o.computeAABB()
+            self._obj_R[i], self._obj_x[i] = R @ ct.local_rotation(), pose[:3] + R @ ct.translation
+            self._stale[i] = True
 
     def update(self, Q):
-        """Move the dynamic bodies to the poses Q (n, 7)."""
+        """Move the dynamic bodies to the poses Q (n, 7) (their objects' world rotations and positions, at once;
+        coal's transforms are set when a narrow phase needs them)."""
         Q = np.asarray(Q, dtype=float)
         if Q.shape != (len(self.bodies), 7):
             raise ModelingError("CollisionManager", "Q", f"has shape {Q.shape}, expected ({len(self.bodies)}, 7)")
-        R = rot.rotation_matrix(Q[:, 3:7])
-        T = self._coal.Transform3s
-        oR, ox = self._obj_R, self._obj_x
-        for b, idx in enumerate(self._body_objects):
-            for i, ct in zip(idx, self.bodies[b]):
-                o = self._objects[i].obj
-                if ct.shape.local_rotation is None and not ct.translation.any() and ct.orientation[0] == 1.0:
-                    oR[i], ox[i] = R[b], Q[b, :3]
-                else:
-                    oR[i], ox[i] = R[b] @ ct.local_rotation(), Q[b, :3] + R[b] @ ct.translation
-                o.setTransform(T(oR[i], ox[i]))
-                o.computeAABB()
-        if self._ready:
-            self._manager.update()
+        dyn = np.flatnonzero(self._obj_body >= 0)
+        if not dyn.size:
+            return
+        b = self._obj_body[dyn]
+        R = rot.rotation_matrix(Q[:, 3:7])[b]
+        self._obj_R[dyn] = R @ self._lR[dyn]
+        self._obj_x[dyn] = Q[b, :3] + np.einsum("kij,kj->ki", R, self._lt[dyn])
+        self._stale[dyn] = True
 
-    def _setup(self):
-        self._manager.clear()
-        for o in self._objects:
-            self._manager.registerObject(o.obj)
-        self._manager.setup()
-        self._ready = True
+    def _sync(self, objs):
+        """coal's transforms of the objects ``objs`` (indices) set from their world poses."""
+        T = self._coal.Transform3s
+        for i in objs.tolist():
+            if self._stale[i]:
+                o = self._objects[i].obj
+                o.setTransform(T(self._obj_R[i], self._obj_x[i]))
+                o.computeAABB()
+                self._stale[i] = False
 
     # ---- detection
     def candidate_pairs(self):
-        """The pairs of contactor objects (i, j), i < j, coal's broad and narrow phases find within the margin
-        (filters applied), with coal's contact of each."""
-        if not self._ready:
-            self._setup()
-        cb = self._coal.CollisionCallBackDefault()
-        req = cb.data.request
-        req.security_margin = self.margin
-        req.num_max_contacts = 1 << 30
-        req.enable_contact = True
-        self._manager.collide(cb)
-        out = []
-        objs = self._objects
-        for c in cb.data.result.getContacts():
-            i, j = int(c.o1.cost_density), int(c.o2.cost_density)
-            a, b = objs[i], objs[j]
-            if a.static and b.static:
-                continue
-            if not a.static and not b.static:
-                if a.owner == b.owner or (min(a.owner, b.owner), max(a.owner, b.owner)) in self._excluded:
-                    continue
-            if self._group_off:
-                ga = (self.statics if a.static else self.bodies)[a.owner][a.contactor].group
-                gb = (self.statics if b.static else self.bodies)[b.owner][b.contactor].group
-                if (min(ga, gb), max(ga, gb)) in self._group_off:
-                    continue
-            out.append((i, j, c))
-        return out
+        """The broad phase: the pairs of objects (i, j), i < j, whose bounding boxes (enlarged by the margin)
+        overlap, filters applied (static pairs, a body's own contactors, excluded pairs, groups), as two index
+        arrays. Boxes by sweep and prune along the axis of largest spread (vectorised); half-spaces against every
+        box by its support along their normal."""
+        n = len(self._objects)
+        if n < 2:
+            e = np.zeros(0, dtype=np.int64)
+            return e, e
+        R, x = self._obj_R, self._obj_x
+        c = np.einsum("kij,kj->ki", R, self._lc) + x
+        e = np.einsum("kij,kj->ki", np.abs(R), self._le)
+        fin = np.flatnonzero(~self._inf)
+        I, J = [], []
+        if fin.size > 1:
+            lo, hi = (c - e)[fin], (c + e)[fin]
+            ax = int(np.argmax(np.ptp(c[fin], axis=0)))
+            order = np.argsort(lo[:, ax], kind="stable")
+            los, his = lo[order, ax], hi[order, ax]
+            end = np.searchsorted(los, his, side="right")
+            first = np.arange(fin.size) + 1
+            cnt = np.maximum(end - first, 0)
+            a = np.repeat(np.arange(fin.size), cnt)
+            off = np.concatenate([[0], np.cumsum(cnt)[:-1]]) if cnt.size else np.zeros(0, dtype=np.int64)
+            b = np.arange(int(cnt.sum())) - np.repeat(off, cnt) + np.repeat(first, cnt)
+            oa, ob = order[a], order[b]
+            ok = np.all((lo[oa] <= hi[ob]) & (lo[ob] <= hi[oa]), axis=1)
+            I.append(fin[oa[ok]])
+            J.append(fin[ob[ok]])
+        for h in np.flatnonzero(self._inf).tolist():       # a half-space: {y : n·y <= offset} in its object's frame
+            A, bb = self._objects[h].shape.halfspaces()
+            nw = R[h] @ A[0]
+            off = bb[0] + nw @ x[h]
+            support = c[fin] @ nw - np.abs(e[fin]) @ np.abs(nw)
+            hit = fin[support <= off + 1e-12]
+            I.append(np.minimum(hit, h))
+            J.append(np.maximum(hit, h))
+        if not I:
+            e = np.zeros(0, dtype=np.int64)
+            return e, e
+        I, J = np.concatenate(I), np.concatenate(J)
+        lo_, hi_ = np.minimum(I, J), np.maximum(I, J)
+        owner, static, _ = self._owner_arrays
+        keep = ~(static[lo_] & static[hi_])
+        keep &= ~(~static[lo_] & ~static[hi_] & (owner[lo_] == owner[hi_]))
+        if self._excluded:
+            ex = np.array([a * len(self.bodies) + b for a, b in self._excluded], dtype=np.int64)
+            both = ~static[lo_] & ~static[hi_]
+            oa, ob = np.minimum(owner[lo_], owner[hi_]), np.maximum(owner[lo_], owner[hi_])
+            keep &= ~(both & np.isin(oa * len(self.bodies) + ob, ex))
+        if self._group_off:
+            ga, gb = np.minimum(self._group[lo_], self._group[hi_]), np.maximum(self._group[lo_], self._group[hi_])
+            off = np.array([a * (1 << 20) + b for a, b in self._group_off], dtype=np.int64)
+            keep &= ~np.isin(ga * (1 << 20) + gb, off)
+        return lo_[keep], hi_[keep]
+
+    def _narrow(self, i, j):
+        """coal's narrow phase on objects i < j: None (farther than the margin) or (points on i, points on j
+        (r, 3) each, world frame, the normal from i towards j)."""
+        coal = self._coal
+        a, b = self._objects[i], self._objects[j]
+        req = self._request
+        res = coal.CollisionResult()
+        if not coal.collide(a.obj, b.obj, req, res):
+            return None
+        c = res.getContact(0)
+        nab = np.asarray(c.normal, dtype=float)                     # coal: from i towards j
+        pts = None
+        if not (a.shape.curved and b.shape.curved):
+            flat = not (a.shape.curved or b.shape.curved)
+            preq = self._flat_request if flat else self._patch_request
+            pres = coal.ContactPatchResult(preq)
+            coal.computeContactPatch(a.obj, b.obj, res, preq, pres)
+            if pres.numContactPatches():
+                p = pres.getContactPatch(0)
+                if p.size() > 1:
+                    P1 = np.array([p.getPointShape1(r) for r in range(p.size())])
+                    P2 = np.array([p.getPointShape2(r) for r in range(p.size())])
+                    if flat:          # each point measured along the normal between the two polyhedra
+                        P1, P2 = self._measure(i, j, 0.5 * (P1 + P2), nab, P1, P2)
+                    pts = _reduce(P1, P2, -nab, self.max_points)
+        if pts is None:
+            pts = (np.asarray(c.getNearestPoint1(), dtype=float)[None], np.asarray(c.getNearestPoint2(), dtype=float)[None])
+        return pts[0], pts[1], nab
 
     def detect(self, Q=None) -> Contacts:
-        """Every contact point within the margin, at the poses Q (n, 7) (default: the last :meth:`update`)."""
+        """Every contact point within the margin, at the poses Q (n, 7) (default: the last :meth:`update`).
+
+        The broad phase (:meth:`candidate_pairs`) runs every call; coal's narrow phase only for the pairs new to
+        it or whose relative pose moved by more than ``reuse`` since their last narrow phase (translation plus
+        rotation times the smaller object's radius). The others keep the points found then, fixed in their
+        objects (Bullet's persistent manifold in spirit): their distances and normals follow the bodies."""
         if Q is not None:
             self.update(Q)
-        coal = self._coal
-        preq, objs, cap = self._patch_request, self._objects, self.max_points
-        pairs = self.candidate_pairs()
-        m = len(pairs) * cap
-        A, B = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)     # coal object of body 1, of body 2
-        PA, PB, N = np.empty((m, 3)), np.empty((m, 3)), np.empty((m, 3))
-        k = 0
-        for i, j, c in pairs:
-            a, b = objs[i], objs[j]
-            nab = np.asarray(c.normal, dtype=float)                     # coal: from i towards j
-            pts = None
-            if not (a.shape.curved and b.shape.curved):
-                res = coal.CollisionResult()
-                res.addContact(c)
-                pres = coal.ContactPatchResult(preq)
-                coal.computeContactPatch(a.obj, b.obj, res, preq, pres)
-                if pres.numContactPatches():
-                    p = pres.getContactPatch(0)
-                    if p.size() > 1:
-                        pts = _reduce(np.array([p.getPointShape1(r) for r in range(p.size())]),
-                                      np.array([p.getPointShape2(r) for r in range(p.size())]), -nab, cap)
-            if pts is None:
-                pts = (np.asarray(c.getNearestPoint1(), dtype=float)[None], np.asarray(c.getNearestPoint2(), dtype=float)[None])
-            r = pts[0].shape[0]
-            # body 1: a dynamic body; with two, the lower index. The normal runs from body 2 towards body 1.
-            if a.static or (not b.static and b.owner < a.owner):
-                A[k:k + r], B[k:k + r], PA[k:k + r], PB[k:k + r], N[k:k + r] = j, i, pts[1], pts[0], nab
-            else:
-                A[k:k + r], B[k:k + r], PA[k:k + r], PB[k:k + r], N[k:k + r] = i, j, pts[0], pts[1], -nab
-            k += r
-        return self._persist(A[:k], B[:k], PA[:k], PB[:k], N[:k])
+        ci, cj = self.candidate_pairs()
+        nobj = len(self._objects)
+        key = ci * nobj + cj
+        srt = np.argsort(key, kind="stable")
+        ci, cj, key = ci[srt], cj[srt], key[srt]
+        # the relative pose of the smaller object in the larger one's frame
+        small_j = self._radius[cj] <= self._radius[ci]
+        big, sm = np.where(small_j, ci, cj), np.where(small_j, cj, ci)
+        Rb = self._obj_R[big]
+        relR = np.einsum("kji,kjl->kil", Rb, self._obj_R[sm])
+        relt = np.einsum("kji,kj->ki", Rb, self._obj_x[sm] - self._obj_x[big])
+        rho = np.where(np.isfinite(self._radius[sm]), self._radius[sm], 0.0)
+        need = np.ones(key.shape[0], dtype=bool)
+        cache = self._cache
+        pos = np.zeros(key.shape[0], dtype=np.int64)
+        if cache is not None and cache["key"].shape[0] and key.shape[0]:
+            pos = np.minimum(np.searchsorted(cache["key"], key), cache["key"].shape[0] - 1)
+            hit = cache["key"][pos] == key
+            dR = np.linalg.norm(relR - cache["R"][pos], axis=(1, 2)) / np.sqrt(2.0)
+            move = np.linalg.norm(relt - cache["t"][pos], axis=1) + rho * dR
+            need = ~hit | ~(move <= self.reuse)
+        todo = np.flatnonzero(need)
+        self.stats = {"pairs": int(key.shape[0]), "narrow": int(todo.size)}
+        if todo.size:
+            self._sync(np.unique(np.concatenate([ci[todo], cj[todo]])))
+        # per pair: its points in its objects' frames (pa on i, pb on j) and the normal in i's frame
+        counts = np.zeros(key.shape[0], dtype=np.int64)
+        if cache is not None and key.shape[0]:
+            counts[~need] = cache["n"][pos[~need]]
+        fresh = {}
+        R, x = self._obj_R, self._obj_x
+        for k in todo.tolist():
+            out = self._narrow(int(ci[k]), int(cj[k]))
+            if out is None:
+                continue
+            Pi, Pj, nab = out
+            i, j = ci[k], cj[k]
+            r = Pi.shape[0]
+            fresh[k] = ((Pi - x[i]) @ R[i], (Pj - x[j]) @ R[j], np.tile(R[i].T @ nab, (r, 1)))
+            counts[k] = r
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        total = int(starts[-1])
+        pa, pb, na = np.empty((total, 3)), np.empty((total, 3)), np.empty((total, 3))
+        kept = np.flatnonzero(~need & (counts > 0))
+        if kept.size:
+            dst = _spans(starts[kept], counts[kept])
+            src = _spans(cache["start"][pos[kept]], counts[kept])
+            pa[dst], pb[dst], na[dst] = cache["pa"][src], cache["pb"][src], cache["na"][src]
+        for k, (a, b, nn) in fresh.items():
+            pa[starts[k]:starts[k + 1]], pb[starts[k]:starts[k + 1]], na[starts[k]:starts[k + 1]] = a, b, nn
+        cR, ct = relR.copy(), relt.copy()
+        if cache is not None and key.shape[0]:          # a kept pair keeps the pose of its last narrow phase
+            cR[~need], ct[~need] = cache["R"][pos[~need]], cache["t"][pos[~need]]
+        self._cache = {"key": key, "R": cR, "t": ct, "n": counts, "start": starts[:-1], "pa": pa, "pb": pb, "na": na}
+        # world points of every contact, oriented: body 1 dynamic (the lower index of two), normal from 2 towards 1
+        pi = np.repeat(np.arange(key.shape[0]), counts)
+        I, J = ci[pi], cj[pi]
+        PI = np.einsum("kij,kj->ki", R[I], pa) + x[I]
+        PJ = np.einsum("kij,kj->ki", R[J], pb) + x[J]
+        N = np.einsum("kij,kj->ki", R[I], na)
+        owner, static, _ = self._owner_arrays
+        swap = static[I] | (~static[J] & (owner[J] < owner[I]))
+        A = np.where(swap, J, I)
+        B = np.where(swap, I, J)
+        PA = np.where(swap[:, None], PJ, PI)
+        PB = np.where(swap[:, None], PI, PJ)
+        NN = np.where(swap[:, None], N, -N)
+        return self._persist(A, B, PA, PB, NN)
+
+    def _measure(self, i, j, P, n, P1, P2):
+        """The points of polyhedral objects i and j on the lines through the patch points P (m, 3) along the normal n
+        (from i towards j): on i the farthest along n, on j the nearest ({x : A x <= b} of each shape). coal's patch
+        keeps every support point within the margin but places them all at the deepest point's depth; this gives each
+        its own. A line that misses a shape (round-off at a patch's rim) keeps coal's point."""
+        out = []
+        for o, sign, Pc in ((i, 1.0, P1), (j, -1.0, P2)):
+            A, b = self._objects[o].shape.halfspaces()
+            R, x = self._obj_R[o], self._obj_x[o]
+            p = (P - x) @ R                                   # the points and the direction in the shape's frame
+            d = R.T @ n
+            Ad = A @ d
+            slack = b[None, :] - p @ A.T                      # (m, rows): b - A p
+            with np.errstate(divide="ignore", invalid="ignore"):
+                bound = slack / Ad[None, :]
+            up = np.where(Ad[None, :] > 1e-12, bound, np.inf).min(axis=1)     # t <= up
+            lo = np.where(Ad[None, :] < -1e-12, bound, -np.inf).max(axis=1)   # t >= lo
+            ok = (lo <= up + 1e-9) & (np.abs(Ad) > 1e-12).any()
+            t = up if sign > 0 else lo
+            ok &= np.isfinite(t)
+            out.append(np.where(ok[:, None], P + np.where(ok, t, 0.0)[:, None] * n, Pc))
+        return out[0], out[1]
 
     def _persist(self, A, B, PA, PB, N) -> Contacts:
         k = A.shape[0]
@@ -352,6 +494,14 @@ class CollisionManager:
                                         f"{bad.size} contact point(s) interpenetrate deeper than {tol:g} ({desc}); "
                                         "move the bodies apart before the run")
         return c
+
+
+def _spans(starts, lengths):
+    """The concatenated ranges [starts[i], starts[i] + lengths[i])."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    off = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    return np.repeat(np.asarray(starts, dtype=np.int64) - off, lengths) + np.arange(total)
 
 
 def _reduce(P1, P2, n, k):

@@ -28,9 +28,13 @@ datasets grown step by step (a run cut short keeps every complete step):
 - ``steps/t`` (S,), ``steps/q`` (S, n, 7), ``steps/v`` (S, n, 6), ``steps/status`` (S,) strings,
   ``steps/nit`` (S,), ``steps/error`` (S,), ``steps/contacts`` (S + 1,) offsets into the contact rows;
 - ``contacts/body1``, ``contacts/body2``, ``contacts/static2``, ``contacts/id`` (K,), ``contacts/pc1``,
-  ``contacts/pc2``, ``contacts/normal``, ``contacts/force`` (K, 3), ``contacts/distance`` (K,): the rows of
-  step s are ``steps/contacts[s]:steps/contacts[s+1]``; ``force`` is the contact impulse over the step
-  divided by h, in the contact frame (normal, t1, t2).
+  ``contacts/pc2``, ``contacts/normal``, ``contacts/force`` (K, 3), ``contacts/distance`` (K,),
+  ``contacts/active`` (K,) bool: the rows of step s are ``steps/contacts[s]:steps/contacts[s+1]``, the points
+  detected at the start of the step; ``force`` is the contact impulse over the step divided by h, in the
+  contact frame (normal, t1, t2); ``active``: the point was in the step's one-step problem;
+- ``resume`` (written when a run ends): the collision manager's memory (``keys``, ``ids``, ``loc``,
+  ``next_id``) and the warm starts (``contact_ids``, ``contact_lambda``, ``joint_lambda``), what
+  :meth:`Scene.run` needs to continue the run exactly (``continue_from=``).
 
 A record reloads (:func:`load_record`) into its arrays and its scene (:meth:`Record.scene`), whose bodies
 start from the last recorded state (``Record.scene(step=-1)``), so that a run continues where it stopped.
@@ -45,14 +49,15 @@ import numpy as np
 
 from ..exceptions import FormatError, ModelingError
 from ..io._target import check_file
-from ..modeling import EqualityConditionNSL, Interaction, NewtonEuler3DR, NewtonEulerDS, NewtonImpactFrictionNSL
+from ..modeling import EqualityConditionNSL, Interaction, NewtonEulerDS, NewtonImpactFrictionNSL
 from ..modeling import NonSmoothDynamicalSystem
 from ..modeling import joints as _joints
 from ..modeling import _rotation as rot
+from ..modeling.newton_euler import ContactTable
 from .collision import CollisionManager, Contacts
 from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere
 
-__all__ = ["Scene", "SceneModel", "Recorder", "Record", "load_record", "FORMAT", "VERSION"]
+__all__ = ["Scene", "SceneModel", "SceneRun", "Recorder", "Record", "load_record", "FORMAT", "VERSION"]
 
 FORMAT, VERSION = "nsopt-mechanics", 1
 _PRIMITIVES = {"Sphere": Sphere, "Box": Box, "Capsule": Capsule, "Cylinder": Cylinder, "Cone": Cone}
@@ -145,10 +150,11 @@ class Scene:
         self.laws[g] = law
 
     def add_object(self, name: str, contactors, translation, orientation=(1.0, 0.0, 0.0, 0.0), velocity=(0.0,) * 6,
-                   mass=None, inertia=None):
+                   mass=None, inertia=None, *, force=None, moment=None):
         """A body (``mass`` given) or a static object (``mass=None``), as Siconos' ``add_object``: contactors
         (Contactor objects, or shape names), initial translation, orientation (unit quaternion (w, x, y, z), or
-        (axis, angle)), twist; ``inertia`` (3,) or (3, 3), default from the contactors' solids."""
+        (axis, angle)), twist; ``inertia`` (3,) or (3, 3), default from the contactors' solids; a constant
+        ``force`` (3,) (world frame, added to the weight) and ``moment`` (3,) (body frame) on a body."""
         if any(o["name"] == name for o in self.objects):
             raise ModelingError("Scene", "name", f"an object named {name!r} exists")
         cts = [Contactor(self.shape(c)) if isinstance(c, str) else c for c in
@@ -160,9 +166,13 @@ class Scene:
         pose = rot.normalize_q(pose)
         if mass is not None and inertia is None:
             inertia = mesh_inertia(cts, float(mass))
+        if mass is None and (force is not None or moment is not None):
+            raise ModelingError("Scene", f"object {name!r}", "a static object takes no force or moment")
         self.objects.append(dict(name=name, contactors=cts, pose=pose, twist=np.asarray(velocity, dtype=float).reshape(6),
                                  mass=None if mass is None else float(mass),
-                                 inertia=None if inertia is None else np.asarray(inertia, dtype=float)))
+                                 inertia=None if inertia is None else np.asarray(inertia, dtype=float),
+                                 force=None if force is None else np.asarray(force, dtype=float).reshape(3),
+                                 moment=None if moment is None else np.asarray(moment, dtype=float).reshape(3)))
 
     def add_joint(self, name: str, object1: str, object2: str | None = None, points=((0.0, 0.0, 0.0),),
                   axes=((0.0, 1.0, 0.0),), joint_class: str = "PivotJointR", absolute: bool = True,
@@ -183,7 +193,9 @@ class Scene:
         return dict(gravity=self.gravity.tolist(), margin=self.margin,
                     objects=[dict(name=o["name"], contactors=cts(o["contactors"]), pose=o["pose"].tolist(),
                                   twist=o["twist"].tolist(), mass=o["mass"],
-                                  inertia=None if o["inertia"] is None else np.asarray(o["inertia"]).tolist())
+                                  inertia=None if o["inertia"] is None else np.asarray(o["inertia"]).tolist(),
+                                  force=None if o.get("force") is None else o["force"].tolist(),
+                                  moment=None if o.get("moment") is None else o["moment"].tolist())
                              for o in self.objects],
                     joints=self.joints,
                     laws=[dict(name=law.name, mu=law.mu, e=law.en, groups=list(g)) for g, law in self.laws.items()])
@@ -195,7 +207,8 @@ class Scene:
             sc.add_Newton_impact_friction_nsl(law["name"], law["mu"], law["e"], *law["groups"])
         for o in d["objects"]:
             cs = [Contactor(_shape_from_spec(c["shape"]), c["translation"], c["orientation"], c["group"]) for c in o["contactors"]]
-            sc.add_object(o["name"], cs, o["pose"][:3], o["pose"][3:], o["twist"], o["mass"], o["inertia"])
+            sc.add_object(o["name"], cs, o["pose"][:3], o["pose"][3:], o["twist"], o["mass"], o["inertia"],
+                          force=o.get("force"), moment=o.get("moment"))
         for j in d["joints"]:
             sc.add_joint(**j)
         return sc
@@ -211,7 +224,8 @@ class Scene:
             if o["mass"] is None:
                 cm.add_static(o["contactors"], o["pose"])
                 continue
-            ds = NewtonEulerDS(o["pose"], o["twist"], o["mass"], o["inertia"], fext=o["mass"] * self.gravity, name=o["name"])
+            f = o["mass"] * self.gravity + (0.0 if o.get("force") is None else o["force"])
+            ds = NewtonEulerDS(o["pose"], o["twist"], o["mass"], o["inertia"], fext=f, mext=o.get("moment"), name=o["name"])
             nsds.insert_dynamical_system(ds)
             index[o["name"]] = cm.add_body(o["contactors"], o["pose"])
             bodies.append(ds)
@@ -245,17 +259,103 @@ class Scene:
                 cm.exclude_pair(index[j["object1"]], index[j["object2"]])
         return SceneModel(self, nsds, bodies, names, cm, joints)
 
+    # ---- a run
+    def run(self, T: float, h: float = 5e-3, *, theta: float = 0.50001, osns: str | None = None,
+            method: str = "nsn-ac", tol: float = 1e-6, record=None, overwrite: bool = False, write_problems=None,
+            continue_from=None, progress: bool = False, keep_states: bool = True, check: float | None = 1e-3,
+            fallback=(), on_step=None, **options) -> "SceneRun":
+        """Simulate the scene to time ``T``: at each step the contacts are detected at the current poses
+        (:meth:`SceneModel.update_contacts`: new points linked, vanished ones removed, the others moved), their
+        outputs updated (:meth:`~nsopt.modeling.TimeStepping.update_outputs`), then one Moreau–Jean step
+        (:class:`~nsopt.modeling.MoreauJeanOSI` with ``theta``; one-step problem ``osns``: "fc3d", or "gmp" when
+        the scene has joints; ``method``, ``tol``, ``fallback`` and ``options`` go to :func:`nsopt.solve`).
+
+        Parameters
+        ----------
+        record : a path: the run is written there step by step (:class:`Recorder`: poses, twists, contacts, forces,
+            the solver's status; at the end, what a continued run needs).
+        write_problems : a folder receiving each step's one-step problem (FCLIB for friction contact: a corpus for
+            ``nsopt compare``; ``TimeStepping.write_problems_to``).
+        continue_from : a record (path or :class:`Record`) of this scene: the run starts from its last step (poses,
+            twists, the contact ids and the warm starts of the contacts and joints) and goes to ``T``.
+        check : shapes interpenetrating deeper than this at the start raise
+            :class:`~nsopt.mechanics.InterpenetrationError` (None: no check); not for a run continued from a record
+            (its poses are the recorded run's, with the scheme's penetration of bodies at rest).
+        keep_states : keep the poses and twists of every step in memory (``SceneRun.q``, ``SceneRun.v``).
+        on_step : a callable ``on_step(run)`` called after each step with the :class:`SceneRun`; raising
+            ``StopIteration`` ends the run there (the record keeps every step and what a continued run needs).
+
+        Returns a :class:`SceneRun`."""
+        from ..modeling import MoreauJeanOSI, TimeStepping
+
+        scene, t0, resume = self, 0.0, None
+        if continue_from is not None:
+            rec = continue_from if isinstance(continue_from, Record) else load_record(continue_from)
+            if not len(rec):
+                raise ModelingError("Scene", "continue_from", f"the record {rec.path} holds no step")
+            scene, t0, resume = rec.scene(-1), float(rec.t[-1]), rec.resume
+        if not T > t0:
+            raise ModelingError("Scene", "T", f"must be after the start time {t0:g}, got {T!r}")
+        model = scene.build(t0, T)
+        if check is not None and model.bodies and resume is None:
+            model.collision.check_interpenetration(check, model.poses())
+            model.collision._previous = None
+        if resume is not None:
+            model.restore_memory(resume)
+        osns = osns if osns is not None else ("gmp" if model.joints else "fc3d")
+        if not model.bodies:
+            raise ModelingError("Scene", "objects", "the scene has no dynamic body")
+        sim = TimeStepping(model.nsds, h, MoreauJeanOSI(theta), osns=osns, method=method, tol=tol, fallback=fallback,
+                           **options)
+        out = SceneRun(model, sim, keep_states)
+        rec = None
+        if record is not None:
+            rec = Recorder(record, scene, overwrite=overwrite, h=h, theta=theta, osns=osns, method=method, tol=tol,
+                           t0=t0)
+        try:
+            if write_problems is not None:
+                sim.write_problems_to(write_problems, overwrite=overwrite)
+            bar = None
+            if progress:
+                from tqdm import tqdm
+                bar = tqdm(total=sim.n_steps, desc="scene", unit="step")
+            first = True
+            while sim.has_next_step():
+                out._step(rec, resume if first else None)
+                first = False
+                if bar is not None:
+                    bar.update(1)
+                if on_step is not None:
+                    try:
+                        on_step(out)
+                    except StopIteration:
+                        break
+            if bar is not None:
+                bar.close()
+        finally:
+            sim.write_problems_to(None)
+            if rec is not None:
+                rec.resume(out.resume_state())
+                rec.close()
+        return out
+
 
 class SceneModel:
     """A built scene: ``nsds``, ``bodies`` (NewtonEulerDS, in the collision manager's order), ``collision``
     (the :class:`CollisionManager`), ``joints`` (their interactions) and ``contacts``: the contact interactions
-    linked now, by persistent point id."""
+    linked now, by persistent point id; ``current``: the contact interactions of the last detection, in its
+    order (row k of ``last``); ``table``: the :class:`~nsopt.modeling.newton_euler.ContactTable` holding the
+    contact relations' body-frame points."""
 
     def __init__(self, scene, nsds, bodies, names, collision, joints):
         self.scene, self.nsds, self.bodies, self.names = scene, nsds, bodies, names
         self.collision, self.joints = collision, joints
         self.contacts: dict = {}
         self.last: Contacts | None = None
+        self.current = np.empty(0, dtype=object)
+        self.table = ContactTable()
+        self._ids = np.zeros(0, dtype=np.int64)          # the linked contacts' ids (sorted), their interactions
+        self._inters = np.empty(0, dtype=object)
         self._groups = [[c.group for c in o["contactors"]] for o in scene.objects if o["mass"] is not None]
         self._static_groups = [[c.group for c in o["contactors"]] for o in scene.objects if o["mass"] is None]
 
@@ -274,26 +374,251 @@ class SceneModel:
     def update_contacts(self, Q=None) -> dict:
         """Detect the contacts at the poses Q (default: the bodies' current ones) and bring the model in line:
         link new points, move persisting ones, remove vanished ones (see the module docstring). Returns the
-        contact interactions by point id."""
+        contact interactions by point id.
+
+        The persisting points' body-frame data are written for all of them at once into the contact table; new
+        points get a new :class:`~nsopt.modeling.NewtonEuler3DR` (and Interaction) each, vanished ones are
+        removed by one :meth:`~nsopt.modeling.NonSmoothDynamicalSystem.remove_interactions`."""
         Q = self.poses() if Q is None else np.asarray(Q, dtype=float)
         c = self.collision.detect(Q)
         rp1, rp2, rn = c.relative(Q)
-        alive = set()
-        for k in range(len(c)):
-            pid = int(c.id[k])
-            alive.add(pid)
-            inter = self.contacts.get(pid)
-            if inter is None:
-                rel = NewtonEuler3DR()
-                inter = Interaction(self._law(c, k), rel)
-                d2 = () if c.body2[k] < 0 else (self.bodies[c.body2[k]],)
-                self.nsds.link(inter, self.bodies[c.body1[k]], *d2)
-                self.contacts[pid] = inter
-            inter.relation.update_contact_points(rp1[k], rp2[k], rn[k])
-        for pid in [p for p in self.contacts if p not in alive]:
-            self.nsds.remove_interaction(self.contacts.pop(pid))
+        ids = c.id
+        k = len(c)
+        old_ids, old_inters = self._ids, self._inters
+        pos = np.minimum(np.searchsorted(old_ids, ids), max(old_ids.shape[0] - 1, 0))
+        found = (old_ids[pos] == ids) if old_ids.shape[0] else np.zeros(k, dtype=bool)
+        inters = np.empty(k, dtype=object)
+        inters[found] = old_inters[pos[found]]
+        # vanished points: removed in one pass, their table rows released
+        if old_ids.shape[0]:
+            alive = np.isin(old_ids, ids, assume_unique=True)
+            gone = old_inters[~alive].tolist()
+            if gone:
+                self.nsds.remove_interactions(gone)
+                self.table.release([i.relation for i in gone])
+                for pid in old_ids[~alive].tolist():
+                    del self.contacts[pid]
+        # new points: an interaction each, with the law of their pair of groups
+        new = np.flatnonzero(~found)
+        if new.size:
+            rels = self.table.relations(new.size, 3)
+            link, bodies, contacts = self.nsds.link, self.bodies, self.contacts
+            for rel, j in zip(rels, new.tolist()):
+                inter = Interaction(self._law(c, j), rel)
+                b2 = c.body2[j]
+                if b2 < 0:
+                    link(inter, bodies[c.body1[j]])
+                else:
+                    link(inter, bodies[c.body1[j]], bodies[b2])
+                inters[j] = inter
+                contacts[int(ids[j])] = inter
+        if k:
+            self.table.set([i.relation._row for i in inters], rp1, rp2, rn)
+        order = np.argsort(ids, kind="stable")
+        self._ids, self._inters = ids[order], inters[order]
+        self.current = inters
         self.last = c
         return self.contacts
+
+    def memory(self) -> dict:
+        """What a continued run needs of the contact flow: the collision manager's memory of the last
+        detection (to keep the point ids) and the next id."""
+        prev = self.collision._previous
+        out = {"next_id": np.array([self.collision._next_id], dtype=np.int64)}
+        if prev is not None:
+            out.update(keys=prev[0], ids=prev[1], loc=prev[2])
+        return out
+
+    def restore_memory(self, mem: dict):
+        """Set the collision manager's memory (from :meth:`memory`, e.g. read back from a record)."""
+        self.collision._next_id = int(np.asarray(mem["next_id"]).reshape(-1)[0])
+        if "keys" in mem:
+            self.collision._previous = (np.asarray(mem["keys"], dtype=np.int64), np.asarray(mem["ids"], dtype=np.int64),
+                                        np.asarray(mem["loc"], dtype=float))
+
+
+class SceneRun:
+    """A run of a :class:`Scene` (:meth:`Scene.run`): ``model`` (:class:`SceneModel`), ``sim`` (its
+    :class:`~nsopt.modeling.TimeStepping`) and, one entry per step: ``t``, ``status`` (the one-step problem's
+    :class:`nsopt.Status`, None for a step without contact), ``error``, ``nit``, ``method``, ``contacts`` (points
+    detected), ``active`` (contacts in the one-step problem), ``penetration`` (the deepest, max(0, -y0) over the
+    contacts after the step), ``kinetic_energy``, ``top`` (the highest body centre), ``com`` (k, 3), and the times
+    of each step in seconds (``times``: a dict of arrays "detect", "step" (integrator and solver), "solve" (the
+    solver alone), "record" (the HDF5 record and the FCLIB problem), "total"; "cpu": the process's CPU time of the
+    whole step but the writing); with ``keep_states``,
+    ``q`` (k+1, n, 7) and ``v`` (k+1, n, 6) (row 0: the start)."""
+
+    def __init__(self, model, sim, keep_states):
+        self.model, self.sim, self.keep_states = model, sim, keep_states
+        b = model.bodies
+        self._mass = np.array([x.scalar_mass for x in b])
+        self._inertia = np.array([x.inertia for x in b]).reshape(len(b), 3, 3)
+        self._rows: dict = {f: [] for f in ("t", "status", "error", "nit", "method", "contacts", "active", "penetration",
+                                            "kinetic_energy", "top", "com")}
+        self._times: dict = {f: [] for f in ("detect", "step", "solve", "record", "total", "cpu")}
+        self._q, self._v = ([model.poses()], [model.twists()]) if keep_states else (None, None)
+        self.forces = None        # the contact forces of the last step (k, 3), contact frame, rows of model.last
+        self.active_mask = None   # which of them were in the last step's one-step problem
+        self.solution = None      # the last step's Solution (None: no contact)
+        self._lam = None
+        sim.on_step = self._on_step
+
+    def _on_step(self, record):
+        self._lam = (record.active, record.lam)
+
+    def _step(self, rec, resume):
+        import time
+
+        from ..modeling.newton_euler import contact_outputs
+        model, sim = self.model, self.sim
+        c0, w0 = time.process_time(), time.perf_counter()
+        model.update_contacts()
+        w1 = time.perf_counter()
+        sim.update_outputs()
+        if resume is not None:
+            self._restore_warm(resume)
+        s0 = sim.trajectory.solve_time
+        self._lam = None
+        write, sim._write = sim._write, None     # the step's problem is written below, timed with the record
+        try:
+            sol = sim.step()
+        finally:
+            sim._write = write
+        w2 = time.perf_counter()
+        Q, V = model.poses(), model.twists()
+        c = model.last
+        k = len(c)
+        F = np.zeros((k, 3))
+        on = np.zeros(k, dtype=bool)
+        if self._lam is not None and self._lam[1] is not None and k:
+            inters, lam = self._lam
+            where = {id(i): j for j, i in enumerate(model.current.tolist())}
+            off = 0
+            h = sim.h
+            for i in inters:
+                j = where.get(id(i))
+                if j is not None:
+                    F[j] = lam[off:off + 3] / h
+                    on[j] = True
+                off += i.size
+        active = int(on.sum())
+        self.forces, self.active_mask = F, on
+        if sol is not None:
+            self.solution = sol
+        pen = 0.0
+        if k:
+            rows = np.fromiter((i.relation._row for i in model.current), dtype=np.intp, count=k)
+            D = model.table.data[rows]
+            two = c.body2 >= 0
+            Q2 = np.zeros((k, 7))
+            Q2[two] = Q[c.body2[two]]
+            y = contact_outputs(Q[c.body1], Q2, two, D[:, 0:3], D[:, 3:6], D[:, 6:9], 1)[0]
+            pen = max(0.0, -float(y.min()))
+        r = self._rows
+        r["t"].append(sim.t)
+        r["status"].append(None if sol is None else sol.status)
+        r["error"].append(np.nan if sol is None else sol.error)
+        r["nit"].append(0 if sol is None else sol.nit)
+        r["method"].append(None if sol is None else sol.method)
+        r["contacts"].append(k)
+        r["active"].append(active)
+        r["penetration"].append(pen)
+        from ..modeling.newton_euler import kinetic_energy
+        r["kinetic_energy"].append(float(kinetic_energy(V, self._mass, self._inertia).sum()))
+        r["top"].append(float(Q[:, 2].max()))
+        r["com"].append(self._mass @ Q[:, :3] / self._mass.sum())
+        if self.keep_states:
+            self._q.append(Q)
+            self._v.append(V)
+        w3, cpu3 = time.perf_counter(), time.process_time()
+        if write is not None and sol is not None:
+            sim._write_problem(sol.problem, sim.k)
+        if rec is not None:
+            rec.append(sim.t, Q, V, status="" if sol is None else sol.status.value, nit=r["nit"][-1],
+                       error=r["error"][-1], contacts=c if k else None, forces=F, active=on)
+        w4 = time.perf_counter()
+        tm = self._times
+        tm["detect"].append(w1 - w0)
+        tm["step"].append(w2 - w1)
+        tm["solve"].append(sim.trajectory.solve_time - s0)
+        tm["record"].append(w4 - w3)
+        tm["total"].append(w4 - w0)
+        tm["cpu"].append(cpu3 - c0)
+
+    def _restore_warm(self, resume):
+        """The warm starts of a continued run's first step: the contacts' (by id) and the joints' λ."""
+        if "contact_ids" in resume:
+            ids, lam = np.asarray(resume["contact_ids"]), np.asarray(resume["contact_lambda"])
+            for pid, lm in zip(ids.tolist(), lam):
+                inter = self.model.contacts.get(pid)
+                if inter is not None:
+                    inter.lambda_ = [np.zeros(inter.size), lm]
+        if "joint_lambda" in resume:
+            for inter, lm in zip(self.model.joints, resume["joint_lambda"]):
+                inter.lambda_ = [np.zeros(inter.size), np.asarray(lm)[:inter.size]]
+
+    def resume_state(self) -> dict:
+        """What a continued run needs beyond the poses and twists (:meth:`Scene.run` with ``continue_from``): the
+        collision manager's memory (point ids) and the warm starts (λ of the last solve of each contact and joint)."""
+        out = self.model.memory()
+        st = self.sim._stepper
+        ids, lams = [], []
+        for pid, inter in self.model.contacts.items():
+            j = st.position(inter)
+            if j >= 0:
+                lo, hi = st.bounds[j]
+                ids.append(pid)
+                lams.append(st.warm[lo:hi])
+        out["contact_ids"] = np.array(ids, dtype=np.int64)
+        out["contact_lambda"] = np.array(lams).reshape(len(ids), 3)
+        J = []
+        for inter in self.model.joints:
+            j = st.position(inter)
+            w = np.zeros(6)
+            if j >= 0:
+                lo, hi = st.bounds[j]
+                w[:hi - lo] = st.warm[lo:hi]
+            J.append(w)
+        out["joint_lambda"] = np.array(J).reshape(len(J), 6)
+        return out
+
+    def __len__(self):
+        return len(self._rows["t"])
+
+    def __getattr__(self, name):
+        rows = self.__dict__.get("_rows", {})
+        if name in rows:
+            vals = rows[name]
+            if name in ("status", "method"):
+                return list(vals)
+            return np.array(vals) if name != "com" else np.array(vals).reshape(len(vals), 3)
+        raise AttributeError(name)
+
+    @property
+    def times(self) -> dict:
+        return {k: np.array(v) for k, v in self._times.items()}
+
+    @property
+    def q(self) -> np.ndarray:
+        if not self.keep_states:
+            raise ModelingError("SceneRun", "q", "the run did not keep its states (keep_states=False): read its record")
+        return np.array(self._q)
+
+    @property
+    def v(self) -> np.ndarray:
+        if not self.keep_states:
+            raise ModelingError("SceneRun", "v", "the run did not keep its states (keep_states=False): read its record")
+        return np.array(self._v)
+
+    @property
+    def failed_steps(self) -> list:
+        """Steps (1-based) whose one-step problem did not reach the tolerance."""
+        from ..result import Status
+        return [j + 1 for j, s in enumerate(self._rows["status"]) if s is not None and s is not Status.SOLVED]
+
+    def __repr__(self):
+        return (f"SceneRun({len(self)} steps, {len(self.model.bodies)} bodies, {len(self.failed_steps)} failed solves, "
+                f"{int(np.sum(self._rows['contacts'])) if len(self) else 0} contact points over the run)")
 
 
 # ============================================================================ record
@@ -324,13 +649,15 @@ class Recorder:
         c = f.create_group("contacts")
         for name, width, dt in (("body1", None, "i8"), ("body2", None, "i8"), ("static2", None, "i8"), ("id", None, "i8"),
                                 ("distance", None, "f8"), ("pc1", 3, "f8"), ("pc2", 3, "f8"), ("normal", 3, "f8"),
-                                ("force", 3, "f8")):
+                                ("force", 3, "f8"), ("active", None, "?")):
             shape, maxshape = ((0,), (None,)) if width is None else ((0, width), (None, width))
             c.create_dataset(name, shape, maxshape=maxshape, chunks=(1024,) + shape[1:], dtype=dt)
 
-    def append(self, t, q, v, *, status="", nit=0, error=0.0, contacts: Contacts | None = None, forces=None):
-        """One step: time, poses (n, 7), twists (n, 6), the solver's status, iterations and error, the contacts
-        and their forces (k, 3) (contact frame; zeros when None)."""
+    def append(self, t, q, v, *, status="", nit=0, error=0.0, contacts: Contacts | None = None, forces=None,
+               active=None):
+        """One step: time, poses (n, 7), twists (n, 6), the solver's status, iterations and error, the contacts,
+        their forces (k, 3) (contact frame; zeros when None) and whether each was in the step's one-step problem
+        (``active``, (k,) bool; False when None)."""
         q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
         if q.shape != (self.n, 7) or v.shape != (self.n, 6):
             raise ModelingError("Recorder", "q", f"q {q.shape} and v {v.shape} do not match {self.n} bodies")
@@ -339,9 +666,10 @@ class Recorder:
         k = 0 if contacts is None else len(contacts)
         if k:
             F = np.zeros((k, 3)) if forces is None else np.asarray(forces, dtype=float).reshape(k, 3)
+            act = np.zeros(k, dtype=bool) if active is None else np.asarray(active, dtype=bool).reshape(k)
             for name, arr in (("body1", contacts.body1), ("body2", contacts.body2), ("static2", contacts.static2),
                               ("id", contacts.id), ("distance", contacts.distance), ("pc1", contacts.pc1),
-                              ("pc2", contacts.pc2), ("normal", contacts.normal), ("force", F)):
+                              ("pc2", contacts.pc2), ("normal", contacts.normal), ("force", F), ("active", act)):
                 d = cg[name]
                 d.resize(k0 + k, axis=0)
                 d[k0:] = arr
@@ -352,6 +680,17 @@ class Recorder:
             d[m] = val
         s["contacts"].resize(m + 2, axis=0)
         s["contacts"][m + 1] = k0 + k
+        self.f.flush()
+
+    def resume(self, state: dict):
+        """Write (or replace) what a continued run needs at the end of the record (group ``resume``: the collision
+        manager's memory and the warm starts; :meth:`SceneRun.resume_state`)."""
+        if "resume" in self.f:
+            del self.f["resume"]
+        g = self.f.create_group("resume")
+        g.attrs["step"] = int(self.f["steps/t"].shape[0])
+        for k, v in state.items():
+            g.create_dataset(k, data=np.asarray(v))
         self.f.flush()
 
     def close(self):
@@ -368,10 +707,11 @@ class Record:
     """A reloaded record: ``t``, ``q``, ``v``, ``status``, ``nit``, ``error`` (per step), ``settings``,
     ``names`` (dynamic bodies), :meth:`contacts` of a step, :meth:`scene` to continue from a step."""
 
-    def __init__(self, path, description, names, settings, arrays, contacts, offsets):
+    def __init__(self, path, description, names, settings, arrays, contacts, offsets, resume=None):
         self.path, self.description, self.names, self.settings = path, description, names, settings
         self.t, self.q, self.v, self.status, self.nit, self.error = arrays
         self._contacts, self._offsets = contacts, offsets
+        self.resume = resume        # what a continued run needs (None: a record cut short before its end)
 
     def __len__(self):
         return int(self.t.shape[0])
@@ -381,6 +721,27 @@ class Record:
         step = range(len(self))[step]
         lo, hi = int(self._offsets[step]), int(self._offsets[step + 1])
         return {k: v[lo:hi] for k, v in self._contacts.items()}
+
+    def _bodies_statics(self):
+        sc = Scene.from_description(self.description)
+        bodies = [o["contactors"] for o in sc.objects if o["mass"] is not None]
+        statics = [(o["contactors"], o["pose"]) for o in sc.objects if o["mass"] is None]
+        return bodies, statics
+
+    def write_html(self, path, *, title: str | None = None, max_frames: int = 400, overwrite: bool = False) -> Path:
+        """The viewer page of the recorded motion (:func:`nsopt.mechanics.viewer.write_html`: offline, a time slider)."""
+        from .viewer import write_html
+        bodies, statics = self._bodies_statics()
+        return write_html(path, bodies, self.q, self.t, statics, title=title or Path(self.path).stem,
+                          max_frames=max_frames, overwrite=overwrite)
+
+    def still(self, path, step: int = -1, *, title: str | None = None, overwrite: bool = False, **kw) -> Path:
+        """A still image of a recorded step (:func:`nsopt.mechanics.viewer.still`)."""
+        from .viewer import still
+        bodies, statics = self._bodies_statics()
+        step = range(len(self))[step]
+        return still(path, bodies, self.q[step], statics, title=title or f"t = {self.t[step]:.3f} s",
+                     overwrite=overwrite, **kw)
 
     def scene(self, step: int | None = -1) -> Scene:
         """The recorded scene; with ``step``, its bodies start from that step's poses and twists (None: the
@@ -418,5 +779,8 @@ def load_record(path) -> Record:
         m = min(min(a.shape[0] for a in arrays), offsets.shape[0] - 1)
         arrays = tuple(a[:m] for a in arrays)
         settings = {k: f.attrs[k] for k in f.attrs if k not in ("format", "version", "scene", "bodies")}
+        resume = None
+        if "resume" in f and int(f["resume"].attrs.get("step", -1)) == m:
+            resume = {k: f["resume"][k][()] for k in f["resume"]}
         return Record(str(path), json.loads(f.attrs["scene"]), json.loads(f.attrs["bodies"]), settings, arrays,
-                      contacts, offsets[:m + 1])
+                      contacts, offsets[:m + 1], resume)

@@ -37,6 +37,11 @@ class Shape:
     def geometry(self):
         raise NotImplementedError
 
+    def halfspaces(self):
+        """(A (k, 3), b (k,)): the shape as {x : A x <= b} in its own frame for a polyhedron (a box, a convex mesh,
+        a half-space), None for a curved shape. Contact detection measures each point of a contact patch by it."""
+        return None
+
     def params(self) -> tuple:
         raise NotImplementedError
 
@@ -79,6 +84,10 @@ class Box(Shape):
     def geometry(self):
         import coal
         return coal.Box(*self.extents)
+
+    def halfspaces(self):
+        e = 0.5 * np.asarray(self.extents)
+        return np.vstack([np.eye(3), -np.eye(3)]), np.concatenate([e, e])
 
     def params(self):
         return self.extents
@@ -182,6 +191,13 @@ class ConvexMesh(Shape):
     def params(self):
         return (len(self.vertices),)
 
+    def halfspaces(self):
+        if not hasattr(self, "_hs"):
+            from scipy.spatial import ConvexHull
+            eq = ConvexHull(self.vertices).equations           # n·x + d <= 0 inside, unit n
+            self._hs = (eq[:, :3].copy(), -eq[:, 3].copy())
+        return self._hs
+
     def bounding_radius(self):
         return float(np.linalg.norm(self.vertices, axis=1).max())
 
@@ -204,6 +220,9 @@ class HalfSpace(Shape):
 
     def params(self):
         return (*self.normal, self.offset)
+
+    def halfspaces(self):
+        return self.normal[None, :].copy(), np.array([self.offset])
 
     def bounding_radius(self):
         return np.inf

@@ -72,6 +72,7 @@ from .laws import (
     NewtonImpactNSL,
     RelayNSL,
 )
+from .newton_euler import NewtonEulerDS, ne_positions
 from .relations import LagrangianLinearTIR, LagrangianScleronomousR
 
 SPARSE_DOFS = 300        # above this many degrees of freedom, the rows and W are assembled sparse
@@ -286,14 +287,23 @@ class _Systems:
         cons = [ds if c else None for ds, c in zip(self.systems, self.constant)]
         self.K = _stack_blocks([getattr(ds, "K", None) if ds is not None else None for ds in cons], sizes)
         self.C = _stack_blocks([getattr(ds, "C", None) if ds is not None else None for ds in cons], sizes)
-        self.has_fext = any(ds is not None and ds._fext is not None for ds in cons)
-        self.const_fext = all(ds is None or ds._fext is None or ds._fext.constant for ds in cons)
+        self.has_fext = any(ds is not None and ds.has_fext for ds in cons)
+        self.const_fext = all(ds is None or ds.constant_fext for ds in cons)
         self.Fth = None
         if self.has_fext and self.const_fext:
             fe = self.fext(0.0)
             self.Fth = h * (1 - th) * fe + h * th * fe
+        # rigid bodies (NewtonEulerDS: q = position + quaternion (7), v = twist (6)): their kinematics
+        # (positions) by ne_positions, the others' by the Lagrangian update
+        ne = [k for k, ds in enumerate(self.systems) if isinstance(ds, NewtonEulerDS)]
+        self.ne = None
+        if ne:
+            lag = [k for k in range(n_s) if k not in set(ne)]
+            self.ne = (self.qoff[ne].copy(), self.voff[ne].copy())
+            cat = (lambda rs: np.concatenate(rs) if rs else np.zeros(0, dtype=np.intp))
+            self.lag_q, self.lag_v = cat([self.qranges[k] for k in lag]), cat([self.ranges[k] for k in lag])
         ns = set(sizes)
-        self.n_uniform = ns.pop() if len(ns) == 1 and self.qoff is not None and self.nq == self.nv else 0
+        self.n_uniform = ns.pop() if len(ns) == 1 and (self.nq == self.nv or self.ne is not None) else 0
         self._dv_ext = None          # M̂⁻¹ h F_ext,θ when F_ext is constant and there is no K, C (at first use)
 
     @classmethod
@@ -310,7 +320,7 @@ class _Systems:
 
     def fext(self, t):
         """The constant members' F_ext(t), stacked (zeros elsewhere)."""
-        return np.concatenate([np.zeros(ds.n) if ds._fext is None or not c else ds.fext(t)
+        return np.concatenate([np.zeros(ds.n) if not ds.has_fext or not c else ds.fext(t)
                                for ds, c in zip(self.systems, self.constant)]) if self.systems else np.zeros(0)
 
     def minv(self, X):
@@ -362,7 +372,7 @@ class _Systems:
                 r = self.ranges[k]
                 if not self.constant[k]:
                     continue
-                if not ds.has_state_forces and ds._fext is None:
+                if not ds.has_state_forces and not ds.has_fext:
                     vfree[r] = vk[r]
                     continue
                 Kk, Ck = ds.jacobian_forces(t0, qk[self.qranges[k]], vk[r])
@@ -389,8 +399,16 @@ class _Systems:
         and max |q_{k+1}|. A group whose q is not v (a rigid body's quaternion) replaces this with its
         q ← q + hT(q)v (normalised) on its ``qranges``."""
         out = np.empty(self.nq)
-        top = K.positions(qk, vk, v, self.h * (1 - self.theta), self.h * self.theta, out)
-        return out, top
+        c1, c2 = self.h * (1 - self.theta), self.h * self.theta
+        if self.ne is None:
+            return out, K.positions(qk, vk, v, c1, c2, out)
+        top = 0.0
+        if self.lag_q.shape[0]:
+            x = np.empty(self.lag_q.shape[0])
+            top = K.positions(qk[self.lag_q], vk[self.lag_v], v[self.lag_v], c1, c2, x)
+            out[self.lag_q] = x
+        top_ne = ne_positions(qk, vk, v, self.ne[0], self.ne[1], c1, c2, out)
+        return out, (top_ne if not top_ne <= top else top)
 
     def residual(self, t1, vk, q, v, p, Fk):
         """Siconos' Newton residual of the nonconstant members: max ‖M(v - v_k) - h(1-θ)F_k - hθF - p‖."""
@@ -558,7 +576,8 @@ class MoreauJeanStepper:
         std = type(law) in LAWS
         kind = 2
         if self.batch and std:
-            kind = 0 if type(rel) is LagrangianLinearTIR else 1 if type(rel) is LagrangianScleronomousR else 2
+            kind = 0 if type(rel) is LagrangianLinearTIR else \
+                1 if type(rel) is LagrangianScleronomousR or rel.kind == "newton_euler" else 2
         ix = [S.index[id(ds)] for ds in dss]
         cols = S.ranges[ix[0]] if len(ix) == 1 else np.concatenate([S.ranges[ix[0]], S.ranges[ix[1]]])
         qcols = cols if S.qranges is S.ranges else (S.qranges[ix[0]] if len(ix) == 1 else
@@ -589,6 +608,7 @@ class MoreauJeanStepper:
         cat = (lambda a, dt=float: np.concatenate(a) if a else np.zeros(0, dtype=dt))
         sizes = np.array(sz, dtype=np.intp)
         nloc = np.fromiter(map(len, cols), dtype=np.intp, count=n_i)
+        qnloc = np.fromiter(map(len, qcols), dtype=np.intp, count=n_i)      # (7 per rigid body, not 6)
         kinds = np.array(kind, dtype=np.int8)
         counts = sizes * nloc
         E_val = np.zeros(int(counts.sum()))
@@ -606,7 +626,7 @@ class MoreauJeanStepper:
         law_arr[:] = laws
         nsys = np.fromiter(map(len, bodies), dtype=np.intp, count=n_i)
         return {"sizes": sizes, "unilateral": np.array(uni, dtype=bool), "const": np.array(const, dtype=bool),
-                "kind": kinds, "nloc": nloc, "nsys": nsys, "keys": key_arr, "laws": law_arr, "erow": cat(er),
+                "kind": kinds, "nloc": nloc, "qnloc": qnloc, "nsys": nsys, "keys": key_arr, "laws": law_arr, "erow": cat(er),
                 "std": np.array(std, dtype=bool),
                 "compliant": np.array([i.relation.compliant for i in inters], dtype=bool),
                 "b": b, "cols": cat(cols, np.intp).astype(np.intp, copy=False),
@@ -639,6 +659,8 @@ class MoreauJeanStepper:
         counts = sizes * nloc
         self.E_start = np.cumsum(counts) - counts
         cstart = np.cumsum(nloc) - nloc
+        qnloc = P["qnloc"]
+        qstart = np.cumsum(qnloc) - qnloc
         allcols, allq = P["cols"], P["qcols"]
         self._layout, self._entries = (nloc, counts, cstart, allcols), None    # the entries' index: at first use
         kinds = P["kind"]
@@ -662,7 +684,7 @@ class MoreauJeanStepper:
             members = idx.tolist()
             sel = _ranges(cstart[idx], nloc[idx])
             g.cols = allcols[sel].reshape(idx.shape[0], -1)
-            g.qcols = allq[sel].reshape(idx.shape[0], -1) if allq is not allcols else g.cols
+            g.qcols = allq[_ranges(qstart[idx], qnloc[idx])].reshape(idx.shape[0], -1)
             g.Z = (np.zeros((idx.shape[0], 0)) if g.rel.nz == 0 else
                    np.array([self._Z(inters[j]) for j in members]).reshape(idx.shape[0], g.rel.nz))
             g.rows = (first[idx][:, None] + np.arange(g.rel.m)).ravel()
@@ -673,7 +695,7 @@ class MoreauJeanStepper:
         comp = np.flatnonzero(P["compliant"] & self.alive)
         self.gap_at = comp.astype(np.intp)                 # the compliant interactions: their gap y(λ=0)[0]
         slot = {j: k for k, j in enumerate(comp.tolist())}
-        qspan = [allq[cstart[j]:cstart[j] + nloc[j]] for j in one.tolist()]
+        qspan = [allq[qstart[j]:qstart[j] + qnloc[j]] for j in one.tolist()]
         vspan = [allcols[cstart[j]:cstart[j] + nloc[j]] for j in one.tolist()]
         self.singles = _Singles(one.tolist(), inters, qspan, vspan, [self._Z(inters[j]) for j in one.tolist()],
                                 self.bounds, P["std"][one].tolist(),
@@ -910,7 +932,8 @@ class MoreauJeanStepper:
         raise AttributeError(name)
 
     def write(self, k, name, value):
-        """Set a held object's state (between steps): the run continues from it."""
+        """Set a held object's state (between steps): the run continues from it (an interaction's λ at level 1
+        is also the warm start of its next solve)."""
         buf = self.buf.copy()
         S = self.sys
         if name in ("q", "v", "p"):
@@ -928,9 +951,19 @@ class MoreauJeanStepper:
             for lev, part in zip((a, b), parts):
                 buf[base + (lev - 3) * self.mtot + lo:base + (lev - 3) * self.mtot + hi] = vector(
                     part, label(inter), name, hi - lo)
+            if name == "lambda_":
+                self.warm = self.warm.copy()
+                self.warm[lo:hi] = buf[base + 3 * self.mtot + lo:base + 3 * self.mtot + hi]
         else:
             raise AttributeError(name)
         self.buf = buf
+
+    def refresh_outputs(self, t):
+        """The live interactions' outputs at the current state, recomputed (``TimeStepping.update_outputs``: after
+        relation data changed between steps), into a new state array (what was read before stays as it was)."""
+        self.buf = self.buf.copy()
+        self._outputs(t, self.q, self.v, self.L0, self.L1, self.Y0, self.Y1, self.gap,
+                      self.alive if self.n_dead else None)
 
     def release(self):
         """Hand the final state to the objects (plain copies) and stop holding them."""
@@ -1086,7 +1119,9 @@ class MoreauJeanStepper:
         idx = np.flatnonzero(act)
         Fk = S.begin(t0, qk, vk) if S.iterate else None
         # the Newton iterate (Siconos computeInitialNewtonState): q = q_k + h v_k, v = v_k
-        q_it = qk + h * vk if (idx.size or S.iterate) else None
+        q_it = None
+        if idx.size or S.iterate:
+            q_it = qk + h * vk if S.ne is None else S.positions(qk, vk, vk)[0]
         v_it = vk
         m = self.mtot
         max_it = sim.newton_max_iter if S.iterate else 1

@@ -132,6 +132,16 @@ class NonSmoothDynamicalSystem:
                 kinds = {1: "first-order", 2: "Lagrangian"}
                 raise ModelingError(label(inter), "relation",
                                     f"{label(rel)} is a {kinds[want]} relation but {label(ds)} is a {kinds[ds.order]} system")
+        rigid = [getattr(ds, "kind", None) == "newton_euler" for ds in dss]
+        if rel.kind == "newton_euler" and not all(rigid):
+            bad = dss[rigid.index(False)]
+            raise ModelingError(label(inter), "relation", f"{label(rel)} is a Newton–Euler relation (positions with a "
+                                                          f"quaternion, twists) but {label(bad)} is not a NewtonEulerDS")
+        if rel.kind == "lagrangian" and any(rigid):
+            bad = dss[rigid.index(True)]
+            raise ModelingError(label(inter), "relation", f"{label(bad)} is a NewtonEulerDS (q: position and quaternion, "
+                                                          f"v: twist); {label(rel)} is a Lagrangian relation: use "
+                                                          "NewtonEulerR, NewtonEuler1DR/3DR or a joint")
         for ds in dss:
             self.insert_dynamical_system(ds)
         n = sum(ds.n for ds in dss)
@@ -153,6 +163,29 @@ class NonSmoothDynamicalSystem:
         self.interactions = [i for i in self.interactions if i is not inter]
         inter.systems = ()
         self._changed("remove", inter)
+
+    def remove_interactions(self, inters):
+        """Remove several interactions at once (a contact detection's vanished points): one pass over the
+        model's interactions instead of one per removal; each must be one of this model's."""
+        inters = list(inters)
+        if not inters:
+            return
+        o = label(self)
+        gone = {}
+        for inter in inters:
+            if not isinstance(inter, Interaction):
+                raise ModelingError(o, "inter", f"expected an Interaction of this model, got {type(inter).__name__}")
+            gone[id(inter)] = inter
+        kept = [i for i in self.interactions if id(i) not in gone]
+        if len(kept) != len(self.interactions) - len(gone):
+            held = {id(i) for i in self.interactions}
+            bad = next(i for i in gone.values() if id(i) not in held)
+            raise ModelingError(o, "interactions", f"{label(bad)} is not an interaction of this model "
+                                f"({'linked in another model' if bad.systems else 'not linked'}): nothing to remove")
+        self.interactions = kept
+        for inter in gone.values():
+            inter.systems = ()
+            self._changed("remove", inter)
 
     def _changed(self, what, obj):
         self._version += 1

@@ -169,6 +169,22 @@ class NewtonEulerJointR(NewtonEulerR):
     def jachqT(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
         return self._eval(Q)[1]
 
+    # ---- the batched evaluation (Moreau–Jean's relation groups): one joint_outputs call per group
+    def batch_key(self):
+        return ("ne-joint", type(self), self.n)
+
+    def _batch(self, Q, rels):
+        k = Q.shape[0]
+        Q2 = Q[:, 7:14] if Q.shape[1] == 14 else np.broadcast_to(_IDENTITY, (k, 7))
+        h, J = joint_outputs(rels, Q[:, :7], Q2)
+        return h, (J if Q.shape[1] == 14 else np.ascontiguousarray(J[:, :, :6]))
+
+    def h_batch(self, Q, Z, rels):
+        return self._batch(Q, rels)[0]
+
+    def G0_batch(self, Q, Z, rels):
+        return self._batch(Q, rels)[1]
+
 
 class KneeJointR(NewtonEulerJointR):
     """Ball joint (Siconos ``KneeJointR``): the point ``P`` of body 1 stays on the point of body 2 (or of the

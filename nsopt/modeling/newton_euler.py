@@ -27,9 +27,9 @@ from ._check import Operator, fd_jacobian, matrix, scalar, vector
 from .relations import Relation
 from .systems import DynamicalSystem
 
-__all__ = ["NewtonEulerDS", "NewtonEulerR", "NewtonEuler1DR", "NewtonEuler3DR", "contact_outputs",
+__all__ = ["NewtonEulerDS", "NewtonEulerR", "NewtonEuler1DR", "NewtonEuler3DR", "ContactTable", "contact_outputs",
            "stack_contacts", "wrenches", "kinetic_energy", "linear_momentum", "angular_momentum",
-           "mass_matrix", "inverse_mass_matrix"]
+           "mass_matrix", "inverse_mass_matrix", "ne_positions"]
 
 
 # ============================================================================ the body
@@ -125,19 +125,54 @@ class NewtonEulerDS(DynamicalSystem):
 
     # ---- forces
     @property
-    def constant_fext(self) -> bool:
-        return self._fext is None or self._fext.constant
-
-    @property
     def _plugged(self) -> bool:
         """Whether a part of the wrench other than the gyroscopic term may depend on q or v."""
         return (self._fint is not None or self._mint is not None or self.mext_frame == "world"
                 or any(op is not None and not op.constant for op in (self._fext, self._mext)))
 
     @property
+    def _gyroscopic_term(self) -> bool:
+        """Whether ω × Iω can be nonzero: the term is on and the inertia is not isotropic (I = cI3 gives
+        ω × cω = 0 for every ω)."""
+        if not self.gyroscopic:
+            return False
+        I = self.inertia
+        return bool(np.any(I != I[0, 0] * np.eye(3)))
+
+    @property
     def has_state_forces(self) -> bool:
-        """True when the wrench depends on q or v (gyroscopic term, internal forces, plug-ins, a world-frame moment)."""
-        return self.gyroscopic or self._plugged
+        """True when the wrench depends on q or v (a gyroscopic term that does not vanish, internal forces,
+        plug-ins, a world-frame moment)."""
+        return self._gyroscopic_term or self._plugged
+
+    @property
+    def constant_iteration_matrix(self) -> bool:
+        r"""True when Moreau–Jean's :math:`\hat M = M + hθC + h^2θ^2K` never changes (no state-dependent
+        wrench): the body joins the stacked constant systems of the step."""
+        return not self.has_state_forces
+
+    @property
+    def has_fext(self) -> bool:
+        """Whether an external force or moment is given."""
+        return self._fext is not None or self._mext is not None
+
+    @property
+    def constant_fext(self) -> bool:
+        """Whether the external wrench :meth:`fext` is a constant (body-frame moment, no plug-in)."""
+        return not self._plugged
+
+    def fext(self, t) -> np.ndarray | None:
+        """The external wrench [fext, mext] (6,) of a body whose wrench does not depend on its state (the
+        moment in the body frame), None without one: the F_ext(t) of Moreau–Jean's stacked free velocity."""
+        if not self.has_fext:
+            return None
+        F = np.zeros(6)
+        z = self.z
+        if self._fext is not None:
+            F[:3] = self._fext(t, self.q0, self.v0, z)
+        if self._mext is not None:
+            F[3:] = self._mext(t, self.q0, self.v0, z)
+        return F
 
     def wrench(self, t, q, v) -> np.ndarray:
         """F = [fext - fint, mext - ω×Iω - mint] (6,), moments in the body frame (Siconos ``computeWrench``)."""
@@ -177,23 +212,30 @@ class NewtonEulerDS(DynamicalSystem):
 
     def jacobian_forces(self, t, q, v):
         r"""(K, C) = (-∂F/∂q · T(q), -∂F/∂v) (6, 6) each, in twist coordinates (Moreau–Jean's
-        :math:`W = M - hθC - h^2θ^2K`), or (None, None) when F depends on neither."""
+        :math:`\hat M = M + hθC + h^2θ^2K`, Siconos' ``computeW``), or (None, None) when F depends on neither."""
         if not self.has_state_forces:
             return None, None
         Jq, Jv = self.jacobian_wrench(t, q, v)
         return -(Jq @ rot.T_matrix(q)), -Jv
 
     # ---- energy and momenta (world frame)
-    def kinetic_energy(self, v=None) -> float:
-        """½ vᵀ M v."""
-        return float(kinetic_energy(self.v if v is None else v, self.scalar_mass, self.inertia))
+    def kinetic_energy(self, v=None):
+        """½ vᵀ M v (a float; an array (k,) for twists (k, 6), e.g. ``traj.v(body)``)."""
+        E = kinetic_energy(self.v if v is None else v, self.scalar_mass, self.inertia)
+        return float(E) if np.ndim(E) == 0 else E
+
+    def potential_energy(self, q=None, gravity=(0.0, 0.0, -9.81)):
+        """-m g · x, the gravitational potential energy (a float, or (k,) for poses (k, 7))."""
+        E = -self.scalar_mass * np.asarray(self.q if q is None else q, dtype=float)[..., :3] @ np.asarray(gravity, dtype=float)
+        return float(E) if np.ndim(E) == 0 else E
 
     def linear_momentum(self, v=None) -> np.ndarray:
-        """m v_lin (world frame)."""
+        """m v_lin (world frame); (k, 3) for twists (k, 6)."""
         return linear_momentum(self.v if v is None else v, self.scalar_mass)
 
     def angular_momentum(self, q=None, v=None, about=(0.0, 0.0, 0.0)) -> np.ndarray:
-        """x × m v_lin + R I ω about the world point ``about`` (world frame)."""
+        """x × m v_lin + R I ω about the world point ``about`` (world frame); (k, 3) for poses (k, 7) and
+        twists (k, 6), e.g. ``body.angular_momentum(traj.q(body), traj.v(body))``."""
         return angular_momentum(self.q if q is None else q, self.v if v is None else v, self.scalar_mass,
                                 self.inertia, about)
 
@@ -271,6 +313,9 @@ class NewtonEulerR(Relation):
     """
 
     kind = "newton_euler"
+    compliant = False       # (what Moreau–Jean's step asks of every Lagrangian-like relation)
+    rheonomous = False
+    vectorized = False
 
     def __init__(self, h=None, jachq=None, *, name=None):
         super().__init__(name)
@@ -318,9 +363,29 @@ class NewtonEulerR(Relation):
     def G0(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
         return self.jachqT(Q, t, lam, Z)
 
+    def G1(self, Q, t=None, lam=None, Z=None):
+        return None
+
+    def hdot(self, Q, t=None, Z=None):
+        return None
+
     def velocity(self, Q, V, t=None, lam=None, Z=None, G0=None) -> np.ndarray:
         """ẏ = H v."""
         return (self.jachqT(Q, t, lam, Z) if G0 is None else G0) @ np.asarray(V, dtype=float)
+
+    # ---- the batched evaluation (Moreau–Jean's relation groups, nsopt.modeling._stepper)
+    def batch_key(self):
+        """Interactions whose relations have equal keys are evaluated by one call of :meth:`h_batch` and
+        :meth:`G0_batch` per step (a plug-in relation: one row at a time)."""
+        return ("ne-loop", self.m, self.n, self.nz)
+
+    def h_batch(self, Q, Z, rels):
+        """y of k relations ``rels`` (of one key) at their stacked positions Q (k, 7·nb): (k, m)."""
+        return np.array([r.h(Q[j], None, None, Z[j]) for j, r in enumerate(rels)]).reshape(Q.shape[0], self.m)
+
+    def G0_batch(self, Q, Z, rels):
+        """The twist Jacobians of k relations (k, m, 6·nb)."""
+        return np.array([r.G0(Q[j], None, None, Z[j]) for j, r in enumerate(rels)]).reshape(Q.shape[0], self.m, self.n)
 
 
 class NewtonEuler1DR(NewtonEulerR):
@@ -347,9 +412,8 @@ class NewtonEuler1DR(NewtonEulerR):
     def __init__(self, point=None, normal=None, offset=0.0, *, name=None):
         super().__init__(None, None, name=name)
         o = self._owner
-        self.rel_pc1 = np.zeros(3)
-        self.rel_pc2 = np.zeros(3)
-        self.rel_nc = np.array([0.0, 0.0, 1.0])
+        self._table, self._row = None, 0
+        self._own = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])    # rel_pc1, rel_pc2, rel_nc
         self._has_contact = False
         if point is not None or normal is not None:
             if point is None or normal is None:
@@ -376,13 +440,33 @@ class NewtonEuler1DR(NewtonEulerR):
             raise ModelingError(self._owner, "point", "a contact against a world plane (point=, normal=) joins one body, "
                                                       "not two; use set_contact() for a body–body contact")
 
+    def _data(self) -> np.ndarray:
+        """(9,): rel_pc1, rel_pc2, rel_nc (a view of the relation's row of its :class:`ContactTable`, if any)."""
+        return self._own if self._table is None else self._table.data[self._row]
+
+    @property
+    def rel_pc1(self) -> np.ndarray:
+        """The contact point in body 1's frame (3,)."""
+        return self._data()[0:3]
+
+    @property
+    def rel_pc2(self) -> np.ndarray:
+        """The contact point in body 2's frame, or in the world frame without body 2 (3,)."""
+        return self._data()[3:6]
+
+    @property
+    def rel_nc(self) -> np.ndarray:
+        """The unit normal (from body 2 towards body 1) in body 2's frame, or the world frame (3,)."""
+        return self._data()[6:9]
+
     def update_contact_points(self, rel_pc1, rel_pc2, rel_nc):
         """Set the contact from body-frame data (Siconos ``ContactR.updateContactPoints``): ``rel_pc1`` in body
         1's frame, ``rel_pc2`` and the unit normal ``rel_nc`` in body 2's frame (world frame without body 2)."""
-        self.rel_pc1 = np.array(rel_pc1, dtype=float).reshape(3)
-        self.rel_pc2 = np.array(rel_pc2, dtype=float).reshape(3)
         n = np.array(rel_nc, dtype=float).reshape(3)
-        self.rel_nc = n / np.linalg.norm(n)
+        d = self._data()
+        d[0:3] = np.asarray(rel_pc1, dtype=float).reshape(3)
+        d[3:6] = np.asarray(rel_pc2, dtype=float).reshape(3)
+        d[6:9] = n / np.linalg.norm(n)
         self._has_contact = True
 
     def set_contact(self, pc1, pc2, nc, q1, q2=None):
@@ -426,6 +510,20 @@ class NewtonEuler1DR(NewtonEulerR):
         H = self._eval(Q)[1][0]
         return H if np.asarray(Q).shape[0] == 14 else H[:, :6].copy()
 
+    def batch_key(self):
+        return ("ne-contact", self.dim, self.n)
+
+    def h_batch(self, Q, Z, rels):
+        """[distance, 0, 0] of k contacts (k, dim) by one :func:`contact_outputs` call."""
+        y = np.zeros((Q.shape[0], self.dim))
+        y[:, 0] = _contacts_of(Q, rels, self.dim)[0]
+        return y
+
+    def G0_batch(self, Q, Z, rels):
+        """The twist Jacobians of k contacts (k, dim, 6·nb) by one :func:`contact_outputs` call."""
+        H = _contacts_of(Q, rels, self.dim)[1]
+        return H if Q.shape[1] == 14 else np.ascontiguousarray(H[:, :, :6])
+
     def jachq(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
         """∇_q of the rows whose twist Jacobian is :meth:`jachqT` (H = jachq · T, with jachq = H Tᵀ·4 on the
         quaternion block, since TᵀT = I/4 there for a unit quaternion)."""
@@ -448,13 +546,93 @@ class NewtonEuler3DR(NewtonEuler1DR):
     dim = 3
 
 
+class ContactTable:
+    """The body-frame data of many contact relations (:class:`NewtonEuler1DR`, :class:`NewtonEuler3DR`) in one
+    array, a row each: ``data`` (capacity, 9) holds rel_pc1, rel_pc2, rel_nc. A scene's contact detection writes
+    the rows of all its contacts at once (:meth:`set`) and Moreau–Jean's step gathers them by rows (one
+    :func:`contact_outputs` call per relation group), where relations holding their own data are read one by one.
+
+    >>> t = ContactTable()
+    >>> rels = t.relations(2, dim=3)
+    >>> t.set([r._row for r in rels], [[0, 0, -1], [0, 0, -1]], [[0, 0, 0], [1, 0, 0]], [[0, 0, 1], [0, 0, 1]])
+    >>> rels[1].rel_pc2.tolist()
+    [1.0, 0.0, 0.0]
+    """
+
+    def __init__(self, capacity: int = 64):
+        self.data = np.zeros((max(1, int(capacity)), 9))
+        self.data[:, 8] = 1.0
+        self._free = list(range(self.data.shape[0] - 1, -1, -1))
+
+    def _grow(self, need):
+        n = self.data.shape[0]
+        new = max(2 * n, n + need)
+        data = np.zeros((new, 9))
+        data[:, 8] = 1.0
+        data[:n] = self.data
+        self.data = data
+        self._free = list(range(new - 1, n - 1, -1)) + self._free
+
+    def relations(self, k: int, dim: int = 3) -> list:
+        """k new contact relations (:class:`NewtonEuler3DR`, or :class:`NewtonEuler1DR` for ``dim=1``) on new rows."""
+        if len(self._free) < k:
+            self._grow(k - len(self._free))
+        cls = NewtonEuler3DR if dim == 3 else NewtonEuler1DR
+        out = []
+        for _ in range(k):
+            r = cls()
+            r._table, r._row = self, self._free.pop()
+            r._has_contact = True
+            out.append(r)
+        return out
+
+    def release(self, relations):
+        """Give the rows of these relations back (their interactions were removed); they hold their last data."""
+        for r in relations:
+            if r._table is self:
+                r._own = self.data[r._row].copy()
+                self._free.append(r._row)
+                r._table = None
+
+    def set(self, rows, rel_pc1, rel_pc2, rel_nc):
+        """Write the body-frame data of the relations on ``rows`` (k,): points and unit normals (k, 3) each (the
+        normals are normalised here)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        n = np.asarray(rel_nc, dtype=float)
+        D = self.data
+        D[rows, 0:3] = rel_pc1
+        D[rows, 3:6] = rel_pc2
+        D[rows, 6:9] = n / np.linalg.norm(n, axis=1, keepdims=True)
+
+
+def _contact_data(rels) -> np.ndarray:
+    """(k, 9) body-frame data of contact relations: one gather when they share a table, else row by row."""
+    t = rels[0]._table if rels else None
+    if t is not None:
+        rows = [r._row if r._table is t else -1 for r in rels]
+        if -1 not in rows:
+            return t.data[rows]
+    for r in rels:
+        if not r._has_contact:
+            r._eval(np.array([0, 0, 0, 1.0, 0, 0, 0]))       # raises: no contact point yet
+    return np.array([r._data() for r in rels]).reshape(len(rels), 9)
+
+
+def _contacts_of(Q, rels, dim):
+    """:func:`contact_outputs` of the contact relations ``rels`` at their stacked positions Q (k, 7 or 14)."""
+    k = Q.shape[0]
+    D = _contact_data(rels)
+    P1, P2, N = D[:, 0:3], D[:, 3:6], D[:, 6:9]
+    two = Q.shape[1] == 14
+    Q1 = Q[:, :7]
+    Q2 = Q[:, 7:14] if two else np.zeros((k, 7))
+    return contact_outputs(Q1, Q2, np.full(k, two), P1, P2, N, dim)
+
+
 def stack_contacts(relations):
     """(rel_pc1, rel_pc2, rel_nc) of contact relations stacked (k, 3) each: what :func:`contact_outputs` takes."""
-    k = len(relations)
-    P1, P2, N = np.empty((k, 3)), np.empty((k, 3)), np.empty((k, 3))
-    for j, r in enumerate(relations):
-        P1[j], P2[j], N[j] = r.rel_pc1, r.rel_pc2, r.rel_nc
-    return P1, P2, N
+    D = _contact_data(list(relations)) if len(relations) else np.zeros((0, 9))
+    return D[:, 0:3].copy(), D[:, 3:6].copy(), D[:, 6:9].copy()
 
 
 def contact_outputs(Q1, Q2, two, rel_pc1, rel_pc2, rel_nc, dim):
@@ -557,3 +735,37 @@ def _contact_kernel(Q1, Q2, two, RP1, RP2, RN, dim, y, H, P1, P2, N):  # pragma:
                     H[j, r, 6 * b + c] = s * F[r, c]
                     H[j, r, 6 * b + 3 + c] = s * (F[r, 0] * A[0, c] + F[r, 1] * A[1, c] + F[r, 2] * A[2, c])
 
+
+
+@njit(cache=True)
+def ne_positions(qk, vk, v, qoff, voff, c1, c2, out):  # pragma: no cover  (compiled)
+    r"""Moreau–Jean's kinematics of rigid bodies (Siconos ``MoreauJeanOSI::updatePosition``), body b's pose at
+    ``qoff[b]`` and twist at ``voff[b]`` of the stacked arrays:
+    :math:`q_{k+1} = q_k + T(q_k)\,[c_1 v_k + c_2 v_{k+1}]` (c1 = h(1-θ), c2 = hθ; T of
+    :func:`nsopt.modeling._rotation.T_matrix`: the linear velocity on the position,
+    :math:`\frac12\mathbf q \otimes (0, ω)` on the quaternion), then the quaternion normalised. Writes
+    ``out`` and returns max |out| over these entries (nan when not finite)."""
+    top = 0.0
+    bad = False
+    for b in range(qoff.shape[0]):
+        a, o = qoff[b], voff[b]
+        for i in range(3):
+            x = qk[a + i] + (c1 * vk[o + i] + c2 * v[o + i])
+            out[a + i] = x
+            if abs(x) > top:
+                top = abs(x)
+            elif not abs(x) <= top:
+                bad = True
+        wx = c1 * vk[o + 3] + c2 * v[o + 3]
+        wy = c1 * vk[o + 4] + c2 * v[o + 4]
+        wz = c1 * vk[o + 5] + c2 * v[o + 5]
+        qw, qx, qy, qz = qk[a + 3], qk[a + 4], qk[a + 5], qk[a + 6]
+        nw = qw + 0.5 * (-qx * wx - qy * wy - qz * wz)
+        nx = qx + 0.5 * (qw * wx + qy * wz - qz * wy)
+        ny = qy + 0.5 * (qw * wy - qx * wz + qz * wx)
+        nz = qz + 0.5 * (qw * wz + qx * wy - qy * wx)
+        s = np.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
+        out[a + 3], out[a + 4], out[a + 5], out[a + 6] = nw / s, nx / s, ny / s, nz / s
+        if not (s > 0.0 and s < np.inf):
+            bad = True
+    return np.nan if bad else top

@@ -460,6 +460,15 @@ class TimeStepping:
             self._stepper.epoch = -1
         return self.trajectory
 
+    def update_outputs(self):
+        """Recompute every interaction's outputs y at the current state (Siconos ``updateOutput``). Call it
+        between steps after changing relation data in place (a contact detection moving the points of the
+        contacts that persist), so that the next index set and restitution terms use the new data; linked
+        interactions get theirs when the next step starts."""
+        st = self._ready()
+        if not st.lean and hasattr(st, "refresh_outputs"):
+            st.refresh_outputs(self.t)
+
     def write_problems_to(self, folder, *, overwrite: bool = False):
         """Write each coming step's OSNS problem into ``folder`` (as ``run(write_problems=folder)``, for a
         loop of :meth:`step`); None stops writing. The folder is checked now: a file of the names of

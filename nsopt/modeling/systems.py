@@ -206,6 +206,14 @@ class LagrangianDS(DynamicalSystem):
     def has_state_forces(self) -> bool:
         return self._fgyr is not None or self._fint is not None
 
+    @property
+    def has_fext(self) -> bool:
+        return self._fext is not None
+
+    @property
+    def constant_fext(self) -> bool:
+        return self._fext is None or self._fext.constant
+
     def fext(self, t):
         return None if self._fext is None else self._fext(t, self.z)
 
