@@ -17,7 +17,6 @@ step's FCLIB problem (a corpus for ``nsopt compare``).
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -34,13 +33,8 @@ import rigid_scenes  # noqa: E402
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("scene")
-    ap.add_argument("out")
-    ap.add_argument("--h", type=float, default=None)
-    ap.add_argument("--theta", type=float, default=0.50001)
+    ap = rigid_scenes.arguments(__doc__.splitlines()[0])
     ap.add_argument("--method", default=None, help="nsopt method (default: nsn-ac, nsgs for GenericMechanical)")
-    ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--max-iter", type=int, default=None)
     ap.add_argument("--T", type=float, default=None)
     ap.add_argument("--time-budget", type=float, default=None)

@@ -127,6 +127,19 @@ SCENES = {"cube": cube_drop, "pile10": lambda: pile(10), "pile100": lambda: pile
           "pile1000": lambda: pile(1000), "spheres": spheres, "chain": chain}
 
 
+def arguments(description: str):
+    """The command line both sides share: SCENE OUT_PREFIX [--h H] [--theta θ] [--tol TOL] (an argparse parser)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("scene")
+    ap.add_argument("out")
+    ap.add_argument("--h", type=float, default=None)
+    ap.add_argument("--theta", type=float, default=0.50001)
+    ap.add_argument("--tol", type=float, default=1e-6)
+    return ap
+
+
 def scene(name: str) -> dict:
     if name.startswith("pile") and name not in SCENES:
         return pile(int(name[4:]))

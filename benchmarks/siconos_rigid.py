@@ -19,7 +19,6 @@ run after that many seconds of stepping (the rows written so far stay; ``complet
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -40,13 +39,8 @@ class _Budget(Exception):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("scene")
-    ap.add_argument("out")
-    ap.add_argument("--h", type=float, default=None)
-    ap.add_argument("--theta", type=float, default=0.50001)
+    ap = rigid_scenes.arguments(__doc__.splitlines()[0])
     ap.add_argument("--solver", default="NSGS", help="NSGS (fc3d) or a sn.SICONOS_FRICTION_3D_* suffix")
-    ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--max-iter", type=int, default=1000)
     ap.add_argument("--T", type=float, default=None)
     ap.add_argument("--time-budget", type=float, default=None)

@@ -235,3 +235,51 @@ def test_example_spheres_box_is_differentiable_through_contact_detection():
     dQ, _ = traj.jvp({"mu": 1.0})
     assert abs(dQ[-1, sl.start + 2] - g["mu"]) <= 1e-12 * max(1.0, abs(g["mu"]))
     assert g.report.contact_steps == 50 and np.isfinite(g["v0"]).all()
+
+
+# ----------------------------------------------------------------------------- rigid bodies (issue 23 §5)
+def test_example_rigid_ramp_slides_at_the_coulomb_acceleration_and_rests_flat():
+    """On the ramp the box slides flat at g(sin α - μ cos α) (Coulomb, μ < tan α): the fitted acceleration to 1e-3
+    relative, its centre at half a side above the ramp to the scheme's penetration; it ends at rest on the floor,
+    flat, every step solved."""
+    pytest.importorskip("coal")
+    import math
+
+    ex = _example("rigid_ramp")
+    run, start, down, normal = ex.simulate(T=2.5)
+    assert not run.failed_steps
+    t, s, s_exact, lift = ex.sliding_phase(run, start, down, normal)
+    a = ex.G * (math.sin(ex.ALPHA) - ex.MU * math.cos(ex.ALPHA))
+    assert len(t) > 100
+    assert 2 * np.polyfit(t, s, 2)[0] == pytest.approx(a, rel=1e-3)
+    assert np.abs(lift).max() < 2e-3                    # stays on the ramp's surface while sliding
+    assert run.kinetic_energy[-1] < 1e-8
+    assert run.q[-1, 0, 2] == pytest.approx(ex.SIDE / 2, abs=2e-3)
+    assert run.q[-1, 0, 0] > 1.0                         # past the ramp's lower edge (x = 0.87)
+
+
+def test_example_rigid_bin_comes_to_rest_inside_with_the_floor_carrying_the_weight():
+    pytest.importorskip("coal")
+    ex = _example("rigid_bin")
+    run, masses = ex.simulate(6, 1.5)
+    assert not run.failed_steps
+    q = run.q[-1]
+    assert np.all(np.abs(q[:, :2]) < ex.WIDTH / 2) and np.all(q[:, 2] > 0) and np.all(q[:, 2] < 0.4)
+    assert run.kinetic_energy[-1] < 1e-3 * run.kinetic_energy.max()
+    assert ex.floor_force(run) == pytest.approx(masses.sum() * ex.G, rel=0.02)
+    assert run.penetration.max() < 0.03                  # the scheme's: h|v|/2 at impact, a few times
+
+
+def test_example_rigid_gripper_holds_or_slips_as_coulomb_says():
+    """Fingers on prismatic rails pushed by F: the cube is held (no acceleration) when 2μF ≥ mg, and slides at
+    g - 2μF/m otherwise (to 1e-3 relative); the fingers stay on their rails (the joints hold to 1e-6)."""
+    pytest.importorskip("coal")
+    ex = _example("rigid_gripper")
+    held, weak = ex.simulate(20.0), ex.simulate(3.0)
+    for run in (held, weak):
+        assert not run.failed_steps
+        fingers = run.q[:, 1:, :]
+        assert np.abs(fingers[:, :, 1:3] - fingers[0, :, 1:3]).max() < 1e-6
+        np.testing.assert_allclose(fingers[:, :, 3:], np.tile([1, 0, 0, 0], (*fingers.shape[:2], 1)), atol=1e-6)
+    assert abs(ex.measured_acceleration(held)) < 1e-3
+    assert ex.measured_acceleration(weak) == pytest.approx(ex.slip_acceleration(3.0), rel=1e-3)

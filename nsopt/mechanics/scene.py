@@ -49,7 +49,7 @@ import numpy as np
 
 from ..exceptions import FormatError, ModelingError
 from ..io._target import check_file
-from ..modeling import EqualityConditionNSL, Interaction, NewtonEuler3DR, NewtonEulerDS, NewtonImpactFrictionNSL
+from ..modeling import EqualityConditionNSL, Interaction, NewtonEulerDS, NewtonImpactFrictionNSL
 from ..modeling import NonSmoothDynamicalSystem
 from ..modeling import joints as _joints
 from ..modeling import _rotation as rot
@@ -279,7 +279,8 @@ class Scene:
         continue_from : a record (path or :class:`Record`) of this scene: the run starts from its last step (poses,
             twists, the contact ids and the warm starts of the contacts and joints) and goes to ``T``.
         check : shapes interpenetrating deeper than this at the start raise
-            :class:`~nsopt.mechanics.InterpenetrationError` (None: no check).
+            :class:`~nsopt.mechanics.InterpenetrationError` (None: no check); not for a run continued from a record
+            (its poses are the recorded run's, with the scheme's penetration of bodies at rest).
         keep_states : keep the poses and twists of every step in memory (``SceneRun.q``, ``SceneRun.v``).
         on_step : a callable ``on_step(run)`` called after each step with the :class:`SceneRun`; raising
             ``StopIteration`` ends the run there (the record keeps every step and what a continued run needs).
@@ -296,7 +297,7 @@ class Scene:
         if not T > t0:
             raise ModelingError("Scene", "T", f"must be after the start time {t0:g}, got {T!r}")
         model = scene.build(t0, T)
-        if check is not None and model.bodies:
+        if check is not None and model.bodies and resume is None:
             model.collision.check_interpenetration(check, model.poses())
             model.collision._previous = None
         if resume is not None:

@@ -23,6 +23,7 @@ from ..exceptions import NsoptWarning, ProblemError
 from ..problems._base import matvec
 from . import _laws as L
 from ._factor import Factor
+from ._jacobian import jacobian_by_vjp
 from ._kinds import Model, model_of, outer_on
 
 SMOOTH_NEWTON_ITER = 60
@@ -363,22 +364,6 @@ class Sensitivity:
         deg = ", ".join(f"{len(v)} {k}" for k, v in self.degenerate.items()) or "none"
         return (f"Sensitivity(kind={self.kind!r}, n={self.model.x.shape[0]}, degenerate: {deg}, "
                 f"singular={self.singular}" + (f", smoothing={self.smoothing:g}" if self.smoothing else "") + ")")
-
-
-def jacobian_by_vjp(vjp, sizes, field, wrt) -> dict:
-    """``{var: J}`` with the rows of J the gradients of each entry of var (``vjp`` on unit vectors):
-    shape ``(len(var), *field.shape)``, or ``(len(var), nnz)`` for a sparse field (CSR order)."""
-    out = {}
-    for var, size in sizes.items():
-        rows = []
-        for i in range(size):
-            e = np.zeros(size)
-            e[i] = 1.0
-            g = vjp(**{var: e})[wrt]
-            rows.append(g.data.copy() if sp.issparse(g) else np.asarray(g, float))
-        shape = (size, field.nnz) if sp.issparse(field) else (size, *np.shape(field))
-        out[var] = np.array(rows).reshape(shape) if rows else np.zeros(shape)
-    return out
 
 
 def sensitivity(problem, solution, *, tol_degenerate: float = L.TOL_DEGENERATE) -> Sensitivity:

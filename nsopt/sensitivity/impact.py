@@ -143,7 +143,7 @@ class ImpactSensitivity:
     def jacobian(self, wrt):
         if wrt not in FIELDS:
             raise ProblemError(wrt, f"jacobian needs one of {', '.join(FIELDS)}", "MultipleImpact")
-        from .core import jacobian_by_vjp
+        from ._jacobian import jacobian_by_vjp
 
         return jacobian_by_vjp(self.vjp, {"v": self.M.shape[0], "p": self.Hd.shape[0]}, getattr(self.problem, wrt), wrt)
 

@@ -9,7 +9,7 @@ are visited at most once, by increasing Hamming distance from a guess (the suppo
 start when given — which is itself iteration 0, returned when it solves the problem — else
 :math:`\{i : q_i < 0\}`, the solution when M is diagonal); a candidate that passes the sign test
 is recomputed from its basis by an LU solve with iterative refinement
-(:func:`nsopt.solvers.lemke.basis_solve`), and the first whose error measure (``problem.error``) is
+(:func:`nsopt.linalg.basis_solve`), and the first whose error measure (``problem.error``) is
 at most ``tol`` is returned. A singular subsystem is skipped. The supports are
 visited in compiled chunks (iteration contract: one support per iteration; ``time_limit`` and Ctrl-C
 act between chunks; the iterate of a chunk is the point of the last support solved).
@@ -23,19 +23,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._jit import njit
+
+from ..linalg import basis_solve
 from ..reductions import box_of
 from ..registry import register
 from ..result import Status
 from ._gs_kernels import gauss_solve
-from .lemke import Chunks, basis_solve
-
-try:
-    from numba import njit
-except ImportError:  # pragma: no cover
-    def njit(*a, **k):
-        if a and callable(a[0]):
-            return a[0]
-        return lambda f: f
 
 MAX_PAIRS = 20
 
@@ -57,7 +51,7 @@ def _enum_run(M, q, eq, comp, guess, state, budget, tol, z, supp):
         if abs(q[i]) > scale:
             scale = abs(q[i])
     idx = np.empty(N, dtype=np.int64)
-    A = np.empty((N, N))
+    A = np.empty(N * N)
     b = np.empty(N)
     x = np.empty(N)
     d = state[0]
@@ -90,11 +84,12 @@ def _enum_run(M, q, eq, comp, guess, state, budget, tol, z, supp):
                 if (mask >> t) & 1:
                     idx[k] = comp[t]
                     k += 1
+            Ak = A[:k * k].reshape((k, k))     # C-contiguous, as gauss_solve's other callers pass
             for a in range(k):
                 b[a] = -q[idx[a]]
                 for c2 in range(k):
-                    A[a, c2] = M[idx[a], idx[c2]]
-            ok = gauss_solve(A[:k, :k], b[:k], x[:k], 1e-13)
+                    Ak[a, c2] = M[idx[a], idx[c2]]
+            ok = gauss_solve(Ak, b[:k], x[:k], 1e-13)
             if ok:
                 for i in range(N):
                     z[i] = 0.0
@@ -161,13 +156,12 @@ def _enumerate(problem, mon, eq, comp):
     cheap_tol = max(mon.tol, 1e-10)
     _enum_run(M, q, eq, comp, np.int64(guess), state.copy(), 0, cheap_tol, z.copy(), supp)   # load the kernel
     mon.built()
-    chunks = Chunks(mon)
     while True:
-        c = chunks.next()
+        c = mon.chunk(per_iteration_errors=False)
         before = int(state[2])
         code = int(_enum_run(M, q, eq, comp, np.int64(guess), state, c, cheap_tol, z, supp))
         done = int(state[2]) - before
-        chunks.done(done)
+        mon.timed(done)
         info["visited"] = int(state[2])
         if code == 0 and int(state[2]) >= 1 << m:
             code = 2

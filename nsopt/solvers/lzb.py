@@ -41,7 +41,7 @@ import math
 import numbers
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ..exceptions import OptionError
 from ..registry import register
