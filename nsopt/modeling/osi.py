@@ -25,7 +25,15 @@ __all__ = ["SPARSE_DOFS", "Assembly", "EulerMoreauOSI", "Factor", "MoreauJeanOSI
 class OneStepIntegrator:
     """Base class: ``theta`` and the order of the systems it integrates. :meth:`start` returns the
     stepper of one simulation (the integrator object itself keeps no run state: two simulations may
-    share it)."""
+    share it).
+
+    Parameters
+    ----------
+    theta : float, default 0.5
+        The θ of the scheme, in [0, 1].
+    name : str, optional
+        A name for messages and reports.
+    """
 
     order = 0
 
@@ -55,13 +63,41 @@ class MoreauJeanOSI(OneStepIntegrator):
 
     Parameters
     ----------
-    theta : float in [0, 1], 0.5 by default.
-    gamma : the γ of the activation rule (None: 1/2, as Siconos).
-    activation_threshold : 0 by default.
-    batch : evaluate the systems and relations group-wise, with the compiled and block forms where
-        they apply (True, the default); False: every system and relation one by one, none of the
-        grouped forms (the reference the grouped step is tested against). The step is the same
-        (:mod:`nsopt.modeling._stepper`).
+    theta : float, default 0.5
+        The θ of the scheme, in [0, 1] (1/2: second order in free flight, energy-conserving for a
+        linear spring; 1: backward Euler).
+    gamma : float, optional
+        The γ of the activation rule, in [0, 1] (None: 1/2, as Siconos).
+    activation_threshold : float, default 0
+        An interaction enters the index set when its predicted gap is at most this.
+    batch : bool, default True
+        Evaluate the systems and relations group-wise, with the compiled and block forms where they
+        apply; False: every system and relation one by one, none of the grouped forms (the reference
+        the grouped step is tested against). The step is the same (:mod:`nsopt.modeling._stepper`).
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``theta`` or ``gamma`` is outside [0, 1] or a value is not a finite number.
+
+    See Also
+    --------
+    TimeStepping : the simulation that runs it; ``formulations/time_stepping.md`` the derivation.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> osi = nm.MoreauJeanOSI(theta=0.5)
+    >>> osi
+    MoreauJeanOSI(theta=0.5)
+    >>> osi.gamma, osi.activation_threshold
+    (0.5, 0.0)
+    >>> nm.MoreauJeanOSI(theta=1.5)
+    Traceback (most recent call last):
+    ...
+    nsopt.exceptions.ModelingError: ...theta...
     """
 
     order = 2
@@ -92,6 +128,26 @@ class EulerMoreauOSI(OneStepIntegrator):
     :math:`q = C x_{free} + F z + e`; nonlinear ones are linearised in a Newton loop.
     ``gamma=None`` means γ = 1 (r fully implicit), as Siconos does without ``useGamma``.
     Every interaction is always active (index set 0).
+
+    Parameters
+    ----------
+    theta : float, default 0.5
+        The θ of the scheme for the vector field f, in [0, 1].
+    gamma : float, optional
+        The γ of the input r, in [0, 1]; None: 1 (fully implicit).
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``theta`` or ``gamma`` is outside [0, 1].
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> nm.EulerMoreauOSI(theta=1.0)
+    EulerMoreauOSI(theta=1.0)
     """
 
     order = 1
