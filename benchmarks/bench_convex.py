@@ -57,7 +57,7 @@ def fc3d_table(args):
                     siconos=None if args.no_siconos else "ACLMFP")
     df["solver_s"] = [json.loads(i).get("timings.solver", np.nan) if isinstance(i, str) else np.nan
                       for i in df["info"]]
-    wide = by_problem(df, ("status", "error", "iterations", "solver_s", "time"))
+    wide = by_problem(df, ("status", "error", "nit", "solver_s", "time"))
     labels = {s: f"socp-fp solver={s}" for s in args.solvers}
     has_sic = ("time", SICONOS) in wide.columns
     head = f"{'problem':44s} {'nc':>4s}"
@@ -70,7 +70,7 @@ def fc3d_table(args):
     for _, r in wide.iterrows():
         line = f"{r[('name', '')][:44]:44s} {int(r[('nc', '')] or 0):4d}"
         for m in list(labels.values()) + ([SICONOS] if has_sic else []):
-            it = r[("iterations", m)]
+            it = r[("nit", m)]
             line += f" | {str(r[('status', m)])[:8]:>8s} {r[('error', m)]:8.1e} {-1 if np.isnan(it) else it:5.0f}"
             line += (f" {r[('solver_s', m)]:8.3f}" if m != SICONOS else "") + f" {r[('time', m)]:8.3f}"
         print(line)

@@ -58,7 +58,7 @@ def campaign(files, name, args):
     df = df[df["status"] != "skipped"]           # a Siconos label without a solver for the kind
     sic = df["method"].str.startswith("siconos:")
     df.loc[sic, "method"] = "siconos:LEMKE"      # one Siconos column (LEMKE or LCP_LEMKE by kind)
-    wide = by_problem(df, ("status", "error", "iterations", "time"))
+    wide = by_problem(df, ("status", "error", "nit", "time"))
     ratio = time_ratio(df, "lemke", "Siconos LEMKE") if sic.any() else {}
     print(f"{'problem':44s} {'kind':5s} {'n':>5s} {'pivots':>6s} {'nsopt err':>10s} {'sic err':>10s} "
           f"{'sic it':>6s} {'t nsopt':>9s} {'t siconos':>9s} {'ratio':>7s}")
@@ -76,9 +76,9 @@ def campaign(files, name, args):
             print(f"{r[('name', '')]:44s} not loadable by nsopt")
             continue
         row = dict(problem=p, kind=r[("kind", "")], n=int(r[("size", "")] or 0),  # noqa: C408
-                   pivots=get("iterations", "lemke"), nsopt_status=st_n, nsopt_error=get("error", "lemke"),
+                   pivots=get("nit", "lemke"), nsopt_status=st_n, nsopt_error=get("error", "lemke"),
                    nsopt_time=get("time", "lemke"), siconos_status=st_s or "",
-                   siconos_error=get("error", "Siconos LEMKE"), siconos_iter=get("iterations", "Siconos LEMKE"),
+                   siconos_error=get("error", "Siconos LEMKE"), siconos_iter=get("nit", "Siconos LEMKE"),
                    siconos_time=get("time", "Siconos LEMKE"), ratio=ratio.get(p) if len(ratio) else None)
         rows.append(row)
 

@@ -88,7 +88,7 @@ def main(argv=None):
     df = st.compare(files, a.methods, tol=TOL, timeout=a.timeout, repeat=3, out=out,
                     siconos=None if a.no_siconos else "NSN_AC", siconos_bench=a.siconos_bench)
     # (Siconos runs with its tool's 10000 iterations: max_iter=None leaves each its own default)
-    wide = by_problem(df, ("status", "error", "iterations", "time"))
+    wide = by_problem(df, ("status", "error", "nit", "time"))
     has_sic = ("time", SICONOS) in wide.columns
     ratio = time_ratio(df, "nsn-ac", SICONOS, both_solved=False) if has_sic and "nsn-ac" in a.methods else {}
 
@@ -101,7 +101,7 @@ def main(argv=None):
     for p, r in wide.iterrows():
         line = f"{r[('name', '')][:40]:40s} {int(r[('nc', '')] or 0):4d}"
         for m in a.methods:
-            e, it, t = r[("error", m)], r[("iterations", m)], r[("time", m)]
+            e, it, t = r[("error", m)], r[("nit", m)], r[("time", m)]
             line += (f" | {'':6s} {str(r[('status', m)])[:8]:8s} {e:8.1e} {it:5.0f} {t:8.4f}"
                      if isinstance(r[("status", m)], str) else f" | {'':6s} {'-':8s}")
         if has_sic:

@@ -112,7 +112,7 @@ def main(argv=None):
     has_sic = bool((df["source"] == "siconos").any())
     if not a.no_siconos and not has_sic:
         print("# Siconos NSGS not run (see the message above): nsopt only")
-    wide = by_problem(df, ("status", "error", "iterations", "time"))
+    wide = by_problem(df, ("status", "error", "nit", "time"))
     sic = "Siconos NSGS"
 
     def col(c, m, p):     # one cell, None when absent or NaN
@@ -126,9 +126,9 @@ def main(argv=None):
         rows.append(dict(problem=f"{folder}/{r[('name', '')]}", folder=folder,  # noqa: C408
                          contacts=r[("nc", "")],
                          status=col("status", "nsgs", p), error=col("error", "nsgs", p),
-                         sweeps=col("iterations", "nsgs", p), time_s=t,
+                         sweeps=col("nit", "nsgs", p), time_s=t,
                          siconos_status=col("status", sic, p) or "", siconos_error=col("error", sic, p),
-                         siconos_sweeps=col("iterations", sic, p), siconos_time_s=ts,
+                         siconos_sweeps=col("nit", sic, p), siconos_time_s=ts,
                          ratio=t / ts if ts and t else None))
     with open(a.out / "bench_nsgs.csv", "w", newline="") as fh:
         fields = list(rows[0]) if rows else ["problem"]

@@ -3,6 +3,7 @@
     python benchmarks/bench_resolve.py [--data DIR] [--n 1000] [--n-big 100] [--drift 0.01] [--no-siconos]
                                       [--big fc3d/Capsules-i101-404.dat] [--methods nsgs nsn-ac]
                                       [--repeat 15] [--n-lcp 6000] [--no-lcp] [--skip-big]
+                                      [--compare-to DIR]
 
 For the one-contact ``fc3d/FrictionContact3D_1c.dat`` and a Capsules-sized problem, a sequence of
 ``--n`` right-hand sides (``--n-big`` for the large one) ``q_k = q_0 (1 + d sin(0.1 k + phi_i))``
@@ -17,10 +18,14 @@ For the one-contact ``fc3d/FrictionContact3D_1c.dat`` and a Capsules-sized probl
     the same budget of 10000 iterations. NSGS reuses one SolverOptions; NSN_AC gets fresh ones per
     solve (reused, they keep internal state that makes the next Capsules solves fail).
 
-For the one-contact sequence with nsgs it also times the compiled kernel alone (the one call of
-the re-solve plan, ``_gs_kernels.nsgs_fc_solve``: u = Wr + q, the error, the sweeps, the stops,
-with its arguments as the plan passes them) and prints the fixed cost of (b): its time minus the
-kernel's (target < 10 us), and the ratios (b)/(c) (target <= 3) and (a)/(b).
+For the one-contact sequence with nsgs it also times the compiled kernel alone (the one call that
+does the work of a solve, ``_gs_kernels.nsgs_fc_solve``: u = Wr + q, the error, the sweeps, the
+stops, with its arguments as ``nsgs`` passes them) and prints the fixed cost of (b): its time
+minus the kernel's, and the ratios (b)/(c) (target <= 2.5) and (a)/(c) (target <= 5).
+
+``--compare-to DIR`` runs the same fresh and re-solve measures on another nsopt tree (e.g. a
+``git worktree`` of an earlier commit) in a subprocess, in the same turns, and prints its times
+and the ratios new/old beside them: a before/after in one run.
 
 Then the one-step LCPs of a bouncing ball (``--n-lcp`` Moreau-Jean steps, W = 1/m, the steps
 with an active contact: impacts, then the ball at rest), solved by ``lemke`` as the modeling
@@ -42,6 +47,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -53,7 +59,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# NSOPT_BENCH_TREE: the nsopt tree to import (the --compare-to worker), else this checkout
+sys.path.insert(0, os.environ.get("NSOPT_BENCH_TREE") or str(ROOT))
 
 import nsopt  # noqa: E402
 from nsopt.io import load  # noqa: E402
@@ -140,27 +147,26 @@ def run_resolve(p, qs, method):
 
 
 def run_kernels(p, qs):
-    """The compiled work of nsgs on the same sequence (warm-started): the one call of the re-solve
-    plan (``_gs_kernels.nsgs_fc_solve``: u = Wr + q, the error, the sweeps, the stops), with its
-    arguments as the plan passes them, without ``nsopt.solve`` around it."""
+    """The compiled work of nsgs on the same sequence (warm-started): the one kernel call of a solve
+    (``_gs_kernels.nsgs_fc_solve``: u = Wr + q, the error, the sweeps, the stops), with its
+    arguments as ``nsgs`` passes them, without ``nsopt.solve`` around it."""
     from nsopt.solvers import _gs_kernels as K
-    from nsopt.solvers.nsgs import _Plan, _Sweeper
+    from nsopt.solvers.nsgs import _NO_VALUE, _Sweeper
 
     probs = [p.replace(q=q) for q in qs]      # read-only q, as the kernel sees it inside solve
     qnorms = [pk.qnorm for pk in probs]
-    pl = _Plan(p, TOL, MAX_ITER["nsgs"], (1e-13, 10, 1.0, False, 50), nsopt.Workspace())
-    sw = pl._bind(p)
-    assert isinstance(sw, _Sweeper)
-    r, u, state = np.zeros(p.size), np.empty(p.size), pl.state
+    sw = _Sweeper(p)
+    r, u, state, best = np.zeros(p.size), np.empty(p.size), sw.state, sw.best
+    cap = max(1, 10**7 // sw.work)
+    args = (_NO_VALUE, TOL, MAX_ITER["nsgs"], 1e-13, 10, 1.0, False)
     state[3] = K.FRESH       # load the compiled kernel (from numba's cache) outside the measure
-    K.nsgs_fc_solve(pl.dim, sw.ptr, sw.idx, sw.val, sw.D, p.q, p.mu, r, u, sw.order, pl.tol, 0, pl.local_tol,
-                    pl.local_max_iter, pl.omega, p.qnorm, pl.resync, pl.errs, pl.best_r, pl.best, pl.cap, state,
-                    pl.budget, *pl.csr)
+    K.nsgs_fc_solve(*sw.head, p.q, p.mu, r, u, *args, p.qnorm, 50, cap, 4 * cap)
+    r[:] = 0.0
     t0 = time.perf_counter()
     for pk, qn in zip(probs, qnorms):
         state[3] = K.FRESH
         while True:
-            K.nsgs_fc_solve(*pl.head, pk.q, pk.mu, r, u, *pl.mid, qn, *pl.tail)
+            K.nsgs_fc_solve(*sw.head, pk.q, pk.mu, r, u, *args, qn, 50, cap, 4 * cap)
             if state[3] != K.RUNNING:
                 break
     return (time.perf_counter() - t0) / len(qs)
@@ -224,9 +230,9 @@ def _lcp_resolve(p, qs):
 
 
 def _lcp_kernel(p, qs):
-    """The compiled work alone: lemke's iteration 0 (_lcp_start, as the plan calls it)."""
+    """The compiled work alone: lemke's iteration 0 (``_tableau.lcp_start``, as lemke calls it)."""
     from nsopt.problems._base import norm2
-    from nsopt.solvers.lemke import _lcp_start
+    from nsopt.solvers._tableau import lcp_start as _lcp_start
 
     probs = [p.replace(q=q) for q in qs]
     z, w = np.zeros(1), np.empty(1)
@@ -250,13 +256,13 @@ def _lcp_siconos(M, qs):
     return out["time"], f'{out["done"] - out["fails"]}/{out["done"]}'
 
 
-def run_lcp(steps, siconos, repeat):
+def run_lcp(steps, siconos, repeat, other=None):
     qs, M = ball_sequence(steps)
     n = len(qs)
     p = nsopt.LCP(M, qs[0])
     nsopt.solve(p, "lemke")
     siconos = siconos and shutil.which(SICONOS_PY)
-    tf = tr = tk = ts = float("inf")
+    tf = tr = tk = ts = of = orr = float("inf")
     sok = None
     for _ in range(repeat):      # best of ``repeat``, the measures in turns
         tf = min(tf, _lcp_fresh(M, qs))
@@ -266,19 +272,75 @@ def run_lcp(steps, siconos, repeat):
         if siconos:
             t, sok = _lcp_siconos(M, qs)
             ts = min(ts, t)
+        if other:
+            o = run_other(other, "lcp", qs, M)
+            if o:
+                of, orr = min(of, o["fresh"]), min(orr, o["resolve"])
     if not siconos:
         ts = float("nan")
     free = int(np.sum(qs >= 0))
     print(f"\nbouncing ball 1x1 LCP, lemke: {steps} steps, {n} with an active contact ({free} with q >= 0), "
           f"tol {TOL:g}")
     print(f"  {'method':8s} {'fresh us':>9s} {'resolve us':>10s} {'siconos us':>10s} "
-          f"{'fresh/res':>9s} {'res/sic':>8s}  solved (resolve, siconos)")
-    print(f"  {'lemke':8s} {us(tf)} {us(tr):>10s} {us(ts):>10s} {tf / tr:9.2f} {tr / ts:8.2f}  ({ok}, {sok})")
+          f"{'fresh/sic':>9s} {'res/sic':>8s}  solved (resolve, siconos)")
+    print(f"  {'lemke':8s} {us(tf)} {us(tr):>10s} {us(ts):>10s} {tf / ts:9.2f} {tr / ts:8.2f}  ({ok}, {sok})")
     print(f"  {'':8s} compiled iteration 0 alone {us(tk)} us -> fixed cost of a re-solve {us(tr - tk)} us")
-    return {"problem": "ball-1x1-lcp", "nc": 1, "n": n, "method": "lemke", "fresh_us": tf * 1e6,
-            "resolve_us": tr * 1e6, "siconos_us": ts * 1e6, "fresh_over_resolve": tf / tr,
-            "resolve_over_siconos": tr / ts, "solved_fresh": None, "solved_resolve": ok, "solved_siconos": sok,
-            "kernel_us": tk * 1e6, "fixed_us": (tr - tk) * 1e6}
+    row = {"problem": "ball-1x1-lcp", "nc": 1, "n": n, "method": "lemke", "fresh_us": tf * 1e6,
+           "resolve_us": tr * 1e6, "siconos_us": ts * 1e6, "fresh_over_resolve": tf / tr,
+           "resolve_over_siconos": tr / ts, "fresh_over_siconos": tf / ts, "solved_fresh": None,
+           "solved_resolve": ok, "solved_siconos": sok, "kernel_us": tk * 1e6, "fixed_us": (tr - tk) * 1e6}
+    if other and math.isfinite(of):
+        _other_line(f"{other}", tf, tr, of, orr)
+        row.update(other_fresh_us=of * 1e6, other_resolve_us=orr * 1e6)
+    return row
+
+
+def run_other(tree, kind, *arrays_and_args):
+    """One turn of the fresh and re-solve measures on another nsopt tree (``--compare-to``), in a
+    subprocess that imports that tree (``NSOPT_BENCH_TREE``): kind "fc" with (path, qs, method), or
+    "lcp" with (qs, M). Returns {"fresh": seconds, "resolve": seconds} per solve, or None."""
+    with tempfile.TemporaryDirectory() as d:
+        args = []
+        for i, a in enumerate(arrays_and_args):
+            if isinstance(a, np.ndarray):
+                f = Path(d) / f"a{i}.npy"
+                np.save(f, a)
+                args.append(str(f))
+            else:
+                args.append(str(a))
+        env = dict(os.environ, NSOPT_BENCH_TREE=str(tree), PYTHONPATH=str(tree), OMP_NUM_THREADS="1",
+                   OPENBLAS_NUM_THREADS="1")
+        r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", kind, *args],
+                           capture_output=True, text=True, env=env, timeout=3600)
+    if r.returncode != 0:
+        print(f"  --compare-to worker failed: {r.stderr[-500:]}")
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def worker(argv):
+    """``--worker fc PATH QS METHOD`` / ``--worker lcp QS M``: one warm-up, then one measure of the
+    fresh and the re-solve sequences with the nsopt this process imports (the --compare-to tree)."""
+    kind = argv[0]
+    if kind == "fc":
+        p, qs, m = load(Path(argv[1])), np.load(argv[2]), argv[3]
+        run_fresh(p, qs[:5], m)
+        run_resolve(p, qs[:5], m)
+        out = {"fresh": run_fresh(p, qs, m)[0], "resolve": run_resolve(p, qs, m)[0]}
+    else:
+        qs, M = np.load(argv[1]), np.load(argv[2])
+        p = nsopt.LCP(M, qs[0])
+        _lcp_fresh(M, qs[:5])
+        _lcp_resolve(p, qs[:5])
+        out = {"fresh": _lcp_fresh(M, qs), "resolve": _lcp_resolve(p, qs)[0]}
+    print(json.dumps(out))
+    return 0
+
+
+def _other_line(label, tf, tr, of, orr):
+    """The --compare-to line: the other tree's fresh and re-solve times and this tree's ratios to them."""
+    print(f"  {'':8s} {label}: fresh {us(of)} us, resolve {us(orr)} us -> this/that: fresh {tf / of:.2f}, "
+          f"resolve {tr / orr:.2f}")
 
 
 def run_siconos(path, qs, methods, budget):
@@ -319,9 +381,15 @@ def main(argv=None):
     ap.add_argument("--n-lcp", type=int, default=6000, help="time steps of the bouncing ball (1x1 LCP, lemke)")
     ap.add_argument("--no-lcp", action="store_true", help="skip the bouncing-ball LCP sequence")
     ap.add_argument("--skip-big", action="store_true", help="skip the Capsules-sized problem")
+    ap.add_argument("--compare-to", metavar="DIR",
+                    help="another nsopt tree (e.g. a git worktree of an earlier commit): its fresh and re-solve "
+                         "times in the same turns, in a subprocess, and the ratios to them")
     ap.add_argument("--siconos-budget", type=float, default=120.0,
                     help="seconds per (problem, Siconos solver): the sequence is cut there, the time per "
                          "solve is over the solves done")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--worker":
+        return worker(argv[1:])
     a = ap.parse_args(argv)
     data = data_dir(a.data)
     rows = []
@@ -346,36 +414,44 @@ def main(argv=None):
         with_kern = "nsgs" in a.methods and p.nc == 1
         kern = None
         print(f"  {'method':8s} {'fresh us':>9s} {'resolve us':>10s} {'siconos us':>10s} "
-              f"{'fresh/res':>9s} {'res/sic':>8s}  solved (fresh, resolve, siconos)")
+              f"{'fresh/sic':>9s} {'res/sic':>8s}  solved (fresh, resolve, siconos)")
         for m in a.methods:
-            # in turns (kernel, re-solve, fresh): the machine's speed drifts less between the measures
-            # whose difference is the fixed cost
-            fr, rs, ks = [], [], []
+            # in turns (kernel, re-solve, fresh, the other tree): the machine's speed drifts less
+            # between the measures whose difference is the fixed cost, or whose ratio is reported
+            fr, rs, ks, ot = [], [], [], []
             for _ in range(rep):
                 if m == "nsgs" and with_kern:
                     ks.append(run_kernels(p, qs))
                 rs.append(run_resolve(p, qs, m))
                 fr.append(run_fresh(p, qs, m))
+                if a.compare_to and p.nc == 1:
+                    o = run_other(a.compare_to, "fc", path, qs, m)
+                    if o:
+                        ot.append(o)
             tf, okf = min(fr)
             tr, okr = min(rs)
             if ks:
                 kern = min(ks)
             ts = sic[m]["time"] if sic else float("nan")
             sok = f'{sic[m]["done"] - sic[m]["fails"]}/{sic[m]["done"]}' if sic else None
-            print(f"  {m:8s} {us(tf)} {us(tr):>10s} {us(ts):>10s} {tf / tr:9.2f} {tr / ts:8.2f}  "
+            print(f"  {m:8s} {us(tf)} {us(tr):>10s} {us(ts):>10s} {tf / ts:9.2f} {tr / ts:8.2f}  "
                   f"({okf}, {okr}, {sok})")
             row = {"problem": rel, "nc": p.nc, "n": n, "method": m, "fresh_us": tf * 1e6,
                    "resolve_us": tr * 1e6, "siconos_us": ts * 1e6, "fresh_over_resolve": tf / tr,
-                   "resolve_over_siconos": tr / ts, "solved_fresh": okf, "solved_resolve": okr,
-                   "solved_siconos": sok}
+                   "resolve_over_siconos": tr / ts, "fresh_over_siconos": tf / ts, "solved_fresh": okf,
+                   "solved_resolve": okr, "solved_siconos": sok}
+            if ot:
+                of, orr = min(o["fresh"] for o in ot), min(o["resolve"] for o in ot)
+                _other_line(a.compare_to, tf, tr, of, orr)
+                row.update(other_fresh_us=of * 1e6, other_resolve_us=orr * 1e6)
             if m == "nsgs" and kern is not None:
                 row["kernel_us"] = kern * 1e6
                 row["fixed_us"] = (tr - kern) * 1e6
-                print(f"  {'':8s} nsgs kernels alone {us(kern)} us -> fixed cost of a re-solve "
-                      f"{us(tr - kern)} us   (target < 10 us)")
+                print(f"  {'':8s} nsgs kernel alone {us(kern)} us -> fixed cost of a re-solve "
+                      f"{us(tr - kern)} us")
             rows.append(row)
     if not a.no_lcp:
-        rows.append(run_lcp(a.n_lcp, not a.no_siconos, a.repeat))
+        rows.append(run_lcp(a.n_lcp, not a.no_siconos, a.repeat, a.compare_to))
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
     if rows:
@@ -388,4 +464,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -28,9 +28,26 @@ __all__ += ["MultipleImpact"]
 __all__ += ["sensitivity", "diagnose"]
 
 
-def __getattr__(name):  # nsopt.io loads h5py lazily
-    if name in ("io", "formulations", "jax"):  # formulations: lazily, it imports cvxpy; jax: the optional extra
+# Subpackages loaded on first attribute access (PEP 562): ``import nsopt`` then ``nsopt.modeling`` works
+# without importing them (and cvxpy, sympy, h5py, pandas behind them) with nsopt itself.
+# (nsopt.sensitivity is the function of that name, imported above with diagnose)
+_SUBPACKAGES = ("data", "formulations", "generate", "io", "jax", "modeling", "reductions", "studies", "symbolic")
+
+
+def _present(name: str) -> bool:
+    import os
+
+    here = os.path.dirname(__file__)
+    return os.path.isdir(os.path.join(here, name)) or os.path.isfile(os.path.join(here, name + ".py"))
+
+
+def __getattr__(name):
+    if name in _SUBPACKAGES and _present(name):
         import importlib
 
-        return importlib.import_module("." + name, __name__)
-    raise AttributeError(name)
+        return importlib.import_module(f"nsopt.{name}")
+    raise AttributeError(f"module 'nsopt' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {n for n in _SUBPACKAGES if _present(n)})

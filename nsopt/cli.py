@@ -54,11 +54,16 @@ def _methods_list(s):
     return [m for m in s.split(",") if m.strip()]
 
 
-def _positive(s):
-    v = float(s)
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {s}")
-    return v
+def _seconds(s):
+    """A time budget on the command line: the rule of ``nsopt.solve``'s ``time_limit`` and the
+    campaigns' ``timeout`` (:func:`nsopt.monitor.check_time_limit`: >= 0 seconds, inf: none)."""
+    from .exceptions import OptionError
+    from .monitor import check_time_limit
+
+    try:
+        return check_time_limit(float(s))
+    except (ValueError, OptionError):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0 (inf: none), got {s}") from None
 
 
 def _jobs(s):
@@ -226,7 +231,7 @@ def demo(argv) -> int:
 
     items = ([] if args.no_demo else demo_problems()) + list(_file_problems(args.paths, _warn))
     w = min(max([len(n) for n, _ in items] + [7]), 40)
-    head = f"{'problem':<{w}} {'kind':<8} {'method':<14} {'status':<15} {'error':>10} {'iter':>7} {'time':>11}"
+    head = f"{'problem':<{w}} {'kind':<8} {'method':<14} {'status':<15} {'error':>10} {'nit':>7} {'time':>11}"
     print(head)
     print("-" * len(head), flush=True)
     n_ok = n_all = n_bad = 0
@@ -325,13 +330,13 @@ def solve_cmd(argv) -> int:
     from .studies.worker import warm_up
 
     ap = argparse.ArgumentParser(prog="nsopt solve", formatter_class=_Formatter,
-                                 description="Solve one problem file; print status, error, iterations, "
+                                 description="Solve one problem file; print status, error, iterations (nit), "
                                              "time.", epilog=WARMUP_NOTE + ".")
     ap.add_argument("file", metavar="FILE")
     ap.add_argument("--method", default="auto", help="a method name (nsopt info FILE lists them)")
     ap.add_argument("--tol", type=float, default=1e-8, help="target of the error measure")
     ap.add_argument("--max-iter", type=int, default=None, help="iteration budget (None: the method's)")
-    ap.add_argument("--time-limit", type=_positive, default=None, help="wall-clock budget, seconds")
+    ap.add_argument("--time-limit", type=_seconds, default=None, help="wall-clock budget, seconds (>= 0)")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                     help="a method option (repeatable), e.g. --option omega=1.2")
     ap.add_argument("--out", help="write the solution: .npz (variables by name), or an FCLIB file with the "
@@ -360,7 +365,7 @@ def solve_cmd(argv) -> int:
             raise UsageError(str(e)) from None
     print(f"problem   {args.file} ({p.kind}, size {p.size})\nmethod    {s.method}\n"
           f"status    {s.status.value}\nerror     {s.error:.3e} (tol {tol:g})\n"
-          f"iter      {s.nit}\ntime      {s.solve_time * 1e3:.3f} ms" +
+          f"nit       {s.nit}\ntime      {s.solve_time * 1e3:.3f} ms" +
           (f"\nmessage   {s.message}" if s.message else ""))
     if args.out:
         try:
@@ -390,7 +395,7 @@ def _print_summary(df, folder):
         with __import__("pandas").option_context("display.width", 160, "display.max_rows", 200):
             print(s[cols].to_string(index=False, float_format=lambda x: f"{x:.3g}"))
     print(f"\nresults: {folder}/results.csv, results.parquet; summary.csv; profile_time.png, "
-          f"profile_iterations.png (+ .svg)")
+          f"profile_nit.png (+ .svg)")
 
 
 def compare_cmd(argv) -> int:
@@ -408,8 +413,8 @@ def compare_cmd(argv) -> int:
     ap.add_argument("--methods", required=True, help="comma-separated methods, e.g. nsgs,nsn-ac")
     ap.add_argument("--tol", type=float, default=1e-8, help="target of the error measure")
     ap.add_argument("--max-iter", type=int, default=None, help="iteration budget (None: each method's)")
-    ap.add_argument("--timeout", type=_positive, default=None,
-                    help="seconds per solve (soft time_limit; the worker is killed 10%% later)")
+    ap.add_argument("--timeout", type=_seconds, default=None,
+                    help="seconds per solve, >= 0 (soft time_limit; the worker is killed 10%% later)")
     ap.add_argument("--jobs", type=_jobs, default=1, help="worker processes")
     ap.add_argument("--out", default="nsopt-campaign", help="campaign folder")
     ap.add_argument("--siconos", default=None, metavar="SOLVER,...",

@@ -30,20 +30,31 @@ their time is ``Solution.build_time`` and does not count against ``time_limit``.
 Compiled kernels run several iterations per call: ``n = mon.chunk()`` says how many (1 when a
 callback wants every iteration; otherwise a number that keeps each call to a few tens of
 milliseconds, so that ``time_limit`` and Ctrl-C act between calls), and ``mon.steps(errors, x)``
-records them.
+records them. A kernel that runs a whole solve (its own chunks, its best iterate, the same stops as
+the monitor's) is called in turns of ``mon.schedule(work)`` iterations and each turn is handed to
+:meth:`Monitor.record` (``(code, iterations, best)`` of the kernel: the monitor judges them, so the
+status, the message and the best iterate are the monitor's whichever path a solve takes).
+
+The time left of ``time_limit`` (for a backend that takes its own limit) is :meth:`Monitor.time_left`.
+``time_limit`` and the campaigns' ``timeout`` follow one rule (:func:`check_time_limit`): a
+non-negative number of seconds, 0 included (a solve with no time: its starting point is judged,
+then ``TIME_LIMIT``), or None / inf (no limit).
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import numbers
+import operator
 import time
 
 import numpy as np
 
 from .exceptions import OptionError
 from .registry import Outcome
-from .result import Iterate, Status
+from .problems._base import FLOAT64, all_finite
+from .result import Iterate, Solution, Status, lazy_message
 
 CHUNK_SECONDS = 0.02     # target duration of one compiled chunk (time_limit and Ctrl-C act between chunks)
 WORK_PER_CHUNK = 10**7   # flops of one chunk on the deterministic schedule (a few ms to a few tens)
@@ -72,30 +83,35 @@ class Monitor:
     a dict of the problem's variables, or None), ``stopped``, ``k`` (iterations done), ``deadline``.
     """
 
-    __slots__ = ("tol", "max_iter", "deadline", "history", "callback", "x0", "k", "best_x",
-                 "best_err", "err", "status", "message", "build_time", "_chunk", "_det", "_t_chunk", "_t0",
-                 "workspace")
+    # the state of a solve that has not started (class defaults: a monitor is made per solve, and
+    # setting only what the caller gave keeps that cheap)
+    max_iter = deadline = history = callback = x0 = workspace = None
+    k = 0
+    best_x = None
+    best_err = err = math.inf
+    status = None
+    _message = ""
+    build_time = 0.0
+    _chunk = _det = 1
+    _t_chunk = None
+    _borrowed = False
 
-    def __init__(self, *, tol, max_iter=None, time_limit=None, history=False, callback=None, x0=None,
+    def __init__(self, tol, max_iter=None, time_limit=None, history=False, callback=None, x0=None,
                  workspace=None):
         self.tol = tol
-        self.workspace = workspace
-        self.max_iter = max_iter
-        self._t0 = time.perf_counter()
-        self.deadline = None if time_limit is None else self._t0 + time_limit
-        self.history = [] if history else None
-        self.callback = _callback(callback)
-        self.x0 = x0
-        self.k = 0
-        self.best_x = None
-        self.best_err = math.inf
-        self.err = math.inf
-        self.status = None
-        self.message = ""
-        self.build_time = 0.0
-        self._chunk = 1
-        self._det = 1
-        self._t_chunk = None
+        self._t0 = t0 = time.perf_counter()
+        if max_iter is not None:
+            self.max_iter = max_iter
+        if time_limit is not None:
+            self.deadline = t0 + time_limit
+        if history:
+            self.history = []
+        if callback is not None:
+            self.callback = _callback(callback)
+        if x0 is not None:
+            self.x0 = x0
+        if workspace is not None:
+            self.workspace = workspace
 
     # -- set-up --------------------------------------------------------------------------------
     def budget(self, default: int) -> int:
@@ -106,8 +122,11 @@ class Monitor:
 
     def start_vector(self, name: str, size: int) -> np.ndarray:
         """A float copy of the warm start's ``name`` (validated by ``solve``), else zeros."""
-        if self.x0 is not None and self.x0.get(name) is not None:
-            return np.array(self.x0[name], dtype=float)
+        x0 = self.x0
+        if x0 is not None:
+            v = x0.get(name)
+            if v is not None:
+                return np.array(v, dtype=float)
         return np.zeros(size)
 
     def state(self, problem, key, make, on=None):
@@ -132,25 +151,33 @@ class Monitor:
         """True when the time limit has run out (for inner loops that want to give up early)."""
         return self.deadline is not None and time.perf_counter() > self.deadline
 
+    def time_left(self):
+        """Seconds left of ``time_limit`` (>= 0), or None without one: the budget to hand to a
+        backend or an inner solve that takes its own time limit."""
+        return None if self.deadline is None else max(self.deadline - time.perf_counter(), 0.0)
+
     # -- the contract --------------------------------------------------------------------------
     def _keep(self, x, err):
         self.err = err
         if err < self.best_err or self.best_x is None:
             self.best_err = err
             self.best_x = {k: np.array(v, dtype=float) for k, v in x.items()}
+            self._borrowed = False
 
     def _judge(self, err):
-        if not math.isfinite(err):
-            return self.stop(Status.NUMERICAL_ERROR, f"non-finite error after {self.k} iteration(s)")
-        if err <= self.tol:
-            return self.stop(Status.SOLVED, f"error {err:.3g} <= tol after {self.k} iteration(s)")
-        if self.max_iter is not None and self.k >= self.max_iter:
-            return self.stop(Status.MAX_ITER, f"no convergence in {self.k} iteration(s) (best error "
-                                              f"{self.best_err:.3g})")
-        if self.deadline is not None and time.perf_counter() > self.deadline:
-            return self.stop(Status.TIME_LIMIT, f"time limit reached after {self.k} iteration(s) "
-                                                f"(best error {self.best_err:.3g})")
-        return None
+        """The contract's stops, in order; the message is kept as (format, values) and made when
+        read (:attr:`message`)."""
+        if not err <= self.tol:
+            if not math.isfinite(err):
+                return self.stop(Status.NUMERICAL_ERROR, ("non-finite error after %d iteration(s)", (self.k,)))
+            if self.max_iter is not None and self.k >= self.max_iter:
+                return self.stop(Status.MAX_ITER, ("no convergence in %d iteration(s) (best error %.3g)",
+                                                   (self.k, self.best_err)))
+            if self.deadline is not None and time.perf_counter() > self.deadline:
+                return self.stop(Status.TIME_LIMIT, ("time limit reached after %d iteration(s) (best error %.3g)",
+                                                     (self.k, self.best_err)))
+            return None
+        return self.stop(Status.SOLVED, ("error %.3g <= tol after %d iteration(s)", (err, self.k)))
 
     def start(self, x: dict, err: float):
         """Record the starting point (iteration 0). Returns the status when it already ends the
@@ -176,14 +203,17 @@ class Monitor:
                 return self.stop(Status.CALLBACK_STOP, f"stopped by the callback after {self.k} iteration(s)")
         return self._judge(err)
 
-    def chunk(self, per_iteration_errors: bool = True, work: int | None = None) -> int:
+    def chunk(self, per_iteration_errors: bool = True, work: int | None = None, first=None) -> int:
         """How many iterations a compiled kernel should run before returning to Python.
 
         ``per_iteration_errors=False``: the kernel only knows the error at the end of its chunk
         (:meth:`advance`); then a requested history also asks for one iteration per chunk, and the
         chunk sizes must not depend on timing, or the iteration at which the solve stops (and so its
         result) would: give ``work``, the cost of one iteration in flops (e.g. nnz), and the sizes
-        double from 1 up to about ``WORK_PER_CHUNK / work``, a schedule fixed by the problem alone."""
+        double from 1 up to about ``WORK_PER_CHUNK / work``, a schedule fixed by the problem alone.
+        Without ``work``, the sizes double up to about ``CHUNK_SECONDS`` of kernel time (measured by
+        :meth:`steps`, or given to :meth:`timed`), from ``first`` when given (the first chunk of a
+        series of cheap iterations, e.g. the pivots of a new Lemke path)."""
         if self.callback is not None or (self.history is not None and not per_iteration_errors):
             return 1
         left = math.inf if self.max_iter is None else self.max_iter - self.k
@@ -191,8 +221,29 @@ class Monitor:
             size = min(self._det, max(1, int(WORK_PER_CHUNK // max(int(work), 1))))
             self._det = 2 * size
             return int(max(1, min(size, left)))
+        if first is not None:
+            self._chunk = max(1, int(first))
         self._t_chunk = time.perf_counter()
         return int(max(1, min(self._chunk, left)))
+
+    def timed(self, n: int):
+        """The last :meth:`chunk` (timed) ran ``n`` iterations: size the next one to about
+        ``CHUNK_SECONDS`` (at most doubling), for kernels recorded otherwise than by :meth:`steps`."""
+        if n > 0 and self._t_chunk is not None:
+            per = (time.perf_counter() - self._t_chunk) / n
+            self._chunk = max(1, min(2 * n, int(CHUNK_SECONDS / per) if per > 0 else 2 * n))
+            self._t_chunk = None
+
+    def schedule(self, work: int):
+        """``(cap, turn, first)`` for a kernel that runs a whole solve with its own chunk schedule
+        (chunk sizes doubling from 1 up to ``cap``, the deterministic one of :meth:`chunk`):
+        ``turn`` iterations per call between which the monitor judges (``time_limit``, Ctrl-C), and
+        ``first`` for the first call. A callback wants every iteration (``cap = turn = 1``); a time
+        limit has the starting point judged alone first (``first = 0``)."""
+        if self.callback is not None:
+            return 1, 1, 0 if self.deadline is not None else 1
+        cap, turn = plain_schedule(work)
+        return cap, turn, turn if self.deadline is None else 0
 
     def steps(self, errors, x: dict, best=None):
         """Record a chunk of ``len(errors)`` iterations run by a kernel (``x`` at the chunk's end;
@@ -202,16 +253,13 @@ class Monitor:
         n = len(errors)
         if n == 0:
             return None
-        if self._t_chunk is not None:   # size the next chunk to about CHUNK_SECONDS (at most doubling)
-            dt = time.perf_counter() - self._t_chunk
-            per = dt / n
-            self._chunk = max(1, min(2 * n, int(CHUNK_SECONDS / per) if per > 0 else 2 * n))
-            self._t_chunk = None
+        self.timed(n)
         if n == 1:   # the iterate of a one-iteration chunk is its best
             return self.step(x, errors[0])
         if best is not None and best[1] < self.best_err:
             self.best_err = float(best[1])
             self.best_x = {k: np.array(v, dtype=float) for k, v in best[0].items()}
+            self._borrowed = False
         self.k += n
         if self.history is not None:
             self.history.extend(float(e) for e in errors)
@@ -219,29 +267,162 @@ class Monitor:
         self._keep(x, err)
         return self._judge(err)
 
+    def record(self, start, n: int, last: float, errors, x: dict, best: dict, best_err: float):
+        """Record one call of a kernel that runs a whole solve and keeps its best iterate itself:
+        ``start``, the error of the starting point when this call began the solve (iteration 0,
+        judged first, as :meth:`start`), else None; ``n`` iterations run in the call, the last with
+        error ``last``, the errors of all of them in ``errors[:n]`` (read for a history); ``x``, the
+        iterate at the end of the call; ``best`` (with ``best_err``), the best iterate of the solve
+        so far, the start included: the kernel's own arrays, copied when the outcome is made. The
+        callback sees each iteration of a one-iteration call. Returns the status when the solve must
+        stop, else None."""
+        self.best_x, self.best_err, self._borrowed = best, best_err, True
+        if start is not None:
+            self.err = start
+            if self.history is not None:
+                self.history.append(start)
+            if self._judge(start) is not None:
+                return self.status
+        if n == 0:
+            return None
+        self.k += n
+        self.err = last
+        if self.history is not None:
+            self.history.extend(errors[:n].tolist())
+        if self.callback is not None and n == 1:
+            try:
+                self.callback(Iterate(self.k, last, {k: np.array(v, dtype=float) for k, v in x.items()}))
+            except StopIteration:
+                return self.stop(Status.CALLBACK_STOP, f"stopped by the callback after {self.k} iteration(s)")
+        return self._judge(last)
+
     def advance(self, n: int, x: dict, err: float):
         """Record a chunk of ``n`` iterations of which only the last error is known (see
         :meth:`chunk`). Returns the status when the solve must stop, else None."""
         return self.steps([err] * n, x)
 
-    def stop(self, status: Status, message: str = ""):
-        """A method's own reason to stop (stall, ray, line-search failure), or the contract's."""
+    def stop(self, status: Status, message="") -> Status:
+        """A method's own reason to stop (stall, ray, line-search failure), or the contract's.
+        ``message``: a str, or (format, values) made into one when it is read."""
         self.status = status
         if message:
-            self.message = message
+            self._message = message
         return status
+
+    message = lazy_message()
 
     @property
     def stopped(self) -> bool:
         return self.status is not None
 
-    def outcome(self, message: str = "", info: dict | None = None, x: dict | None = None, status=None):
+    def outcome(self, message="", info: dict | None = None, x: dict | None = None, status=None, error=None):
         """The :class:`~nsopt.registry.Outcome` of the solve: the best iterate (or ``x``), the status
-        (MAX_ITER when the loop ended without one), iterations, history and message."""
-        st = status or self.status or Status.MAX_ITER
-        msg = message or self.message
-        return Outcome(x=x if x is not None else (self.best_x or {}), status=st, nit=self.k,
-                       history=self.history, message=msg, info=info or {}, build_time=self.build_time)
+        (MAX_ITER when the loop ended without one), iterations, history and message. ``error``: the
+        problem's error measure of ``x``, which holds all its variables (``Outcome.complete``)."""
+        if x is None:
+            x = self.best_x
+            if x is None:
+                x = {}
+            elif self._borrowed:
+                x = {k: v.copy() for k, v in x.items()}
+        return Outcome(x, status or self.status or Status.MAX_ITER, self.k, self.history, message or self._message,
+                       info, self.build_time, error, error is not None)
+
+
+def plain_schedule(work: int):
+    """``(cap, turn)`` of :meth:`Monitor.schedule` for a solve without callback or time limit (the
+    same numbers; a method may keep them with what it built for its matrix)."""
+    cap = WORK_PER_CHUNK // work if work > 0 else WORK_PER_CHUNK
+    cap = cap if cap > 0 else 1
+    return cap, 4 * cap
+
+
+# ------------------------------------------------------------------------------------------ the common options
+def check_tol(tol) -> float:
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (0 < float(tol) < math.inf):
+        raise OptionError(f"tol must be a finite positive number, got {tol!r}")
+    return float(tol)
+
+
+def check_max_iter(max_iter):
+    if max_iter is None:
+        return None
+    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 0:
+        raise OptionError(f"max_iter must be a non-negative integer or None, got {max_iter!r}")
+    return int(max_iter)
+
+
+def check_time_limit(time_limit, name="time_limit"):
+    """The one rule of ``time_limit`` (``nsopt.solve``) and of the campaigns' ``timeout``: a
+    non-negative number of seconds (0: no time at all, the starting point is judged and the solve
+    ends with ``TIME_LIMIT`` unless it is already solved), or None / inf for no limit. Returns a
+    float, or None for no limit."""
+    if time_limit is None:
+        return None
+    if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) or not float(time_limit) >= 0:
+        raise OptionError(f"{name} must be a non-negative number of seconds or None, got {time_limit!r}")
+    t = float(time_limit)
+    return None if t == math.inf else t
+
+
+# kinds whose only starting variable is the primal one (the others are derived from it)
+_PRIMAL_ONLY = frozenset(("lcp", "mlcp", "relay", "avi", "equality", "fc2d", "fc3d"))
+
+
+def warm_start_of(problem, warm_start, label="warm_start") -> dict | None:
+    """The warm start as a dict of the problem's variables (float arrays of the right sizes, finite).
+
+    Accepts a :class:`Solution`, a dict of variables, or an array of the problem's primal variable.
+    The arrays of a finite Solution of the same kind (made by nsopt) are taken as they are, and
+    a float64 vector of the right size is checked for finiteness only (the methods copy what they
+    start from)."""
+    if warm_start is None:
+        return None
+    primal = problem.primal
+    if type(warm_start) is np.ndarray and warm_start.dtype == FLOAT64 and warm_start.ndim == 1:
+        if warm_start.shape[0] == problem.size and all_finite(warm_start):
+            return {primal: warm_start}
+        x = {primal: warm_start}
+    elif type(warm_start) is Solution and type(warm_start.problem) is type(problem) \
+            and (kind := problem.kind) in _PRIMAL_ONLY and warm_start.problem.kind == kind and math.isfinite(warm_start.error) \
+            and (a := warm_start.__dict__.get(primal)) is not None and a.shape == (problem.size,):
+        return {primal: a}     # a finite Solution of a problem of this kind: its arrays as they are
+    elif isinstance(warm_start, Solution):
+        sizes = problem.variable_sizes()
+        if warm_start.problem is not None and getattr(warm_start.problem, "kind", None) == problem.kind \
+                and math.isfinite(warm_start.error):
+            # a finite solution of a problem of this kind: its variables are finite arrays made by
+            # nsopt; only their sizes are checked (the common re-solve loop, kept cheap)
+            out = {}
+            for name in (primal, "v"):
+                a = warm_start.__dict__.get(name)
+                if a is not None and name in sizes and a.shape == (sizes[name],):
+                    out[name] = a
+            if primal in out:
+                return out
+        x = warm_start.variables()
+    elif isinstance(warm_start, dict):
+        x = warm_start
+    else:
+        x = {primal: warm_start}
+    sizes = problem.variable_sizes()
+    derived = ("w", "u") if primal in x else ()   # determined by the primal one: never a start
+    out = {}
+    for name, value in x.items():
+        if name not in sizes or name in derived:
+            continue
+        try:
+            a = np.array(value, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise OptionError(f"{label}: {name} is not a numeric vector") from None
+        if a.shape[0] != sizes[name] or not np.all(np.isfinite(a)):
+            raise OptionError(f"{label}: {name} must be a finite vector of size {sizes[name]}, "
+                              f"got shape {np.shape(value)}")
+        out[name] = a
+    if not out:
+        raise OptionError(f"{label}: none of {sorted(x)} is a variable of this {problem.kind} problem "
+                          f"({', '.join(sizes)})")
+    return out
 
 
 class Workspace:
@@ -249,37 +430,43 @@ class Workspace:
     one to every ``nsopt.solve(..., workspace=ws)`` of a loop (same W, new q).
 
     Entries are keyed by (method key, identity of the fields they depend on); an entry whose fields
-    changed is rebuilt. Keeps NSGS' CSC split, work arrays and contact order, and the Newton
-    system (rho, sparsity pattern of the Newton matrix). Not thread-safe: one per loop.
+    changed is rebuilt, so one workspace can serve a whole simulation whose W changes. Keeps NSGS'
+    sweeper (CSC split, diagonal blocks, work arrays), the Newton systems (rho, the pattern of the
+    Newton matrix), Lemke's small-LCP data. A solve with a workspace runs the very code of a solve
+    without one (the same Solution); it only skips what the workspace already holds.
+    Not thread-safe: one per loop.
 
-    It also keeps one re-solve *plan* per (method, tol, max_iter, options) of the calls it was given
-    (methods that have one, see :func:`nsopt.registry.plan`): after the first full solve, the next
-    calls with the same method and options and neither ``history``, ``callback`` nor
-    ``time_limit`` skip the option checks, the registry and the monitor and run the method's whole
-    loop in one compiled call where the method has one (``nsgs`` on fc2d/fc3d, ``nsn-ac`` and
-    ``nsn-fb`` on a small dense W, ``lemke`` on a small LCP: iteration 0, then the pivots when it
-    fails), with the same Solution as the full path (u, w and the error as the problem computes
-    them: its ordered products, :mod:`nsopt.problems._products`). A new W is fine (the plan rebuilds what
-    depends on it), so one workspace can serve a whole simulation.
+    Examples
+    --------
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, np.eye(3), [-1.0, 1.0, 0.0], [0.5])
+    >>> ws = nsopt.Workspace()
+    >>> for qn in (-1.0, -2.0, -3.0):                      # same W, new q: the re-solve of a loop
+    ...     s = nsopt.solve(p.replace(q=[qn, 1.0, 0.0]), method="nsgs", workspace=ws)
+    >>> print(s.status.value, s.r.round(6))
+    solved [ 3. -1.  0.]
     """
 
     def __init__(self):
         self._store = {}
-        self._plans = {}     # (method, tol, max_iter, options) -> the method's re-solve plan (nsopt.solve)
 
     def get(self, problem, key, make, on=None):
-        fields = problem._fields if on is None else on
-        deps = tuple(getattr(problem, f) for f in fields)
         hit = self._store.get(key)
-        if hit is not None and len(hit[0]) == len(deps) and all(a is b for a, b in zip(hit[0], deps)):
-            return hit[1]
+        if on is not None and len(on) == 1:      # the common case: one field (W), compared by identity
+            dep = getattr(problem, on[0])
+            if hit is not None and len(hit[0]) == 1 and hit[0][0] is dep:
+                return hit[1]
+            deps = (dep,)
+        else:
+            deps = problem.dependencies(on)
+            if hit is not None and len(hit[0]) == len(deps) and all(map(operator.is_, hit[0], deps)):
+                return hit[1]
         value = make()
         self._store[key] = (deps, value)
         return value
 
     def clear(self):
         self._store.clear()
-        self._plans.clear()
 
     def __repr__(self):
-        return f"Workspace({sorted(self._store)}, plans={[k[0] for k in self._plans]})"
+        return f"Workspace({sorted(self._store)})"

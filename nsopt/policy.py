@@ -55,6 +55,7 @@ import time
 from . import registry
 from .exceptions import NotApplicable, OptionError
 from .result import Solution, Status
+from .run import ALIASES, run_method
 
 POLICY: dict[str, tuple[str, ...]] = {
     "lcp": ("qp", "lemke", "newton-fb", "pgs"),
@@ -79,11 +80,9 @@ def solve_auto(problem, kind, tol, max_iter, options, *, time_limit=None, histor
     """Try the policy's methods in order (see the module docstring). The common options apply to
     every attempt; ``time_limit`` is the budget of the whole policy; each attempt after the first
     is warm-started from the best iterate so far."""
-    from .solve import _ALIASES, run_method
-
     names = [m for m in POLICY.get(kind, ()) if registry.has(kind, m)]
     candidates = [registry.get(kind, m) for m in names] or registry.for_kind(kind)
-    used = set(_ALIASES)
+    used = set(ALIASES)
     for info in candidates:
         used.update(k for k in options if k in info.options)
     unknown = [k for k in options if k not in used]
@@ -109,14 +108,14 @@ def solve_auto(problem, kind, tol, max_iter, options, *, time_limit=None, histor
             if left <= 0:
                 trace.append((info.name, "skipped", float("nan"), 0.0, "time limit of auto reached"))
                 continue
-        opts = {k: v for k, v in options.items() if k in info.options or k in _ALIASES}
+        opts = {k: v for k, v in options.items() if k in info.options or k in ALIASES}
         start = x0
         if best is not None:  # warm start from the best iterate so far
             start = best.variables()
             note = f"warm start from {best.method}"
         t0 = time.perf_counter()
         try:
-            sol = run_method(problem, kind, info, tol, max_iter, opts, time_limit=left, history=history,
+            sol = run_method(problem, info, tol, max_iter, opts, time_limit=left, history=history,
                              callback=callback, x0=start)
         except NotApplicable as e:
             trace.append((info.name, "skipped", float("nan"), time.perf_counter() - t0, str(e)))

@@ -5,13 +5,11 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
-from .exceptions import MethodNotFound
-from .result import Solution, Status, judged
+from .exceptions import MethodNotFound, OptionError
+from .result import Solution, Status, judged, lazy_message
 
 
-@dataclass
 class Outcome:
     """What a method returns to :func:`nsopt.solve`: its iterate and how it stopped.
 
@@ -20,24 +18,26 @@ class Outcome:
     measure. ``nit`` counts the method's main iterations (sweeps, pivots, Newton steps).
     ``complete=True`` says that ``x`` holds every variable of the problem and ``error`` is the
     problem's own measure of them, computed by the same formula (``solve`` then does not recompute).
+    ``message`` may be given as (format, values), made into a str when it is read.
     """
 
-    x: dict
-    status: Status = Status.SOLVED
-    nit: int = 0
-    history: list | None = None
-    message: str = ""
-    info: dict = field(default_factory=dict)
-    build_time: float = 0.0
-    error: float | None = None
-    complete: bool = False
+    def __init__(self, x, status=Status.SOLVED, nit=0, history=None, message="", info=None, build_time=0.0,
+                 error=None, complete=False):
+        self.x, self.status, self.nit, self.history, self._message = x, status, nit, history, message
+        self.info = {} if info is None else info
+        self.build_time, self.error, self.complete = build_time, error, complete
+
+    message = lazy_message()
+
+    def __repr__(self):
+        return f"Outcome(status={self.status.value!r}, nit={self.nit}, variables={sorted(self.x)})"
 
     def solution(self, problem, tol: float, method: str, t0: float, options: dict) -> Solution:
-        """The :class:`Solution` of this outcome (``nsopt.solve`` and the re-solve plans): every
-        variable of the problem and its error measure (recomputed unless ``complete``), the status
-        judged by that error (:func:`nsopt.result.judged`; a backend's infeasibility certificate is
-        not overruled). ``solve_time``: from ``t0`` (``time.perf_counter()`` when the method
-        started) to the end of this judgement, which is part of the solve."""
+        """The :class:`Solution` of this outcome, the one place a Solution is made from what a method
+        did: every variable of the problem and its error measure (recomputed unless ``complete``),
+        the status judged by that error (:func:`nsopt.result.judged`; a backend's infeasibility
+        certificate is not overruled). ``solve_time``: from ``t0`` (``time.perf_counter()`` when the
+        method started) to the end of this judgement, which is part of the solve."""
         if self.complete and self.error is not None:
             xs, err = self.x, float(self.error)
         else:
@@ -48,73 +48,90 @@ class Outcome:
         else:
             status = judged(self.status, err, tol)
         return Solution._make(problem, method, status, err, tol, self.nit, time.perf_counter() - t0, xs,
-                              self.history, self.message, self.info, options, self.build_time)
+                              self.history, self._message, self.info, options, self.build_time)
 
 
-@dataclass(frozen=True)
 class MethodInfo:
-    kind: str
-    name: str
-    func: Callable
-    summary: str
-    options: tuple[str, ...]          # the method's own options (keyword-only parameters)
-    applies: Callable | None = None   # problem -> None or a reason why not (cheap structural check)
-    plan: Callable | None = None      # (problem, tol, max_iter, options, workspace, info=) -> Plan or None
+    """A registered method: ``kind``, ``name``, ``func(problem, mon, **options) -> Outcome``, its
+    one-line ``summary``, its own ``options`` (the keyword-only parameters of ``func``) with their
+    ``defaults`` (read from the signature, once), ``applies(problem) -> None | reason`` and
+    ``check(**options) -> dict``, the method's check of its options (run once per distinct option
+    values: :meth:`call_options`)."""
+
+    __slots__ = ("kind", "name", "func", "summary", "options", "defaults", "applies", "check", "_checked")
+
+    def __init__(self, kind, name, func, summary, options, defaults, applies=None, check=None):
+        self.kind, self.name, self.func, self.summary = kind, name, func, summary
+        self.options, self.defaults, self.applies, self.check = options, defaults, applies, check
+        self._checked = {}
+
+    def call_options(self, options: dict) -> dict:
+        """The options ``func`` is called with: the method's ``check`` of its defaults updated by
+        ``options`` (unknown ones raise :class:`OptionError`), remembered per distinct values (keyed
+        with their types: ``True`` is not ``1``); without a ``check``, ``options`` as given."""
+        if not options:
+            hit = self._checked.get(())     # (the common call: the defaults)
+            if hit is not None:
+                return hit
+            key = ()
+        else:
+            bad = [k for k in options if k not in self.options]
+            if bad:
+                raise OptionError(f"unknown option(s) {bad} for method {self.name!r} on {self.kind}; "
+                                  f"valid options: {list(self.options) + list(COMMON)}")
+            if self.check is None:
+                return options
+            key = option_key(options)
+            hit = self._checked.get(key) if key is not None else None
+            if hit is not None:
+                return hit
+        opts = options if self.check is None else self.check(**{**self.defaults, **options})
+        if key is not None and len(self._checked) < 256:
+            self._checked[key] = opts
+        return opts
+
+
+def option_key(options: dict):
+    """A hashable key of option values (each with its type), or None when one is not hashable."""
+    try:
+        k = tuple(sorted((n, type(v), v) for n, v in options.items()))
+        hash(k)
+    except TypeError:
+        return None
+    return k
 
 
 _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
 COMMON = ("tol", "max_iter", "time_limit", "history", "callback", "warm_start", "workspace")
 
 
-def register(kinds, name: str, summary: str, *, applies: Callable | None = None):
+def register(kinds, name: str, summary: str, *, applies: Callable | None = None, check: Callable | None = None):
     """Decorator: register ``func(problem, mon, **options) -> Outcome`` for one or more kinds.
 
     ``mon`` is the :class:`~nsopt.monitor.Monitor` that :func:`nsopt.solve` built from the common
     options (``tol, max_iter, time_limit, history, callback, warm_start``); the method's own options
     are its keyword-only parameters, whose defaults are the method's defaults. ``applies(problem)``
     returns None or the reason why the method does not apply to an instance (checked before solving).
-    ``kinds`` is a kind or a tuple of kinds (``"lcp"``, ``"fc3d"``, ...).
+    ``check(**options) -> dict`` (optional) validates and converts all the method's options (the
+    defaults of its signature updated by the caller's) once per distinct values; ``func`` is then
+    called with its result. ``kinds`` is a kind or a tuple of kinds (``"lcp"``, ``"fc3d"``, ...).
     """
     if isinstance(kinds, str):
         kinds = (kinds,)
 
     def deco(func):
         sig = inspect.signature(func)
-        opts = tuple(p.name for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY)
+        kw = [p for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        opts = tuple(p.name for p in kw)
+        defaults = {p.name: p.default for p in kw if p.default is not p.empty}
         clash = [o for o in opts if o in COMMON]
         if clash:
             raise TypeError(f"method {name!r}: {clash} are common options, handled by the monitor")
         for k in kinds:
             if (k, name) in _REGISTRY:
                 raise ValueError(f"method {name!r} registered twice for kind {k!r}")
-            _REGISTRY[(k, name)] = MethodInfo(k, name, func, summary, opts, applies)
+            _REGISTRY[(k, name)] = MethodInfo(k, name, func, summary, opts, defaults, applies, check)
         return func
-
-    return deco
-
-
-def plan(kinds, name: str):
-    """Decorator: register the re-solve plan of the method ``name`` for ``kinds`` (already registered).
-
-    ``make(problem, tol, max_iter, options, workspace, info=method_info)`` is called by :func:`nsopt.solve` after a full
-    solve with a :class:`~nsopt.Workspace` and none of ``history``, ``callback``, ``time_limit``; it
-    returns None or a callable ``plan(problem, warm_start, options) -> Solution | None`` that
-    :func:`nsopt.solve` calls first on the next solves with the same method and options (the lean
-    path: no option checks, no registry look-up, no monitor). The plan must return exactly the
-    Solution the full path would (status, error, iterations, vectors, message), or None to hand
-    the call back to the full path (a case it does not cover: a changed matrix, a warm start to
-    validate, ...). A method without a plan of its own, or whose ``make`` returns None, gets a
-    generic one (``nsopt.solve``: the method's function called directly, for a problem with the
-    same fields but q)."""
-    if isinstance(kinds, str):
-        kinds = (kinds,)
-
-    def deco(make):
-        for k in kinds:
-            info = _REGISTRY[(k, name)]
-            _REGISTRY[(k, name)] = MethodInfo(info.kind, info.name, info.func, info.summary, info.options,
-                                              info.applies, make)
-        return make
 
     return deco
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -52,7 +52,7 @@ class Status(str, enum.Enum):
 
 
 def judged(status: Status, error: float, tol: float) -> Status:
-    """The status of a solve judged by the error measure (``nsopt.solve`` and every re-solve plan).
+    """The status of a solve judged by the error measure (:meth:`nsopt.registry.Outcome.solution`).
 
     Parameters
     ----------
@@ -255,6 +255,13 @@ class Solution:
             "options": json.dumps({k: _option_repr(v) for k, v in self.options.items()}, sort_keys=True),
         }
 
+    def __getattr__(self, name):
+        """Only for names that are not attributes: an AttributeError that lists the names a Solution
+        has and suggests the nearest (``sol.iterations`` -> ``nit``, scipy's name)."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(_unknown(name))
+
     def __getstate__(self):
         state = dict(self.__dict__)
         state["info"] = {k: v for k, v in self.info.items() if _plain(v)}
@@ -267,17 +274,39 @@ class Solution:
                 f"error={self.error:.3e}, nit={self.nit}, solve_time={self.solve_time:.3g}s)")
 
 
-def _get_message(self) -> str:
-    m = self.__dict__.get("message", "")
-    if type(m) is tuple:        # (format, values) from a re-solve plan: formatted at the first read
-        m = self.__dict__["message"] = m[0] % m[1]
-    return m
+# names other libraries (and nsopt 0.1) give to a Solution's attributes
+_SYNONYMS = {"iterations": "nit", "iteration": "nit", "iters": "nit", "iter": "nit", "n_iter": "nit",
+             "niter": "nit", "num_iters": "nit", "x": "variables()", "fun": "error", "residual": "error",
+             "time": "solve_time", "runtime": "solve_time", "found": "success", "converged": "success",
+             "status_message": "message", "msg": "message", "primal": "variables()"}
 
 
-def _set_message(self, value):
-    self.__dict__["message"] = value
+def _unknown(name: str) -> str:
+    import difflib
+
+    names = sorted({f.name for f in fields(Solution)} | {"success", "variables()", "to_record()"})
+    near = _SYNONYMS.get(name) or next(iter(difflib.get_close_matches(name, names, n=1, cutoff=0.6)), None)
+    hint = f"; did you mean {near!r}?" if near else ""
+    return f"'Solution' object has no attribute {name!r}{hint} (a Solution has: {', '.join(names)})"
+
+
+def lazy_message(attribute: str = "_message", doc: str = "What the method says about its stop."):
+    """A ``message`` property over the instance attribute ``attribute``, which holds a str or a
+    (format, values) pair made into the str when it is first read (a solve's message is mostly
+    never read: the Monitor, the Outcome and the Solution hand it over unformatted)."""
+    def get(self) -> str:
+        d = self.__dict__
+        m = d.get(attribute, "")
+        if type(m) is tuple:
+            m = d[attribute] = m[0] % m[1]
+        return m
+
+    def set_(self, value):
+        self.__dict__[attribute] = value
+
+    return property(get, set_, doc=doc)
 
 
 # ``message`` of a re-solve loop's Solutions is mostly never read: a plan may hand over (format, values)
 # (``Solution._make``), and the text is made when it is asked for
-Solution.message = property(_get_message, _set_message, doc="What the method says about its stop.")
+Solution.message = lazy_message("message")

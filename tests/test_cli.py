@@ -139,7 +139,7 @@ def test_compare_report_merge(capsys, folder, tmp_path):
     assert rc == 0, err
     assert re.search(r"lcp\s+lemke\s+1\s+1", out)
     for f in ("results.csv", "results.parquet", "summary.csv", "profile_time.png", "profile_time.svg",
-              "profile_iterations.png", "profile_iterations.svg", "history.png"):
+              "profile_nit.png", "profile_nit.svg", "history.png"):
         assert (a / f).is_file(), f
     rc, out, err = run(capsys, "compare", str(folder / "fc4.h5"), "--methods", "nsgs,lemke",
                        "--out", str(b), "--no-progress")

@@ -2,6 +2,7 @@
 warm starts, replace() with shared caches, pickling, Solution.to_record()."""
 
 import json
+import math
 import pickle
 
 import numpy as np
@@ -140,6 +141,46 @@ def test_contract_warm_start_means_start_here(kind, method):
     for ws in (s, s.variables(), getattr(s, p.primal)):
         _, w = _call(kind, method, tol=max(s.error, 1e-300) * 1.0001 + 1e-15, warm_start=ws, history=True)
         assert w.nit == 0 and w.status is Status.SOLVED and w.history[0] == pytest.approx(w.error)
+
+
+def _same_solution(a, b):
+    """Two Solutions are the same up to their timings (and what a backend reports of its own work)."""
+    for f in ("status", "error", "tol", "nit", "message", "method", "history"):
+        x, y = getattr(a, f), getattr(b, f)
+        assert x == y or (f == "error" and math.isnan(x) and math.isnan(y)), (f, x, y)
+    for v in ("z", "w", "r", "u", "v", "p"):
+        x, y = getattr(a, v), getattr(b, v)
+        assert (x is None) == (y is None), v
+        if x is not None:
+            np.testing.assert_array_equal(x, y, err_msg=v)
+
+
+_BACKEND_TIMES = ("socp-fp", "socp-tresca", "qp")   # their info carries timings of the backend
+
+
+@pytest.mark.parametrize("kind,method", ALL, ids=IDS)
+def test_contract_resolve_is_the_fresh_solve(kind, method):
+    """A re-solve (``replace(q=...)``, one Workspace kept across the solves, the previous Solution as
+    warm start) gives the very Solution of a fresh solve without a workspace, for every registered
+    method: there is one path (no re-solve plan beside it), and what the workspace keeps changes
+    nothing but the time."""
+    _on_contract(kind, method)
+    p = PROBLEMS[kind]
+    info = registry.get(kind, method)
+    if info.applies is not None and info.applies(p):
+        pytest.skip(f"{method} does not apply: {info.applies(p)}")
+    ws = nsopt.Workspace()
+    prev_ws = prev = nsopt.solve(p, method=method, tol=1e-9, workspace=ws)
+    _same_solution(prev_ws, nsopt.solve(p, method=method, tol=1e-9))
+    rng = np.random.default_rng(3)
+    for k in range(3):
+        pk = p.replace(q=np.asarray(p.q) * (1.0 + 0.05 * rng.standard_normal(p.q.shape[0])))
+        fresh = nsopt.solve(pk, method=method, tol=1e-9, warm_start=prev)
+        again = nsopt.solve(pk, method=method, tol=1e-9, warm_start=prev_ws, workspace=ws)
+        _same_solution(again, fresh)
+        if method not in _BACKEND_TIMES:
+            assert again.info.keys() == fresh.info.keys()
+        prev, prev_ws = fresh, again
 
 
 # ---------------------------------------------------------------------------------- common options

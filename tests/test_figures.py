@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from nsopt.exceptions import OptionError
 from nsopt.studies.profiles import history_figure, method_colour, profile_panels
 
 
@@ -30,13 +31,15 @@ def _colours(panels):
 
 def test_a_method_keeps_its_colour_between_time_and_iteration_profiles():
     df = _results()
-    t, i = _colours(profile_panels(df, "time")), _colours(profile_panels(df, "iterations"))
+    t, i = _colours(profile_panels(df, "time")), _colours(profile_panels(df, "nit"))
     assert t == i
     # drawing one kind alone does not shift the colours of the others
     assert _colours(profile_panels(df, "time", kinds=["lcp"])) == {k: t[k] for k in ("lemke", "pgs")}
     assert t["Siconos NSGS"] == t["nsgs"]
     nsopt_labels = [lab for lab in t if not lab.startswith("Siconos")]
     assert len({t[lab] for lab in nsopt_labels}) == len(nsopt_labels)      # distinct methods, distinct colours
+    with pytest.raises(OptionError, match="iterations"):      # the measure is named nit, as the column
+        profile_panels(df, "iterations")
 
 
 def test_history_figure_uses_the_same_colours():

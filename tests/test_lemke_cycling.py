@@ -32,6 +32,7 @@ from nsopt import LCP
 from nsopt.data import corpus_files
 from nsopt.result import Status
 from nsopt.solvers import lemke as L
+from nsopt.solvers._tableau import Tableau
 
 from conftest import REQUIRE, need_corpus
 
@@ -252,7 +253,7 @@ def test_default_budget_is_proportional_to_n_and_the_message_says_no_basis_repea
 
 
 def test_repeated_basis_is_detected_by_the_hash():
-    T = L._Tableau(np.eye(3) + 1.0, -np.ones(3), np.ones(3))
+    T = Tableau(np.eye(3) + 1.0, -np.ones(3), np.ones(3))
     T.run(2, 1e-12, 1e-11)
     assert not T.repeated()
     T.hashes.append(T.hashes[0].copy())        # the artificial basis once more

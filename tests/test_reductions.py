@@ -1,5 +1,6 @@
-"""Reductions as objects (nsopt.reductions): apply / invert round trips, judged by the original
-problem's own error measure; the stateless reduce/invert pair; Chain; wrong kinds."""
+"""Reductions as objects (nsopt.reductions), with cvxpy's meanings: ``apply(problem) -> (problem,
+inverse_data)`` pure, ``invert(solution, inverse_data)``; round trips judged by the original
+problem's own error measure; Chain; wrong kinds."""
 
 import numpy as np
 import pytest
@@ -28,9 +29,9 @@ def _solve_lcp(lcp):
 def test_relay_round_trip(n, seed):
     p, sol = g.relay(n, seed=seed)
     r = RelayToLCP()
-    lcp = r.apply(p)
+    lcp, data = r.apply(p)
     assert isinstance(lcp, nsopt.LCP) and lcp.size == lcp_size(p)
-    z = r.invert({"z": _solve_lcp(lcp).z})["z"]
+    z = r.invert({"z": _solve_lcp(lcp).z}, data)["z"]
     assert p.error(z) <= 1e-10
     np.testing.assert_allclose(z, sol["z"], atol=1e-8)      # SPD relay: unique solution
 
@@ -42,12 +43,12 @@ def test_relay_one_sided_and_free_bounds_and_basis_support():
     ub = np.array([1.0, 0.3, np.inf, np.inf, 0.5])
     p = nsopt.Relay(M, rng.standard_normal(5), lb, ub)
     r = RelayToLCP()
-    lcp = r.apply(p)
+    lcp, data = r.apply(p)
     assert lcp.size == 5 + 2 + 1          # two boxes with both bounds (y rows), one free (x+ and x-)
     s = _solve_lcp(lcp)
-    z = r.invert({"z": s.z})["z"]
+    z = r.invert(s, data)["z"]            # a Solution of the reduced problem, as cvxpy's invert takes
     assert p.error(z) <= 1e-10
-    F = r.basis_support(s.z > 0)
+    F = r.basis_support(s.z > 0, data)
     inside = (z > lb + 1e-12) & (z < ub - 1e-12)
     assert np.all(F[inside]) and F[3]          # interior components are in the support; free always
 
@@ -58,10 +59,10 @@ def test_relay_one_sided_and_free_bounds_and_basis_support():
 def test_mlcp_round_trip(n, m, seed, how):
     p, sol = g.mlcp(n, m, seed=seed)
     r = MLCPToLCP(how)
-    lcp = r.apply(p)
-    assert r.how == ("schur" if how == "auto" else how)
-    assert lcp.size == (m if r.how == "schur" else 2 * n + m)
-    z = r.invert({"z": _solve_lcp(lcp).z})["z"]
+    lcp, data = r.apply(p)
+    assert data["how"] == ("schur" if how == "auto" else how)
+    assert lcp.size == (m if data["how"] == "schur" else 2 * n + m)
+    z = r.invert({"z": _solve_lcp(lcp).z}, data)["z"]
     assert p.error(z) <= 1e-10
     np.testing.assert_allclose(z, sol["z"], atol=1e-8)
 
@@ -69,9 +70,9 @@ def test_mlcp_round_trip(n, m, seed, how):
 def test_mlcp_without_free_variables_is_the_lcp_itself():
     p, _ = g.mlcp(0, 4, seed=1)
     r = MLCPToLCP()
-    lcp = r.apply(p)
-    assert r.how == "none" and np.array_equal(np.asarray(lcp.M), np.asarray(p.M))
-    assert MLCPToLCP().basis_support(np.array([True, False, True, False]), r.inverse_data).tolist() == \
+    lcp, data = r.apply(p)
+    assert data["how"] == "none" and np.array_equal(np.asarray(lcp.M), np.asarray(p.M))
+    assert MLCPToLCP().basis_support(np.array([True, False, True, False]), data).tolist() == \
         [True, False, True, False]
 
 
@@ -84,17 +85,18 @@ def test_avi_chain_round_trip_and_multipliers():
     p = nsopt.AVI(M, 3 * rng.standard_normal(n), H, k)
     r = AVIToLCP()
     assert isinstance(r, Chain) and r.source == ("avi",) and r.target == "lcp"
-    lcp = r.apply(p)
+    lcp, data = r.apply(p)
     s = _solve_lcp(lcp)
-    z = r.invert({"z": s.z})["z"]
+    z = r.invert({"z": s.z}, data)["z"]
     assert z.shape == (n,) and p.error(z) <= 1e-9
     # the same through the explicit two steps, with the multipliers of the KKT system
     kkt = AVIToMLCP()
-    mlcp = kkt.apply(p)
+    mlcp, kdata = kkt.apply(p)
     assert mlcp.kind == "mlcp" and mlcp.n == n
     red = MLCPToLCP()
-    zl = red.invert({"z": _solve_lcp(red.apply(mlcp)).z})["z"]
-    lam = kkt.multipliers({"z": zl})
+    lcp2, d2 = red.apply(mlcp)
+    zl = red.invert({"z": _solve_lcp(lcp2).z}, d2)["z"]
+    lam = kkt.multipliers({"z": zl}, kdata)
     assert np.all(lam >= -1e-12) and np.allclose(M @ zl[:n] + p.q - H.T @ lam, 0, atol=1e-9)
 
 
@@ -103,29 +105,30 @@ def test_avi_chain_round_trip_and_multipliers():
 def test_fc2d_round_trip(nc, seed, mu):
     p, _ = g.friction_contact(nc, dim=2, seed=seed, mu=mu)
     r = FC2DToLCP()
-    lcp = r.apply(p)
+    lcp, data = r.apply(p)
     assert lcp.size == 3 * nc
-    x = r.invert({"z": _solve_lcp(lcp).z})
+    x = r.invert({"z": _solve_lcp(lcp).z}, data)
     assert set(x) == {"r"} and p.error(x["r"]) <= 1e-10
 
 
-def test_reduce_is_stateless_and_invert_takes_its_data():
+def test_apply_is_stateless_and_invert_takes_its_data():
     p1, _ = g.relay(4, seed=1)
     p2, _ = g.relay(4, seed=2)
     r = RelayToLCP()
-    l1, d1 = r.reduce(p1)
-    assert r.inverse_data is None and r.problem is None
-    l2 = r.apply(p2)
+    before = dict(vars(r))
+    l1, d1 = r.apply(p1)
+    assert vars(r) == before                               # nothing of the call is kept
+    l2, d2 = r.apply(p2)
     z1 = r.invert({"z": _solve_lcp(l1).z}, d1)["z"]      # p1's data, although p2 was applied last
     assert p1.error(z1) <= 1e-10
-    assert p2.error(r.invert({"z": _solve_lcp(l2).z})["z"]) <= 1e-10
+    assert p2.error(r.invert({"z": _solve_lcp(l2).z}, d2)["z"]) <= 1e-10
 
 
 def test_wrong_kind_and_misuse():
     p, _ = g.lcp(3, seed=0)
     with pytest.raises(NotApplicable, match="relay"):
         RelayToLCP().apply(p)
-    with pytest.raises(RuntimeError, match="apply"):
+    with pytest.raises(TypeError):             # invert needs the inverse data of apply
         RelayToLCP().invert({"z": np.zeros(3)})
     with pytest.raises(OptionError, match="reduction"):
         MLCPToLCP("qr")

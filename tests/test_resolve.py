@@ -1,7 +1,8 @@
-"""Re-solving cheaply: the re-solve plans that ``nsopt.solve(..., workspace=ws)`` keeps (nsgs on
-fc2d/fc3d, lemke on a small LCP) give exactly the Solution of the full path (status, error,
-iterations, vectors, message, info), converged or not; the error they carry is the problem's error
-measure of the vectors they return; what the plans skip is still checked where it must be."""
+"""Re-solving cheaply: ``nsopt.solve(..., workspace=ws)`` runs the one path of every solve (there is
+no re-solve plan beside it: issue 19 §1) and keeps what the method built (nsgs' sweeper, the Newton
+systems, ...), and gives exactly the Solution of a solve without a workspace (status, error,
+iterations, vectors, message, info), converged or not; the error it carries is the problem's error
+measure of the vectors it returns; every check still runs."""
 
 import importlib
 import math
@@ -17,16 +18,25 @@ from nsopt.problems.cones import fc_error
 from nsopt.problems.lcp import lcp_error
 from nsopt.result import Status
 from nsopt.solvers import _gs_kernels as K
-from nsopt.solvers.lemke import _lu_refined, refined_solve
+from nsopt.linalg import refined_solve
+from nsopt.solvers._gs_kernels import lu_refined as _lu_refined
 
 solve_mod = importlib.import_module("nsopt.solve")
 FIELDS = ("status", "error", "tol", "nit", "message", "info", "options", "method", "history")
 
 
+def _equal(x, y):
+    if isinstance(x, dict) and isinstance(y, dict):
+        return x.keys() == y.keys() and all(_equal(x[k], y[k]) for k in x)
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return np.array_equal(x, y)
+    return x == y
+
+
 def _same(a, b):
     """Two Solutions are the same up to their timings."""
     for f in FIELDS:
-        assert getattr(a, f) == getattr(b, f) or (f == "error" and math.isnan(a.error) and math.isnan(b.error)), \
+        assert _equal(getattr(a, f), getattr(b, f)) or (f == "error" and math.isnan(a.error) and math.isnan(b.error)), \
             (f, getattr(a, f), getattr(b, f))
     assert a.problem is b.problem
     for v in ("z", "w", "r", "u", "v"):
@@ -38,17 +48,28 @@ def _same(a, b):
 
 @pytest.fixture
 def no_full_path(monkeypatch):
-    """Make the full path fail loudly after it has been armed: proves a call took the plan."""
-    state = {"armed": False}
+    """Count the solves that take the one path (``run_method``) while armed: a re-solve with a
+    workspace must take it like any other solve (there is no plan beside it)."""
+    state = {"armed": False, "calls": 0}
     real = solve_mod.run_method
 
-    def guarded(*a, **k):
+    def counted(*a, **k):
         if state["armed"]:
-            raise AssertionError("the full path ran")
+            state["calls"] += 1
         return real(*a, **k)
 
-    monkeypatch.setattr(solve_mod, "run_method", guarded)
+    monkeypatch.setattr(solve_mod, "run_method", counted)
     return state
+
+
+def _one_path(state, n_before):
+    """The armed solve since ``n_before`` took the one path."""
+    assert state["calls"] == n_before + 1, "a solve did not take run_method"
+
+
+def _kept(ws):
+    """The workspace holds what the method built (what a re-solve reuses)."""
+    assert ws._store, "the workspace kept nothing"
 
 
 def _fc_cases():
@@ -76,15 +97,15 @@ def _qs(p, k, seed, drift=0.05):
 @pytest.mark.parametrize("kw", [{"tol": 1e-8}, {"tol": 1e-12, "max_iter": 3}, {"tol": 1e-300, "max_iter": 7},
                                 {"tol": 1e-10, "omega": 1.3, "resync": 0}, {"tol": 1e-9, "local_max_iter": 2}],
                          ids=["default", "max_iter3", "never", "omega", "local"])
-def test_nsgs_plan_gives_the_full_path_solution(kw, no_full_path):
-    """Many problems and right-hand sides, warm started from the previous solution: the plan's
-    Solution is the full path's, bit for bit, also without convergence (MAX_ITER, best iterate)."""
+def test_nsgs_resolve_gives_the_fresh_solution(kw, no_full_path):
+    """Many problems and right-hand sides, warm started from the previous solution: the re-solve's
+    Solution is the fresh solve's, bit for bit, also without convergence (MAX_ITER, best iterate)."""
     best_not_last = 0
     for i, p in enumerate(_fc_cases()):
         ws = nsopt.Workspace()
         no_full_path["armed"] = False
         prev_fast = prev_full = nsopt.solve(p, "nsgs", workspace=ws, **kw)
-        assert ws._plans, "no plan was made"
+        _kept(ws)
         for j, q in enumerate(_qs(p, 6, i)):
             pk = p.replace(q=q)
             warm = prev_full.r if j % 2 else prev_full      # an array or a Solution
@@ -92,7 +113,9 @@ def test_nsgs_plan_gives_the_full_path_solution(kw, no_full_path):
             no_full_path["armed"] = False
             full = nsopt.solve(pk, "nsgs", warm_start=warm, **kw)
             no_full_path["armed"] = True
+            n0 = no_full_path["calls"]
             fast = nsopt.solve(pk, "nsgs", workspace=ws, warm_start=warm_fast, **kw)
+            _one_path(no_full_path, n0)
             _same(fast, full)
             prev_fast, prev_full = fast, full
         no_full_path["armed"] = False
@@ -103,16 +126,19 @@ def test_nsgs_plan_gives_the_full_path_solution(kw, no_full_path):
         assert best_not_last >= 1, "no case where the best iterate is not the last"
 
 
-def test_nsgs_plan_follows_a_new_W(no_full_path):
-    """One workspace for a simulation whose W changes: the plan rebuilds what depends on W (from
-    the workspace, as the full path does) and still gives the full path's Solution."""
+def test_nsgs_resolve_follows_a_new_W(no_full_path):
+    """One workspace for a simulation whose W changes: the solve rebuilds what depends on W (in
+    the workspace) and still gives the Solution of a solve without one."""
     ws = nsopt.Workspace()
     p0, _ = g.friction_contact(4, seed=1)
     nsopt.solve(p0, "nsgs", workspace=ws)
     no_full_path["armed"] = True
     for seed in range(2, 6):
         p, _ = g.friction_contact(4, seed=seed)
+        n0 = no_full_path["calls"]
         fast = nsopt.solve(p, "nsgs", workspace=ws)
+        _one_path(no_full_path, n0)
+        assert ws._store["nsgs_sweeper"][0][0] is p.W      # rebuilt for the new W
         no_full_path["armed"] = False
         _same(fast, nsopt.solve(p, "nsgs"))
         no_full_path["armed"] = True
@@ -148,9 +174,9 @@ def test_in_kernel_error_is_the_problem_error(dim, method, storage):
 
 
 @pytest.mark.parametrize("storage", ["dense", "csr"])
-def test_nsgs_plan_on_a_large_w(storage):
+def test_nsgs_resolve_on_a_large_w(storage):
     """Above the ordered products' size (ORDERED_ROWS rows, dense: u by BLAS, left to Python) and
-    on a large CSR W (u inside the kernel): the plan's Solution is the full path's, and u is
+    on a large CSR W (u inside the kernel): the re-solve's Solution is the fresh solve's, and u is
     problem.u(r)."""
     p, _ = g.friction_contact(25, dim=3, seed=3)                 # 75 rows
     if storage == "csr":
@@ -203,10 +229,10 @@ def _lcp_sequence(n, seed, k=12):
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 6, 16])
-def test_lemke_plan_gives_the_full_path_solution(n):
+def test_lemke_resolve_gives_the_fresh_solution(n):
     """Small dense LCPs, warm started from the previous z as a time-stepping loop does (array, or
-    None when it was 0): the plan's Solution is the full path's, whether the plan concludes (the
-    start, the warm start or its support solves it; q >= 0) or hands over to Lemke's pivots."""
+    None when it was 0): the re-solve's Solution is the fresh solve's, whether iteration 0 concludes
+    (the start, the warm start or its support solves it) or Lemke's pivots run."""
     taken = 0
     for seed in range(8):
         p, qs = _lcp_sequence(n, seed)
@@ -215,9 +241,8 @@ def test_lemke_plan_gives_the_full_path_solution(n):
         for q in qs:
             pk = p.replace(q=q)
             warm = prev.z if np.any(prev.z) else None
-            plan = ws._plans[("lemke", 1e-8, None)]
-            taken += plan(pk, warm, {}) is not None
             fast = nsopt.solve(pk, "lemke", workspace=ws, warm_start=warm)
+            taken += fast.nit == 0 and warm is not None
             full = nsopt.solve(pk, "lemke", warm_start=warm)
             _same(fast, full)
             assert fast.success
@@ -226,11 +251,10 @@ def test_lemke_plan_gives_the_full_path_solution(n):
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 16])
-def test_lemke_plan_runs_the_path_when_the_start_fails(n, no_full_path):
+def test_lemke_resolve_runs_the_path_when_the_start_fails(n, no_full_path):
     """Cold starts (no warm start) on P-matrix LCPs with q of mixed signs: iteration 0 fails, and
-    the plan runs Lemke's path itself (no full path: the guard is armed) with the full path's
-    Solution (pivots, message, bits); an option the plan does not run (a covering vector) hands
-    the call to the full path."""
+    the re-solve runs Lemke's path (the one path) with the fresh solve's Solution (pivots,
+    message, bits); so does a re-solve with a covering vector."""
     rng = np.random.default_rng(n)
     A = rng.standard_normal((n, n))
     M = A @ A.T + np.eye(n)
@@ -243,7 +267,9 @@ def test_lemke_plan_runs_the_path_when_the_start_fails(n, no_full_path):
         q[k % n] = -abs(q[k % n]) - 0.1        # the start z = 0 is not a solution
         pk = p.replace(q=q)
         no_full_path["armed"] = True
+        n0 = no_full_path["calls"]
         fast = nsopt.solve(pk, "lemke", workspace=ws)
+        _one_path(no_full_path, n0)
         no_full_path["armed"] = False
         full = nsopt.solve(pk, "lemke")
         _same(fast, full)
@@ -253,11 +279,14 @@ def test_lemke_plan_runs_the_path_when_the_start_fails(n, no_full_path):
     ws2 = nsopt.Workspace()
     nsopt.solve(p, "lemke", workspace=ws2, cover=np.full(n, 2.0))
     no_full_path["armed"] = True
-    with pytest.raises(AssertionError, match="full path"):
-        nsopt.solve(p.replace(q=-np.ones(n)), "lemke", workspace=ws2, cover=np.full(n, 2.0))
+    n0 = no_full_path["calls"]
+    pn = p.replace(q=-np.ones(n))
+    fast = nsopt.solve(pn, "lemke", workspace=ws2, cover=np.full(n, 2.0))
+    _one_path(no_full_path, n0)
+    _same(fast, nsopt.solve(pn, "lemke", cover=np.full(n, 2.0)))
 
 
-def test_lemke_plan_with_solution_warm_start_and_max_iter(no_full_path):
+def test_lemke_resolve_with_solution_warm_start_and_max_iter(no_full_path):
     p = nsopt.LCP(np.array([[2.0]]), np.array([-1.0]))
     ws = nsopt.Workspace()
     s = nsopt.solve(p, "lemke", workspace=ws, max_iter=0)
@@ -267,25 +296,33 @@ def test_lemke_plan_with_solution_warm_start_and_max_iter(no_full_path):
     p2 = p.replace(q=np.array([-1.5]))
     fast = nsopt.solve(p2, "lemke", workspace=ws, max_iter=0, warm_start=prev)
     assert fast.status is Status.SOLVED and fast.z[0] == 0.75 and fast.nit == 0
-    with pytest.raises(AssertionError, match="full path"):   # q >= 0 from a bad start with no budget
-        nsopt.solve(p.replace(q=np.array([1.0])), "lemke", workspace=ws, max_iter=0, warm_start=np.array([3.0]))
+    # q >= 0 from a bad start with no budget: the budget ends the solve at the start
+    p3 = p.replace(q=np.array([1.0]))
+    bad = nsopt.solve(p3, "lemke", workspace=ws, max_iter=0, warm_start=np.array([3.0]))
+    assert bad.status is Status.MAX_ITER and bad.nit == 0
+    assert no_full_path["calls"] == 2
+    _same(bad, nsopt.solve(p3, "lemke", max_iter=0, warm_start=np.array([3.0])))
 
 
-def test_plan_is_skipped_when_the_contract_is_asked_for(no_full_path):
-    """history, callback and time_limit take the full path (the contract), with their results."""
+def test_resolve_keeps_the_contract(no_full_path):
+    """history, callback and time_limit with a workspace: the contract's results, as without one."""
     p, _ = g.friction_contact(3, seed=2)
     ws = nsopt.Workspace()
     nsopt.solve(p, "nsgs", workspace=ws)
     no_full_path["armed"] = True
-    for kw in ({"history": True}, {"callback": lambda it: None}, {"time_limit": 10.0}):
-        with pytest.raises(AssertionError, match="full path"):
-            nsopt.solve(p, "nsgs", workspace=ws, **kw)
+    seen = []
+    for kw in ({"history": True}, {"callback": lambda it: seen.append(it.nit)}, {"time_limit": 10.0}):
+        n0 = no_full_path["calls"]
+        a = nsopt.solve(p, "nsgs", workspace=ws, **kw)
+        _one_path(no_full_path, n0)
+        _same(a, nsopt.solve(p, "nsgs", **kw))
+    assert seen and seen[:a.nit] == list(range(1, a.nit + 1))
     no_full_path["armed"] = False
     s = nsopt.solve(p, "nsgs", workspace=ws, history=True)
     assert s.history is not None and len(s.history) == s.nit + 1
 
 
-def test_what_the_plan_skips_is_still_checked():
+def test_a_resolve_checks_everything():
     p, _ = g.friction_contact(2, seed=3)
     ws = nsopt.Workspace()
     nsopt.solve(p, "nsgs", workspace=ws)
@@ -296,7 +333,7 @@ def test_what_the_plan_skips_is_still_checked():
     with pytest.raises(OptionError):
         nsopt.solve(p, "nsgs", workspace=ws, bogus=1)
     nsopt.solve(p, "nsgs", workspace=ws, local_max_iter=3)
-    with pytest.raises(OptionError):   # True is not 3 nor 1: another plan key, the full path checks it
+    with pytest.raises(OptionError):   # True is not 3 nor 1: checked (options are remembered by value and type)
         nsopt.solve(p, "nsgs", workspace=ws, local_max_iter=True)
     with pytest.raises(OptionError):
         nsopt.solve(p, "nsgs", workspace=ws, tol=True)
@@ -335,9 +372,9 @@ _DIRECT = [("fc3d", "nsn-ac", {}), ("fc3d", "nsn-fb", {}), ("fc2d", "nsn-ac", {"
 
 
 @pytest.mark.parametrize("kind,method,opts", _DIRECT, ids=[f"{k}-{m}" for k, m, _ in _DIRECT])
-def test_direct_plan_gives_the_full_path_solution(kind, method, opts, no_full_path):
-    """Methods without a compiled plan (and lemke on an LCP above SMALL_LCP) get the generic one:
-    their function called directly with the options checked once; the same Solution."""
+def test_resolve_gives_the_fresh_solution(kind, method, opts, no_full_path):
+    """Other methods (and lemke on an LCP above SMALL_LCP), re-solved with a workspace: the same
+    Solution as a fresh solve, by the one path."""
     for seed in range(3):
         if kind in ("fc2d", "fc3d"):
             p, _ = g.friction_contact(2 + seed, dim=int(kind[2]), seed=seed)
@@ -347,31 +384,35 @@ def test_direct_plan_gives_the_full_path_solution(kind, method, opts, no_full_pa
             p, _ = g.relay(5, seed=seed)
         ws = nsopt.Workspace()
         no_full_path["armed"] = False
+        no_full_path["armed"] = True
+        n0 = no_full_path["calls"]
         prev = nsopt.solve(p, method, tol=1e-9, workspace=ws, **opts)
-        assert ws._plans
+        _one_path(no_full_path, n0)
         for j, q in enumerate(_qs(p, 3, seed)):
             pk = p.replace(q=q)
             warm = getattr(prev, p.primal) if j % 2 else prev
             no_full_path["armed"] = False
             full = nsopt.solve(pk, method, tol=1e-9, warm_start=warm, **opts)
             no_full_path["armed"] = True
+            n0 = no_full_path["calls"]
             fast = nsopt.solve(pk, method, tol=1e-9, workspace=ws, warm_start=warm, **opts)
+            _one_path(no_full_path, n0)
             _same(fast, full)
             prev = fast
     no_full_path["armed"] = True
     other = g.lcp(4, seed=9)[0] if kind == "lcp" else g.relay(4, seed=9)[0] if kind == "relay" else \
         g.friction_contact(2, dim=int(kind[2]), seed=9)[0]
-    with pytest.raises(AssertionError, match="full path"):      # another matrix: the full path checks it
-        nsopt.solve(other, method, tol=1e-9, workspace=ws, **opts)
+    no_full_path["armed"] = False        # another matrix: what depends on it is rebuilt, the same Solution
+    _same(nsopt.solve(other, method, tol=1e-9, workspace=ws, **opts), nsopt.solve(other, method, tol=1e-9, **opts))
 
 
 @pytest.mark.parametrize("method", ["nsn-ac", "nsn-fb"])
 @pytest.mark.parametrize("kw", [{"tol": 1e-10}, {"tol": 1e-300, "max_iter": 4}, {"tol": 1e-12, "reg": 0.0},
                                 {"tol": 1e-12, "line_search": "armijo", "hybrid": False}],
                          ids=["default", "max_iter", "noreg", "armijo"])
-def test_newton_dense_plan_gives_the_full_path_solution(method, kw, no_full_path):
-    """nsn-ac / nsn-fb on small dense systems: the plan runs the compiled loop in one call; the
-    Solution is the full path's, also at MAX_ITER with the best iterate."""
+def test_newton_dense_resolve_gives_the_fresh_solution(method, kw, no_full_path):
+    """nsn-ac / nsn-fb on small dense systems: the compiled loop runs in one call; the re-solve's
+    Solution is the fresh solve's, also at MAX_ITER with the best iterate."""
     if method == "nsn-fb" and "reg" in kw:
         kw = {**kw, "reg": 0.5}
     for i, p in enumerate(_fc_cases()):
@@ -384,16 +425,18 @@ def test_newton_dense_plan_gives_the_full_path_solution(method, kw, no_full_path
             warm_fast = prev_fast.r if j % 2 else prev_fast
             no_full_path["armed"] = False
             full = nsopt.solve(pk, method, warm_start=warm_full, **kw)
-            plan = next(iter(ws._plans.values()))
-            no_full_path["armed"] = type(plan).__name__ == "_DensePlan"
+            _kept(ws)
+            no_full_path["armed"] = True
+            n0 = no_full_path["calls"]
             fast = nsopt.solve(pk, method, workspace=ws, warm_start=warm_fast, **kw)
+            _one_path(no_full_path, n0)
             _same(fast, full)
             prev_fast, prev_full = fast, full
 
 
-def test_plan_message_is_made_when_read_and_travels():
-    """The plan hands its message over unformatted; reading, comparing, pickling and to_record see
-    the monitor's text, as the full path writes it."""
+def test_message_is_made_when_read_and_travels():
+    """The monitor hands its message over unformatted; reading, comparing, pickling and to_record
+    see its text, with a workspace or without."""
     import pickle
 
     p, _ = g.friction_contact(2, seed=3)
@@ -410,9 +453,9 @@ def test_plan_message_is_made_when_read_and_travels():
     assert fast.message == "edited"
 
 
-def test_plan_warm_start_from_an_edited_solution():
-    """The plan's own last Solution is taken as it is; one whose r was replaced by a vector of the
-    wrong size goes to the full path's check (an OptionError, no read past the array)."""
+def test_warm_start_from_an_edited_solution():
+    """A previous Solution is taken as it is; one whose r was replaced by a vector of the wrong size
+    is refused by the warm-start check (an OptionError, no read past the array)."""
     p, _ = g.friction_contact(3, seed=4)
     ws = nsopt.Workspace()
     prev = nsopt.solve(p, "nsgs", workspace=ws)

@@ -98,3 +98,29 @@ def test_auto_records_the_path(murty):
 def test_policy_covers_every_kind():
     for kind in ("lcp", "mlcp", "relay", "equality", "avi", "fc2d", "fc3d", "gfc2d", "gfc3d", "gmp"):
         assert POLICY[kind]
+
+
+def test_a_mistyped_solution_attribute_lists_the_names_and_suggests_the_nearest():
+    s = nsopt.solve(nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0]), "lemke")
+    with pytest.raises(AttributeError, match=r"did you mean 'nit'\?.*a Solution has: .*nit.*status"):
+        s.iterations
+    with pytest.raises(AttributeError, match="did you mean 'status'"):
+        s.staus
+    assert not hasattr(s, "no_such_thing") and getattr(s, "nit") == s.nit
+
+
+def test_subpackages_load_on_first_attribute_access():
+    """``import nsopt`` then ``nsopt.modeling`` (and the others) works without importing them first,
+    and ``import nsopt`` alone does not import them (PEP 562)."""
+    import subprocess
+    import sys
+
+    names = ["modeling", "symbolic", "studies", "data", "generate", "reductions", "io", "formulations"]
+    code = ("import sys, nsopt; before = [n for n in %r if 'nsopt.' + n in sys.modules]; "
+            "mods = [getattr(nsopt, n).__name__ for n in %r]; "
+            "print(before, mods, all(n in dir(nsopt) for n in %r), nsopt.studies.compare.__name__)"
+            % (names, names, names))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == f"[] {['nsopt.' + n for n in names]} True compare"
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        nsopt.nonexistent

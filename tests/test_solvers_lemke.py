@@ -267,7 +267,7 @@ def test_corpus_bimatrix_game_ray_is_not_a_certificate(corpus):
 def test_refined_solve_reaches_the_rounding_level_on_an_ill_conditioned_system():
     from scipy.linalg import hilbert
 
-    from nsopt.solvers.lemke import refined_solve
+    from nsopt.linalg import refined_solve
 
     A = hilbert(9)                      # cond ~ 5e11
     x = np.arange(1.0, 10.0)

@@ -21,6 +21,7 @@ from nsopt.studies import (
     performance_profile,
     summary,
 )
+from nsopt.studies import load_results
 from nsopt.studies import records as rec_mod
 from nsopt.studies.profiles import measure_table, profile_curves
 
@@ -82,7 +83,7 @@ def test_store_appends_resumes_and_repairs_a_cut_line(tmp_path):
         f.write('{"problem": "p3", "method": "a", "tol')
     with rec_mod.Store(tmp_path) as s:
         assert [r["problem"] for r in s.records] == ["p1", "p2"]
-        assert s.records[0]["iterations"] == 10 and s.records[0]["time"] == 1.0
+        assert s.records[0]["nit"] == 10 and s.records[0]["time"] == 1.0
         assert s.add(_rec("p3", "a"))
         s.export()
     lines = (tmp_path / "records.jsonl").read_text().splitlines()
@@ -154,7 +155,7 @@ def test_profile_ratios_by_hand():
     np.testing.assert_allclose(tau, [0.0])
     np.testing.assert_allclose(rho, [0.25])
     # iterations: p1 best 3 (Siconos), p2 best 8, p3 only a
-    it = profile_curves(measure_table(df, "iterations", "lcp"))
+    it = profile_curves(measure_table(df, "nit", "lcp"))
     np.testing.assert_allclose(it["a"][0], sorted([np.log2(10 / 3), np.log2(40 / 8), 0.0]))
 
 
@@ -182,7 +183,7 @@ def test_performance_profile_figure_one_panel_per_kind():
     assert labels == ["Siconos NSGS", "a", "b"]
     dashed = {ln.get_label(): ln.get_linestyle() for ln in axes[1].get_lines()}
     assert dashed["Siconos NSGS"] == "--" and dashed["a"] == "-"
-    fig2 = performance_profile(df, "iterations", kinds=["lcp"])
+    fig2 = performance_profile(df, "nit", kinds=["lcp"])
     assert "iterations" in fig2.get_axes()[0].get_xlabel()
     with pytest.raises(nsopt.OptionError):
         performance_profile(df, "memory")
@@ -213,8 +214,8 @@ def test_compare_api_on_files_and_objects(tmp_path):
     assert df["nsopt_version"].eq(nsopt.__version__).all() and df["host"].notna().all()
     assert json.loads(df["versions"].iloc[0])["numpy"] == np.__version__
     assert df["problem_hash"].str.len().eq(16).all()
-    for f in ("summary.csv", "profile_time.png", "profile_time.svg", "profile_iterations.png",
-              "profile_iterations.svg", "results.parquet", "results.csv"):
+    for f in ("summary.csv", "profile_time.png", "profile_time.svg", "profile_nit.png",
+              "profile_nit.svg", "results.parquet", "results.csv"):
         assert (tmp_path / "camp" / f).is_file(), f
     # report redraws from the stored results only
     for f in ("summary.csv", "profile_time.png"):
@@ -274,7 +275,7 @@ def test_compare_repeats_fast_solves_and_keeps_the_method_info():
     p = ["nsopt:generated/lcp-spd-10", "nsopt:generated/lcp-p-30"]
     df = nsopt.studies.compare(p, "lemke", repeat=3, progress=False)
     assert df["runs"].eq(3).all() and (df["time"] > 0).all() and df["status"].eq("solved").all()
-    assert all(json.loads(i)["pivots"] == n for i, n in zip(df["info"], df["iterations"]))
+    assert all(json.loads(i)["pivots"] == n for i, n in zip(df["info"], df["nit"]))
     df = nsopt.studies.compare(p, "lemke", repeat=3, repeat_under=0.0, progress=False)
     assert df["runs"].eq(1).all()
 
@@ -329,7 +330,7 @@ def test_memory_store_and_append_store(tmp_path):
         assert mem.add(r) and not mem.add(r)
         df = mem.frame()
         mem.export()
-    assert len(df) == 1 and df["iterations"].iloc[0] == 3 and json.loads(df["info"].iloc[0]) == {"pivots": 3}
+    assert len(df) == 1 and df["nit"].iloc[0] == 3 and json.loads(df["info"].iloc[0]) == {"pivots": 3}
     assert pd.isna(df["time"].iloc[0])
     assert list(tmp_path.iterdir()) == []
     store = rec_mod.Store(tmp_path / "c")
@@ -352,7 +353,7 @@ def test_compare_without_folder_writes_nothing(tmp_path, monkeypatch):
     b = nsopt.studies.compare(probs, "lemke,pgs", out=tmp_path / "c", progress=False, report=False)
     key = ["problem", "method"]
     a, b = a.sort_values(key).reset_index(drop=True), b.sort_values(key).reset_index(drop=True)
-    for c in ("problem", "problem_hash", "method", "status", "iterations", "kind", "size"):
+    for c in ("problem", "problem_hash", "method", "status", "nit", "kind", "size"):
         assert a[c].tolist() == b[c].tolist(), c
     # (only the kept workers' log folder, made once per process, may be there)
     assert [p.name for p in (tmp_path / "tmp").iterdir() if not p.name.startswith("nsopt_workers_")] == []
@@ -373,21 +374,21 @@ def test_queue_depth_by_hand():
 def test_report_figures_drawn_even_if_the_drawing_child_fails(tmp_path, monkeypatch):
     """write_report draws the first figure in a forked child; if the child fails, this process
     draws it."""
-    from nsopt.studies import campaign
+    from nsopt.studies import report
 
     df = nsopt.studies.compare(["nsopt:generated/lcp-spd-10"], "lemke,pgs", out=tmp_path / "c",
                                progress=False, report=False)
     parent = os.getpid()
-    save = campaign._save
+    save = report._save
 
     def failing_in_child(job):
         if os.getpid() != parent:
             raise RuntimeError("child fails")
         save(job)
 
-    monkeypatch.setattr(campaign, "_save", failing_in_child)
+    monkeypatch.setattr(report, "_save", failing_in_child)
     written = nsopt.studies.write_report(tmp_path / "c", df)
-    for m in ("time", "iterations"):
+    for m in ("time", "nit"):
         for ext in ("png", "svg"):
             p = tmp_path / "c" / f"profile_{m}.{ext}"
             assert p in written and p.stat().st_size > 1000, p
@@ -397,27 +398,48 @@ def test_report_figures_drawn_even_if_the_drawing_child_fails(tmp_path, monkeypa
 def test_drawer_process_draws_and_a_failed_drawer_falls_back(tmp_path, monkeypatch):
     """The drawer forked for a campaign's report is kept for the next reports of the process; one
     that fails is stopped, and write_report draws the figures itself."""
-    from nsopt.studies import runner
+    from nsopt.studies import report, runner
 
     monkeypatch.setenv("NSOPT_WORKER_START", "fork")
     df = nsopt.studies.compare(["nsopt:generated/lcp-spd-10"], "lemke,pgs", out=tmp_path / "c",
                                progress=False, report=False)
-    d = runner.Drawer.get()
-    assert d is not None and d.alive and runner.Drawer.get() is d
-    files_ = ("profile_time.png", "profile_time.svg", "profile_iterations.png", "profile_iterations.svg")
+    d = report.Drawer.get()
+    assert d is not None and d.alive and report.Drawer.get() is d
+    files_ = ("profile_time.png", "profile_time.svg", "profile_nit.png", "profile_nit.svg")
     for _ in range(2):                      # the same process draws both reports
         for f in files_:
             (tmp_path / "c" / f).unlink(missing_ok=True)
         written = nsopt.studies.write_report(tmp_path / "c", df, drawer=d)
         for f in files_:
             assert tmp_path / "c" / f in written and (tmp_path / "c" / f).stat().st_size > 1000
-        assert d.alive and runner.Drawer.get() is d
+        assert d.alive and report.Drawer.get() is d
     assert not d.draw([("profile", ("not panels", "time"), [tmp_path / "x.png"])])
-    assert not d.alive and runner.Drawer._kept is None
-    for f in ("profile_time.png", "profile_iterations.svg"):
+    assert not d.alive and report.Drawer._kept is None
+    for f in ("profile_time.png", "profile_nit.svg"):
         (tmp_path / "c" / f).unlink()
     nsopt.studies.write_report(tmp_path / "c", df, drawer=d)           # a dead drawer: drawn here
-    assert (tmp_path / "c" / "profile_time.png").is_file() and (tmp_path / "c" / "profile_iterations.svg").is_file()
-    d2 = runner.Drawer.get()
+    assert (tmp_path / "c" / "profile_time.png").is_file() and (tmp_path / "c" / "profile_nit.svg").is_file()
+    d2 = report.Drawer.get()
     runner.shutdown()
-    assert not d2.alive and runner.Drawer._kept is None
+    assert not d2.alive and report.Drawer._kept is None
+
+
+def test_an_old_campaign_with_an_iterations_column_still_loads_and_reports(tmp_path, capsys):
+    """Campaign folders written before the column was named ``nit`` (as on a Solution) keep working:
+    load_results, merge and ``nsopt report`` read their ``iterations`` as ``nit``."""
+    from nsopt.cli import main as cli_main
+
+    old = tmp_path / "old"
+    old.mkdir()
+    rows = [{"problem": f"p{i}", "problem_hash": "h", "kind": "lcp", "size": 3, "method": m, "options": "{}",
+             "tol": 1e-8, "status": "solved", "error": 1e-10, "iterations": 2 + i + j, "time": 1e-3 * (1 + j)}
+            for i in range(3) for j, m in enumerate(("lemke", "pgs"))]
+    (old / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    df = load_results(old)
+    assert "iterations" not in df.columns and df["nit"].tolist() == [r["iterations"] for r in rows]
+    assert cli_main(["report", str(old)]) == 0
+    summ = pd.read_csv(old / "summary.csv")
+    assert "median_nit" in summ.columns and (old / "profile_nit.png").is_file()
+    assert merge(tmp_path / "new", old) == len(rows)
+    assert load_results(tmp_path / "new")["nit"].tolist() == df["nit"].tolist()
+    capsys.readouterr()

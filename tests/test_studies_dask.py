@@ -18,13 +18,13 @@ def test_local_cluster_equals_local_run(tmp_path):
     local = st.compare(PROBLEMS, METHODS, timeout=60, jobs=2, out=tmp_path / "local", progress=False)
     dask = st.compare(PROBLEMS, METHODS, timeout=60, jobs=2, out=tmp_path / "dask", scheduler="local",
                       progress=False)
-    cols = ["problem", "method", "status", "error", "iterations", "kind", "size"]
+    cols = ["problem", "method", "status", "error", "nit", "kind", "size"]
     a = local[cols].sort_values(["problem", "method"]).reset_index(drop=True)
     b = dask[cols].sort_values(["problem", "method"]).reset_index(drop=True)
     assert len(a) == len(b) == 8        # fc3d: nsgs; lcp and relay: lemke, pgs
     assert list(a["status"]) == list(b["status"])
     assert (a["status"] == "solved").sum() >= 6
-    assert list(a["iterations"]) == list(b["iterations"])
+    assert list(a["nit"]) == list(b["nit"])
     np.testing.assert_allclose(a["error"].astype(float), b["error"].astype(float), rtol=1e-12, atol=0)
     assert list(a["size"]) == list(b["size"])
     # the report of a dask campaign is the same machinery

@@ -70,7 +70,7 @@ def test_a_new_method_replaces_the_forked_pool(monkeypatch, tmp_path):
         # the method exists in the worker: the pool was forked again after it was registered
         assert _pids() != before
         assert df["status"].iloc[0] == "solved", df["message"].iloc[0]
-        assert df["iterations"].iloc[0] in (0, 1)     # 0: no OpenBLAS loaded; else one thread
+        assert df["nit"].iloc[0] in (0, 1)     # 0: no OpenBLAS loaded; else one thread
         assert "timings" in df.attrs and df.attrs["timings"]["run"] > 0
     finally:
         registry._REGISTRY.pop(("lcp", "test-pool-threads"), None)

@@ -88,3 +88,40 @@ def test_sigint_interrupts_nsgs_within_a_second(corpus):
     assert proc.returncode == 3
     # perf_counter is CLOCK_MONOTONIC on Linux: the same clock in both processes
     assert float(line.split()[1]) - sent < 1.0
+
+
+def test_time_limit_and_timeout_follow_one_rule(tmp_path):
+    """``solve(time_limit=)``, ``compare(timeout=)`` and the command line's ``--timeout`` /
+    ``--time-limit`` accept the same values (a number >= 0, 0 included; None or inf: no limit) and
+    refuse the same (negative, nan, not a number, bool)."""
+    from nsopt.cli import main as cli_main
+    from nsopt.exceptions import OptionError
+    from nsopt.monitor import check_time_limit
+
+    p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    s = nsopt.solve(p, "pgs", time_limit=0)
+    assert s.status is nsopt.Status.TIME_LIMIT and s.nit == 0        # the start judged, no time left
+    assert check_time_limit(0) == 0.0 and check_time_limit(float("inf")) is None and check_time_limit(None) is None
+    df = nsopt.studies.compare([p], "pgs", timeout=0, out=None, progress=False)
+    assert df["status"].tolist() == ["time_limit"] and df["timeout"].tolist() == [0.0]
+    for bad in (-1.0, float("nan"), "3", True):
+        with pytest.raises(OptionError, match="time_limit"):
+            nsopt.solve(p, "pgs", time_limit=bad)
+        with pytest.raises(OptionError, match="timeout"):
+            nsopt.studies.compare([p], "pgs", timeout=bad, out=None, progress=False)
+    from nsopt.io import write_siconos_dat
+
+    f = tmp_path / "murty.dat"
+    write_siconos_dat(p, f)
+
+    def cli(*args):
+        try:
+            return cli_main(list(args))
+        except SystemExit as e:        # argparse's usage errors
+            return e.code
+
+    assert cli("compare", str(f), "--methods", "pgs", "--timeout", "0", "--out", str(tmp_path / "c"),
+               "--no-progress") == 0
+    assert cli("solve", str(f), "--method", "pgs", "--time-limit", "0") == 1     # accepted; not solved in no time
+    assert cli("compare", str(f), "--methods", "pgs", "--timeout", "-1") == 2
+    assert cli("solve", str(f), "--method", "pgs", "--time-limit", "nan") == 2

@@ -25,7 +25,15 @@ __all__ = ["SPARSE_DOFS", "Assembly", "EulerMoreauOSI", "Factor", "MoreauJeanOSI
 class OneStepIntegrator:
     """Base class: ``theta`` and the order of the systems it integrates. :meth:`start` returns the
     stepper of one simulation (the integrator object itself keeps no run state: two simulations may
-    share it)."""
+    share it).
+
+    Parameters
+    ----------
+    theta : float, default 0.5
+        The θ of the scheme, in [0, 1].
+    name : str, optional
+        A name for messages and reports.
+    """
 
     order = 0
 
@@ -75,29 +83,60 @@ class MoreauJeanOSI(OneStepIntegrator):
 
     Parameters
     ----------
-    theta : float in [0, 1], 0.5 by default.
-    gamma : the γ of the activation rule (None: 1/2, as Siconos).
-    activation_threshold : 0 by default.
-    projection : the position projection of rigid-body contacts (Siconos ``MoreauJeanDirectProjectionOSI``).
-        None (the default): on for the unilateral contacts between :class:`~nsopt.modeling.NewtonEulerDS`
-        bodies (and the world), never for Lagrangian systems, whose steps are exactly Siconos'
-        ``MoreauJeanOSI`` ones; False: off (rigid bodies too: Siconos' ``MoreauJeanOSI``, whose bodies landing
-        at speed |v| sink by up to h|v|/2 and stay there); True: on, and a
-        :class:`~nsopt.exceptions.ModelingError` when a unilateral interaction joins a system that is not a
-        NewtonEulerDS (the projection is for Newton–Euler bodies).
-    projection_tol : the penetration tolerated after a step, 1e-8 by default (in the model's length unit):
-        the projection runs when a gap is below ``-projection_tol``, and iterates until none is.
-    projection_max_iter : at most this many projections per step (5 by default); the gaps left are in
-        the stepper's ``projection_info``.
-    projection_activation : with the projection on, the activation rule of a model with rigid bodies reads
-        :math:`y_k + \gamma h\dot y_k \le` ``activation_threshold + projection_activation``: a projected contact
-        ends at y = 0 up to the linearisation's and the contact detection's errors (1e-8 here and there), and
-        must stay in the index set. 1e-7 by default, Siconos' ``MoreauJeanDirectProjectionOSI`` activation
-        threshold (``SICONOS_MPC_DEFAULT_ACTIVATION_POS_THRESHOLD``).
-    batch : evaluate the systems and relations group-wise, with the compiled and block forms where
-        they apply (True, the default); False: every system and relation one by one, none of the
-        grouped forms (the reference the grouped step is tested against). The step is the same
-        (:mod:`nsopt.modeling._stepper`).
+    theta : float, default 0.5
+        The θ of the scheme, in [0, 1] (1/2: second order in free flight, energy-conserving for a
+        linear spring; 1: backward Euler).
+    gamma : float, optional
+        The γ of the activation rule, in [0, 1] (None: 1/2, as Siconos).
+    activation_threshold : float, default 0
+        An interaction enters the index set when its predicted gap is at most this.
+    projection : {None, True, False}, default None
+        The position projection of rigid-body contacts (Siconos ``MoreauJeanDirectProjectionOSI``).
+        None: on for the unilateral contacts between :class:`~nsopt.modeling.NewtonEulerDS` bodies (and
+        the world), never for Lagrangian systems, whose steps are exactly Siconos' ``MoreauJeanOSI`` ones;
+        False: off (rigid bodies too: Siconos' ``MoreauJeanOSI``, whose bodies landing at speed |v| sink by
+        up to h|v|/2 and stay there); True: on, and a :class:`~nsopt.exceptions.ModelingError` when a
+        unilateral interaction joins a system that is not a NewtonEulerDS.
+    projection_tol : float, default 1e-8
+        The penetration tolerated after a step (in the model's length unit): the projection runs when a
+        gap is below ``-projection_tol``, and iterates until none is.
+    projection_max_iter : int, default 5
+        At most this many projections per step; the gaps left are in the stepper's ``projection_info``.
+    projection_activation : float, default 1e-7
+        With the projection on, the activation rule of a model with rigid bodies reads
+        :math:`y_k + \gamma h\dot y_k \le` ``activation_threshold + projection_activation``: a projected
+        contact ends at y = 0 up to the linearisation's and the contact detection's errors (~1e-8) and must
+        stay in the index set. Siconos' ``MoreauJeanDirectProjectionOSI`` activation threshold
+        (``SICONOS_MPC_DEFAULT_ACTIVATION_POS_THRESHOLD``).
+    batch : bool, default True
+        Evaluate the systems and relations group-wise, with the compiled and block forms where they
+        apply; False: every system and relation one by one, none of the grouped forms (the reference
+        the grouped step is tested against). The step is the same (:mod:`nsopt.modeling._stepper`).
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``theta`` or ``gamma`` is outside [0, 1], a value is not a finite number, ``projection`` is not
+        None, True or False, or ``projection=True`` meets a unilateral interaction on a non-rigid system.
+
+    See Also
+    --------
+    TimeStepping : the simulation that runs it; ``formulations/time_stepping.md`` the derivation.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> osi = nm.MoreauJeanOSI(theta=0.5)
+    >>> osi
+    MoreauJeanOSI(theta=0.5)
+    >>> osi.gamma, osi.activation_threshold, osi.projection, osi.projection_tol
+    (0.5, 0.0, None, 1e-08)
+    >>> nm.MoreauJeanOSI(theta=1.5)
+    Traceback (most recent call last):
+    ...
+    nsopt.exceptions.ModelingError: ...theta...
     """
 
     order = 2
@@ -138,6 +177,26 @@ class EulerMoreauOSI(OneStepIntegrator):
     :math:`q = C x_{free} + F z + e`; nonlinear ones are linearised in a Newton loop.
     ``gamma=None`` means γ = 1 (r fully implicit), as Siconos does without ``useGamma``.
     Every interaction is always active (index set 0).
+
+    Parameters
+    ----------
+    theta : float, default 0.5
+        The θ of the scheme for the vector field f, in [0, 1].
+    gamma : float, optional
+        The γ of the input r, in [0, 1]; None: 1 (fully implicit).
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``theta`` or ``gamma`` is outside [0, 1].
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> nm.EulerMoreauOSI(theta=1.0)
+    EulerMoreauOSI(theta=1.0)
     """
 
     order = 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 import scipy.sparse as sp
@@ -50,6 +51,13 @@ def as_matrix(M, field: str, owner: str, *, shape=None, square=False):
     sparse), always a copy: a problem never shares memory the caller can still change."""
     if _TRUSTED and _trusted(M):
         return M
+    if type(M) is np.ndarray and M.dtype == FLOAT64 and M.ndim == 2:    # the common case, checked cheaply
+        A = M.copy()
+        _check_shape(A, field, owner, shape, square)
+        if not all_finite(A.reshape(-1)):
+            raise ProblemError(field, "has non-finite entries (nan or inf)", owner)
+        A.setflags(write=False)
+        return A
     _no_complex_or_none(M, field, owner, "matrix")
     if sp.issparse(M):
         A = sp.csr_matrix(M, dtype=float, copy=True)
@@ -66,6 +74,16 @@ def as_matrix(M, field: str, owner: str, *, shape=None, square=False):
             raise ProblemError(field, f"expected a 2-D matrix, got {A.ndim}-D array of shape {A.shape}", owner)
         A.setflags(write=False)
         data = A
+    _check_shape(A, field, owner, shape, square)
+    if not np.all(np.isfinite(data)):
+        raise ProblemError(field, "has non-finite entries (nan or inf)", owner)
+    if sp.issparse(A):
+        for arr in (A.data, A.indices, A.indptr):
+            arr.setflags(write=False)
+    return A
+
+
+def _check_shape(A, field, owner, shape, square):
     if square and A.shape[0] != A.shape[1]:
         raise ProblemError(field, f"must be square, got shape {A.shape}", owner)
     if shape is not None:
@@ -73,12 +91,6 @@ def as_matrix(M, field: str, owner: str, *, shape=None, square=False):
         if any(w is not None and w != g for w, g in zip(want, A.shape)):
             pretty = "x".join("?" if w is None else str(w) for w in want)
             raise ProblemError(field, f"shape {A.shape[0]}x{A.shape[1]} does not match the expected {pretty}", owner)
-    if not np.all(np.isfinite(data)):
-        raise ProblemError(field, "has non-finite entries (nan or inf)", owner)
-    if sp.issparse(A):
-        for arr in (A.data, A.indices, A.indptr):
-            arr.setflags(write=False)
-    return A
 
 
 def as_vector(v, field: str, owner: str, *, size=None, allow_inf=False):
@@ -244,30 +256,37 @@ class Problem:
     kind: str = ""
     _fields: tuple[str, ...] = ()
     primal: str = "z"
+    _frozen = False
 
     def __setattr__(self, name, value):
-        if getattr(self, "_frozen", False):
+        if self._frozen:
             raise AttributeError(f"{type(self).__name__} is immutable: build a new problem (or use "
                                  f".replace({name}=...)) instead of setting {name!r}")
         object.__setattr__(self, name, value)
 
     def _freeze(self):
-        object.__setattr__(self, "_store", {})
-        object.__setattr__(self, "_frozen", True)
+        d = self.__dict__
+        d["_store"] = {}
+        d["_frozen"] = True
 
     def cached(self, key, make, on=None):
         """``make()``, computed once for this problem's values of the fields ``on`` (a tuple of field
         names; None: all fields) and shared with every problem :meth:`replace` makes from it that
         keeps those fields."""
-        fields = self._fields if on is None else on
-        deps = tuple(getattr(self, f) for f in fields)
         store = self._store
         hit = store.get(key)
-        if hit is not None and len(hit[0]) == len(deps) and all(a is b for a, b in zip(hit[0], deps)):
+        deps = self.dependencies(on)
+        if hit is not None and len(hit[0]) == len(deps) and all(map(operator.is_, hit[0], deps)):
             return hit[1]
         value = make()
         store[key] = (deps, value)
         return value
+
+    def dependencies(self, on=None) -> tuple:
+        """The values of the fields ``on`` (None: all), whose identities key a cache entry."""
+        if on is not None and len(on) == 1:
+            return (getattr(self, on[0]),)
+        return tuple([getattr(self, f) for f in (self._fields if on is None else on)])
 
     def replace(self, **changes):
         """A problem of the same kind with some fields replaced, e.g. ``p.replace(q=q_new)``.
@@ -320,6 +339,7 @@ class Problem:
         nd = new.__dict__
         nd.update(d)                     # the fields, the shared cache and the frozen flag
         nd[name] = a
+        nd.pop("_" + name + "norm", None)    # (what the old object computed of the old vector: _qnorm)
         return new
 
     @classmethod
@@ -328,10 +348,17 @@ class Problem:
         return cls(**fields)
 
     def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("_store", "_frozen")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_store", "_frozen", "_qnorm")}
 
     def __setstate__(self, state):
+        # the arrays of a problem are read-only (a copy or an unpickled problem too: the compiled
+        # kernels see one kind of array, and nothing can change a problem in place)
         for k, v in state.items():
+            if isinstance(v, np.ndarray):
+                v.setflags(write=False)
+            elif sp.issparse(v) and hasattr(v, "indptr"):
+                for a in (v.data, v.indices, v.indptr):
+                    a.setflags(write=False)
             object.__setattr__(self, k, v)
         self._freeze()
 
@@ -362,13 +389,22 @@ class Problem:
         return "auto"
 
     # -- the problem's variables (one place per kind: solve() has no if-chains) ---------------------
+    residual: str | None = None   # the variable the primal one determines (w = Mz + q, u = Wr + q), by its method
+
     def variable_sizes(self) -> dict[str, int]:
         """Sizes of the variables a solution of this problem carries."""
-        return {self.primal: self.size}
+        if self.residual is None:
+            return {self.primal: self.size}
+        return {self.primal: self.size, self.residual: self.size}
 
     def complete(self, x: dict) -> dict:
-        """All the problem's variables from what a method returned (at least the primal one)."""
-        raise NotImplementedError
+        """All the problem's variables from what a method returned (at least the primal one): the
+        residual given, else computed by the problem's method of that name (``w(z)``, ``u(r)``)."""
+        if self.residual is None:
+            raise NotImplementedError
+        p, res = self.primal, self.residual
+        v = x.get(res)
+        return {p: x[p], res: v if v is not None else getattr(self, res)(x[p])}
 
     def error_of(self, xs: dict) -> float:
         """The problem's error measure of a complete set of variables."""
@@ -386,10 +422,4 @@ class AffineProblem(Problem):
         """w = Mz + q."""
         return affine(self.M, check_input(z, "z", type(self).__name__, self.size), self.q)
 
-    def variable_sizes(self):
-        return {"z": self.size, "w": self.size}
-
-    def complete(self, x):
-        z = x["z"]
-        w = x.get("w")
-        return {"z": z, "w": w if w is not None else self.w(z)}
+    residual = "w"

@@ -9,7 +9,7 @@ for large dense matrices only (more rows than ``_base.ORDERED_ROWS``), where not
 reproduces it.
 """
 
-from numba import njit
+from .._jit import njit
 
 
 @njit(cache=True)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ProblemError
-from ._base import EPS, Problem, affine, as_matrix, as_vector, check_input, matvec, norm2
+from ._base import EPS, FLOAT64, Problem, affine, as_matrix, as_vector, check_input, matvec, norm2
 from ._delassus import delassus
 from .cones import fc_error, natural_map_sq
 
@@ -18,6 +20,12 @@ def _check_dim(dim, owner):
 
 
 def _check_mu(mu, nc, owner):
+    if type(mu) is np.ndarray and mu.dtype == FLOAT64 and mu.shape == (nc,) and 0 < nc <= 32:   # the common case
+        v = mu.tolist()
+        if min(v) >= 0.0 and math.isfinite(sum(v)):
+            a = mu.copy()
+            a.setflags(write=False)
+            return a
     mu = as_vector(mu, "mu", owner)
     if mu.shape[0] == 1 and nc != 1:
         mu = np.full(nc, mu[0])
@@ -80,18 +88,18 @@ class FrictionContact(Problem):
 
     _fields = ("dim", "W", "q", "mu")
     primal = "r"
+    residual = "u"
 
     def __init__(self, dim, W, q, mu):
         owner = "FrictionContact"
-        dim = _check_dim(dim, owner)
+        dim = dim if type(dim) is int and (dim == 3 or dim == 2) else _check_dim(dim, owner)
         W = as_matrix(W, "W", owner, square=True)
         n = W.shape[0]
         if n % dim:
             raise ProblemError("W", f"size {n} is not a multiple of dim = {dim}", owner)
         q = as_vector(q, "q", owner, size=n)
         mu = _check_mu(mu, n // dim, owner)
-        self.dim, self.W, self.q, self.mu = dim, W, q, mu
-        self._freeze()
+        self.__dict__.update(dim=dim, W=W, q=q, mu=mu, _store={}, _frozen=True)
 
     def replace(self, **changes):
         """As :meth:`Problem.replace`; ``replace(q=...)``, the re-solve of a time-stepping loop, has a
@@ -115,11 +123,14 @@ class FrictionContact(Problem):
 
     @property
     def qnorm(self) -> float:
-        r""":math:`\|q\|_2` (the norm of Siconos' error measure), computed once per q."""
-        hit = self._store.get("qnorm")
-        if hit is not None and hit[0][0] is self.q:   # the cache entry of Problem.cached, read directly
-            return hit[1]
-        return self.cached("qnorm", lambda: norm2(self.q), on=("q",))
+        r""":math:`\|q\|_2` (the norm of Siconos' error measure), computed once per problem object
+        (kept in its ``__dict__``: ``replace(q=...)`` makes a new object, which computes its own)."""
+        d = self.__dict__
+        v = d.get("_qnorm")
+        if v is None:
+            q = d["q"]
+            v = d["_qnorm"] = math.hypot(*q.tolist()) if q.shape[0] <= 16 else norm2(q)   # (norm2's short path)
+        return v
 
     def diag_blocks(self) -> np.ndarray:
         """The diagonal blocks W_aa as an (nc, dim, dim) array, computed once per W."""
@@ -129,13 +140,6 @@ class FrictionContact(Problem):
         """Local velocity u = Wr + q."""
         return affine(self.W, check_input(r, "r", "FrictionContact", self.size), self.q)
 
-    def variable_sizes(self):
-        return {"r": self.size, "u": self.size}
-
-    def complete(self, x):
-        r = x["r"]
-        u = x.get("u")
-        return {"r": r, "u": u if u is not None else self.u(r)}
 
     def error(self, r, u=None) -> float:
         """Siconos' friction-contact error of r (u recomputed as Wr + q, as Siconos does)."""

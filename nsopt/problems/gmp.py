@@ -120,6 +120,7 @@ class GenericMechanical(Problem):
     kind = "gmp"
     _fields = ("M", "q", "blocks")
     primal = "r"
+    residual = "u"
 
     def __init__(self, M, q, blocks):
         owner = "GenericMechanical"
@@ -172,13 +173,6 @@ class GenericMechanical(Problem):
     def u(self, r) -> np.ndarray:
         return affine(self.M, check_input(r, "r", "GenericMechanical", self.size), self.q)
 
-    def variable_sizes(self):
-        return {"r": self.size, "u": self.size}
-
-    def complete(self, x):
-        r = x["r"]
-        u = x.get("u")
-        return {"r": r, "u": u if u is not None else self.u(r)}
 
     def _diag_and_off(self):
         """The dense diagonal blocks M_kk and M with them removed (kept sparse when M is)."""

@@ -52,8 +52,7 @@ class LCP(AffineProblem):
     def __init__(self, M, q):
         M = as_matrix(M, "M", "LCP", square=True)
         q = as_vector(q, "q", "LCP", size=M.shape[0])
-        self.M, self.q = M, q
-        self._freeze()
+        self.__dict__.update(M=M, q=q, _store={}, _frozen=True)
 
     def replace(self, **changes):
         """As :meth:`Problem.replace`; ``replace(q=...)`` (the re-solve of a time-stepping loop) checks

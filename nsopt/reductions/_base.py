@@ -1,18 +1,15 @@
-r"""The :class:`Reduction` base class: a problem-to-problem map with ``apply`` and ``invert``.
+r"""The :class:`Reduction` base class: a problem-to-problem map with ``apply`` and ``invert``, with
+cvxpy's meanings (``cvxpy.reductions.Reduction``).
 
-In the manner of cvxpy's ``Reduction``: :meth:`Reduction.apply` turns a problem :math:`P` into an
-equivalent problem :math:`R(P)` of another kind and keeps the data needed to map back;
-:meth:`Reduction.invert` maps variables of :math:`R(P)` (a dict such as ``{"z": ..., "w": ...}``)
-to variables of :math:`P`. A reduction object is stateful (the last ``apply`` is remembered), and
-also exposes the pure pair :meth:`Reduction.reduce` / ``invert(x, inverse_data)``::
+:meth:`Reduction.apply` is pure: it turns a problem :math:`P` into an equivalent problem
+:math:`R(P)` of another kind and returns it with the data needed to map back;
+:meth:`Reduction.invert` maps a solution of :math:`R(P)` (a dict of its variables such as
+``{"z": ..., "w": ...}``, or a :class:`~nsopt.Solution`) to variables of :math:`P`::
 
-    r = RelayToLCP()
-    lcp = r.apply(relay)               # an nsopt.LCP
-    x = r.invert({"z": z_lcp})         # {"z": z_relay, ...}
+    lcp, inverse_data = RelayToLCP().apply(relay)          # an nsopt.LCP and what maps back
+    x = RelayToLCP().invert({"z": z_lcp}, inverse_data)    # {"z": z_relay}
 
-    lcp, data = RelayToLCP().reduce(relay)      # no state kept
-    x = RelayToLCP().invert({"z": z_lcp}, data)
-
+A reduction object keeps no state of a call (one object serves any number of problems).
 :class:`Chain` composes reductions (``Chain([AVIToMLCP(), MLCPToLCP()])``). Subclasses set
 ``source`` (the kinds they accept), ``target`` (the kind they produce) and implement
 ``_apply(problem) -> (reduced, inverse_data)`` and ``_invert(x, inverse_data) -> dict``.
@@ -24,16 +21,8 @@ from ..exceptions import NotApplicable
 
 
 class Reduction:
-    """A reduction from problems of the kinds ``source`` to a problem of kind ``target``.
-
-    Attributes
-    ----------
-    problem : Problem
-        After :meth:`apply`: the original problem.
-    reduced : Problem
-        Its image.
-    inverse_data
-        What :meth:`invert` needs.
+    """A reduction from problems of the kinds ``source`` to a problem of kind ``target`` (with
+    cvxpy's meanings: :meth:`apply` is pure; nothing of a call is kept on the reduction).
 
     Examples
     --------
@@ -41,10 +30,10 @@ class Reduction:
     >>> from nsopt.reductions import RelayToLCP
     >>> relay = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
     >>> r = RelayToLCP()
-    >>> lcp = r.apply(relay)
+    >>> lcp, data = r.apply(relay)
     >>> r, lcp
     (RelayToLCP(relay -> lcp), LCP(n=4, dense))
-    >>> x = r.invert({"z": nsopt.solve(lcp, method="lemke").z})
+    >>> x = r.invert({"z": nsopt.solve(lcp, method="lemke").z}, data)
     >>> print(x["z"].round(12), relay.error(x["z"]) < 1e-14)
     [ 1. -1.] True
     """
@@ -52,38 +41,25 @@ class Reduction:
     source: tuple[str, ...] = ()
     target: str = ""
 
-    def __init__(self):
-        self.problem = None
-        self.reduced = None
-        self.inverse_data = None
-
     # -- the interface -----------------------------------------------------------------------------
     def accepts(self, problem) -> bool:
         """True when this reduction applies to ``problem`` (by default: its kind is in ``source``)."""
         return getattr(problem, "kind", None) in self.source
 
-    def reduce(self, problem):
-        """``(reduced, inverse_data)`` without keeping any state on the reduction."""
+    def apply(self, problem):
+        """``(reduced, inverse_data)``: the equivalent problem and what :meth:`invert` needs; no
+        state is kept on the reduction."""
         if not self.accepts(problem):
             raise NotApplicable(f"{type(self).__name__} reduces {' or '.join(self.source) or 'nothing'} "
                                 f"problems, got {getattr(problem, 'kind', type(problem).__name__)!r}")
         return self._apply(problem)
 
-    def apply(self, problem):
-        """The reduced problem; the original and the data to map back are kept for :meth:`invert`."""
-        reduced, data = self.reduce(problem)
-        self.problem, self.reduced, self.inverse_data = problem, reduced, data
-        return reduced
-
-    def invert(self, x: dict, inverse_data=None) -> dict:
-        """Variables of the original problem from the variables ``x`` (dict) of the reduced one.
-
-        ``inverse_data``: from :meth:`reduce` (default: that of the last :meth:`apply`). The result
+    def invert(self, solution, inverse_data) -> dict:
+        """Variables of the original problem from a solution of the reduced one: a dict of its
+        variables or a :class:`~nsopt.Solution`; ``inverse_data`` from :meth:`apply`. The result
         holds at least the original problem's primal variable."""
-        data = self.inverse_data if inverse_data is None else inverse_data
-        if data is None:
-            raise RuntimeError(f"{type(self).__name__}.invert: call apply() first, or pass inverse_data")
-        return self._invert(dict(x), data)
+        x = solution.variables() if hasattr(solution, "variables") else dict(solution)
+        return self._invert(x, inverse_data)
 
     # -- for subclasses ----------------------------------------------------------------------------
     def _apply(self, problem):
@@ -100,7 +76,6 @@ class Chain(Reduction):
     """Reductions applied in order; :meth:`invert` maps back through them in reverse order."""
 
     def __init__(self, reductions):
-        super().__init__()
         self.reductions = list(reductions)
         if not self.reductions:
             raise ValueError("Chain needs at least one reduction")
@@ -114,7 +89,7 @@ class Chain(Reduction):
         datas = []
         p = problem
         for r in self.reductions:
-            p, d = r.reduce(p)
+            p, d = r.apply(p)
             datas.append(d)
         return p, datas
 

@@ -2,8 +2,8 @@ r"""Reductions to an LCP (and AVI to its KKT MLCP), shared by the pivoting and N
 
 Each class is a :class:`~nsopt.reductions.Reduction`: ``apply(problem)`` returns an
 :class:`~nsopt.LCP` (dense: the reductions form products and Schur complements of the data; a sparse
-input larger than n = 2000 is densified with an :class:`~nsopt.exceptions.NsoptWarning`), and
-``invert({"z": x})`` maps its solution back to the original variables.
+input larger than n = 2000 is densified with an :class:`~nsopt.exceptions.NsoptWarning`) and the
+inverse data, and ``invert({"z": x}, inverse_data)`` maps its solution back to the original variables.
 
 * :class:`RelayToLCP`, box :math:`[lb, ub]`: :math:`z = lb + x` and the upper-bound multiplier
   :math:`y`, :math:`0 \le x \perp Mx + (q + M\,lb) + y \ge 0`,
@@ -24,7 +24,7 @@ input larger than n = 2000 is densified with an :class:`~nsopt.exceptions.NsoptW
   :math:`\beta \perp u_T + \lambda`, :math:`\lambda \perp 2\mu r_N - \beta` (Siconos' FC2D LEMKE
   uses the same 3-per-contact form).
 
-For pivoting methods, :meth:`basis_support` maps the set of basic LCP variables ``z`` to the
+For pivoting methods, ``basis_support(basic, inverse_data)`` maps the set of basic LCP variables ``z`` to the
 components of the original ``z`` that are off their bounds (whose rows :math:`w_i = 0` are then
 equations); a method re-solves the original data on that support (:func:`box_of` gives the bounds).
 """
@@ -135,10 +135,11 @@ class RelayToLCP(Reduction):
         T = data["T"]
         return {"z": T @ np.asarray(x["z"], float)[:T.shape[1]] + data["c"]}
 
-    def basis_support(self, basic, data=None):
+    @staticmethod
+    def basis_support(basic, d):
         """Components of the relay's z strictly inside [lb, ub] for the LCP basis ``basic`` (bool
-        mask of the basic LCP variables z): x basic and, when both bounds are finite, y not basic."""
-        d = self.inverse_data if data is None else data
+        mask of the basic LCP variables z; ``d`` the inverse data): x basic and, when both bounds
+        are finite, y not basic."""
         basic = np.asarray(basic, bool)
         kind, xcol, ycol = d["kind"], d["xcol"], d["ycol"]
         F = basic[xcol].copy()
@@ -150,17 +151,15 @@ class RelayToLCP(Reduction):
 
 class MLCPToLCP(Reduction):
     """MLCP -> LCP: Schur complement of A (``"schur"``), u = u+ - u- (``"split"``), or ``"auto"``
-    (Schur when cond(A) < ``cond_max``). After :meth:`apply`, ``how`` says which was used."""
+    (Schur when cond(A) < ``cond_max``). ``inverse_data["how"]`` says which was used."""
 
     source = ("mlcp",)
     target = "lcp"
 
     def __init__(self, reduction: str = "auto", cond_max: float = 1e14):
-        super().__init__()
         if reduction not in ("auto", "schur", "split"):
             raise OptionError(f"reduction must be 'auto', 'schur' or 'split', got {reduction!r}")
         self.reduction, self.cond_max = reduction, float(cond_max)
-        self.how = None
 
     @staticmethod
     def matrices(M, q, is_eq, reduction="auto", cond_max=1e14):
@@ -197,7 +196,6 @@ class MLCPToLCP(Reduction):
     def _apply(self, problem):
         M = dense_of(problem.M, "M", "MLCPToLCP")
         Ml, ql, data = self.matrices(M, problem.q, problem.is_eq, self.reduction, self.cond_max)
-        self.how = data["how"]
         return _lcp(Ml, ql), data
 
     def _invert(self, x, d):
@@ -215,9 +213,10 @@ class MLCPToLCP(Reduction):
             z[I] = x[2 * ne:]
         return {"z": z}
 
-    def basis_support(self, basic, data=None):
-        """Components of the MLCP's z off their bounds: every free one, and the basic v."""
-        d = self.inverse_data if data is None else data
+    @staticmethod
+    def basis_support(basic, d):
+        """Components of the MLCP's z off their bounds: every free one, and the basic v (``d`` the
+        inverse data)."""
         basic = np.asarray(basic, bool)
         F = np.zeros(d["N"], bool)
         F[d["E"]] = True
@@ -250,9 +249,9 @@ class AVIToMLCP(Reduction):
     def _invert(self, x, d):
         return {"z": np.asarray(x["z"], float)[:d["n"]]}
 
-    def multipliers(self, x, data=None):
-        """The KKT multipliers lambda from the MLCP's z = (z, lambda)."""
-        d = self.inverse_data if data is None else data
+    @staticmethod
+    def multipliers(x, d):
+        """The KKT multipliers lambda from the MLCP's z = (z, lambda) (``d`` the inverse data)."""
         return np.asarray(x["z"], float)[d["n"]:]
 
 

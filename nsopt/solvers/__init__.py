@@ -1,5 +1,7 @@
 """Solver modules; importing this package fills the registry (each module registers its methods)."""
 
+import importlib.util
+
 from . import linear  # noqa: F401
 from . import pgs  # noqa: F401
 from . import nsgs  # noqa: F401
@@ -10,7 +12,8 @@ from . import newton_lcp  # noqa: F401
 from . import lzb  # noqa: F401
 from . import gmp_newton  # noqa: F401
 
-try:  # convex formulations need cvxpy and its conic solvers
+# the convex methods need cvxpy: registered only when it is installed (the one optional import; an
+# ImportError raised inside nsopt's own modules is a bug and propagates)
+if importlib.util.find_spec("cvxpy") is not None:
     from . import convex  # noqa: F401
-except ImportError:  # pragma: no cover
-    pass
+    from . import socp_fp  # noqa: F401

@@ -20,11 +20,18 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
+from ..problems._base import ORDERED_ROWS
 from ..problems._products import csr_affine, dense_affine  # noqa: F401  (the kernels' u = Wr + q, w = Mz + q)
 
 EPS = np.finfo(np.float64).eps
+TINY = np.finfo(np.float64).tiny
+# Arguments passed to other kernels as typed values, not literals: numba compiles a function once
+# per literal it is called with (Literal[int](3) is not int64), so a literal would add a specialisation.
+DIM2, DIM3 = np.int64(2), np.int64(3)
+WITH_J, NO_J = np.int64(1), np.int64(0)
+ZERO = np.int64(0)
 
 # status codes shared with the Python side
 OK, MAXIT, NUMERR, CALLBACK = 0, 1, 2, 3
@@ -193,6 +200,61 @@ def gauss_solve(A, b, x, rel):
     return True
 
 
+@njit(cache=True)
+def two_prod(a, b):
+    """(p, e) with p = fl(ab) and p + e = ab exactly (Dekker's product, no FMA needed)."""
+    p = a * b
+    c = 134217729.0 * a
+    ah = c - (c - a)
+    al = a - ah
+    c = 134217729.0 * b
+    bh = c - (c - b)
+    bl = b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+@njit(cache=True)
+def lu_refined(A, b, x, rounds):
+    """x = A^-1 b for a small dense A: Gaussian elimination with partial pivoting
+    (``_gs_kernels.gauss_solve``), then ``rounds`` steps of iterative refinement with residuals
+    b - Ax in double-double (as :func:`refined_solve` with its extended-precision residuals).
+    False when a pivot is exactly 0 or x is not finite (the caller then takes the Python path:
+    :func:`refined_solve`, least squares when singular)."""
+    m = b.shape[0]
+    if not gauss_solve(A.copy(), b.copy(), x, 0.0):
+        return False
+    for i in range(m):
+        if not math.isfinite(x[i]):
+            return False
+    r = np.empty(m)
+    y = np.empty(m)
+    for _ in range(rounds):
+        for i in range(m):      # r = b - A x in double-double, rounded once
+            hi = b[i]
+            lo = 0.0
+            for j in range(m):
+                p, e = two_prod(A[i, j], x[j])
+                s = hi - p
+                bb = s - hi
+                lo += ((hi - (s - bb)) + (-p - bb)) - e
+                hi = s
+            r[i] = hi + lo
+        if not gauss_solve(A.copy(), r, y, 0.0):
+            return True
+        big = 0.0
+        dmax = 0.0
+        for i in range(m):
+            if not math.isfinite(y[i]):
+                return True          # as refined_solve: a non-finite correction ends the refinement
+        for i in range(m):
+            x[i] += y[i]
+            big = max(big, abs(x[i]))
+            dmax = max(dmax, abs(y[i]))
+        if dmax <= EPS * max(big, TINY):
+            return True
+    return True
+
+
 # ----------------------------------------------------------------------------------------------
 # Local solvers for one contact
 # ----------------------------------------------------------------------------------------------
@@ -298,7 +360,7 @@ def _local_err3(W, q, mu, r, u, x, px):
     """Unnormalised natural-map residual of one 3-D contact."""
     for i in range(3):
         u[i] = q[i] + W[i, 0] * r[0] + W[i, 1] * r[1] + W[i, 2] * r[2]
-    return math.sqrt(nat_map_sq(3, mu, r, u, x, px))
+    return math.sqrt(nat_map_sq(DIM3, mu, r, u, x, px))
 
 
 @njit(cache=True)
@@ -352,7 +414,7 @@ def local_fc3d(W, q, mu, r, tol, maxit, wk, J):
     atol = tol * scale
     it = 0
     for attempt in range(3):
-        f = _ac_residual(W, q, mu, rhoN, rhoT, r, phi, J, True)
+        f = _ac_residual(W, q, mu, rhoN, rhoT, r, phi, J, WITH_J)
         kn = 0
         while kn < maxit:
             if math.sqrt(f) <= atol:
@@ -369,7 +431,7 @@ def local_fc3d(W, q, mu, r, tol, maxit, wk, J):
             for _ls in range(30):
                 for i in range(3):
                     rt[i] = r[i] + t * d[i]
-                ft = _ac_residual(W, q, mu, rhoN, rhoT, rt, mq, J, False)
+                ft = _ac_residual(W, q, mu, rhoN, rhoT, rt, mq, J, NO_J)
                 if ft <= (1.0 - 1e-4 * t) * f:
                     ok = True
                     break
@@ -379,7 +441,7 @@ def local_fc3d(W, q, mu, r, tol, maxit, wk, J):
             r[0] = rt[0]
             r[1] = rt[1]
             r[2] = rt[2]
-            f = _ac_residual(W, q, mu, rhoN, rhoT, r, phi, J, True)
+            f = _ac_residual(W, q, mu, rhoN, rhoT, r, phi, J, WITH_J)
         if math.sqrt(f) <= atol:
             return it
         if attempt == 2:
@@ -397,7 +459,7 @@ def local_fc3d(W, q, mu, r, tol, maxit, wk, J):
             x[0] = r[0] - rho * (u[0] + mu * uT)
             x[1] = r[1] - rho * u[1]
             x[2] = r[2] - rho * u[2]
-            proj_cone(3, mu, x, r)
+            proj_cone(DIM3, mu, x, r)
             e = _local_err3(W, q, mu, r, u, x, px)
             if e < bestv:
                 bestv = e
@@ -460,16 +522,17 @@ def local_fc2d(W, q, mu, r, tol, maxit, wk):
         u[1] = qT + W10 * r[0] + W11 * r[1]
         x[0] = r[0] - rho * (u[0] + mu * abs(u[1]))
         x[1] = r[1] - rho * u[1]
-        proj_cone(2, mu, x, r)
+        proj_cone(DIM2, mu, x, r)
         u[0] = qN + W00 * r[0] + W01 * r[1]
         u[1] = qT + W10 * r[0] + W11 * r[1]
-        if math.sqrt(nat_map_sq(2, mu, r, u, x, px)) <= tol * nq:
+        if math.sqrt(nat_map_sq(DIM2, mu, r, u, x, px)) <= tol * nq:
             return k + 1
     return -1
 
 
 # ----------------------------------------------------------------------------------------------
-# NSGS over contacts
+# NSGS over contacts. W is given either dense (``W``, (n, n), and ``ptr`` empty) or in CSC
+# (``ptr, idx, val``, and ``W`` of shape (0, 0)): one signature for both.
 # ----------------------------------------------------------------------------------------------
 @njit(cache=True)
 def matvec_csc(ptr, idx, val, r, q, u):
@@ -483,48 +546,81 @@ def matvec_csc(ptr, idx, val, r, q, u):
 
 
 @njit(cache=True)
-def nsgs_fc(dim, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, local_tol,
-            local_max_iter, omega, normq, resync, errs, best_r, best):
-    """Run at most ``nsweeps`` NSGS sweeps, in place on r (and u = Wr + q), for one chunk of the
-    iteration contract.
-
-    ``ptr, idx, val``: W in CSC; ``Wd``: the diagonal blocks (nc, dim, dim); ``order``: the contact
-    order of a sweep (int64, shuffled each sweep when ``shuffle``: seed numba's generator with
-    :func:`seed` first). ``errs[k]`` receives the Siconos error after sweep k. The sweeps stop early
-    when the error is <= tol or not finite. u is recomputed from scratch (removing the drift of the
-    incremental column updates) every ``resync`` sweeps, before any stop and at the end of the
-    chunk, so the error returned is the problem's error measure of the returned r. ``best_r`` and
-    ``best[0]`` keep the iterate of smallest error seen (``best[0]`` in/out).
-    Returns (sweeps done, local failures).
-    """
-    return _sweeps(dim, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, local_tol, local_max_iter,
-                   omega, normq, resync, errs, best_r, best, np.empty((6, dim)), np.empty(32), np.empty((3, 3)))
+def _matvec(W, ptr, idx, val, r, q, u):
+    """u = Wr + q by columns (W dense or CSC), the incremental updates' order."""
+    if ptr.shape[0] != 0:
+        matvec_csc(ptr, idx, val, r, q, u)
+        return
+    n = u.shape[0]
+    for i in range(n):
+        u[i] = q[i]
+    for j in range(n):
+        rj = r[j]
+        if rj != 0.0:
+            for i in range(n):
+                u[i] += W[i, j] * rj
 
 
 @njit(cache=True)
-def _sweeps(dim, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, local_tol, local_max_iter, omega,
-            normq, resync, errs, best_r, best, work, wk, J):
-    """:func:`nsgs_fc` with its work arrays given (``work`` (6, dim), ``wk`` (32,), ``J`` (3, 3))."""
+def diag_blocks_of(dim, W, ptr, idx, val, D):
+    """The diagonal ``dim x dim`` blocks of W (dense or CSC) into D (nc, dim, dim). Returns the first
+    contact a whose W_NN = D[a, 0, 0] is not > 0 (NSGS cannot solve its local problem), else -1."""
+    nc = D.shape[0]
+    if ptr.shape[0] == 0:
+        for a in range(nc):
+            for i in range(dim):
+                for j in range(dim):
+                    D[a, i, j] = W[a * dim + i, a * dim + j]
+    else:
+        D[:] = 0.0
+        for c in range(ptr.shape[0] - 1):
+            a = c // dim
+            for p in range(ptr[c], ptr[c + 1]):
+                if idx[p] // dim == a:
+                    D[a, idx[p] - a * dim, c - a * dim] += val[p]
+    for a in range(nc):
+        if not D[a, 0, 0] > 0.0:
+            return a
+    return -1
+
+
+@njit(cache=True)
+def _sweeps(dim, W, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, local_tol, local_max_iter,
+            omega, normq, resync, errs, e0, best_r, best, work, wk, J):
+    """At most ``nsweeps`` NSGS sweeps, in place on r (and u = Wr + q), for one chunk of
+    :func:`nsgs_fc_solve`: ``W`` dense, or ``ptr, idx, val``: W in CSC; ``Wd``: the diagonal blocks
+    (nc, dim, dim); ``order``: the contact order of a sweep (int64, shuffled each sweep when
+    ``shuffle``: seed numba's generator with :func:`seed` first). The error of sweep k goes to
+    ``errs[e0 + k]`` (when ``errs`` is not empty). The sweeps stop early when the error is <= tol or
+    not finite. u is recomputed from scratch (removing the drift of the incremental column updates)
+    every ``resync`` sweeps, before any stop and at the end of the chunk, so the error returned is
+    the problem's error measure of the returned r. ``best_r`` and ``best[0]`` keep the iterate of
+    smallest error seen (``best[0]`` in/out). ``work`` (6, dim), ``wk`` (32,), ``J`` (3, 3): work
+    arrays. Returns (sweeps done, local failures, error of the last sweep)."""
     nc = mu.shape[0]
+    dense = ptr.shape[0] == 0
+    n = r.shape[0]
     rl, ql, dl, x, px = work[0], work[1], work[2], work[3], work[4]
     failures = 0
+    keep = errs.shape[0] > 0
+    err = np.nan
     for it in range(nsweeps):
         if shuffle:
             np.random.shuffle(order)
         for k in range(nc):
             a = order[k]
             i0 = a * dim
-            W = Wd[a]
+            Wa = Wd[a]
             for i in range(dim):
                 s = u[i0 + i]
                 for j in range(dim):
-                    s -= W[i, j] * r[i0 + j]
+                    s -= Wa[i, j] * r[i0 + j]
                 ql[i] = s
                 rl[i] = r[i0 + i]
             if dim == 3:
-                st = local_fc3d(W, ql, mu[a], rl, local_tol, local_max_iter, wk, J)
+                st = local_fc3d(Wa, ql, mu[a], rl, local_tol, local_max_iter, wk, J)
             else:
-                st = local_fc2d(W, ql, mu[a], rl, local_tol, local_max_iter, wk)
+                st = local_fc2d(Wa, ql, mu[a], rl, local_tol, local_max_iter, wk)
             if st < 0:
                 failures += 1
             for i in range(dim):
@@ -537,58 +633,125 @@ def _sweeps(dim, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps, l
                 di = dl[i]
                 if di != 0.0:
                     c = i0 + i
-                    for p in range(ptr[c], ptr[c + 1]):
-                        u[idx[p]] += val[p] * di
+                    if dense:
+                        for j in range(n):
+                            u[j] += W[j, c] * di
+                    else:
+                        for p in range(ptr[c], ptr[c + 1]):
+                            u[idx[p]] += val[p] * di
         err = fc_error(dim, r, u, mu, normq, x, px)
         last = it + 1 == nsweeps
         if err <= tol or last or (resync > 0 and (it + 1) % resync == 0) or not math.isfinite(err):
-            matvec_csc(ptr, idx, val, r, q, u)
+            _matvec(W, ptr, idx, val, r, q, u)
             err = fc_error(dim, r, u, mu, normq, x, px)
-        errs[it] = err
+        if keep:
+            errs[e0 + it] = err
         if err < best[0]:
             best[0] = err
-            for i in range(r.shape[0]):
+            for i in range(n):
                 best_r[i] = r[i]
         if not math.isfinite(err) or err <= tol:
-            return it + 1, failures
-    return nsweeps, failures
+            return it + 1, failures, err
+    return nsweeps, failures, err
 
 
 # codes of nsgs_fc_solve's state[3]
-RUNNING, SOLVED, MAX_ITER, NON_FINITE, BAD_START, FRESH = 0, 1, 2, 3, 4, -1
+RUNNING, SOLVED, MAX_ITER, NON_FINITE, BAD_W, FRESH = 0, 1, 2, 3, 4, -1
+
+
+# the layout of nsgs_fc_solve's packed arrays (fewer arguments: numba unboxes each array it is given)
+I_LENS, I_STATE, NSTATE, NBEST = 0, 4, 7, 4
+
+
+def nsgs_layout(n, nc, dim, ptr, idx, val, rptr, ridx, rval):
+    """The packed arrays of :func:`nsgs_fc_solve`, ``(I, F)``: ``I`` = [the lengths of ptr, idx,
+    rptr, ridx | state | order | ptr | idx | rptr | ridx] (int64), ``F`` = [best | best_r | D |
+    val | rval] (float64), and the views the caller reads each solve: ``(state, best, best_r)``."""
+    lp, li, lr, lj = ptr.shape[0], idx.shape[0], rptr.shape[0], ridx.shape[0]
+    o = I_STATE + NSTATE
+    I = np.zeros(o + nc + lp + li + lr + lj, dtype=np.int64)     # (the order: the kernel sets it)
+    if lp + li + lr + lj:
+        I[:I_STATE] = (lp, li, lr, lj)
+        I[o + nc:] = np.concatenate((ptr, idx, rptr, ridx))
+    f = NBEST + n + nc * dim * dim
+    F = np.empty(f + val.shape[0] + rval.shape[0])
+    if val.shape[0] + rval.shape[0]:
+        F[f:] = np.concatenate((val, rval))
+    return I, F, (I[I_STATE:o], F[:NBEST], F[NBEST:NBEST + n])
 
 
 @njit(cache=True)
-def nsgs_fc_solve(dim, ptr, idx, val, Wd, q, mu, r, u, order, tol, max_iter, local_tol, local_max_iter,
-                  omega, normq, resync, errs, best_r, best, cap, state, budget, rptr, ridx, rval):
-    """A whole ``nsgs`` solve under the iteration contract without history, callback or deadline,
-    in one call (the re-solve plan of :mod:`nsopt.solvers.nsgs`): the same chunks of
-    :func:`nsgs_fc` as the Python loop runs (sizes 1, 2, 4, ... up to ``cap``, the monitor's
-    deterministic schedule), the same best iterate and stopping rules, so the same numbers.
+def _unpack(dim, nc, n, I, F):
+    """The views of :func:`nsgs_layout`'s packed arrays."""
+    o = I_STATE + NSTATE
+    state = I[I_STATE:o]
+    order = I[o:o + nc]
+    o += nc
+    ptr = I[o:o + I[0]]
+    o += I[0]
+    idx = I[o:o + I[1]]
+    o += I[1]
+    rptr = I[o:o + I[2]]
+    o += I[2]
+    ridx = I[o:o + I[3]]
+    best = F[:NBEST]
+    best_r = F[NBEST:NBEST + n]
+    f = NBEST + n + nc * dim * dim
+    D = F[NBEST + n:f].reshape((nc, dim, dim))
+    val = F[f:f + I[1]]
+    rval = F[f + I[1]:f + I[1] + I[3]]
+    return state, order, ptr, idx, rptr, ridx, best, best_r, D, val, rval
 
-    ``state`` = [iterations done, next chunk size, local failures, status]; call with status
-    ``FRESH`` (-1) to start from r (u is set to Wr + q); the call returns after about ``budget``
-    sweeps with status ``RUNNING`` (call again: Ctrl-C acts between calls), or with SOLVED, MAX_ITER,
-    NON_FINITE (the contract's stops) or BAD_START (r not finite: nothing done). ``best`` = [best
-    error, last error, measured error] (out), ``best_r`` the best iterate (out).
 
-    ``rptr, ridx, rval``: W in CSR (empty arrays: not given, u is then left to the caller). When given and the solve ends on its best
-    iterate, u is recomputed as ``FrictionContact.u`` computes it (:func:`csr_affine`, the same
-    bits) and its error by :func:`fc_error` goes to ``best[2]``, with ``state[4] = 1`` (else 0).
+@njit(cache=True)
+def nsgs_fc_solve(dim, W, I, F, q, mu, r, u, errs, tol, max_iter, local_tol, local_max_iter, omega, shuffle, normq,
+                  resync, cap, turn):
+    """The ``nsgs`` solve of a local friction-contact problem (fc2d, fc3d), called in turns under
+    the iteration contract (:meth:`nsopt.monitor.Monitor.schedule` and :meth:`~Monitor.record`):
+    chunks of :func:`_sweeps` of sizes 1, 2, 4, ... up to ``cap`` (the monitor's deterministic
+    schedule: the iterates do not depend on timing), with the contract's stops (error <= tol, not
+    finite, ``max_iter`` sweeps), until about ``turn`` sweeps are done in this call.
+
+    ``I``, ``F``: the packed arrays (:func:`nsgs_layout`): W's CSC ``ptr, idx, val`` (empty: W dense,
+    in ``W``; else ``W`` is (0, 0)), its CSR ``rptr, ridx, rval``, the contact ``order``, the
+    diagonal blocks ``D``, ``state``, ``best`` and ``best_r``. ``state`` = [sweeps done, next chunk
+    size, local failures, code, measured, sweeps of this call, contact]; call with code ``FRESH``
+    to start from r: the diagonal blocks go to ``D`` (code ``BAD_W`` with the contact in
+    ``state[6]`` when a W_NN <= 0 forbids NSGS) and u = Wr + q. ``errs`` receives the error of each
+    sweep of the call (size >= turn + cap; empty: not kept). ``best`` = [best error, last error, measured error,
+    error of the start] (out), ``best_r`` the best iterate, the start included (out).
+
+    ``rptr, ridx, rval``: W in CSR (the problem's own storage) when W is sparse. When the solve ends
+    on its best iterate, u is recomputed as ``FrictionContact.u`` computes it (W dense with at most
+    ``ORDERED_ROWS`` rows: :func:`dense_affine`; CSR: :func:`csr_affine`; the same bits) and its
+    error by :func:`fc_error` goes to ``best[2]``, with ``state[4] = 1`` (else 0: left to Python;
+    called with ``state[4] = -1``: never, u stays the sweeps' own).
+
+    One chunk of exactly c sweeps from r and its u (the Python loop of ``nsgs`` on gfc): code
+    ``RUNNING``, ``state[0] = 0``, ``state[1] = cap = turn = max_iter = c``, ``best[0]`` the best
+    error so far, ``state[4] = -1``.
     """
+    n = r.shape[0]
+    state, order, ptr, idx, rptr, ridx, best, best_r, D, val, rval = _unpack(dim, mu.shape[0], n, I, F)
     work, wk, J = np.empty((6, dim)), np.empty(32), np.empty((3, 3))
     x, px = work[3], work[4]
+    state[5] = 0
+    measure = state[4] >= 0
     if state[3] == FRESH:
-        for i in range(r.shape[0]):
-            if not math.isfinite(r[i]):
-                state[3] = BAD_START
-                return
-        matvec_csc(ptr, idx, val, r, q, u)
+        a = diag_blocks_of(dim, W, ptr, idx, val, D)
+        if a >= 0:
+            state[3] = BAD_W
+            state[6] = a
+            return
+        _matvec(W, ptr, idx, val, r, q, u)
         err = fc_error(dim, r, u, mu, normq, x, px)
         best[0] = err
         best[1] = err
-        for i in range(r.shape[0]):
+        best[3] = err
+        for i in range(n):
             best_r[i] = r[i]
+        for i in range(order.shape[0]):     # the natural order (shuffled from there by shuffle)
+            order[i] = i
         state[0] = 0
         state[1] = 1
         state[2] = 0
@@ -599,17 +762,16 @@ def nsgs_fc_solve(dim, ptr, idx, val, Wd, q, mu, r, u, order, tol, max_iter, loc
             state[3] = SOLVED
         elif max_iter <= 0:
             state[3] = MAX_ITER
-    done = 0
-    while state[3] == RUNNING and done < budget:
+    done = ZERO      # (typed: a literal 0 handed to _sweeps would compile it a second time)
+    while state[3] == RUNNING and done < turn:
         c = min(state[1], cap)
         state[1] = 2 * c
         c = max(1, min(c, max_iter - state[0]))
-        kk, f = _sweeps(dim, ptr, idx, val, Wd, q, mu, r, u, order, False, tol, c, local_tol,
-                        local_max_iter, omega, normq, resync, errs, best_r, best, work, wk, J)
+        kk, f, err = _sweeps(dim, W, ptr, idx, val, D, q, mu, r, u, order, shuffle, tol, c, local_tol,
+                             local_max_iter, omega, normq, resync, errs, done, best_r, best, work, wk, J)
         state[0] += kk
         state[2] += f
         done += kk
-        err = errs[kk - 1]
         best[1] = err
         if not math.isfinite(err):
             state[3] = NON_FINITE
@@ -617,9 +779,17 @@ def nsgs_fc_solve(dim, ptr, idx, val, Wd, q, mu, r, u, order, tol, max_iter, loc
             state[3] = SOLVED
         elif state[0] >= max_iter:
             state[3] = MAX_ITER
+    state[5] = done
+    if not measure:
+        return
     state[4] = 0
-    if state[3] != RUNNING and state[3] != BAD_START and rptr.shape[0] == q.shape[0] + 1 and best[1] <= best[0]:
-        csr_affine(rptr, ridx, rval, r, q, u)
+    if state[3] != RUNNING and best[1] <= best[0]:
+        if ptr.shape[0] == 0 and n <= ORDERED_ROWS:
+            dense_affine(W, r, q, u)
+        elif rptr.shape[0] == n + 1:
+            csr_affine(rptr, ridx, rval, r, q, u)
+        else:
+            return
         best[2] = fc_error(dim, r, u, mu, normq, x, px)
         state[4] = 1
 

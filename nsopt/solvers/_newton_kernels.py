@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from . import _gs_kernels as GS
 from ._gs_kernels import proj_cone
@@ -23,29 +23,40 @@ MU_TINY = 1e-12   # FB: friction coefficients below this are treated as friction
 
 
 @njit(cache=True, error_model="numpy")
+def _ac_contact(r, u, mu, rhoN, rhoT, dim, i0, phi):
+    """The Alart-Curnier residual of one contact into ``phi[i0:i0 + dim]`` (the one home of the
+    formula: :func:`ac_phi`, :func:`ac_jac`), Christensen's radius R = mu max(0, r_N - rho_N u_N).
+    Returns (r_N - rho_N u_N, R, ||r_T - rho_T u_T||)."""
+    xN = r[i0] - rhoN * u[i0]
+    pN = max(0.0, xN)
+    phi[i0] = r[i0] - pN
+    R = mu * pN
+    nx = 0.0
+    for k in range(1, dim):
+        x = r[i0 + k] - rhoT * u[i0 + k]
+        nx += x * x
+    nx = math.sqrt(nx)
+    if nx <= R and R > 0.0:       # stick
+        for k in range(1, dim):
+            phi[i0 + k] = rhoT * u[i0 + k]
+    elif nx <= R:                 # R = 0 and x_T = 0: phi_T = r_T (= rho_T u_T)
+        for k in range(1, dim):
+            phi[i0 + k] = r[i0 + k]
+    else:                         # slide (or take-off when R = 0)
+        s = R / nx
+        for k in range(1, dim):
+            phi[i0 + k] = r[i0 + k] - s * (r[i0 + k] - rhoT * u[i0 + k])
+    return xN, R, nx
+
+
+@njit(cache=True, error_model="numpy")
 def ac_phi(r, u, mu, rhoN, rhoT, dim, phi):
     """Alart-Curnier residual (Christensen's radius mu * max(0, r_N - rho_N u_N)); returns 1/2||phi||^2."""
     nc = mu.shape[0]
     f = 0.0
     for a in range(nc):
         i0 = a * dim
-        xN = r[i0] - rhoN[a] * u[i0]
-        pN = max(0.0, xN)
-        phi[i0] = r[i0] - pN
-        R = mu[a] * pN
-        nx = 0.0
-        for k in range(1, dim):
-            x = r[i0 + k] - rhoT[a] * u[i0 + k]
-            nx += x * x
-        nx = math.sqrt(nx)
-        if nx <= R:
-            for k in range(1, dim):
-                phi[i0 + k] = rhoT[a] * u[i0 + k]
-        else:
-            s = R / nx
-            for k in range(1, dim):
-                x = r[i0 + k] - rhoT[a] * u[i0 + k]
-                phi[i0 + k] = r[i0 + k] - s * x
+        _ac_contact(r, u, mu[a], rhoN[a], rhoT[a], dim, i0, phi)
         for k in range(dim):
             f += phi[i0 + k] * phi[i0 + k]
     return 0.5 * f
@@ -62,33 +73,20 @@ def ac_jac(r, u, mu, rhoN, rhoT, dim, phi, A, B):
             for m in range(dim):
                 A[a, k, m] = 0.0
                 B[a, k, m] = 0.0
-        xN = r[i0] - rhoN[a] * u[i0]
+        xN, R, nx = _ac_contact(r, u, mu[a], rhoN[a], rhoT[a], dim, i0, phi)
         active = xN > 0.0
-        pN = xN if active else 0.0
-        phi[i0] = r[i0] - pN
         if active:
             B[a, 0, 0] = rhoN[a]
         else:
             A[a, 0, 0] = 1.0
-        R = mu[a] * pN
-        nx = 0.0
-        for k in range(1, dim):
-            x = r[i0 + k] - rhoT[a] * u[i0 + k]
-            nx += x * x
-        nx = math.sqrt(nx)
         if nx <= R and R > 0.0:   # stick
             for k in range(1, dim):
-                phi[i0 + k] = rhoT[a] * u[i0 + k]
                 B[a, k, k] = rhoT[a]
         elif nx <= R:               # R = 0 and x_T = 0: phi_T = r_T
             for k in range(1, dim):
-                phi[i0 + k] = r[i0 + k]
                 A[a, k, k] = 1.0
         else:                       # slide (or take-off when R = 0)
             s = R / nx
-            for k in range(1, dim):
-                x = r[i0 + k] - rhoT[a] * u[i0 + k]
-                phi[i0 + k] = r[i0 + k] - s * x
             for k in range(1, dim):
                 nk = (r[i0 + k] - rhoT[a] * u[i0 + k]) / nx
                 for m in range(1, dim):
@@ -148,6 +146,38 @@ def _arrow_solve(z, X, dim, out):
 
 
 @njit(cache=True, error_model="numpy")
+def _fb_contact(r, u, m, dim, i0, phi, x, y, w, z):
+    """The Fischer-Burmeister residual of one contact into ``phi[i0:i0 + dim]`` (the one home of the
+    formula: :func:`fb_phi`, :func:`fb_jac`). Frictionless (``m <= MU_TINY``): phi_N = FB(r_N, u_N),
+    phi_T = r_T, and returns -1. Else x = (m r_N, r_T), y = (u_N + m||u_T||, m u_T), w = x^2 + y^2
+    and z = w^(1/2) (Jordan algebra), phi = x + y - z; returns lambda_min(w) and ||u_T||
+    (``x[...]`` etc. filled for the Jacobian)."""
+    if m <= MU_TINY:
+        phi[i0] = r[i0] + u[i0] - math.sqrt(r[i0] * r[i0] + u[i0] * u[i0])
+        for k in range(1, dim):
+            phi[i0 + k] = r[i0 + k]
+        return -1.0, 0.0
+    nuT = 0.0
+    for k in range(1, dim):
+        nuT += u[i0 + k] * u[i0 + k]
+    nuT = math.sqrt(nuT)
+    x[0] = m * r[i0]
+    y[0] = u[i0] + m * nuT
+    for k in range(1, dim):
+        x[k] = r[i0 + k]
+        y[k] = m * u[i0 + k]
+    w[0] = 0.0
+    for k in range(dim):
+        w[0] += x[k] * x[k] + y[k] * y[k]
+    for k in range(1, dim):
+        w[k] = 2.0 * (x[0] * x[k] + y[0] * y[k])
+    l1 = _soc_sqrt(w, dim, z)
+    for k in range(dim):
+        phi[i0 + k] = x[k] + y[k] - z[k]
+    return l1, nuT
+
+
+@njit(cache=True, error_model="numpy")
 def fb_phi(r, u, mu, dim, phi):
     """Fischer-Burmeister residual on (x, y) = ((mu r_N, r_T), (u_N + mu||u_T||, mu u_T)); returns 1/2||phi||^2.
 
@@ -162,29 +192,7 @@ def fb_phi(r, u, mu, dim, phi):
     f = 0.0
     for a in range(nc):
         i0 = a * dim
-        m = mu[a]
-        if m <= MU_TINY:
-            phi[i0] = r[i0] + u[i0] - math.sqrt(r[i0] * r[i0] + u[i0] * u[i0])
-            for k in range(1, dim):
-                phi[i0 + k] = r[i0 + k]
-        else:
-            nuT = 0.0
-            for k in range(1, dim):
-                nuT += u[i0 + k] * u[i0 + k]
-            nuT = math.sqrt(nuT)
-            x[0] = m * r[i0]
-            y[0] = u[i0] + m * nuT
-            for k in range(1, dim):
-                x[k] = r[i0 + k]
-                y[k] = m * u[i0 + k]
-            w[0] = 0.0
-            for k in range(dim):
-                w[0] += x[k] * x[k] + y[k] * y[k]
-            for k in range(1, dim):
-                w[k] = 2.0 * (x[0] * x[k] + y[0] * y[k])
-            _soc_sqrt(w, dim, z)
-            for k in range(dim):
-                phi[i0 + k] = x[k] + y[k] - z[k]
+        _fb_contact(r, u, mu[a], dim, i0, phi, x, y, w, z)
         for k in range(dim):
             f += phi[i0 + k] * phi[i0 + k]
     return 0.5 * f
@@ -216,10 +224,10 @@ def fb_jac(r, u, mu, dim, phi, A, B):
             for l in range(dim):
                 A[a, k, l] = 0.0
                 B[a, k, l] = 0.0
+        l1, nuT = _fb_contact(r, u, m, dim, i0, phi, x, y, w, z)
         if m <= MU_TINY:
             rn, un = r[i0], u[i0]
             s = math.sqrt(rn * rn + un * un)
-            phi[i0] = rn + un - s
             if s > 1e-300:
                 A[a, 0, 0] = 1.0 - rn / s
                 B[a, 0, 0] = 1.0 - un / s
@@ -227,26 +235,8 @@ def fb_jac(r, u, mu, dim, phi, A, B):
                 A[a, 0, 0] = 1.0 - 1.0 / math.sqrt(2.0)
                 B[a, 0, 0] = 1.0 - 1.0 / math.sqrt(2.0)
             for k in range(1, dim):
-                phi[i0 + k] = r[i0 + k]
                 A[a, k, k] = 1.0
         else:
-            nuT = 0.0
-            for k in range(1, dim):
-                nuT += u[i0 + k] * u[i0 + k]
-            nuT = math.sqrt(nuT)
-            x[0] = m * r[i0]
-            y[0] = u[i0] + m * nuT
-            for k in range(1, dim):
-                x[k] = r[i0 + k]
-                y[k] = m * u[i0 + k]
-            w[0] = 0.0
-            for k in range(dim):
-                w[0] += x[k] * x[k] + y[k] * y[k]
-            for k in range(1, dim):
-                w[k] = 2.0 * (x[0] * x[k] + y[0] * y[k])
-            l1 = _soc_sqrt(w, dim, z)
-            for k in range(dim):
-                phi[i0 + k] = x[k] + y[k] - z[k]
             thr = 1e-10 * w[0]
             if l1 <= thr:   # boundary or zero: smoothed Jacobian
                 eps2 = max(thr, 1e-20) if w[0] > 0.0 else 1e-20
@@ -401,6 +391,121 @@ def dense_direction(A, B, W, phi, shifts, d):
     return False
 
 
+@njit(cache=True)
+def rho_of_blocks(D, rho_auto, rho_n, rho_t, rhoN, rhoT, rho_pgs):
+    """The split spectral parameters of the Newton methods, per contact, from the diagonal blocks D
+    (nc, dim, dim) of W: ``rho_pgs`` = 1 / lambda_max of the symmetric part of W_aa (a non-positive
+    one replaced by the median of the positive ones, 1 when there is none); with ``rho_auto``,
+    ``rhoN`` = 1 / W_aa[N, N] and ``rhoT`` = 1 / lambda_max of the symmetric part of W_aa[T, T] (each
+    falling back on lambda_max(W_aa) when not positive), else ``rho_n`` and ``rho_t``. The one home
+    of these numbers (:func:`nsopt.solvers.newton._rho_from_blocks` and :func:`dense_setup`); the
+    eigenvalues by LAPACK as NumPy's ``eigvalsh`` (the same bits: a hard problem such as
+    RockPile_tob1 follows another Newton path when rho moves by 1e-15, and ends elsewhere)."""
+    nc, dim = D.shape[0], D.shape[1]
+    lmax = np.empty(nc)
+    S = np.empty((dim, dim))
+    T = np.empty((dim - 1, dim - 1)) if dim > 1 else np.empty((1, 1))
+    npos = 0
+    for a in range(nc):
+        for i in range(dim):
+            for j in range(dim):
+                S[i, j] = 0.5 * (D[a, i, j] + D[a, j, i])
+        lmax[a] = np.linalg.eigvalsh(S)[dim - 1]
+        if lmax[a] > 0.0:
+            npos += 1
+    if npos < nc:
+        fill = 1.0
+        if npos:
+            pos = np.empty(npos)
+            k = 0
+            for a in range(nc):
+                if lmax[a] > 0.0:
+                    pos[k] = lmax[a]
+                    k += 1
+            for i in range(1, npos):      # insertion sort, then the median as np.median takes it
+                v = pos[i]
+                j = i - 1
+                while j >= 0 and pos[j] > v:
+                    pos[j + 1] = pos[j]
+                    j -= 1
+                pos[j + 1] = v
+            h = npos // 2
+            fill = pos[h] if npos % 2 else 0.5 * (pos[h - 1] + pos[h])
+        for a in range(nc):
+            if not lmax[a] > 0.0:
+                lmax[a] = fill
+    for a in range(nc):
+        rho_pgs[a] = 1.0 / lmax[a]
+        if rho_auto:
+            wN = D[a, 0, 0]
+            rhoN[a] = 1.0 / (wN if wN > 0.0 else lmax[a])
+            lT = lmax[a]
+            if dim > 1:
+                for i in range(dim - 1):
+                    for j in range(dim - 1):
+                        T[i, j] = 0.5 * (D[a, 1 + i, 1 + j] + D[a, 1 + j, 1 + i])
+                e = np.linalg.eigvalsh(T)[dim - 2]
+                if e > 0.0:
+                    lT = e
+            rhoT[a] = 1.0 / lT
+        else:
+            rhoN[a] = rho_n
+            rhoT[a] = rho_t
+
+
+def dense_layout(n, nc):
+    """The packed arrays of a small dense system (:func:`dense_setup`, :func:`newton_dense`):
+    ``P`` = [rho_N | rho_T | rho_pgs | gamma per contact (nc each) | gamma per row (n) | W's nonzeros
+    by rows (up to n^2)], ``Q`` = [CSR row pointers (n + 1) | column indices (up to n^2)], and the
+    views (rhoN, rhoT, rho_pgs, gamma_c, gamma) of P."""
+    P = np.empty(4 * nc + n + n * n)
+    Q = np.empty(n + 1 + n * n, dtype=np.int64)
+    return P, Q, (P[:nc], P[nc:2 * nc], P[2 * nc:3 * nc], P[3 * nc:4 * nc], P[4 * nc:4 * nc + n])
+
+
+@njit(cache=True)
+def _csr_views(P, Q, nc, n):
+    """(data, indices, row pointers) of the packed CSR of W (:func:`dense_layout`)."""
+    o = 4 * nc + n
+    nz = Q[n]
+    return P[o:o + nz], Q[n + 1:n + 1 + nz], Q[:n + 1]
+
+
+@njit(cache=True)
+def dense_setup(W, dim, mu, rho_auto, rho_n, rho_t, scale_auto, scale, P, Q):
+    """What :class:`nsopt.solvers.newton._Local` computes for a large system, in one call for a small
+    dense W, into the packed ``P``, ``Q`` (:func:`dense_layout`): rho (:func:`rho_of_blocks` on W's
+    diagonal blocks), the Fischer–Burmeister scale (``scale_auto``: the mean of rho_pgs, else
+    ``scale``) per contact and per row, and W's nonzeros by rows (CSR, columns ascending). Returns
+    the mean of 1 / rho_pgs (1.0 without contacts)."""
+    nc = mu.shape[0]
+    n = W.shape[0]
+    rhoN, rhoT, rho_pgs, gamma_c = P[:nc], P[nc:2 * nc], P[2 * nc:3 * nc], P[3 * nc:4 * nc]
+    gamma = P[4 * nc:4 * nc + n]
+    D = np.empty((nc, dim, dim))
+    for a in range(nc):
+        for i in range(dim):
+            for j in range(dim):
+                D[a, i, j] = W[a * dim + i, a * dim + j]
+    rho_of_blocks(D, rho_auto, rho_n, rho_t, rhoN, rhoT, rho_pgs)
+    g = np.mean(rho_pgs) if scale_auto else scale
+    for a in range(nc):
+        gamma_c[a] = g
+        for i in range(dim):
+            gamma[a * dim + i] = g
+    o = 4 * nc + n
+    k = 0
+    Q[0] = 0
+    for i in range(n):
+        for j in range(n):
+            if W[i, j] != 0.0:
+                P[o + k] = W[i, j]
+                Q[n + 1 + k] = j
+                k += 1
+        Q[i + 1] = k
+    return np.mean(1.0 / rho_pgs) if nc else 1.0
+
+
 # ----------------------------------------------------------------------------- the whole loop, small dense W
 
 # istate of newton_dense: iterations, line search (0 armijo, 1 nonmonotone, 2 none), fallback steps,
@@ -448,27 +553,44 @@ def _measure_best(W, q, mu, qnorm, best_r, u, fstate, x, px):
     fstate[2] = GS.fc_error(q.shape[0] // mu.shape[0] if mu.shape[0] else 1, best_r, u, mu, qnorm, x, px)
 
 
+def dense_state(n, memory, nb):
+    """The packed per-solve state of :func:`newton_dense`: ``istate`` (int64, 9) and ``S`` = [fstate
+    (3) | best (1) | merits (``memory``) | bests (``nb``) | best_r (n)], with the views (fstate, best,
+    best_r) of S."""
+    S = np.empty(4 + memory + nb + n)
+    o = 4 + memory + nb
+    return np.zeros(9, dtype=np.int64), S, (S[:3], S[3:4], S[o:o + n])
+
+
 @njit(cache=True, error_model="numpy")
-def newton_dense(fb, W, q, mu, rhoN, rhoT, gamma, gamma_c, rho_pgs, csr_data, csr_ind, csr_ptr, qnorm, wscale,
-                 r, u, istate, fstate, merits, bests, nsteps, tol, max_iter, stall, switch, reg, reg_step, errs,
-                 best_r, best):
+def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, memory, nsteps, tol, max_iter, stall, switch,
+                 reg, reg_step, errs):
     """At most ``nsteps`` iterations of the globalised semismooth Newton method of
     :func:`nsopt.solvers.newton._newton_local` on a small dense W (no proximal term), in place on
     r and u = Wr + q, for one chunk of the iteration contract: the same steps (nonmonotone Armijo
     on the last 5 merits, the regularised retry, projected Gauss–Seidel when the line search
     fails, monotone/nonmonotone switches every ``switch`` iterations, the stall test over ``stall``
-    iterations, -1: none) in one compiled call. ``errs[k]``: the error (compiled twin of the
-    Siconos measure) after iteration k of the chunk; ``best_r``/``best[0]``: the best iterate
-    (in/out). ``fstate[0]``: the error of the current iterate (in/out); ``merits``, ``bests``: rings
-    of the last merits and best errors (counts in istate[6], istate[7]). Called with istate[8] =
-    NEWTON_FRESH it first sets u = Wr + q and the start's error (``fstate[1]``; it stops there when
-    the start is solved, not finite or max_iter is 0, as the monitor does). Stops early at error <= tol, a non-finite error or ``max_iter`` iterations in all
+    iterations, -1: none) in one compiled call. ``P``, ``Q``: the system (:func:`dense_layout`);
+    ``S``, ``istate``: the state (:func:`dense_state`, ``memory`` merits). ``errs[k]``: the error
+    (compiled twin of the Siconos measure) after iteration k of the chunk (when ``errs`` is not
+    empty); ``best_r``/``best[0]``: the
+    best iterate (out). ``fstate[0]``: the error of the current iterate (in/out); ``merits``,
+    ``bests``: rings of the last merits and best errors (counts in istate[6], istate[7]). Called with
+    istate[8] = NEWTON_FRESH (and istate[1] the line search) it resets the state, sets u = Wr + q and
+    the start's error (``fstate[1]``; it stops there when the start is solved, not finite or max_iter
+    is 0, as the monitor does). Stops early at error <= tol, a non-finite error or ``max_iter`` iterations in all
     (istate[8] = NEWTON_STOP), or on a stall (NEWTON_STALLED). At NEWTON_STOP, u is the best
     iterate's, as ``FrictionContact.u`` computes it, and ``fstate[2]`` its error (both of the
     Solution: :func:`_measure_best`). Returns the iterations done."""
     nc = mu.shape[0]
     n = r.shape[0]
     dim = n // nc if nc else 1
+    rhoN, rhoT, rho_pgs, gamma_c, gamma = P[:nc], P[nc:2 * nc], P[2 * nc:3 * nc], P[3 * nc:4 * nc], P[4 * nc:4 * nc + n]
+    csr_data, csr_ind, csr_ptr = _csr_views(P, Q, nc, n)
+    fstate, best = S[:3], S[3:4]
+    merits = S[4:4 + memory]
+    bests = S[4 + memory:S.shape[0] - n]
+    best_r = S[S.shape[0] - n:]
     A = np.empty((nc, dim, dim))
     B = np.empty((nc, dim, dim))
     Ae = np.empty((nc, dim, dim))
@@ -486,8 +608,13 @@ def newton_dense(fb, W, q, mu, rhoN, rhoT, gamma, gamma_c, rho_pgs, csr_data, cs
     shifts1 = np.array([0.0, 1e-10, 1e-6])
     nm_cap = merits.shape[0]
     nb_cap = bests.shape[0]
+    keep = errs.shape[0] > 0      # (empty: the errors are not kept, no history or callback wants them)
     done = 0
     if istate[8] == NEWTON_FRESH:      # the start: u = Wr + q, its error (fstate[0], fstate[1]), the first best
+        istate[0] = 0
+        for i in range(2, 7):
+            istate[i] = 0
+        best[0] = np.inf
         GS.dense_affine(W, r, q, u)
         err = GS.fc_error(dim, r, u, mu, qnorm, x, px)
         fstate[0] = err
@@ -555,7 +682,8 @@ def newton_dense(fb, W, q, mu, rhoN, rhoT, gamma, gamma_c, rho_pgs, csr_data, cs
         k += 1
         istate[0] = k
         fstate[0] = err
-        errs[done] = err
+        if keep:
+            errs[done] = err
         done += 1
         if err < best[0]:
             best[0] = err

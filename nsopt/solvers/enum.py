@@ -9,7 +9,7 @@ are visited at most once, by increasing Hamming distance from a guess (the suppo
 start when given — which is itself iteration 0, returned when it solves the problem — else
 :math:`\{i : q_i < 0\}`, the solution when M is diagonal); a candidate that passes the sign test
 is recomputed from its basis by an LU solve with iterative refinement
-(:func:`nsopt.solvers.lemke.basis_solve`), and the first whose error measure (``problem.error``) is
+(:func:`nsopt.linalg.basis_solve`), and the first whose error measure (``problem.error``) is
 at most ``tol`` is returned. A singular subsystem is skipped. The supports are
 visited in compiled chunks (iteration contract: one support per iteration; ``time_limit`` and Ctrl-C
 act between chunks; the iterate of a chunk is the point of the last support solved).
@@ -23,19 +23,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._jit import njit
+
+from ..linalg import basis_solve
 from ..reductions import box_of
 from ..registry import register
 from ..result import Status
 from ._gs_kernels import gauss_solve
-from .lemke import Chunks, basis_solve
-
-try:
-    from numba import njit
-except ImportError:  # pragma: no cover
-    def njit(*a, **k):
-        if a and callable(a[0]):
-            return a[0]
-        return lambda f: f
 
 MAX_PAIRS = 20
 
@@ -57,7 +51,7 @@ def _enum_run(M, q, eq, comp, guess, state, budget, tol, z, supp):
         if abs(q[i]) > scale:
             scale = abs(q[i])
     idx = np.empty(N, dtype=np.int64)
-    A = np.empty((N, N))
+    A = np.empty(N * N)
     b = np.empty(N)
     x = np.empty(N)
     d = state[0]
@@ -90,11 +84,12 @@ def _enum_run(M, q, eq, comp, guess, state, budget, tol, z, supp):
                 if (mask >> t) & 1:
                     idx[k] = comp[t]
                     k += 1
+            Ak = A[:k * k].reshape((k, k))     # C-contiguous, as gauss_solve's other callers pass
             for a in range(k):
                 b[a] = -q[idx[a]]
                 for c2 in range(k):
-                    A[a, c2] = M[idx[a], idx[c2]]
-            ok = gauss_solve(A[:k, :k], b[:k], x[:k], 1e-13)
+                    Ak[a, c2] = M[idx[a], idx[c2]]
+            ok = gauss_solve(Ak, b[:k], x[:k], 1e-13)
             if ok:
                 for i in range(N):
                     z[i] = 0.0
@@ -161,13 +156,12 @@ def _enumerate(problem, mon, eq, comp):
     cheap_tol = max(mon.tol, 1e-10)
     _enum_run(M, q, eq, comp, np.int64(guess), state.copy(), 0, cheap_tol, z.copy(), supp)   # load the kernel
     mon.built()
-    chunks = Chunks(mon)
     while True:
-        c = chunks.next()
+        c = mon.chunk(per_iteration_errors=False)
         before = int(state[2])
         code = int(_enum_run(M, q, eq, comp, np.int64(guess), state, c, cheap_tol, z, supp))
         done = int(state[2]) - before
-        chunks.done(done)
+        mon.timed(done)
         info["visited"] = int(state[2])
         if code == 0 and int(state[2]) >= 1 << m:
             code = 2
@@ -197,7 +191,32 @@ def lcp_enum(problem, mon):
     """Enumerate the supports J of z (module docstring); ``max_iter`` bounds the number visited
     (default 2^n); ``warm_start``: the enumeration starts from its support. When every support has
     been visited without success the status is STALLED (no solution with a nonsingular basis exists;
-    this is not a proof of infeasibility when some bases are singular)."""
+    this is not a proof of infeasibility when some bases are singular).
+
+    Parameters
+    ----------
+    problem : nsopt.LCP
+        The problem (kind ``lcp``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    >>> s = nsopt.solve(p, method="enum", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [1.333333 2.333333]
+    """
     n = problem.size
     return _enumerate(problem, mon, np.zeros(0, np.int64), np.arange(n, dtype=np.int64))
 
@@ -206,7 +225,32 @@ def lcp_enum(problem, mon):
           f"enumeration of the 2^m complementary bases, free variables always basic (m <= {MAX_PAIRS})",
           applies=_too_big)
 def mlcp_enum(problem, mon):
-    """Enumerate the supports of the complementarity variables (module docstring)."""
+    """Enumerate the supports of the complementarity variables (module docstring).
+
+    Parameters
+    ----------
+    problem : nsopt.MLCP
+        The problem (kind ``mlcp``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.MLCP(A=[[2.0]], B=[[2.0]], C=[[1.0]], D=[[1.0]], a=[-2.0], b=[-3.0])
+    >>> s = nsopt.solve(p, method="enum", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [0.333333 1.333333]
+    """
     eq = np.flatnonzero(problem.is_eq).astype(np.int64)
     comp = np.flatnonzero(~np.asarray(problem.is_eq)).astype(np.int64)
     return _enumerate(problem, mon, eq, comp)

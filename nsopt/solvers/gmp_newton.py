@@ -84,7 +84,9 @@ class _Structure:
             I = np.array(rows, dtype=np.int64)                                    # (nc, d)
             Wd = np.array([_block(Md, ix) for ix in I]).reshape(len(rows), d, d)
             rN, rT, _ = _rho_from_blocks(Wd, rho, np.array(mus))
-            self.fc.append((d, I, np.array(mus), np.ascontiguousarray(rN), np.ascontiguousarray(rT)))
+            mu = np.array(mus)
+            mu.setflags(write=False)      # read-only, as a problem's mu: one compiled signature of the AC kernels
+            self.fc.append((d, I, mu, np.ascontiguousarray(rN), np.ascontiguousarray(rT)))
         # the fixed sparsity of D_A and D_B: scalar rows on the diagonal, contact blocks dense
         scal = np.concatenate([self.eq, self.lcp, self.rel])
         rr, cc = [scal], [scal]

@@ -94,475 +94,21 @@ References
 
 from __future__ import annotations
 
-import functools
 import math
-import time
-import warnings
 
 import numpy as np
-import scipy.linalg as sla
 
 from ..exceptions import OptionError
-from ..linalg import solve_or_lstsq
-from ..monitor import CHUNK_SECONDS
-from ..problems._base import FLOAT64, norm2
-from ..problems.lcp import LCP
+from ..linalg import basis_solve, refined_solve  # noqa: F401  (refined_solve: the final basis' solve)
 from ..reductions import AVIToMLCP, FC2DToLCP, MLCPToLCP, RelayToLCP, box_of, dense_of, lcp_size
-from ..registry import plan, register
-from ..result import Solution, Status, judged
-from . import _gs_kernels as K
-
-try:
-    from numba import njit
-except ImportError:  # pragma: no cover
-    def njit(*a, **k):
-        if a and callable(a[0]):
-            return a[0]
-        return lambda f: f
+from ..registry import register
+from ..result import Status
+from ._tableau import Tableau, first_chunk, lcp_start, scaled_tableau
 
 PIVOTS_PER_ROW = 50      # default pivot budget: PIVOTS_PER_ROW * n (n: size of the LCP)
-SMALL_LCP = 16           # an LCP up to this size has its iteration 0 compiled (and a re-solve plan)
-TINY = np.finfo(float).tiny
-EPS = np.finfo(float).eps
+SMALL_LCP = 16           # an LCP up to this size has its iteration 0 compiled
 MAX_LCP = 10_000         # dense tableau: n^2 doubles (800 MB at the limit)
-HASH_WINDOW = 1 << 20    # basis hashes kept to tell whether a basis repeated (8 MB)
-EXTENDED_MAX = 2000      # refined_solve: residuals in extended precision up to this size
 GOOD_ERROR = 1e-14       # a final point at this error (rounding level) ends the recomputation
-
-
-# --------------------------------------------------------------------------------------------
-# compiled kernel
-# variables: w_i -> i, z_i -> n + i, z0 -> 2n; pos[var] = basis row or -1; basis[row] = var
-# Binv is Fortran ordered; dense[j] is True when column j of Binv is not a unit vector
-# (i.e. w_j is not basic); the other columns are e_{pos[j]} and are never stored as such.
-# --------------------------------------------------------------------------------------------
-
-@njit(cache=True)
-def _entering_column(MF, cover, Binv, dense, pos, var, col):
-    n = col.shape[0]
-    if var < n:  # w_var: column e_var of the constraint matrix [I, -M, -d]
-        if dense[var]:
-            for i in range(n):
-                col[i] = Binv[i, var]
-        else:
-            for i in range(n):
-                col[i] = 0.0
-            col[pos[var]] = 1.0
-        return
-    for i in range(n):
-        col[i] = 0.0
-    if var < 2 * n:
-        j = var - n
-        for c in range(n):
-            a = -MF[c, j]
-            if a == 0.0:
-                continue
-            if dense[c]:
-                for i in range(n):
-                    col[i] += Binv[i, c] * a
-            else:
-                col[pos[c]] += a
-    else:
-        for c in range(n):
-            a = -cover[c]
-            if dense[c]:
-                for i in range(n):
-                    col[i] += Binv[i, c] * a
-            else:
-                col[pos[c]] += a
-
-
-@njit(cache=True)
-def _lex_value(Binv, dense, basis, i, j):
-    """(B^-1)[i, j] with the unit columns implicit."""
-    if dense[j]:
-        return Binv[i, j]
-    return 1.0 if basis[i] == j else 0.0
-
-
-@njit(cache=True)
-def _keep_ties(cand, c, x, slack, m):
-    """Keep in front the candidates k < m whose ratio x_k / c_k (c_k > 0) is at most
-    min_l (x_l + slack) / c_l (Harris' bound: pivoting on k leaves every x_l - c_l x_k / c_k
-    above -slack). Returns how many are kept (at least the minimum ratio's row)."""
-    bound = np.inf
-    for k in range(m):
-        t = (x[k] + slack) / c[k]
-        if t < bound:
-            bound = t
-    mm = 0
-    for k in range(m):
-        if x[k] / c[k] <= bound:
-            t = cand[mm]
-            cand[mm] = cand[k]
-            cand[k] = t
-            v = c[mm]
-            c[mm] = c[k]
-            c[k] = v
-            v = x[mm]
-            x[mm] = x[k]
-            x[k] = v
-            mm += 1
-    return mm
-
-
-@njit(cache=True)
-def _ratio_test(Binv, beta, col, dense, basis, z0var, initial, piv_tol, tie_tol, cand, c, x):
-    """Row leaving the basis, or -1 (secondary ray). ``initial``: the z0 step (lexicographic max).
-
-    Lexicographic minimum of (beta_i, Binv_i,:) / col_i over the blocking rows; two values tie
-    when choosing either leaves the other row's entry above minus the noise (module docstring)."""
-    n = col.shape[0]
-    cmax = 0.0
-    for i in range(n):
-        a = abs(col[i])
-        if a > cmax:
-            cmax = a
-    thr = piv_tol * max(cmax, 1e-300)
-    sgn = -1.0 if initial else 1.0     # initial: the rows with col < 0, lexicographic max of the ratio
-    sb = 1.0
-    for i in range(n):
-        if abs(beta[i]) > sb:
-            sb = abs(beta[i])
-    nc = 0
-    for i in range(n):
-        if sgn * col[i] > thr:
-            cand[nc] = i
-            c[nc] = sgn * col[i]
-            x[nc] = beta[i]
-            nc += 1
-    if nc == 0:
-        return -1
-    m = _keep_ties(cand, c, x, tie_tol * sb, nc)
-    if m == 1:
-        return cand[0]
-    if not initial:  # z0 tied on the ratio: let it leave, which ends the path with a solution
-        for k in range(m):
-            if basis[cand[k]] == z0var:
-                return cand[k]
-    # lexicographic tie-break on the columns of B^-1 (noise scale: the largest entry of B^-1)
-    sB = 1.0
-    for j in range(n):
-        if dense[j]:
-            for i in range(n):
-                if abs(Binv[i, j]) > sB:
-                    sB = abs(Binv[i, j])
-    j = 0
-    while m > 1 and j < n:
-        for k in range(m):
-            x[k] = _lex_value(Binv, dense, basis, cand[k], j)
-        m = _keep_ties(cand, c, x, tie_tol * sB, m)
-        j += 1
-    return cand[0]
-
-
-@njit(cache=True)
-def _pivot(Binv, beta, col, dense, basis, pos, r, enter, nzc):
-    """Pivot on row r with entering variable ``enter`` whose updated column is ``col``."""
-    n = col.shape[0]
-    leave = basis[r]
-    # column j of the new B^-1 = E * old column j, E the eta matrix of (r, col)
-    inv = 1.0 / col[r]
-    nnz = 0
-    for j in range(n):
-        if dense[j]:
-            nzc[nnz] = j
-            nnz += 1
-    if leave < n:
-        # w_leave leaves: its unit column e_r becomes dense
-        j = leave
-        for i in range(n):
-            Binv[i, j] = 0.0
-        Binv[r, j] = 1.0
-        dense[j] = True
-        nzc[nnz] = j
-        nnz += 1
-    br = beta[r] * inv
-    for i in range(n):
-        beta[i] -= col[i] * br
-    beta[r] = br
-    for k in range(nnz):
-        j = nzc[k]
-        f = Binv[r, j] * inv
-        if f != 0.0:
-            for i in range(n):
-                Binv[i, j] -= col[i] * f
-        Binv[r, j] = f
-    # unit columns of rows other than r are unchanged (E e_i = e_i for i != r)
-    basis[r] = enter
-    pos[leave] = -1
-    pos[enter] = r
-    if enter < n:
-        # w_enter basic at row r: its column of B^-1 is exactly e_r again
-        j = enter
-        dense[j] = False
-        for i in range(n):
-            Binv[i, j] = 0.0
-
-
-@njit(cache=True)
-def _lemke_run(MF, cover, Binv, beta, dense, basis, pos, state, nsteps, piv_tol, tie_tol, col, zob, hashes):
-    """Run up to ``nsteps`` pivots. state = [entering var, pivots done, basis hash].
-
-    ``hashes[k]`` receives the (Zobrist) hash of the basis after the k-th pivot of this call.
-    Returns 0 (nsteps done), 1 (z0 left: solution), 2 (secondary ray; col = its column),
-    3 (numerical trouble).
-    """
-    n = beta.shape[0]
-    z0var = 2 * n
-    cand = np.empty(n, dtype=np.int64)
-    cc = np.empty(n)
-    xx = np.empty(n)
-    nzc = np.empty(n + 1, dtype=np.int64)
-    for k in range(nsteps):
-        enter = state[0]
-        _entering_column(MF, cover, Binv, dense, pos, enter, col)
-        initial = pos[z0var] < 0 and enter == z0var
-        r = _ratio_test(Binv, beta, col, dense, basis, z0var, initial, piv_tol, tie_tol, cand, cc, xx)
-        if r < 0:
-            return 2
-        if not np.isfinite(col[r]) or col[r] == 0.0:
-            return 3
-        leave = basis[r]
-        _pivot(Binv, beta, col, dense, basis, pos, r, enter, nzc)
-        state[1] += 1
-        state[2] ^= zob[leave] ^ zob[enter]
-        hashes[k] = state[2]
-        if leave == z0var:
-            return 1
-        # complementary rule
-        state[0] = leave + n if leave < n else leave - n
-    return 0
-
-
-# --------------------------------------------------------------------------------------------
-# iteration 0 of a small dense LCP, compiled (the start of the full path and the re-solve plan)
-# --------------------------------------------------------------------------------------------
-
-@njit(cache=True)
-def _two_prod(a, b):
-    """(p, e) with p = fl(ab) and p + e = ab exactly (Dekker's product, no FMA needed)."""
-    p = a * b
-    c = 134217729.0 * a
-    ah = c - (c - a)
-    al = a - ah
-    c = 134217729.0 * b
-    bh = c - (c - b)
-    bl = b - bh
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
-@njit(cache=True)
-def _lu_refined(A, b, x, rounds):
-    """x = A^-1 b for a small dense A: Gaussian elimination with partial pivoting
-    (``_gs_kernels.gauss_solve``), then ``rounds`` steps of iterative refinement with residuals
-    b - Ax in double-double (as :func:`refined_solve` with its extended-precision residuals).
-    False when a pivot is exactly 0 or x is not finite (the caller then takes the Python path:
-    :func:`refined_solve`, least squares when singular)."""
-    m = b.shape[0]
-    if not K.gauss_solve(A.copy(), b.copy(), x, 0.0):
-        return False
-    for i in range(m):
-        if not math.isfinite(x[i]):
-            return False
-    r = np.empty(m)
-    y = np.empty(m)
-    for _ in range(rounds):
-        for i in range(m):      # r = b - A x in double-double, rounded once
-            hi = b[i]
-            lo = 0.0
-            for j in range(m):
-                p, e = _two_prod(A[i, j], x[j])
-                s = hi - p
-                bb = s - hi
-                lo += ((hi - (s - bb)) + (-p - bb)) - e
-                hi = s
-            r[i] = hi + lo
-        if not K.gauss_solve(A.copy(), r, y, 0.0):
-            return True
-        big = 0.0
-        dmax = 0.0
-        for i in range(m):
-            if not math.isfinite(y[i]):
-                return True          # as refined_solve: a non-finite correction ends the refinement
-        for i in range(m):
-            x[i] += y[i]
-            big = max(big, abs(x[i]))
-            dmax = max(dmax, abs(y[i]))
-        if dmax <= EPS * max(big, TINY):
-            return True
-    return True
-
-
-@njit(cache=True)
-def _lcp_start(M, q, z, w, warm, qnorm, tol):
-    """Iteration 0 of ``lemke`` on a small dense LCP (:func:`_begin`) in one call: w = Mz + q and
-    the error of the start z (the warm start, else 0); when a warm start is above ``tol``, the point
-    of its support {z > 0} as a final basis (M_FF z_F = -q_F, the rest 0), kept when its error is
-    smaller (z, w updated in place). Returns (error, code): 0 the start kept, 1 the support point
-    taken, 2 the support system needs the Python path, -1 z not finite."""
-    n = q.shape[0]
-    for i in range(n):
-        if not math.isfinite(z[i]):
-            return np.nan, -1
-    K.dense_affine(M, z, q, w)
-    err = K.lcp_error(z, w, qnorm)
-    if not (warm and err > tol):
-        return err, 0
-    F = np.empty(n, dtype=np.int64)
-    m = 0
-    for i in range(n):
-        if z[i] > 0.0:
-            F[m] = i
-            m += 1
-    A = np.empty((m, m))
-    b = np.empty(m)
-    for a in range(m):
-        b[a] = -q[F[a]]
-        for c in range(m):
-            A[a, c] = M[F[a], F[c]]
-    x = np.empty(m)
-    if m and not _lu_refined(A, b, x, 3):
-        return err, 2
-    zb = np.zeros(n)
-    for a in range(m):
-        zb[F[a]] = x[a]
-    wb = np.empty(n)
-    K.dense_affine(M, zb, q, wb)
-    eb = K.lcp_error(zb, wb, qnorm)
-    if eb < err:
-        for i in range(n):
-            z[i] = zb[i]
-            w[i] = wb[i]
-        return eb, 1
-    return err, 0
-
-
-# --------------------------------------------------------------------------------------------
-# Python driver
-# --------------------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=64)
-def _zobrist(n):
-    """Zobrist hashing of the bases of size n: one random 62-bit key per variable, XORed
-    over the basic ones, and the hash of the initial basis (every w basic)."""
-    zob = np.random.default_rng(2 * n + 1).integers(1, 2 ** 62, size=2 * n + 1, dtype=np.int64)
-    return zob, (np.bitwise_xor.reduce(zob[:n]) if n else np.int64(0))
-
-
-class _Tableau:
-    """State of a Lemke path on unit-scaled data (stepped in compiled chunks)."""
-
-    def __init__(self, M, q, cover, unscale=1.0, b=1.0):
-        n = q.shape[0]
-        self.n, self.unscale, self.b = n, unscale, b
-        self.MF = np.asfortranarray(M, dtype=float)
-        self.cover = np.ascontiguousarray(cover, dtype=float)
-        self.Binv = np.zeros((n, n), order="F")
-        self.beta = q.astype(float).copy()
-        self.dense = np.zeros(n, dtype=np.bool_)
-        self.basis = np.arange(n, dtype=np.int64)
-        self.pos = -np.ones(2 * n + 1, dtype=np.int64)
-        self.pos[:n] = np.arange(n)
-        self.zob, h = _zobrist(n)
-        self.state = np.array([2 * n, 0, h], dtype=np.int64)
-        self.hashes = [np.array([h], dtype=np.int64)]   # basis hashes, the most recent HASH_WINDOW
-        self._kept, self.trimmed = 1, False
-        self.col = np.zeros(n)
-
-    def run(self, nsteps, piv_tol, tie_tol):
-        buf = np.empty(nsteps, dtype=np.int64)
-        before = int(self.state[1])
-        code = int(_lemke_run(self.MF, self.cover, self.Binv, self.beta, self.dense, self.basis, self.pos,
-                              self.state, int(nsteps), float(piv_tol), float(tie_tol), self.col, self.zob, buf))
-        self.hashes.append(buf[:int(self.state[1]) - before])
-        self._kept += self.hashes[-1].size
-        while self._kept > HASH_WINDOW and len(self.hashes) > 1:   # bounded memory on long runs
-            self._kept -= self.hashes.pop(0).size
-            self.trimmed = True
-        return code
-
-    @property
-    def pivots(self) -> int:
-        return int(self.state[1])
-
-    def repeated(self) -> bool:
-        """True when some basis of the path came back (by its hash)."""
-        h = np.concatenate(self.hashes)
-        return np.unique(h).size < h.size
-
-    def z(self):
-        n, b = self.n, self.basis
-        z = np.zeros(n)
-        zb = (b >= n) & (b < 2 * n)
-        z[b[zb] - n] = self.beta[zb]
-        return z * self.unscale
-
-    def basic_mask(self):
-        """Boolean mask of the basic z_i."""
-        n, b = self.n, self.basis
-        mask = np.zeros(n, bool)
-        mask[b[(b >= n) & (b < 2 * n)] - n] = True
-        return mask
-
-    def z0(self):
-        r = self.pos[2 * self.n]
-        return float(self.beta[r]) * self.b if r >= 0 else 0.0
-
-    def ray(self):
-        """Direction (w, z, z0) of the secondary ray from the last entering column."""
-        n = self.n
-        d = np.zeros(2 * n + 1)
-        d[self.state[0]] = 1.0
-        d[self.basis] = -self.col
-        return d[:n], d[n:2 * n], float(d[2 * n])
-
-
-def refined_solve(A, b, rounds: int = 3) -> np.ndarray:
-    r"""Solve :math:`Ax = b` by LU with iterative refinement: :math:`r = b - Ax` in extended
-    precision (``np.longdouble``; in double above ``EXTENDED_MAX`` rows),
-    :math:`x \leftarrow x + A^{-1} r`. Singular A: the least-squares solution
-    (:func:`nsopt.linalg.solve_or_lstsq`)."""
-    A = np.asarray(A, dtype=float)
-    b = np.asarray(b, dtype=float)
-    if b.shape[0] == 0:
-        return np.zeros(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", sla.LinAlgWarning)
-        try:
-            lu = sla.lu_factor(A, check_finite=False)
-        except (sla.LinAlgWarning, ValueError, np.linalg.LinAlgError):
-            return solve_or_lstsq(A, b)[0]
-    x = sla.lu_solve(lu, b, check_finite=False)
-    if not np.all(np.isfinite(x)):
-        return solve_or_lstsq(A, b)[0]
-    # extended-precision residuals below EXTENDED_MAX rows (numpy's longdouble product has no BLAS);
-    # above, fixed-precision refinement (which still gives a componentwise backward-stable x)
-    ext = np.longdouble if A.shape[0] <= EXTENDED_MAX else np.float64
-    Al, bl = A.astype(ext), b.astype(ext)
-    for _ in range(rounds):
-        r = np.asarray(bl - Al @ x.astype(ext), dtype=float)
-        dx = sla.lu_solve(lu, r, check_finite=False)
-        if not np.all(np.isfinite(dx)):
-            break
-        x = x + dx
-        if np.max(np.abs(dx)) <= np.finfo(float).eps * max(np.max(np.abs(x)), np.finfo(float).tiny):
-            break
-    return x
-
-
-def basis_solve(M, q, lo, hi, F, z) -> np.ndarray:
-    r"""The point of a final basis of a box-affine problem (:math:`w = Mz + q`, :math:`z \in [lo, hi]`):
-    the components outside ``F`` at the bound nearest to ``z`` (0 when both are infinite), those in
-    ``F`` from :math:`M_{FF} z_F = -(q_F + M_{F\bar F} z_{\bar F})` (:func:`refined_solve`)."""
-    z = np.asarray(z, dtype=float)
-    F = np.asarray(F, dtype=bool)
-    out = np.where(np.abs(z - lo) <= np.abs(z - hi), lo, hi)
-    out = np.where(np.isfinite(out), out, 0.0)
-    Fi, Ai = np.flatnonzero(F), np.flatnonzero(~F)
-    rhs = -(q[Fi] + M[np.ix_(Fi, Ai)] @ out[Ai]) if Ai.size else -q[Fi]
-    out[Fi] = refined_solve(M[np.ix_(Fi, Fi)], rhs)
-    return out
 
 
 def _basis_points(M, q, lo, hi, z, F, repairs=5):
@@ -615,52 +161,18 @@ def _budget_message(mon, T):
     return rep, f"pivot budget of {mon.k} pivots used without termination (z0 = {z0:.3g}); {what}"
 
 
-class Chunks:
-    """Sizes of the compiled chunks: 1 when a history or a callback wants every iteration, else
-    doubling up to about ``CHUNK_SECONDS`` of kernel time (so ``time_limit`` and Ctrl-C act between
-    chunks), within the monitor's ``max_iter``."""
-
-    def __init__(self, mon, first: int = 1):
-        self.mon, self.size, self.t = mon, max(1, int(first)), None
-
-    def next(self) -> int:
-        mon = self.mon
-        if mon.callback is not None or mon.history is not None:
-            return 1
-        left = mon.max_iter - mon.k if mon.max_iter is not None else self.size
-        self.t = time.perf_counter()
-        return int(max(1, min(self.size, left)))
-
-    def done(self, n: int):
-        if n > 0 and self.t is not None:
-            per = (time.perf_counter() - self.t) / n
-            self.size = max(1, min(2 * self.size, int(CHUNK_SECONDS / per) if per > 0 else 2 * self.size))
-
-
-def _scaled_tableau(M, q, cover, a=None):
-    """The start of Lemke's path on unit-scaled data: the LCP is homogeneous, z solves (M, q) iff
-    a z / b solves (M / a, q / b), a = max|M|, b = max|q| (``a``: given when already known)."""
-    a = a if a is not None else float(np.max(np.abs(M))) or 1.0
-    b = float(np.max(np.abs(q))) or 1.0
-    return _Tableau(M / a, q / b, cover, unscale=b / a, b=b)
-
-
-def _first_chunk(n: int) -> float:
-    """Pivots of the first compiled chunk of a path (a pivot costs O(n^2) at most)."""
-    return 1e6 / max(1, n) ** 2
-
-
 def _path(M, q, mon, cover, piv_tol, tie_tol, report, record):
     """Lemke's path on dense (M, q) under the monitor. Returns (code, pivots of the last chunk, T):
     code 1 (z0 left), 2 (secondary ray), 3 (numerical trouble), 0 (the monitor stopped)."""
-    T = _scaled_tableau(M, q, cover)
-    chunks = Chunks(mon, first=_first_chunk(q.shape[0]))
+    T = scaled_tableau(M, q, cover)
+    first = first_chunk(q.shape[0])
     while True:
-        c = 1 if record is not None else chunks.next()
+        c = 1 if record is not None else mon.chunk(per_iteration_errors=False, first=first)
+        first = None
         before = T.pivots
         code = T.run(c, piv_tol, tie_tol)
         done = T.pivots - before
-        chunks.done(done)
+        mon.timed(done)
         if record is not None and done:
             record.append(tuple(sorted(T.basis.tolist())))
         if code != 0:
@@ -705,7 +217,7 @@ def _lemke(lcp, M, mon, *, to_x, err_of, polish, piv_tol, tie_tol, cover=None, r
             raise OptionError(f"cover: the covering vector must be a positive finite vector of size {n}")
     if mon.k == 0 and mon.build_time == 0.0 and not _LOADED:
         # load the compiled kernel (a one-off build, with the reduction: not counted in time_limit)
-        _Tableau(np.eye(2), -np.ones(2), np.ones(2)).run(0, piv_tol, tie_tol)
+        Tableau(np.eye(2), -np.ones(2), np.ones(2)).run(0, piv_tol, tie_tol)
         _LOADED.append(True)
         mon.built()
     tries = pivots = 0
@@ -768,31 +280,31 @@ _START_MSG = ("the start (z = 0) solves the problem", "the warm start solves the
 
 
 def _small_lcp(problem, M) -> bool:
-    """True for an LCP whose iteration 0 runs compiled (:func:`_lcp_start`)."""
-    return problem.kind == "lcp" and problem.size <= SMALL_LCP and isinstance(M, np.ndarray)
+    """True for an LCP whose iteration 0 runs compiled (:func:`_tableau.lcp_start`)."""
+    return type(M) is np.ndarray and problem.kind == "lcp" and M.shape[0] <= SMALL_LCP
 
 
 def _begin(problem, mon, M=None):
     """Iteration 0 of the contract: the warm start, else z = 0 of the problem (Lemke's own path
     starts from the artificial basis whatever this point is). For the box-affine kinds (``M`` given),
     the support of the warm start is also tried as a final basis (module docstring); for an LCP
-    of size <= ``SMALL_LCP`` all of it is compiled (:func:`_lcp_start`, which the re-solve plan
-    calls too), and the point comes back with w and its error (the compiled twin of the LCP
-    error). Returns the Outcome when this point already solves the problem (or the budget is
-    0), else None."""
+    of size <= ``SMALL_LCP`` all of it is compiled (:func:`_tableau.lcp_start`), and the point comes
+    back with w and its error (the compiled twin of the LCP error). Returns the Outcome when this
+    point already solves the problem (or the budget is 0), else None."""
     name = problem.primal
     x0 = mon.x0.get(name) if mon.x0 is not None else None
     if M is not None and _small_lcp(problem, M):
-        z = np.zeros(problem.size) if x0 is None else np.array(x0, dtype=float)
-        w = np.empty(problem.size)
-        err, code = _lcp_start(M, np.asarray(problem.q, dtype=float), z, w, x0 is not None, norm2(problem.q),
-                               mon.tol)
+        q = problem.q
+        n = q.shape[0]
+        z = np.zeros(n) if x0 is None else np.array(x0, dtype=float)
+        w = np.empty(n)
+        err, code = lcp_start(M, q, z, w, x0 is not None, math.hypot(*q.tolist()), mon.tol)   # (norm2's short path)
         if code >= 0 and code != 2:
-            if mon.start({name: z}, err):
+            x = {"z": z}      # (a new array: recorded as it is, copied only if it is returned later)
+            if mon.record(err, 0, err, None, x, x, err) is not None:
                 msg = _START_MSG[code + (x0 is not None)] if mon.status is Status.SOLVED else ""
-                out = mon.outcome(message=msg, info={"pivots": 0}, x={"z": z, "w": w})
-                out.error, out.complete = err, True
-                return out
+                x["w"] = w
+                return mon.outcome(message=msg, info={"pivots": 0}, x=x, error=err)
             return None
     z = np.zeros(problem.size) if x0 is None else np.asarray(x0, dtype=float)
     err = problem.error(z)
@@ -812,10 +324,12 @@ def _begin(problem, mon, M=None):
 
 
 def _box_start(problem, mon):
-    """Dense M, q and the bounds of a box-affine problem, with the Outcome of :func:`_begin`."""
-    M = dense_of(problem.M, "M", "lemke")
-    lo, hi = box_of(problem)
-    return M, np.asarray(problem.q, dtype=float), lo, hi, _begin(problem, mon, M)
+    """Dense M and q of a box-affine problem, with the Outcome of :func:`_begin` (its bounds are
+    :func:`box_of`, wanted only when Lemke's path runs)."""
+    M = problem.M
+    if type(M) is not np.ndarray:
+        M = dense_of(M, "M", "lemke")
+    return M, problem.q, _begin(problem, mon, M)
 
 
 def _too_big(problem):
@@ -847,10 +361,35 @@ def lcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, cover=None, restart
 
     ``cover``: covering vector (default ones); ``restarts``: after a secondary ray *without*
     certificate, retry this many times with random covering vectors (a certified ray is final).
+
+    Parameters
+    ----------
+    problem : nsopt.LCP
+        The problem (kind ``lcp``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [1.333333 2.333333]
     """
-    M, q, lo, hi, out = _box_start(problem, mon)
+    M, q, out = _box_start(problem, mon)
     if out is not None:
         return out
+    lo, hi = box_of(problem)
     return _lemke(problem, M, mon, to_x=lambda z: {"z": z}, err_of=lambda x: problem.error(x["z"]),
                   polish=lambda z, basic: ({"z": p} for p in _basis_points(M, q, lo, hi, z, basic)),
                   piv_tol=piv_tol, tie_tol=tie_tol, cover=cover, restarts=restarts,
@@ -860,77 +399,6 @@ def lcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, cover=None, restart
 lcp_lemke.__doc__ += _OPTIONS_DOC
 
 
-class _LCPPlan:
-    """The re-solve plan of ``lemke`` on a small dense LCP (:func:`nsopt.registry.plan`): iteration 0
-    compiled (:func:`_lcp_start`, as the full path runs it). When that point solves the problem
-    (the start, the warm start, or its support as a final basis: the common steps of a
-    time-stepping loop) the Solution comes back without a monitor. Otherwise Lemke's path runs
-    as the full path runs it (one compiled chunk: the first chunk of a small LCP covers the whole
-    pivot budget) and, when z0 leaves the basis at a point at the rounding level (no
-    recomputation from the final basis), the Solution is the full path's; any other end (a ray,
-    the budget, a point to polish) goes to the full path."""
-
-    def __init__(self, problem, tol, max_iter, options):
-        self.M, self.tol, self.max_iter = problem.M, tol, max_iter
-        self.piv_tol = float(options.get("piv_tol", 1e-12))
-        self.tie_tol = float(options.get("tie_tol", 1e-11))
-        self.path = options.get("cover") is None and not options.get("record_bases", False)
-        self.scale = float(np.max(np.abs(self.M))) or 1.0
-        n = problem.size
-        budget = PIVOTS_PER_ROW * max(n, 1) if max_iter is None else max_iter
-        self.chunk = int(max(1, min(max(1, int(_first_chunk(n))), budget)))   # Chunks.next() of the full path
-        self.cover = np.ones(n)
-
-    def __call__(self, problem, warm_start, options):
-        t0 = time.perf_counter()
-        if type(problem) is not LCP or problem.M is not self.M:
-            return None
-        q = problem.q
-        n = q.shape[0]
-        if warm_start is None:
-            z, warm = np.zeros(n), False
-        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype == FLOAT64:
-            z, warm = warm_start.copy(), True            # checked finite by the kernel
-        elif type(warm_start) is Solution and type(warm_start.problem) is LCP and warm_start.z is not None \
-                and warm_start.z.shape[0] == n and math.isfinite(warm_start.error):
-            z, warm = warm_start.z.copy(), True
-        else:
-            return None
-        w = np.empty(n)
-        err, code = _lcp_start(self.M, q, z, w, warm, norm2(q), self.tol)
-        opts = dict(options) if options else {}
-        if 0 <= code < 2 and err <= self.tol:
-            return Solution._make(problem, "lemke", Status.SOLVED, err, self.tol, 0, time.perf_counter() - t0,
-                                  {"z": z, "w": w}, None, _START_MSG[code + warm], {"pivots": 0}, opts)
-        if not (0 <= code < 2 and math.isfinite(err) and self.max_iter != 0):
-            return None
-        if min(q.tolist()) >= 0.0:
-            # q >= 0 and the start above tol: _lemke ends at once with z = 0 (one iteration, no pivot)
-            x = problem.complete({"z": np.zeros(n)})
-            err = float(problem.error_of(x))
-            return Solution._make(problem, "lemke", judged(Status.SOLVED, err, self.tol), err, self.tol, 1,
-                                  time.perf_counter() - t0, x, None, "z0 left the basis after 0 pivots",
-                                  {"pivots": 0, "polished": False}, opts)
-        if not self.path:
-            return None
-        T = _scaled_tableau(self.M, q, self.cover, self.scale)
-        if T.run(self.chunk, self.piv_tol, self.tie_tol) != 1:
-            return None
-        z = T.z()
-        err = problem.error(z)
-        if err > GOOD_ERROR:     # _lemke recomputes the point from the final basis: the full path
-            return None
-        k = T.pivots
-        return Solution._make(problem, "lemke", judged(Status.SOLVED, err, self.tol), err, self.tol, k,
-                              time.perf_counter() - t0, {"z": z, "w": problem.w(z)}, None,
-                              f"z0 left the basis after {k} pivots", {"pivots": k, "polished": False}, opts)
-
-
-@plan("lcp", "lemke")
-def _lcp_plan(problem, tol, max_iter, options, ws, info=None):
-    return _LCPPlan(problem, tol, max_iter, options) if _small_lcp(problem, problem.M) else None
-
-
 # --------------------------------------------------------------------------------------------
 # Relay
 # --------------------------------------------------------------------------------------------
@@ -938,18 +406,44 @@ def _lcp_plan(problem, tol, max_iter, options, ws, info=None):
 @register("relay", "lemke", "Lemke on the LCP reformulation of the box VI (z = lb + x, upper multiplier y)",
           applies=_too_big)
 def relay_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False):
-    """Relay by Lemke on its LCP reformulation (:class:`~nsopt.reductions.RelayToLCP`)."""
-    M, q, lo, hi, out = _box_start(problem, mon)
+    """Relay by Lemke on its LCP reformulation (:class:`~nsopt.reductions.RelayToLCP`).
+
+    Parameters
+    ----------
+    problem : nsopt.Relay
+        The problem (kind ``relay``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
+    >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [ 1. -1.]
+    """
+    M, q, out = _box_start(problem, mon)
     if out is not None:
         return out
+    lo, hi = box_of(problem)
     red = RelayToLCP()
-    lcp = red.apply(problem)
+    lcp, data = red.apply(problem)
 
     def polish(x, basic):
-        z = red.invert({"z": x})["z"]
-        return ({"z": p} for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic)))
+        z = red.invert({"z": x}, data)["z"]
+        return ({"z": p} for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic, data)))
 
-    return _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda z: red.invert({"z": z}),
+    return _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda z: red.invert({"z": z}, data),
                   err_of=lambda x: problem.error(x["z"]),
                   polish=polish, piv_tol=piv_tol, tie_tol=tie_tol, record_bases=record_bases,
                   info={"lcp_size": lcp.size})
@@ -973,17 +467,18 @@ def _mlcp_tries(mlcp, mon, reduction, err_of, to_x, record_bases, piv_tol, tie_t
     best, pivots = None, 0
     for name in ([reduction] if reduction != "auto" else ["auto", "split"]):
         red = MLCPToLCP(name)
-        lcp = red.apply(mlcp)
-        if best is not None and red.how == best.info["reduction"]:
+        lcp, data = red.apply(mlcp)
+        if best is not None and data["how"] == best.info["reduction"]:
             continue
 
-        def polish(x, basic, red=red):
-            z = red.invert({"z": x})["z"]
-            return (to_x(p) for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic)))
+        def polish(x, basic, red=red, data=data):
+            z = red.invert({"z": x}, data)["z"]
+            return (to_x(p) for p in _basis_points(M, q, lo, hi, z, red.basis_support(basic, data)))
 
-        out = _lemke(lcp, np.asarray(lcp.M), mon, to_x=lambda x, red=red: to_x(red.invert({"z": x})["z"]),
+        out = _lemke(lcp, np.asarray(lcp.M), mon,
+                     to_x=lambda x, red=red, data=data: to_x(red.invert({"z": x}, data)["z"]),
                      err_of=err_of, polish=polish, piv_tol=piv_tol, tie_tol=tie_tol,
-                     record_bases=record_bases, info={"reduction": red.how, "lcp_size": lcp.size})
+                     record_bases=record_bases, info={"reduction": data["how"], "lcp_size": lcp.size})
         pivots += out.info.get("pivots", 0)
         out.info["error"] = err_of(out.x) if out.x else np.inf
         if best is None or out.info["error"] < best.info["error"]:
@@ -1003,7 +498,32 @@ def _mlcp_tries(mlcp, mon, reduction, err_of, to_x, record_bases, piv_tol, tie_t
 def mlcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", record_bases=False):
     """MLCP by Lemke on :class:`~nsopt.reductions.MLCPToLCP`: ``reduction`` "auto" (Schur complement
     when A is well conditioned, else split; when the Schur route does not reach ``tol``, the split
-    one is tried as well), "schur" or "split"."""
+    one is tried as well), "schur" or "split".
+
+    Parameters
+    ----------
+    problem : nsopt.MLCP
+        The problem (kind ``mlcp``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.MLCP(A=[[2.0]], B=[[2.0]], C=[[1.0]], D=[[1.0]], a=[-2.0], b=[-3.0])
+    >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [0.333333 1.333333]
+    """
     MLCPToLCP(reduction)   # validates the option
     out = _box_start(problem, mon)[-1]
     if out is not None:
@@ -1020,19 +540,44 @@ mlcp_lemke.__doc__ += _OPTIONS_DOC
           applies=_too_big)
 def avi_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", record_bases=False):
     """AVI by Lemke on its KKT MLCP (:class:`~nsopt.reductions.AVIToLCP`); a warm start is only
-    checked as a solution. ``info["multipliers"]``: lambda; ``info["kkt_error"]``."""
+    checked as a solution. ``info["multipliers"]``: lambda; ``info["kkt_error"]``.
+
+    Parameters
+    ----------
+    problem : nsopt.AVI
+        The problem (kind ``avi``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.AVI([[1.0, 0.0], [0.0, 1.0]], [-2.0, -1.0], [[-1.0, -1.0]], [-1.0])
+    >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6) + 0.0)
+    solved [1. 0.]
+    """
     MLCPToLCP(reduction)
     out = _begin(problem, mon)
     if out is not None:
         return out
     kkt = AVIToMLCP()
-    mlcp = kkt.apply(problem)
+    mlcp, kkt_data = kkt.apply(problem)
     n = problem.size
     out = _mlcp_tries(mlcp, mon, reduction, lambda x: problem.error(x["z"]),
                       lambda zl: {"z": zl[:n], "zl": zl}, record_bases, piv_tol, tie_tol, mon.tol * 1e-2)
     zl = out.x.get("zl", np.zeros(mlcp.size)) if out.x else np.zeros(mlcp.size)
     out.x = {"z": zl[:n]}
-    out.info.update(multipliers=kkt.multipliers({"z": zl}), kkt_error=mlcp.error(zl))
+    out.info.update(multipliers=kkt.multipliers({"z": zl}, kkt_data), kkt_error=mlcp.error(zl))
     return out
 
 
@@ -1047,19 +592,44 @@ avi_lemke.__doc__ += _OPTIONS_DOC
           applies=_too_big)
 def fc2d_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False):
     """FC2D by Lemke on the LCP of Coulomb's law (:class:`~nsopt.reductions.FC2DToLCP`); a warm
-    start is only checked as a solution."""
+    start is only checked as a solution.
+
+    Parameters
+    ----------
+    problem : nsopt.FrictionContact
+        The problem (kind ``fc2d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(2, [[1.0, 0.1], [0.1, 1.2]], [-1.0, -2.0], [0.3])
+    >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
+    >>> print(s.status.value, s.r.round(6))
+    solved [0.970874 0.291262]
+    """
     red = FC2DToLCP()
     out = _begin(problem, mon)
     if out is not None:
         return out
-    lcp = red.apply(problem)
+    lcp, data = red.apply(problem)
     Ml, ql = np.asarray(lcp.M), np.asarray(lcp.q)
     lo, hi = box_of(lcp)
 
     def polish(x, basic):
-        return (red.invert({"z": p}) for p in _basis_points(Ml, ql, lo, hi, x, basic))
+        return (red.invert({"z": p}, data) for p in _basis_points(Ml, ql, lo, hi, x, basic))
 
-    return _lemke(lcp, Ml, mon, to_x=lambda z: red.invert({"z": z}), err_of=lambda x: problem.error(x["r"]),
+    return _lemke(lcp, Ml, mon, to_x=lambda z: red.invert({"z": z}, data), err_of=lambda x: problem.error(x["r"]),
                   polish=polish,
                   piv_tol=piv_tol, tie_tol=tie_tol, record_bases=record_bases, info={"lcp_size": lcp.size})
 

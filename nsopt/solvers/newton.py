@@ -56,9 +56,7 @@ References
 
 from __future__ import annotations
 
-import inspect
 import math
-import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -66,14 +64,15 @@ from scipy.sparse.linalg import splu
 
 from ..exceptions import OptionError
 from ..monitor import Monitor
-from ..problems._base import FLOAT64, affine, all_finite, norm2
+from ..problems._base import affine
 from ..problems.cones import project_coulomb
 from ..problems.friction import diag_blocks
-from ..registry import plan, register
-from ..result import Solution, Status, judged
+from ..registry import register
+from ..result import Status
 from . import _gs_kernels as GS
 from . import _newton_kernels as K
 
+DEFAULT_MAX_ITER = 1000  # Newton iterations (proximal outer iterations) when max_iter is None
 DENSE_MAX = 240          # default of the option dense_max: dense LAPACK path for W dense and n <= this
 SMALL_DENSE = 24         # a dense system up to this size runs the compiled Newton loop (newton_dense)
 DENSE_CHUNK = 1024       # iterations per compiled call of that loop (without callback or deadline)
@@ -85,31 +84,29 @@ REG_STEP = 0.1   # default of the option reg_step: a plain step cut below this i
 
 
 def _rho_from_blocks(Wd, rho, mu):
-    """(rho_N, rho_T, rho_pgs) per contact. ``rho`` scalar, a pair, or "auto" (split spectral norm)."""
-    nc, dim = Wd.shape[0], Wd.shape[1]
-    S = 0.5 * (Wd + np.transpose(Wd, (0, 2, 1)))
-    lmax = np.linalg.eigvalsh(S)[:, -1] if nc else np.zeros(0)
-    good = lmax > 0
-    fill = float(np.median(lmax[good])) if np.any(good) else 1.0
-    lmax = np.where(good, lmax, fill)
-    rho_pgs = 1.0 / lmax
+    """(rho_N, rho_T, rho_pgs) per contact from the diagonal blocks ``Wd`` (nc, dim, dim). ``rho``
+    scalar, a pair, or "auto" (split spectral norm): :func:`_newton_kernels.rho_of_blocks`."""
     if isinstance(rho, str):
         if rho != "auto":
             raise OptionError(f"rho must be a positive number, a pair, or 'auto', got {rho!r}")
-        wN = Wd[:, 0, 0]
-        wN = np.where(wN > 0, wN, lmax)
-        if dim > 1:
-            lT = np.linalg.eigvalsh(S[:, 1:, 1:])[:, -1]
-            lT = np.where(lT > 0, lT, lmax)
-        else:
-            lT = lmax
-        return 1.0 / wN, 1.0 / lT, rho_pgs
-    vals = np.atleast_1d(np.asarray(rho, dtype=float))
+        auto, rn, rt = True, 1.0, 1.0
+    else:
+        auto, (rn, rt) = False, _rho_pair(rho)
+    nc = Wd.shape[0]
+    rhoN, rhoT, rho_pgs = np.empty(nc), np.empty(nc), np.empty(nc)
+    K.rho_of_blocks(np.ascontiguousarray(Wd, dtype=float), auto, rn, rt, rhoN, rhoT, rho_pgs)
+    return rhoN, rhoT, rho_pgs
+
+
+def _rho_pair(rho):
+    """(rho_N, rho_T) of a positive number or a pair (the option ``rho`` when it is not "auto")."""
+    try:
+        vals = np.atleast_1d(np.asarray(rho, dtype=float))
+    except (TypeError, ValueError):
+        vals = np.zeros(0)
     if vals.size not in (1, 2) or not np.all(np.isfinite(vals)) or np.any(vals <= 0):
         raise OptionError(f"rho must be a positive number, a pair (rho_N, rho_T), or 'auto', got {rho!r}")
-    rN = np.full(nc, vals[0])
-    rT = np.full(nc, vals[-1])
-    return rN, rT, rho_pgs
+    return float(vals[0]), float(vals[-1])
 
 
 def _check_reg(reg):
@@ -197,35 +194,60 @@ class _Local:
     :class:`~nsopt.Workspace`; :meth:`reset` sets the q of the problem being solved."""
 
     def __init__(self, problem, formulation, rho, fb_scale=1.0, dense_max=DENSE_MAX):
-        self.dim, self.nc = problem.dim, problem.nc
-        self.n = problem.size
+        self.dim, self.nc = dim, nc = problem.dim, problem.nc
+        self.n = n = problem.size
         self.mu = np.ascontiguousarray(problem.mu, dtype=float)
         W = problem.W
-        self.dense = (not sp.issparse(W)) and self.n <= dense_max
-        self.small = self.dense and self.n <= SMALL_DENSE      # the compiled Newton loop (newton_dense)
-        if self.dense:
-            self.Wd = np.ascontiguousarray(W, dtype=float)
-            self.pat = None
-            Wcsr = sp.csr_matrix(self.Wd)
-        else:
-            self.pat = problem.cached("newton_pattern", lambda: _Pattern(W, self.nc, self.dim), on=("W",))
-            Wcsr = self.pat.W
-        self.Wcsr = Wcsr
-        self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
-                    Wcsr.indptr.astype(np.int64))
-        self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
+        self.dense = (not sp.issparse(W)) and n <= dense_max
+        self.small = self.dense and n <= SMALL_DENSE      # the compiled Newton loop (newton_dense)
         self.formulation = formulation
-        # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)
-        g = float(np.mean(self.rho_pgs)) if fb_scale == "auto" else float(fb_scale)
-        self.gamma_c = np.full(self.nc, g)
-        self.gamma = np.repeat(self.gamma_c, self.dim)
-        self.A = np.zeros((self.nc, self.dim, self.dim))
-        self.B = np.zeros((self.nc, self.dim, self.dim))
-        self.phi = np.zeros(self.n)
-        self._x, self._px = np.empty(self.dim), np.empty(self.dim)
+        self.label = formulation.upper()
+        self.new = True             # just built: its time is the solve's build_time
+        self.pat = None
+        self._x, self._px = np.empty(dim), np.empty(dim)
         self.dense_state = None     # work arrays of the compiled loop (_newton_dense)
-        self.wscale = float(np.mean(1.0 / self.rho_pgs)) if self.nc else 1.0
+        if self.small:
+            # one compiled call: rho, the FB scale and W's CSR (no NumPy or SciPy set-up per W)
+            self.Wd = np.ascontiguousarray(W, dtype=float)
+            auto = isinstance(rho, str)
+            rn, rt = (1.0, 1.0) if auto else _rho_pair(rho)
+            if auto and rho != "auto":
+                raise OptionError(f"rho must be a positive number, a pair, or 'auto', got {rho!r}")
+            self.P, self.Q, (self.rhoN, self.rhoT, self.rho_pgs, self.gamma_c, self.gamma) = K.dense_layout(n, nc)
+            self.wscale = float(K.dense_setup(self.Wd, dim, self.mu, auto, rn, rt, fb_scale == "auto",
+                                              1.0 if fb_scale == "auto" else float(fb_scale), self.P, self.Q))
+            nz = int(self.Q[n])
+            o = 4 * nc + n
+            self.csr = (self.P[o:o + nz], self.Q[n + 1:n + 1 + nz], self.Q[:n + 1])
+            self._Wcsr = None
+        else:
+            if self.dense:
+                self.Wd = np.ascontiguousarray(W, dtype=float)
+                Wcsr = sp.csr_matrix(self.Wd)
+            else:
+                self.pat = problem.cached("newton_pattern", lambda: _Pattern(W, nc, dim), on=("W",))
+                Wcsr = self.pat.W
+            self._Wcsr = Wcsr
+            self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
+                        Wcsr.indptr.astype(np.int64))
+            self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
+            # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)
+            g = float(np.mean(self.rho_pgs)) if fb_scale == "auto" else float(fb_scale)
+            self.gamma_c = np.full(nc, g)
+            self.gamma = np.repeat(self.gamma_c, dim)
+            self.wscale = float(np.mean(1.0 / self.rho_pgs)) if nc else 1.0
+        self.A = np.zeros((nc, dim, dim))
+        self.B = np.zeros((nc, dim, dim))
+        self.phi = np.zeros(n)
         self.reset(problem)
+
+    @property
+    def Wcsr(self):
+        """W as a SciPy CSR matrix (the Python path; made when first asked for a small dense W)."""
+        if self._Wcsr is None:
+            data, ind, ptr = self.csr
+            self._Wcsr = sp.csr_matrix((data, ind, ptr), shape=(self.n, self.n))
+        return self._Wcsr
 
     def reset(self, problem):
         """Start a solve of ``problem`` (same W and mu): its q, no proximal term."""
@@ -323,54 +345,49 @@ def _search(sys, r, u, d, f0, fref, line_search, phi_t):
 
 
 _LS_CODES = {"armijo": 0, "nonmonotone": 1, "none": 2}
+_NO_ERRORS = np.zeros(0)
 
 
 def _newton_dense(sys, r, mon, *, line_search, memory, stall, switch, reg, reg_step):
     """:func:`_newton_local` on a small dense system without proximal term: the same loop, compiled
-    (``_newton_kernels.newton_dense``), in chunks of iterations under the monitor. Without a
-    callback or a deadline the start and the first chunk are one call (the monitor records the
-    start first, as the start decides whether to iterate: the kernel applies the same test)."""
+    (``_newton_kernels.newton_dense``), called in turns under the monitor (:meth:`Monitor.record`:
+    the kernel keeps the best iterate and applies the contract's stops, the monitor judges). Without
+    a callback or a deadline the start and up to ``DENSE_CHUNK`` iterations are one call.
+    Returns (r, stalled, info, measured): ``measured`` is (u, error) of the best iterate as the
+    kernel computed them when it stopped, else None."""
     n = sys.n
     st = sys.dense_state
-    if st is None or st[2].shape[0] != memory or st[3].shape[0] != max(stall or 0, switch) + 2:
-        st = sys.dense_state = (np.empty(9, dtype=np.int64), np.empty(3), np.empty(memory),
-                                np.empty(max(stall or 0, switch) + 2), np.empty(16), np.empty(n), np.empty(1))
-    istate, fstate, merits, bests, errs, best_r, best = st
-    istate[:] = (0, _LS_CODES[line_search], 0, 0, 0, 0, 0, 1, K.NEWTON_FRESH)
+    nb = max(stall or 0, switch) + 2
+    if st is None or st[0] != (memory, nb):
+        st = sys.dense_state = ((memory, nb),) + K.dense_state(n, memory, nb) + (np.empty(16),)
+    _, istate, S, (fstate, best, best_r), errs = st
+    keep = mon.history is not None or mon.callback is not None     # the errors of each iteration
+    istate[1], istate[8] = _LS_CODES[line_search], K.NEWTON_FRESH
     u = np.empty(n)
-    data, ind, ptr = sys.csr
-    fb = sys.formulation == "fb"
     stall = -1 if stall is None else stall
+    max_iter = mon.max_iter
     fused = mon.callback is None and mon.deadline is None
-    r0 = r.copy()
-    stalled = False
+    c = min(DENSE_CHUNK, max_iter) if fused else 0
+    x, xbest, start = {"r": r}, {"r": best_r}, True
+    head = (sys.formulation == "fb", sys.Wd, sys.q, sys.mu, sys.P, sys.Q, sys.qnorm, sys.wscale, r, u, istate, S,
+            memory)
+    if not keep:
+        errs = _NO_ERRORS
     while True:
-        # the chunks do not change the iterates: without a callback or a deadline, up to
-        # DENSE_CHUNK iterations per call (a few ms at most on n <= SMALL_DENSE)
-        if istate[8] == K.NEWTON_FRESH:
-            c = max(0, min(DENSE_CHUNK, mon.max_iter)) if fused else 0
-        else:
-            c = max(1, min(DENSE_CHUNK, mon.max_iter - mon.k)) if fused else mon.chunk()
-        if errs.shape[0] < c:
+        if keep and errs.shape[0] < c:
             errs = np.empty(max(c, 2 * errs.shape[0]))
-            sys.dense_state = st = st[:4] + (errs,) + st[5:]
-        fresh = istate[8] == K.NEWTON_FRESH
-        best[0] = mon.best_err
-        kk = K.newton_dense(fb, sys.Wd, sys.q, sys.mu, sys.rhoN, sys.rhoT, sys.gamma, sys.gamma_c, sys.rho_pgs,
-                            data, ind, ptr, sys.qnorm, sys.wscale, r, u, istate, fstate, merits, bests, c, mon.tol,
-                            mon.max_iter, stall, switch, reg, reg_step, errs, best_r, best)
-        if fresh and mon.start({"r": r0}, fstate[1]):
+            sys.dense_state = st = st[:4] + (errs,)
+        kk = K.newton_dense(*head, c, mon.tol, max_iter, stall, switch, reg, reg_step, errs)
+        e, e0, e_best = fstate.tolist()
+        code = istate.item(8)
+        if mon.record(e0 if start else None, kk, e, errs, x, xbest, best.item(0)) is not None or code != K.NEWTON_RUN:
             break
-        if kk:
-            mon.steps(errs[:kk], {"r": r}, best=({"r": best_r}, best[0]))
-        if mon.stopped:
-            break
-        if istate[8] == K.NEWTON_STALLED:
-            stalled = True
-            break
-    info = {"fallback_steps": int(istate[2]), "singular": int(istate[3]), "line_search_switches": int(istate[4]),
-            "regularised_steps": int(istate[5])}
-    return r, stalled, info
+        start = False
+        c = min(DENSE_CHUNK, max_iter - mon.k) if fused else mon.chunk()
+    _, _, n_fb, n_sing, n_sw, n_lm, _, _, code = istate.tolist()
+    info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
+    measured = (u, e_best) if code == K.NEWTON_STOP else None
+    return r, code == K.NEWTON_STALLED and not mon.stopped, info, measured
 
 
 def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0,
@@ -382,7 +399,7 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
     loop (:func:`_newton_dense`)."""
     if sys.small and not sys.sigma and err_fn == sys.error:
         return _newton_dense(sys, r, mon, line_search=line_search, memory=memory, stall=stall, switch=switch,
-                             reg=float(reg), reg_step=float(reg_step))
+                             reg=float(reg), reg_step=float(reg_step))[:3]
     n = sys.n
     u = sys.u(r)
     merits = []
@@ -451,39 +468,69 @@ def _check_dense_max(dense_max):
 
 
 def _local_system(problem, mon, formulation, rho, scale=1.0, dense_max=DENSE_MAX):
-    key = f"newton_local:{formulation}:{rho!r}:{scale!r}:{dense_max}"
+    """The _Local system of ``problem`` (built once per W and mu and these options, and kept: see
+    :meth:`Monitor.state`), reset to its q; a new one's build time is the solve's build_time."""
+    key = ("newton_local", formulation, rho, scale, dense_max)
+    try:
+        hash(key)
+    except TypeError:       # rho given as a list: keyed by its text
+        key = ("newton_local", formulation, repr(rho), scale, dense_max)
     sys = mon.state(problem, key, lambda: _Local(problem, formulation, rho, scale, dense_max), on=("W", "mu"))
+    if sys.new:
+        sys.new = False
+        mon.built()
     return sys.reset(problem)
+
+
+def _local_checked(*, line_search, reg_step, dense_max, **options):
+    """The options of ``nsn-ac`` / ``nsn-fb`` checked (once per distinct values: ``register(check=)``);
+    ``rho`` and ``scale`` are checked with the system they build."""
+    _check_line_search(line_search)
+    if not (isinstance(reg_step, (int, float)) and 0.0 <= reg_step <= 1.0) or isinstance(reg_step, bool):
+        raise OptionError(f"reg_step must be a number in [0, 1], got {reg_step!r}")
+    options.update(line_search=line_search, reg_step=float(reg_step), dense_max=_check_dense_max(dense_max),
+                   reg=_check_reg(options["reg"]))
+    if "scale" in options:
+        options["scale"] = _check_scale(options["scale"])
+    return options
 
 
 def _local_solve(problem, mon, formulation, *, rho, line_search, hybrid=True, stall=100, reg=0.0, scale=1.0,
                  dense_max=DENSE_MAX, reg_step=REG_STEP):
-    _check_line_search(line_search)
-    mon.budget(1000)
-    if not (isinstance(reg_step, (int, float)) and 0.0 <= reg_step <= 1.0) or isinstance(reg_step, bool):
-        raise OptionError(f"reg_step must be a number in [0, 1], got {reg_step!r}")
-    sys = _local_system(problem, mon, formulation, rho, scale, _check_dense_max(dense_max))
-    mon.built()
+    """nsn-ac / nsn-fb on a local problem (options checked by :func:`_local_checked`)."""
+    if mon.max_iter is None:
+        mon.budget(DEFAULT_MAX_ITER)
+    sys = _local_system(problem, mon, formulation, rho, scale, dense_max)
     r = mon.start_vector("r", problem.size)
-    r, stalled, info = _newton_local(sys, r, mon, line_search=line_search, err_fn=sys.error,
-                                     stall=stall if hybrid else None, reg=reg, reg_step=float(reg_step))
-    msg = f"{formulation.upper()} Newton: error {mon.best_err:.3g} after {mon.k} iterations"
+    measured = None
+    if sys.small:
+        r, stalled, info, measured = _newton_dense(sys, r, mon, line_search=line_search, memory=5,
+                                                   stall=stall if hybrid else None, switch=20, reg=reg,
+                                                   reg_step=reg_step)
+    else:
+        r, stalled, info = _newton_local(sys, r, mon, line_search=line_search, err_fn=sys.error,
+                                         stall=stall if hybrid else None, reg=reg, reg_step=reg_step)
+    msg = ("%s Newton: error %.3g after %d iterations", (sys.label, mon.best_err, mon.k))
     if stalled:
         # hybrid: the plain Newton stalled -> proximal regularisation from the best iterate
-        k0 = mon.k
+        k0, e0 = mon.k, mon.best_err
         pinfo = _prox_loop(sys, mon.best_x["r"].copy(), mon, sigma=None, inner_iter=30, line_search=line_search)
         info.update(prox_outer=mon.k - k0, prox_newton=pinfo["newton_iterations"])
-        msg += f"; stalled, proximal continuation: error {mon.best_err:.3g}"
-    out = mon.outcome(message=msg, info=info)
-    if sys.small and out.x.get("r") is not None:
+        msg = f"{sys.label} Newton: error {e0:.3g} after {k0} iterations; stalled, " \
+              f"proximal continuation: error {mon.best_err:.3g}"
+        measured = None
+    if sys.small and mon.best_x is not None:
         # the compiled loop: the best iterate with u = Wr + q as problem.u computes it (the same
         # product of the same arrays) and its error by the compiled twin of the measure (the same
-        # number as problem.error up to the twin's rounding), which solve() does not recompute;
-        # the re-solve plan (_DensePlan) returns the same numbers
-        r = out.x["r"]
-        u = affine(problem.W, r, problem.q)
-        out.x, out.error, out.complete = {"r": r, "u": u}, sys.error(r, u), True
-    return out
+        # number as problem.error up to the twin's rounding), which solve() does not recompute; the
+        # kernel computed them when it stopped on its own
+        if measured is not None:
+            return mon.outcome(message=msg, info=info, x={"r": mon.best_x["r"].copy(), "u": measured[0]},
+                               error=measured[1])
+        rb = mon.best_x["r"].copy()
+        u = affine(problem.W, rb, problem.q)
+        return mon.outcome(message=msg, info=info, x={"r": rb, "u": u}, error=sys.error(rb, u))
+    return mon.outcome(message=msg, info=info)
 
 
 # ============================================================================ global problems
@@ -553,7 +600,7 @@ class _Global:
 
 def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
     _check_line_search(line_search)
-    mon.budget(1000)
+    mon.budget(DEFAULT_MAX_ITER)
     key = f"newton_global:{formulation}:{rho!r}"
     g = mon.state(problem, key, lambda: _Global(problem, formulation, rho), on=("M", "H", "mu")).reset(problem)
     mon.built()
@@ -615,7 +662,8 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
 # ============================================================================ registered methods
 
 
-@register(("fc2d", "fc3d"), "nsn-ac", "semismooth Newton on the Alart-Curnier function, sparse LU, line search")
+@register(("fc2d", "fc3d"), "nsn-ac", "semismooth Newton on the Alart-Curnier function, sparse LU, line search",
+          check=_local_checked)
 def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybrid=True, reg_step=REG_STEP,
            dense_max=DENSE_MAX):
     """Alart–Curnier semismooth Newton, from the warm start ``r`` (default 0).
@@ -637,12 +685,37 @@ def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybr
     dense_max : a dense W with at most this many unknowns (default 240) uses dense LAPACK solves;
         larger or sparse W, the sparse LU on the fixed pattern.
     max_iter : Newton iterations (default 1000), proximal outer iterations counting as one each.
+
+    Parameters
+    ----------
+    problem : nsopt.FrictionContact
+        The problem (kinds ``fc2d``, ``fc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
+    >>> s = nsopt.solve(p, method="nsn-ac", tol=1e-10)
+    >>> print(s.status.value, s.r.round(6))
+    solved [ 0.971803  0.281969 -0.074092]
     """
-    return _local_solve(problem, mon, "ac", rho=rho, line_search=line_search, hybrid=hybrid, reg=_check_reg(reg),
+    return _local_solve(problem, mon, "ac", rho=rho, line_search=line_search, hybrid=hybrid, reg=reg,
                         reg_step=reg_step, dense_max=dense_max)
 
 
-@register(("fc2d", "fc3d"), "nsn-fb", "semismooth Newton on the Fischer-Burmeister SOC function (De Saxce)")
+@register(("fc2d", "fc3d"), "nsn-fb", "semismooth Newton on the Fischer-Burmeister SOC function (De Saxce)",
+          check=_local_checked)
 def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybrid=True, reg_step=REG_STEP,
            dense_max=DENSE_MAX):
     """Fischer–Burmeister semismooth Newton (SOC Jordan algebra, De Saxcé's modified velocity).
@@ -650,107 +723,96 @@ def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybri
     Options as ``nsn-ac`` (no rho; ``reg`` defaults to 0), and ``scale``: the FB function is taken
     on (r, scale x u) (same zeros): a positive number (default 1) or "auto" (1 / the mean of
     lambda_max(W_aa)), which helps when W is far from unit scale (e.g. LMGC_100_PR_PerioBox, W ~ 1e-5).
+
+    Parameters
+    ----------
+    problem : nsopt.FrictionContact
+        The problem (kinds ``fc2d``, ``fc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
+    >>> s = nsopt.solve(p, method="nsn-fb", tol=1e-10)
+    >>> print(s.status.value, s.r.round(6))
+    solved [ 0.971803  0.281969 -0.074092]
     """
-    return _local_solve(problem, mon, "fb", rho=1.0, line_search=line_search, hybrid=hybrid,
-                        reg=_check_reg(reg), scale=_check_scale(scale), reg_step=reg_step, dense_max=dense_max)
-
-
-class _DensePlan:
-    """The re-solve plan of ``nsn-ac`` / ``nsn-fb`` on a small dense fc2d/fc3d system
-    (:func:`nsopt.registry.plan`): the whole loop in one compiled call (``newton_dense``, as the
-    full path runs it: the same iterates, best iterate and stops), then the Solution that
-    ``nsopt.solve`` would build. A stall (the proximal continuation) or a non-finite start hands
-    the call back to the full path."""
-
-    def __init__(self, name, problem, tol, max_iter, sys, kw, ws):
-        self.name, self.cls, self.dim, self.tol = name, type(problem), problem.dim, tol
-        self.max_iter = 1000 if max_iter is None else max_iter
-        self.W, self.mu, self.sys, self.kw = problem.W, problem.mu, sys, kw
-        self.ls = _LS_CODES[kw["line_search"]]
-        self.fresh = np.array((0, self.ls, 0, 0, 0, 0, 0, 1, K.NEWTON_FRESH), dtype=np.int64)
-        self.label = sys.formulation.upper()
-        self.stall = kw["stall"] if kw["hybrid"] else -1
-        n = problem.size
-        self.istate, self.fstate = np.empty(9, dtype=np.int64), np.empty(3)
-        self.merits, self.bests = np.empty(5), np.empty(max(self.stall, 20) + 2)
-        self.errs, self.best_r, self.best = np.empty(min(self.max_iter, DENSE_CHUNK) + 1), np.empty(n), np.empty(1)
-
-    def __call__(self, problem, warm_start, options):
-        t0 = time.perf_counter()
-        if type(problem) is not self.cls or problem.W is not self.W or problem.mu is not self.mu:
-            return None
-        n = problem.q.shape[0]
-        if warm_start is None:
-            r = np.zeros(n)
-        elif type(warm_start) is Solution:
-            r0, p0 = warm_start.r, warm_start.problem
-            if type(p0) is not self.cls or p0.dim != self.dim or r0 is None or r0.shape[0] != n \
-                    or not math.isfinite(warm_start.error):
-                return None
-            r = r0.copy()
-        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype == FLOAT64 \
-                and all_finite(warm_start):
-            r = warm_start.copy()
-        else:
-            return None
-        sys, istate, best, kw = self.sys, self.istate, self.best, self.kw
-        q = problem.q
-        istate[:] = self.fresh
-        best[0] = math.inf
-        u = np.empty(n)
-        data, ind, ptr = sys.csr
-        while True:
-            K.newton_dense(sys.formulation == "fb", sys.Wd, q, sys.mu, sys.rhoN, sys.rhoT, sys.gamma,
-                           sys.gamma_c, sys.rho_pgs, data, ind, ptr, norm2(q), sys.wscale, r, u, istate, self.fstate,
-                           self.merits, self.bests, max(0, min(DENSE_CHUNK, self.max_iter - int(istate[0]))),
-                           self.tol, self.max_iter, self.stall, 20, kw["reg"], kw["reg_step"], self.errs,
-                           self.best_r, best)
-            if istate[8] != K.NEWTON_RUN:
-                break
-        k, _, n_fb, n_sing, n_sw, n_lm, _, _, code = istate.tolist()
-        err, e0, e = self.fstate.tolist()
-        if code == K.NEWTON_STALLED or not math.isfinite(e0):
-            return None
-        if not math.isfinite(err):
-            status = Status.NUMERICAL_ERROR
-        elif err <= self.tol:
-            status = Status.SOLVED
-        else:
-            status = Status.MAX_ITER
-        # the best iterate, with u and its error as _local_solve returns them (the kernel's _measure_best)
-        info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
-        msg = f"{self.label} Newton: error {best.item(0):.3g} after {k} iterations"
-        return Solution._make(problem, self.name, judged(status, e, self.tol), e, self.tol, k,
-                              time.perf_counter() - t0, {"r": self.best_r.copy(), "u": u}, None, msg, info,
-                              dict(options) if options else {}, 0.0)
-
-
-def _dense_plan(name, formulation, defaults):
-    def make(problem, tol, max_iter, options, ws, info=None):
-        o = {**defaults, **options}
-        kw = {"rho": o.get("rho", 1.0), "line_search": o["line_search"], "hybrid": o["hybrid"], "stall": 100,
-              "reg": _check_reg(o["reg"]), "reg_step": float(o["reg_step"]), "scale": _check_scale(o.get("scale", 1.0)),
-              "dense_max": _check_dense_max(o["dense_max"])}
-        if problem.size == 0 or problem.size > SMALL_DENSE or sp.issparse(problem.W) or problem.size > kw["dense_max"]:
-            return None
-        key = f"newton_local:{formulation}:{kw['rho']!r}:{kw['scale']!r}:{kw['dense_max']}"
-        sys = ws.get(problem, key, lambda: _Local(problem, formulation, kw["rho"], kw["scale"], kw["dense_max"]),
-                     ("W", "mu"))
-        return _DensePlan(name, problem, tol, max_iter, sys, kw, ws) if sys.dense else None
-    return make
+    return _local_solve(problem, mon, "fb", rho=1.0, line_search=line_search, hybrid=hybrid, reg=reg, scale=scale,
+                        reg_step=reg_step, dense_max=dense_max)
 
 
 @register(("gfc2d", "gfc3d"), "nsn-ac", "Alart-Curnier semismooth Newton on the global sparse system (v, r)")
 def gnsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=0.0):
     """Alart–Curnier Newton on the global system (M v = q + H r, u = H^T v + b); options as fc3d
     (warm start ``r`` and ``v``, default v = M^-1 (q + H r); ``reg`` defaults to 0 here, the
-    global matrix being nonsingular when M is; no proximal continuation)."""
+    global matrix being nonsingular when M is; no proximal continuation).
+
+    Parameters
+    ----------
+    problem : nsopt.GlobalFrictionContact
+        The problem (kinds ``gfc2d``, ``gfc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], [0.5])
+    >>> s = nsopt.solve(p, method="nsn-ac", tol=1e-10)
+    >>> print(s.status.value, s.v.round(6))
+    solved [ 1.  -0.5  0. ]
+    """
     return _global_solve(problem, mon, "ac", rho=rho, line_search=line_search, reg=_check_reg(reg))
 
 
 @register("gfc3d", "nsn-fb", "Fischer-Burmeister semismooth Newton on the global sparse system (v, r)")
 def gnsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0):
-    """Fischer–Burmeister Newton on the global system."""
+    """Fischer–Burmeister Newton on the global system.
+
+    Parameters
+    ----------
+    problem : nsopt.GlobalFrictionContact
+        The problem (kind ``gfc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], [0.5])
+    >>> s = nsopt.solve(p, method="nsn-fb", tol=1e-10)
+    >>> print(s.status.value, s.v.round(6))
+    solved [ 1.  -0.5  0. ]
+    """
     return _global_solve(problem, mon, "fb", rho=1.0, line_search=line_search, reg=_check_reg(reg))
 
 
@@ -770,8 +832,7 @@ def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=
         while not mon.stopped:
             sys.sigma, sys.rc = sig, r.copy()
             itol = max(min(0.1 * err, 1e-2), 0.1 * mon.tol)
-            left = None if mon.deadline is None else max(0.0, mon.deadline - time.perf_counter())
-            inner = Monitor(tol=itol, max_iter=inner_iter, time_limit=left)
+            inner = Monitor(tol=itol, max_iter=inner_iter, time_limit=mon.time_left())
             rn, _, _ = _newton_local(sys, r.copy(), inner, line_search=line_search, err_fn=sys.error)
             if inner.status is not Status.SOLVED:
                 rn = rn            # inner solves: the merit decreased, move on from the last iterate
@@ -808,6 +869,30 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
     inner_iter : Newton iterations per inner solve (default 30).
     max_iter : outer iterations (default 1000). Other options (``rho``, ``line_search``,
         ``dense_max``) as ``nsn-ac``.
+
+    Parameters
+    ----------
+    problem : nsopt.FrictionContact
+        The problem (kind ``fc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
+    >>> s = nsopt.solve(p, method="prox", tol=1e-10)
+    >>> print(s.status.value, s.r.round(6))
+    solved [ 0.971803  0.281969 -0.074092]
     """
     _check_line_search(line_search)
     if inner not in ("ac", "fb"):
@@ -815,7 +900,7 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
     for name, v in (("shrink", shrink), ("grow", grow)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 1.0:
             raise OptionError(f"prox: {name} must be a number > 1, got {v!r}")
-    mon.budget(1000)
+    mon.budget(DEFAULT_MAX_ITER)
     sys = _local_system(problem, mon, inner, rho if inner == "ac" else 1.0, dense_max=_check_dense_max(dense_max))
     mon.built()
     r = mon.start_vector("r", problem.size)
@@ -825,11 +910,3 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
                       shrink=float(shrink), grow=float(grow))
     return mon.outcome(message=f"PROX: error {mon.best_err:.3g} after {mon.k} outer / "
                                f"{info['newton_iterations']} Newton iterations", info=info)
-
-
-def _defaults(func):
-    return {k: v.default for k, v in inspect.signature(func).parameters.items() if v.kind is v.KEYWORD_ONLY}
-
-
-plan(("fc2d", "fc3d"), "nsn-ac")(_dense_plan("nsn-ac", "ac", _defaults(nsn_ac)))
-plan(("fc2d", "fc3d"), "nsn-fb")(_dense_plan("nsn-fb", "fb", _defaults(nsn_fb)))

@@ -29,52 +29,41 @@ converging on :meth:`GenericMechanical.error`.
 
 from __future__ import annotations
 
-import math
-import time
-
 import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
-from ..monitor import WORK_PER_CHUNK
-from ..problems._base import FLOAT64, ORDERED_ROWS, affine, nnz, norm2
+from ..monitor import plain_schedule
+from ..problems._base import ORDERED_ROWS, affine, nnz
 from ..reductions.friction import GlobalToLocal, SubstituteEqualities
-from ..registry import plan, register
-from ..result import Solution, Status, judged
+from ..registry import register
+from ..result import Status
 from . import _gs_kernels as K
 
 DEFAULT_MAX_ITER = 1000
 LOCAL_WORK = 100     # flops of one contact's local solve, for the chunk schedule (work of a sweep = nnz(W) + this x nc)
 
 
-def fc_split(problem):
-    """(ptr, idx, val) of W in CSC (int64 indices), the diagonal blocks, and a message when a
-    contact has W_NN <= 0 (no Gauss–Seidel step possible); computed once per W (shared by every
-    problem made by ``replace`` with the same W)."""
-    def make():
-        W = problem.W
-        if sp.issparse(W):
-            C = W.tocsc(copy=True)
-            C.sum_duplicates()
-            C.sort_indices()
-            ptr, idx, val = C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data
-        else:  # dense: CSC arrays straight from the nonzero pattern of the transpose (cheaper than scipy)
-            AT = np.asarray(W).T
-            mask = AT != 0.0
-            ptr = np.zeros(AT.shape[0] + 1, dtype=np.int64)
-            np.cumsum(mask.sum(axis=1), out=ptr[1:])
-            idx = np.nonzero(mask)[1].astype(np.int64)
-            val = AT[mask]
-        D = problem.diag_blocks()
-        bad = np.flatnonzero(~(D[:, 0, 0] > 0.0))
-        msg = None
-        if bad.size:
-            a = int(bad[0])
-            msg = (f"contact {a} has W_NN = {D[a, 0, 0]:g} <= 0 (W[{a * problem.dim},{a * problem.dim}]): "
-                   "the local problem of NSGS is not solvable")
-        return ptr, idx, np.array(val, dtype=np.float64, order="C"), D, msg
-    return problem.cached("gs_fc_csc", make, on=("W",))
+_EMPTY_W = np.empty((0, 0))
+_EMPTY_W.setflags(write=False)          # as a problem's W: one compiled signature for dense and CSC
+_NO_INDEX = np.zeros(0, dtype=np.int64)
+_NO_VALUE = np.zeros(0)
+
+
+def _csc_of(W):
+    """(ptr, idx, val) of W in CSC (int64 indices): scipy's for a sparse W, from the nonzero pattern
+    of the transpose for a dense one (cheaper than scipy)."""
+    if sp.issparse(W):
+        C = W.tocsc(copy=True)
+        C.sum_duplicates()
+        C.sort_indices()
+        return C.indptr.astype(np.int64), C.indices.astype(np.int64), np.array(C.data, dtype=np.float64)
+    AT = np.asarray(W).T
+    mask = AT != 0.0
+    ptr = np.zeros(AT.shape[0] + 1, dtype=np.int64)
+    np.cumsum(mask.sum(axis=1), out=ptr[1:])
+    return ptr, np.nonzero(mask)[1].astype(np.int64), np.array(AT[mask], dtype=np.float64, order="C")
 
 
 def _check_opts(omega, local_tol, local_max_iter, resync):
@@ -88,83 +77,108 @@ def _check_opts(omega, local_tol, local_max_iter, resync):
         raise OptionError(f"nsgs: resync must be a non-negative integer, got {resync!r}")
 
 
-_LOADED: list = []     # the kernels are loaded (Dispatcher.signatures costs ~100 us per look)
-
-
-def _csr_of(W):
-    """W in CSR arrays for u = Wr + q as ``FrictionContact.u`` computes it (the re-solve kernel's
-    last product): a sparse W's own arrays, the nonzeros of a small dense W by rows (the same bits,
-    :func:`~nsopt.problems._products.csr_affine`), empty arrays for a large dense W (BLAS: the
-    product is then left to Python)."""
-    if sp.issparse(W):
-        return W.indptr, W.indices, W.data
-    if W.shape[0] > ORDERED_ROWS:
-        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0)   # none: not given
-    mask = W != 0.0
-    ptr = np.zeros(W.shape[0] + 1, dtype=np.int32)
-    np.cumsum(mask.sum(axis=1), out=ptr[1:])
-    return ptr, np.nonzero(mask)[1].astype(np.int32), np.ascontiguousarray(W[mask])
+def _checked(*, local_tol, local_max_iter, omega, shuffle, seed, resync):
+    """The options of ``nsgs`` checked and converted (once per distinct values: ``register(check=)``)."""
+    _check_opts(omega, local_tol, local_max_iter, resync)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise OptionError(f"nsgs: seed must be an integer, got {seed!r}")
+    return {"local_tol": float(local_tol), "local_max_iter": int(local_max_iter), "omega": float(omega),
+            "shuffle": bool(shuffle), "seed": int(seed), "resync": int(resync)}
 
 
 class _Sweeper:
-    """NSGS sweeps on one FrictionContact: the CSC split and the work arrays, built once per W and
-    kept in the problem's cache or the caller's :class:`~nsopt.Workspace`. ``work``: the cost of
-    one sweep in flops (the monitor's deterministic chunk schedule)."""
+    """NSGS on the W of one FrictionContact: W as the kernels take it (dense up to ``ORDERED_ROWS``
+    rows, else in CSC; a sparse W also in CSR int64 arrays for the final u = Wr + q), the diagonal
+    blocks (filled by the kernel) and the work arrays; built once per W and kept in the problem's
+    cache or the caller's :class:`~nsopt.Workspace`. ``work``: the cost of one sweep in flops (the
+    monitor's deterministic chunk schedule)."""
+
+    __slots__ = ("dim", "W", "csc", "csr", "work", "plain", "nc", "n", "I", "F", "state", "best", "best_r", "head",
+                 "errs", "new", "ready", "bad", "q", "mu", "qnorm")
 
     def __init__(self, problem):
-        self.ptr, self.idx, self.val, self.D, self.msg = fc_split(problem)
-        n, nc = problem.size, problem.nc
-        self.dim = problem.dim
-        self.work = self.val.shape[0] + LOCAL_WORK * nc
-        self.u = np.empty(n)
-        self.best_r = np.empty(n)
-        self.best = np.empty(1)
-        self.errs = np.empty(64)
-        self.order = np.arange(nc, dtype=np.int64)
-        self.x, self.px = np.empty(self.dim), np.empty(self.dim)
-        if not self.msg and not _LOADED:
-            # load the compiled kernels now (part of the build, not of the time limit)
-            self.error(problem, np.zeros(n))
-            self.run(np.zeros(n), 0, 0.0, np.inf, (1e-13, 1, 1.0, False, 0))
-            _LOADED.append(True)
+        W = problem.W
+        n, nc, self.dim = problem.size, problem.nc, problem.dim
+        none = (_NO_INDEX, _NO_INDEX, _NO_VALUE)
+        if type(W) is np.ndarray and n <= ORDERED_ROWS:
+            self.W, self.csc, self.csr, nz = W, none, none, n * n
+        else:
+            self.W = _EMPTY_W
+            self.csc = _csc_of(W)
+            nz = self.csc[2].shape[0]
+            self.csr = (W.indptr.astype(np.int64), W.indices.astype(np.int64), np.array(W.data, dtype=np.float64)) \
+                if sp.issparse(W) else none
+        self.work = nz + LOCAL_WORK * nc
+        self.plain = plain_schedule(self.work)     # (cap, turn) without callback or time limit
+        self.nc, self.n = nc, n
+        self.I, self.F, (self.state, self.best, self.best_r) = K.nsgs_layout(n, nc, self.dim, *self.csc, *self.csr)
+        self.head = (self.dim, self.W, self.I, self.F)     # the kernel's first arguments
+        self.errs = _NO_VALUE
+        self.new = True           # just built: its time is the solve's build_time
+        self.ready = False        # D filled (the first solve's kernel call)
 
-    def error(self, problem, r):
-        """u = Wr + q (kept in ``self.u``) and the error of r, by the compiled twin; sets the q, mu
-        and ||q|| that :meth:`run` uses."""
+    @property
+    def D(self):
+        """The diagonal blocks (nc, dim, dim), a view of the packed array (filled by the kernel)."""
+        f = K.NBEST + self.n
+        return self.F[f:f + self.nc * self.dim * self.dim].reshape(self.nc, self.dim, self.dim)
+
+    @property
+    def order(self):
+        """The contact order of the sweeps (a view of the packed array)."""
+        o = K.I_STATE + K.NSTATE
+        return self.I[o:o + self.nc]
+
+    def diag(self, problem):
+        """The diagonal blocks and the message when NSGS cannot run on this W (W_NN <= 0), for the
+        Python loops (gfc); the local solve fills them in its kernel."""
+        if not self.ready:
+            ptr, idx, val = self.csc
+            self.bad = K.diag_blocks_of(self.dim, self.W, ptr, idx, val, self.D)
+            self.ready = True
+        return self._bad_message() if self.bad >= 0 else None
+
+    def _bad_message(self):
+        a = self.bad
+        return (f"contact {a} has W_NN = {self.D[a, 0, 0]:g} <= 0 (W[{a * self.dim},{a * self.dim}]): "
+                "the local problem of NSGS is not solvable")
+
+    def error(self, problem, r, u):
+        """u = Wr + q (in ``u``) and the error of r, by the compiled twin; sets the q, mu and ||q||
+        that :meth:`run` uses."""
         self.q, self.mu, self.qnorm = problem.q, problem.mu, problem.qnorm
-        K.matvec_csc(self.ptr, self.idx, self.val, r, self.q, self.u)
-        return K.fc_error(self.dim, r, self.u, self.mu, self.qnorm, self.x, self.px)
+        ptr, idx, val = self.csc
+        K._matvec(self.W, ptr, idx, val, r, self.q, u)
+        return K.fc_error(self.dim, r, u, self.mu, self.qnorm, np.empty(self.dim), np.empty(self.dim))
 
-    def run(self, r, nsweeps, tol, best_err, opts):
-        """At most ``nsweeps`` sweeps in place on r (after :meth:`error`); returns (errors per
-        sweep, local failures)."""
+    def run(self, r, u, nsweeps, tol, best_err, opts):
+        """At most ``nsweeps`` sweeps in place on r and u (after :meth:`error`), one chunk of the
+        solve kernel (:func:`_gs_kernels.nsgs_fc_solve`); returns (errors per sweep, local failures)."""
         if self.errs.shape[0] < nsweeps:
             self.errs = np.empty(max(nsweeps, 2 * self.errs.shape[0]))
-        self.best[0] = best_err
-        local_tol, local_max_iter, omega, shuffle, resync = opts
-        k, fails = K.nsgs_fc(self.dim, self.ptr, self.idx, self.val, self.D, self.q, self.mu, r, self.u,
-                             self.order, shuffle, tol, nsweeps, local_tol, local_max_iter, omega,
-                             self.qnorm, resync, self.errs, self.best_r, self.best)
-        return self.errs[:k], fails
+        state, best = self.state, self.best
+        state[0], state[1], state[2], state[3], state[4] = 0, nsweeps, 0, _RUNNING, -1
+        best[0] = best_err
+        K.nsgs_fc_solve(*self.head, self.q, self.mu, r, u, self.errs, tol, nsweeps, opts["local_tol"],
+                        opts["local_max_iter"], opts["omega"], opts["shuffle"], self.qnorm, opts["resync"], nsweeps,
+                        nsweeps)
+        return self.errs[:state.item(5)], state.item(2)
 
 
-def _sweeper(problem, mon, shuffle):
+def _sweeper(problem, mon):
     sw = mon.state(problem, "nsgs_sweeper", lambda: _Sweeper(problem), on=("W",))
-    if shuffle:   # the same seed gives the same sequence of orders
-        sw.order[:] = np.arange(sw.order.shape[0])
+    if sw.new:
+        sw.new = False
+        mon.built()
     return sw
 
 
-def _options(local_tol, local_max_iter, omega, shuffle, seed, resync):
-    _check_opts(omega, local_tol, local_max_iter, resync)
-    if shuffle:
-        K.seed(int(seed))
-    return float(local_tol), int(local_max_iter), float(omega), bool(shuffle), int(resync)
+_FRESH, _RUNNING, _BAD_W = K.FRESH, K.RUNNING, K.BAD_W
 
 
 @register(("fc2d", "fc3d"), "nsgs",
           "nonsmooth Gauss–Seidel over contacts (compiled; fc3d local Alart–Curnier Newton with "
-          "projected fixed-point fallback, fc2d exact local solve)")
+          "projected fixed-point fallback, fc2d exact local solve)", check=_checked)
 def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuffle=False, seed=0, resync=50):
     """NSGS for local friction contact, from the warm start ``r`` (default 0).
 
@@ -174,30 +188,75 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     recomputes u = Wr + q from scratch every so many sweeps (0: only at the end of each chunk and
     before deciding convergence) to remove the rounding drift of the incremental updates.
     ``max_iter``: sweeps (default 1000).
+
+    The whole solve is one compiled kernel (:func:`_gs_kernels.nsgs_fc_solve`) called in turns
+    under the monitor (:meth:`~nsopt.monitor.Monitor.record`).
+
+    Parameters
+    ----------
+    problem : nsopt.FrictionContact
+        The problem (kinds ``fc2d``, ``fc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
+    >>> s = nsopt.solve(p, method="nsgs", tol=1e-10)
+    >>> print(s.status.value, s.r.round(6))
+    solved [ 0.971803  0.281969 -0.074092]
     """
-    opts = _options(local_tol, local_max_iter, omega, shuffle, seed, resync)
-    mon.budget(DEFAULT_MAX_ITER)
-    sw = _sweeper(problem, mon, shuffle)
-    mon.built()
+    if shuffle:   # the same seed gives the same sequence of orders
+        K.seed(seed)
+    max_iter = mon.max_iter
+    if max_iter is None:
+        max_iter = mon.budget(DEFAULT_MAX_ITER)
+    sw = _sweeper(problem, mon)
     r = mon.start_vector("r", problem.size)
-    if sw.msg:
-        return mon.outcome(x={"r": r}, status=Status.NUMERICAL_ERROR, message=sw.msg)
-    fails = 0
-    if not mon.start({"r": r}, sw.error(problem, r)):
-        while not mon.stopped:
-            # chunks on the deterministic schedule (sizes fixed by the problem, not by timing), which
-            # the re-solve plan (_Plan) runs in one compiled call: the same iterates either way
-            errs, f = sw.run(r, mon.chunk(work=sw.work), mon.tol, mon.best_err, opts)
-            fails += f
-            mon.steps(errs, {"r": r}, best=({"r": sw.best_r}, sw.best[0]))
+    u = np.empty(r.shape[0])
+    if mon.callback is None and mon.deadline is None and mon.history is None:
+        cap, turn = sw.plain
+        first = turn
+        errs = _NO_VALUE
+    else:
+        cap, turn, first = mon.schedule(sw.work)
+        errs = sw.errs
+        if errs.shape[0] < turn + cap:
+            errs = sw.errs = np.empty(min(turn + cap, max_iter + 1))
+    state, best, best_r = sw.state, sw.best, sw.best_r
+    state[3], state[4] = _FRESH, 0
+    x, xbest, start = {"r": r}, {"r": best_r}, True
+    q, mu, qnorm, tol, kernel = problem.q, problem.mu, problem.qnorm, mon.tol, K.nsgs_fc_solve
+    while True:
+        kernel(*sw.head, q, mu, r, u, errs, tol, max_iter, local_tol, local_max_iter, omega, shuffle, qnorm, resync,
+               cap, first)
+        _, _, fails, code, measured, n, bad = state.tolist()
+        b0, last, measured_err, e0 = best.tolist()
+        if code == _BAD_W:
+            sw.bad, sw.ready = bad, True
+            return mon.outcome(x={"r": r}, status=Status.NUMERICAL_ERROR, message=sw._bad_message())
+        if mon.record(e0 if start else None, n, last, errs, x, xbest, b0) is not None or code != _RUNNING:
+            break
+        start, first = False, turn
+    sw.ready = True
     info = {"local_failures": fails}
     if mon.err <= mon.best_err:
-        # the last iterate is (one of) the best: it comes back with u and its error (_measured)
-        r = r.copy()
-        u, err = _measured(problem, r, sw, problem.qnorm)
-        out = mon.outcome(info=info, x={"r": r, "u": u})
-        out.error, out.complete = err, True
-        return out
+        # the last iterate is (one of) the best: it comes back with u and its error (the kernel's, or
+        # _measured for a large dense W)
+        if measured:
+            return mon.outcome(info=info, x={"r": r, "u": u}, error=measured_err)
+        u, err = _measured(problem, r, sw, qnorm)
+        return mon.outcome(info=info, x={"r": r, "u": u}, error=err)
     return mon.outcome(info=info)
 
 
@@ -207,122 +266,12 @@ def _measured(problem, r, sw, qnorm):
     ``problem.error(r)`` up to the twin's rounding (tests/test_resolve.py); solve() does not
     recompute it."""
     u = affine(problem.W, r, problem.q)
-    return u, K.fc_error(problem.dim, r, u, problem.mu, qnorm, sw.x, sw.px)
-
-
-_STATUS = {K.SOLVED: Status.SOLVED, K.MAX_ITER: Status.MAX_ITER, K.NON_FINITE: Status.NUMERICAL_ERROR}
-
-
-_FRESH, _RUNNING, _BAD_START, _SOLVED = K.FRESH, K.RUNNING, K.BAD_START, Status.SOLVED
-
-
-class _Plan:
-    """The re-solve plan of ``nsgs`` on fc2d/fc3d (:func:`nsopt.registry.plan`): the whole solve in
-    one compiled call (:func:`_gs_kernels.nsgs_fc_solve`: the chunks, best iterate and stops of
-    :func:`nsgs_fc` under the monitor), then the Solution that ``nsopt.solve`` would build.
-    The sweeper (CSC split, diagonal blocks) is the full path's, from the workspace; a new W
-    fetches or builds it there."""
-
-    def __init__(self, problem, tol, max_iter, opts, ws):
-        self.cls, self.dim, self.ws = type(problem), problem.dim, ws
-        self.tol = tol
-        self.max_iter = DEFAULT_MAX_ITER if max_iter is None else max_iter
-        self.local_tol, self.local_max_iter, self.omega, _, self.resync = opts
-        self.W = self.sw = self.last = None
-        self.state = np.empty(5, dtype=np.int64)
-        self.best = np.empty(3)
-
-    def _bind(self, problem):
-        """The sweeper of problem's W (None when NSGS cannot run on it: the full path reports why)."""
-        if problem.size == 0:
-            return None
-        sw = self.ws.get(problem, "nsgs_sweeper", lambda: _Sweeper(problem), ("W",))
-        if sw.msg:
-            return None
-        self.sw, self.W, self.csr = sw, problem.W, _csr_of(problem.W)
-        self.best_r = np.empty(problem.size)
-        cap = max(1, int(WORK_PER_CHUNK // max(sw.work, 1)))
-        self.cap, self.budget = cap, 4 * cap
-        self.errs = np.empty(max(1, min(cap, self.max_iter)))
-        # the kernel's arguments before q, between u and qnorm, after qnorm (one tuple each: a call
-        # unpacks them in C)
-        self.head = (self.dim, sw.ptr, sw.idx, sw.val, sw.D)
-        self.mid = (sw.order, self.tol, self.max_iter, self.local_tol, self.local_max_iter, self.omega)
-        self.tail = (self.resync, self.errs, self.best_r, self.best, cap, self.state, self.budget) + tuple(self.csr)
-        return sw
-
-    def __call__(self, problem, warm_start, options):
-        t0 = time.perf_counter()
-        if type(problem) is not self.cls or problem.dim != self.dim:
-            return None
-        build = 0.0
-        if problem.W is not self.W:
-            if self._bind(problem) is None:
-                return None
-            build = time.perf_counter() - t0
-        q = problem.q
-        n = q.shape[0]
-        if warm_start is None:
-            r = np.zeros(n)
-        elif warm_start is self.last and warm_start.r.shape[0] == n:   # this plan's last Solution
-            r = warm_start.r.copy()
-        elif type(warm_start) is Solution:     # a previous solve of this kind (warm_start_of's cheap case)
-            r0, p0 = warm_start.r, warm_start.problem
-            if type(p0) is not self.cls or p0.dim != self.dim or r0 is None or r0.shape[0] != n \
-                    or not math.isfinite(warm_start.error):
-                return None
-            r = r0.copy()
-        elif type(warm_start) is np.ndarray and warm_start.shape == (n,) and warm_start.dtype == FLOAT64:
-            r = warm_start.copy()              # checked finite by the kernel
-        else:
-            return None                        # validated by the full path
-        state = self.state
-        u = np.empty(n)
-        state[3] = _FRESH
-        qnorm = math.hypot(*q.tolist()) if n <= 16 else norm2(q)     # (norm2's own short path)
-        solve = K.nsgs_fc_solve
-        while True:
-            solve(*self.head, q, problem.mu, r, u, *self.mid, qnorm, *self.tail)
-            if state[3] != _RUNNING:
-                break
-        k, _, fails, code, measured = state.tolist()
-        if code == _BAD_START:
-            return None
-        best_err, last, err = self.best.tolist()
-        if measured:             # the last iterate is the best: u and its error as nsgs_fc returns them
-            x = {"r": r, "u": u}
-        elif last <= best_err:   # the same, u by BLAS (a large dense W)
-            u, err = _measured(problem, r, self.sw, qnorm)
-            x = {"r": r, "u": u}
-        else:                    # the best iterate, u and the error recomputed (as nsopt.solve does)
-            x = problem.complete({"r": self.best_r.copy()})
-            err = float(problem.error_of(x))
-        if code == K.SOLVED:     # (the monitor's message, formatted when it is read)
-            msg = ("error %.3g <= tol after %d iteration(s)", (last, k))
-        elif code == K.MAX_ITER:
-            msg = f"no convergence in {k} iteration(s) (best error {best_err:.3g})"
-        else:
-            msg = f"non-finite error after {k} iteration(s)"
-        sol = Solution._make(problem, "nsgs", _SOLVED if err <= self.tol else judged(_STATUS[code], err, self.tol),
-                             err, self.tol, k, time.perf_counter() - t0, x, None, msg, {"local_failures": fails},
-                             dict(options) if options else {}, build)
-        self.last = sol if math.isfinite(err) else None      # (a finite r of this W: a warm start as it is)
-        return sol
-
-
-@plan(("fc2d", "fc3d"), "nsgs")
-def _nsgs_plan(problem, tol, max_iter, options, ws, info=None):
-    if options.get("shuffle") or not set(options) <= {"local_tol", "local_max_iter", "omega", "resync", "seed",
-                                                       "shuffle"}:
-        return None
-    o = {"local_tol": 1e-13, "local_max_iter": 10, "omega": 1.0, "shuffle": False, "seed": 0, "resync": 50, **options}
-    p = _Plan(problem, tol, max_iter, _options(**o), ws)
-    return p if p._bind(problem) is not None else None
+    return u, K.fc_error(problem.dim, r, u, problem.mu, qnorm, np.empty(problem.dim), np.empty(problem.dim))
 
 
 @register(("gfc2d", "gfc3d"), "nsgs",
           "NSGS on the condensed local problem (W = HᵀM⁻¹H by a sparse factorisation of M), "
-          "then v = M⁻¹(q + Hr)")
+          "then v = M⁻¹(q + Hr)", check=_checked)
 def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuffle=False, seed=0, resync=50):
     """NSGS for global friction contact through the reduction
     :class:`~nsopt.reductions.friction.GlobalToLocal`.
@@ -331,28 +280,58 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
     local problem followed by v = M⁻¹(q + Hr) and the global error (one sweep per chunk when a
     history or a callback is requested). The local problem's sweeps stop at a local tolerance that
     starts at ``tol`` and is tightened while the global error is above ``tol``.
+
+    Parameters
+    ----------
+    problem : nsopt.GlobalFrictionContact
+        The problem (kinds ``gfc2d``, ``gfc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], [0.5])
+    >>> s = nsopt.solve(p, method="nsgs", tol=1e-10)
+    >>> print(s.status.value, s.v.round(6))
+    solved [ 1.  -0.5  0. ]
     """
-    opts = _options(local_tol, local_max_iter, omega, shuffle, seed, resync)
+    opts = {"local_tol": local_tol, "local_max_iter": local_max_iter, "omega": omega, "shuffle": shuffle,
+            "resync": resync}
+    if shuffle:   # the same seed gives the same sequence of orders
+        K.seed(seed)
     mon.budget(DEFAULT_MAX_ITER)
     red = GlobalToLocal()
-    loc, data = red.reduce(problem)
-    sw = _sweeper(loc, mon, shuffle)
+    loc, data = red.apply(problem)
+    sw = _sweeper(loc, mon)
+    sw.order[:] = np.arange(sw.order.shape[0])
+    msg = sw.diag(loc)
     mon.built()
     r = mon.start_vector("r", problem.size)
-    if sw.msg:
-        return mon.outcome(x={"r": r}, status=Status.NUMERICAL_ERROR, message=sw.msg + " (local problem)")
+    if msg:
+        return mon.outcome(x={"r": r}, status=Status.NUMERICAL_ERROR, message=msg + " (local problem)")
 
     def full(r):
         x = red.invert({"r": r}, data)
         return x, problem.error(r, x["v"])
 
     x, err = full(r)
-    sw.error(loc, r)     # u = Wr + q_loc for the sweeps
+    u = np.empty(r.shape[0])
+    sw.error(loc, r, u)     # u = Wr + q_loc for the sweeps
     fails, t = 0, mon.tol
     if not mon.start(x, err):
         while not mon.stopped:
             c = mon.chunk(per_iteration_errors=False, work=nnz(loc.W) + nnz(problem.H))   # deterministic
-            errs, f = sw.run(r, c, t, np.inf, opts)
+            errs, f = sw.run(r, u, c, t, np.inf, opts)
             fails += f
             x, err = full(r)
             if errs.shape[0] < c and err > mon.tol:   # the local tolerance was reached, not the global one
@@ -380,7 +359,7 @@ def _gmp_split(problem):
                     extra = None
             elif b.kind in ("lcp", "relay"):
                 B = sp.csr_matrix(Mkk)
-                d = np.ascontiguousarray(np.diag(Mkk), dtype=np.float64)
+                d = np.array(np.diag(Mkk), dtype=np.float64)    # (np.diag is a read-only view)
                 if b.kind == "lcp":
                     lo, hi = np.zeros(b.size), np.full(b.size, np.inf)
                 else:
@@ -399,8 +378,10 @@ def _box_block_solve(Mkk, extra, ql, rk, tol, maxit):
         return False
     np.clip(rk, lo, hi, out=rk)
     scale = 1.0 + float(np.linalg.norm(ql))
+    qr = ql.view()
+    qr.setflags(write=False)      # as pgs passes a problem's q: one compiled signature
     for _ in range(max(1, maxit)):
-        K.pgs_sweeps(ptr, idx, val, d, ql, lo, hi, rk, 1.0, 10)
+        K.pgs_sweeps(ptr, idx, val, d, qr, lo, hi, rk, 1.0, 10)
         w = Mkk @ rk + ql
         if np.linalg.norm(rk - np.clip(rk - w, lo, hi)) <= tol * scale:
             return True
@@ -465,7 +446,7 @@ def nsgs_gmp(problem, mon, *, local_tol=1e-13, local_max_iter=10, equalities="su
                            + ("" if exact else " (least squares: M is singular)"))
     red = SubstituteEqualities()
     if equalities == "substitute" and red.accepts(problem):
-        P, data = red.reduce(problem)
+        P, data = red.apply(problem)
         y = r[data[2]].copy()    # the unknowns of the blocks that are not equalities
 
         def full(y):

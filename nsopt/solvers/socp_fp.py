@@ -66,7 +66,7 @@ from ..monitor import Monitor
 from ..problems._base import matvec
 from ..registry import register
 from ..result import Status
-from .convex import Compiled, info_of, reuse
+from ._conic import Compiled, info_of, reuse
 
 DEFAULT_MAX_ITER = 200
 STALL_WINDOW = 60     # default: no decrease of the best error over this many iterations -> STALLED
@@ -268,10 +268,6 @@ def newton_polish(problem, x, *, tol, max_steps=POLISH_STEPS, time_limit=None):
 
 
 # ============================================================================ the fixed point
-def _left(mon):
-    return None if mon.deadline is None else max(mon.deadline - time.perf_counter(), 0.0)
-
-
 def fixed_point(mon, fmap, x0, *, anderson=5, polish=True, polish_at=1e-6, polish_steps=POLISH_STEPS,
                 safeguard="residual", stall_window=STALL_WINDOW):
     """The safeguarded, Anderson-accelerated fixed point ``x <- G(x)`` with a Newton finish, under the
@@ -289,7 +285,7 @@ def fixed_point(mon, fmap, x0, *, anderson=5, polish=True, polish_at=1e-6, polis
     msg = ""
 
     def do_polish(sol, e):
-        psol, pe, steps = newton_polish(problem, sol, tol=mon.tol, max_steps=polish_steps, time_limit=_left(mon))
+        psol, pe, steps = newton_polish(problem, sol, tol=mon.tol, max_steps=polish_steps, time_limit=mon.time_left())
         fmap.history.append({"iteration": k, "stage": "polish", "error": pe, "newton_steps": steps,
                              "from_error": e})
         return psol, pe, steps
@@ -297,7 +293,7 @@ def fixed_point(mon, fmap, x0, *, anderson=5, polish=True, polish_at=1e-6, polis
     while not mon.stopped:
         k += 1
         fmap.err_hint = e_prev if np.isfinite(e_prev) else (fp_best if np.isfinite(fp_best) else None)
-        gx, sol, res = fmap.image(x, _left(mon))
+        gx, sol, res = fmap.image(x, mon.time_left())
         if sol is None:
             st = res.status if res.status in (Status.TIME_LIMIT, Status.MAX_ITER) else Status.NUMERICAL_ERROR
             what = (f"; the frozen-s program has no solution ({res.certificate}), which proves nothing "
@@ -435,7 +431,7 @@ def socp_tresca(problem, mon, *, solver=None, solver_options=None, anderson=5, i
     fmap = TrescaMap(form, direct=direct, reuse_solver=reuse_solver, inexact=inexact)
     if form.g_fixed is not None:        # a plain Tresca problem: one solve
         mon.built()
-        r, res = fmap.solve_tresca(form.g_fixed, time_limit=_left(mon))
+        r, res = fmap.solve_tresca(form.g_fixed, time_limit=mon.time_left())
         fmap.history.append({"iteration": 1, **res.info()})
         r = np.zeros(problem.size) if r is None else r
         mon.k = 1

@@ -5,14 +5,14 @@ A campaign runs every method on every problem and writes one folder::
 
     results.csv, results.parquet   one row per (problem, method, options): problem path and content
                                    hash, kind, sizes, method, source (nsopt or siconos), options, tol,
-                                   status, error, iterations, time, peak memory, versions, host
+                                   status, error, nit (iterations), time, peak memory, versions, host
     records.jsonl                  the store the rows are appended to as each run finishes
     summary.csv                    per kind and method: share solved, median time, shifted geometric
                                    mean of the time ratio to the best (``shgeom_time_ratio``: 1 is
                                    the best on every problem), runs stopped at the time limit
                                    (``timeout``: statuses time_limit and timeout), crashed, errors
     profile_time.{png,svg}         Dolan-More performance profiles (x: log2 ratio to the best)
-    profile_iterations.{png,svg}
+    profile_nit.{png,svg}
     history.{png,svg}              error per iteration on one problem (``history=``)
     campaign.json, logs/           the campaign's settings; the workers' stderr, the wall time of
                                    the campaign's phases (logs/timings.json)
@@ -49,7 +49,7 @@ Modules: :mod:`~nsopt.studies.files` (problem sources), :mod:`~nsopt.studies.wor
 the kept workers),
 :mod:`~nsopt.studies.records` (store, resume, merge), :mod:`~nsopt.studies.profiles` (profiles,
 summary), :mod:`~nsopt.studies.siconos` (Siconos through ``siconos_bench.py``),
-:mod:`~nsopt.studies.campaign` (:func:`compare`, :func:`write_report`).
+:mod:`~nsopt.studies.campaign` (:func:`compare`), :mod:`~nsopt.studies.report` (:func:`write_report`).
 
 A cluster of several machines: start a scheduler (``dask scheduler``) on one machine and
 ``dask worker tcp://SCHEDULER:8786 --nthreads 1`` on each (as many workers as cores), with nsopt
@@ -60,7 +60,8 @@ separately (``nsopt compare PART1 --out a`` here, ``nsopt compare PART2 --out b`
 with ``nsopt merge ALL a b`` (or :func:`merge`), or reported together with ``nsopt report a b --out ALL``.
 """
 
-from .campaign import compare, parse_methods, write_report
+from .campaign import compare, parse_methods
+from .report import write_report
 from .files import builtin_problems, find_problems, load_problem
 from .profiles import performance_profile, summary
 from .records import COLUMNS, Store, load_results, merge

@@ -1,7 +1,7 @@
 """A trivial numba kernel, cached on disk: calling it once initialises numba's compiler in a process
 (about 0.3 s) before that process forks campaign workers, which then inherit it."""
 
-from numba import njit
+from .._jit import njit
 
 
 @njit(cache=True)

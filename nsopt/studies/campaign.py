@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
-import os
 import pickle
 import re
 import shutil
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 from . import files, records
-from .profiles import history_figure, method_label, performance_profile, summary
+from .profiles import method_label, performance_profile, summary  # noqa: F401  (re-exported)
+from .report import write_report  # noqa: F401  (compare writes it; nsopt.studies exports it from here)
 
 
 # ------------------------------------------------------------------------------- methods
@@ -187,8 +185,9 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
         problems of the kinds it is registered for.
     tol : target of nsopt's error measure (``solved`` iff error <= tol).
     max_iter : iteration budget of every method (None: each method's default).
-    timeout : seconds per solve: the soft ``time_limit`` of the method, and the hard limit (plus
-        10 %, at least 1 s) after which the worker is killed and the row says ``timeout``.
+    timeout : seconds per solve, with the rule of ``nsopt.solve``'s ``time_limit`` (a number >= 0;
+        None or inf: none): the soft ``time_limit`` of the method, and the hard limit (plus 10 %, at
+        least 1 s) after which the worker is killed and the row says ``timeout``.
     jobs : worker processes (one BLAS thread each; kept for the next call of this process, see
         :mod:`nsopt.studies.runner`).
     out : campaign folder (results, profiles, summary); re-running with the same folder does only
@@ -216,17 +215,27 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
         ``df.attrs["timings"]``: the wall time of the campaign's phases in seconds (``problems``:
         finding, hashing them; ``store``; ``run``; ``export``: the tables; ``frame``; ``report``:
         summary and figures; ``total``), also written to ``logs/timings.json``.
+
+    Examples
+    --------
+    Two methods on one problem, nothing written (``out=None``):
+
+    >>> import nsopt, nsopt.studies
+    >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    >>> df = nsopt.studies.compare([p], methods=["lemke", "pgs"], progress=False, report=False,
+    ...                            warmup=False)
+    >>> print(df[["method", "status"]].to_string(index=False))
+    method status
+     lemke solved
+       pgs solved
     """
-    from ..solve import check_max_iter, check_tol
+    from ..monitor import check_max_iter, check_time_limit, check_tol
 
     clock = _Clock()
     log = log or (lambda m: print(m, file=sys.stderr))
     tol = check_tol(tol)
     max_iter = check_max_iter(max_iter)
-    if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < math.inf):
-        from ..exceptions import OptionError
-
-        raise OptionError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    timeout = check_time_limit(timeout, "timeout")     # the rule of solve's time_limit: >= 0, None/inf: none
     import_plugins(plugins)
     methods = parse_methods(methods)
     check_methods(methods)
@@ -343,7 +352,8 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
     for the figures, or fork one (returned; None otherwise) and import what the tables need (:data:`TABLE_MODULES`)
     in a thread of this process while the workers run (matplotlib too, and a first figure drawn,
     when there is no drawer)."""
-    from .runner import Drawer, join_prefetch, run_dask, run_local
+    from .report import DRAW_MODULES, Drawer
+    from .runner import join_prefetch, run_dask, run_local
 
     drawer = [None]
 
@@ -381,7 +391,7 @@ def _run(tasks, store, *, jobs, scheduler, plugins, log_dir, progress, on_result
         todo = [m for m in TABLE_MODULES if m not in sys.modules]
         drawer[0] = Drawer.get()
         if drawer[0] is None:
-            todo += [m for m in runner.DRAW_MODULES if m not in sys.modules]
+            todo += [m for m in DRAW_MODULES if m not in sys.modules]
             then = warm_up_drawing
         if todo:
             runner.prefetch(todo, then=then)
@@ -431,84 +441,3 @@ def _history(described, methods, pattern, folder, *, tol, max_iter, timeout, job
          progress=False, on_result=keep)
     (folder / "history.json").write_text(json.dumps({"problem": match[0][0], "tol": tol,
                                                      "histories": hist}) + "\n")
-
-
-# ------------------------------------------------------------------------------- report
-def write_report(folder, df=None, drawer=None) -> list[Path]:
-    """Write ``summary.csv``, the performance profiles (time, iterations; PNG and SVG) and the
-    error-history plot of a campaign folder from its stored results; returns the paths written.
-
-    The figures are drawn by ``drawer`` (a :class:`~nsopt.studies.runner.Drawer`, forked or kept
-    by the campaign while it runs) when given and alive, else here, two at a time where the process may fork (POSIX,
-    no other thread: a child process draws the time profile while this one draws the others; each
-    figure costs ~0.1-0.2 s per format). ``df.attrs["summary"]`` is set to the summary table."""
-    folder = Path(folder)
-    if df is None:
-        df = records.load_results(folder)
-    written = []
-    summ = summary(df)
-    summ.to_csv(folder / "summary.csv", index=False)
-    df.attrs["summary"] = summ
-    written.append(folder / "summary.csv")
-    jobs = []
-    if len(df):
-        from .profiles import profile_panels
-
-        for measure in ("time", "iterations"):
-            jobs.append(("profile", (profile_panels(df, measure), measure),
-                         [folder / f"profile_{measure}.{ext}" for ext in ("png", "svg")]))
-    hj = folder / "history.json"
-    if hj.is_file():
-        h = json.loads(hj.read_text())
-        jobs.append(("history", (h["histories"], files.short_name(h["problem"]), h.get("tol")),
-                     [folder / f"history.{ext}" for ext in ("png", "svg")]))
-    if drawer is None or not drawer.draw(jobs) or not all(p.is_file() for _, _, ps in jobs for p in ps):
-        draw_jobs(jobs)
-    for _, _, paths in jobs:
-        written += paths
-    return written
-
-
-def figure(job):
-    """The figure of a report job ``(kind, data, paths)``: ``("profile", (panels, measure), ...)``
-    (:func:`~nsopt.studies.profiles.profile_panels`) or ``("history", (histories, problem, tol),
-    ...)``."""
-    from .profiles import draw_profile
-
-    kind, data, _ = job
-    return draw_profile(*data) if kind == "profile" else history_figure(*data)
-
-
-def _save(job) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fig = figure(job)
-        for p in job[2]:
-            fig.savefig(p, dpi=110)
-
-
-def draw_jobs(jobs) -> None:
-    """Draw the report jobs: the first in a forked child when there are several and the process
-    may fork, the rest here; the child's figure is drawn here if the child failed."""
-    import threading
-
-    from .runner import fork
-
-    child = None
-    if len(jobs) > 1 and hasattr(os, "fork") and threading.active_count() == 1:
-        child = fork()
-        if child == 0:
-            code = 1
-            try:
-                _save(jobs[0])
-                code = 0
-            except BaseException:  # noqa: BLE001  (redrawn by the parent)
-                pass
-            finally:
-                os._exit(code)
-    for job in jobs[1:] if child else jobs:
-        _save(job)
-    if child:
-        _, status = os.waitpid(child, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            _save(jobs[0])

@@ -1,7 +1,7 @@
 r"""Dolan–Moré performance profiles, the per-method summary, and error-history plots.
 
 For a set of problems :math:`P` (one panel per problem kind) and methods :math:`S`, let
-:math:`t_{p,s}` be the measure (wall time of the solve, or iterations) of method :math:`s` on
+:math:`t_{p,s}` be the measure (wall time of the solve, or iterations ``nit``) of method :math:`s` on
 problem :math:`p` when it is solved (``status == "solved"``: nsopt's error measure reached ``tol``),
 and :math:`+\infty` otherwise (any other status, including ``timeout``, ``crashed``, ``load_error``,
 and a missing row). The performance ratio and the profile are [1]_
@@ -39,7 +39,7 @@ import json
 
 import numpy as np
 
-MEASURES = {"time": ("time", 1e-6, "time"), "iterations": ("iterations", 1.0, "iterations")}
+MEASURES = {"time": ("time", 1e-6, "time"), "nit": ("nit", 1.0, "iterations (nit)")}
 
 
 def method_label(method: str, options: str | None = None) -> str:
@@ -56,15 +56,25 @@ def method_label(method: str, options: str | None = None) -> str:
 
 def _prepare(results):
     df = results.copy()
+    if "iterations" in df.columns and "nit" not in df.columns:    # a table of an earlier nsopt
+        df = df.rename(columns={"iterations": "nit"})
     df = df[df["status"] != "skipped"]
     df["label"] = [method_label(m, o) for m, o in zip(df["method"], df["options"])]
     df["kind"] = df["kind"].fillna("?")
     return df
 
 
+def _measure(measure):
+    if measure not in MEASURES:
+        from ..exceptions import OptionError
+
+        raise OptionError(f"measure must be one of {list(MEASURES)}, got {measure!r}")
+    return MEASURES[measure]
+
+
 def measure_table(results, measure="time", kind=None):
     """Problems x methods table of the measure, +inf where the method did not solve the problem."""
-    col, floor, _ = MEASURES[measure]
+    col, floor, _ = _measure(measure)
     df = _prepare(results)
     if kind is not None:
         df = df[df["kind"] == kind]
@@ -96,18 +106,26 @@ def performance_profile(results, measure: str = "time", kinds=None, title: str |
     Parameters
     ----------
     results : DataFrame of :func:`nsopt.studies.compare` (or :func:`load_results`).
-    measure : ``"time"`` or ``"iterations"``.
+    measure : ``"time"`` or ``"nit"`` (iterations).
     kinds : the kinds to draw (default: every kind in the table).
 
     Returns
     -------
     matplotlib.figure.Figure
         x = :math:`\\log_2` of the ratio to the best, y = share of problems; Siconos' solvers dashed.
-    """
-    if measure not in MEASURES:
-        from ..exceptions import OptionError
 
-        raise OptionError(f"measure must be one of {list(MEASURES)}, got {measure!r}")
+    Examples
+    --------
+    >>> import nsopt, nsopt.studies
+    >>> from nsopt.studies.profiles import performance_profile
+    >>> probs = [nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, q]) for q in (-6.0, -1.0, 3.0)]
+    >>> df = nsopt.studies.compare(probs, methods=["lemke", "pgs"], progress=False, report=False,
+    ...                            warmup=False)
+    >>> fig = performance_profile(df, measure="nit")
+    >>> [ax.get_title() for ax in fig.axes][:1]                      # doctest: +ELLIPSIS
+    ['...lcp...']
+    """
+    _measure(measure)
     return draw_profile(profile_panels(results, measure, kinds, title), measure)
 
 
@@ -249,13 +267,13 @@ def summary(results):
                 "problems": int(T.shape[0]), "solved": int(ok["problem"].nunique()),
                 "share_solved": ok["problem"].nunique() / T.shape[0] if T.shape[0] else 0.0,
                 "median_time": float(ok["time"].astype(float).median()) if len(ok) else None,
-                "median_iterations": float(ok["iterations"].astype(float).median()) if len(ok) else None,
+                "median_nit": float(ok["nit"].astype(float).median()) if len(ok) else None,
                 "shgeom_time_ratio": _shgeom(ratio) if len(ratio) else None,
                 "timeout": int(dl["status"].isin(("timeout", "time_limit")).sum()),
                 **{s: int((dl["status"] == s).sum()) for s in ("crashed", "error", "load_error")},
             })
     return pd.DataFrame(rows, columns=["kind", "method", "source", "problems", "solved", "share_solved",
-                                       "median_time", "median_iterations", "shgeom_time_ratio",
+                                       "median_time", "median_nit", "shgeom_time_ratio",
                                        "timeout", "crashed", "error", "load_error"])
 
 

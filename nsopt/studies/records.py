@@ -20,15 +20,44 @@ import math
 import os
 import time
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 
 COLUMNS = ["problem", "problem_hash", "kind", "size", "nc", "method", "source", "options", "tol",
-           "max_iter", "timeout", "status", "error", "iterations", "time", "build_time",
+           "max_iter", "timeout", "status", "error", "nit", "time", "build_time",
            "load_time", "warmup_time", "peak_rss_mb", "message", "nsopt_version", "versions", "host",
            "finished_at", "runs", "info"]
 STORE = "records.jsonl"
 CSV = "results.csv"
 PARQUET = "results.parquet"
+
+
+_NOW = [None, ""]
+
+
+def now_utc() -> str:
+    """The current UTC time to the second, ISO 8601 (formatted once per second)."""
+    sec = int(time.time())
+    if sec != _NOW[0]:
+        _NOW[0], _NOW[1] = sec, datetime.fromtimestamp(sec, timezone.utc).isoformat(timespec="seconds")
+    return _NOW[1]
+
+
+def task_columns(task: dict) -> dict:
+    """The identifying columns of a task's row (the same whoever writes the record)."""
+    return {"problem": task["problem"], "problem_hash": task.get("problem_hash"),
+            "method": task["method"], "source": task.get("source", "nsopt"),
+            "options": task.get("options_key", "{}"), "tol": task["tol"],
+            "max_iter": task.get("max_iter"), "timeout": task.get("timeout")}
+
+
+def failure_record(task: dict, status: str, message: str, info: dict | None = None) -> dict:
+    """The record of a run that produced no solution (load error, exception, timeout, crash)."""
+    info = info or {}
+    return {**task_columns(task), "kind": info.get("kind", task.get("kind")),
+            "size": info.get("size"), "nc": info.get("nc"), "status": status, "error": None,
+            "nit": None, "time": None, "build_time": None, "peak_rss_mb": None, "message": message,
+            "finished_at": now_utc()}
 
 
 def printable(s):
@@ -54,11 +83,10 @@ def key(rec: dict) -> tuple:
 
 
 def normalize(rec: dict) -> dict:
-    """A worker's record in the table's vocabulary (``nit`` -> ``iterations``, ``info`` as JSON,
-    NaN -> None, text as :func:`printable` text)."""
+    """A worker's record in the table's vocabulary (``info`` as JSON, NaN -> None, text as
+    :func:`printable` text; iterations are ``nit``, as on a Solution)."""
     rec = dict(rec)
-    if "nit" in rec:
-        rec.setdefault("iterations", rec.pop("nit"))
+    _renamed(rec)
     if isinstance(rec.get("info"), dict):     # a worker's info scalars: stored as JSON
         rec["info"] = json.dumps(rec["info"], sort_keys=True, default=str)
     for k, v in rec.items():
@@ -66,6 +94,14 @@ def normalize(rec: dict) -> dict:
             rec[k] = None
         elif isinstance(v, str):
             rec[k] = printable(v)     # a file name that is not UTF-8: results.csv and parquet are
+    return rec
+
+
+def _renamed(rec: dict) -> dict:
+    """A record of an earlier nsopt, whose iterations were the column ``iterations``: renamed ``nit``
+    in place (old campaign folders still load, report and merge)."""
+    if "iterations" in rec and "nit" not in rec:
+        rec["nit"] = rec.pop("iterations")
     return rec
 
 
@@ -90,6 +126,7 @@ def read_records(folder, repair=False) -> list[dict]:
         except json.JSONDecodeError:
             bad += 1
             continue
+        _renamed(rec)
         out[key(rec)] = rec      # a retried run replaces the earlier one
     out = list(out.values())
     if bad:
@@ -221,7 +258,7 @@ class Store:
 
 def write_parquet(df, path):
     df = df.copy()
-    for c in ("size", "nc", "iterations", "max_iter", "runs"):
+    for c in ("size", "nc", "nit", "max_iter", "runs"):
         df[c] = df[c].astype("Int64")
     for c in ("error", "time", "build_time", "load_time", "warmup_time", "peak_rss_mb", "tol", "timeout"):
         df[c] = df[c].astype("float64")

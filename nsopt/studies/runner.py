@@ -55,7 +55,8 @@ import time
 import warnings
 from collections import deque
 
-from .worker import _HEADER, _THREAD_VARS, failure_record, pack_frame, run_metadata, write_frame
+from .records import failure_record
+from .worker import _HEADER, _THREAD_VARS, pack_frame, run_metadata, write_frame
 
 LOAD_ALLOWANCE = 300.0      # seconds to load a problem file before the worker counts as hung
 WARMUP_ALLOWANCE = 10.0     # seconds added to the hard limit for the untimed warm-up (JIT, imports)
@@ -400,124 +401,6 @@ def join_prefetch() -> None:
         _PREFETCH["thread"] = None
 
 
-# ------------------------------------------------------------------------------------ drawer
-DRAW_MODULES = ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.backends.backend_svg")
-
-
-class Drawer:
-    """A process that draws the report's figures, forked at the start of a campaign's run: it
-    imports matplotlib (~0.7 s) while this process imports pandas and pyarrow for the tables (the
-    two imports on two cores instead of one after the other), then draws what it is sent (plain
-    arrays: no pandas there) while this process writes the tables. Like the workers it is kept for
-    the next campaigns of the process (:meth:`get`; stopped at exit or by :func:`shutdown`). It
-    ignores Ctrl-C and ends when this process closes its pipe (or dies). ``NSOPT_DRAWER=0``: no
-    drawer, the figures are drawn in the campaign's process."""
-
-    _kept = None
-
-    def __init__(self, pid: int, wfile, rfd: int):
-        self.pid, self.wfile, self.rfd = pid, wfile, rfd
-
-    @classmethod
-    def get(cls):
-        """The kept drawer, else a new one; None where this process may not fork (threads, no
-        fork) or ``NSOPT_DRAWER=0``."""
-        d = cls._kept
-        if d is not None and d.alive:
-            return d
-        cls._kept = None
-        if start_method() != "fork" or os.environ.get("NSOPT_DRAWER", "1") == "0":
-            return None
-        r_job, w_job = os.pipe()
-        r_ans, w_ans = os.pipe()
-        pid = fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.close(w_job)
-                os.close(r_ans)
-                code = _drawer_main(r_job, w_ans)
-            finally:
-                os._exit(code)
-        os.close(r_job)
-        os.close(w_ans)
-        cls._kept = cls(pid, os.fdopen(w_job, "wb"), r_ans)
-        return cls._kept
-
-    @property
-    def alive(self) -> bool:
-        if self.pid is None:
-            return False
-        try:
-            return os.waitpid(self.pid, os.WNOHANG)[0] == 0
-        except ChildProcessError:
-            return False
-
-    def draw(self, jobs) -> bool:
-        """Send the jobs (``[(kind, data, paths)]``, see :func:`nsopt.studies.campaign.figure`) and
-        wait until they are drawn; True when the drawer says every file was written."""
-        if self.pid is None:
-            return False
-        try:
-            write_frame(self.wfile, jobs)
-            ok = os.read(self.rfd, 1) == b"\x00"
-        except (OSError, ValueError):
-            ok = False
-        if not ok:
-            self.close()
-        return ok
-
-    def close(self) -> None:
-        """End the drawer (killed: between two reports it holds nothing) and reap it."""
-        if self.pid is not None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-            self.pid = None
-        for f in (self.wfile,):
-            try:
-                f.close()
-            except OSError:
-                pass
-        try:
-            os.close(self.rfd)
-        except OSError:
-            pass
-        if Drawer._kept is self:
-            Drawer._kept = None
-
-
-def _drawer_main(rfd: int, wfd: int) -> int:
-    """The drawer's body: leave the parent's descriptors, import matplotlib, draw what arrives and
-    answer one byte per report (0: done)."""
-    from .worker import read_frame
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    lo = 3
-    for fd in sorted((rfd, wfd)) + [None]:
-        os.closerange(lo, fd if fd is not None else os.sysconf("SC_OPEN_MAX"))
-        lo = (fd or 0) + 1
-    for mod in DRAW_MODULES:
-        importlib.import_module(mod)
-    from .campaign import draw_jobs
-    from .profiles import warm_up_drawing
-
-    warm_up_drawing()
-    inp = os.fdopen(rfd, "rb")
-    while True:
-        jobs = read_frame(inp)
-        if jobs is None:
-            return 0
-        try:
-            draw_jobs(jobs)
-            answer = b"\x00"
-        except Exception:  # noqa: BLE001  (the parent draws them itself)
-            answer = b"\x01"
-        os.write(wfd, answer)
-
-
 # ------------------------------------------------------------------------------------ the pool
 _POOL: dict = {"key": None, "handles": []}
 
@@ -530,13 +413,21 @@ def _pool_key(plugins, method) -> tuple:
     return (tuple(plugins), method, tuple(sys.path), tuple(sorted(os.environ.items())), methods)
 
 
+_STOP: list = []     # what else is kept for the next campaigns and stopped with the workers (the drawer)
+
+
+def on_shutdown(stop) -> None:
+    """Have :func:`shutdown` call ``stop()`` too (the report's drawer process registers itself)."""
+    _STOP.append(stop)
+
+
 def shutdown() -> None:
     """Stop the kept workers and drawer (they are also stopped when the process exits)."""
     for h in _POOL["handles"]:
         h.close()
     _POOL["handles"], _POOL["key"] = [], None
-    if Drawer._kept is not None:
-        Drawer._kept.close()
+    for stop in _STOP:
+        stop()
 
 
 atexit.register(shutdown)

@@ -98,7 +98,7 @@ def unavailable(tool=None, python=None) -> str | None:
 
 def hard_limit(n_solvers: int, timeout) -> float:
     """Seconds after which the whole tool run on one file is killed."""
-    per = (float(timeout) if timeout else 600.0) + 30.0
+    per = (float(timeout) if timeout is not None else 600.0) + 30.0
     return 60.0 + n_solvers * per
 
 
@@ -129,7 +129,7 @@ def _num(x, cast=float):
 
 def run_task(task: dict) -> list[dict]:
     """Run the tool on one problem with the task's Siconos solver labels; one record per label."""
-    from .worker import failure_record, now_utc, task_columns
+    from .records import failure_record, now_utc, task_columns
 
     labels = task["siconos_solvers"]
     tool = Path(task["tool"])
@@ -153,7 +153,7 @@ def run_task(task: dict) -> list[dict]:
                "--tol", repr(task["tol"]), "--repeat-under", repr(float(task.get("repeat_under") or 0)),
                "--threads", "1",
                "--solvers", *labels]
-        if task.get("timeout"):
+        if task.get("timeout") is not None:
             cmd += ["--timeout", repr(float(task["timeout"]))]
         if task.get("max_iter") is not None:
             cmd += ["--max-iter", str(task["max_iter"])]
@@ -182,7 +182,7 @@ def run_task(task: dict) -> list[dict]:
                      "size": _num(r.get("n"), int), "nc": _num(r.get("nc"), int),
                      "status": _status(r, task["tol"], task.get("timeout")),
                      "error": _num(r.get("err_check")) if r.get("err_check") else _num(r.get("err_solver")),
-                     "iterations": _num(r.get("iterations"), int), "time": _num(r.get("time_s")),
+                     "nit": _num(r.get("iterations"), int), "time": _num(r.get("time_s")),
                      "build_time": None, "peak_rss_mb": None,
                      "message": "; ".join(x for x in (f"info={r.get('info')}" if r.get("info") else "",
                                                       r.get("note", "")) if x),

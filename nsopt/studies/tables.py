@@ -18,7 +18,7 @@ def _labelled(df):
     return df
 
 
-def by_problem(df, columns=("status", "error", "iterations", "time")):
+def by_problem(df, columns=("status", "error", "nit", "time")):
     """One row per problem, the methods side by side.
 
     Returns a DataFrame indexed by the problem (its reference: the file path), with ``name`` (the

@@ -51,7 +51,8 @@ import statistics
 import struct
 import sys
 import time
-from datetime import datetime, timezone
+
+from .records import failure_record, now_utc, task_columns  # noqa: F401  (the records' vocabulary)
 
 _HEADER = struct.Struct("!Q")
 _WARM: set = set()
@@ -98,17 +99,6 @@ def run_metadata() -> dict:
 
     return {"nsopt_version": __version__, "versions": json.dumps(versions(), sort_keys=True),
             "host": socket.gethostname()}
-
-
-_NOW = [None, ""]
-
-
-def now_utc() -> str:
-    """The current UTC time to the second, ISO 8601 (formatted once per second)."""
-    sec = int(time.time())
-    if sec != _NOW[0]:
-        _NOW[0], _NOW[1] = sec, datetime.fromtimestamp(sec, timezone.utc).isoformat(timespec="seconds")
-    return _NOW[1]
 
 
 # ------------------------------------------------------------------------------- peak memory
@@ -169,23 +159,6 @@ def _status_peak_mb() -> float | None:
 
 
 # ------------------------------------------------------------------------------- one task
-def failure_record(task: dict, status: str, message: str, info: dict | None = None) -> dict:
-    """The record of a run that produced no solution (load error, exception, timeout, crash)."""
-    info = info or {}
-    return {**task_columns(task), "kind": info.get("kind", task.get("kind")),
-            "size": info.get("size"), "nc": info.get("nc"), "status": status, "error": None,
-            "nit": None, "time": None, "build_time": None, "peak_rss_mb": None, "message": message,
-            "finished_at": now_utc()}
-
-
-def task_columns(task: dict) -> dict:
-    """The identifying columns of a task's row (the same whoever writes the record)."""
-    return {"problem": task["problem"], "problem_hash": task.get("problem_hash"),
-            "method": task["method"], "source": task.get("source", "nsopt"),
-            "options": task.get("options_key", "{}"), "tol": task["tol"],
-            "max_iter": task.get("max_iter"), "timeout": task.get("timeout")}
-
-
 def _storage(problem) -> str:
     return "sparse" if any(hasattr(v, "tocsr") for v in vars(problem).values()) else "dense"
 
