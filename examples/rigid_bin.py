@@ -10,7 +10,7 @@ warm start), ``NewtonEulerDS`` bodies in the Moreau–Jean step, one FrictionCon
 At rest the contact forces on the floor carry the whole weight (the walls only push sideways), every body is
 inside the bin, and the deepest penetration is the scheme's (Moreau–Jean works on velocities: a body landing at
 speed :math:`v` sinks by about :math:`h|v|/2` and is not pushed back). The run is Siconos' ``MoreauJeanOSI``
-(``projection=False``): with nsopt's default position projection, a capsule rolling on the floor speeds up
+(``Scene.run``'s default ``projection=False``): with the position projection, a capsule rolling on the floor speeds up
 (the velocity-level law at the contact point moved with the body puts the normal force :math:`hω R` behind the
 contact, a driving torque whose work the unprojected scheme loses by sinking; the projection gives the height
 back; ``formulations/time_stepping.md`` §4).
