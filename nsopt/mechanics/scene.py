@@ -282,8 +282,8 @@ class Scene:
             :class:`~nsopt.mechanics.InterpenetrationError` (None: no check); not for a run continued from a record
             (its poses are the recorded run's, with the scheme's penetration of bodies at rest).
         projection : the position projection of the contacts after each step (``MoreauJeanOSI(projection=)``).
-            False, the default for scenes: Siconos' MoreauJeanOSI, bodies landing at speed |v| sink by up to
-            h|v|/2 and stay there; True/None: the bodies are projected out of the floor and of each other, to
+            False, the default for scenes: Siconos' MoreauJeanOSI, bodies landing at speed :math:`|v|` sink by up to
+            :math:`h|v|/2` and stay there; True/None: the bodies are projected out of the floor and of each other, to
             ``projection_tol`` = 1e-8 (resting piles keep their heights), but detected contacts of rolling bodies
             then gain energy (``formulations/time_stepping.md`` §4: the contact point is fixed in the body frame
             over the step), so scenes with rolling spheres or capsules should keep the default.

@@ -94,8 +94,8 @@ class MoreauJeanOSI(OneStepIntegrator):
         The position projection of rigid-body contacts (Siconos ``MoreauJeanDirectProjectionOSI``).
         None: on for the unilateral contacts between :class:`~nsopt.modeling.NewtonEulerDS` bodies (and
         the world), never for Lagrangian systems, whose steps are exactly Siconos' ``MoreauJeanOSI`` ones;
-        False: off (rigid bodies too: Siconos' ``MoreauJeanOSI``, whose bodies landing at speed |v| sink by
-        up to h|v|/2 and stay there); True: on, and a :class:`~nsopt.exceptions.ModelingError` when a
+        False: off (rigid bodies too: Siconos' ``MoreauJeanOSI``, whose bodies landing at speed :math:`|v|` sink by
+        up to :math:`h|v|/2` and stay there); True: on, and a :class:`~nsopt.exceptions.ModelingError` when a
         unilateral interaction joins a system that is not a NewtonEulerDS.
     projection_tol : float, default 1e-8
         The penetration tolerated after a step (in the model's length unit): the projection runs when a
