@@ -380,7 +380,7 @@ def _newton_dense(sys, r, mon, *, line_search, memory, stall, switch, reg, reg_s
     st = sys.dense_state
     nb = max(stall or 0, switch) + 2
     if st is None or st[0] != (memory, nb):
-        st = sys.dense_state = ((memory, nb),) + K.dense_state(n, memory, nb) + (np.empty(16),)
+        st = sys.dense_state = ((memory, nb),) + K.dense_state(n, memory, nb) + (_NO_ERRORS,)
     _, istate, S, (fstate, best, best_r), errs = st
     keep = mon.history is not None or mon.callback is not None     # the errors of each iteration
     istate[1], istate[8] = _LS_CODES[line_search], K.NEWTON_FRESH
