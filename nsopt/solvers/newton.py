@@ -272,7 +272,7 @@ class _Local:
 
     def reset(self, problem):
         """Start a solve of ``problem`` (same W and mu): its q, no proximal term."""
-        self.q = np.ascontiguousarray(problem.q, dtype=float)
+        self.q = problem.q        # (a problem's q: float64, contiguous, read-only)
         self.qnorm = problem.qnorm
         self.sigma, self.rc = 0.0, None
         self.reg = 0.0            # Levenberg-Marquardt-like shift of the Newton matrix only: A + B (W + reg I)
