@@ -187,7 +187,7 @@ class _Pattern:
         return lambda b: lu.solve(b, trans="T")
 
 
-_SMALL_LAZY = frozenset(("rhoN", "rhoT", "rho_pgs", "gamma_c", "gamma", "csr", "_Wcsr", "A", "B", "phi"))
+_SMALL_LAZY = frozenset(("rhoN", "rhoT", "rho_pgs", "gamma_c", "gamma", "csr", "_Wcsr", "A", "B", "phi", "_x", "_px"))
 
 
 class _Local:
@@ -207,7 +207,6 @@ class _Local:
         self.label = formulation.upper()
         self.new = True             # just built: its time is the solve's build_time
         self.pat = None
-        self._x, self._px = np.empty(dim), np.empty(dim)
         self.dense_state = None     # work arrays of the compiled loop (_newton_dense)
         if self.small:
             # one compiled call: rho, the FB scale and W's CSR (no NumPy or SciPy set-up per W); the
@@ -242,15 +241,17 @@ class _Local:
         self.reset(problem)
 
     def _blocks(self):
-        """The work arrays of the Python path's Newton steps (:meth:`jac`, :meth:`direction`)."""
+        """The work arrays of the Python path's Newton steps (:meth:`jac`, :meth:`direction`) and of
+        :meth:`error`."""
         nc, dim = self.nc, self.dim
+        self._x, self._px = np.empty(dim), np.empty(dim)
         self.A = np.zeros((nc, dim, dim))
         self.B = np.zeros((nc, dim, dim))
         self.phi = np.zeros(self.n)
 
     def __getattr__(self, name):
         # a small system (the compiled loop) makes the Python path's views of its packed arrays when
-        # one is first read (the proximal continuation, nsn-ac's rho for the prox method)
+        # one is first read (the proximal continuation, the prox method, the error measure in Python)
         if name in _SMALL_LAZY and self.__dict__.get("small"):
             n, nc = self.n, self.nc
             self.rhoN, self.rhoT, self.rho_pgs, self.gamma_c, self.gamma = K.dense_views(self.P, n, nc)
