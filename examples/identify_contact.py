@@ -7,13 +7,13 @@ bouncing puck from its noisy trajectory, by gradient descent on the adjoint of t
 A puck (a point mass, coordinates x along the floor and z up) is thrown onto a floor with Coulomb
 friction and Newton restitution (``NewtonImpactFrictionNSL(e, 0, μ, 2)``: a 2D friction-contact
 problem at each step in contact). At each bounce the normal velocity is reversed and scaled by e,
-and friction takes at most μ (1 + e)|v_z| of the horizontal velocity: the heights of the bounces
+and friction takes at most ``μ (1 + e) |v_z|`` of the horizontal velocity: the heights of the bounces
 tell e, the horizontal slowdown tells μ.
 
 The "measurements" are the positions of a run with e = 0.7, μ = 0.25, with Gaussian noise of 2 mm.
 The loss is the mean squared distance between the simulated and the measured positions,
 
-    L(e, μ) = 1/(N+1) Σ_k |q_k(e, μ) - q_k^meas|²,
+    ``L(e, μ) = 1/(N+1) Σ_k |q_k(e, μ) - q_k^meas|²``,
 
 and its gradient is one adjoint sweep over the recorded steps (``TimeStepping(...,
 differentiable=True)``, ``traj.gradient(loss, wrt=["e", "mu"])``): the impulses of each contact

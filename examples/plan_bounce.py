@@ -16,7 +16,7 @@ and each Gauss–Newton iteration needs the Jacobian dq_N/dv0 (2 x 2): two adjoi
 recorded steps (``traj.vjp`` with the cotangent of x_N, then of z_N), through the bounce: the
 impact step's impulses are differentiated by ``nsopt.sensitivity`` (restitution and friction
 included), the flight before and after by the θ-method's update (``formulations/sensitivity.md``,
-"Through time stepping"). The step is damped (halved until |F| decreases). The derivative holds the
+"Through time stepping"). The step is damped (halved until ``|F|`` decreases). The derivative holds the
 index set fixed, so it knows the bounce the current throw makes, not the one a throw that misses the
 wall would make: the first guess must hit the wall.
 

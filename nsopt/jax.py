@@ -61,7 +61,42 @@ def solve(problem, data: dict | None = None, method: str = "auto", tol: float = 
     ``problem`` and given in ``data`` is passed dense here and its gradient comes back dense.
 
     A solve that does not reach ``tol`` still returns its best iterate (as :func:`nsopt.solve`); its
-    gradient is then that of the laws' states at that point."""
+    gradient is then that of the laws' states at that point.
+
+    Parameters
+    ----------
+    problem : nsopt.Problem
+        The problem whose fields ``data`` replaces (the others stay constant).
+    data : dict, optional
+        ``{field: JAX array}`` of the problem's shapes, e.g. ``{"q": q, "mu": mu}``.
+    method : str, default "auto"
+        The method of :func:`nsopt.solve`.
+    tol : float, default 1e-8
+        Its tolerance.
+    select : str, optional
+        ``"min-norm"`` to differentiate the least-norm solution (``nsopt.solve``'s ``select``).
+    **options
+        Further options of the method.
+
+    Returns
+    -------
+    dict
+        The solution's variables as JAX arrays: ``{"z", "w"}``, ``{"r", "u"}`` or ``{"v", "r", "u"}``.
+
+    Raises
+    ------
+    ProblemError
+        When a key of ``data`` is not a field of the problem, or a value has the wrong shape.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, nsopt, nsopt.jax
+    >>> jax.config.update("jax_enable_x64", True)
+    >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
+    >>> normal = lambda mu: nsopt.jax.solve(p, {"mu": mu}, method="nsn-ac", tol=1e-12)["r"][0]
+    >>> round(float(jax.grad(normal)(jnp.array([0.3]))[0]), 6)        # d r_N / d mu
+    -0.091348
+    """
     data = dict(data or {})
     fields = problem._fields
     for k in data:

@@ -435,6 +435,16 @@ class Workspace:
     Newton matrix), Lemke's small-LCP data. A solve with a workspace runs the very code of a solve
     without one (the same Solution); it only skips what the workspace already holds.
     Not thread-safe: one per loop.
+
+    Examples
+    --------
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, np.eye(3), [-1.0, 1.0, 0.0], [0.5])
+    >>> ws = nsopt.Workspace()
+    >>> for qn in (-1.0, -2.0, -3.0):                      # same W, new q: the re-solve of a loop
+    ...     s = nsopt.solve(p.replace(q=[qn, 1.0, 0.0]), method="nsgs", workspace=ws)
+    >>> print(s.status.value, s.r.round(6))
+    solved [ 3. -1.  0.]
     """
 
     def __init__(self):

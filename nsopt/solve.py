@@ -28,7 +28,27 @@ def _fill():
 
 
 def methods(problem) -> dict[str, str]:
-    """The methods that apply to ``problem`` (or to a kind given as a string), each with one line."""
+    """The methods that apply to ``problem`` (or to a kind given as a string), each with one line.
+
+    Parameters
+    ----------
+    problem : nsopt.Problem or str
+        A problem (methods that do not apply to it, e.g. ``qp`` for a nonsymmetric M, are left
+        out), or a kind (``"lcp"``, ``"fc3d"``, ...).
+
+    Returns
+    -------
+    dict
+        ``{method name: one-line description}``, ``"auto"`` first.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> sorted(nsopt.methods("lcp"))
+    ['auto', 'enum', 'lemke', 'newton-fb', 'pgs', 'psor', 'qp']
+    >>> "nsn-ac" in nsopt.methods("fc3d")
+    True
+    """
     kind = problem if isinstance(problem, str) else _kind(problem)
     _fill()
     out = {"auto": "the documented policy (nsopt.policy): tries methods in order, records the path taken"}
@@ -75,6 +95,21 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
     -------
     Solution
         Never raises on non-convergence: the best iterate comes back with a status.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    >>> s = nsopt.solve(p, method="lemke")
+    >>> print(s.status.value, s.z.round(6), s.error <= 1e-8)
+    solved [1.333333 2.333333] True
+    >>> s = nsopt.solve(p, method="pgs", max_iter=3)            # not converged: a status
+    >>> s.status.value, s.nit
+    ('max_iter', 3)
+    >>> nsopt.solve(p, method="nsgs")
+    Traceback (most recent call last):
+    ...
+    nsopt.exceptions.MethodNotFound: ...
     """
     if select is not None:   # which solution (issue 21): the method's, then the rule's choice
         from .sensitivity.select import check_select, select as select_solution

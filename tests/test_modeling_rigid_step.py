@@ -85,7 +85,7 @@ A, M = 0.1, 2.0
 CORNERS = [(sx * A, sy * A, sz * A) for sx in (1, -1) for sy in (1, -1) for sz in (1, -1)]
 
 
-def _cube(q0, v0, T, h=1e-3, mu=0.5, tol=1e-12, theta=0.5, method="nsn-ac", corners=CORNERS):
+def _cube(q0, v0, T, h=1e-3, mu=0.5, tol=1e-12, theta=0.5, method="nsn-ac", corners=CORNERS, projection=False, batch=True):
     cube = nm.NewtonEulerDS(q0, v0, M, np.eye(3) * M * (2 * A) ** 2 / 6, fext=[0, 0, -G * M])
     nsds = nm.NonSmoothDynamicalSystem(0.0, T)
     inters = []
@@ -93,7 +93,8 @@ def _cube(q0, v0, T, h=1e-3, mu=0.5, tol=1e-12, theta=0.5, method="nsn-ac", corn
         inter = nm.Interaction(nm.NewtonImpactFrictionNSL(0.0, 0.0, mu, 3), nm.NewtonEuler3DR(point=c, normal=[0, 0, 1]))
         nsds.link(inter, cube)
         inters.append(inter)
-    traj = nm.TimeStepping(nsds, h, nm.MoreauJeanOSI(theta), osns="fc3d", method=method, tol=tol).run()
+    traj = nm.TimeStepping(nsds, h, nm.MoreauJeanOSI(theta, projection=projection, batch=batch), osns="fc3d",
+                           method=method, tol=tol).run()
     return cube, inters, traj
 
 
@@ -102,7 +103,8 @@ def test_cube_dropped_flat_rests_where_the_scheme_puts_it():
     enter the index set of step k+1 for the first k with y_k + h ẏ_k / 2 <= 0, and then v = 0 while the centre
     moves by h(1-θ)v_k: the rest height from that recurrence, to round-off (5.3e-4 below the face's height: the
     scheme's penetration, about h|v|/2 at impact; Siconos' kernel gives the same, 0.09946869000000401). The corner
-    forces then carry the weight."""
+    forces then carry the weight. ``projection=False``: Siconos' MoreauJeanOSI (the default projects the positions,
+    test_projection_cube_dropped_flat_rests_on_its_face)."""
     h, T = 1e-3, 0.3
     cube, inters, traj = _cube([0, 0, A + 0.05, 1, 0, 0, 0], np.zeros(6), T, h, corners=CORNERS[1::2])
     k = 0
@@ -176,7 +178,8 @@ def test_cube_on_an_edge_against_siconos_kernel():
     corners are hand-built NewtonEuler3DR against the floor on both sides (Siconos: the kernel's NewtonEuler3DR
     with the corner's distance as h), same h, θ, μ and a tight solver tolerance (1e-12). The trajectories agree to
     2e-6 over 1000 steps (nsopt's quaternion update takes T(q_k) for both terms of the θ-average, Siconos
-    the previous step's T for the old one: an O(h²ω²) difference per step while it tumbles)."""
+    the previous step's T for the old one: an O(h²ω²) difference per step while it tumbles). ``projection=False``:
+    Siconos' MoreauJeanOSI, no position projection."""
     quat = rot.quat_exp(0.5 * np.array([1.0, 0.4, 0.0]) / np.linalg.norm([1.0, 0.4, 0.0]))
     cfg = dict(m=M, a=A, h=1e-3, T=1.0, theta=0.5, mu=0.5, tol=1e-12, q0=[0, 0, 0.3, *quat.tolist()],
                v0=[0.3, 0, 0, 0, 0, 2.0], corners=CORNERS)
@@ -210,6 +213,91 @@ def test_cube_on_an_edge_settles_flat():
     assert E[-1] < E[land] - 0.1
     assert np.abs(V[-1]).max() < 1e-9
     assert np.abs(rot.rotation_matrix(Q[-1, 3:])[2]).max() == pytest.approx(1.0, abs=1e-5)
+
+
+# ---------------------------------------------------------------------------- the position projection
+TILT = rot.quat_exp(0.5 * np.array([1.0, 0.4, 0.0]) / np.linalg.norm([1.0, 0.4, 0.0])).tolist()
+
+
+def _gaps(inters, Q):
+    """The corners' signed distances to the floor at every pose (k, corners), from the relations' own formula."""
+    return np.array([[i.relation.distance(q) for i in inters] for q in Q])
+
+
+def test_projection_cube_dropped_flat_rests_on_its_face():
+    """The contract's drop (rigid_body_free.py) with the default projection: the cube rests at z = a to 1e-6 (the
+    unprojected scheme leaves it 5.3e-4 lower, test_cube_dropped_flat_rests_where_the_scheme_puts_it), no corner
+    deeper than projection_tol (1e-8) at any step, flat, the corner forces carrying the weight."""
+    h = 1e-3
+    cube, inters, traj = _cube([0, 0, A + 0.05, 1, 0, 0, 0], np.zeros(6), 0.3, h, corners=CORNERS[1::2], projection=None)
+    Q = traj.q(cube)
+    land = next(k for k, s in enumerate(traj.status) if s is not None)
+    assert np.abs(Q[land + 1:, 2] - A).max() < 1e-6
+    assert _gaps(inters, Q).min() >= -1e-8
+    np.testing.assert_allclose(Q[-1, 3:], [1, 0, 0, 0], atol=1e-12)
+    assert not traj.failed_steps
+    assert sum(traj.lambda_(i)[-1, 0] for i in inters) / h == pytest.approx(M * G, rel=1e-8)
+
+
+@pytest.mark.parametrize("q0, v0", [([0, 0, 0.3, *TILT], [0.3, 0, 0, 0, 0, 2.0]),          # lands on an edge, tumbles
+                                    ([0, 0, 0.25, *TILT], [0.0, 0, -1.0, 3.0, -1.0, 0.5])])   # tilted, thrown down
+def test_projection_no_penetration_after_landing(q0, v0):
+    """A cube landing on an edge and a tilted cube thrown down, eight corner contacts: with the projection no corner
+    is ever deeper than projection_tol (1e-8), where the unprojected scheme sinks by up to h|v|/2 (more than 1e-4
+    here); both settle on a face at z = a (1e-6 with the projection)."""
+    cube, inters, traj = _cube(q0, v0, 1.0, 1e-3, tol=1e-10, projection=None)
+    assert not traj.failed_steps
+    assert _gaps(inters, traj.q(cube)).min() >= -1e-8
+    assert traj.q(cube)[-1, 2] == pytest.approx(A, abs=1e-6)
+    cube2, inters2, off = _cube(q0, v0, 1.0, 1e-3, tol=1e-10, projection=False)
+    assert _gaps(inters2, off.q(cube2)).min() < -1e-4
+
+
+def test_projection_moves_positions_only():
+    """The projection changes no velocity: the flat drop with and without it is the same trajectory (bit for bit)
+    up to the landing step, whose twist (so kinetic energy) is the same, its centre raised to the face's height;
+    the kinetic energy after the landing never exceeds the one before it."""
+    args = ([0, 0, A + 0.05, 1, 0, 0, 0], np.zeros(6), 0.15, 1e-3)
+    cube, inters, on = _cube(*args, corners=CORNERS[1::2], projection=None)
+    cube2, inters2, off = _cube(*args, corners=CORNERS[1::2], projection=False)
+    land = next(k for k, s in enumerate(on.status) if s is not None)      # the step from row land to land + 1
+    np.testing.assert_array_equal(on.v(cube)[:land + 2], off.v(cube2)[:land + 2])
+    np.testing.assert_array_equal(on.q(cube)[:land], off.q(cube2)[:land])
+    assert off.q(cube2)[land, 2] < A and off.q(cube2)[land + 1, 2] < A - 1e-4      # sinks in free flight, then h|v|/2
+    assert np.abs(on.q(cube)[land:, 2] - A).max() < 1e-12
+    E, E2 = cube.kinetic_energy(on.v(cube)), cube2.kinetic_energy(off.v(cube2))
+    np.testing.assert_array_equal(E[:land + 2], E2[:land + 2])
+    assert E[land:].max() <= E[land]
+
+
+def test_projection_batched_equals_one_by_one():
+    """With the projection on, the grouped step (one contact_outputs call per relation group) and the one-by-one
+    step (batch=False) give the same tumbling cube to 1e-12."""
+    a = _cube([0, 0, 0.3, *TILT], [0.3, 0, 0, 0, 0, 2.0], 0.5, 1e-3, tol=1e-12, projection=True)
+    b = _cube([0, 0, 0.3, *TILT], [0.3, 0, 0, 0, 0, 2.0], 0.5, 1e-3, tol=1e-12, projection=True, batch=False)
+    np.testing.assert_allclose(a[2].q(a[0]), b[2].q(b[0]), atol=1e-12, rtol=0)
+    np.testing.assert_allclose(a[2].v(a[0]), b[2].v(b[0]), atol=1e-12, rtol=0)
+
+
+def _ball(projection):
+    ball = nm.LagrangianLinearTIDS([1.0, 0, 0], [0, 0, 0], np.diag([1.0, 1.0, 0.1]), fext=[-G, 0, 0])
+    nsds = nm.NonSmoothDynamicalSystem(0.0, 2.0)
+    nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR(np.array([[1.0, 0, 0]]))), ball)
+    return ball, nm.TimeStepping(nsds, 1e-3, nm.MoreauJeanOSI(0.5, projection=projection), osns="lcp", method="lemke")
+
+
+def test_projection_default_leaves_lagrangian_systems_alone():
+    """The default (None) is projection=False for Lagrangian systems, bit for bit (a bouncing ball); projection=True
+    on them is an error naming the field."""
+    b1, s1 = _ball(None)
+    b2, s2 = _ball(False)
+    np.testing.assert_array_equal(s1.run().q(b1), s2.run().q(b2))
+    with pytest.raises(ModelingError, match="projection.*NewtonEulerDS"):
+        _ball(True)
+    with pytest.raises(ModelingError, match="projection"):
+        nm.MoreauJeanOSI(projection="yes")
+    with pytest.raises(ModelingError, match="projection_tol"):
+        nm.MoreauJeanOSI(projection_tol=-1.0)
 
 
 # ---------------------------------------------------------------------------- joints

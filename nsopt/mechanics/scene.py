@@ -263,7 +263,7 @@ class Scene:
     def run(self, T: float, h: float = 5e-3, *, theta: float = 0.50001, osns: str | None = None,
             method: str = "nsn-ac", tol: float = 1e-6, record=None, overwrite: bool = False, write_problems=None,
             continue_from=None, progress: bool = False, keep_states: bool = True, check: float | None = 1e-3,
-            fallback=(), on_step=None, **options) -> "SceneRun":
+            fallback=(), on_step=None, projection=False, **options) -> "SceneRun":
         """Simulate the scene to time ``T``: at each step the contacts are detected at the current poses
         (:meth:`SceneModel.update_contacts`: new points linked, vanished ones removed, the others moved), their
         outputs updated (:meth:`~nsopt.modeling.TimeStepping.update_outputs`), then one Moreau–Jean step
@@ -281,6 +281,12 @@ class Scene:
         check : shapes interpenetrating deeper than this at the start raise
             :class:`~nsopt.mechanics.InterpenetrationError` (None: no check); not for a run continued from a record
             (its poses are the recorded run's, with the scheme's penetration of bodies at rest).
+        projection : the position projection of the contacts after each step (``MoreauJeanOSI(projection=)``).
+            False, the default for scenes: Siconos' MoreauJeanOSI, bodies landing at speed |v| sink by up to
+            h|v|/2 and stay there; True/None: the bodies are projected out of the floor and of each other, to
+            ``projection_tol`` = 1e-8 (resting piles keep their heights), but detected contacts of rolling bodies
+            then gain energy (``formulations/time_stepping.md`` §4: the contact point is fixed in the body frame
+            over the step), so scenes with rolling spheres or capsules should keep the default.
         keep_states : keep the poses and twists of every step in memory (``SceneRun.q``, ``SceneRun.v``).
         on_step : a callable ``on_step(run)`` called after each step with the :class:`SceneRun`; raising
             ``StopIteration`` ends the run there (the record keeps every step and what a continued run needs).
@@ -305,7 +311,7 @@ class Scene:
         osns = osns if osns is not None else ("gmp" if model.joints else "fc3d")
         if not model.bodies:
             raise ModelingError("Scene", "objects", "the scene has no dynamic body")
-        sim = TimeStepping(model.nsds, h, MoreauJeanOSI(theta), osns=osns, method=method, tol=tol, fallback=fallback,
+        sim = TimeStepping(model.nsds, h, MoreauJeanOSI(theta, projection=projection), osns=osns, method=method, tol=tol, fallback=fallback,
                            **options)
         out = SceneRun(model, sim, keep_states)
         rec = None

@@ -61,7 +61,9 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..exceptions import ModelingError, StepFailed
+from ..problems import LCP
 from ..problems._delassus import block_delassus_for, delassus
+from ..solve import solve
 from . import _kernels as K
 from . import _state
 from ._check import label, vector
@@ -534,6 +536,8 @@ class MoreauJeanStepper:
         self.sim = sim
         self.h, self.theta, self.gamma, self.thr = sim.h, osi.theta, osi.gamma, osi.activation_threshold
         self.batch = osi.batch
+        self.projection = osi.projection is not False      # (acts only on rigid bodies' unilateral contacts)
+        self.projection_info = None                         # the last step's projection (MoreauJeanOSI docstring)
         self.builtin = sim.osns_kind not in sim.custom_osns
         self.gfc = sim.osns_kind == "gfc3d"
         self.version = nsds._version
@@ -543,6 +547,9 @@ class MoreauJeanStepper:
         self.sys = _Systems.of(nsds.dynamical_systems, self.h, self.theta, None if prev is None else prev.sys,
                                not self.batch)
         S = self.sys
+        if self.projection and S.ne is not None:
+            # a projected contact ends at y = 0 to the linearisation's error: it stays in the index set
+            self.thr = self.thr + osi.projection_activation
         self.sparse = S.nv > SPARSE_DOFS
         self.nq, self.nv = S.nq, S.nv
         self.inters = list(nsds.interactions)
@@ -550,6 +557,8 @@ class MoreauJeanStepper:
         facts = [self._facts(i) for i in self.inters]
         self.P = self._primary(facts, self.inters)
         self._secondary()
+        if osi.projection is True:
+            self._projectable()                          # (a unilateral interaction on another system: an error)
         self._gather(prev if prev is not None else source, t=sim.t)
         self.key = self.pattern = self.rows = None      # the last problem's key, its G0 pattern, its rows
         self.pending = None
@@ -722,6 +731,7 @@ class MoreauJeanStepper:
         self.inter_arr[:] = inters
         self.law_arr = P["laws"]
         self.__dict__.pop("_mu_all", None)
+        self.__dict__.pop("_proj", None)
         self._blocks = (self._block_plan() if self.batch and self.sparse and S.all_diag and not S.iterate and not self.D
                         and self.singles is None and self.builtin and not self.gfc else None)
         # the fused compiled phases (nsopt.modeling._kernels) of linear time-invariant models
@@ -1162,8 +1172,130 @@ class MoreauJeanStepper:
             if res <= sim.newton_tol:
                 converged = True
                 break
+        if self.projection and (S.ne is not None or self.osi.projection is True):
+            qn = self._project(t1, qn, vn, L0, L1, Y0n, Y1n, gapn, act)
         self.pending = (np.concatenate([qn, vn, p, Y0n, Y1n, L0, L1]), warm, gapn)
         return it, res, converged
+
+    # ------------------------------------------------------------------ position projection (rigid bodies)
+    def _projectable(self):
+        """(mask of the interactions the projection acts on: unilateral laws on Newton–Euler relations, the
+        stacked normal rows of those (mask over all rows)), per topology. A unilateral interaction on another
+        system with ``projection=True``: a :class:`ModelingError`."""
+        pr = self.__dict__.get("_proj")
+        if pr is None:
+            n_i = len(self.inters)
+            on = np.zeros(n_i, dtype=bool)
+            normal = np.zeros(self.mtot, dtype=bool)
+            for j, inter in enumerate(self.inters):
+                law = inter.nslaw
+                if not law.unilateral:
+                    continue
+                if not all(isinstance(ds, NewtonEulerDS) for ds in inter.systems):
+                    if self.osi.projection is True:
+                        raise ModelingError(label(self.osi), "projection", f"is for NewtonEulerDS bodies; "
+                                            f"{label(inter)} is a unilateral interaction on another system "
+                                            "(use projection=None: on for rigid bodies only)")
+                    continue
+                on[j] = True
+                lo, hi = self.bounds[j]
+                normal[lo:lo + 1 if isinstance(law, NewtonImpactFrictionNSL) else hi] = True
+            pr = self._proj = (on, normal)
+        return pr
+
+    def _ne_rows(self, t, q, sel):
+        """(stacked rows, v columns, values) of the twist Jacobians G0 at q of the interactions of the mask
+        ``sel`` (COO triplets, all rows of each), by their groups' batched G0 or one by one."""
+        R, C, V = [], [], []
+        for grp in self.groups:
+            s = np.flatnonzero(sel[grp.index])
+            if not s.size:
+                continue
+            G = grp.G0(q[grp.qcols[s]], s)                                 # (k, m, nloc)
+            rows = grp.rows.reshape(-1, grp.rel.m)[s]
+            R.append(np.broadcast_to(rows[:, :, None], G.shape).ravel())
+            C.append(np.broadcast_to(grp.cols[s][:, None, :], G.shape).ravel())
+            V.append(G.ravel())
+        if self.singles is not None:
+            sg = self.singles
+            for k, j in enumerate(sg.index):
+                if not sel[j]:
+                    continue
+                lo, hi = sg.bounds[k]
+                G = np.asarray(sg.inters[k].relation.G0(q[sg.qcols[k]], t, None, sg.Z[k]), dtype=float)
+                R.append(np.repeat(np.arange(lo, hi), G.shape[1]))
+                C.append(np.tile(sg.cols[k], hi - lo))
+                V.append(G.ravel())
+        cat = (lambda a, dt: np.concatenate(a).astype(dt, copy=False) if a else np.zeros(0, dtype=dt))
+        return cat(R, np.intp), cat(C, np.intp), cat(V, float)
+
+    def _ne_minv(self):
+        """M⁻¹ (sparse, nv x nv) of the rigid bodies, block diagonal (zero on the other systems' columns): the
+        metric of the projection (the mass, not the iteration matrix M̂)."""
+        S = self.sys
+        Mi = getattr(S, "_ne_minv", None)
+        if Mi is None:
+            blocks = [ds.inverse_mass() if isinstance(ds, NewtonEulerDS) else sp.csr_matrix((ds.n, ds.n))
+                      for ds in S.systems]
+            Mi = S._ne_minv = sp.block_diag(blocks, format="csr")
+        return Mi
+
+    def _project(self, t1, qn, vn, L0, L1, Y0n, Y1n, gapn, act):
+        """The position projection of :class:`~nsopt.modeling.MoreauJeanOSI` (its docstring): the positions of
+        the rigid bodies moved until no projectable gap at q_{k+1} is below ``-projection_tol``; Y0n, Y1n
+        re-evaluated in place for the interactions of the moved bodies. Returns q_{k+1}. ``projection_info``:
+        (projections, deepest gap before, deepest gap after, rows of the last LCP)."""
+        on, normal = self._projectable()
+        tol = self.osi.projection_tol
+        cand_rows = normal & on[self.row_inter] & self.alive[self.row_inter]
+        if not cand_rows.any():
+            return qn
+        before = float(Y0n[cand_rows].min())
+        if not before < -tol:
+            self.projection_info = (0, before, before, 0)
+            return qn
+        S = self.sys
+        Mi = self._ne_minv()
+        sel = on & self.alive & act                         # the step's contacts, and the penetrating ones
+        ne_sys = np.flatnonzero(np.isin(S.qoff[:-1], S.ne[0]))
+        first_slot = np.cumsum(self.nsys) - self.nsys
+        zeros = np.zeros(self.nv)
+        it, deepest, nr = 0, before, 0
+        while it < self.osi.projection_max_iter and deepest < -tol:
+            it += 1
+            pen = cand_rows & (Y0n < -tol)
+            sel = sel | (np.bincount(self.row_inter[pen], minlength=len(self.inters)) > 0)
+            r, c, v = self._ne_rows(t1, qn, sel)
+            keep = normal[r]
+            r, c, v = r[keep], c[keep], v[keep]
+            rows = np.unique(r)
+            nr = rows.shape[0]
+            H = sp.csr_matrix((v, (np.searchsorted(rows, r), c)), shape=(nr, self.nv))
+            HM = H @ Mi
+            W = (HM @ H.T).tocsr()
+            y = Y0n[rows].copy()
+            if nr <= 100:
+                res = solve(LCP(W.toarray(), y), method="lemke", tol=1e-12)
+            else:
+                res = solve(LCP(W, y), method="pgs", tol=1e-10, max_iter=1000)
+            mu = np.asarray(res.z, dtype=float)
+            if not np.all(np.isfinite(mu)):
+                break
+            delta = np.asarray(HM.T @ mu).reshape(-1)                   # M⁻¹ H_nᵀ μ (M⁻¹ symmetric)
+            moved = np.zeros(len(S.systems), dtype=bool)
+            moved[ne_sys] = np.any(delta[S.voff[ne_sys][:, None] + np.arange(6)] != 0.0, axis=1)
+            mk = np.flatnonzero(moved)
+            if not mk.size:
+                break
+            out = qn.copy()
+            ne_positions(qn, zeros, delta, S.qoff[mk], S.voff[mk], 0.0, 1.0, out)
+            qn = out
+            touch = np.logical_or.reduceat(moved[self.slot_body], first_slot) if len(self.inters) else sel
+            touch &= self.alive
+            self._outputs(t1, qn, vn, L0, L1, Y0n, Y1n, gapn, touch)
+            deepest = float(Y0n[cand_rows].min())
+        self.projection_info = (it, before, deepest, nr)
+        return qn
 
     def _blow_up(self, sim, q, v):
         """A non-finite or exploding state: the run stops (typed), the last committed state kept."""

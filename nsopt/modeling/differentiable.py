@@ -784,7 +784,24 @@ class DerivativeReport:
     round-off): give it a small ``MoreauJeanOSI(activation_threshold=...)``. ``degenerate``: (step, the contacts or
     rows without strict complementarity, their states), differentiated by ``Sensitivity.rule``.
     ``singular``: steps whose linearised problem is singular (impulses not unique; minimum-norm
-    derivative). ``failed``: steps whose problem was not solved to the tolerance."""
+    derivative). ``failed``: steps whose problem was not solved to the tolerance.
+
+    Made by ``Trajectory.derivative_report()`` (and attached to every ``Trajectory.gradient``);
+    ``print`` it for a summary.
+
+    Attributes
+    ----------
+    steps, contact_steps : int
+        The steps of the run, and those with contact.
+    near_switches, degenerate, singular, failed : list
+        As above.
+    smoothing : float or None
+        The smoothing of the laws the derivative used.
+
+    See Also
+    --------
+    Derivatives.gradient : an example, with the report of a run.
+    """
 
     steps: int
     contact_steps: int
@@ -889,12 +906,33 @@ class Derivatives:
 
     def states(self):
         """(Q, V): the recorded positions and velocities of all systems, stacked in the model's order,
-        (N+1, ndof) each (the layout of the losses and cotangents; :meth:`dofs` gives a system's columns)."""
+        (N+1, ndof) each (the layout of the losses and cotangents; :meth:`dofs` gives a system's columns).
+
+        Returns
+        -------
+        Q, V : ndarray
+            Copies of the recorded positions and velocities.
+
+        Raises
+        ------
+        ModelingError
+            When the run was not made with ``differentiable=True``.
+        """
         R = self._tape().replay(self)
         return R.Q.copy(), R.V.copy()
 
     def dofs(self, ds) -> slice:
-        """The columns of system ``ds`` in :meth:`states` (and in the stacked ``q0``, ``v0``, ``fext``)."""
+        """The columns of system ``ds`` in :meth:`states` (and in the stacked ``q0``, ``v0``, ``fext``).
+
+        Parameters
+        ----------
+        ds : DynamicalSystem
+            A system of the model.
+
+        Returns
+        -------
+        slice
+        """
         return self._tape().replay(self).L.dofs(ds)
 
     def vjp(self, dQ=None, dV=None, wrt=("q0", "v0"), *, smoothing=None, impact_times=False) -> dict:
@@ -910,7 +948,35 @@ class Derivatives:
         :math:`dv_{k+1} \mathrel{+}= (\partial v^+/\partial v^- - I)\,a\,d\tau` (a the free
         acceleration; the saltation term of the continuous-time system): the derivative of the trajectory the run approximates, to O(h), which
         a target reached after a bounce needs (the discrete branch moves the impact by whole steps
-        only)."""
+        only).
+
+        Parameters
+        ----------
+        dQ, dV : (N+1, ndof) array_like, optional
+            Cotangents of the recorded positions and velocities (None: zero).
+        wrt : sequence, default ("q0", "v0")
+            Parameters: names, or ``(name, object)`` pairs (module docstring).
+        smoothing : float, optional
+            The ``eps`` of ``Sensitivity.smoothed`` at every contact step (None: the exact branch).
+        impact_times : bool, default False
+            Add the derivative of the impact times (see above).
+
+        Returns
+        -------
+        dict
+            ``{wrt item: gradient}``, arrays for ``q0``, ``v0``, ``fext``, ``("M", ds)``, numbers
+            for ``mass``, ``e``, ``et``, ``mu``.
+
+        Raises
+        ------
+        ModelingError
+            When the run was not differentiable, a cotangent has the wrong shape, or a parameter is
+            unknown or not in the model.
+
+        See Also
+        --------
+        gradient : an example of every derivative method on one run.
+        """
         R = self._tape().replay(self, smoothing)
         gQ = np.zeros_like(R.Q) if dQ is None else _cot(dQ, R.Q.shape, "dQ")
         gV = np.zeros_like(R.V) if dV is None else _cot(dV, R.V.shape, "dV")
@@ -922,7 +988,68 @@ class Derivatives:
         (:meth:`states`) returning its value and its partial derivatives (arrays like Q and V, or None);
         returns a :class:`Gradient` (``{item: gradient}``, ``.value``, ``.report``). ``smoothing``: the
         ``eps`` of ``Sensitivity.smoothed`` at every contact step (None: the exact branch);
-        ``impact_times``: see :meth:`vjp`."""
+        ``impact_times``: see :meth:`vjp`.
+
+        Parameters
+        ----------
+        loss : callable
+            ``loss(Q, V) -> (value, dQ, dV)``: the loss of the recorded states and its partial
+            derivatives (arrays shaped like Q and V, or None).
+        wrt : sequence, default ("q0", "v0")
+            Parameters: names, or ``(name, object)`` pairs (module docstring).
+        smoothing : float, optional
+            As in :meth:`vjp`.
+        impact_times : bool, default False
+            As in :meth:`vjp`.
+
+        Returns
+        -------
+        Gradient
+            ``{item: gradient}``, with ``.value`` (the loss) and ``.report``.
+
+        Raises
+        ------
+        ModelingError
+            When ``loss`` does not return ``(value, dQ, dV)``, or as :meth:`vjp`.
+
+        Examples
+        --------
+        The final height of a ball dropped from 1 m, with respect to the restitution and the initial
+        velocity:
+
+        >>> import numpy as np
+        >>> from nsopt import modeling as nm
+        >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+        >>> ground = nm.Interaction(nm.NewtonImpactNSL(e=0.5), nm.LagrangianLinearTIR(H=[[1.0]]))
+        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 1.0)
+        >>> _ = nsds.link(ground, ball)
+        >>> traj = nm.TimeStepping(nsds, h=0.01, osns="lcp", method="lemke", tol=1e-14,
+        ...                        differentiable=True).run()
+        >>> final = lambda Q, V: (Q[-1, 0], np.eye(len(Q))[-1][:, None], None)
+        >>> g = traj.gradient(final, wrt=["e", "v0"])
+        >>> round(g.value, 6), round(float(g["e"]), 5), g["v0"].round(5)
+        (0.047081, 2.03067, array([0.24625]))
+
+        The same derivative by the other methods: the adjoint for a given cotangent (``vjp``), the
+        tangent of every state (``jvp``), the Jacobian of the final state (``jacobian``), and what
+        the derivative does not see (``derivative_report``):
+
+        >>> dQ = np.zeros((len(traj.t), 1)); dQ[-1] = 1.0
+        >>> round(float(traj.vjp(dQ, wrt=["e"])["e"]), 5)
+        2.03067
+        >>> tQ, tV = traj.jvp({"e": 1.0})
+        >>> tQ.shape, round(float(tQ[-1, 0]), 5)
+        ((101, 1), 2.03067)
+        >>> traj.jacobian(["e"])["e"].round(5)                  # (d q_N, d v_N) / d e
+        array([2.03067, 0.     ])
+        >>> print(traj.derivative_report())
+        Derivative of a run of 100 steps (3 with contact); the index set held fixed along it
+          no activation decision within 0.001 (relative) of its threshold
+          strict complementarity at every contact step
+        >>> r = g.report
+        >>> r.steps, r.contact_steps, r.near_switches, r.failed
+        (100, 3, [], [])
+        """
         R = self._tape().replay(self, smoothing)
         out = loss(R.Q.copy(), R.V.copy())
         if not (isinstance(out, tuple) and len(out) == 3):
@@ -936,14 +1063,57 @@ class Derivatives:
     def jvp(self, direction: dict, *, smoothing=None, impact_times=False):
         """Forward mode: (dQ, dV), the tangents (N+1, ndof) of every recorded state along ``direction``
         (``{wrt item: value}``: arrays for ``q0``, ``v0``, ``fext``, ``("M", ds)``; numbers for ``mass``,
-        ``e``, ``et``, ``mu``); ``impact_times``: see :meth:`vjp`."""
+        ``e``, ``et``, ``mu``); ``impact_times``: see :meth:`vjp`.
+
+        Parameters
+        ----------
+        direction : dict
+            ``{wrt item: value}``.
+        smoothing : float, optional
+            As in :meth:`vjp`.
+        impact_times : bool, default False
+            As in :meth:`vjp`.
+
+        Returns
+        -------
+        dQ, dV : ndarray
+            (N+1, ndof) each.
+
+        Raises
+        ------
+        ModelingError
+            As :meth:`vjp`.
+
+        See Also
+        --------
+        gradient : an example of every derivative method on one run.
+        """
         R = self._tape().replay(self, smoothing)
         return R.jvp(_Direction(direction, R.L, _laws_of(self._tape())), impact_times)
 
     def jacobian(self, wrt, *, smoothing=None, impact_times=False) -> dict:
         """``{item: J}``: the Jacobian of the final state (q_N, v_N) (2 ndof) with respect to each item,
         by forward mode (one sweep per parameter component): shape (2 ndof,) for a number,
-        (2 ndof, *shape) for an array parameter."""
+        (2 ndof, *shape) for an array parameter.
+
+        Parameters
+        ----------
+        wrt : sequence
+            Parameters: names, or ``(name, object)`` pairs.
+        smoothing : float, optional
+            As in :meth:`vjp`.
+        impact_times : bool, default False
+            As in :meth:`vjp`.
+
+        Returns
+        -------
+        dict
+            ``{item: J}``.
+
+        See Also
+        --------
+        gradient : an example of every derivative method on one run.
+        """
         R = self._tape().replay(self, smoothing)
         laws = _laws_of(self._tape())
         w = _Wanted(wrt, R.L, laws)
@@ -970,7 +1140,22 @@ class Derivatives:
 
     def derivative_report(self, *, smoothing=None) -> DerivativeReport:
         """Where the derivative is that of one branch only: activation decisions near their threshold,
-        steps without strict complementarity, singular steps, failed steps (:class:`DerivativeReport`)."""
+        steps without strict complementarity, singular steps, failed steps (:class:`DerivativeReport`).
+
+        Parameters
+        ----------
+        smoothing : float, optional
+            As in :meth:`vjp`.
+
+        Returns
+        -------
+        DerivativeReport
+            Print it for a summary.
+
+        See Also
+        --------
+        gradient : an example of every derivative method on one run.
+        """
         return report(self._tape(), self, smoothing)
 
 

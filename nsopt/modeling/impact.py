@@ -24,14 +24,34 @@ from .laws import NonSmoothLaw
 class MultipleImpactNSL(NonSmoothLaw):
     r"""Multiple-impact law of one normal contact (Siconos ``MultipleImpactNSL(e, k, eta)``).
 
-    Parameters
-    ----------
-    e : energetic coefficient of restitution in [0, 1].
-    stiffness : contact stiffness :math:`k > 0` of the compliance law :math:`F = k\delta^\eta`.
-    elasticity : elasticity exponent :math:`\eta > 0` (1.5 Hertz, 1 linear; default 1.5).
-
     Only with ``TimeStepping(..., osns="multiple-impact")``; the restitution is the LZB model's
     (energetic), not a Newton term added to the free velocity.
+
+    Parameters
+    ----------
+    e : float
+        The energetic coefficient of restitution, in [0, 1].
+    stiffness : float
+        The contact stiffness :math:`k > 0` of the compliance law :math:`F = k\delta^\eta`.
+    elasticity : float, default 1.5
+        The elasticity exponent :math:`\eta > 0` (1.5: Hertz, 1: linear).
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``e`` is outside [0, 1] or ``stiffness``, ``elasticity`` is not positive.
+
+    See Also
+    --------
+    nsopt.MultipleImpact : the one-step problem; tutorial 6 (Newton's cradle) uses it.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> nm.MultipleImpactNSL(e=1.0, stiffness=1e7)
+    MultipleImpactNSL(e=1.0, stiffness=1e+07, elasticity=1.5)
     """
 
     block = "multiple-impact"

@@ -41,7 +41,27 @@ class NonSmoothLaw:
 
 
 class ComplementarityConditionNSL(NonSmoothLaw):
-    r""":math:`0 \le y \perp \lambda \ge 0` (Siconos ``ComplementarityConditionNSL``)."""
+    r""":math:`0 \le y \perp \lambda \ge 0` (Siconos ``ComplementarityConditionNSL``).
+
+    Parameters
+    ----------
+    size : int
+        The interaction's size (the number of complementarity pairs).
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``size`` is not a positive integer.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> law = nm.ComplementarityConditionNSL(2)
+    >>> law.size, law.block
+    (2, 'lcp')
+    """
 
     block = "lcp"
 
@@ -50,7 +70,28 @@ class ComplementarityConditionNSL(NonSmoothLaw):
 
 
 class EqualityConditionNSL(NonSmoothLaw):
-    r""":math:`y = 0`, λ free (Siconos ``EqualityConditionNSL``); always active."""
+    r""":math:`y = 0`, λ free (Siconos ``EqualityConditionNSL``); always active.
+
+    The bilateral law of joints and of equality constraints between systems.
+
+    Parameters
+    ----------
+    size : int
+        The interaction's size (the number of equations).
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``size`` is not a positive integer.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> nm.EqualityConditionNSL(3).block
+    'equality'
+    """
 
     block = "equality"
     unilateral = False
@@ -61,7 +102,36 @@ class EqualityConditionNSL(NonSmoothLaw):
 
 class NewtonImpactNSL(NonSmoothLaw):
     r"""Newton's impact law (Siconos ``NewtonImpactNSL``): when :math:`y = 0`,
-    :math:`0 \le \dot y^+ + e\,\dot y^- \perp \lambda \ge 0`, with restitution coefficient ``e`` in [0, 1]."""
+    :math:`0 \le \dot y^+ + e\,\dot y^- \perp \lambda \ge 0`, with restitution coefficient ``e`` in [0, 1].
+
+    Parameters
+    ----------
+    e : float
+        The restitution coefficient, in [0, 1] (0: a plastic impact, 1: an elastic one).
+    size : int, default 1
+        The interaction's size.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``e`` is outside [0, 1] or not a finite number, or ``size`` is not a positive integer.
+
+    See Also
+    --------
+    NewtonImpactFrictionNSL : the same law with Coulomb friction.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> import numpy as np
+    >>> law = nm.NewtonImpactNSL(e=0.9)
+    >>> law.e, law.block
+    (0.9, 'lcp')
+    >>> law.restitution(np.array([-2.0]))     # e times the pre-step velocity, added to the q of the step
+    array([-1.8])
+    """
 
     block = "lcp"
 
@@ -76,7 +146,36 @@ class NewtonImpactNSL(NonSmoothLaw):
 class NewtonImpactFrictionNSL(NonSmoothLaw):
     r"""Newton impact law with Coulomb friction (Siconos ``NewtonImpactFrictionNSL``), dim 2 or 3:
     normal restitution ``en``, tangential ``et``, friction coefficient ``mu``; y and λ ordered normal
-    first, then the tangents."""
+    first, then the tangents.
+
+    Parameters
+    ----------
+    en, et : float
+        The normal and tangential restitution coefficients, in [0, 1].
+    mu : float
+        The friction coefficient (>= 0).
+    dim : {2, 3}
+        The contact's dimension: the one-step problem is ``fc2d`` or ``fc3d``.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``dim`` is not 2 or 3, a restitution coefficient is outside [0, 1] or ``mu`` is negative
+        (the message names the field).
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> law = nm.NewtonImpactFrictionNSL(0.5, 0.0, 0.3, 3)
+    >>> law.block, law.size, law.mu
+    ('fc3d', 3, 0.3)
+    >>> nm.NewtonImpactFrictionNSL(0.5, 0.0, -1.0, 3)
+    Traceback (most recent call last):
+    ...
+    nsopt.exceptions.ModelingError: ...mu...
+    """
 
     def __init__(self, en, et, mu, dim, *, name=None):
         o = label(self) if name is None else f"{type(self).__name__} {name!r}"
@@ -105,7 +204,29 @@ class NewtonImpactFrictionNSL(NonSmoothLaw):
 
 class RelayNSL(NonSmoothLaw):
     r"""Relay law (Siconos ``RelayNSL``): :math:`-y \in N_{[lb, ub]}(\lambda)`, i.e. λ = lb where y > 0,
-    λ = ub where y < 0, λ in [lb, ub] where y = 0. ``lb``, ``ub``: scalars or (size,) vectors."""
+    λ = ub where y < 0, λ in [lb, ub] where y = 0.
+
+    Parameters
+    ----------
+    size : int
+        The interaction's size.
+    lb, ub : float or (size,) array_like, default -1 and 1
+        The bounds of λ.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When a bound has the wrong size or ``lb > ub`` somewhere.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> law = nm.RelayNSL(2, lb=-1.0, ub=[1.0, 2.0])
+    >>> law.lb, law.ub
+    (array([-1., -1.]), array([1., 2.]))
+    """
 
     block = "relay"
     unilateral = False
@@ -125,7 +246,31 @@ class RelayNSL(NonSmoothLaw):
 class NormalConeNSL(NonSmoothLaw):
     r"""Normal-cone law (Siconos ``NormalConeNSL``), an affine variational inequality:
     :math:`\lambda \in K = \{\lambda : H\lambda \ge k\}` and :math:`-y \in N_K(\lambda)`
-    (nsopt's :class:`nsopt.AVI` with z = λ, w = y)."""
+    (nsopt's :class:`nsopt.AVI` with z = λ, w = y).
+
+    Parameters
+    ----------
+    size : int
+        The interaction's size.
+    H : (p, size) array_like
+        The rows of the polyhedron's inequalities.
+    k : (p,) array_like
+        Their right-hand sides.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``H`` or ``k`` has the wrong shape or non-finite entries.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> law = nm.NormalConeNSL(2, H=[[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]], k=[0.0, 0.0, -1.0])
+    >>> law.block, law.H.shape
+    ('avi', (3, 2))
+    """
 
     block = "avi"
     unilateral = False

@@ -25,7 +25,15 @@ __all__ = ["SPARSE_DOFS", "Assembly", "EulerMoreauOSI", "Factor", "MoreauJeanOSI
 class OneStepIntegrator:
     """Base class: ``theta`` and the order of the systems it integrates. :meth:`start` returns the
     stepper of one simulation (the integrator object itself keeps no run state: two simulations may
-    share it)."""
+    share it).
+
+    Parameters
+    ----------
+    theta : float, default 0.5
+        The θ of the scheme, in [0, 1].
+    name : str, optional
+        A name for messages and reports.
+    """
 
     order = 0
 
@@ -53,22 +61,99 @@ class MoreauJeanOSI(OneStepIntegrator):
     is active when its predicted gap :math:`y_k + \gamma h \dot y_k \le` ``activation_threshold``
     (γ = 1/2), Siconos 4.4's ``MoreauJeanOSI::addInteractionInIndexSet``.
 
+    Rigid bodies (:class:`~nsopt.modeling.NewtonEulerDS`) move by :math:`q_{k+1} = q_k + T(q_k)[h(1-\theta)v_k
+    + h\theta v_{k+1}]` (quaternion normalised), and, by default, their positions are then projected as in
+    Siconos' ``MoreauJeanDirectProjectionOSI``: the velocity-level law stops a body landing at speed
+    :math:`|v|` within the step but leaves it up to :math:`h|v|/2` below the surface. When a unilateral
+    contact's gap :math:`y_n(q_{k+1})` is below ``-projection_tol``, with :math:`H_n` the normal rows of the
+    contacts' twist Jacobians at :math:`q_{k+1}` (the contacts of the step's index set and the penetrating
+    ones) and :math:`M = \mathrm{diag}(mI_3, I)` the bodies' mass matrices,
+
+    .. math::
+        0 \le \mu \perp y_n + H_n M^{-1} H_n^\top \mu \ge 0,\qquad
+        \Delta = M^{-1}H_n^\top\mu,\qquad q_{k+1} \leftarrow q_{k+1} + T(q_{k+1})\,\Delta \ \text{(normalised)},
+
+    (an LCP solved by :func:`nsopt.solve`: ``lemke`` up to 100 rows, ``pgs`` above), repeated with the gaps
+    re-evaluated until none is below ``-projection_tol`` (at most ``projection_max_iter`` times). The
+    velocities are not changed (the kinetic energy is the velocity step's), but a body *rolling* on a curved
+    surface speeds up under it (the scheme's sinking, which the projection undoes, balanced a driving torque of
+    the velocity-level law: ``formulations/time_stepping.md`` §4; use ``projection=False`` for such scenes).
+    Joints (equality relations) are left to the velocity level: the projection moves only through the
+    unilateral rows.
+
     Parameters
     ----------
-    theta : float in [0, 1], 0.5 by default.
-    gamma : the γ of the activation rule (None: 1/2, as Siconos).
-    activation_threshold : 0 by default.
-    batch : evaluate the systems and relations group-wise, with the compiled and block forms where
-        they apply (True, the default); False: every system and relation one by one, none of the
-        grouped forms (the reference the grouped step is tested against). The step is the same
-        (:mod:`nsopt.modeling._stepper`).
+    theta : float, default 0.5
+        The θ of the scheme, in [0, 1] (1/2: second order in free flight, energy-conserving for a
+        linear spring; 1: backward Euler).
+    gamma : float, optional
+        The γ of the activation rule, in [0, 1] (None: 1/2, as Siconos).
+    activation_threshold : float, default 0
+        An interaction enters the index set when its predicted gap is at most this.
+    projection : {None, True, False}, default None
+        The position projection of rigid-body contacts (Siconos ``MoreauJeanDirectProjectionOSI``).
+        None: on for the unilateral contacts between :class:`~nsopt.modeling.NewtonEulerDS` bodies (and
+        the world), never for Lagrangian systems, whose steps are exactly Siconos' ``MoreauJeanOSI`` ones;
+        False: off (rigid bodies too: Siconos' ``MoreauJeanOSI``, whose bodies landing at speed |v| sink by
+        up to h|v|/2 and stay there); True: on, and a :class:`~nsopt.exceptions.ModelingError` when a
+        unilateral interaction joins a system that is not a NewtonEulerDS.
+    projection_tol : float, default 1e-8
+        The penetration tolerated after a step (in the model's length unit): the projection runs when a
+        gap is below ``-projection_tol``, and iterates until none is.
+    projection_max_iter : int, default 5
+        At most this many projections per step; the gaps left are in the stepper's ``projection_info``.
+    projection_activation : float, default 1e-7
+        With the projection on, the activation rule of a model with rigid bodies reads
+        :math:`y_k + \gamma h\dot y_k \le` ``activation_threshold + projection_activation``: a projected
+        contact ends at y = 0 up to the linearisation's and the contact detection's errors (~1e-8) and must
+        stay in the index set. Siconos' ``MoreauJeanDirectProjectionOSI`` activation threshold
+        (``SICONOS_MPC_DEFAULT_ACTIVATION_POS_THRESHOLD``).
+    batch : bool, default True
+        Evaluate the systems and relations group-wise, with the compiled and block forms where they
+        apply; False: every system and relation one by one, none of the grouped forms (the reference
+        the grouped step is tested against). The step is the same (:mod:`nsopt.modeling._stepper`).
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``theta`` or ``gamma`` is outside [0, 1], a value is not a finite number, ``projection`` is not
+        None, True or False, or ``projection=True`` meets a unilateral interaction on a non-rigid system.
+
+    See Also
+    --------
+    TimeStepping : the simulation that runs it; ``formulations/time_stepping.md`` the derivation.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> osi = nm.MoreauJeanOSI(theta=0.5)
+    >>> osi
+    MoreauJeanOSI(theta=0.5)
+    >>> osi.gamma, osi.activation_threshold, osi.projection, osi.projection_tol
+    (0.5, 0.0, None, 1e-08)
+    >>> nm.MoreauJeanOSI(theta=1.5)
+    Traceback (most recent call last):
+    ...
+    nsopt.exceptions.ModelingError: ...theta...
     """
 
     order = 2
 
-    def __init__(self, theta=0.5, gamma=None, *, activation_threshold=0.0, batch=True, name=None):
+    def __init__(self, theta=0.5, gamma=None, *, activation_threshold=0.0, projection=None, projection_tol=1e-8,
+                 projection_max_iter=5, projection_activation=1e-7, batch=True, name=None):
         super().__init__(theta, name=name)
         self.batch = bool(batch)
+        if projection not in (None, True, False):
+            raise ModelingError(label(self), "projection", f"must be None, True or False, got {projection!r}")
+        self.projection = projection
+        self.projection_tol = scalar(projection_tol, label(self), "projection_tol", low=0.0)
+        if not isinstance(projection_max_iter, (int, np.integer)) or isinstance(projection_max_iter, bool) \
+                or projection_max_iter < 1:
+            raise ModelingError(label(self), "projection_max_iter", f"must be an integer >= 1, got {projection_max_iter!r}")
+        self.projection_max_iter = int(projection_max_iter)
+        self.projection_activation = scalar(projection_activation, label(self), "projection_activation", low=0.0)
         self.gamma = 0.5 if gamma is None else scalar(gamma, label(self), "gamma", low=0.0, high=1.0)
         self.activation_threshold = scalar(activation_threshold, label(self), "activation_threshold")
 
@@ -92,6 +177,26 @@ class EulerMoreauOSI(OneStepIntegrator):
     :math:`q = C x_{free} + F z + e`; nonlinear ones are linearised in a Newton loop.
     ``gamma=None`` means γ = 1 (r fully implicit), as Siconos does without ``useGamma``.
     Every interaction is always active (index set 0).
+
+    Parameters
+    ----------
+    theta : float, default 0.5
+        The θ of the scheme for the vector field f, in [0, 1].
+    gamma : float, optional
+        The γ of the input r, in [0, 1]; None: 1 (fully implicit).
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``theta`` or ``gamma`` is outside [0, 1].
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> nm.EulerMoreauOSI(theta=1.0)
+    EulerMoreauOSI(theta=1.0)
     """
 
     order = 1

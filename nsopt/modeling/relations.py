@@ -91,6 +91,32 @@ class FirstOrderR(Relation):
     Plug-ins: ``h(x, t, lam, z) -> (m,)``, ``g(x, t, lam, z) -> (n,)``, and the Jacobians
     ``H0 = ∇_X h (m, n)``, ``H1 = ∇_λ h (m, m)``, ``G0 = ∇_X g (n, n)``, ``G1 = ∇_λ g (n, m)``,
     same arguments; finite differences when None.
+
+    Parameters
+    ----------
+    h, g : callable
+        The output and input plug-ins ``h(x, t, lam, z) -> (m,)`` and ``g(x, t, lam, z) -> (n,)``.
+    H0, H1, G0, G1 : callable, optional
+        Their Jacobians with respect to X and λ (same arguments); finite differences when None. A
+        given Jacobian is checked once against central differences.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``h`` or ``g`` is not callable.
+    PluginError
+        At the first step, when a plug-in returns the wrong shape or non-finite values, or a given
+        Jacobian disagrees with the differences (the message names the plug-in and the entry).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> rel = nm.FirstOrderR(h=lambda x, t, lam, z: x[:1] + lam, g=lambda x, t, lam, z: np.r_[0.0, lam[0]])
+    >>> rel.kind
+    'first'
     """
 
     kind = "first"
@@ -136,6 +162,30 @@ class FirstOrderLinearR(Relation):
 
     Each operator is a constant or a plug-in ``op(t, z)``: C (m, n), B (n, m), D (m, m), F (m, nz),
     e (m,); D, F, e may be None (absent).
+
+    Parameters
+    ----------
+    C : (m, n) array_like or callable ``C(t, z)``
+        The output's state matrix.
+    B : (n, m) array_like or callable
+        The input matrix.
+    D, F, e : array_like or callable, optional
+        The feedthrough (m, m), the free-vector matrix (m, nz) and the offset (m,); None: absent.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When C or B is missing, or (when the interaction is linked) an operator has the wrong shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> rel = nm.FirstOrderLinearR(C=lambda t, z: np.array([[np.cos(t), 0.0]]), B=[[0.0], [1.0]])
+    >>> rel.linear
+    True
     """
 
     kind = "first"
@@ -181,7 +231,27 @@ class FirstOrderLinearR(Relation):
 
 class FirstOrderLinearTIR(FirstOrderLinearR):
     r"""First-order linear time-invariant relation (Siconos ``FirstOrderLinearTIR``): as
-    :class:`FirstOrderLinearR` with constant C, B, D, F, e."""
+    :class:`FirstOrderLinearR` with constant C, B, D, F, e.
+
+    Parameters
+    ----------
+    C, B, D, F, e : array_like
+        Constant operators, shapes as in :class:`FirstOrderLinearR` (D, F, e optional).
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When an operator is a plug-in (use :class:`FirstOrderLinearR`) or B's shape does not match C's.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> rel = nm.FirstOrderLinearTIR(C=[[1.0, 0.0]], B=[[0.0], [1.0]], D=[[0.1]])
+    >>> rel.linear, rel.kind
+    (True, 'first')
+    """
 
     def __init__(self, C, B, D=None, F=None, e=None, *, name=None):
         for fld, v in (("C", C), ("B", B), ("D", D), ("F", F), ("e", e)):
@@ -229,6 +299,36 @@ class LagrangianScleronomousR(LagrangianR):
     shape (k, n) and ``z`` of shape (k, nz), one row per interaction, and return ``h`` (k, m) and
     ``G0`` (k, m, n). Moreau–Jean then evaluates every interaction sharing the same plug-ins in one
     call per step (``formulations/time_stepping.md`` §4).
+
+    Parameters
+    ----------
+    h : callable
+        The gap ``h(q, z) -> (m,)`` (stacked arguments with ``vectorized=True``).
+    G0 : callable, optional
+        Its Jacobian ``G0(q, z) -> (m, n)``; finite differences when None, checked once when given.
+    vectorized : bool, default False
+        The plug-ins take one row per interaction (see above).
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``h`` is not callable.
+    PluginError
+        At the first step, when a plug-in returns the wrong shape or non-finite values, or ``G0``
+        disagrees with the differences of ``h``.
+
+    Examples
+    --------
+    A pendulum of length 1 (angle q) against a wall at x = 0.5: the gap is ``0.5 - sin q``.
+
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> rel = nm.LagrangianScleronomousR(h=lambda q, z: np.array([0.5 - np.sin(q[0])]),
+    ...                                  G0=lambda q, z: np.array([[-np.cos(q[0])]]))
+    >>> rel.kind, rel.vectorized
+    ('lagrangian', False)
     """
 
     def __init__(self, h, G0=None, *, vectorized=False, name=None):
@@ -288,6 +388,32 @@ class LagrangianRheonomousR(LagrangianR):
 
     Plug-ins: ``h(q, t, z) -> (m,)``, ``G0(q, t, z) -> (m, n)``, ``hdot(q, t, z) -> (m,)``
     (∂h/∂t); finite differences when None.
+
+    Parameters
+    ----------
+    h : callable
+        The gap ``h(q, t, z) -> (m,)``.
+    G0, hdot : callable, optional
+        ``G0(q, t, z) -> (m, n)`` and ``hdot(q, t, z) -> (m,)``; finite differences when None.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``h`` is not callable.
+
+    Examples
+    --------
+    A ball (height q) above a plate that vibrates as ``0.1 sin(10 t)``:
+
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> rel = nm.LagrangianRheonomousR(h=lambda q, t, z: np.array([q[0] - 0.1 * np.sin(10 * t)]),
+    ...                                G0=lambda q, t, z: np.array([[1.0]]),
+    ...                                hdot=lambda q, t, z: np.array([-np.cos(10 * t)]))
+    >>> rel.rheonomous
+    True
     """
 
     rheonomous = True
@@ -328,6 +454,30 @@ class LagrangianCompliantR(LagrangianR):
     Plug-ins: ``h(q, lam, z) -> (m,)``, ``G0(q, lam, z) -> (m, n)``, ``G1(q, lam, z) -> (m, m)``
     (finite differences when None). Moreau–Jean treats it at the position level with λ a force
     (the impulse over a step is hλ); see ``formulations/time_stepping.md``.
+
+    Parameters
+    ----------
+    h : callable
+        ``h(q, lam, z) -> (m,)``.
+    G0, G1 : callable, optional
+        ``G0(q, lam, z) -> (m, n)`` and ``G1(q, lam, z) -> (m, m)``; finite differences when None.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``h`` is not callable.
+
+    Examples
+    --------
+    A spring-like contact of compliance 0.01: y = q + 0.01 λ.
+
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> rel = nm.LagrangianCompliantR(h=lambda q, lam, z: q[:1] + 0.01 * lam)
+    >>> rel.compliant
+    True
     """
 
     compliant = True
@@ -362,7 +512,40 @@ class LagrangianLinearTIR(LagrangianR):
     r"""Lagrangian linear time-invariant relation (Siconos ``LagrangianLinearTIR``):
     :math:`y = HQ + b + D\lambda + FZ`, :math:`P = H^\top\lambda`; H (m, n), b (m,), D (m, m),
     F (m, nz) constants (b, D, F None: absent). At the velocity level, :math:`\dot y = HV + D\lambda`
-    (D is added to the one-step matrix, as Siconos does)."""
+    (D is added to the one-step matrix, as Siconos does).
+
+    Parameters
+    ----------
+    H : (m, n) array_like
+        The rows of the gap: y = H Q + ... (n: the total size of the linked systems).
+    b : (m,) array_like, optional
+        The constant offset.
+    D : (m, m) array_like, optional
+        The feedthrough (a compliance), added to the one-step matrix.
+    F : (m, nz) array_like, optional
+        The matrix of the systems' free vector Z.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When an operator is a plug-in (use :class:`LagrangianScleronomousR`), has the wrong shape, or
+        (when linked) H does not match the systems' size.
+
+    Examples
+    --------
+    The ground under a ball whose first coordinate is its height:
+
+    >>> from nsopt import modeling as nm
+    >>> rel = nm.LagrangianLinearTIR(H=[[1.0, 0.0, 0.0]])
+    >>> rel.H.shape, rel.constant
+    ((1, 3), True)
+    >>> nm.LagrangianLinearTIR(H=[[1.0]], b=[0.0, 1.0])
+    Traceback (most recent call last):
+    ...
+    nsopt.exceptions.ModelingError: ...b...
+    """
 
     linear = True
     constant = True

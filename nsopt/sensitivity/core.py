@@ -43,6 +43,8 @@ def _k_matrix(state, Mext):
 class Sensitivity:
     r"""Derivatives of a solution with respect to its problem's data (made by :func:`sensitivity`).
 
+    Build it with :func:`nsopt.sensitivity`, not directly.
+
     Attributes
     ----------
     kind : the problem's kind.
@@ -59,6 +61,16 @@ class Sensitivity:
         (dense systems) or those of the proximally regularised one (sparse systems, never densified:
         ``factor.shift``, see :mod:`nsopt.sensitivity._factor`).
     smoothing : 0, or the parameter ε of :meth:`smoothed`.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
+    >>> s = nsopt.sensitivity(p, nsopt.solve(p, method="nsn-ac", tol=1e-12))
+    >>> s.fields, s.variables, list(s.states["contacts"])
+    (('W', 'q', 'mu'), ('r', 'u'), ['slide'])
+    >>> s.differentiable
+    True
     """
 
     def __init__(self, model: Model, state, tol, smoothing=0.0, rel_eps=0.0):
@@ -135,10 +147,32 @@ class Sensitivity:
         return e
 
     def jvp(self, **d) -> dict:
-        """Directional derivatives of the solution's variables for a change ``d`` of the data
-        (keywords: any of :attr:`fields`; matrices dense or sparse, vectors of the field's size).
+        """Directional derivatives of the solution's variables for a change ``d`` of the data.
 
-        Returns a dict of the variables' directions, e.g. ``{"z": dz, "w": dw}``."""
+        Parameters
+        ----------
+        **d : array_like or scipy.sparse matrix
+            A direction for any of :attr:`fields` (the others do not move): matrices dense or
+            sparse, vectors of the field's size.
+
+        Returns
+        -------
+        dict
+            The variables' directions, e.g. ``{"z": dz, "w": dw}`` (``r, u``; ``v, r, u``).
+
+        Raises
+        ------
+        ProblemError
+            When a keyword is not a field of the problem or has the wrong shape.
+
+        Examples
+        --------
+        >>> import nsopt
+        >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+        >>> s = nsopt.sensitivity(p, nsopt.solve(p, method="lemke"))
+        >>> s.jvp(M=[[1.0, 0.0], [0.0, 0.0]])["z"].round(6)      # dz = -M^-1 dM z
+        array([-0.888889,  0.444444])
+        """
         m = self.model
         dy0 = m.forward(d)
         law = m.law_directions(d)
@@ -148,9 +182,36 @@ class Sensitivity:
         return m.outputs(dx, dy, d)
 
     def vjp(self, **g) -> dict:
-        """Gradients of :math:`\\sum_v g_v \\cdot v` (v the solution's variables, keywords of
-        :attr:`variables`) with respect to every datum of :attr:`fields`: the same names and shapes
-        as the problem's fields, sparse on the field's pattern where the field is sparse."""
+        """Gradients of :math:`\\sum_v g_v \\cdot v` with respect to every datum (the adjoint).
+
+        Parameters
+        ----------
+        **g : array_like
+            Cotangents of the solution's variables (keywords of :attr:`variables`, e.g. ``z``,
+            ``w``); a variable not given has a zero cotangent.
+
+        Returns
+        -------
+        dict
+            ``{field: gradient}`` for every field of :attr:`fields`, with the field's own name and
+            shape; sparse on the field's pattern where the field is sparse (never densified).
+
+        Raises
+        ------
+        ProblemError
+            When a keyword is not a variable of the solution or has the wrong size.
+
+        Examples
+        --------
+        >>> import nsopt
+        >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+        >>> s = nsopt.sensitivity(p, nsopt.solve(p, method="lemke"))
+        >>> g = s.vjp(z=[1.0, 1.0])                 # gradient of z1 + z2
+        >>> g["q"].round(6)
+        array([-0.333333, -0.333333])
+        >>> g["M"].shape
+        (2, 2)
+        """
         from ._kinds import _check_g
 
         m = self.model
@@ -185,9 +246,34 @@ class Sensitivity:
         return out
 
     def jacobian(self, wrt: str) -> dict:
-        """Dense Jacobians of every variable with respect to the field ``wrt`` (small problems):
-        ``{var: array}`` of shape ``(len(var), *field.shape)`` for a dense field, ``(len(var), nnz)``
-        for a sparse one (its stored entries in CSR order)."""
+        """Dense Jacobians of every variable with respect to one field (for small problems).
+
+        Parameters
+        ----------
+        wrt : str
+            One of :attr:`fields`.
+
+        Returns
+        -------
+        dict
+            ``{var: array}`` of shape ``(len(var), *field.shape)`` for a dense field,
+            ``(len(var), nnz)`` for a sparse one (its stored entries in CSR order); one :meth:`vjp`
+            per entry of the variable.
+
+        Raises
+        ------
+        ProblemError
+            When ``wrt`` is not a field of the problem.
+
+        Examples
+        --------
+        >>> import nsopt
+        >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+        >>> s = nsopt.sensitivity(p, nsopt.solve(p, method="lemke"))
+        >>> s.jacobian("q")["z"].round(6)           # -M^-1: both rows are active
+        array([[-0.666667,  0.333333],
+               [ 0.333333, -0.666667]])
+        """
         m = self.model
         if wrt not in m.fields or wrt == "blocks":
             raise ProblemError(wrt, f"jacobian needs one of {', '.join(f for f in m.fields if f != 'blocks')}",
@@ -203,7 +289,36 @@ class Sensitivity:
         the smoothed solution is within O(eps) of the solution and, where the solution is
         differentiable, its derivative tends to the exact one as eps -> 0; at a degenerate row it
         tends to an element of Clarke's generalized Jacobian (e.g. the average of the two branches of
-        an LCP row with z = w = 0). ``.point()`` gives the smoothed solution's variables."""
+        an LCP row with z = w = 0). ``.point()`` gives the smoothed solution's variables.
+
+        Parameters
+        ----------
+        eps : float, default 1e-6
+            The smoothing parameter, relative to the largest entry of the primal variable (> 0).
+
+        Returns
+        -------
+        Sensitivity
+            The sensitivity of the smoothed problem at its solution (``smoothing`` set,
+            ``smoothed_residual`` the residual its Newton loop reached).
+
+        Raises
+        ------
+        ProblemError
+            When ``eps`` is not a positive number.
+
+        Examples
+        --------
+        A degenerate row (z2 = w2 = 0): the smoothed derivative averages the two branches.
+
+        >>> import nsopt
+        >>> p = nsopt.LCP([[1.0, 0.0], [0.0, 1.0]], [-1.0, 0.0])
+        >>> s = nsopt.sensitivity(p, {"z": [1.0, 0.0]})
+        >>> s.degenerate
+        {'rows': array([1])}
+        >>> float(s.smoothed(1e-8).jvp(q=[0.0, -1.0])["z"][1].round(4))
+        0.5
+        """
         if not (isinstance(eps, (int, float)) and np.isfinite(eps) and eps > 0):
             raise ProblemError("eps", f"must be a positive number, got {eps!r}", "Sensitivity.smoothed")
         m = self.model
@@ -236,7 +351,13 @@ class Sensitivity:
         return s
 
     def point(self) -> dict:
-        """The variables at which the derivative is taken (the solution, or the smoothed one)."""
+        """The variables at which the derivative is taken (the solution, or the smoothed one).
+
+        Returns
+        -------
+        dict
+            ``{variable: array}``, e.g. ``{"z": z, "w": w}``.
+        """
         return dict(self.model.point())
 
     def __repr__(self):
@@ -260,6 +381,37 @@ def sensitivity(problem, solution, *, tol_degenerate: float = L.TOL_DEGENERATE) 
     Kinds: LCP, MLCP, Relay, Equality, AVI, FrictionContact (2D/3D), GlobalFrictionContact (2D/3D),
     GenericMechanical, MultipleImpact (see :mod:`nsopt.sensitivity.impact` for what is
     differentiated there).
+
+    Parameters
+    ----------
+    problem : nsopt.Problem
+        The problem (any kind above).
+    solution : nsopt.Solution, dict or array_like
+        Its solution: a Solution, ``{variable: array}``, or the primal variable (z, r, ...).
+    tol_degenerate : float, default ``TOL_DEGENERATE``
+        In (0, 1): the relative size below which a force, a gap or a velocity counts as zero.
+
+    Returns
+    -------
+    Sensitivity
+        ``jvp``, ``vjp``, ``jacobian``, ``smoothed``; ``degenerate``, ``states``, ``rule``,
+        ``singular``, and ``error`` (the solution's error measure, recomputed).
+
+    Raises
+    ------
+    ProblemError
+        When ``tol_degenerate`` is out of range, or the solution's variables have the wrong sizes.
+
+    Warns
+    -----
+    NsoptWarning
+        When the solution's error exceeds 1e-6: the derivative is then that of the laws' states at
+        that point, which may not be those of a solution.
+
+    See Also
+    --------
+    nsopt.diagnose : is the solution unique.
+    nsopt.jax.solve : the same derivatives inside JAX.
 
     Examples
     --------

@@ -35,6 +35,20 @@ class Diagnosis:
     states : counts of the states of the rows and contacts.
     degenerate : the rows / contacts without strict complementarity (from the sensitivity).
     null_space : the basis N (n x dimension) when computed.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> p = nsopt.LCP([[1.0, 1.0], [1.0, 1.0]], [-1.0, -1.0])
+    >>> d = nsopt.diagnose(p, {"z": [0.5, 0.5]})
+    >>> d.is_unique
+    False
+    >>> print(d)                                             # doctest: +ELLIPSIS
+    Diagnosis of a lcp solution (...)
+      states: ...
+      z: NOT unique: it moves along the solution set (dimension 1)
+      w: unique
+    ...
     """
 
     def __init__(self, **kw):
@@ -105,6 +119,32 @@ def diagnose(problem, solution, *, tol_degenerate: float = TOL_DEGENERATE, rank_
     ``rank_tol``: singular values of the linearised system below ``rank_tol`` times the largest are
     taken as zero (and a variable is unique when the null space moves it by less than that,
     relatively). Kinds: every kind :func:`nsopt.sensitivity` differentiates, except MultipleImpact.
+
+    Parameters
+    ----------
+    problem : nsopt.Problem
+        The problem.
+    solution : nsopt.Solution, dict or array_like
+        Its solution (as for :func:`nsopt.sensitivity`).
+    tol_degenerate : float, default ``TOL_DEGENERATE``
+        The relative size below which a force, a gap or a velocity counts as zero.
+    rank_tol : float, default 1e-9
+        The relative size below which a singular value of the linearised system counts as zero.
+
+    Returns
+    -------
+    Diagnosis
+        ``unique`` per variable, ``dimension``, ``rank``, ``free``, ``states``, ``degenerate``,
+        ``null_space``; ``print`` it for a report with advice.
+
+    Raises
+    ------
+    ProblemError
+        When the problem's kind is not supported or the solution's variables have the wrong sizes.
+
+    See Also
+    --------
+    nsopt.solve : ``select="min-norm"`` picks one solution of a non-unique problem.
 
     Examples
     --------

@@ -160,7 +160,42 @@ class ImpactSensitivity:
 def impact_sensitivity(problem, solution, tol=1e-6):
     """The :class:`ImpactSensitivity` of a multiple-impact solution, after checking that the
     contacts with an impulse are decoupled (else NotApplicable) and that the solution is the closed
-    form's (to ``tol``, relative: the LZB discretisation error is O(impulse_step))."""
+    form's (to ``tol``, relative: the LZB discretisation error is O(impulse_step)).
+
+    What ``nsopt.sensitivity(problem, solution)`` returns for a :class:`nsopt.MultipleImpact`.
+
+    Parameters
+    ----------
+    problem : nsopt.MultipleImpact
+        The impact.
+    solution : nsopt.Solution or dict
+        Its solution (``v``, ``p``), e.g. from method ``lzb``.
+    tol : float, default 1e-6
+        The accepted relative difference between the solution and the closed form.
+
+    Returns
+    -------
+    ImpactSensitivity
+        ``jvp``, ``vjp``, ``jacobian``, ``smoothed`` as :class:`~nsopt.sensitivity.Sensitivity`.
+
+    Raises
+    ------
+    NotApplicable
+        When two contacts with an impulse are coupled, or a contact not approaching received an
+        impulse (the outcome depends on the LZB path and has no closed form).
+
+    Examples
+    --------
+    A ball of mass 1 hitting the ground at 2 m/s with an energetic restitution of 0.5:
+
+    >>> import nsopt
+    >>> p = nsopt.MultipleImpact([[1.0]], [[1.0]], [-2.0], restitution=0.5, stiffness=1e6)
+    >>> s = nsopt.sensitivity(p, nsopt.solve(p, method="lzb"))
+    >>> s.jvp(v=[1.0])                      # v+ = -e v-, p = (1 + e) m |v-|
+    {'v': array([-0.5]), 'p': array([-1.5])}
+    >>> s.jacobian("restitution")["v"]
+    array([[2.]])
+    """
     x = variables_of(problem, solution)
     s = ImpactSensitivity(problem)
     Wfull = problem.delassus()

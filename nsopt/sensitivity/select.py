@@ -48,8 +48,34 @@ def check_select(select):
 
 def select(solution, rule: str = "min-norm"):
     """The solution chosen by ``rule`` among the solutions of ``solution.problem`` (see the module
-    docstring): a new :class:`nsopt.Solution`, its error recomputed, ``info["select"]`` saying what
-    was done and whether the choice is guaranteed."""
+    docstring); what ``nsopt.solve(..., select=rule)`` calls after the method.
+
+    Parameters
+    ----------
+    solution : nsopt.Solution
+        A solution (its ``problem`` is the problem).
+    rule : str, default "min-norm"
+        One of :data:`SELECT_RULES`.
+
+    Returns
+    -------
+    nsopt.Solution
+        A new solution, its error recomputed; ``info["select"]`` says what was done (``rule``,
+        ``guaranteed``, ``how`` or ``why`` not, ``time``).
+
+    Raises
+    ------
+    OptionError
+        When ``rule`` is not one of :data:`SELECT_RULES`.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> p = nsopt.LCP([[1.0, 1.0], [1.0, 1.0]], [-1.0, -1.0])     # z1 + z2 = 1, z >= 0
+    >>> s = nsopt.solve(p, method="lemke", select="min-norm")
+    >>> s.z.round(6), s.info["select"]["guaranteed"]
+    (array([0.5, 0.5]), True)
+    """
     check_select(rule)
     problem = solution.problem
     t0 = time.perf_counter()

@@ -117,7 +117,32 @@ def _polished(p, form, z, polish, msg):
 def qp(problem, mon, *, solver=None, solver_options=None, polish=True, formulation=None):
     """The convex QP of a symmetric PSD problem (module docstring: options, statuses). The QP itself
     has no starting point: ``history[0]`` is the error of the start (the warm start, else zeros),
-    which ends the solve when it already solves; the QP's polished solution is iteration 1."""
+    which ends the solve when it already solves; the QP's polished solution is iteration 1.
+
+    Parameters
+    ----------
+    problem : nsopt.LCP
+        The problem (kinds ``lcp``, ``mlcp``, ``relay``, ``avi``; a symmetric PSD matrix).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    >>> s = nsopt.solve(p, method="qp", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [1.333333 2.333333]
+    """
     t0 = time.perf_counter()
     z0 = mon.start_vector("z", problem.size)
     e0 = problem.error(z0)

@@ -191,7 +191,32 @@ def lcp_enum(problem, mon):
     """Enumerate the supports J of z (module docstring); ``max_iter`` bounds the number visited
     (default 2^n); ``warm_start``: the enumeration starts from its support. When every support has
     been visited without success the status is STALLED (no solution with a nonsingular basis exists;
-    this is not a proof of infeasibility when some bases are singular)."""
+    this is not a proof of infeasibility when some bases are singular).
+
+    Parameters
+    ----------
+    problem : nsopt.LCP
+        The problem (kind ``lcp``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    >>> s = nsopt.solve(p, method="enum", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [1.333333 2.333333]
+    """
     n = problem.size
     return _enumerate(problem, mon, np.zeros(0, np.int64), np.arange(n, dtype=np.int64))
 
@@ -200,7 +225,32 @@ def lcp_enum(problem, mon):
           f"enumeration of the 2^m complementary bases, free variables always basic (m <= {MAX_PAIRS})",
           applies=_too_big)
 def mlcp_enum(problem, mon):
-    """Enumerate the supports of the complementarity variables (module docstring)."""
+    """Enumerate the supports of the complementarity variables (module docstring).
+
+    Parameters
+    ----------
+    problem : nsopt.MLCP
+        The problem (kind ``mlcp``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.MLCP(A=[[2.0]], B=[[2.0]], C=[[1.0]], D=[[1.0]], a=[-2.0], b=[-3.0])
+    >>> s = nsopt.solve(p, method="enum", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [0.333333 1.333333]
+    """
     eq = np.flatnonzero(problem.is_eq).astype(np.int64)
     comp = np.flatnonzero(~np.asarray(problem.is_eq)).astype(np.int64)
     return _enumerate(problem, mon, eq, comp)

@@ -361,6 +361,30 @@ def lcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, cover=None, restart
 
     ``cover``: covering vector (default ones); ``restarts``: after a secondary ray *without*
     certificate, retry this many times with random covering vectors (a certified ray is final).
+
+    Parameters
+    ----------
+    problem : nsopt.LCP
+        The problem (kind ``lcp``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [1.333333 2.333333]
     """
     M, q, out = _box_start(problem, mon)
     if out is not None:
@@ -382,7 +406,32 @@ lcp_lemke.__doc__ += _OPTIONS_DOC
 @register("relay", "lemke", "Lemke on the LCP reformulation of the box VI (z = lb + x, upper multiplier y)",
           applies=_too_big)
 def relay_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False):
-    """Relay by Lemke on its LCP reformulation (:class:`~nsopt.reductions.RelayToLCP`)."""
+    """Relay by Lemke on its LCP reformulation (:class:`~nsopt.reductions.RelayToLCP`).
+
+    Parameters
+    ----------
+    problem : nsopt.Relay
+        The problem (kind ``relay``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
+    >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [ 1. -1.]
+    """
     M, q, out = _box_start(problem, mon)
     if out is not None:
         return out
@@ -449,7 +498,32 @@ def _mlcp_tries(mlcp, mon, reduction, err_of, to_x, record_bases, piv_tol, tie_t
 def mlcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", record_bases=False):
     """MLCP by Lemke on :class:`~nsopt.reductions.MLCPToLCP`: ``reduction`` "auto" (Schur complement
     when A is well conditioned, else split; when the Schur route does not reach ``tol``, the split
-    one is tried as well), "schur" or "split"."""
+    one is tried as well), "schur" or "split".
+
+    Parameters
+    ----------
+    problem : nsopt.MLCP
+        The problem (kind ``mlcp``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.MLCP(A=[[2.0]], B=[[2.0]], C=[[1.0]], D=[[1.0]], a=[-2.0], b=[-3.0])
+    >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [0.333333 1.333333]
+    """
     MLCPToLCP(reduction)   # validates the option
     out = _box_start(problem, mon)[-1]
     if out is not None:
@@ -466,7 +540,32 @@ mlcp_lemke.__doc__ += _OPTIONS_DOC
           applies=_too_big)
 def avi_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", record_bases=False):
     """AVI by Lemke on its KKT MLCP (:class:`~nsopt.reductions.AVIToLCP`); a warm start is only
-    checked as a solution. ``info["multipliers"]``: lambda; ``info["kkt_error"]``."""
+    checked as a solution. ``info["multipliers"]``: lambda; ``info["kkt_error"]``.
+
+    Parameters
+    ----------
+    problem : nsopt.AVI
+        The problem (kind ``avi``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.AVI([[1.0, 0.0], [0.0, 1.0]], [-2.0, -1.0], [[-1.0, -1.0]], [-1.0])
+    >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6) + 0.0)
+    solved [1. 0.]
+    """
     MLCPToLCP(reduction)
     out = _begin(problem, mon)
     if out is not None:
@@ -493,7 +592,32 @@ avi_lemke.__doc__ += _OPTIONS_DOC
           applies=_too_big)
 def fc2d_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False):
     """FC2D by Lemke on the LCP of Coulomb's law (:class:`~nsopt.reductions.FC2DToLCP`); a warm
-    start is only checked as a solution."""
+    start is only checked as a solution.
+
+    Parameters
+    ----------
+    problem : nsopt.FrictionContact
+        The problem (kind ``fc2d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(2, [[1.0, 0.1], [0.1, 1.2]], [-1.0, -2.0], [0.3])
+    >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
+    >>> print(s.status.value, s.r.round(6))
+    solved [0.970874 0.291262]
+    """
     red = FC2DToLCP()
     out = _begin(problem, mon)
     if out is not None:

@@ -16,7 +16,32 @@ from ..result import Status
 def linear(problem, mon):
     """One iteration: z = -M⁻¹q (:func:`nsopt.linalg.solve_or_lstsq`; the minimum-norm least-squares
     solution, with an :class:`NsoptWarning`, when M is singular). ``history[0]`` is the error of
-    the warm start (default 0); ``max_iter=0`` returns the warm start."""
+    the warm start (default 0); ``max_iter=0`` returns the warm start.
+
+    Parameters
+    ----------
+    problem : nsopt.Equality
+        The problem (kind ``equality``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.Equality([[2.0, 1.0], [1.0, 2.0]], [-3.0, -3.0])
+    >>> s = nsopt.solve(p, method="linear", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [1. 1.]
+    """
     z = mon.start_vector("z", problem.size)
     if mon.start({"z": z}, problem.error(z)):
         return mon.outcome()

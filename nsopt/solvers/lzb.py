@@ -233,6 +233,30 @@ def lzb(problem, mon, *, impulse_step=1e-5, compliance="bi", tol_velocity=DBL_EP
     tol_velocity, tol_energy : thresholds below which a relative velocity counts as non-negative and a
         stored energy as zero when classifying contacts (Siconos' ``Tol_Vel``, ``Tol_Ener``; DBL_EPSILON).
     end_velocity, end_energy : the same in the termination rule (``ZeroVel_EndIm``, ``ZeroEner_EndIm``).
+
+    Parameters
+    ----------
+    problem : nsopt.MultipleImpact
+        The problem (kind ``multiple-impact``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.MultipleImpact([[1.0]], [[1.0]], [-2.0], restitution=0.5, stiffness=1e6)
+    >>> s = nsopt.solve(p, method="lzb", tol=1e-10)
+    >>> print(s.status.value, s.v.round(4))
+    solved [1.]
     """
     dp = _positive("impulse_step", impulse_step)
     if compliance not in ("bi", "mono"):

@@ -707,6 +707,30 @@ def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybr
     dense_max : a dense W with at most this many unknowns (default 240) uses dense LAPACK solves;
         larger or sparse W, the sparse LU on the fixed pattern.
     max_iter : Newton iterations (default 1000), proximal outer iterations counting as one each.
+
+    Parameters
+    ----------
+    problem : nsopt.FrictionContact
+        The problem (kinds ``fc2d``, ``fc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
+    >>> s = nsopt.solve(p, method="nsn-ac", tol=1e-10)
+    >>> print(s.status.value, s.r.round(6))
+    solved [ 0.971803  0.281969 -0.074092]
     """
     return _local_solve(problem, mon, "ac", rho=rho, line_search=line_search, hybrid=hybrid, reg=reg,
                         reg_step=reg_step, dense_max=dense_max)
@@ -721,6 +745,30 @@ def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybri
     Options as ``nsn-ac`` (no rho; ``reg`` defaults to 0), and ``scale``: the FB function is taken
     on (r, scale x u) (same zeros): a positive number (default 1) or "auto" (1 / the mean of
     lambda_max(W_aa)), which helps when W is far from unit scale (e.g. LMGC_100_PR_PerioBox, W ~ 1e-5).
+
+    Parameters
+    ----------
+    problem : nsopt.FrictionContact
+        The problem (kinds ``fc2d``, ``fc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
+    >>> s = nsopt.solve(p, method="nsn-fb", tol=1e-10)
+    >>> print(s.status.value, s.r.round(6))
+    solved [ 0.971803  0.281969 -0.074092]
     """
     return _local_solve(problem, mon, "fb", rho=1.0, line_search=line_search, hybrid=hybrid, reg=reg, scale=scale,
                         reg_step=reg_step, dense_max=dense_max)
@@ -730,13 +778,63 @@ def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybri
 def gnsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=0.0):
     """Alart–Curnier Newton on the global system (M v = q + H r, u = H^T v + b); options as fc3d
     (warm start ``r`` and ``v``, default v = M^-1 (q + H r); ``reg`` defaults to 0 here, the
-    global matrix being nonsingular when M is; no proximal continuation)."""
+    global matrix being nonsingular when M is; no proximal continuation).
+
+    Parameters
+    ----------
+    problem : nsopt.GlobalFrictionContact
+        The problem (kinds ``gfc2d``, ``gfc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], [0.5])
+    >>> s = nsopt.solve(p, method="nsn-ac", tol=1e-10)
+    >>> print(s.status.value, s.v.round(6))
+    solved [ 1.  -0.5  0. ]
+    """
     return _global_solve(problem, mon, "ac", rho=rho, line_search=line_search, reg=_check_reg(reg))
 
 
 @register("gfc3d", "nsn-fb", "Fischer-Burmeister semismooth Newton on the global sparse system (v, r)")
 def gnsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0):
-    """Fischer–Burmeister Newton on the global system."""
+    """Fischer–Burmeister Newton on the global system.
+
+    Parameters
+    ----------
+    problem : nsopt.GlobalFrictionContact
+        The problem (kind ``gfc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], [0.5])
+    >>> s = nsopt.solve(p, method="nsn-fb", tol=1e-10)
+    >>> print(s.status.value, s.v.round(6))
+    solved [ 1.  -0.5  0. ]
+    """
     return _global_solve(problem, mon, "fb", rho=1.0, line_search=line_search, reg=_check_reg(reg))
 
 
@@ -793,6 +891,30 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
     inner_iter : Newton iterations per inner solve (default 30).
     max_iter : outer iterations (default 1000). Other options (``rho``, ``line_search``,
         ``dense_max``) as ``nsn-ac``.
+
+    Parameters
+    ----------
+    problem : nsopt.FrictionContact
+        The problem (kind ``fc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
+    >>> s = nsopt.solve(p, method="prox", tol=1e-10)
+    >>> print(s.status.value, s.r.round(6))
+    solved [ 0.971803  0.281969 -0.074092]
     """
     _check_line_search(line_search)
     if inner not in ("ac", "fb"):

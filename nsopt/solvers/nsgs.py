@@ -191,6 +191,30 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
 
     The whole solve is one compiled kernel (:func:`_gs_kernels.nsgs_fc_solve`) called in turns
     under the monitor (:meth:`~nsopt.monitor.Monitor.record`).
+
+    Parameters
+    ----------
+    problem : nsopt.FrictionContact
+        The problem (kinds ``fc2d``, ``fc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
+    >>> s = nsopt.solve(p, method="nsgs", tol=1e-10)
+    >>> print(s.status.value, s.r.round(6))
+    solved [ 0.971803  0.281969 -0.074092]
     """
     if shuffle:   # the same seed gives the same sequence of orders
         K.seed(seed)
@@ -256,6 +280,30 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
     local problem followed by v = M⁻¹(q + Hr) and the global error (one sweep per chunk when a
     history or a callback is requested). The local problem's sweeps stop at a local tolerance that
     starts at ``tol`` and is tightened while the global error is above ``tol``.
+
+    Parameters
+    ----------
+    problem : nsopt.GlobalFrictionContact
+        The problem (kinds ``gfc2d``, ``gfc3d``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], [0.5])
+    >>> s = nsopt.solve(p, method="nsgs", tol=1e-10)
+    >>> print(s.status.value, s.v.round(6))
+    solved [ 1.  -0.5  0. ]
     """
     opts = {"local_tol": local_tol, "local_max_iter": local_max_iter, "omega": omega, "shuffle": shuffle,
             "resync": resync}

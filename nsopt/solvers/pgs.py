@@ -85,13 +85,63 @@ def _run(problem, mon, omega):
 @register(KINDS, "pgs", "projected Gauss–Seidel (compiled sweeps; MLCP free rows solved exactly, "
           "relay rows projected on [lb, ub])")
 def pgs(problem, mon):
-    """Projected Gauss–Seidel, from the warm start (default 0) projected on the box."""
+    """Projected Gauss–Seidel, from the warm start (default 0) projected on the box.
+
+    Parameters
+    ----------
+    problem : nsopt.LCP
+        The problem (kinds ``lcp``, ``mlcp``, ``relay``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    >>> s = nsopt.solve(p, method="pgs", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [1.333333 2.333333]
+    """
     return _run(problem, mon, 1.0)
 
 
 @register(KINDS, "psor", "projected successive over-relaxation (PGS with relaxation omega in (0, 2))")
 def psor(problem, mon, *, omega=1.2):
-    """Projected SOR: ``z_i <- P(z_i - omega w_i / M_ii)``. Options: ``omega`` in (0, 2)."""
+    """Projected SOR: ``z_i <- P(z_i - omega w_i / M_ii)``. Options: ``omega`` in (0, 2).
+
+    Parameters
+    ----------
+    problem : nsopt.LCP
+        The problem (kinds ``lcp``, ``mlcp``, ``relay``).
+    mon : nsopt.monitor.Monitor
+        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+    Returns
+    -------
+    nsopt.Solution
+        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+        ``nit``.
+
+    Examples
+    --------
+    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+
+    >>> import numpy as np, nsopt
+    >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    >>> s = nsopt.solve(p, method="psor", tol=1e-10)
+    >>> print(s.status.value, s.z.round(6))
+    solved [1.333333 2.333333]
+    """
     if isinstance(omega, bool) or not isinstance(omega, (int, float, np.floating)) or not 0.0 < float(omega) < 2.0:
         raise OptionError(f"psor: omega must be a number in (0, 2), got {omega!r}")
     return _run(problem, mon, float(omega))

@@ -215,6 +215,19 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
         ``df.attrs["timings"]``: the wall time of the campaign's phases in seconds (``problems``:
         finding, hashing them; ``store``; ``run``; ``export``: the tables; ``frame``; ``report``:
         summary and figures; ``total``), also written to ``logs/timings.json``.
+
+    Examples
+    --------
+    Two methods on one problem, nothing written (``out=None``):
+
+    >>> import nsopt, nsopt.studies
+    >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    >>> df = nsopt.studies.compare([p], methods=["lemke", "pgs"], progress=False, report=False,
+    ...                            warmup=False)
+    >>> print(df[["method", "status"]].to_string(index=False))
+    method status
+     lemke solved
+       pgs solved
     """
     from ..monitor import check_max_iter, check_time_limit, check_tol
 

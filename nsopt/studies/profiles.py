@@ -113,6 +113,17 @@ def performance_profile(results, measure: str = "time", kinds=None, title: str |
     -------
     matplotlib.figure.Figure
         x = :math:`\\log_2` of the ratio to the best, y = share of problems; Siconos' solvers dashed.
+
+    Examples
+    --------
+    >>> import nsopt, nsopt.studies
+    >>> from nsopt.studies.profiles import performance_profile
+    >>> probs = [nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, q]) for q in (-6.0, -1.0, 3.0)]
+    >>> df = nsopt.studies.compare(probs, methods=["lemke", "pgs"], progress=False, report=False,
+    ...                            warmup=False)
+    >>> fig = performance_profile(df, measure="nit")
+    >>> [ax.get_title() for ax in fig.axes][:1]                      # doctest: +ELLIPSIS
+    ['...lcp...']
     """
     _measure(measure)
     return draw_profile(profile_panels(results, measure, kinds, title), measure)

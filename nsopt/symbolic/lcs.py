@@ -28,6 +28,22 @@ class ContactModel:
     :meth:`step` is one step of Moreau–Jean's scheme as ``nsopt.modeling.MoreauJeanOSI`` takes it
     (θ-method, impulses at the velocity level with Newton's impact law, index set from the
     predicted gap :math:`g + \gamma h \dot g \le 0`), solved to convergence.
+
+    Parameters
+    ----------
+    system : KanesMethod or LagrangesMethod
+        With its equations of motion formed.
+    gaps : list
+        SymPy expressions of the coordinates and parameters.
+    params : dict
+        Numbers for the parameters.
+    inputs : list, optional
+        The input functions (default: the other functions of time).
+
+    Raises
+    ------
+    ProblemError
+        As :func:`lcs`.
     """
 
     def __init__(self, system, gaps, params: dict, inputs=None):
@@ -138,7 +154,13 @@ class ContactModel:
         return self
 
     def active(self, q, v, h, gamma=0.5, threshold=0.0):
-        """Contacts in the index set of the coming step: predicted gap :math:`g + \\gamma h G v \\le` threshold."""
+        """Contacts in the index set of the coming step: predicted gap :math:`g + \\gamma h G v \\le` threshold.
+
+        Returns
+        -------
+        ndarray
+            The indices of those contacts.
+        """
         return np.flatnonzero(self.g(q) + gamma * h * (self.G(q) @ v) <= threshold)
 
     def step(self, q, v, u, h, *, theta=0.5, e=0.0, gamma=0.5, active=None, method="lemke", tol=1e-13,
@@ -148,6 +170,30 @@ class ContactModel:
         Solves :math:`M(q_1)(v_1 - v) = h(1-\theta)F(q, v, u) + h\theta F(q_1, v_1, u) + G_A(q_1)^\top P`,
         :math:`q_1 = q + h((1-\theta) v + \theta v_1)`,
         :math:`0 \le P \perp G_A(q_1) v_1 + e\,G_A(q) v \ge 0` by Newton's method (an LCP per iteration).
+
+        Parameters
+        ----------
+        q, v, u : array_like
+            The coordinates, speeds and inputs.
+        h : float
+            The step.
+        theta, e, gamma : float
+            The θ of the scheme, Newton's restitution, the γ of the activation rule.
+        active : array_like of int, optional
+            The index set (default: from the predicted gaps, :meth:`active`).
+        method, tol : str, float
+            The LCP method and its tolerance.
+        max_iter : int, default 100
+            Newton iterations at most.
+
+        Returns
+        -------
+        q1, v1 : ndarray
+            The state after the step.
+        P : ndarray
+            The impulses of the active contacts.
+        active : ndarray
+            The index set used.
         """
         import nsopt
 
@@ -190,6 +236,27 @@ class LCS:
 
     From :func:`lcs`: x = [q; v], λ the contact impulses of the index set ``active`` over one step of
     length ``h``; valid while that index set does not change.
+
+    Attributes
+    ----------
+    A, B, D, d, E, F, H, c : ndarray
+        The matrices and vectors above.
+    h : float
+        The step.
+    active : ndarray
+        The contacts of the index set the LCS holds for.
+    x_names, u_names : list
+        The SymPy names of the state and the inputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt.symbolic import LCS
+    >>> S = LCS(A=np.eye(1), B=np.zeros((1, 0)), D=np.eye(1), d=np.zeros(1), E=np.eye(1), F=np.eye(1),
+    ...         H=np.zeros((1, 0)), c=np.zeros(1))
+    >>> x1, lam, _ = S.step([-1.0])            # w = x + lam >= 0 pushes x back to 0
+    >>> x1, lam
+    (array([0.]), array([1.]))
     """
 
     A: np.ndarray
@@ -206,7 +273,24 @@ class LCS:
     u_names: list | None = None
 
     def lcp(self, x, u=None):
-        """The LCP of one step from x: ``nsopt.LCP(F, E x + H u + c)``."""
+        """The LCP of one step from x: ``nsopt.LCP(F, E x + H u + c)``.
+
+        Parameters
+        ----------
+        x : (nx,) array_like
+            The state [q; v].
+        u : (nu,) array_like, optional
+            The input (zeros when None).
+
+        Returns
+        -------
+        nsopt.LCP
+
+        Raises
+        ------
+        ProblemError
+            When x or u has the wrong shape.
+        """
         import nsopt
 
         x, u = self._xu(x, u)
@@ -222,7 +306,28 @@ class LCS:
         return x, u
 
     def step(self, x, u=None, *, method="lemke", **options):
-        r"""One step: solve the LCP for λ with ``nsopt.solve(method=...)``; returns ``(x_next, lam, solution)``."""
+        r"""One step: solve the LCP for λ with ``nsopt.solve(method=...)``.
+
+        Parameters
+        ----------
+        x : (nx,) array_like
+            The state [q; v].
+        u : (nu,) array_like, optional
+            The input (zeros when None).
+        method : str, default "lemke"
+            The LCP method.
+        **options
+            Its options.
+
+        Returns
+        -------
+        x_next : ndarray
+            The next state.
+        lam : ndarray
+            The impulses of the active contacts.
+        solution : nsopt.Solution or None
+            The LCP's solution (None without an active contact).
+        """
         import nsopt
 
         x, u = self._xu(x, u)
@@ -241,6 +346,41 @@ class LCS:
         :math:`w = Ex + F\lambda + Hu + c` through :math:`x = A^{-1}(x^+ - Bu - d - D\lambda)` gives
         :math:`C = EA^{-1}`, :math:`D_r = F - EA^{-1}D`, :math:`e = c + Hu - EA^{-1}(Bu + d)`. One
         simulation step of length h is then exactly :meth:`step` (A must be invertible).
+
+        Parameters
+        ----------
+        x0 : (nx,) array_like
+            The initial state of the system.
+        u : (nu,) array_like, optional
+            The fixed input (zeros when None).
+
+        Returns
+        -------
+        system : nsopt.modeling.FirstOrderLinearTIDS
+        interaction : nsopt.modeling.Interaction or None
+            None without an active contact.
+        integrator : nsopt.modeling.EulerMoreauOSI
+        h : float
+            The step to simulate with.
+
+        Raises
+        ------
+        ProblemError
+            When A is singular, or x0 or u has the wrong shape.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nsopt import modeling as nm
+        >>> from nsopt.symbolic import LCS
+        >>> S = LCS(A=np.eye(1), B=np.zeros((1, 0)), D=np.eye(1), d=np.zeros(1), E=np.eye(1),
+        ...         F=np.eye(1), H=np.zeros((1, 0)), c=np.zeros(1))
+        >>> ds, inter, osi, h = S.to_modeling([-1.0])
+        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, h)
+        >>> _ = nsds.link(inter, ds)
+        >>> traj = nm.TimeStepping(nsds, h, osi, osns="lcp", method="lemke").run()
+        >>> traj.x(ds)[-1], S.step([-1.0])[0]          # one simulation step is one LCS step
+        (array([0.]), array([0.]))
         """
         from .. import modeling as nm
 
@@ -279,14 +419,62 @@ def lcs(system, gaps, op_point, h, *, theta=0.5, e=0.0, gamma=0.5, inputs=None, 
 
     Parameters
     ----------
-    system : KanesMethod (with q' = u) or LagrangesMethod, equations formed; or an
+    system : KanesMethod, LagrangesMethod or nsopt.modeling.LagrangianDS
+        A KanesMethod (with q' = u) or LagrangesMethod with its equations formed; or an
         ``nsopt.modeling`` LagrangianDS (see :meth:`ContactModel.from_modeling`).
-    gaps : list of SymPy expressions of the coordinates (and parameters), >= 0 when apart; for a
-        modeling system, its Interactions.
-    op_point : dict (or list of dicts) with numbers for q, the speeds, the parameters and the inputs;
-        for a modeling system ``{"q": ..., "v": ...}`` (default: its current state).
-    h, theta, e, gamma : step, θ of the scheme, Newton restitution, γ of the activation rule.
-    inputs : the input functions u (default: the other functions of time, sorted).
+    gaps : list
+        SymPy expressions of the coordinates (and parameters), >= 0 when apart; for a modeling
+        system, its Interactions.
+    op_point : dict or list of dicts
+        Numbers for q, the speeds, the parameters and the inputs; for a modeling system
+        ``{"q": ..., "v": ...}`` (default: its current state).
+    h : float
+        The step.
+    theta : float, default 0.5
+        The θ of the scheme.
+    e : float, default 0
+        Newton's restitution coefficient.
+    gamma : float, default 0.5
+        The γ of the activation rule.
+    inputs : list, optional
+        The input functions u (default: the other functions of time, sorted).
+    model : ContactModel, optional
+        A compiled model to reuse (linearizing about several points compiles once).
+
+    Returns
+    -------
+    LCS
+        The matrices, the index set ``active`` they hold for, and the names of x and u.
+
+    Raises
+    ------
+    ProblemError
+        Equations not formed, kinematic equations other than q' = u, dependent coordinates or
+        constraints, or an operating point that misses a value (the message names it).
+
+    See Also
+    --------
+    nsopt.symbolic.linearize : the linearization without contacts.
+
+    Examples
+    --------
+    A point mass falling at 1 m/s onto the ground (gap q), over one step of 10 ms:
+
+    >>> import sympy as sm, sympy.physics.mechanics as me
+    >>> from nsopt import symbolic
+    >>> q = me.dynamicsymbols("q"); m, g = sm.symbols("m g")
+    >>> N = me.ReferenceFrame("N"); O = me.Point("O"); O.set_vel(N, 0)
+    >>> P = O.locatenew("P", q * N.y); P.set_vel(N, q.diff() * N.y)
+    >>> LM = me.LagrangesMethod(me.Lagrangian(N, me.Particle("p", P, m)), [q],
+    ...                         forcelist=[(P, -m * g * N.y)], frame=N)
+    >>> _ = LM.form_lagranges_equations()
+    >>> S = symbolic.lcs(LM, [q], {q: 0.0, q.diff(): -1.0, m: 1.0, g: 9.81}, h=0.01)
+    >>> S.A, S.F, S.active
+    (array([[1.  , 0.01],
+           [0.  , 1.  ]]), array([[1.]]), array([0]))
+    >>> x1, lam, sol = S.step([0.0, -1.0])      # the impulse stops the mass (e = 0)
+    >>> x1.round(6), lam.round(6)
+    (array([-0.005,  0.   ]), array([1.0981]))
     """
     if not isinstance(system, (me.KanesMethod, me.LagrangesMethod)) and hasattr(system, "mass"):
         # an nsopt.modeling LagrangianDS; gaps: its interactions; op_point: {"q": ..., "v": ...} or None

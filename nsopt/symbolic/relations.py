@@ -90,7 +90,23 @@ class Plugin:
 
     Called where it is not defined (a division by zero, a square root of a negative number, a
     derivative at a kink such as d|x|/dx at x = 0), it raises :class:`nsopt.exceptions.PluginError`
-    naming itself, the point, and the entries that are not defined there."""
+    naming itself, the point, and the entries that are not defined there.
+
+    Made by :func:`compile_plugin` (and :func:`relation_plugins`), not directly.
+
+    Examples
+    --------
+    >>> import sympy as sm
+    >>> from nsopt.symbolic import compile_plugin
+    >>> x = sm.Symbol("x")
+    >>> f = compile_plugin([1 / x], [("v", [x])], (1,), name="inverse")
+    >>> f([4.0])
+    array([0.25])
+    >>> f([0.0])
+    Traceback (most recent call last):
+    ...
+    nsopt.exceptions.PluginError: ...inverse...
+    """
 
     def __init__(self, fn, expr, shape, signature, source, name="plug-in", args=(), owner="relation"):
         self.fn, self.expr, self.shape, self.signature, self.source = fn, expr, shape, signature, source
@@ -162,10 +178,38 @@ def compile_plugin(expr, args, shape, *, jit: bool = False, name: str = "plug-in
     which sign, Heaviside and DiracDelta (the derivatives of Abs, Max, Min, sign, Heaviside) raise
     at their kink instead of returning a value there.
 
+    Parameters
+    ----------
+    expr : sympy.Matrix or list
+        The expressions (flattened into ``shape``).
+    args : list of (str, list or sympy.Symbol)
+        The arguments, in order.
+    shape : tuple
+        The shape of the result.
+    jit : bool, default False
+        Compile with numba.
+    name : str, default "plug-in"
+        What it computes (in error messages).
+    derivative : bool, default False
+        Mark a derivative (kinks raise).
+
+    Returns
+    -------
+    Plugin
+
     Raises
     ------
     ProblemError
         An expression the generated code cannot compute (a function SymPy cannot print as Python).
+
+    Examples
+    --------
+    >>> import sympy as sm
+    >>> from nsopt.symbolic import compile_plugin
+    >>> x, y, t = sm.symbols("x y t")
+    >>> f = compile_plugin([x * y, sm.sin(t)], [("q", [x, y]), ("t", t)], (2,), name="f")
+    >>> f([1.0, 2.0], 0.0)
+    array([2., 0.])
     """
     expr = sm.Matrix(expr)
     names, subs, unpack = [], {}, []
@@ -256,6 +300,44 @@ def relation_plugins(kind: str, *, h=None, g=None, q=None, x=None, lam=None, z=N
 
     Returns a dict of compiled :class:`Plugin` objects (and numpy constants for the time-invariant
     kinds) named and signed as the modeling constructors expect; see :func:`relation`.
+
+    Parameters
+    ----------
+    kind : str
+        A relation class of ``nsopt.modeling`` (see :func:`relation`).
+    h, g : list or sympy.Matrix, optional
+        The output and input expressions.
+    q, x, lam, z : list, optional
+        The variables: coordinates (Lagrangian), state (first order), multipliers, free vector.
+    t : sympy.Symbol, optional
+        The time (default ``Symbol("t")``).
+    C, B, D, F, e, H, b : optional
+        The operators of the linear kinds, as expressions.
+    params : dict, optional
+        ``{symbol: value}`` fixed before compilation.
+    jit : bool, default False
+        Compile with numba.
+
+    Returns
+    -------
+    dict
+        The keyword arguments of the modeling constructor.
+
+    Raises
+    ------
+    OptionError
+        An unknown ``kind``.
+    ProblemError
+        A missing expression or variable, a symbol with no value, or an expression that is not
+        affine where the kind needs it (the message names it).
+
+    Examples
+    --------
+    >>> import sympy as sm
+    >>> from nsopt.symbolic import relation_plugins
+    >>> q1, q2 = sm.symbols("q1 q2")
+    >>> sorted(relation_plugins("LagrangianLinearTIR", h=[q1 - 2 * q2 + 1], q=[q1, q2]))
+    ['H', 'b']
     """
     if kind not in KINDS:
         raise OptionError(f"unknown relation kind {kind!r}; expected one of {', '.join(KINDS)}")
@@ -384,9 +466,35 @@ def relation(kind: str, *, name=None, **spec):
     ``params={symbol: value}`` fixes parameters before compilation; any other symbol is an error
     naming it. ``t`` defaults to ``Symbol("t")`` (SymPy's ``dynamicsymbols._t``).
 
+    Parameters
+    ----------
+    kind : str
+        The relation class's name, one of the kinds above.
+    name : str, optional
+        The relation's name (in messages).
+    **spec
+        The expressions and variables (see :func:`relation_plugins`).
+
+    Returns
+    -------
+    nsopt.modeling.Relation
+        The relation, its plug-ins compiled.
+
+    Raises
+    ------
+    OptionError
+        An unknown ``kind``.
+    ProblemError
+        As :func:`relation_plugins`.
+
     Examples
     --------
     >>> import sympy as sm
+    >>> from nsopt.symbolic import relation, relation_plugins
+    >>> x, y = sm.symbols("x y")
+    >>> relation("LagrangianScleronomousR", h=[2.0 * sm.sin(x) + y], q=[x, y], name="wall")
+    LagrangianScleronomousR 'wall'(m=None, n=None)
+
     >>> q1, q2, l = sm.symbols("q1 q2 l")
     >>> plug = relation_plugins("LagrangianScleronomousR", h=[l * sm.sin(q1) + q2], q=[q1, q2], params={l: 2.0})
     >>> plug["G0"]([0.0, 1.0], []).tolist()

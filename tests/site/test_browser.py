@@ -20,8 +20,8 @@ page (every ``.html`` file but ``_static/``):
 * where the page has math (Sphinx's ``.math`` elements), MathJax typeset it: at least as many
   ``mjx-container`` elements as math elements, and no MathJax error element.
 
-Then the search page finds "Lemke" and "Coulomb", and screenshots of the start page, tutorial 3 and
-a gallery page are saved to ``$NSOPT_SCREENSHOTS`` (default: ``<site>/../screenshots``), with the
+Then the search page finds "Lemke", "Coulomb", "sensitivity" and "NewtonEulerDS", and screenshots of
+the start page, tutorial 3, a gallery page and the rigid-bodies page are saved to ``$NSOPT_SCREENSHOTS`` (default: ``<site>/../screenshots``), with the
 counts checked in ``checked.json`` there.
 """
 
@@ -44,7 +44,8 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SHOTS = Path(os.environ.get("NSOPT_SCREENSHOTS", SITE.parent / "screenshots"))
 SCREENSHOTS = {"start": "index.html", "tutorial_3": "tutorials/03_coulomb_cone.html",
-               "gallery": "auto_examples/modeling_spheres_box.html"}
+               "gallery": "auto_examples/modeling_spheres_box.html", "rigid_bodies": "guide/rigid_bodies.html",
+               "sensitivity": "guide/sensitivity.html"}
 
 
 def pages() -> list[str]:
@@ -190,7 +191,7 @@ def test_every_page_in_a_browser(server, browser):
     assert not failures, json.dumps(failures, indent=1)[:20000]
 
 
-@pytest.mark.parametrize("word", ["Lemke", "Coulomb"])
+@pytest.mark.parametrize("word", ["Lemke", "Coulomb", "sensitivity", "NewtonEulerDS"])
 def test_search_finds(server, browser, word):
     tab = Tab(browser)
     page = tab.open(f"{server}search.html?q={word}")
