@@ -457,10 +457,13 @@ def dense_layout(n, nc):
     """The packed arrays of a small dense system (:func:`dense_setup`, :func:`newton_dense`):
     ``P`` = [rho_N | rho_T | rho_pgs | gamma per contact (nc each) | gamma per row (n) | W's nonzeros
     by rows (up to n^2)], ``Q`` = [CSR row pointers (n + 1) | column indices (up to n^2)], and the
-    views (rhoN, rhoT, rho_pgs, gamma_c, gamma) of P."""
-    P = np.empty(4 * nc + n + n * n)
-    Q = np.empty(n + 1 + n * n, dtype=np.int64)
-    return P, Q, (P[:nc], P[nc:2 * nc], P[2 * nc:3 * nc], P[3 * nc:4 * nc], P[4 * nc:4 * nc + n])
+    views of P by :func:`dense_views`."""
+    return np.empty(4 * nc + n + n * n), np.empty(n + 1 + n * n, dtype=np.int64)
+
+
+def dense_views(P, n, nc):
+    """The views (rhoN, rhoT, rho_pgs, gamma_c, gamma) of :func:`dense_layout`'s ``P``."""
+    return P[:nc], P[nc:2 * nc], P[2 * nc:3 * nc], P[3 * nc:4 * nc], P[4 * nc:4 * nc + n]
 
 
 @njit(cache=True)

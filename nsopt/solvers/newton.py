@@ -187,6 +187,9 @@ class _Pattern:
         return lambda b: lu.solve(b, trans="T")
 
 
+_SMALL_LAZY = frozenset(("rhoN", "rhoT", "rho_pgs", "gamma_c", "gamma", "csr", "_Wcsr", "A", "B", "phi", "_x", "_px"))
+
+
 class _Local:
     """One local friction-contact system u = W r + q + sigma (r - rc) and its Newton machinery.
 
@@ -204,42 +207,61 @@ class _Local:
         self.label = formulation.upper()
         self.new = True             # just built: its time is the solve's build_time
         self.pat = None
-        self._x, self._px = np.empty(dim), np.empty(dim)
         self.dense_state = None     # work arrays of the compiled loop (_newton_dense)
         if self.small:
-            # one compiled call: rho, the FB scale and W's CSR (no NumPy or SciPy set-up per W)
-            self.Wd = np.ascontiguousarray(W, dtype=float)
+            # one compiled call: rho, the FB scale and W's CSR (no NumPy or SciPy set-up per W); the
+            # views of the Python path (rho, gamma, W's CSR, the Newton blocks) are made when first
+            # read (__getattr__): the compiled loop reads the packed P, Q only
+            self.Wd = W if type(W) is np.ndarray and W.flags.c_contiguous else np.ascontiguousarray(W, dtype=float)
             auto = isinstance(rho, str)
             rn, rt = (1.0, 1.0) if auto else _rho_pair(rho)
             if auto and rho != "auto":
                 raise OptionError(f"rho must be a positive number, a pair, or 'auto', got {rho!r}")
-            self.P, self.Q, (self.rhoN, self.rhoT, self.rho_pgs, self.gamma_c, self.gamma) = K.dense_layout(n, nc)
-            self.wscale = float(K.dense_setup(self.Wd, dim, self.mu, auto, rn, rt, fb_scale == "auto",
-                                              1.0 if fb_scale == "auto" else float(fb_scale), self.P, self.Q))
+            self.P, self.Q = K.dense_layout(n, nc)
+            self.wscale = K.dense_setup(self.Wd, dim, self.mu, auto, rn, rt, fb_scale == "auto",
+                                        1.0 if fb_scale == "auto" else float(fb_scale), self.P, self.Q)
+            self.reset(problem)
+            return
+        if self.dense:
+            self.Wd = np.ascontiguousarray(W, dtype=float)
+            Wcsr = sp.csr_matrix(self.Wd)
+        else:
+            self.pat = problem.cached("newton_pattern", lambda: _Pattern(W, nc, dim), on=("W",))
+            Wcsr = self.pat.W
+        self._Wcsr = Wcsr
+        self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
+                    Wcsr.indptr.astype(np.int64))
+        self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
+        # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)
+        g = float(np.mean(self.rho_pgs)) if fb_scale == "auto" else float(fb_scale)
+        self.gamma_c = np.full(nc, g)
+        self.gamma = np.repeat(self.gamma_c, dim)
+        self.wscale = float(np.mean(1.0 / self.rho_pgs)) if nc else 1.0
+        self._blocks()
+        self.reset(problem)
+
+    def _blocks(self):
+        """The work arrays of the Python path's Newton steps (:meth:`jac`, :meth:`direction`) and of
+        :meth:`error`."""
+        nc, dim = self.nc, self.dim
+        self._x, self._px = np.empty(dim), np.empty(dim)
+        self.A = np.zeros((nc, dim, dim))
+        self.B = np.zeros((nc, dim, dim))
+        self.phi = np.zeros(self.n)
+
+    def __getattr__(self, name):
+        # a small system (the compiled loop) makes the Python path's views of its packed arrays when
+        # one is first read (the proximal continuation, the prox method, the error measure in Python)
+        if name in _SMALL_LAZY and self.__dict__.get("small"):
+            n, nc = self.n, self.nc
+            self.rhoN, self.rhoT, self.rho_pgs, self.gamma_c, self.gamma = K.dense_views(self.P, n, nc)
             nz = int(self.Q[n])
             o = 4 * nc + n
             self.csr = (self.P[o:o + nz], self.Q[n + 1:n + 1 + nz], self.Q[:n + 1])
             self._Wcsr = None
-        else:
-            if self.dense:
-                self.Wd = np.ascontiguousarray(W, dtype=float)
-                Wcsr = sp.csr_matrix(self.Wd)
-            else:
-                self.pat = problem.cached("newton_pattern", lambda: _Pattern(W, nc, dim), on=("W",))
-                Wcsr = self.pat.W
-            self._Wcsr = Wcsr
-            self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
-                        Wcsr.indptr.astype(np.int64))
-            self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
-            # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)
-            g = float(np.mean(self.rho_pgs)) if fb_scale == "auto" else float(fb_scale)
-            self.gamma_c = np.full(nc, g)
-            self.gamma = np.repeat(self.gamma_c, dim)
-            self.wscale = float(np.mean(1.0 / self.rho_pgs)) if nc else 1.0
-        self.A = np.zeros((nc, dim, dim))
-        self.B = np.zeros((nc, dim, dim))
-        self.phi = np.zeros(n)
-        self.reset(problem)
+            self._blocks()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def Wcsr(self):
@@ -251,7 +273,7 @@ class _Local:
 
     def reset(self, problem):
         """Start a solve of ``problem`` (same W and mu): its q, no proximal term."""
-        self.q = np.ascontiguousarray(problem.q, dtype=float)
+        self.q = problem.q        # (a problem's q: float64, contiguous, read-only)
         self.qnorm = problem.qnorm
         self.sigma, self.rc = 0.0, None
         self.reg = 0.0            # Levenberg-Marquardt-like shift of the Newton matrix only: A + B (W + reg I)
@@ -359,7 +381,7 @@ def _newton_dense(sys, r, mon, *, line_search, memory, stall, switch, reg, reg_s
     st = sys.dense_state
     nb = max(stall or 0, switch) + 2
     if st is None or st[0] != (memory, nb):
-        st = sys.dense_state = ((memory, nb),) + K.dense_state(n, memory, nb) + (np.empty(16),)
+        st = sys.dense_state = ((memory, nb),) + K.dense_state(n, memory, nb) + (_NO_ERRORS,)
     _, istate, S, (fstate, best, best_r), errs = st
     keep = mon.history is not None or mon.callback is not None     # the errors of each iteration
     istate[1], istate[8] = _LS_CODES[line_search], K.NEWTON_FRESH
