@@ -260,7 +260,7 @@ def main(argv=None):
     ax2 = fig.add_subplot(1, 2, 2)
     ax2.plot(r["t"], r["kinetic"], color="C0")
     ax2.set_xlabel("time t [s]"); ax2.set_ylabel("kinetic energy [J]")
-    ax2.set_title("energy lost in the impacts and by friction"); ax2.grid(alpha=0.3)
+    ax2.set_title("kinetic energy: gained in the fall, lost in impacts and friction"); ax2.grid(alpha=0.3)
     out = figure_path("modeling_spheres_box.png")
     fig.savefig(out, dpi=100)
     print(f"{len(r['box'].spheres)} spheres, min gap {r['min_gap'].min():.2e} m, "
