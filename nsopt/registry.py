@@ -105,6 +105,37 @@ _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
 COMMON = ("tol", "max_iter", "time_limit", "history", "callback", "warm_start", "workspace")
 
 
+#: The sections every registered method's docstring shares (the ``mon`` parameter, the result and how it
+#: is called), put where its docstring says ``{solve_contract}`` (at the indentation of that line).
+SOLVE_CONTRACT_DOC = """mon : nsopt.monitor.Monitor
+    The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
+    ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
+
+Returns
+-------
+nsopt.Solution
+    Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
+    ``nit``.
+
+Examples
+--------
+Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):"""
+
+
+def _with_contract_doc(doc):
+    """``doc`` with its ``{solve_contract}`` line replaced by :data:`SOLVE_CONTRACT_DOC`, indented as that line."""
+    if not doc or "{solve_contract}" not in doc:
+        return doc
+    out = []
+    for line in doc.split("\n"):
+        if line.strip() == "{solve_contract}":
+            pad = line[:len(line) - len(line.lstrip())]
+            out.extend((pad + x) if x else x for x in SOLVE_CONTRACT_DOC.split("\n"))
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def register(kinds, name: str, summary: str, *, applies: Callable | None = None, check: Callable | None = None):
     """Decorator: register ``func(problem, mon, **options) -> Outcome`` for one or more kinds.
 
@@ -131,6 +162,7 @@ def register(kinds, name: str, summary: str, *, applies: Callable | None = None,
             if (k, name) in _REGISTRY:
                 raise ValueError(f"method {name!r} registered twice for kind {k!r}")
             _REGISTRY[(k, name)] = MethodInfo(k, name, func, summary, opts, defaults, applies, check)
+        func.__doc__ = _with_contract_doc(func.__doc__)
         return func
 
     return deco

@@ -58,6 +58,19 @@ def test_docstring_examples(modname):
     assert result.failed == 0, "".join(report)
 
 
+def test_every_registered_method_documents_its_contract():
+    """Each registered method's docstring has the numpydoc sections its ``{solve_contract}`` line stands for
+    (``registry.SOLVE_CONTRACT_DOC``, written once), and no marker is left."""
+    from nsopt import registry
+
+    for kind in registry.kinds():
+        for info in registry.for_kind(kind):
+            doc = info.func.__doc__ or ""
+            assert "{solve_contract}" not in doc, (kind, info.name)
+            if "Parameters" in doc:
+                assert "mon : nsopt.monitor.Monitor" in doc and "Returns\n" in doc, (kind, info.name)
+
+
 def _siconos_kernel():
     try:
         r = subprocess.run(["/usr/bin/python3", "-c", "import siconos.kernel"], capture_output=True, timeout=120)

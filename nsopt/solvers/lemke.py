@@ -366,19 +366,7 @@ def lcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, cover=None, restart
     ----------
     problem : nsopt.LCP
         The problem (kind ``lcp``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
@@ -412,19 +400,7 @@ def relay_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=Fals
     ----------
     problem : nsopt.Relay
         The problem (kind ``relay``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
@@ -504,19 +480,7 @@ def mlcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", 
     ----------
     problem : nsopt.MLCP
         The problem (kind ``mlcp``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.MLCP(A=[[2.0]], B=[[2.0]], C=[[1.0]], D=[[1.0]], a=[-2.0], b=[-3.0])
@@ -546,19 +510,7 @@ def avi_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", r
     ----------
     problem : nsopt.AVI
         The problem (kind ``avi``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.AVI([[1.0, 0.0], [0.0, 1.0]], [-2.0, -1.0], [[-1.0, -1.0]], [-1.0])
@@ -598,19 +550,7 @@ def fc2d_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False
     ----------
     problem : nsopt.FrictionContact
         The problem (kind ``fc2d``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.FrictionContact(2, [[1.0, 0.1], [0.1, 1.2]], [-1.0, -2.0], [0.3])

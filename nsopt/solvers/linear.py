@@ -22,19 +22,7 @@ def linear(problem, mon):
     ----------
     problem : nsopt.Equality
         The problem (kind ``equality``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.Equality([[2.0, 1.0], [1.0, 2.0]], [-3.0, -3.0])

@@ -238,19 +238,7 @@ def lzb(problem, mon, *, impulse_step=1e-5, compliance="bi", tol_velocity=DBL_EP
     ----------
     problem : nsopt.MultipleImpact
         The problem (kind ``multiple-impact``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.MultipleImpact([[1.0]], [[1.0]], [-2.0], restitution=0.5, stiffness=1e6)

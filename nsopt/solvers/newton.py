@@ -712,19 +712,7 @@ def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybr
     ----------
     problem : nsopt.FrictionContact
         The problem (kinds ``fc2d``, ``fc3d``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
@@ -750,19 +738,7 @@ def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybri
     ----------
     problem : nsopt.FrictionContact
         The problem (kinds ``fc2d``, ``fc3d``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
@@ -784,19 +760,7 @@ def gnsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=0.0):
     ----------
     problem : nsopt.GlobalFrictionContact
         The problem (kinds ``gfc2d``, ``gfc3d``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], [0.5])
@@ -815,19 +779,7 @@ def gnsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0):
     ----------
     problem : nsopt.GlobalFrictionContact
         The problem (kind ``gfc3d``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], [0.5])
@@ -896,19 +848,7 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
     ----------
     problem : nsopt.FrictionContact
         The problem (kind ``fc3d``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])

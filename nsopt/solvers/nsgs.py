@@ -196,19 +196,7 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     ----------
     problem : nsopt.FrictionContact
         The problem (kinds ``fc2d``, ``fc3d``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
@@ -285,19 +273,7 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
     ----------
     problem : nsopt.GlobalFrictionContact
         The problem (kinds ``gfc2d``, ``gfc3d``).
-    mon : nsopt.monitor.Monitor
-        The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
-        ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
-
-    Returns
-    -------
-    nsopt.Solution
-        Made by the monitor: ``status``, the problem's variables, ``error`` (recomputed by nsopt),
-        ``nit``.
-
-    Examples
-    --------
-    Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):
+    {solve_contract}
 
     >>> import numpy as np, nsopt
     >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], [0.5])
