@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import tempfile
@@ -67,3 +68,19 @@ def temporary_beside(path) -> Path:
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent if str(path.parent) else ".")
     os.close(fd)
     return Path(name)
+
+
+@contextlib.contextmanager
+def written_beside(path):
+    """Yield a unique temporary file beside ``path`` (:func:`temporary_beside`) to write, then rename it
+    over ``path``; on any error the temporary file is removed, and an ``OSError`` becomes an
+    :class:`~nsopt.exceptions.OutputError` naming ``path`` (not the temporary file)."""
+    tmp = temporary_beside(path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError) and not isinstance(e, OutputError):
+            raise OutputError(e.errno or errno.EIO, f"cannot write the file ({e.strerror or e})", path) from e
+        raise

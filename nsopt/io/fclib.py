@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import FormatError, OutputError, ProblemError
+from ..exceptions import FormatError, ProblemError
 from ..problems import FrictionContact, GlobalFrictionContact
-from ._target import check_file, temporary_beside
+from ._target import check_file, written_beside
 
 __all__ = ["read_fclib", "write_fclib", "fclib_kind", "is_hdf5"]
 
@@ -407,40 +407,32 @@ def write_fclib(problem, path, *, solution=None, guesses=None, title="", descrip
     sol = None if solution is None else _vectors_to_write(problem, solution, "solution")
     gss = [_vectors_to_write(problem, g, f"guesses[{k}]") for k, g in enumerate(guesses or [])]
     path = check_file(path, overwrite=overwrite, what="FCLIB file")
-    tmp = temporary_beside(path)
-    try:
-        with h5py.File(tmp, "w") as h:
-            g = h.create_group("fclib_local" if local else "fclib_global")
-            g.create_dataset("spacedim", data=np.array([problem.dim], dtype=np.int32))
-            vec = g.create_group("vectors")
-            if local:
-                _write_matrix(g.create_group("W"), problem.W)
-                vec.create_dataset("q", data=np.asarray(problem.q, dtype=float))
-            else:
-                _write_matrix(g.create_group("M"), problem.M)
-                _write_matrix(g.create_group("H"), problem.H)
-                vec.create_dataset("f", data=np.asarray(problem.q, dtype=float))
-                vec.create_dataset("w", data=np.asarray(problem.b, dtype=float))
-            vec.create_dataset("mu", data=np.asarray(problem.mu, dtype=float))
-            info = g.create_group("info")
-            for name, val in (("title", title), ("description", description),
-                              ("math_info", math_info)):
-                info.create_dataset(name, data=np.bytes_(val or ""))
-            if sol is not None:
-                s = h.create_group("solution")
-                for k, v in sol.items():
-                    s.create_dataset(k, data=v)
-            if gss:
-                gg = h.create_group("guesses")
-                gg.create_dataset("number_of_guesses", data=np.array([len(gss)], dtype=np.int32))
-                for k, gs in enumerate(gss, start=1):
-                    sg = gg.create_group(str(k))
-                    for name, v in gs.items():
-                        sg.create_dataset(name, data=v)
-        os.replace(tmp, path)
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)
-        if isinstance(e, OSError) and not isinstance(e, OutputError):
-            raise OutputError(e.errno or errno.EIO, f"cannot write the file ({e.strerror or e})", path) from e
-        raise
+    with written_beside(path) as tmp, h5py.File(tmp, "w") as h:
+        g = h.create_group("fclib_local" if local else "fclib_global")
+        g.create_dataset("spacedim", data=np.array([problem.dim], dtype=np.int32))
+        vec = g.create_group("vectors")
+        if local:
+            _write_matrix(g.create_group("W"), problem.W)
+            vec.create_dataset("q", data=np.asarray(problem.q, dtype=float))
+        else:
+            _write_matrix(g.create_group("M"), problem.M)
+            _write_matrix(g.create_group("H"), problem.H)
+            vec.create_dataset("f", data=np.asarray(problem.q, dtype=float))
+            vec.create_dataset("w", data=np.asarray(problem.b, dtype=float))
+        vec.create_dataset("mu", data=np.asarray(problem.mu, dtype=float))
+        info = g.create_group("info")
+        for name, val in (("title", title), ("description", description),
+                          ("math_info", math_info)):
+            info.create_dataset(name, data=np.bytes_(val or ""))
+        if sol is not None:
+            s = h.create_group("solution")
+            for k, v in sol.items():
+                s.create_dataset(k, data=v)
+        if gss:
+            gg = h.create_group("guesses")
+            gg.create_dataset("number_of_guesses", data=np.array([len(gss)], dtype=np.int32))
+            for k, gs in enumerate(gss, start=1):
+                sg = gg.create_group(str(k))
+                for name, v in gs.items():
+                    sg.create_dataset(name, data=v)
     return path

@@ -28,18 +28,15 @@ Sparse input stays sparse (scipy CSR); values are read exactly as printed. Any i
 
 from __future__ import annotations
 
-import errno
-import os
 import re
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import FormatError, OutputError, ProblemError
+from ..exceptions import FormatError, ProblemError
 from ..problems import (LCP, MLCP, Block, FrictionContact, GenericMechanical, GlobalFrictionContact,
                         Relay)
-from ._target import check_file, temporary_beside
+from ._target import check_file, written_beside
 
 __all__ = ["read_lcp", "read_mlcp", "read_relay", "read_friction_contact",
            "read_global_friction_contact", "read_gmp", "read_siconos_dat", "write_siconos_dat",
@@ -790,14 +787,6 @@ def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: 
     else:
         raise ValueError(f"write_siconos_dat does not support {type(problem).__name__} problems")
     path = check_file(path, overwrite=overwrite, what="Siconos .dat file")
-    tmp = temporary_beside(path)
-    try:
-        with open(tmp, "w") as f:
-            f.write("".join(parts))
-        os.replace(tmp, path)
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)
-        if isinstance(e, OSError) and not isinstance(e, OutputError):
-            raise OutputError(e.errno or errno.EIO, f"cannot write the file ({e.strerror or e})", path) from e
-        raise
+    with written_beside(path) as tmp, open(tmp, "w") as f:
+        f.write("".join(parts))
     return path
