@@ -499,27 +499,6 @@ class Scene:
 
         Parameters
         ----------
-        record : a path: the run is written there step by step (:class:`Recorder`: poses, twists, contacts, forces,
-            the solver's status; at the end, what a continued run needs).
-        write_problems : a folder receiving each step's one-step problem (FCLIB for friction contact: a corpus for
-            ``nsopt compare``; ``TimeStepping.write_problems_to``).
-        continue_from : a record (path or :class:`Record`) of this scene: the run starts from its last step (poses,
-            twists, the contact ids and the warm starts of the contacts and joints) and goes to ``T``.
-        check : shapes interpenetrating deeper than this at the start raise
-            :class:`~nsopt.mechanics.InterpenetrationError` (None: no check); not for a run continued from a record
-            (its poses are the recorded run's, with the scheme's penetration of bodies at rest).
-        projection : the position projection of the contacts after each step (``MoreauJeanOSI(projection=)``).
-            False, the default for scenes: Siconos' MoreauJeanOSI, bodies landing at speed :math:`|v|` sink by up to
-            :math:`h|v|/2` and stay there; True/None: the bodies are projected out of the floor and of each other, to
-            ``projection_tol`` = 1e-8 (resting piles keep their heights), but detected contacts of rolling bodies
-            then gain energy (``formulations/time_stepping.md`` §4: the contact point is fixed in the body frame
-            over the step), so scenes with rolling spheres or capsules should keep the default.
-        keep_states : keep the poses and twists of every step in memory (``SceneRun.q``, ``SceneRun.v``).
-        on_step : a callable ``on_step(run)`` called after each step with the :class:`SceneRun`; raising
-            ``StopIteration`` ends the run there (the record keeps every step and what a continued run needs).
-
-        Parameters
-        ----------
         T : float
             The final time.
         h : float, default 5e-3
@@ -562,8 +541,8 @@ class Scene:
             Siconos' MoreauJeanOSI, bodies landing at speed :math:`|v|` sink by up to :math:`h|v|/2` and stay
             there; True/None: the bodies are projected out of the floor and of each other, to ``projection_tol`` =
             1e-8 (resting piles keep their heights), but detected contacts of rolling bodies then gain energy
-            (``formulations/time_stepping.md`` §4), so scenes with rolling spheres or capsules should keep the
-            default.
+            (``formulations/time_stepping.md`` §4: the contact point is fixed in the body frame over the step),
+            so scenes with rolling spheres or capsules should keep the default.
         **options
             Passed to :func:`nsopt.solve`.
 
