@@ -274,16 +274,8 @@ class PivotJointR(KneeJointR):
         The joint point (world frame with ``absolute_ref``, else body 1's frame).
     A : (3,) array_like
         The hinge axis (same frame as ``P``; normalised here).
-    absolute_ref : bool, default True
-        Whether points and axes are given in the world frame (Siconos' ``absoluteRef``; taken into body 1's
-        frame at the base positions), else in body 1's frame.
-    d1 : NewtonEulerDS or (7,) array_like, optional
-        Body 1 (or its pose): fixes the base positions now (Siconos ``setBasePositions``); otherwise call
-        :meth:`set_base_positions` before the first step.
-    d2 : NewtonEulerDS or (7,) array_like, optional
-        Body 2 (or its pose); None: the world (the identity pose).
-    name : str, optional
-        A name for messages and reports.
+    absolute_ref, d1, d2, name
+        As for :class:`KneeJointR`.
 
     Raises
     ------
@@ -358,16 +350,8 @@ class PrismaticJointR(NewtonEulerJointR):
     ----------
     axis : (3,) array_like
         The sliding direction (world frame with ``absolute_ref``, else body 1's frame; normalised here).
-    absolute_ref : bool, default True
-        Whether points and axes are given in the world frame (Siconos' ``absoluteRef``; taken into body 1's
-        frame at the base positions), else in body 1's frame.
-    d1 : NewtonEulerDS or (7,) array_like, optional
-        Body 1 (or its pose): fixes the base positions now (Siconos ``setBasePositions``); otherwise call
-        :meth:`set_base_positions` before the first step.
-    d2 : NewtonEulerDS or (7,) array_like, optional
-        Body 2 (or its pose); None: the world (the identity pose).
-    name : str, optional
-        A name for messages and reports.
+    absolute_ref, d1, d2, name
+        As for :class:`KneeJointR`.
 
     Raises
     ------
@@ -441,13 +425,8 @@ class FixedJointR(NewtonEulerJointR):
 
     Parameters
     ----------
-    d1 : NewtonEulerDS or (7,) array_like, optional
-        Body 1 (or its pose): fixes the base positions now (Siconos ``setBasePositions``); otherwise call
-        :meth:`set_base_positions` before the first step.
-    d2 : NewtonEulerDS or (7,) array_like, optional
-        Body 2 (or its pose); None: the world (the identity pose).
-    name : str, optional
-        A name for messages and reports.
+    d1, d2, name
+        As for :class:`KneeJointR`.
 
     Raises
     ------
