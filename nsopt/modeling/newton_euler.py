@@ -386,12 +386,8 @@ class NewtonEulerDS(DynamicalSystem):
 
         Parameters
         ----------
-        t : float
-            The time.
-        q : (7,) ndarray
-            The position.
-        v : (6,) ndarray
-            The twist.
+        t, q, v
+            The time, the position (7,) and the twist (6,), as for :meth:`wrench`.
 
         Returns
         -------
@@ -425,12 +421,8 @@ class NewtonEulerDS(DynamicalSystem):
 
         Parameters
         ----------
-        t : float
-            The time.
-        q : (7,) ndarray
-            The position.
-        v : (6,) ndarray
-            The twist.
+        t, q, v
+            The time, the position (7,) and the twist (6,), as for :meth:`wrench`.
 
         Returns
         -------
