@@ -42,12 +42,69 @@ __all__ = ["CollisionManager", "Contacts", "InterpenetrationError"]
 
 
 class InterpenetrationError(ModelingError):
-    """Shapes interpenetrate deeper than the tolerance where they must not (at the start of a run)."""
+    """Shapes interpenetrate deeper than the tolerance where they must not (at the start of a run).
+
+    A :class:`~nsopt.exceptions.ModelingError`; its message names the deepest pairs and their depths.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import mechanics as mc
+    >>> cm = mc.CollisionManager(margin=0.05)
+    >>> cm.add_static(mc.Contactor(mc.HalfSpace()))               # the ground z <= 0
+    0
+    >>> cm.add_body(mc.Contactor(mc.Sphere(0.1)), pose=[0, 0, 0.12, 1, 0, 0, 0])
+    0
+    >>> try:
+    ...     cm.check_interpenetration(Q=np.array([[0, 0, 0.05, 1, 0, 0, 0]]))
+    ... except mc.InterpenetrationError as e:
+    ...     print(e)
+    CollisionManager.poses: 1 contact point(s) interpenetrate deeper than 0.001 (body 0 and static 0 by 0.05); move the bodies apart before the run
+    """
 
 
 @dataclasses.dataclass
 class Contacts:
-    """Contact points of a scene, stacked (k rows). See the module docstring for the conventions."""
+    """Contact points of a scene, stacked (k rows). See the module docstring for the conventions.
+
+    Attributes
+    ----------
+    body1 : (k,) int ndarray
+        A dynamic body.
+    body2 : (k,) int ndarray
+        A dynamic body or -1 (static object).
+    static2 : (k,) int ndarray
+        The static object where body2 == -1, else -1.
+    contactor1, contactor2 : (k,) int ndarray
+        The index in body 1's contactors, and in body 2's (or the static object's).
+    pc1, pc2 : (k, 3) ndarray
+        The world points on body 1 and on body 2.
+    normal : (k, 3) ndarray
+        The unit normal from body 2 towards body 1.
+    distance : (k,) ndarray
+        The signed distance along the normal (negative in interpenetration).
+    id : (k,) int64 ndarray
+        The persistent point id.
+    new : (k,) bool ndarray
+        The point was not there at the previous detection.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import mechanics as mc
+    >>> cm = mc.CollisionManager(margin=0.05)
+    >>> cm.add_static(mc.Contactor(mc.HalfSpace()))               # the ground z <= 0
+    0
+    >>> cm.add_body(mc.Contactor(mc.Sphere(0.1)), pose=[0, 0, 0.12, 1, 0, 0, 0])
+    0
+    >>> c = cm.detect()
+    >>> len(c), c.body1.tolist(), c.body2.tolist(), c.static2.tolist(), c.distance.round(6).tolist()
+    (1, [0], [-1], [0], [0.02])
+    >>> c.pc1.round(6).tolist(), c.normal.tolist(), c.new.tolist()
+    ([[0.0, 0.0, 0.02]], [[0.0, 0.0, 1.0]], [True])
+    >>> len(mc.Contacts.empty())
+    0
+    """
 
     body1: np.ndarray           # (k,) int, a dynamic body
     body2: np.ndarray           # (k,) int, a dynamic body or -1 (static object)
@@ -66,6 +123,7 @@ class Contacts:
 
     @classmethod
     def empty(cls):
+        """No contact (k = 0)."""
         i, f3 = np.zeros(0, dtype=np.int64), np.zeros((0, 3))
         return cls(i, i.copy(), i.copy(), i.copy(), i.copy(), f3, f3.copy(), f3.copy(), np.zeros(0), i.copy(),
                    np.zeros(0, dtype=bool))
@@ -73,7 +131,29 @@ class Contacts:
     def relative(self, Q):
         """Body-frame data (rel_pc1, rel_pc2, rel_nc) at the poses Q (n, 7) of the dynamic bodies, as
         :func:`nsopt.modeling.newton_euler.contact_outputs` and ``NewtonEuler3DR.update_contact_points`` take
-        them: pc1 in body 1's frame; pc2 and the normal in body 2's frame (the world's for a static object)."""
+        them: pc1 in body 1's frame; pc2 and the normal in body 2's frame (the world's for a static object).
+
+        Parameters
+        ----------
+        Q : (n, 7) array_like
+            The poses of the dynamic bodies.
+
+        Returns
+        -------
+        rel_pc1, rel_pc2, rel_nc : (k, 3) ndarray
+            The body-frame points and normal.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nsopt import mechanics as mc
+        >>> cm = mc.CollisionManager()
+        >>> _ = cm.add_static(mc.Contactor(mc.HalfSpace()))
+        >>> _ = cm.add_body(mc.Contactor(mc.Sphere(0.1)), pose=[0, 0, 0.12, 1, 0, 0, 0])
+        >>> rp1, rp2, rn = cm.detect().relative([[0, 0, 0.12, 1, 0, 0, 0]])
+        >>> rp1.round(6).tolist(), rp2.tolist(), rn.tolist()
+        ([[0.0, 0.0, -0.1]], [[0.0, 0.0, 0.0]], [[0.0, 0.0, 1.0]])
+        """
         Q = np.asarray(Q, dtype=float)
         Q1 = Q[self.body1]
         R1 = rot.rotation_matrix(Q1[:, 3:7])
@@ -100,10 +180,40 @@ class CollisionManager:
 
     Parameters
     ----------
-    margin : contacts are reported for shapes closer than this (coal's ``security_margin``; Siconos and
+    margin : float, default 0.05
+        Contacts are reported for shapes closer than this (coal's ``security_margin``; Siconos and
         Bullet call it the contact-processing threshold).
-    persistence : how far (body frames) a point may move and keep its id.
-    max_points : the most points kept per pair of contactors.
+    persistence : float, default 0.02
+        How far (body frames) a point may move and keep its id.
+    max_points : int, default 4
+        The most points kept per pair of contactors.
+    reuse : float, optional
+        A pair's narrow phase is rerun only when its relative pose moved by more than this since the last
+        one (translation plus rotation times the smaller object's radius); default ``0.02 * margin``, in
+        [0, margin).
+
+    Raises
+    ------
+    ModelingError
+        When ``margin < 0``, ``persistence <= 0``, ``max_points < 1`` or ``reuse`` is outside [0, margin).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import mechanics as mc
+    >>> cm = mc.CollisionManager(margin=0.05)
+    >>> cm.add_static(mc.Contactor(mc.HalfSpace()))               # the ground z <= 0
+    0
+    >>> cm.add_body(mc.Contactor(mc.Sphere(0.1)), pose=[0, 0, 0.12, 1, 0, 0, 0])
+    0
+    >>> c = cm.detect()                                             # the sphere 0.02 above the ground
+    >>> len(c), c.distance.round(6).tolist()
+    (1, [0.02])
+    >>> c2 = cm.detect(np.array([[0, 0, 0.11, 1, 0, 0, 0]]))        # moved: the point keeps its id
+    >>> c2.id.tolist() == c.id.tolist(), c2.new.tolist(), c2.distance.round(6).tolist()
+    (True, [False], [0.01])
+    >>> len(cm.detect(np.array([[0, 0, 1.0, 1, 0, 0, 0]])))         # beyond the margin
+    0
     """
 
     def __init__(self, *, margin: float = 0.05, persistence: float = 0.02, max_points: int = 4,
@@ -189,7 +299,33 @@ class CollisionManager:
         return contactors, idx
 
     def add_body(self, contactors, pose=(0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)) -> int:
-        """A dynamic body with its contactor(s), at ``pose`` (7,); returns its index (its row in Q)."""
+        """A dynamic body with its contactor(s), at ``pose`` (7,); returns its index (its row in Q).
+
+        Parameters
+        ----------
+        contactors : Contactor or list of Contactor
+            Its contactors (a compound when several).
+        pose : (7,) array_like, default the identity pose
+            Its position and quaternion.
+
+        Returns
+        -------
+        int
+            The body's index.
+
+        Raises
+        ------
+        ModelingError
+            When there is no contactor, one is not a :class:`Contactor`, or one is a :class:`HalfSpace`
+            (static objects only).
+
+        Examples
+        --------
+        >>> from nsopt import mechanics as mc
+        >>> cm = mc.CollisionManager()
+        >>> cm.add_body(mc.Contactor(mc.Sphere(0.1))), cm.add_body([mc.Contactor(mc.Box([1, 1, 1]))])
+        (0, 1)
+        """
         contactors, idx = self._register(contactors, pose, False)
         self.bodies.append(contactors)
         self._body_objects.append(idx)
@@ -198,7 +334,31 @@ class CollisionManager:
         return len(self.bodies) - 1
 
     def add_static(self, contactors, pose=(0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)) -> int:
-        """A static object (contact only, never moves)."""
+        """A static object (contact only, never moves).
+
+        Parameters
+        ----------
+        contactors : Contactor or list of Contactor
+            Its contactors.
+        pose : (7,) array_like, default the identity pose
+            Its position and quaternion.
+
+        Returns
+        -------
+        int
+            The static object's index (the ``static2`` of its contacts).
+
+        Raises
+        ------
+        ModelingError
+            When there is no contactor or one is not a :class:`Contactor`.
+
+        Examples
+        --------
+        >>> from nsopt import mechanics as mc
+        >>> mc.CollisionManager().add_static(mc.Contactor(mc.HalfSpace()))
+        0
+        """
         contactors, idx = self._register(contactors, pose, True)
         self._obj_body = np.concatenate([self._obj_body, np.full(len(idx), -1, dtype=np.int64)])
         self.statics.append(contactors)
@@ -208,11 +368,47 @@ class CollisionManager:
         return len(self.statics) - 1
 
     def exclude_pair(self, a: int, b: int):
-        """Dynamic bodies a and b never collide (e.g. held together by a joint)."""
+        """Dynamic bodies a and b never collide (e.g. held together by a joint).
+
+        Parameters
+        ----------
+        a, b : int
+            Body indices.
+
+        Examples
+        --------
+        >>> from nsopt import mechanics as mc
+        >>> cm = mc.CollisionManager()
+        >>> a = cm.add_body(mc.Contactor(mc.Sphere(0.1)), pose=[0, 0, 0, 1, 0, 0, 0])
+        >>> b = cm.add_body(mc.Contactor(mc.Sphere(0.1)), pose=[0.15, 0, 0, 1, 0, 0, 0])
+        >>> len(cm.detect())
+        1
+        >>> cm.exclude_pair(a, b)
+        >>> len(cm.detect())
+        0
+        """
         self._excluded.add((min(a, b), max(a, b)))
 
     def set_group_pair(self, g1: int, g2: int, collide: bool = True):
-        """Whether contactors of groups g1 and g2 collide (all pairs do by default)."""
+        """Whether contactors of groups g1 and g2 collide (all pairs do by default).
+
+        Parameters
+        ----------
+        g1, g2 : int
+            Collision groups.
+        collide : bool, default True
+            Switch the pair on or off.
+
+        Examples
+        --------
+        >>> from nsopt import mechanics as mc
+        >>> cm = mc.CollisionManager()
+        >>> _ = cm.add_static(mc.Contactor(mc.HalfSpace(), group=0))
+        >>> _ = cm.add_body(mc.Contactor(mc.Sphere(0.1), group=1), pose=[0, 0, 0.12, 1, 0, 0, 0])
+        >>> cm.set_group_pair(0, 1, collide=False)
+        >>> len(cm.detect())
+        0
+        """
         key = (min(g1, g2), max(g1, g2))
         if collide:
             self._group_off.discard(key)
@@ -228,7 +424,18 @@ class CollisionManager:
 
     def update(self, Q):
         """Move the dynamic bodies to the poses Q (n, 7) (their objects' world rotations and positions, at once;
-        coal's transforms are set when a narrow phase needs them)."""
+        coal's transforms are set when a narrow phase needs them).
+
+        Parameters
+        ----------
+        Q : (n, 7) array_like
+            The poses of the n dynamic bodies.
+
+        Raises
+        ------
+        ModelingError
+            When Q is not (n, 7).
+        """
         Q = np.asarray(Q, dtype=float)
         if Q.shape != (len(self.bodies), 7):
             raise ModelingError("CollisionManager", "Q", f"has shape {Q.shape}, expected ({len(self.bodies)}, 7)")
@@ -256,7 +463,13 @@ class CollisionManager:
         """The broad phase: the pairs of objects (i, j), i < j, whose bounding boxes (enlarged by the margin)
         overlap, filters applied (static pairs, a body's own contactors, excluded pairs, groups), as two index
         arrays. Boxes by sweep and prune along the axis of largest spread (vectorised); half-spaces against every
-        box by its support along their normal."""
+        box by its support along their normal.
+
+        Returns
+        -------
+        i, j : (p,) int ndarray
+            The object indices of the candidate pairs.
+        """
         n = len(self._objects)
         if n < 2:
             e = np.zeros(0, dtype=np.int64)
@@ -343,7 +556,34 @@ class CollisionManager:
         The broad phase (:meth:`candidate_pairs`) runs every call; coal's narrow phase only for the pairs new to
         it or whose relative pose moved by more than ``reuse`` since their last narrow phase (translation plus
         rotation times the smaller object's radius). The others keep the points found then, fixed in their
-        objects (Bullet's persistent manifold in spirit): their distances and normals follow the bodies."""
+        objects (Bullet's persistent manifold in spirit): their distances and normals follow the bodies.
+
+        Parameters
+        ----------
+        Q : (n, 7) array_like, optional
+            The poses of the dynamic bodies; None: the last :meth:`update`.
+
+        Returns
+        -------
+        Contacts
+            The contact points, stacked.
+
+        Raises
+        ------
+        ModelingError
+            When Q is not (n, 7).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nsopt import mechanics as mc
+        >>> cm = mc.CollisionManager()
+        >>> _ = cm.add_static(mc.Contactor(mc.HalfSpace()))
+        >>> _ = cm.add_body(mc.Contactor(mc.Box([1, 1, 1])), pose=[0, 0, 0.5, 1, 0, 0, 0])
+        >>> c = cm.detect()                                   # a box lying flat: 4 points spanning its face
+        >>> len(c), bool(np.abs(c.distance).max() < 1e-9)
+        (4, True)
+        """
         if Q is not None:
             self.update(Q)
         ci, cj = self.candidate_pairs()
@@ -483,7 +723,25 @@ class CollisionManager:
 
     def check_interpenetration(self, tol: float = 1e-3, Q=None):
         """Raise :class:`InterpenetrationError` when shapes interpenetrate deeper than ``tol``, naming the
-        deepest pairs; returns the contacts otherwise."""
+        deepest pairs; returns the contacts otherwise.
+
+        Parameters
+        ----------
+        tol : float, default 1e-3
+            The depth allowed.
+        Q : (n, 7) array_like, optional
+            The poses; None: the last :meth:`update`.
+
+        Returns
+        -------
+        Contacts
+            The contacts, when none is deeper than ``tol``.
+
+        Raises
+        ------
+        InterpenetrationError
+            When some are (see :class:`InterpenetrationError` for an example).
+        """
         c = self.detect(Q)
         bad = np.flatnonzero(c.distance < -tol)
         if bad.size:

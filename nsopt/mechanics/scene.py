@@ -110,8 +110,25 @@ class Scene:
 
     Parameters
     ----------
-    gravity : (3,) acceleration applied to every dynamic body (fext = m g).
-    margin : the collision margin (contacts are detected closer than this).
+    gravity : (3,) array_like, default (0, 0, -9.81)
+        Acceleration applied to every dynamic body (fext = m g).
+    margin : float, default 0.05
+        The collision margin (contacts are detected closer than this).
+
+    Examples
+    --------
+    >>> from nsopt import mechanics as mc
+    >>> sc = mc.Scene()
+    >>> sc.add_primitive_shape("Ball", "Sphere", 0.1)
+    >>> sc.add_primitive_shape("Ground", "Box", (2.0, 2.0, 0.2))
+    >>> sc.add_Newton_impact_friction_nsl("contact", mu=0.3)
+    >>> sc.add_object("ball", ["Ball"], translation=[0, 0, 0.1], mass=1.0)     # resting on the ground
+    >>> sc.add_object("ground", ["Ground"], translation=[0, 0, -0.1])          # static (no mass)
+    >>> run = sc.run(T=0.03, h=0.01)
+    >>> run
+    SceneRun(3 steps, 1 bodies, 0 failed solves, 3 contact points over the run)
+    >>> round(float(run.q[-1, 0, 2]), 6)                                       # the ball stays at rest
+    0.1
     """
 
     def __init__(self, *, gravity=(0.0, 0.0, -9.81), margin: float = 0.05):
@@ -125,18 +142,93 @@ class Scene:
     # ---- definitions
     def add_primitive_shape(self, name: str, primitive: str, params):
         """A named primitive: "Sphere" (radius), "Box" (extents), "Capsule"/"Cylinder" (radius, length),
-        "Cone" (radius, height)."""
+        "Cone" (radius, height).
+
+        Parameters
+        ----------
+        name : str
+            The name objects use (:meth:`add_object`'s contactors, :meth:`shape`).
+        primitive : {"Sphere", "Box", "Capsule", "Cylinder", "Cone"}
+            Siconos' primitive name.
+        params : float or sequence of float
+            Its parameters, as above.
+
+        Raises
+        ------
+        ModelingError
+            When the primitive is unknown or its parameters are not finite positive numbers.
+
+        Examples
+        --------
+        >>> from nsopt import mechanics as mc
+        >>> sc = mc.Scene()
+        >>> sc.add_primitive_shape("Rod", "Capsule", (0.05, 1.0))
+        >>> sc.shape("Rod")
+        Capsule(0.05, 1.0)
+        """
         self._shapes[name] = _shape_from_spec([primitive, list(np.atleast_1d(params).tolist())])
 
     def add_convex_shape(self, name: str, points):
+        """A named :class:`ConvexMesh`: the convex hull of ``points`` (n, 3) (Siconos' ``add_convex_shape``).
+
+        Raises
+        ------
+        ModelingError
+            When the points are not a finite (n >= 4, 3) array or are coplanar.
+
+        Examples
+        --------
+        >>> from nsopt import mechanics as mc
+        >>> sc = mc.Scene()
+        >>> sc.add_convex_shape("Tet", [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+        >>> sc.shape("Tet")
+        ConvexMesh(4,)
+        """
         self._shapes[name] = ConvexMesh(points)
 
     def add_shape(self, name: str, shape: Shape):
+        """A named shape object (any :class:`Shape`: one built by hand, or read by :meth:`ConvexMesh.from_file`).
+
+        Parameters
+        ----------
+        name : str
+            The name objects use.
+        shape : Shape
+            The shape.
+
+        Raises
+        ------
+        ModelingError
+            When ``shape`` is not an nsopt.mechanics shape.
+
+        Examples
+        --------
+        >>> from nsopt import mechanics as mc
+        >>> sc = mc.Scene()
+        >>> sc.add_shape("Floor", mc.HalfSpace([0, 0, 1]))
+        >>> sc.shape("Floor").normal.tolist()
+        [0.0, 0.0, 1.0]
+        """
         if not isinstance(shape, Shape):
             raise ModelingError("Scene", "shape", f"expected an nsopt.mechanics shape, got {type(shape).__name__}")
         self._shapes[name] = shape
 
     def shape(self, name: str) -> Shape:
+        """The shape defined under ``name``.
+
+        Raises
+        ------
+        ModelingError
+            When no shape has that name (the message lists the defined ones).
+
+        Examples
+        --------
+        >>> from nsopt import mechanics as mc
+        >>> sc = mc.Scene()
+        >>> sc.add_primitive_shape("Ball", "Sphere", 0.1)
+        >>> sc.shape("Ball")
+        Sphere(0.1,)
+        """
         if name not in self._shapes:
             raise ModelingError("Scene", "shape", f"no shape named {name!r}; defined: {sorted(self._shapes)}")
         return self._shapes[name]
@@ -144,7 +236,28 @@ class Scene:
     def add_Newton_impact_friction_nsl(self, name: str, mu: float, e: float = 0.0, collision_group1: int = 0,  # noqa: N802
                                        collision_group2: int = 0):
         """The contact law between two collision groups (Siconos' name and defaults). A pair of groups without a
-        law does not collide."""
+        law does not collide.
+
+        Parameters
+        ----------
+        name : str
+            The law's name.
+        mu : float
+            The Coulomb friction coefficient.
+        e : float, default 0.0
+            The normal Newton restitution coefficient (the tangential one is 0).
+        collision_group1, collision_group2 : int, default 0
+            The pair of groups (in either order) the law applies to.
+
+        Examples
+        --------
+        >>> from nsopt import mechanics as mc
+        >>> sc = mc.Scene()
+        >>> sc.add_Newton_impact_friction_nsl("bouncy", mu=0.5, e=0.8, collision_group1=1)
+        >>> law = sc.laws[(0, 1)]
+        >>> law.mu, law.en
+        (0.5, 0.8)
+        """
         law = NewtonImpactFrictionNSL(e, 0.0, mu, 3, name=name)
         g = (min(collision_group1, collision_group2), max(collision_group1, collision_group2))
         self.laws[g] = law
@@ -154,7 +267,46 @@ class Scene:
         """A body (``mass`` given) or a static object (``mass=None``), as Siconos' ``add_object``: contactors
         (Contactor objects, or shape names), initial translation, orientation (unit quaternion (w, x, y, z), or
         (axis, angle)), twist; ``inertia`` (3,) or (3, 3), default from the contactors' solids; a constant
-        ``force`` (3,) (world frame, added to the weight) and ``moment`` (3,) (body frame) on a body."""
+        ``force`` (3,) (world frame, added to the weight) and ``moment`` (3,) (body frame) on a body.
+
+        Parameters
+        ----------
+        name : str
+            A name, unique in the scene.
+        contactors : Contactor, str, or list of them
+            Contactor objects, or names of shapes defined in the scene (a contactor at the body's origin).
+        translation : (3,) array_like
+            The initial position.
+        orientation : (4,) array_like or (axis, angle), default (1, 0, 0, 0)
+            The initial orientation: a quaternion (w, x, y, z) (normalised here), or an axis (3,) and an angle
+            in radians.
+        velocity : (6,) array_like, default zeros
+            The initial twist (linear velocity in the world frame, angular velocity in the body frame).
+        mass : float, optional
+            The mass; None: a static object.
+        inertia : (3,) or (3, 3) array_like, optional
+            The inertia about the centre of mass in the body frame; default from the contactors' solids at
+            uniform density.
+        force : (3,) array_like, optional
+            A constant force (world frame), added to the weight.
+        moment : (3,) array_like, optional
+            A constant moment (body frame).
+
+        Raises
+        ------
+        ModelingError
+            When the name is taken, a shape name is not defined, or a static object is given a force or moment.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nsopt import mechanics as mc
+        >>> sc = mc.Scene()
+        >>> sc.add_primitive_shape("Rod", "Box", (0.05, 0.05, 1.0))
+        >>> sc.add_object("rod", ["Rod"], translation=[0.5, 0, 0], orientation=([0, 1, 0], np.pi / 2), mass=1.0)
+        >>> np.diag(sc.objects[0]["inertia"]).round(5).tolist()          # m (b² + c²) / 12, ...
+        [0.08354, 0.08354, 0.00042]
+        """
         if any(o["name"] == name for o in self.objects):
             raise ModelingError("Scene", "name", f"an object named {name!r} exists")
         cts = [Contactor(self.shape(c)) if isinstance(c, str) else c for c in
@@ -178,7 +330,47 @@ class Scene:
                   axes=((0.0, 1.0, 0.0),), joint_class: str = "PivotJointR", absolute: bool = True,
                   allow_self_collide: bool = False):
         """A joint (Siconos' ``add_joint``): ``joint_class`` in KneeJointR, PivotJointR, PrismaticJointR,
-        FixedJointR; points and axes in the world frame when ``absolute``, else in object1's frame."""
+        FixedJointR; points and axes in the world frame when ``absolute``, else in object1's frame.
+
+        Parameters
+        ----------
+        name : str
+            The joint's name.
+        object1 : str
+            The first dynamic object.
+        object2 : str, optional
+            The second dynamic object; None: the world.
+        points : sequence of (3,), default ((0, 0, 0),)
+            The joint point (the first is used: KneeJointR, PivotJointR).
+        axes : sequence of (3,), default ((0, 1, 0),)
+            The axis (the first is used: PivotJointR's hinge, PrismaticJointR's slide).
+        joint_class : {"KneeJointR", "PivotJointR", "PrismaticJointR", "FixedJointR"}, default "PivotJointR"
+            The joint (:mod:`nsopt.modeling.joints`).
+        absolute : bool, default True
+            Points and axes in the world frame, else in object1's frame.
+        allow_self_collide : bool, default False
+            Whether the two joined objects may still collide.
+
+        Raises
+        ------
+        ModelingError
+            When ``joint_class`` is unknown; at :meth:`build`, when an object is not a dynamic object of the scene.
+
+        Examples
+        --------
+        A pendulum: a rod hinged to the world at the origin, starting horizontal. A scene with joints steps a
+        generic mechanical problem ("gmp"): give a method of that kind (``method="nsn"`` or ``"auto"``).
+
+        >>> import numpy as np
+        >>> from nsopt import mechanics as mc
+        >>> sc = mc.Scene()
+        >>> sc.add_primitive_shape("Rod", "Box", (0.05, 0.05, 1.0))
+        >>> sc.add_object("rod", ["Rod"], translation=[0.5, 0, 0], orientation=([0, 1, 0], np.pi / 2), mass=1.0)
+        >>> sc.add_joint("hinge", "rod", points=[[0, 0, 0]], axes=[[0, 1, 0]], joint_class="PivotJointR")
+        >>> run = sc.run(T=0.05, h=0.01, method="nsn")
+        >>> np.linalg.norm(run.q[:, 0, :3], axis=1).round(4).tolist()   # the centre stays 0.5 from the pivot
+        [0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+        """
         if joint_class not in _JOINTS:
             raise ModelingError("Scene", "joint_class", f"unknown joint {joint_class!r}; known: {sorted(_JOINTS)}")
         self.joints.append(dict(name=name, object1=object1, object2=object2, points=np.asarray(points, dtype=float).tolist(),
@@ -187,6 +379,20 @@ class Scene:
 
     # ---- description (the record's "scene" attribute)
     def describe(self) -> dict:
+        """The scene as plain data (JSON-ready): gravity, margin, objects, joints, laws; the record's ``scene``
+        attribute, read back by :meth:`from_description`.
+
+        Examples
+        --------
+        >>> from nsopt import mechanics as mc
+        >>> sc = mc.Scene()
+        >>> sc.add_object("ball", mc.Contactor(mc.Sphere(0.1)), translation=[0, 0, 1], mass=2.0)
+        >>> d = sc.describe()
+        >>> d["objects"][0]["contactors"][0]["shape"], d["objects"][0]["mass"]
+        (['Sphere', [0.1]], 2.0)
+        >>> mc.Scene.from_description(d).describe() == d
+        True
+        """
         def cts(cs):
             return [dict(shape=_shape_spec(c.shape), translation=c.translation.tolist(), orientation=c.orientation.tolist(),
                          group=c.group) for c in cs]
@@ -202,6 +408,7 @@ class Scene:
 
     @classmethod
     def from_description(cls, d: dict) -> "Scene":
+        """The scene of a :meth:`describe` dictionary (see there for an example)."""
         sc = cls(gravity=d["gravity"], margin=d["margin"])
         for law in d["laws"]:
             sc.add_Newton_impact_friction_nsl(law["name"], law["mu"], law["e"], *law["groups"])
@@ -216,7 +423,27 @@ class Scene:
     # ---- the model
     def build(self, t0: float = 0.0, T: float = 1.0) -> "SceneModel":
         """The model: a NonSmoothDynamicalSystem with a NewtonEulerDS per dynamic object (fext = m g) and an
-        interaction per joint, and the collision manager with the objects' contactors."""
+        interaction per joint, and the collision manager with the objects' contactors.
+
+        Parameters
+        ----------
+        t0, T : float, default 0.0 and 1.0
+            The time interval of the NonSmoothDynamicalSystem.
+
+        Returns
+        -------
+        SceneModel
+            The model; its contacts are linked by :meth:`SceneModel.update_contacts`.
+
+        Raises
+        ------
+        ModelingError
+            When a joint names an object that is not a dynamic object.
+
+        Examples
+        --------
+        See the module docstring and :class:`SceneModel`.
+        """
         nsds = NonSmoothDynamicalSystem(t0, T)
         cm = CollisionManager(margin=self.margin)
         bodies, names, index = [], [], {}
@@ -272,26 +499,87 @@ class Scene:
 
         Parameters
         ----------
-        record : a path: the run is written there step by step (:class:`Recorder`: poses, twists, contacts, forces,
+        T : float
+            The final time.
+        h : float, default 5e-3
+            The time step.
+        theta : float, default 0.50001
+            Moreau–Jean's θ.
+        osns : {"fc3d", "gmp"}, optional
+            The one-step problem; default "fc3d", or "gmp" when the scene has joints (then give a method of that
+            kind, e.g. ``method="nsn"`` or ``"auto"``).
+        method : str, default "nsn-ac"
+            The :func:`nsopt.solve` method.
+        tol : float, default 1e-6
+            The solver's tolerance.
+        record : str or path-like, optional
+            A path: the run is written there step by step (:class:`Recorder`: poses, twists, contacts, forces,
             the solver's status; at the end, what a continued run needs).
-        write_problems : a folder receiving each step's one-step problem (FCLIB for friction contact: a corpus for
+        overwrite : bool, default False
+            Replace an existing record (and problem files).
+        write_problems : str or path-like, optional
+            A folder receiving each step's one-step problem (FCLIB for friction contact: a corpus for
             ``nsopt compare``; ``TimeStepping.write_problems_to``).
-        continue_from : a record (path or :class:`Record`) of this scene: the run starts from its last step (poses,
-            twists, the contact ids and the warm starts of the contacts and joints) and goes to ``T``.
-        check : shapes interpenetrating deeper than this at the start raise
+        continue_from : str, path-like or Record, optional
+            A record of this scene: the run starts from its last step (poses, twists, the contact ids and the
+            warm starts of the contacts and joints) and goes to ``T``.
+        progress : bool, default False
+            Show a tqdm progress bar.
+        keep_states : bool, default True
+            Keep the poses and twists of every step in memory (``SceneRun.q``, ``SceneRun.v``).
+        check : float or None, default 1e-3
+            Shapes interpenetrating deeper than this at the start raise
             :class:`~nsopt.mechanics.InterpenetrationError` (None: no check); not for a run continued from a record
             (its poses are the recorded run's, with the scheme's penetration of bodies at rest).
-        projection : the position projection of the contacts after each step (``MoreauJeanOSI(projection=)``).
-            False, the default for scenes: Siconos' MoreauJeanOSI, bodies landing at speed :math:`|v|` sink by up to
-            :math:`h|v|/2` and stay there; True/None: the bodies are projected out of the floor and of each other, to
-            ``projection_tol`` = 1e-8 (resting piles keep their heights), but detected contacts of rolling bodies
-            then gain energy (``formulations/time_stepping.md`` §4: the contact point is fixed in the body frame
-            over the step), so scenes with rolling spheres or capsules should keep the default.
-        keep_states : keep the poses and twists of every step in memory (``SceneRun.q``, ``SceneRun.v``).
-        on_step : a callable ``on_step(run)`` called after each step with the :class:`SceneRun`; raising
-            ``StopIteration`` ends the run there (the record keeps every step and what a continued run needs).
+        fallback : sequence of str, default ()
+            Methods tried when ``method`` fails (:class:`~nsopt.modeling.TimeStepping`).
+        on_step : callable, optional
+            ``on_step(run)``, called after each step with the :class:`SceneRun`; raising ``StopIteration`` ends the
+            run there (the record keeps every step and what a continued run needs).
+        projection : bool or None, default False
+            The position projection of the contacts after each step (``MoreauJeanOSI(projection=)``). False:
+            Siconos' MoreauJeanOSI, bodies landing at speed :math:`|v|` sink by up to :math:`h|v|/2` and stay
+            there; True/None: the bodies are projected out of the floor and of each other, to ``projection_tol`` =
+            1e-8 (resting piles keep their heights), but detected contacts of rolling bodies then gain energy
+            (``formulations/time_stepping.md`` §4: the contact point is fixed in the body frame over the step),
+            so scenes with rolling spheres or capsules should keep the default.
+        **options
+            Passed to :func:`nsopt.solve`.
 
-        Returns a :class:`SceneRun`."""
+        Returns
+        -------
+        SceneRun
+            The run, step by step.
+
+        Raises
+        ------
+        ModelingError
+            When ``T`` is not after the start time, the scene has no dynamic body, or the record to continue from
+            holds no step.
+        InterpenetrationError
+            When shapes interpenetrate deeper than ``check`` at the start.
+        FormatError
+            When ``continue_from`` is not a record.
+
+        Examples
+        --------
+        A run written to a record, then continued from it:
+
+        >>> import os, tempfile
+        >>> from nsopt import mechanics as mc
+        >>> sc = mc.Scene()
+        >>> sc.add_primitive_shape("Ball", "Sphere", 0.1)
+        >>> sc.add_primitive_shape("Ground", "Box", (2.0, 2.0, 0.2))
+        >>> sc.add_Newton_impact_friction_nsl("contact", mu=0.3)
+        >>> sc.add_object("ball", ["Ball"], translation=[0, 0, 0.1], mass=1.0)     # resting on the ground
+        >>> sc.add_object("ground", ["Ground"], translation=[0, 0, -0.1])          # static (no mass)
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "ball.h5")
+        ...     first = sc.run(T=0.02, h=0.01, record=path)
+        ...     more = sc.run(T=0.04, h=0.01, continue_from=path)
+        >>> first.t.tolist(), more.t.round(6).tolist()
+        ([0.01, 0.02], [0.03, 0.04])
+        """
         from ..modeling import MoreauJeanOSI, TimeStepping
 
         scene, t0, resume = self, 0.0, None
@@ -351,7 +639,27 @@ class SceneModel:
     (the :class:`CollisionManager`), ``joints`` (their interactions) and ``contacts``: the contact interactions
     linked now, by persistent point id; ``current``: the contact interactions of the last detection, in its
     order (row k of ``last``); ``table``: the :class:`~nsopt.modeling.newton_euler.ContactTable` holding the
-    contact relations' body-frame points."""
+    contact relations' body-frame points.
+
+    Built by :meth:`Scene.build` (not by hand).
+
+    Examples
+    --------
+    >>> from nsopt import mechanics as mc
+    >>> sc = mc.Scene()
+    >>> sc.add_primitive_shape("Ball", "Sphere", 0.1)
+    >>> sc.add_primitive_shape("Ground", "Box", (2.0, 2.0, 0.2))
+    >>> sc.add_Newton_impact_friction_nsl("contact", mu=0.3)
+    >>> sc.add_object("ball", ["Ball"], translation=[0, 0, 0.1], mass=1.0)     # resting on the ground
+    >>> sc.add_object("ground", ["Ground"], translation=[0, 0, -0.1])          # static (no mass)
+    >>> model = sc.build()
+    >>> model.names, model.poses().tolist()
+    (['ball'], [[0.0, 0.0, 0.1, 1.0, 0.0, 0.0, 0.0]])
+    >>> model.update_contacts()
+    {0: Interaction(NewtonImpactFrictionNSL 'contact', NewtonEuler3DR, size=3)}
+    >>> model.last.distance.round(6).tolist()
+    [0.0]
+    """
 
     def __init__(self, scene, nsds, bodies, names, collision, joints):
         self.scene, self.nsds, self.bodies, self.names = scene, nsds, bodies, names
@@ -366,10 +674,11 @@ class SceneModel:
         self._static_groups = [[c.group for c in o["contactors"]] for o in scene.objects if o["mass"] is None]
 
     def poses(self) -> np.ndarray:
-        """The bodies' current poses (n, 7)."""
+        """The bodies' current poses (n, 7) (see the class example)."""
         return np.array([b.q for b in self.bodies]) if self.bodies else np.zeros((0, 7))
 
     def twists(self) -> np.ndarray:
+        """The bodies' current twists (n, 6)."""
         return np.array([b.v for b in self.bodies]) if self.bodies else np.zeros((0, 6))
 
     def _law(self, c: Contacts, k: int):
@@ -384,7 +693,18 @@ class SceneModel:
 
         The persisting points' body-frame data are written for all of them at once into the contact table; new
         points get a new :class:`~nsopt.modeling.NewtonEuler3DR` (and Interaction) each, vanished ones are
-        removed by one :meth:`~nsopt.modeling.NonSmoothDynamicalSystem.remove_interactions`."""
+        removed by one :meth:`~nsopt.modeling.NonSmoothDynamicalSystem.remove_interactions`.
+
+        Parameters
+        ----------
+        Q : (n, 7) array_like, optional
+            The poses; default the bodies' current ones.
+
+        Returns
+        -------
+        dict
+            The contact interactions linked now, by persistent point id (see the class example).
+        """
         Q = self.poses() if Q is None else np.asarray(Q, dtype=float)
         c = self.collision.detect(Q)
         rp1, rp2, rn = c.relative(Q)
@@ -452,7 +772,36 @@ class SceneRun:
     of each step in seconds (``times``: a dict of arrays "detect", "step" (integrator and solver), "solve" (the
     solver alone), "record" (the HDF5 record and the FCLIB problem), "total"; "cpu": the process's CPU time of the
     whole step but the writing); with ``keep_states``,
-    ``q`` (k+1, n, 7) and ``v`` (k+1, n, 6) (row 0: the start)."""
+    ``q`` (k+1, n, 7) and ``v`` (k+1, n, 6) (row 0: the start).
+
+    Returned by :meth:`Scene.run` (not built by hand). ``forces`` (k, 3) (contact frame) and ``active_mask`` are
+    the last step's contact forces and which contacts were in its one-step problem; ``solution`` its
+    :class:`~nsopt.result.Result`.
+
+    Raises
+    ------
+    ModelingError
+        On reading ``q`` or ``v`` of a run made with ``keep_states=False``.
+
+    Examples
+    --------
+    >>> from nsopt import mechanics as mc
+    >>> sc = mc.Scene()
+    >>> sc.add_primitive_shape("Ball", "Sphere", 0.1)
+    >>> sc.add_primitive_shape("Ground", "Box", (2.0, 2.0, 0.2))
+    >>> sc.add_Newton_impact_friction_nsl("contact", mu=0.3)
+    >>> sc.add_object("ball", ["Ball"], translation=[0, 0, 0.1], mass=1.0)     # resting on the ground
+    >>> sc.add_object("ground", ["Ground"], translation=[0, 0, -0.1])          # static (no mass)
+    >>> run = sc.run(T=0.03, h=0.01)
+    >>> len(run), run.contacts.tolist(), run.active.tolist(), run.failed_steps
+    (3, [1, 1, 1], [1, 1, 1], [])
+    >>> [s.value for s in run.status], run.q.shape, run.kinetic_energy.round(6).tolist()
+    (['solved', 'solved', 'solved'], (4, 1, 7), [0.0, 0.0, 0.0])
+    >>> (run.forces.round(3) + 0.0).tolist()                  # the weight, carried by the contact (N, contact frame)
+    [[9.81, 0.0, 0.0]]
+    >>> sorted(run.times)
+    ['cpu', 'detect', 'record', 'solve', 'step', 'total']
+    """
 
     def __init__(self, model, sim, keep_states):
         self.model, self.sim, self.keep_states = model, sim, keep_states
@@ -602,16 +951,19 @@ class SceneRun:
 
     @property
     def times(self) -> dict:
+        """The times of each step in seconds, a dict of arrays (see the class docstring)."""
         return {k: np.array(v) for k, v in self._times.items()}
 
     @property
     def q(self) -> np.ndarray:
+        """The poses (k+1, n, 7), row 0 the start (``keep_states`` runs only)."""
         if not self.keep_states:
             raise ModelingError("SceneRun", "q", "the run did not keep its states (keep_states=False): read its record")
         return np.array(self._q)
 
     @property
     def v(self) -> np.ndarray:
+        """The twists (k+1, n, 6), row 0 the start (``keep_states`` runs only)."""
         if not self.keep_states:
             raise ModelingError("SceneRun", "v", "the run did not keep its states (keep_states=False): read its record")
         return np.array(self._v)
@@ -629,7 +981,42 @@ class SceneRun:
 
 # ============================================================================ record
 class Recorder:
-    """Writes a run to HDF5, step by step (see the module docstring for the layout)."""
+    """Writes a run to HDF5, step by step (see the module docstring for the layout).
+
+    :meth:`Scene.run` makes one when given ``record=``; a context manager (closes the file).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The HDF5 file.
+    scene : Scene
+        The scene (stored as its description).
+    overwrite : bool, default False
+        Replace an existing file.
+    **settings
+        The run's settings, stored as attributes (``h``, ``theta``, ``osns``, ``method``, ``tol``, ...).
+
+    Raises
+    ------
+    OutputError
+        When the file exists and ``overwrite`` is False, the path is a folder, its folder does not exist, or
+        it cannot be written (the message names the file).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from nsopt import mechanics as mc
+    >>> sc = mc.Scene()
+    >>> sc.add_object("ball", mc.Contactor(mc.Sphere(0.1)), translation=[0, 0, 1], mass=1.0)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "r.h5")
+    ...     with mc.Recorder(path, sc, h=0.01) as rec:
+    ...         rec.append(0.01, [[0, 0, 1, 1, 0, 0, 0]], np.zeros((1, 6)), status="solved")
+    ...     r = mc.load_record(path)
+    >>> len(r), r.names, r.status.tolist(), float(r.settings["h"])
+    (1, ['ball'], ['solved'], 0.01)
+    """
 
     def __init__(self, path, scene: Scene, *, overwrite: bool = False, **settings):
         import h5py
@@ -663,7 +1050,34 @@ class Recorder:
                active=None):
         """One step: time, poses (n, 7), twists (n, 6), the solver's status, iterations and error, the contacts,
         their forces (k, 3) (contact frame; zeros when None) and whether each was in the step's one-step problem
-        (``active``, (k,) bool; False when None)."""
+        (``active``, (k,) bool; False when None).
+
+        Parameters
+        ----------
+        t : float
+            The time at the end of the step.
+        q : (n, 7) array_like
+            The poses.
+        v : (n, 6) array_like
+            The twists.
+        status : str, default ""
+            The solver's status (its value).
+        nit : int, default 0
+            The solver's iterations.
+        error : float, default 0.0
+            The solver's error.
+        contacts : Contacts, optional
+            The contacts of the step.
+        forces : (k, 3) array_like, optional
+            Their forces (contact frame); zeros when None.
+        active : (k,) array_like of bool, optional
+            Whether each was in the step's one-step problem; False when None.
+
+        Raises
+        ------
+        ModelingError
+            When q or v does not match the scene's number of dynamic bodies.
+        """
         q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
         if q.shape != (self.n, 7) or v.shape != (self.n, 6):
             raise ModelingError("Recorder", "q", f"q {q.shape} and v {v.shape} do not match {self.n} bodies")
@@ -700,6 +1114,7 @@ class Recorder:
         self.f.flush()
 
     def close(self):
+        """Close the file."""
         self.f.close()
 
     def __enter__(self):
@@ -711,7 +1126,37 @@ class Recorder:
 
 class Record:
     """A reloaded record: ``t``, ``q``, ``v``, ``status``, ``nit``, ``error`` (per step), ``settings``,
-    ``names`` (dynamic bodies), :meth:`contacts` of a step, :meth:`scene` to continue from a step."""
+    ``names`` (dynamic bodies), :meth:`contacts` of a step, :meth:`scene` to continue from a step.
+
+    Made by :func:`load_record`; ``description`` is the scene's (:meth:`Scene.describe`), ``resume`` what a
+    continued run needs (None for a record cut short before its end).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from nsopt import mechanics as mc
+    >>> sc = mc.Scene()
+    >>> sc.add_primitive_shape("Ball", "Sphere", 0.1)
+    >>> sc.add_primitive_shape("Ground", "Box", (2.0, 2.0, 0.2))
+    >>> sc.add_Newton_impact_friction_nsl("contact", mu=0.3)
+    >>> sc.add_object("ball", ["Ball"], translation=[0, 0, 0.1], mass=1.0)     # resting on the ground
+    >>> sc.add_object("ground", ["Ground"], translation=[0, 0, -0.1])          # static (no mass)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = sc.run(T=0.02, h=0.01, record=os.path.join(tmp, "ball.h5"))
+    ...     rec = mc.load_record(os.path.join(tmp, "ball.h5"))
+    ...     page = rec.write_html(os.path.join(tmp, "ball.html"))
+    ...     image = rec.still(os.path.join(tmp, "ball.png"))
+    ...     made = page.name, page.stat().st_size > 0, image.name, image.stat().st_size > 0
+    >>> made
+    ('ball.html', True, 'ball.png', True)
+    >>> len(rec), rec.names, rec.t.tolist(), rec.q.shape
+    (2, ['ball'], [0.01, 0.02], (2, 1, 7))
+    >>> c = rec.contacts(-1)
+    >>> c["body1"].tolist(), c["static2"].tolist(), c["force"].round(3).tolist()
+    ([0], [0], [[9.81, 0.0, 0.0]])
+    >>> rec.scene(-1).objects[0]["pose"][:3]                 # continues from the last recorded pose
+    array([0. , 0. , 0.1])
+    """
 
     def __init__(self, path, description, names, settings, arrays, contacts, offsets, resume=None):
         self.path, self.description, self.names, self.settings = path, description, names, settings
@@ -723,7 +1168,23 @@ class Record:
         return int(self.t.shape[0])
 
     def contacts(self, step: int) -> dict:
-        """The contact rows of a step: body1, body2, static2, id, distance, pc1, pc2, normal, force."""
+        """The contact rows of a step: body1, body2, static2, id, distance, pc1, pc2, normal, force (and active).
+
+        Parameters
+        ----------
+        step : int
+            The step (0-based; negative from the end).
+
+        Returns
+        -------
+        dict of str to ndarray
+            The rows detected at the start of that step (see the class example).
+
+        Raises
+        ------
+        IndexError
+            When the step is out of range.
+        """
         step = range(len(self))[step]
         lo, hi = int(self._offsets[step]), int(self._offsets[step + 1])
         return {k: v[lo:hi] for k, v in self._contacts.items()}
@@ -735,14 +1196,50 @@ class Record:
         return bodies, statics
 
     def write_html(self, path, *, title: str | None = None, max_frames: int = 400, overwrite: bool = False) -> Path:
-        """The viewer page of the recorded motion (:func:`nsopt.mechanics.viewer.write_html`: offline, a time slider)."""
+        """The viewer page of the recorded motion (:func:`nsopt.mechanics.viewer.write_html`: offline, a time slider).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The HTML file.
+        title : str, optional
+            The page's title; default the record's file name.
+        max_frames : int, default 400
+            The most frames kept (steps sampled evenly).
+        overwrite : bool, default False
+            Replace an existing file.
+
+        Returns
+        -------
+        Path
+            The file written (see the class example).
+        """
         from .viewer import write_html
         bodies, statics = self._bodies_statics()
         return write_html(path, bodies, self.q, self.t, statics, title=title or Path(self.path).stem,
                           max_frames=max_frames, overwrite=overwrite)
 
     def still(self, path, step: int = -1, *, title: str | None = None, overwrite: bool = False, **kw) -> Path:
-        """A still image of a recorded step (:func:`nsopt.mechanics.viewer.still`)."""
+        """A still image of a recorded step (:func:`nsopt.mechanics.viewer.still`).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The image file (its suffix picks the format).
+        step : int, default -1
+            The step drawn.
+        title : str, optional
+            Default the step's time.
+        overwrite : bool, default False
+            Replace an existing file.
+        **kw
+            Passed to :func:`nsopt.mechanics.viewer.still`.
+
+        Returns
+        -------
+        Path
+            The file written (see the class example).
+        """
         from .viewer import still
         bodies, statics = self._bodies_statics()
         step = range(len(self))[step]
@@ -751,7 +1248,18 @@ class Record:
 
     def scene(self, step: int | None = -1) -> Scene:
         """The recorded scene; with ``step``, its bodies start from that step's poses and twists (None: the
-        initial ones)."""
+        initial ones).
+
+        Parameters
+        ----------
+        step : int or None, default -1
+            The step the bodies start from; None: the recorded initial state.
+
+        Returns
+        -------
+        Scene
+            A new scene (see the class example).
+        """
         d = json.loads(json.dumps(self.description))
         if step is not None and len(self):
             step = range(len(self))[step]
@@ -762,7 +1270,43 @@ class Record:
 
 
 def load_record(path) -> Record:
-    """Read a record written by :class:`Recorder`; :class:`~nsopt.exceptions.FormatError` if it is not one."""
+    """Read a record written by :class:`Recorder`; :class:`~nsopt.exceptions.FormatError` if it is not one.
+
+    A record cut short inside a step keeps its complete steps.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The HDF5 file.
+
+    Returns
+    -------
+    Record
+        Its arrays, settings and scene.
+
+    Raises
+    ------
+    FormatError
+        When the file cannot be opened as HDF5, is not an nsopt-mechanics record, is of a newer version, or
+        misses a dataset.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from nsopt import mechanics as mc
+    >>> from nsopt.exceptions import FormatError
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "not.h5")
+    ...     with open(path, "w") as f:
+    ...         _ = f.write("text")
+    ...     try:
+    ...         mc.load_record(path)
+    ...     except FormatError as e:
+    ...         print("FormatError:", "cannot be opened as HDF5" in str(e))
+    FormatError: True
+
+    See :class:`Record` for a record read back.
+    """
     import h5py
     try:
         f = h5py.File(path, "r")

@@ -53,6 +53,26 @@ class Shape:
 
 
 class Sphere(Shape):
+    """A sphere of ``radius`` centred on the body's origin (Siconos' ``Sphere``).
+
+    Parameters
+    ----------
+    radius : float
+        The radius, > 0.
+
+    Raises
+    ------
+    ModelingError
+        When ``radius`` is not a finite positive number.
+
+    Examples
+    --------
+    >>> from nsopt import mechanics as mc
+    >>> ball = mc.Sphere(0.5)
+    >>> ball, ball.bounding_radius(), ball.halfspaces() is None
+    (Sphere(0.5,), 0.5, True)
+    """
+
     kind = "Sphere"
     curved = True
 
@@ -71,7 +91,28 @@ class Sphere(Shape):
 
 
 class Box(Shape):
-    """A box of full extents (lx, ly, lz) (Siconos' ``Box``)."""
+    """A box of full extents (lx, ly, lz) (Siconos' ``Box``), centred on the body's origin.
+
+    Parameters
+    ----------
+    extents : (3,) array_like
+        The full lengths along x, y and z, each > 0.
+
+    Raises
+    ------
+    ModelingError
+        When ``extents`` is not 3 finite positive lengths.
+
+    Examples
+    --------
+    >>> from nsopt import mechanics as mc
+    >>> box = mc.Box([1, 2, 2])
+    >>> box.extents, box.bounding_radius()
+    ((1.0, 2.0, 2.0), 1.5)
+    >>> A, b = box.halfspaces()                       # the box as {x : A x <= b}
+    >>> A.shape, b.tolist()
+    ((6, 3), [0.5, 1.0, 1.0, 0.5, 1.0, 1.0])
+    """
 
     kind = "Box"
 
@@ -119,7 +160,26 @@ class _Axial(Shape):
 
 
 class Capsule(_Axial):
-    """A capsule: a cylinder of ``length`` and ``radius`` along y, capped by half-spheres (Siconos' ``Capsule``)."""
+    """A capsule: a cylinder of ``length`` and ``radius`` along y, capped by half-spheres (Siconos' ``Capsule``).
+
+    Parameters
+    ----------
+    radius : float
+        The radius of the cylinder and of its caps, > 0.
+    length : float
+        The length of the cylindrical part (without the caps), > 0.
+
+    Raises
+    ------
+    ModelingError
+        When ``radius`` or ``length`` is not a finite positive number.
+
+    Examples
+    --------
+    >>> from nsopt import mechanics as mc
+    >>> mc.Capsule(0.1, 1.0).bounding_radius()        # half the length plus a cap
+    0.6
+    """
 
     kind = "Capsule"
 
@@ -131,7 +191,27 @@ class Capsule(_Axial):
 
 
 class Cylinder(_Axial):
-    """A cylinder of ``radius`` and ``length`` along y."""
+    """A cylinder of ``radius`` and ``length`` along y (Siconos' ``Cylinder``), centred on the body's origin.
+
+    Parameters
+    ----------
+    radius : float
+        The radius, > 0.
+    length : float
+        The length along y, > 0.
+
+    Raises
+    ------
+    ModelingError
+        When ``radius`` or ``length`` is not a finite positive number.
+
+    Examples
+    --------
+    >>> from nsopt import mechanics as mc
+    >>> cyl = mc.Cylinder(0.3, 0.8)
+    >>> cyl.params(), round(cyl.bounding_radius(), 6)
+    ((0.3, 0.8), 0.5)
+    """
 
     kind = "Cylinder"
 
@@ -140,7 +220,26 @@ class Cylinder(_Axial):
 
 
 class Cone(_Axial):
-    """A cone of base ``radius`` and ``height`` along y, centred, its apex at +height/2."""
+    """A cone of base ``radius`` and ``height`` along y, centred, its apex at +height/2 (Siconos' ``Cone``).
+
+    Parameters
+    ----------
+    radius : float
+        The base radius, > 0.
+    height : float
+        The height along y, > 0.
+
+    Raises
+    ------
+    ModelingError
+        When ``radius`` or ``height`` is not a finite positive number.
+
+    Examples
+    --------
+    >>> from nsopt import mechanics as mc
+    >>> mc.Cone(0.3, 0.8)
+    Cone(0.3, 0.8)
+    """
 
     kind = "Cone"
     _second = "height"
@@ -155,7 +254,26 @@ class ConvexMesh(Shape):
     :meth:`from_file` reads a mesh file through trimesh; a mesh that is not convex raises
     :class:`~nsopt.exceptions.ModelingError` unless ``hull=True``, which takes its convex hull
     (coal's narrow phase here handles convex shapes only: decompose a non-convex body into convex
-    contactors, e.g. with a convex decomposition tool, and give them as a compound)."""
+    contactors, e.g. with a convex decomposition tool, and give them as a compound).
+
+    Parameters
+    ----------
+    vertices : (n, 3) array_like
+        The points, n >= 4, not coplanar; the shape is their convex hull.
+
+    Raises
+    ------
+    ModelingError
+        When ``vertices`` is not a finite (n >= 4, 3) array or the points are coplanar.
+
+    Examples
+    --------
+    >>> from nsopt import mechanics as mc
+    >>> tet = mc.ConvexMesh([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    >>> A, b = tet.halfspaces()                       # its 4 faces as {x : A x <= b}
+    >>> tet, A.shape
+    (ConvexMesh(4,), (4, 3))
+    """
 
     kind = "Convex"
 
@@ -169,6 +287,40 @@ class ConvexMesh(Shape):
 
     @classmethod
     def from_file(cls, path, scale=1.0, hull=False):
+        """A convex mesh read from a mesh file (any format trimesh reads: OBJ, STL, PLY, ...).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The mesh file.
+        scale : float, default 1.0
+            A factor applied to the vertices.
+        hull : bool, default False
+            Take the convex hull of a mesh that is not convex (else such a mesh raises).
+
+        Returns
+        -------
+        ConvexMesh
+            The shape of the scaled vertices.
+
+        Raises
+        ------
+        ModelingError
+            When the file cannot be read as a mesh, has no vertices, or is not convex and ``hull`` is False.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from nsopt import mechanics as mc
+        >>> obj = "v 0 0 0\\nv 1 0 0\\nv 0 1 0\\nv 0 0 1\\nf 1 3 2\\nf 1 2 4\\nf 1 4 3\\nf 2 3 4\\n"
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "tet.obj")
+        ...     with open(path, "w") as f:
+        ...         _ = f.write(obj)
+        ...     tet = mc.ConvexMesh.from_file(path, scale=2.0)
+        >>> tet.vertices.max().tolist(), len(tet.vertices)
+        (2.0, 4)
+        """
         import trimesh
         try:
             mesh = trimesh.load(str(path), force="mesh")
@@ -203,7 +355,28 @@ class ConvexMesh(Shape):
 
 
 class HalfSpace(Shape):
-    """The half-space {x : n·x <= offset} (in the frame of the static object that carries it)."""
+    """The half-space {x : n·x <= offset} (in the frame of the static object that carries it), for static
+    objects only.
+
+    Parameters
+    ----------
+    normal : (3,) array_like, default (0, 0, 1)
+        The outward normal n (normalised here).
+    offset : float, default 0.0
+        The offset: the boundary plane is n·x = offset.
+
+    Raises
+    ------
+    ModelingError
+        When ``normal`` is the zero vector.
+
+    Examples
+    --------
+    >>> from nsopt import mechanics as mc
+    >>> ground = mc.HalfSpace([0, 0, 2], 0.5)
+    >>> ground.normal.tolist(), ground.offset
+    ([0.0, 0.0, 1.0], 0.5)
+    """
 
     kind = "HalfSpace"
 
@@ -230,7 +403,31 @@ class HalfSpace(Shape):
 
 class Contactor:
     """A shape attached to a body at an offset (Siconos' ``Contactor``): ``translation`` (3,) and
-    ``orientation`` (unit quaternion (w, x, y, z)) in the body frame, and a collision ``group``."""
+    ``orientation`` (unit quaternion (w, x, y, z)) in the body frame, and a collision ``group``.
+
+    Parameters
+    ----------
+    shape : Shape
+        The shape.
+    translation : (3,) array_like, default (0, 0, 0)
+        Its offset in the body frame.
+    orientation : (4,) array_like, default (1, 0, 0, 0)
+        Its rotation in the body frame, a quaternion (w, x, y, z) (normalised here).
+    group : int, default 0
+        The collision group (the scene's ``add_Newton_impact_friction_nsl`` sets a law per pair of groups).
+
+    Raises
+    ------
+    ModelingError
+        When ``shape`` is not an nsopt.mechanics shape or ``orientation`` is the zero quaternion.
+
+    Examples
+    --------
+    >>> from nsopt import mechanics as mc
+    >>> c = mc.Contactor(mc.Cylinder(0.1, 1.0), translation=[0, 0, 0.5], group=1)
+    >>> c, c.offset_pose().tolist()
+    (Contactor(Cylinder(0.1, 1.0), group=1), [0.0, 0.0, 0.5, 1.0, 0.0, 0.0, 0.0])
+    """
 
     def __init__(self, shape: Shape, translation=(0.0, 0.0, 0.0), orientation=(1.0, 0.0, 0.0, 0.0), group=0):
         if not isinstance(shape, Shape):
@@ -244,6 +441,7 @@ class Contactor:
         self.group = int(group)
 
     def offset_pose(self) -> np.ndarray:
+        """The pose (7,) ``(translation, orientation)`` of the contactor in the body frame (see the class example)."""
         return np.r_[self.translation, self.orientation]
 
     def local_rotation(self) -> np.ndarray:

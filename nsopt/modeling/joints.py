@@ -126,7 +126,29 @@ class NewtonEulerJointR(NewtonEulerR):
         return self.nb_constraints
 
     def set_base_positions(self, q1, q2=None):
-        """Fix the joint at the poses q1 (and q2; None: the world) (Siconos ``setBasePositions``)."""
+        """Fix the joint at the poses q1 (and q2; None: the world) (Siconos ``setBasePositions``).
+
+        Parameters
+        ----------
+        q1 : (7,) array_like
+            Body 1's pose (its quaternion normalised here).
+        q2 : (7,) array_like, optional
+            Body 2's pose; None: the world.
+
+        Raises
+        ------
+        ModelingError
+            When a pose is not 7 finite numbers.
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> weld = nm.FixedJointR()
+        >>> weld.set_base_positions([0, 0, 0, 1, 0, 0, 0], [0, 0, 1, 1, 0, 0, 0])
+        >>> weld.bind(6, 12, 0)
+        >>> (weld.h([0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0]) + 0.0).tolist()
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        """
         q1 = rot.normalize_q(vector(q1, self._owner, "q1", 7))
         q2 = _IDENTITY.copy() if q2 is None else rot.normalize_q(vector(q2, self._owner, "q2", 7))
         self._c = rot.quat_mul(rot.quat_conj(q2[3:7]), q1[3:7])       # Siconos' cq2q10
@@ -188,7 +210,41 @@ class NewtonEulerJointR(NewtonEulerR):
 
 class KneeJointR(NewtonEulerJointR):
     """Ball joint (Siconos ``KneeJointR``): the point ``P`` of body 1 stays on the point of body 2 (or of the
-    world) it coincides with at the base positions; 3 rows."""
+    world) it coincides with at the base positions; 3 rows.
+
+    Parameters
+    ----------
+    P : (3,) array_like
+        The joint point (world frame with ``absolute_ref``, else body 1's frame).
+    absolute_ref : bool, default True
+        Whether points and axes are given in the world frame (Siconos' ``absoluteRef``; taken into body 1's
+        frame at the base positions), else in body 1's frame.
+    d1 : NewtonEulerDS or (7,) array_like, optional
+        Body 1 (or its pose): fixes the base positions now (Siconos ``setBasePositions``); otherwise call
+        :meth:`set_base_positions` before the first step.
+    d2 : NewtonEulerDS or (7,) array_like, optional
+        Body 2 (or its pose); None: the world (the identity pose).
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``d2`` is given without ``d1``, a pose has the wrong shape, the law's size is not 3, or the
+        relation is evaluated before its base positions are set.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> body = nm.NewtonEulerDS([1, 0, 0, 1, 0, 0, 0], [0] * 6, 1.0, [1, 1, 1])
+    >>> joint = nm.KneeJointR(P=[0, 0, 0], d1=body)          # the world origin, seen from the body
+    >>> joint.bind(3, 6, 0)                                  # (done by the interaction)
+    >>> a = 0.5                                              # turn the body by a about z around the origin
+    >>> q = np.array([np.cos(a), np.sin(a), 0, np.cos(a / 2), 0, 0, np.sin(a / 2)])
+    >>> bool(np.abs(joint.h(q)).max() < 1e-12), float(np.abs(joint.h([2, 0, 0, 1, 0, 0, 0])).max())
+    (True, 1.0)
+    """
 
     nb_constraints = 3
 
@@ -210,7 +266,35 @@ class KneeJointR(NewtonEulerJointR):
 
 
 class PivotJointR(KneeJointR):
-    """Hinge (Siconos ``PivotJointR``): a ball joint at ``P`` and a common axis ``A``; 5 rows."""
+    """Hinge (Siconos ``PivotJointR``): a ball joint at ``P`` and a common axis ``A``; 5 rows.
+
+    Parameters
+    ----------
+    P : (3,) array_like
+        The joint point (world frame with ``absolute_ref``, else body 1's frame).
+    A : (3,) array_like
+        The hinge axis (same frame as ``P``; normalised here).
+    absolute_ref, d1, d2, name
+        As for :class:`KneeJointR`.
+
+    Raises
+    ------
+    ModelingError
+        When ``A`` is the zero vector, ``d2`` is given without ``d1``, the law's size is not 5, or the
+        relation is evaluated before its base positions are set.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> body = nm.NewtonEulerDS([1, 0, 0, 1, 0, 0, 0], [0] * 6, 1.0, [1, 1, 1])
+    >>> hinge = nm.PivotJointR(P=[0, 0, 0], A=[0, 0, 1], d1=body)
+    >>> hinge.bind(5, 6, 0)                                  # (done by the interaction)
+    >>> a = 0.5                                              # a rotation about the hinge: h stays 0
+    >>> q = np.array([np.cos(a), np.sin(a), 0, np.cos(a / 2), 0, 0, np.sin(a / 2)])
+    >>> hinge.numberOfConstraints(), bool(np.abs(hinge.h(q)).max() < 1e-12), round(hinge.angle(q), 6)
+    (5, True, 0.5)
+    """
 
     nb_constraints = 5
 
@@ -236,7 +320,23 @@ class PivotJointR(KneeJointR):
         return np.concatenate([hk, hp], axis=1), np.concatenate([Jk, Jp], axis=1)
 
     def angle(self, Q) -> float:
-        """The rotation of body 1 relative to body 2 about the axis since the base positions (radians, in (-π, π])."""
+        """The rotation of body 1 relative to body 2 about the axis since the base positions (radians, in (-π, π]).
+
+        Parameters
+        ----------
+        Q : (7,) or (14,) array_like
+            The stacked positions of the one or two bodies.
+
+        Returns
+        -------
+        float
+            The angle in radians (see the class example).
+
+        Raises
+        ------
+        ModelingError
+            When the base positions are not set.
+        """
         Q1, Q2 = self._split(Q)
         r = rot.quat_mul(_qconj_c(Q2, self._c[None]), Q1[:, 3:7])[0]
         return float(2 * np.arctan2(self._A @ r[1:], r[0]) + np.pi) % (2 * np.pi) - np.pi
@@ -244,7 +344,33 @@ class PivotJointR(KneeJointR):
 
 class PrismaticJointR(NewtonEulerJointR):
     """Slider (Siconos ``PrismaticJointR``): body 2 keeps its orientation relative to body 1 and moves only
-    along ``axis`` (body 1's frame); 5 rows."""
+    along ``axis`` (body 1's frame); 5 rows.
+
+    Parameters
+    ----------
+    axis : (3,) array_like
+        The sliding direction (world frame with ``absolute_ref``, else body 1's frame; normalised here).
+    absolute_ref, d1, d2, name
+        As for :class:`KneeJointR`.
+
+    Raises
+    ------
+    ModelingError
+        When ``axis`` is the zero vector, ``d2`` is given without ``d1``, the law's size is not 5, or the
+        relation is evaluated before its base positions are set.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> b1 = nm.NewtonEulerDS([0, 0, 0, 1, 0, 0, 0], [0] * 6, 1.0, [1, 1, 1])
+    >>> b2 = nm.NewtonEulerDS([2, 0, 0, 1, 0, 0, 0], [0] * 6, 1.0, [1, 1, 1])
+    >>> slider = nm.PrismaticJointR(axis=[1, 0, 0], d1=b1, d2=b2)
+    >>> slider.bind(5, 12, 0)                                # (done by the interaction)
+    >>> Q = np.r_[b1.q, [2.5, 0, 0, 1, 0, 0, 0]]             # body 2 slid by 0.5 along x
+    >>> (slider.h(Q) + 0.0).tolist(), round(slider.displacement(Q), 6)
+    ([0.0, 0.0, 0.0, 0.0, 0.0], 0.5)
+    """
 
     nb_constraints = 5
 
@@ -272,14 +398,55 @@ class PrismaticJointR(NewtonEulerJointR):
                 np.concatenate([np.einsum("kri,kic->krc", V, Jp), Jo], axis=1))
 
     def displacement(self, Q) -> float:
-        """The slide along the axis since the base positions."""
+        """The slide along the axis since the base positions.
+
+        Parameters
+        ----------
+        Q : (7,) or (14,) array_like
+            The stacked positions of the one or two bodies.
+
+        Returns
+        -------
+        float
+            The displacement along the axis (see the class example).
+
+        Raises
+        ------
+        ModelingError
+            When the base positions are not set.
+        """
         Q1, Q2 = self._split(Q)
         hp, _ = relative_position_rows(Q1, Q2, self._d0[None])
         return float(hp[0] @ np.cross(self._V[0], self._V[1]))
 
 
 class FixedJointR(NewtonEulerJointR):
-    """Weld (Siconos ``FixedJointR``): body 2 keeps its position and orientation relative to body 1; 6 rows."""
+    """Weld (Siconos ``FixedJointR``): body 2 keeps its position and orientation relative to body 1; 6 rows.
+
+    Parameters
+    ----------
+    d1, d2, name
+        As for :class:`KneeJointR`.
+
+    Raises
+    ------
+    ModelingError
+        When ``d2`` is given without ``d1``, the law's size is not 6, or the relation is evaluated before its
+        base positions are set.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> b1 = nm.NewtonEulerDS([0, 0, 0, 1, 0, 0, 0], [0] * 6, 1.0, [1, 1, 1])
+    >>> b2 = nm.NewtonEulerDS([2, 0, 0, 1, 0, 0, 0], [0] * 6, 1.0, [1, 1, 1])
+    >>> weld = nm.FixedJointR(d1=b1, d2=b2)
+    >>> weld.bind(6, 12, 0)                                  # (done by the interaction)
+    >>> (weld.h(np.r_[b1.q, b2.q]) + 0.0).tolist()
+    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    >>> weld.h(np.r_[b1.q, [2, 0, 0.5, 1, 0, 0, 0]]).round(6)[:3].tolist()
+    [0.0, 0.0, 0.5]
+    """
 
     nb_constraints = 6
 

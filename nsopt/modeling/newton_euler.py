@@ -36,21 +36,56 @@ __all__ = ["NewtonEulerDS", "NewtonEulerR", "NewtonEuler1DR", "NewtonEuler3DR", 
 class NewtonEulerDS(DynamicalSystem):
     r"""A rigid body in 3D (Siconos ``NewtonEulerDS``).
 
-    Parameters
-    ----------
-    q0 : (7,) initial position and unit quaternion ``(x, y, z, qw, qx, qy, qz)`` (normalised here).
-    v0 : (6,) initial twist: linear velocity (world frame), angular velocity (body frame).
-    mass : the scalar mass m > 0.
-    inertia : (3, 3) symmetric positive definite inertia matrix about the centre of mass, in the body
-        frame, or (3,) its principal moments.
-    fext : (3,) force on the centre of mass (world frame), a constant or a plug-in ``fext(t, q, v, z)``.
-    mext : (3,) moment, a constant or a plug-in ``mext(t, q, v, z)``; in the body frame, or in the world
-        frame with ``mext_frame="world"`` (Siconos ``setIsMextExpressedInInertialFrame``).
-    fint, mint : plug-ins ``(t, q, v, z) -> (3,)`` (or constants), subtracted from the wrench as in Siconos.
-    gyroscopic : include the gyroscopic moment ω × Iω (Siconos' default; ``False`` is its ``setNullifyMGyr``).
-
     ``n`` is 6 (the twist's size: Siconos' ``ndof``, the size of M and of the relations' Jacobian blocks),
     ``qdim`` is 7. ``q``, ``v`` and ``p`` (the impulse of the last step, twist-sized) hold the current state.
+
+    Parameters
+    ----------
+    q0 : (7,) array_like
+        Initial position and unit quaternion ``(x, y, z, qw, qx, qy, qz)`` (normalised here).
+    v0 : (6,) array_like
+        Initial twist: linear velocity (world frame), angular velocity (body frame).
+    mass : float
+        The scalar mass m > 0.
+    inertia : (3, 3) or (3,) array_like
+        Symmetric positive definite inertia matrix about the centre of mass, in the body frame, or (3,)
+        its principal moments.
+    fext : (3,) array_like or callable, optional
+        Force on the centre of mass (world frame), a constant or a plug-in ``fext(t, q, v, z)``.
+    mext : (3,) array_like or callable, optional
+        Moment, a constant or a plug-in ``mext(t, q, v, z)``; in the body frame, or in the world frame
+        with ``mext_frame="world"`` (Siconos ``setIsMextExpressedInInertialFrame``).
+    fint, mint : callable or (3,) array_like, optional
+        Plug-ins ``(t, q, v, z) -> (3,)`` (or constants), subtracted from the wrench as in Siconos.
+    mext_frame : {"body", "world"}, default "body"
+        The frame ``mext`` is expressed in.
+    gyroscopic : bool, default True
+        Include the gyroscopic moment ω × Iω (Siconos' default; ``False`` is its ``setNullifyMGyr``).
+    z : array_like, optional
+        The free vector Z passed to the plug-ins.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``q0``, ``v0``, ``mass`` or ``inertia`` has the wrong shape or value (a zero quaternion, a
+        mass <= 0, an inertia not symmetric or not positive definite), or ``mext_frame`` is neither
+        "body" nor "world".
+    PluginError
+        When a plug-in returns the wrong shape or non-finite values (at its first evaluation).
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> body = nm.NewtonEulerDS([0, 0, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 2], mass=2.0,
+    ...                         inertia=[0.1, 0.1, 0.2], fext=[0, 0, -19.62])
+    >>> body.n, body.qdim
+    (6, 7)
+    >>> round(body.kinetic_energy(), 6)
+    1.4
+    >>> body.wrench(0.0, body.q, body.v).round(2).tolist()
+    [0.0, 0.0, -19.62, 0.0, 0.0, 0.0]
     """
 
     order = 2
@@ -94,11 +129,40 @@ class NewtonEulerDS(DynamicalSystem):
 
     # ---- mass
     def mass(self, q=None) -> np.ndarray:
-        """M = diag(m I3, I) (6, 6), constant (the argument is ignored, as for a constant LagrangianDS)."""
+        """M = diag(m I3, I) (6, 6), constant (the argument is ignored, as for a constant LagrangianDS).
+
+        Parameters
+        ----------
+        q : array_like, optional
+            Ignored.
+
+        Returns
+        -------
+        (6, 6) ndarray
+            The mass matrix in twist coordinates.
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> nm.NewtonEulerDS([0, 0, 0, 1, 0, 0, 0], [0] * 6, 2.0, [1, 2, 3]).mass().diagonal().tolist()
+        [2.0, 2.0, 2.0, 1.0, 2.0, 3.0]
+        """
         return mass_matrix(self.scalar_mass, self.inertia)
 
     def inverse_mass(self) -> np.ndarray:
-        """M⁻¹ = diag(I3/m, I⁻¹) (6, 6)."""
+        """M⁻¹ = diag(I3/m, I⁻¹) (6, 6).
+
+        Returns
+        -------
+        (6, 6) ndarray
+            The inverse mass matrix.
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> nm.NewtonEulerDS([0, 0, 0, 1, 0, 0, 0], [0] * 6, 2.0, [1, 2, 4]).inverse_mass().diagonal().tolist()
+        [0.5, 0.5, 0.5, 1.0, 0.5, 0.25]
+        """
         return inverse_mass_matrix(self.scalar_mass, self.inertia)
 
     constant_mass = True
@@ -106,21 +170,94 @@ class NewtonEulerDS(DynamicalSystem):
     # ---- kinematics
     @staticmethod
     def T(q) -> np.ndarray:
-        """Siconos' T(q) (7, 6): q̇ = T(q) v."""
+        """Siconos' T(q) (7, 6): q̇ = T(q) v.
+
+        Parameters
+        ----------
+        q : (7,) array_like
+            A position and unit quaternion.
+
+        Returns
+        -------
+        (7, 6) ndarray
+            The identity on the position rows, :math:`\\frac12` of the quaternion product on the rotation rows.
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> (nm.NewtonEulerDS.T([0, 0, 0, 1, 0, 0, 0])[3:, 3:] + 0.0).tolist()
+        [[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.0, 0.5]]
+        """
         return rot.T_matrix(q)
 
     @staticmethod
     def qdot(q, v) -> np.ndarray:
-        """q̇ = T(q) v (7,)."""
+        """q̇ = T(q) v (7,).
+
+        Parameters
+        ----------
+        q : (7,) array_like
+            A position and unit quaternion.
+        v : (6,) array_like
+            A twist.
+
+        Returns
+        -------
+        (7,) ndarray
+            The time derivative of q.
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> nm.NewtonEulerDS.qdot([0, 0, 0, 1, 0, 0, 0], [1, 0, 0, 0, 0, 2]).tolist()
+        [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+        """
         return rot.qdot(q, v)
 
     @staticmethod
     def normalize(q) -> np.ndarray:
-        """q with a unit quaternion (Siconos ``normalizeq``); a copy."""
+        """q with a unit quaternion (Siconos ``normalizeq``); a copy.
+
+        Parameters
+        ----------
+        q : (7,) array_like
+            A position and a nonzero quaternion.
+
+        Returns
+        -------
+        (7,) ndarray
+            A copy with the quaternion divided by its norm.
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> nm.NewtonEulerDS.normalize([1, 2, 3, 2, 0, 0, 0]).tolist()
+        [1.0, 2.0, 3.0, 1.0, 0.0, 0.0, 0.0]
+        """
         return rot.normalize_q(q)
 
     def rotation(self, q=None) -> np.ndarray:
-        """R(q) (3, 3), body to world, at q (default: the current position)."""
+        """R(q) (3, 3), body to world, at q (default: the current position).
+
+        Parameters
+        ----------
+        q : (7,) array_like, optional
+            A position; default the current ``self.q``.
+
+        Returns
+        -------
+        (3, 3) ndarray
+            The rotation matrix of the quaternion ``q[3:7]``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nsopt import modeling as nm
+        >>> c = np.cos(np.pi / 4)
+        >>> body = nm.NewtonEulerDS([0, 0, 0, c, 0, 0, c], [0] * 6, 1.0, [1, 1, 1])   # 90° about z
+        >>> (body.rotation() @ [1, 0, 0]).round(6) + 0.0
+        array([0., 1., 0.])
+        """
         return rot.rotation_matrix((self.q if q is None else np.asarray(q))[3:7])
 
     # ---- forces
@@ -163,7 +300,25 @@ class NewtonEulerDS(DynamicalSystem):
 
     def fext(self, t) -> np.ndarray | None:
         """The external wrench [fext, mext] (6,) of a body whose wrench does not depend on its state (the
-        moment in the body frame), None without one: the F_ext(t) of Moreau–Jean's stacked free velocity."""
+        moment in the body frame), None without one: the F_ext(t) of Moreau–Jean's stacked free velocity.
+
+        Parameters
+        ----------
+        t : float
+            The time.
+
+        Returns
+        -------
+        (6,) ndarray or None
+            [fext, mext] at t (plug-ins evaluated at the initial state), None without external force or moment.
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> body = nm.NewtonEulerDS([0, 0, 0, 1, 0, 0, 0], [0] * 6, 1.0, [1, 1, 1], fext=[0, 0, -9.81])
+        >>> body.fext(0.0).tolist()
+        [0.0, 0.0, -9.81, 0.0, 0.0, 0.0]
+        """
         if not self.has_fext:
             return None
         F = np.zeros(6)
@@ -175,7 +330,35 @@ class NewtonEulerDS(DynamicalSystem):
         return F
 
     def wrench(self, t, q, v) -> np.ndarray:
-        """F = [fext - fint, mext - ω×Iω - mint] (6,), moments in the body frame (Siconos ``computeWrench``)."""
+        """F = [fext - fint, mext - ω×Iω - mint] (6,), moments in the body frame (Siconos ``computeWrench``).
+
+        Parameters
+        ----------
+        t : float
+            The time.
+        q : (7,) ndarray
+            The position.
+        v : (6,) ndarray
+            The twist.
+
+        Returns
+        -------
+        (6,) ndarray
+            The force (world frame) and the moment (body frame).
+
+        Raises
+        ------
+        PluginError
+            When a plug-in returns the wrong shape or non-finite values.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nsopt import modeling as nm
+        >>> body = nm.NewtonEulerDS([0, 0, 0, 1, 0, 0, 0], [0] * 6, 1.0, [1, 2, 3])
+        >>> body.wrench(0.0, body.q, np.array([0, 0, 0, 1.0, 1.0, 0])).tolist()   # -ω × Iω
+        [0.0, 0.0, 0.0, 0.0, 0.0, -1.0]
+        """
         return self._wrench(t, q, v, self.gyroscopic)
 
     def _wrench(self, t, q, v, gyroscopic):
@@ -199,7 +382,29 @@ class NewtonEulerDS(DynamicalSystem):
 
     def jacobian_wrench(self, t, q, v):
         r"""(∂F/∂q (6, 7), ∂F/∂v (6, 6)): the gyroscopic part exactly,
-        :math:`\partial(ω\times Iω)/\partial ω = [ω]_\times I - [Iω]_\times`, the plug-ins by finite differences."""
+        :math:`\partial(ω\times Iω)/\partial ω = [ω]_\times I - [Iω]_\times`, the plug-ins by finite differences.
+
+        Parameters
+        ----------
+        t, q, v
+            The time, the position (7,) and the twist (6,), as for :meth:`wrench`.
+
+        Returns
+        -------
+        Jq : (6, 7) ndarray
+            ∂F/∂q.
+        Jv : (6, 6) ndarray
+            ∂F/∂v.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nsopt import modeling as nm
+        >>> body = nm.NewtonEulerDS([0, 0, 0, 1, 0, 0, 0], [0] * 6, 1.0, [1, 2, 3])
+        >>> Jq, Jv = body.jacobian_wrench(0.0, body.q, np.array([0, 0, 0, 1.0, 0, 0]))
+        >>> Jq.shape, Jv[3:, 3:].tolist()
+        ((6, 7), [[0.0, 0.0, 0.0], [0.0, 0.0, 2.0], [0.0, -1.0, 0.0]])
+        """
         Jq = np.zeros((6, 7))
         Jv = np.zeros((6, 6))
         if self.gyroscopic:
@@ -212,7 +417,25 @@ class NewtonEulerDS(DynamicalSystem):
 
     def jacobian_forces(self, t, q, v):
         r"""(K, C) = (-∂F/∂q · T(q), -∂F/∂v) (6, 6) each, in twist coordinates (Moreau–Jean's
-        :math:`\hat M = M + hθC + h^2θ^2K`, Siconos' ``computeW``), or (None, None) when F depends on neither."""
+        :math:`\hat M = M + hθC + h^2θ^2K`, Siconos' ``computeW``), or (None, None) when F depends on neither.
+
+        Parameters
+        ----------
+        t, q, v
+            The time, the position (7,) and the twist (6,), as for :meth:`wrench`.
+
+        Returns
+        -------
+        K, C : (6, 6) ndarray or None
+            The stiffness and damping in twist coordinates; both None when the wrench depends on neither q nor v.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nsopt import modeling as nm
+        >>> nm.NewtonEulerDS([0, 0, 0, 1, 0, 0, 0], [0] * 6, 1.0, [1, 1, 1]).jacobian_forces(0.0, None, None)
+        (None, None)
+        """
         if not self.has_state_forces:
             return None, None
         Jq, Jv = self.jacobian_wrench(t, q, v)
@@ -220,22 +443,98 @@ class NewtonEulerDS(DynamicalSystem):
 
     # ---- energy and momenta (world frame)
     def kinetic_energy(self, v=None):
-        """½ vᵀ M v (a float; an array (k,) for twists (k, 6), e.g. ``traj.v(body)``)."""
+        """½ vᵀ M v (a float; an array (k,) for twists (k, 6), e.g. ``traj.v(body)``).
+
+        Parameters
+        ----------
+        v : (6,) or (k, 6) array_like, optional
+            Twists; default the current ``self.v``.
+
+        Returns
+        -------
+        float or (k,) ndarray
+            The kinetic energy.
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> body = nm.NewtonEulerDS([0, 0, 0, 1, 0, 0, 0], [1, 0, 0, 0, 0, 2], 2.0, [1, 1, 1])
+        >>> body.kinetic_energy(), body.kinetic_energy([[0, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0]]).tolist()
+        (3.0, [0.0, 1.0])
+        """
         E = kinetic_energy(self.v if v is None else v, self.scalar_mass, self.inertia)
         return float(E) if np.ndim(E) == 0 else E
 
     def potential_energy(self, q=None, gravity=(0.0, 0.0, -9.81)):
-        """-m g · x, the gravitational potential energy (a float, or (k,) for poses (k, 7))."""
+        """-m g · x, the gravitational potential energy (a float, or (k,) for poses (k, 7)).
+
+        Parameters
+        ----------
+        q : (7,) or (k, 7) array_like, optional
+            Poses; default the current ``self.q``.
+        gravity : (3,) array_like, default (0, 0, -9.81)
+            The gravity vector g.
+
+        Returns
+        -------
+        float or (k,) ndarray
+            The potential energy.
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> nm.NewtonEulerDS([0, 0, 2, 1, 0, 0, 0], [0] * 6, 3.0, [1, 1, 1]).potential_energy(gravity=(0, 0, -10))
+        60.0
+        """
         E = -self.scalar_mass * np.asarray(self.q if q is None else q, dtype=float)[..., :3] @ np.asarray(gravity, dtype=float)
         return float(E) if np.ndim(E) == 0 else E
 
     def linear_momentum(self, v=None) -> np.ndarray:
-        """m v_lin (world frame); (k, 3) for twists (k, 6)."""
+        """m v_lin (world frame); (k, 3) for twists (k, 6).
+
+        Parameters
+        ----------
+        v : (6,) or (k, 6) array_like, optional
+            Twists; default the current ``self.v``.
+
+        Returns
+        -------
+        (3,) or (k, 3) ndarray
+            The linear momentum.
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> nm.NewtonEulerDS([0, 0, 0, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0], 2.0, [1, 1, 1]).linear_momentum().tolist()
+        [2.0, 0.0, 0.0]
+        """
         return linear_momentum(self.v if v is None else v, self.scalar_mass)
 
     def angular_momentum(self, q=None, v=None, about=(0.0, 0.0, 0.0)) -> np.ndarray:
         """x × m v_lin + R I ω about the world point ``about`` (world frame); (k, 3) for poses (k, 7) and
-        twists (k, 6), e.g. ``body.angular_momentum(traj.q(body), traj.v(body))``."""
+        twists (k, 6), e.g. ``body.angular_momentum(traj.q(body), traj.v(body))``.
+
+        Parameters
+        ----------
+        q : (7,) or (k, 7) array_like, optional
+            Poses; default the current ``self.q``.
+        v : (6,) or (k, 6) array_like, optional
+            Twists; default the current ``self.v``.
+        about : (3,) array_like, default (0, 0, 0)
+            The world point the moment is taken about.
+
+        Returns
+        -------
+        (3,) or (k, 3) ndarray
+            The angular momentum in the world frame.
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> body = nm.NewtonEulerDS([0, 0, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 2], 2.0, [0.1, 0.1, 0.2])
+        >>> body.angular_momentum().round(6).tolist()
+        [0.0, 2.0, 0.4]
+        """
         return angular_momentum(self.q if q is None else q, self.v if v is None else v, self.scalar_mass,
                                 self.inertia, about)
 
@@ -310,6 +609,33 @@ class NewtonEulerR(Relation):
 
     ``G0`` is ``jachqT``: :math:`\dot y = G_0 v` and the impulse is :math:`G_0^\top λ`, as for a Lagrangian
     relation but in twist coordinates.
+
+    Parameters
+    ----------
+    h : callable
+        The output plug-in ``h(q, z) -> (m,)`` of the stacked positions q (7 or 14).
+    jachq : callable, optional
+        Its Jacobian ``jachq(q, z) -> (m, 7·nb)`` with respect to q; finite differences when None.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``h`` is missing or not callable, or (when the interaction is linked) the relation does not
+        join one or two :class:`NewtonEulerDS` (total size 6 or 12).
+    PluginError
+        When a plug-in returns the wrong shape or non-finite values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> rel = nm.NewtonEulerR(h=lambda q, z: q[2:3] - 0.1)      # height of the centre above 0.1
+    >>> rel.bind(1, 6, 0)                                         # (done by the interaction)
+    >>> q = np.array([0, 0, 1.0, 1, 0, 0, 0])
+    >>> rel.h(q).round(6).tolist(), rel.jachqT(q).round(6).tolist(), rel.bodies
+    ([0.9], [[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]], 1)
     """
 
     kind = "newton_euler"
@@ -340,21 +666,62 @@ class NewtonEulerR(Relation):
         self._jq = None if jq is None else Operator(jq, self._owner, "jachq", (m, nq), "q, z")
 
     def h(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
-        """y = h(q) (m,)."""
+        """y = h(q) (m,).
+
+        Parameters
+        ----------
+        Q : (7·nb,) array_like
+            The stacked positions of the bodies.
+        t, lam : ignored
+            (The signature every relation shares.)
+        Z : ndarray, optional
+            The free vector; zeros when None.
+
+        Returns
+        -------
+        (m,) ndarray
+            The output y.
+        """
         return self._h(np.asarray(Q, dtype=float), self._z(Z))
 
     def _z(self, Z):
         return np.zeros(self.nz or 0) if Z is None else Z
 
     def jachq(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
-        """∇_q h (m, 7·nb)."""
+        """∇_q h (m, 7·nb).
+
+        Parameters
+        ----------
+        Q : (7·nb,) array_like
+            The stacked positions.
+        t, lam, Z : optional
+            As for :meth:`h`.
+
+        Returns
+        -------
+        (m, 7·nb) ndarray
+            The given ``jachq`` plug-in's value, or finite differences of :meth:`h`.
+        """
         Q = np.asarray(Q, dtype=float)
         if self._jq is not None:
             return self._jq(Q, self._z(Z))
         return fd_jacobian(lambda x: self.h(x, t, lam, Z), Q, self.m)
 
     def jachqT(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
-        """H = ∇_q h · blockdiag(T(q_i)) (m, 6·nb): the Jacobian with respect to the twists."""
+        """H = ∇_q h · blockdiag(T(q_i)) (m, 6·nb): the Jacobian with respect to the twists.
+
+        Parameters
+        ----------
+        Q : (7·nb,) array_like
+            The stacked positions.
+        t, lam, Z : optional
+            As for :meth:`h`.
+
+        Returns
+        -------
+        (m, 6·nb) ndarray
+            H, so that ẏ = H v and the impulse on the bodies is Hᵀ λ.
+        """
         Q = np.asarray(Q, dtype=float)
         Jq = self.jachq(Q, t, lam, Z)
         nb = Q.shape[0] // 7
@@ -370,7 +737,24 @@ class NewtonEulerR(Relation):
         return None
 
     def velocity(self, Q, V, t=None, lam=None, Z=None, G0=None) -> np.ndarray:
-        """ẏ = H v."""
+        """ẏ = H v.
+
+        Parameters
+        ----------
+        Q : (7·nb,) array_like
+            The stacked positions.
+        V : (6·nb,) array_like
+            The stacked twists.
+        t, lam, Z : optional
+            As for :meth:`h`.
+        G0 : (m, 6·nb) ndarray, optional
+            H when already computed.
+
+        Returns
+        -------
+        (m,) ndarray
+            The output velocity.
+        """
         return (self.jachqT(Q, t, lam, Z) if G0 is None else G0) @ np.asarray(V, dtype=float)
 
     # ---- the batched evaluation (Moreau–Jean's relation groups, nsopt.modeling._stepper)
@@ -405,6 +789,34 @@ class NewtonEuler1DR(NewtonEulerR):
       (``normal=`` a world-frame vector, normalised here), for a relation linked to one body; or
     - from the collision detection: :meth:`set_contact` with world points and normal at the bodies'
       current positions, or :meth:`update_contact_points` with body-frame data (Siconos' names).
+
+    Parameters
+    ----------
+    point : (3,) array_like, optional
+        A hand-built contact's point, in the body's frame.
+    normal : (3,) array_like, optional
+        The world plane's normal (world frame, normalised here), pointing towards the body.
+    offset : float, default 0.0
+        The plane :math:`n \cdot x = \text{offset}`.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When only one of ``point``, ``normal`` is given, the normal is zero, a hand-built (plane) contact is
+        linked to two bodies, the relation's size differs from its law's, or the relation is evaluated
+        before it has a contact point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> rel = nm.NewtonEuler1DR(point=[0, 0, -0.1], normal=[0, 0, 1])   # the bottom of a ball of radius 0.1
+    >>> rel.bind(1, 6, 0)                                              # (done by the interaction)
+    >>> q = np.array([0, 0, 1.0, 1, 0, 0, 0])
+    >>> rel.distance(q), rel.jachqT(q).tolist()
+    (0.9, [[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]])
     """
 
     dim = 1
@@ -461,7 +873,21 @@ class NewtonEuler1DR(NewtonEulerR):
 
     def update_contact_points(self, rel_pc1, rel_pc2, rel_nc):
         """Set the contact from body-frame data (Siconos ``ContactR.updateContactPoints``): ``rel_pc1`` in body
-        1's frame, ``rel_pc2`` and the unit normal ``rel_nc`` in body 2's frame (world frame without body 2)."""
+        1's frame, ``rel_pc2`` and the unit normal ``rel_nc`` in body 2's frame (world frame without body 2).
+
+        Parameters
+        ----------
+        rel_pc1, rel_pc2, rel_nc : (3,) array_like
+            The two points and the normal (normalised here).
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> rel = nm.NewtonEuler1DR()
+        >>> rel.update_contact_points([0, 0, -0.1], [0, 0, 0], [0, 0, 2])
+        >>> rel.rel_nc.tolist()
+        [0.0, 0.0, 1.0]
+        """
         n = np.array(rel_nc, dtype=float).reshape(3)
         d = self._data()
         d[0:3] = np.asarray(rel_pc1, dtype=float).reshape(3)
@@ -471,7 +897,27 @@ class NewtonEuler1DR(NewtonEulerR):
 
     def set_contact(self, pc1, pc2, nc, q1, q2=None):
         """Set the contact from world points ``pc1`` (on body 1), ``pc2`` (on body 2 or the world) and the world
-        normal ``nc`` (from body 2 towards body 1), found at the positions q1 (and q2)."""
+        normal ``nc`` (from body 2 towards body 1), found at the positions q1 (and q2).
+
+        Parameters
+        ----------
+        pc1, pc2, nc : (3,) array_like
+            World points and normal.
+        q1 : (7,) array_like
+            Body 1's position when they were found.
+        q2 : (7,) array_like, optional
+            Body 2's position; None for a contact with the world.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nsopt import modeling as nm
+        >>> rel = nm.NewtonEuler3DR()
+        >>> q1, q2 = np.array([0, 0, 1.0, 1, 0, 0, 0]), np.array([0, 0, 0.0, 1, 0, 0, 0])
+        >>> rel.set_contact([0, 0, 0.5], [0, 0, 0.2], [0, 0, 1], q1, q2)
+        >>> rel.rel_pc1.tolist(), round(rel.distance(np.r_[q1, q2]), 6)
+        ([0.0, 0.0, -0.5], 0.3)
+        """
         q1 = np.asarray(q1, dtype=float)
         R1 = rot.rotation_matrix(q1[3:7])
         rp1 = R1.T @ (np.asarray(pc1, dtype=float) - q1[:3])
@@ -498,11 +944,46 @@ class NewtonEuler1DR(NewtonEulerR):
         return y
 
     def distance(self, Q) -> float:
-        """The signed distance n · (P1 - P2) at the stacked positions Q."""
+        """The signed distance n · (P1 - P2) at the stacked positions Q.
+
+        Parameters
+        ----------
+        Q : (7,) or (14,) array_like
+            The stacked positions of the one or two bodies.
+
+        Returns
+        -------
+        float
+            Positive apart, negative in interpenetration.
+
+        Raises
+        ------
+        ModelingError
+            When the relation has no contact point yet.
+        """
         return float(self._eval(Q)[0][0])
 
     def contact_points(self, Q):
-        """(pc1, pc2, nc) in the world frame at the stacked positions Q."""
+        """(pc1, pc2, nc) in the world frame at the stacked positions Q.
+
+        Parameters
+        ----------
+        Q : (7,) or (14,) array_like
+            The stacked positions of the one or two bodies.
+
+        Returns
+        -------
+        pc1, pc2, nc : (3,) ndarray
+            The world points on body 1 and body 2 (or the world) and the world normal.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nsopt import modeling as nm
+        >>> rel = nm.NewtonEuler1DR(point=[0, 0, -0.1], normal=[0, 0, 1])
+        >>> [p.tolist() for p in rel.contact_points(np.array([0, 0, 1.0, 1, 0, 0, 0]))]
+        [[0.0, 0.0, 0.9], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+        """
         _, _, P1, P2, N = self._eval(Q)
         return P1[0], P2[0], N[0]
 
@@ -541,7 +1022,30 @@ class NewtonEuler1DR(NewtonEulerR):
 class NewtonEuler3DR(NewtonEuler1DR):
     r"""Contact with friction between a body and another body or the world (Siconos ``NewtonEuler3DR``): as
     :class:`NewtonEuler1DR` with the contact frame (n, t1, t2) built from the normal as Siconos 4.4 builds it
-    (``orthoBaseFromVector``): y = (distance, 0, 0), ẏ = (normal, tangential, tangential) relative velocity."""
+    (``orthoBaseFromVector``): y = (distance, 0, 0), ẏ = (normal, tangential, tangential) relative velocity.
+
+    Parameters
+    ----------
+    point, normal, offset, name
+        As for :class:`NewtonEuler1DR`.
+
+    Raises
+    ------
+    ModelingError
+        As for :class:`NewtonEuler1DR`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> rel = nm.NewtonEuler3DR(point=[0.1, 0, 0], normal=[0, 0, 1])
+    >>> rel.bind(3, 6, 0)                                   # (done by the interaction)
+    >>> q = np.array([0, 0, 1.0, 1, 0, 0, 0])
+    >>> rel.h(q).tolist()
+    [1.0, 0.0, 0.0]
+    >>> (rel.jachqT(q) + 0.0).round(6).tolist()             # rows n, t1, t2; columns twist
+    [[0.0, 0.0, 1.0, 0.0, -0.1, 0.0], [0.0, -1.0, 0.0, 0.0, 0.0, -0.1], [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]]
+    """
 
     dim = 3
 
