@@ -105,6 +105,9 @@ def mesh_inertia(contactors, mass):
     return I * (mass / vol)
 
 
+#: The method :meth:`Scene.run` uses for each one-step problem kind when none is given.
+RUN_METHODS = {"fc3d": "nsn-ac", "gmp": "nsn"}
+
 class Scene:
     """Shapes, objects, joints and laws (Siconos ``MechanicsHdf5Runner``'s ``add_*`` methods, same names).
 
@@ -359,7 +362,7 @@ class Scene:
         Examples
         --------
         A pendulum: a rod hinged to the world at the origin, starting horizontal. A scene with joints steps a
-        generic mechanical problem ("gmp"): give a method of that kind (``method="nsn"`` or ``"auto"``).
+        generic mechanical problem ("gmp"), solved by "nsn" unless ``method=`` says otherwise.
 
         >>> import numpy as np
         >>> from nsopt import mechanics as mc
@@ -367,7 +370,7 @@ class Scene:
         >>> sc.add_primitive_shape("Rod", "Box", (0.05, 0.05, 1.0))
         >>> sc.add_object("rod", ["Rod"], translation=[0.5, 0, 0], orientation=([0, 1, 0], np.pi / 2), mass=1.0)
         >>> sc.add_joint("hinge", "rod", points=[[0, 0, 0]], axes=[[0, 1, 0]], joint_class="PivotJointR")
-        >>> run = sc.run(T=0.05, h=0.01, method="nsn")
+        >>> run = sc.run(T=0.05, h=0.01)                                  # osns "gmp", method "nsn"
         >>> np.linalg.norm(run.q[:, 0, :3], axis=1).round(4).tolist()   # the centre stays 0.5 from the pivot
         [0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
         """
@@ -488,7 +491,7 @@ class Scene:
 
     # ---- a run
     def run(self, T: float, h: float = 5e-3, *, theta: float = 0.50001, osns: str | None = None,
-            method: str = "nsn-ac", tol: float = 1e-6, record=None, overwrite: bool = False, write_problems=None,
+            method: str | None = None, tol: float = 1e-6, record=None, overwrite: bool = False, write_problems=None,
             continue_from=None, progress: bool = False, keep_states: bool = True, check: float | None = 1e-3,
             fallback=(), on_step=None, projection=False, **options) -> "SceneRun":
         """Simulate the scene to time ``T``: at each step the contacts are detected at the current poses
@@ -506,10 +509,9 @@ class Scene:
         theta : float, default 0.50001
             Moreau–Jean's θ.
         osns : {"fc3d", "gmp"}, optional
-            The one-step problem; default "fc3d", or "gmp" when the scene has joints (then give a method of that
-            kind, e.g. ``method="nsn"`` or ``"auto"``).
-        method : str, default "nsn-ac"
-            The :func:`nsopt.solve` method.
+            The one-step problem; default "fc3d", or "gmp" when the scene has joints.
+        method : str, optional
+            The :func:`nsopt.solve` method; default "nsn-ac" for "fc3d", "nsn" for "gmp" (``RUN_METHODS``).
         tol : float, default 1e-6
             The solver's tolerance.
         record : str or path-like, optional
@@ -597,6 +599,7 @@ class Scene:
         if resume is not None:
             model.restore_memory(resume)
         osns = osns if osns is not None else ("gmp" if model.joints else "fc3d")
+        method = method if method is not None else RUN_METHODS.get(osns, "auto")
         if not model.bodies:
             raise ModelingError("Scene", "objects", "the scene has no dynamic body")
         sim = TimeStepping(model.nsds, h, MoreauJeanOSI(theta, projection=projection), osns=osns, method=method, tol=tol, fallback=fallback,
