@@ -58,7 +58,7 @@ class Interaction:
     >>> nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0], [0.0]]))
     Traceback (most recent call last):
     ...
-    nsopt.exceptions.ModelingError: Interaction.nslaw: NewtonImpactNSL has size 1 but LagrangianLinearTIR has 2 rows; a law and its relation must have the same size
+    nsopt.exceptions.ModelingError: Interaction.nslaw: NewtonImpactNSL has size 1 but LagrangianLinearTIR has 2 rows; ...
     """
 
     def __init__(self, nslaw: NonSmoothLaw, relation: Relation, *, name=None):

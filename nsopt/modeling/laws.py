@@ -43,8 +43,8 @@ class NonSmoothLaw:
 
     See Also
     --------
-    ComplementarityConditionNSL, EqualityConditionNSL, NewtonImpactNSL, RelayNSL,
-    NewtonImpactFrictionNSL : the laws.
+    ComplementarityConditionNSL, EqualityConditionNSL, NewtonImpactNSL : complementarity, equality and impact laws.
+    RelayNSL, NewtonImpactFrictionNSL : the relay and Coulomb friction laws.
     """
 
     block = ""

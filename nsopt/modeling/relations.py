@@ -71,8 +71,8 @@ class Relation:
     See Also
     --------
     FirstOrderR, FirstOrderLinearR, FirstOrderLinearTIR : first-order relations.
-    LagrangianR, LagrangianScleronomousR, LagrangianRheonomousR, LagrangianCompliantR,
-    LagrangianLinearTIR : Lagrangian relations.
+    LagrangianR : the base of the Lagrangian relations.
+    LagrangianScleronomousR, LagrangianRheonomousR, LagrangianCompliantR, LagrangianLinearTIR : Lagrangian relations.
     """
 
     kind = ""
