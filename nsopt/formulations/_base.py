@@ -95,6 +95,35 @@ def check_symmetric_psd(M, *, sym_tol=SYM_TOL, psd_tol=PSD_TOL, symmetric=True, 
     A sparse M gets a sparse Cholesky attempt first (SuperLU with diagonal pivots only: all pivots
     positive); if that fails, the dense test (up to ``DENSE_CHECK_MAX`` rows) or the smallest
     eigenvalue by ARPACK (``which='SA'``) with the same tolerance decides.
+
+    Parameters
+    ----------
+    M : array_like or scipy.sparse matrix
+        A square matrix.
+    sym_tol : float, default SYM_TOL
+        Relative tolerance of the symmetry test.
+    psd_tol : float, default PSD_TOL
+        Relative tolerance of the PSD test (a shift of ``psd_tol ||M||_F``).
+    symmetric : bool, default True
+        Whether M itself must be symmetric (False: only its symmetric part is tested for PSD).
+    name : str, default "M"
+        The matrix's name in the reason.
+
+    Returns
+    -------
+    str or None
+        None when M passes, else why it does not (which test failed and by how much).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt.formulations import check_symmetric_psd
+    >>> check_symmetric_psd(np.eye(2)) is None
+    True
+    >>> print(check_symmetric_psd(np.array([[1.0, 0.0], [0.0, -1.0]])))
+    M is not positive semidefinite (smallest eigenvalue -1.000e+00 < -1.4e-10 = -1e-10 ||M||_F)
+    >>> print(check_symmetric_psd(np.array([[1.0, 2.0], [0.0, 1.0]]), symmetric=False))
+    None
     """
     n = M.shape[0]
     if n == 0:
@@ -155,7 +184,50 @@ def quad_matrix(S):
 
 
 class Formulation:
-    """Base class of the convex formulations (see the module docstring)."""
+    """Base class of the convex formulations (see the module docstring).
+
+    A subclass builds its CVXPY program in ``__init__`` (into :attr:`program`), sets ``method``
+    and ``title`` and implements :meth:`statement`.
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem the program is built for.
+    solver : str, optional
+        The CVXPY backend (default ``"CLARABEL"``).
+    solver_options : dict, optional
+        Merged over nsopt's accurate defaults (:data:`ACCURATE`).
+    conic : bool, default True
+        Whether the program is conic (OSQP, a QP-only solver, is then refused).
+
+    Attributes
+    ----------
+    method : str
+        The :func:`nsopt.solve` method name that runs this formulation.
+    title : str
+        The program's title in :meth:`explain`.
+    problem : Problem
+        The ``problem`` argument.
+    solver : str
+        The backend's upper-case name.
+    solver_options : dict
+        The merged options.
+    user_options : dict
+        The options the user gave.
+    build_time : float
+        Seconds spent building the CVXPY expressions (not compiling them).
+    program : cvxpy.Problem or None
+        The program, once built.
+
+    Raises
+    ------
+    OptionError
+        For a solver that is not installed, OSQP on a conic program, or ``solver_options`` not a dict.
+
+    See Also
+    --------
+    BoxQP, LCPasQP : formulations built on this base.
+    """
 
     method: str = ""          # the nsopt.solve method name that runs this formulation
     title: str = ""

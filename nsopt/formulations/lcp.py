@@ -16,7 +16,43 @@ from ._base import Formulation, cached_sym_psd, quad_matrix, sym_part
 
 
 class BoxQP(Formulation):
-    """``min 1/2 z^T S z + q^T z`` over the box ``lb <= z <= ub`` (S the symmetric part of M)."""
+    """``min 1/2 z^T S z + q^T z`` over the box ``lb <= z <= ub`` (S the symmetric part of M).
+
+    Infinite bounds are dropped; :meth:`multipliers` gives the bounds' multipliers.
+
+    Parameters
+    ----------
+    problem : Problem
+        A box-affine problem with a matrix ``M`` and a vector ``q`` (LCP, MLCP, Relay); M must be
+        symmetric positive semidefinite.
+    lb, ub : float or array_like
+        The bounds (broadcast to the problem's size; ``-inf``/``inf`` for none).
+    solver : str, optional
+        The CVXPY backend (default ``"CLARABEL"``; OSQP allowed: the program is a QP).
+    solver_options : dict, optional
+        Merged over nsopt's accurate defaults (:data:`ACCURATE`).
+    check : bool, optional
+        Check symmetry and positive semidefiniteness first (default True).
+
+    Raises
+    ------
+    NotApplicable
+        When the matrix is not symmetric positive semidefinite (the message says which and by how much).
+    OptionError
+        For a solver that is not installed.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> from nsopt.formulations import BoxQP
+    >>> f = BoxQP(nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0]), 0.0, 1.0)
+    >>> f
+    BoxQP(LCP(n=2, dense), solver='CLARABEL')
+    >>> _ = f.program.solve(solver=f.solver, **f.solver_options)
+    >>> lo, up = f.multipliers()
+    >>> print(f.z.value.round(6) + 0.0, lo.round(6) + 0.0, up.round(6) + 0.0)
+    [1. 1.] [0. 0.] [2. 3.]
+    """
 
     method = "qp"
     title = "Box-constrained convex QP"
@@ -56,7 +92,14 @@ class BoxQP(Formulation):
         self.build_time = time.perf_counter() - t0
 
     def multipliers(self):
-        """(lambda_lb, lambda_ub) as full-size vectors (zeros where a bound is infinite)."""
+        """(lambda_lb, lambda_ub) as full-size vectors (zeros where a bound is infinite).
+
+        Returns
+        -------
+        lambda_lb, lambda_ub : numpy.ndarray
+            The multipliers of ``z >= lb`` and ``z <= ub`` after the program is solved (zeros
+            before).
+        """
         n = self.problem.size
         lo, up = np.zeros(n), np.zeros(n)
         if self.lower is not None and self.lower.dual_value is not None:

@@ -261,6 +261,46 @@ def read_fclib(path, *, with_solution: bool = False):
     with_solution: also return a dict ``{"solution": {...} or None, "guesses": [{...}, ...]}``
     with the optional stored vectors (``r``, ``u``, and ``v`` for global problems), as
     ``(problem, extras)``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The HDF5 file.
+    with_solution : bool, default False
+        Also return the stored solution and guesses.
+
+    Returns
+    -------
+    problem : FrictionContact or GlobalFrictionContact
+        The problem (sparse matrices).
+    extras : dict
+        Only with ``with_solution=True``: ``{"solution": ..., "guesses": [...]}`` as above.
+
+    Raises
+    ------
+    FormatError
+        When the file is not a valid FCLIB file or its data do not make a valid problem (the message
+        names the file and the dataset).
+    FileNotFoundError
+        When the file does not exist.
+
+    See Also
+    --------
+    write_fclib : writes the file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt.io import read_fclib, write_fclib
+    >>> fc = nsopt.FrictionContact(3, np.eye(3), [-1.0, 0.5, 0.0], [0.3])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = os.path.join(d, "fc3d.hdf5")
+    ...     _ = write_fclib(fc, path, solution={"r": [1.0, 0.0, 0.0], "u": [0.0, 0.5, 0.0]})
+    ...     p, extras = read_fclib(path, with_solution=True)
+    >>> p, extras["solution"]["u"], extras["guesses"]
+    (FrictionContact(dim=3, nc=1, sparse), array([0. , 0.5, 0. ]), [])
     """
     with _open(path) as h:
         kind = _kind(h, path)
@@ -395,6 +435,57 @@ def write_fclib(problem, path, *, solution=None, guesses=None, title="", descrip
     The file is written under a unique temporary name beside ``path`` and renamed at the end:
     ``path`` is never left half written, the temporary file is removed on any failure, and no other
     file (say a ``<name>.tmp`` of the user's) is touched.
+
+    Parameters
+    ----------
+    problem : FrictionContact or GlobalFrictionContact
+        The problem.
+    path : str or path-like
+        The HDF5 file to write.
+    solution : dict, optional
+        Vectors stored in ``/solution``.
+    guesses : list of dict, optional
+        Vectors stored in ``/guesses``.
+    title, description, math_info : str, optional
+        FCLIB's info strings.
+    overwrite : bool, default False
+        Replace an existing file.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    TypeError
+        When ``problem`` is not a FrictionContact or GlobalFrictionContact.
+    ProblemError
+        For a solution or guess vector with an unknown name, a wrong size or non-finite values.
+    OutputError
+        When the file exists and ``overwrite`` is False, or cannot be written.
+
+    See Also
+    --------
+    read_fclib : reads the file back.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt.io import read_fclib, write_fclib
+    >>> gfc = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), [0.0, 0.0, -1.0], np.zeros(3), [0.3], dim=3)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = os.path.join(d, "gfc3d.hdf5")
+    ...     _ = write_fclib(gfc, path, title="one contact")
+    ...     print(read_fclib(path))
+    ...     try:
+    ...         write_fclib(gfc, path)
+    ...     except nsopt.exceptions.OutputError as e:
+    ...         print(e.strerror)
+    GlobalFrictionContact(dim=3, nc=1, ndof=3)
+    FCLIB file exists (pass overwrite=True to replace it)
     """
     h5py = _h5py()
     if isinstance(problem, FrictionContact):

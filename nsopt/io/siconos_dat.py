@@ -459,7 +459,43 @@ def _text_reader(fn):
 
 @_text_reader
 def read_lcp(path, *, _tokens=None) -> LCP:
-    """Siconos LinearComplementarityProblem file: ``n``, M, q."""
+    """Siconos LinearComplementarityProblem file: ``n``, M, q.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+
+    Returns
+    -------
+    LCP
+        The problem (dense M).
+
+    Raises
+    ------
+    FormatError
+        When the file is corrupt or truncated (the message names the file and the line reached).
+    FileNotFoundError
+        When the file does not exist.
+
+    See Also
+    --------
+    write_siconos_dat : writes the file.
+    read_siconos_dat : reads a file of any kind, checking the dimension of friction problems.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt.io import read_lcp, write_siconos_dat
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = write_siconos_dat(nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-1.0, 1.0]),
+    ...                              os.path.join(d, "lcp.dat"))
+    ...     p = read_lcp(path)
+    >>> p, p.q
+    (LCP(n=2, dense), array([-1.,  1.]))
+    """
     tk = _tokens or Tokens(path)
     n = tk.size("LCP size n")
     M, info = parse_numerics_matrix(tk, "M")
@@ -471,7 +507,42 @@ def read_lcp(path, *, _tokens=None) -> LCP:
 
 @_text_reader
 def read_relay(path, *, _tokens=None) -> Relay:
-    """Siconos RelayProblem file: ``n``, M, q, lb, ub."""
+    """Siconos RelayProblem file: ``n``, M, q, lb, ub.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+
+    Returns
+    -------
+    Relay
+        The problem.
+
+    Raises
+    ------
+    FormatError
+        When the file is corrupt or truncated (the message names the file and the line reached).
+    FileNotFoundError
+        When the file does not exist.
+
+    See Also
+    --------
+    write_siconos_dat : writes the file.
+    read_siconos_dat : reads a file of any kind, checking the dimension of friction problems.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt.io import read_relay, write_siconos_dat
+    >>> relay = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = read_relay(write_siconos_dat(relay, os.path.join(d, "relay.dat")))
+    >>> p, p.lb, p.ub
+    (Relay(n=2), array([-1., -1.]), array([1., 1.]))
+    """
     tk = _tokens or Tokens(path)
     n = tk.size("relay size n")
     M, info = parse_numerics_matrix(tk, "M")
@@ -485,7 +556,42 @@ def read_relay(path, *, _tokens=None) -> Relay:
 
 @_text_reader
 def read_mlcp(path, *, _tokens=None) -> MLCP:
-    """Siconos MixedLinearComplementarityProblem file (storage 1: M with blocks, 2: A, B, C, D)."""
+    """Siconos MixedLinearComplementarityProblem file (storage 1: M with blocks, 2: A, B, C, D).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+
+    Returns
+    -------
+    MLCP
+        The problem (from storage 1 when the file has both).
+
+    Raises
+    ------
+    FormatError
+        When the file is corrupt or truncated (the message names the file and the line reached).
+    FileNotFoundError
+        When the file does not exist.
+
+    See Also
+    --------
+    write_siconos_dat : writes the file.
+    read_siconos_dat : reads a file of any kind, checking the dimension of friction problems.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt.io import read_mlcp, write_siconos_dat
+    >>> mlcp = nsopt.MLCP.from_matrix([[2.0, 1.0], [1.0, 2.0]], [-1.0, -1.0], 1)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = read_mlcp(write_siconos_dat(mlcp, os.path.join(d, "mlcp.dat")))
+    >>> p, p.is_eq
+    (MLCP(n=1, m=1), array([ True, False]))
+    """
     tk = _tokens or Tokens(path)
     st1 = tk.int("MLCP isStorageType1")
     st2 = tk.int("MLCP isStorageType2")
@@ -535,7 +641,42 @@ def _fc_header(tk: Tokens, what):
 
 @_text_reader
 def read_friction_contact(path, *, _tokens=None) -> FrictionContact:
-    """Siconos FrictionContactProblem file: ``dim nc``, M, q, mu."""
+    """Siconos FrictionContactProblem file: ``dim nc``, M, q, mu.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+
+    Returns
+    -------
+    FrictionContact
+        The problem (dimension 2 or 3; 5, rolling friction, is refused).
+
+    Raises
+    ------
+    FormatError
+        When the file is corrupt or truncated (the message names the file and the line reached).
+    FileNotFoundError
+        When the file does not exist.
+
+    See Also
+    --------
+    write_siconos_dat : writes the file.
+    read_siconos_dat : reads a file of any kind, checking the dimension of friction problems.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt.io import read_friction_contact, write_siconos_dat
+    >>> fc = nsopt.FrictionContact(3, np.eye(3), [-1.0, 0.5, 0.0], [0.3])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = read_friction_contact(write_siconos_dat(fc, os.path.join(d, "fc3d.dat")))
+    >>> p, p.mu
+    (FrictionContact(dim=3, nc=1, dense), array([0.3]))
+    """
     tk = _tokens or Tokens(path)
     dim, nc = _fc_header(tk, "friction-contact")
     M, info = parse_numerics_matrix(tk, "M")
@@ -549,7 +690,42 @@ def read_friction_contact(path, *, _tokens=None) -> FrictionContact:
 
 @_text_reader
 def read_global_friction_contact(path, *, _tokens=None) -> GlobalFrictionContact:
-    """Siconos GlobalFrictionContactProblem file: ``dim nc``, M, H, q, b, mu."""
+    """Siconos GlobalFrictionContactProblem file: ``dim nc``, M, H, q, b, mu.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+
+    Returns
+    -------
+    GlobalFrictionContact
+        The problem.
+
+    Raises
+    ------
+    FormatError
+        When the file is corrupt or truncated (the message names the file and the line reached).
+    FileNotFoundError
+        When the file does not exist.
+
+    See Also
+    --------
+    write_siconos_dat : writes the file.
+    read_siconos_dat : reads a file of any kind, checking the dimension of friction problems.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt.io import read_global_friction_contact, write_siconos_dat
+    >>> gfc = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), [0.0, 0.0, -1.0], np.zeros(3), [0.3], dim=3)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = read_global_friction_contact(write_siconos_dat(gfc, os.path.join(d, "gfc3d.dat")))
+    >>> p
+    GlobalFrictionContact(dim=3, nc=1, ndof=3)
+    """
     tk = _tokens or Tokens(path)
     dim, nc = _fc_header(tk, "global friction-contact")
     M, info = parse_numerics_matrix(tk, "M")
@@ -569,7 +745,51 @@ def read_global_friction_contact(path, *, _tokens=None) -> GlobalFrictionContact
 @_text_reader
 def read_gmp(path, *, _tokens=None) -> GenericMechanical:
     """Siconos GenericMechanicalProblem file: M (sparse-block: one sub-problem per block row), q,
-    then per block its type (0 LCP, 2 equality, 4 FC3D + mu)."""
+    then per block its type (0 LCP, 2 equality, 4 FC3D + mu).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+
+    Returns
+    -------
+    GenericMechanical
+        The problem (FC2D and relay sub-problems are refused: the format stores no mu or bounds
+        for them).
+
+    Warns
+    -----
+    NsoptWarning
+        When a sub-problem has no stored diagonal block in M (Siconos 4.4 then solves another
+        problem; nsopt uses M as stored).
+
+    Raises
+    ------
+    FormatError
+        When the file is corrupt or truncated (the message names the file and the line reached).
+    FileNotFoundError
+        When the file does not exist.
+
+    See Also
+    --------
+    write_siconos_dat : writes the file.
+    read_siconos_dat : reads a file of any kind, checking the dimension of friction problems.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt.io import read_gmp, write_siconos_dat
+    >>> from nsopt.problems.gmp import Block
+    >>> gmp = nsopt.GenericMechanical(np.eye(4), [-1.0, -1.0, 0.5, 0.0],
+    ...                               [Block("lcp", 1), Block("fc3d", 3, 0.3)])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = read_gmp(write_siconos_dat(gmp, os.path.join(d, "gmp.dat")))
+    >>> p, p.blocks[1].mu
+    (GenericMechanical(n=4, blocks={'lcp': 1, 'fc3d': 1}), 0.3)
+    """
     tk = _tokens or Tokens(path)
     M, info = parse_numerics_matrix(tk, "M")
     if info.storage != 1:
@@ -620,7 +840,45 @@ READERS = {"lcp": read_lcp, "mlcp": read_mlcp, "relay": read_relay,
 
 def read_siconos_dat(path, kind: str):
     """Read a Siconos ``.dat`` file of a known kind (lcp, mlcp, relay, fc2d, fc3d, gfc2d, gfc3d,
-    gmp)."""
+    gmp).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    kind : str
+        The problem kind; for the friction kinds, the file's dimension must match.
+
+    Returns
+    -------
+    Problem
+        The problem, from the kind's reader (:func:`read_lcp`, :func:`read_friction_contact`, ...).
+
+    Raises
+    ------
+    FormatError
+        For an unknown kind, a dimension other than the kind's, or a corrupt or truncated file
+        (the message names the file and the line).
+    FileNotFoundError
+        When the file does not exist.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt.io import read_siconos_dat, write_siconos_dat
+    >>> fc = nsopt.FrictionContact(3, np.eye(3), [-1.0, 0.5, 0.0], [0.3])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = write_siconos_dat(fc, os.path.join(d, "fc3d.dat"))
+    ...     print(read_siconos_dat(path, "fc3d"))
+    ...     try:
+    ...         read_siconos_dat(path, "fc2d")
+    ...     except nsopt.exceptions.FormatError as e:
+    ...         print(str(e).split(": ", 1)[1])
+    FrictionContact(dim=3, nc=1, dense)
+    expected a fc2d problem but the file holds dimension 3
+    """
     try:
         reader = READERS[kind]
     except KeyError:
@@ -733,6 +991,54 @@ def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: 
     default dense for dense matrices, sbm for sparse local friction problems, sparse otherwise.
     Supports LCP, Relay, MLCP, FrictionContact, GlobalFrictionContact and GenericMechanical (always
     SBM, one block row per sub-problem). Values are written with 25 significant digits (exact).
+
+    Parameters
+    ----------
+    problem : Problem
+        The problem (one of the kinds above).
+    path : str or path-like
+        The file to write.
+    storage : {"dense", "sbm", "sparse"}, optional
+        The NumericsMatrix storage (default as above).
+    block_size : int, optional
+        The block size of ``"sbm"`` storage.
+    overwrite : bool, default False
+        Replace an existing file.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    OutputError
+        When the file exists and ``overwrite`` is False, or the target is a folder, or its folder is
+        missing or not writable (before anything is written).
+    ValueError
+        For an unsupported problem kind, an unknown storage, a matrix not made of
+        ``block_size`` blocks, SBM storage for a global problem, or a GMP block the format cannot
+        hold.
+
+    See Also
+    --------
+    read_siconos_dat : reads the file back.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import nsopt
+    >>> from nsopt.io import read_lcp, write_siconos_dat
+    >>> lcp = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-1.0, 1.0])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = write_siconos_dat(lcp, os.path.join(d, "lcp.dat"))
+    ...     print(path.name, (read_lcp(path).M == lcp.M).all())
+    ...     try:
+    ...         write_siconos_dat(lcp, path)
+    ...     except nsopt.exceptions.OutputError as e:
+    ...         print(e.strerror)
+    lcp.dat True
+    Siconos .dat file exists (pass overwrite=True to replace it)
     """
     kind = getattr(problem, "kind", None)
     parts: list[str] = []

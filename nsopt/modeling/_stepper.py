@@ -93,6 +93,61 @@ class Assembly:
     ``glob`` holds (M, H, q, b) for a global friction-contact problem. ``H``, ``vfree`` and ``osi``
     are there for builders that need the operators themselves (a multiple-impact problem, say):
     ``osi.iteration_matrix()`` is the stacked M̂.
+
+    Attributes
+    ----------
+    key : tuple
+        Identifies the active set and layout (equal keys: the same rows).
+    interactions : list of Interaction
+        The active interactions, in row order.
+    q : numpy.ndarray
+        The OSNS vector q.
+    W : numpy.ndarray or scipy.sparse matrix or None
+        The OSNS matrix (None: the previous step's).
+    constant : bool
+        Whether W stays the same while the active set does.
+    glob : tuple or None
+        (M, H, q, b) for a global friction-contact problem.
+    sizes : list of int
+        Block sizes, when the problem needs them.
+    H : matrix or None
+        The active rows G0 (m x ndof), when the integrator has them assembled.
+    vfree : numpy.ndarray or None
+        The free velocity.
+    osi : object
+        The integrator's run (``osi.iteration_matrix()`` gives the stacked M̂).
+    warm : numpy.ndarray or None
+        The warm start (the run keeps the multipliers stacked).
+    laws : list or None
+        The interactions' laws.
+    trusted_W : bool
+        W built by a compiled assembly in validated form (canonical CSR, finite).
+    mu : numpy.ndarray or None
+        The laws' friction coefficients (read-only, checked), when at hand.
+
+    See Also
+    --------
+    nsopt.modeling.register_osns : a builder receives the step's Assembly.
+
+    Examples
+    --------
+    A one-step problem builder sees the Assembly of each step with contact:
+
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt import modeling as nm
+    >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+    >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
+    >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+    >>> seen = []
+    >>> def build(asm, laws, previous):
+    ...     seen.append(asm)
+    ...     return previous.replace(q=asm.q) if asm.W is None else nsopt.LCP(asm.W, asm.q)
+    >>> nm.register_osns("doc-assembly", build, holds=["lcp"], methods=["lemke"])
+    >>> _ = nm.TimeStepping(nsds, h=0.01, osns="doc-assembly").run()
+    >>> asm = seen[0]
+    >>> asm.interactions, asm.W, asm.q.round(5)
+    ([Interaction(NewtonImpactNSL, LagrangianLinearTIR, size=1)], array([[1.]]), array([-6.71985]))
     """
 
     key: tuple
@@ -119,7 +174,43 @@ class StepRecord:
     (in the problem's row order); ``problem``: the one-step problem solved last (W, q; None without
     contact) and ``solution`` its :class:`nsopt.Solution`; ``lam`` the stacked impulses of the active
     rows; ``vfree`` the free velocity; ``newton``: (iterations, residual, converged). :meth:`rows`
-    gives the active rows H (G0, m x ndof) of that problem and ``iteration_matrix()`` M̂."""
+    gives the active rows H (G0, m x ndof) of that problem and ``iteration_matrix()`` M̂.
+
+    Attributes
+    ----------
+    k : int
+        The step, 1-based.
+    t : float
+        Its end time.
+    active : list of Interaction
+        The interactions of the index set, in the problem's row order.
+    problem : Problem or None
+        The one-step problem solved last (None without contact).
+    solution : nsopt.Solution or None
+        Its solution.
+    lam : numpy.ndarray
+        The stacked impulses of the active rows.
+    vfree : numpy.ndarray
+        The free velocity.
+    newton : tuple
+        (iterations, residual, converged).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt import modeling as nm
+    >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+    >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
+    >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+    >>> records = []
+    >>> _ = nm.TimeStepping(nsds, h=0.01, on_step=records.append).run()
+    >>> rec = next(r for r in records if r.problem is not None)
+    >>> rec.k, round(rec.t, 6), rec.problem, rec.lam.round(5), rec.newton
+    (46, 0.46, LCP(n=1, dense), array([6.71985]), (1, 0.0, True))
+    >>> rec.rows(), rec.iteration_matrix().toarray()
+    (array([[1.]]), array([[1.]]))
+    """
 
     k: int
     t: float

@@ -25,6 +25,40 @@ class Interaction:
     (0: position / state level, 1: velocity / impulse level), each a vector of the law's size.
     The law's size must match the relation's (its number of rows); :meth:`NonSmoothDynamicalSystem.link`
     checks it against the linked systems.
+
+    Parameters
+    ----------
+    nslaw : NonSmoothLaw
+        The law.
+    relation : Relation
+        The relation (as many rows as the law's size).
+    name : str, optional
+        A name for messages and reports.
+
+    Attributes
+    ----------
+    size : int
+        The law's size.
+    y, lambda_ : list of numpy.ndarray
+        Output and multiplier at levels 0 and 1 (``lam`` is ``lambda_``).
+    systems : tuple
+        The systems it is linked to (set by :meth:`NonSmoothDynamicalSystem.link`).
+
+    Raises
+    ------
+    ModelingError
+        When ``nslaw`` or ``relation`` is of the wrong type, or their sizes differ.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> inter = nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]]))
+    >>> inter, inter.lam
+    (Interaction(NewtonImpactNSL, LagrangianLinearTIR, size=1), [array([0.]), array([0.])])
+    >>> nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0], [0.0]]))
+    Traceback (most recent call last):
+    ...
+    nsopt.exceptions.ModelingError: Interaction.nslaw: NewtonImpactNSL has size 1 but LagrangianLinearTIR has 2 rows; ...
     """
 
     def __init__(self, nslaw: NonSmoothLaw, relation: Relation, *, name=None):

@@ -17,7 +17,35 @@ from ._check import label, matrix, scalar, size, vector
 
 
 class NonSmoothLaw:
-    """Base class: ``size`` (the interaction's size) and ``block`` (its one-step problem block)."""
+    """Base class: ``size`` (the interaction's size) and ``block`` (its one-step problem block).
+
+    Parameters
+    ----------
+    size_ : int
+        The interaction's size.
+    name : str, optional
+        A name for messages and reports.
+
+    Attributes
+    ----------
+    block : str
+        The one-step problem block (``"lcp"``, ``"equality"``, ``"relay"``, ``"fc2d"``, ``"fc3d"``,
+        ``"avi"``).
+    unilateral : bool
+        Enters the index set only when the predicted gap closes (Moreau–Jean).
+    size : int
+        The interaction's size.
+
+    Raises
+    ------
+    ModelingError
+        When ``size_`` is not a positive integer.
+
+    See Also
+    --------
+    ComplementarityConditionNSL, EqualityConditionNSL, NewtonImpactNSL : complementarity, equality and impact laws.
+    RelayNSL, NewtonImpactFrictionNSL : the relay and Coulomb friction laws.
+    """
 
     block = ""
     unilateral = True      # enters the index set only when the predicted gap closes (Moreau–Jean)

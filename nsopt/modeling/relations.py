@@ -45,7 +45,35 @@ from ._check import (
 
 class Relation:
     """Base class. ``kind`` is ``"first"`` or ``"lagrangian"``; :meth:`bind` fixes the sizes
-    (m, n, nz) when the interaction is linked to its systems."""
+    (m, n, nz) when the interaction is linked to its systems.
+
+    Parameters
+    ----------
+    name : str, optional
+        A name for messages and reports.
+
+    Attributes
+    ----------
+    kind : str
+        ``"first"`` or ``"lagrangian"``.
+    linear : bool
+        Output affine in the state and λ with constant-in-state Jacobians.
+    constant : bool
+        Every operator a constant (nothing to recompute between steps).
+    m, n, nz : int or None
+        Law size, concatenated state size and free-vector size, None until :meth:`bind`.
+
+    Raises
+    ------
+    ModelingError
+        From :meth:`bind`, when the relation is already used by an interaction of other sizes.
+
+    See Also
+    --------
+    FirstOrderR, FirstOrderLinearR, FirstOrderLinearTIR : first-order relations.
+    LagrangianR : the base of the Lagrangian relations.
+    LagrangianScleronomousR, LagrangianRheonomousR, LagrangianCompliantR, LagrangianLinearTIR : Lagrangian relations.
+    """
 
     kind = ""
     linear = False     # output affine in the state and λ with constant-in-state Jacobians
@@ -267,7 +295,38 @@ class FirstOrderLinearTIR(FirstOrderLinearR):
 
 # ============================================================================ Lagrangian
 class LagrangianR(Relation):
-    """Base of the Lagrangian relations: P = G0ᵀ λ. Subclasses define :meth:`h` and :meth:`G0`."""
+    """Base of the Lagrangian relations: P = G0ᵀ λ. Subclasses define :meth:`h` and :meth:`G0`.
+
+    Parameters
+    ----------
+    name : str, optional
+        A name for messages and reports.
+
+    Attributes
+    ----------
+    kind : str
+        ``"lagrangian"``.
+    compliant : bool
+        Whether y depends on λ (:meth:`G1` not None).
+    rheonomous : bool
+        Whether h depends on t (:meth:`hdot` not None).
+
+    See Also
+    --------
+    LagrangianScleronomousR, LagrangianRheonomousR, LagrangianCompliantR, LagrangianLinearTIR :
+        the Lagrangian relations.
+
+    Examples
+    --------
+    :meth:`velocity` of a linear relation once bound (m = 1, n = 2, no free vector):
+
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> rel = nm.LagrangianLinearTIR([[1.0, -1.0]])
+    >>> rel.bind(1, 2, 0)
+    >>> rel, rel.velocity(np.zeros(2), np.array([2.0, 0.5]), 0.0, None, np.zeros(0))
+    (LagrangianLinearTIR(m=1, n=2), array([1.5]))
+    """
 
     kind = "lagrangian"
     compliant = False

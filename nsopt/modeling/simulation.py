@@ -648,6 +648,42 @@ class Trajectory(Derivatives):
     step they are linked at, and removed ones until they are removed: their rows are NaN where they
     were not part of the system. The recording is stacked (one row of all systems and interactions
     per step), in segments between topology changes.
+
+    Parameters
+    ----------
+    sim : TimeStepping
+        The simulation recorded (a Trajectory is made by :meth:`TimeStepping.run`, not by hand).
+
+    Attributes
+    ----------
+    t : numpy.ndarray
+        Times of the recorded rows, t0 + j h (k+1,).
+    status, method : list
+        Per step: the :class:`nsopt.Status` (None without contact) and the method used.
+    error, nit : numpy.ndarray
+        Per step: the error measure (NaN without contact) and the solver's iterations.
+    newton_iterations, newton_residual, newton_converged : numpy.ndarray
+        Per step: the Newton loop's iterations, last residual and convergence.
+    problems : dict
+        The one-step problems, with ``keep_problems=True``.
+
+    See Also
+    --------
+    TimeStepping : runs the simulation and returns its Trajectory.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt import modeling as nm
+    >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+    >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
+    >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+    >>> traj = nm.TimeStepping(nsds, h=0.01).run()
+    >>> traj.t.shape, traj.q(ball).shape
+    ((51,), (51, 1))
+    >>> traj.status[:2], traj.method[-5], round(float(traj.t[-5]), 6)
+    ([None, None], 'lemke', 0.46)
     """
 
     def __init__(self, sim: TimeStepping):
@@ -781,11 +817,67 @@ class Trajectory(Derivatives):
         return self._gather(ds, f, "ds", f, width, 0 if f == "q" else 1)
 
     def q(self, ds):
-        """Positions (k+1, n) of a Lagrangian system."""
+        """Positions (k+1, n) of a Lagrangian system.
+
+        Parameters
+        ----------
+        ds : DynamicalSystem
+            A system of the simulation.
+
+        Returns
+        -------
+        numpy.ndarray, shape (k+1, n)
+            One row per recorded step (NaN where the system was not part of the simulation).
+
+        Raises
+        ------
+        ModelingError
+            When ``ds`` is not part of the simulation or is a first-order system.
+
+        Examples
+        --------
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt import modeling as nm
+    >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+    >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
+    >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+        >>> traj = nm.TimeStepping(nsds, h=0.01).run()
+        >>> print(traj.q(ball)[[0, 45, 50], 0].round(6))
+        [1.       0.006737 0.076143]
+        """
         return self._ds_field(ds, "q")
 
     def v(self, ds):
-        """Velocities (k+1, n) of a Lagrangian system."""
+        """Velocities (k+1, n) of a Lagrangian system.
+
+        Parameters
+        ----------
+        ds : DynamicalSystem
+            A system of the simulation.
+
+        Returns
+        -------
+        numpy.ndarray, shape (k+1, n)
+            One row per recorded step.
+
+        Raises
+        ------
+        ModelingError
+            When ``ds`` is not part of the simulation or is a first-order system.
+
+        Examples
+        --------
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt import modeling as nm
+    >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+    >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
+    >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+        >>> traj = nm.TimeStepping(nsds, h=0.01).run()
+        >>> print(traj.v(ball)[[0, 45, 46], 0].round(6))
+        [ 0.      -4.4145   2.20725]
+        """
         return self._ds_field(ds, "v")
 
     def p(self, ds):
@@ -811,7 +903,38 @@ class Trajectory(Derivatives):
 
     def lambda_(self, inter, level=None):
         """Multiplier λ[level] (k+1, m): level 1 the impulse over each step (Lagrangian), level 0 λ
-        (first order; the force for compliant relations). Default: 1 for Lagrangian, 0 for first order."""
+        (first order; the force for compliant relations). Default: 1 for Lagrangian, 0 for first order.
+
+        Parameters
+        ----------
+        inter : Interaction
+            An interaction of the simulation.
+        level : {0, 1}, optional
+            The level (default: 1 for Lagrangian systems, 0 for first order).
+
+        Returns
+        -------
+        numpy.ndarray, shape (k+1, m)
+            One row per recorded step (NaN where the interaction was not linked).
+
+        Raises
+        ------
+        ModelingError
+            When ``level`` is not 0 or 1, or ``inter`` is not part of the simulation.
+
+        Examples
+        --------
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt import modeling as nm
+    >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+    >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
+    >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+        >>> traj = nm.TimeStepping(nsds, h=0.01).run()
+        >>> lam = traj.lambda_(inter)
+        >>> int(np.argmax(lam[:, 0])), round(float(lam.max()), 5)
+        (46, 6.71985)
+        """
         if level is None:
             level = 1 if self._sim.nsds.order == 2 else 0
         return self._gather(inter, "lambda_", "inter", f"lam{self._level(level)}", inter.size)
@@ -928,7 +1051,40 @@ def register_osns(kind: str, build, *, holds, methods):
     v_free and the integrator), ``laws`` their laws, ``previous`` the last step's problem when
     ``asm.W is None`` (same active set, constant operators: reuse its W) and None otherwise; the
     problem's primal variable must be the stacked λ. ``holds``: the law blocks (``NonSmoothLaw.block``)
-    it accepts; ``methods``: the names ``method="auto"`` uses (first, then fallbacks)."""
+    it accepts; ``methods``: the names ``method="auto"`` uses (first, then fallbacks).
+
+    Parameters
+    ----------
+    kind : str
+        The name given as ``TimeStepping(..., osns=kind)``.
+    build : callable
+        ``build(asm, laws, previous) -> problem`` as above.
+    holds : iterable of str
+        The law blocks it accepts.
+    methods : iterable of str
+        The methods ``method="auto"`` uses, first then fallbacks.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    A builder that makes the LCP of the step itself (what ``osns="lcp"`` does):
+
+    >>> import numpy as np
+    >>> import nsopt
+    >>> from nsopt import modeling as nm
+    >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+    >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
+    >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+    >>> def build(asm, laws, previous):
+    ...     return previous.replace(q=asm.q) if asm.W is None else nsopt.LCP(asm.W, asm.q)
+    >>> nm.register_osns("doc-lcp", build, holds=["lcp"], methods=["lemke"])
+    >>> traj = nm.TimeStepping(nsds, h=0.01, osns="doc-lcp").run()
+    >>> traj.method[-5], traj.q(ball)[-1].round(6)
+    ('lemke', array([0.076143]))
+    """
     OSNS_BUILDERS[kind] = build
     _HOLDS[kind] = set(holds)
     STEP_METHODS[kind] = tuple(methods)

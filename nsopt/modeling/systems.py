@@ -25,6 +25,36 @@ class DynamicalSystem:
     keeps it, not the object) and, after the run, its final state (plain copies). Every run starts
     from the initial conditions ``q0, v0`` (``x0``), unless it continues another one
     (``TimeStepping(..., continue_from=...)``); setting ``q`` during a run changes that run's state.
+
+    Parameters
+    ----------
+    z : array_like, optional
+        The free vector handed to every plug-in as its last argument (default empty).
+    name : str, optional
+        A name for messages and reports.
+
+    Attributes
+    ----------
+    order : int
+        1 (first order) or 2 (Lagrangian).
+    n : int
+        Dimension of the state (of q for Lagrangian systems).
+    z : numpy.ndarray
+        The free vector.
+    q, v, p : numpy.ndarray
+        Position, velocity and input impulse (Lagrangian systems).
+    x, r : numpy.ndarray
+        State and input (first-order systems).
+
+    Raises
+    ------
+    ModelingError
+        When ``z`` is not a real vector.
+
+    See Also
+    --------
+    FirstOrderNonLinearDS, FirstOrderLinearDS, FirstOrderLinearTIDS : first-order systems.
+    LagrangianDS, LagrangianLinearTIDS : Lagrangian systems.
     """
 
     order = 0
@@ -98,6 +128,34 @@ class FirstOrderLinearDS(FirstOrderNonLinearDS):
     r"""First-order linear system :math:`\dot x = A(t) x + b(t) + r` (Siconos ``FirstOrderLinearDS``).
 
     ``A`` (n, n) and ``b`` (n,) are constants or plug-ins ``A(t, z)``, ``b(t, z)``; ``b=None``: no b.
+
+    Parameters
+    ----------
+    x0 : array_like, shape (n,)
+        Initial state.
+    A : array_like, shape (n, n), or callable
+        The matrix, or a plug-in ``A(t, z) -> (n, n)``.
+    b : array_like, shape (n,), or callable, optional
+        The constant term, or a plug-in ``b(t, z) -> (n,)``; None: no b.
+    z : array_like, optional
+        Free vector handed to the plug-ins.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``A`` is missing, or ``x0``, a constant ``A`` or ``b`` has the wrong shape or non-finite
+        values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> ds = nm.FirstOrderLinearDS([1.0, 0.0], lambda t, z: np.array([[0.0, 1.0], [-1.0, 0.0]]),
+    ...                            b=[0.0, 1.0])
+    >>> ds, ds.f(0.0, ds.x), ds.constant_jacobian
+    (FirstOrderLinearDS(n=2), array([0., 0.]), False)
     """
 
     linear = True
@@ -133,7 +191,33 @@ class FirstOrderLinearDS(FirstOrderNonLinearDS):
 
 
 class FirstOrderLinearTIDS(FirstOrderLinearDS):
-    r"""First-order linear time-invariant system :math:`\dot x = A x + b + r` (constants only)."""
+    r"""First-order linear time-invariant system :math:`\dot x = A x + b + r` (constants only).
+
+    Parameters
+    ----------
+    x0 : array_like, shape (n,)
+        Initial state.
+    A : array_like, shape (n, n)
+        The matrix (a constant).
+    b : array_like, shape (n,), optional
+        The constant term; None: no b.
+    z : array_like, optional
+        Free vector (kept for user data).
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When ``A`` or ``b`` is a plug-in (use :class:`FirstOrderLinearDS`), or has the wrong shape.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> ds = nm.FirstOrderLinearTIDS([1.0, 0.0], [[0.0, 1.0], [-1.0, 0.0]])
+    >>> ds, ds.f(0.0, ds.x), ds.constant_jacobian
+    (FirstOrderLinearTIDS(n=2), array([ 0., -1.]), True)
+    """
 
     def __init__(self, x0, A, b=None, *, z=None, name=None):
         if callable(A) or callable(b):
@@ -254,7 +338,36 @@ class LagrangianDS(DynamicalSystem):
 class LagrangianLinearTIDS(LagrangianDS):
     r"""Lagrangian linear time-invariant system :math:`M\ddot q + C\dot q + Kq = F_{ext}(t) + p`
     (Siconos ``LagrangianLinearTIDS``). M, K, C constants (K, C None: absent); ``fext`` a constant
-    or a plug-in ``fext(t, z)``."""
+    or a plug-in ``fext(t, z)``.
+
+    Parameters
+    ----------
+    q0, v0 : array_like, shape (n,)
+        Initial position and velocity.
+    M : array_like, shape (n, n)
+        The mass matrix (symmetric positive definite).
+    K, C : array_like, shape (n, n), optional
+        Stiffness and damping; None: absent.
+    fext : array_like, shape (n,), or callable, optional
+        External force, constant or a plug-in ``fext(t, z)``; None: absent.
+    z : array_like, optional
+        Free vector handed to the plug-in.
+    name : str, optional
+        A name for messages and reports.
+
+    Raises
+    ------
+    ModelingError
+        When M, K or C is a plug-in (use :class:`LagrangianDS`), M is not symmetric positive
+        definite, or a shape is wrong.
+
+    Examples
+    --------
+    >>> from nsopt import modeling as nm
+    >>> ds = nm.LagrangianLinearTIDS([1.0], [0.0], [[2.0]], K=[[8.0]], fext=[-1.0])
+    >>> ds, ds.forces(0.0, ds.q, ds.v)
+    (LagrangianLinearTIDS(n=1), array([-9.]))
+    """
 
     def __init__(self, q0, v0, M, K=None, C=None, fext=None, *, z=None, name=None):
         for fld, val in (("M", M), ("K", K), ("C", C)):

@@ -73,7 +73,25 @@ class Reduction:
 
 
 class Chain(Reduction):
-    """Reductions applied in order; :meth:`invert` maps back through them in reverse order."""
+    """Reductions applied in order; :meth:`invert` maps back through them in reverse order.
+
+    Parameters
+    ----------
+    reductions : iterable of Reduction
+        The reductions, first applied first; ``source`` is the first one's, ``target`` the last one's.
+
+    Raises
+    ------
+    ValueError
+        When ``reductions`` is empty.
+
+    Examples
+    --------
+    >>> from nsopt.reductions import AVIToMLCP, Chain, MLCPToLCP
+    >>> c = Chain([AVIToMLCP(), MLCPToLCP("split")])
+    >>> c, c.source, c.target
+    (Chain(AVIToMLCP -> MLCPToLCP), ('avi',), 'lcp')
+    """
 
     def __init__(self, reductions):
         self.reductions = list(reductions)

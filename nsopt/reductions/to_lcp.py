@@ -43,7 +43,35 @@ DENSIFY_WARN = 2000   # a sparse matrix larger than this is densified with a war
 
 
 def dense_of(A, what: str = "M", who: str = "reduction") -> np.ndarray:
-    """A float ndarray of ``A`` (densified with an NsoptWarning above n = 2000)."""
+    """A float ndarray of ``A`` (densified with an NsoptWarning above n = 2000).
+
+    Parameters
+    ----------
+    A : array_like or scipy.sparse matrix
+        The matrix.
+    what : str, default "M"
+        The matrix's name, for the warning.
+    who : str, default "reduction"
+        The caller's name, for the warning.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``A`` as a dense float array.
+
+    Warns
+    -----
+    NsoptWarning
+        When ``A`` is sparse with more than 2000 rows (it is densified).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from nsopt.reductions import dense_of
+    >>> dense_of(sp.eye(2))
+    array([[1., 0.],
+           [0., 1.]])
+    """
     if sp.issparse(A):
         if A.shape[0] > DENSIFY_WARN:
             warnings.warn(f"{who}: {what} is sparse and is densified (n = {A.shape[0]})",
@@ -54,7 +82,30 @@ def dense_of(A, what: str = "M", who: str = "reduction") -> np.ndarray:
 
 def box_of(problem):
     """Bounds ``(lo, hi)`` of z for the box-affine kinds: LCP [0, inf), MLCP free rows
-    (-inf, inf) and complementarity rows [0, inf), Relay [lb, ub]."""
+    (-inf, inf) and complementarity rows [0, inf), Relay [lb, ub].
+
+    Parameters
+    ----------
+    problem : LCP, MLCP or Relay
+        The problem.
+
+    Returns
+    -------
+    lo, hi : numpy.ndarray
+        The lower and upper bounds of each component of z.
+
+    Raises
+    ------
+    OptionError
+        When ``problem`` is of another kind (not box-affine).
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> from nsopt.reductions import box_of
+    >>> box_of(nsopt.MLCP.from_matrix([[2.0, 1.0], [1.0, 2.0]], [-1.0, -1.0], 1))
+    (array([-inf,   0.]), array([inf, inf]))
+    """
     n = problem.size
     if problem.kind == "lcp":
         return np.zeros(n), np.full(n, np.inf)
@@ -72,7 +123,34 @@ def _lcp(M, q):
 
 
 class RelayToLCP(Reduction):
-    """Relay (box VI) -> LCP on (x, y): z = T x + c (module docstring)."""
+    """Relay (box VI) -> LCP on (x, y): z = T x + c (module docstring).
+
+    A component with both bounds finite gives two LCP rows (x and the upper-bound multiplier y), a
+    one-sided one gives one, a free one two (:math:`z = x^+ - x^-`). ``apply`` returns the LCP and
+    the inverse data (``T``, ``c`` and the bound kinds); ``invert({"z": x}, data)`` gives
+    ``{"z": z_relay}``.
+
+    Raises
+    ------
+    NotApplicable
+        From ``apply``, when the problem is not a Relay.
+
+    See Also
+    --------
+    nsopt.reductions.Reduction : the ``apply``/``invert`` interface.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> from nsopt.reductions import RelayToLCP
+    >>> relay = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
+    >>> lcp, data = RelayToLCP().apply(relay)
+    >>> lcp
+    LCP(n=4, dense)
+    >>> x = RelayToLCP().invert({"z": nsopt.solve(lcp, method="lemke").z}, data)
+    >>> print(x["z"].round(12))
+    [ 1. -1.]
+    """
 
     source = ("relay",)
     target = "lcp"
@@ -151,7 +229,35 @@ class RelayToLCP(Reduction):
 
 class MLCPToLCP(Reduction):
     """MLCP -> LCP: Schur complement of A (``"schur"``), u = u+ - u- (``"split"``), or ``"auto"``
-    (Schur when cond(A) < ``cond_max``). ``inverse_data["how"]`` says which was used."""
+    (Schur when cond(A) < ``cond_max``). ``inverse_data["how"]`` says which was used.
+
+    Parameters
+    ----------
+    reduction : {"auto", "schur", "split"}, default "auto"
+        How the free variables are eliminated.
+    cond_max : float, default 1e14
+        With ``"auto"``, the condition number of A below which the Schur complement is used.
+
+    Raises
+    ------
+    OptionError
+        When ``reduction`` is not one of the three names.
+    NotApplicable
+        From ``apply``, when the problem is not an MLCP.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> from nsopt.reductions import MLCPToLCP
+    >>> mlcp = nsopt.MLCP.from_matrix([[2.0, 1.0], [1.0, 2.0]], [-1.0, -1.0], 1)
+    >>> r = MLCPToLCP()
+    >>> lcp, data = r.apply(mlcp)
+    >>> lcp, data["how"]
+    (LCP(n=1, dense), 'schur')
+    >>> x = r.invert({"z": nsopt.solve(lcp, method="lemke").z}, data)
+    >>> print(x["z"].round(12), mlcp.error(x["z"]) < 1e-14)
+    [0.33333333 0.33333333] True
+    """
 
     source = ("mlcp",)
     target = "lcp"
@@ -227,7 +333,26 @@ class MLCPToLCP(Reduction):
 class AVIToMLCP(Reduction):
     """AVI over {z: Hz >= k} -> its KKT MLCP on (z free, lambda >= 0):
     M z - H^T lambda + q = 0, 0 <= lambda ⊥ Hz - k >= 0. ``invert`` gives z; :meth:`multipliers`
-    gives lambda."""
+    gives lambda.
+
+    Raises
+    ------
+    NotApplicable
+        From ``apply``, when the problem is not an AVI.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> from nsopt.reductions import AVIToMLCP
+    >>> avi = nsopt.AVI([[2.0, 0.0], [0.0, 2.0]], [-2.0, -2.0], [[-1.0, 0.0], [0.0, -1.0]], [-0.5, -0.5])
+    >>> r = AVIToMLCP()
+    >>> mlcp, data = r.apply(avi)
+    >>> mlcp
+    MLCP(n=2, m=2)
+    >>> x = nsopt.solve(mlcp, method="lemke")
+    >>> print(r.invert(x, data)["z"].round(12), r.multipliers({"z": x.z}, data).round(12))
+    [0.5 0.5] [1. 1.]
+    """
 
     source = ("avi",)
     target = "mlcp"
@@ -256,7 +381,32 @@ class AVIToMLCP(Reduction):
 
 
 class AVIToLCP(Chain):
-    """AVI -> KKT MLCP -> LCP (``reduction`` as in :class:`MLCPToLCP`)."""
+    """AVI -> KKT MLCP -> LCP (``reduction`` as in :class:`MLCPToLCP`).
+
+    Parameters
+    ----------
+    reduction : {"auto", "schur", "split"}, default "auto"
+        How :class:`MLCPToLCP` eliminates the free variables z.
+    cond_max : float, default 1e14
+        As in :class:`MLCPToLCP`.
+
+    Raises
+    ------
+    OptionError
+        When ``reduction`` is not one of the three names.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> from nsopt.reductions import AVIToLCP
+    >>> avi = nsopt.AVI([[2.0, 0.0], [0.0, 2.0]], [-2.0, -2.0], [[-1.0, 0.0], [0.0, -1.0]], [-0.5, -0.5])
+    >>> r = AVIToLCP()
+    >>> lcp, data = r.apply(avi)
+    >>> r, lcp
+    (Chain(AVIToMLCP -> MLCPToLCP), LCP(n=2, dense))
+    >>> print(r.invert({"z": nsopt.solve(lcp, method="lemke").z}, data)["z"].round(12))
+    [0.5 0.5]
+    """
 
     def __init__(self, reduction: str = "auto", cond_max: float = 1e14):
         super().__init__([AVIToMLCP(), MLCPToLCP(reduction, cond_max)])
@@ -264,7 +414,29 @@ class AVIToLCP(Chain):
 
 class FC2DToLCP(Reduction):
     """2D Coulomb friction -> LCP on x = (r_N, beta, lambda) per contact, beta = r_T + mu r_N:
-    w = (u_N, u_T + lambda, 2 mu r_N - beta), u = W r + q, r = P x."""
+    w = (u_N, u_T + lambda, 2 mu r_N - beta), u = W r + q, r = P x.
+
+    ``apply`` returns the LCP (size 3 per contact) and the inverse data (``P``); ``invert`` gives
+    ``{"r": r}``.
+
+    Raises
+    ------
+    NotApplicable
+        From ``apply``, when the problem is not a 2D friction-contact problem.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> from nsopt.reductions import FC2DToLCP
+    >>> fc = nsopt.FrictionContact(2, [[1.0, 0.0], [0.0, 1.0]], [-1.0, 1.0], [0.5])
+    >>> r = FC2DToLCP()
+    >>> lcp, data = r.apply(fc)
+    >>> lcp
+    LCP(n=3, dense)
+    >>> x = r.invert({"z": nsopt.solve(lcp, method="lemke").z}, data)
+    >>> print(x["r"].round(12), fc.error(x["r"]) < 1e-14)
+    [ 1.  -0.5] True
+    """
 
     source = ("fc2d",)
     target = "lcp"
@@ -303,7 +475,26 @@ class FC2DToLCP(Reduction):
 
 
 def lcp_size(problem) -> int:
-    """Size of the LCP that the reduction of ``problem`` builds (without building it)."""
+    """Size of the LCP that the reduction of ``problem`` builds (without building it).
+
+    Parameters
+    ----------
+    problem : Problem
+        A Relay, MLCP, AVI, FC2D or LCP problem (any other kind: its own size).
+
+    Returns
+    -------
+    int
+        The number of LCP variables.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> from nsopt.reductions import lcp_size
+    >>> relay = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
+    >>> lcp_size(relay)
+    4
+    """
     k = problem.kind
     if k == "relay":
         lo, hi = np.isfinite(np.asarray(problem.lb)), np.isfinite(np.asarray(problem.ub))

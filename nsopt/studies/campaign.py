@@ -20,7 +20,31 @@ from .report import write_report  # noqa: F401  (compare writes it; nsopt.studie
 # ------------------------------------------------------------------------------- methods
 def parse_methods(spec) -> list[tuple[str, dict]]:
     """Methods with options: ``"nsgs,psor[omega=1.2,max_sweeps=3]"`` or a list of names and
-    ``(name, {options})`` pairs. Option values are read as Python literals when they parse."""
+    ``(name, {options})`` pairs. Option values are read as Python literals when they parse.
+
+    Parameters
+    ----------
+    spec : str or iterable
+        The methods, as above.
+
+    Returns
+    -------
+    list of (str, dict)
+        Each method's name and options.
+
+    Raises
+    ------
+    OptionError
+        For an entry that is not ``NAME`` or ``NAME[key=value,...]``.
+
+    Examples
+    --------
+    >>> from nsopt.studies import parse_methods
+    >>> parse_methods("nsgs,psor[omega=1.2,max_sweeps=3]")
+    [('nsgs', {}), ('psor', {'omega': 1.2, 'max_sweeps': 3})]
+    >>> parse_methods(["lemke", ("pgs", {"omega": 1.5})])
+    [('lemke', {}), ('pgs', {'omega': 1.5})]
+    """
     if isinstance(spec, str):
         parts, depth, cur = [], 0, ""
         for ch in spec:

@@ -18,6 +18,35 @@ def find_problems(paths, suffixes=SUFFIXES) -> tuple[list[str], list[str]]:
     Returns ``(files, warnings)``: sorted, de-duplicated absolute paths of the files whose suffix is in
     ``suffixes`` (a file named explicitly is kept whatever its suffix); one warning per path that does
     not exist or holds no problem file.
+
+    Parameters
+    ----------
+    paths : iterable of str or path-like
+        Files and folders (``~`` expanded).
+    suffixes : tuple of str, default SUFFIXES
+        The file suffixes looked for in folders (``.dat``, ``.hdf5``, ``.h5``; hidden files skipped).
+
+    Returns
+    -------
+    files : list of str
+        The problem files (symbolic links resolved).
+    warnings : list of str
+        One message per path that does not exist or holds no problem file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import nsopt
+    >>> from nsopt.io import write_siconos_dat
+    >>> from nsopt.studies import find_problems
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     os.mkdir(os.path.join(d, "sub"))
+    ...     _ = write_siconos_dat(nsopt.LCP([[1.0]], [-1.0]), os.path.join(d, "sub", "a.dat"))
+    ...     files, warns = find_problems([d, os.path.join(d, "missing")])
+    ...     print([os.path.relpath(f, os.path.realpath(d)) for f in files], len(warns))
+    ...     print(warns[0].endswith("missing: no such file or folder"))
+    ['sub/a.dat'] 1
+    True
     """
     files, warns, dirs = [], [], {}
     for p in paths:
@@ -118,7 +147,25 @@ def _builtin():
 
 def builtin_problems(kinds=None) -> list[str]:
     """References of the built-in generated set (random LCPs, MLCP, relay, friction contact, all with
-    known solutions from :mod:`nsopt.generate`), optionally only the problems of some kinds."""
+    known solutions from :mod:`nsopt.generate`), optionally only the problems of some kinds.
+
+    Parameters
+    ----------
+    kinds : iterable of str, optional
+        Keep only these kinds (``"lcp"``, ``"mlcp"``, ``"relay"``, ``"fc2d"``, ``"fc3d"``,
+        ``"gfc3d"``); None: all.
+
+    Returns
+    -------
+    list of str
+        References ``"nsopt:generated/<name>"`` for :func:`load_problem`.
+
+    Examples
+    --------
+    >>> from nsopt.studies import builtin_problems
+    >>> builtin_problems(["fc3d"])
+    ['nsopt:generated/fc3d-5c', 'nsopt:generated/fc3d-20c', 'nsopt:generated/fc3d-50c-mu0.8']
+    """
     names = list(_builtin())
     if kinds:
         names = [n for n in names if n.split("-")[0] in kinds]
@@ -127,7 +174,31 @@ def builtin_problems(kinds=None) -> list[str]:
 
 def load_problem(ref: str):
     """The problem behind a reference: a built-in name, a pickled problem (``.pkl``), or a file read
-    by :func:`nsopt.io.load` (raises :class:`~nsopt.exceptions.FormatError` for corrupt files)."""
+    by :func:`nsopt.io.load` (raises :class:`~nsopt.exceptions.FormatError` for corrupt files).
+
+    Parameters
+    ----------
+    ref : str
+        A reference from :func:`builtin_problems` or :func:`find_problems`.
+
+    Returns
+    -------
+    Problem
+        The problem (a built-in one is generated again from its seed).
+
+    Raises
+    ------
+    FormatError
+        For an unknown built-in name or a corrupt file.
+    FileNotFoundError
+        When the file does not exist.
+
+    Examples
+    --------
+    >>> from nsopt.studies import builtin_problems, load_problem
+    >>> load_problem(builtin_problems(["relay"])[0])
+    Relay(n=20)
+    """
     from ..exceptions import FormatError
 
     if ref.startswith(GENERATED):

@@ -245,7 +245,32 @@ def summary(results):
     time), averaged as a geometric mean shifted by 1 (qpbenchmark's shgeom): 1 is the best on
     every problem, 2 twice as slow on a typical one. ``timeout`` counts the runs stopped at the
     time limit: soft (status ``time_limit``, the method stopped with its best iterate) or hard
-    (``timeout``, the worker killed)."""
+    (``timeout``, the worker killed).
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        A results table (:func:`load_results`, :func:`nsopt.studies.compare`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (kind, method): ``problems``, ``solved``, ``share_solved``, ``median_time``,
+        ``median_nit``, ``shgeom_time_ratio``, ``timeout`` and the other failed statuses' counts.
+
+    Examples
+    --------
+    >>> from nsopt.studies import summary
+    >>> from nsopt.studies.records import to_frame
+    >>> df = to_frame([dict(problem="a.dat", problem_hash="h1", kind="lcp", size=2, method=m,
+    ...                         source="nsopt", tol=1e-8, status=s, time=t, error=e, nit=n)
+    ...                    for m, s, t, e, n in [("lemke", "solved", 0.01, 1e-12, 3),
+    ...                                          ("psor", "max_iter", 0.05, 1e-3, 100)]])
+    >>> summary(df)[["method", "solved", "median_nit", "shgeom_time_ratio"]]
+      method  solved  median_nit  shgeom_time_ratio
+    0  lemke       1         3.0                1.0
+    1   psor       0         NaN               10.0
+    """
     import pandas as pd
 
     df = _prepare(results)

@@ -176,7 +176,39 @@ class Store:
     descriptor opened with ``O_APPEND`` (no buffer to flush: once :meth:`add` returns, the line is
     the kernel's and survives a ``kill -9`` of the campaign); the ``results.csv`` mirror is buffered
     and flushed at most every :attr:`CSV_FLUSH` seconds (it is rewritten from the store when the
-    campaign opens and ends)."""
+    campaign opens and ends).
+
+    Parameters
+    ----------
+    folder : str or path-like, optional
+        The campaign folder (created if missing; the records already there are read, a torn last
+        line repaired). None: in memory only.
+
+    Attributes
+    ----------
+    records : list of dict
+        The stored records.
+    keys : set of tuple
+        Their keys (problem and its hash, method, options, tolerance).
+
+    Raises
+    ------
+    NsoptError
+        When another campaign is writing the folder (it is locked while the store is open).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from nsopt.studies import Store
+    >>> rec = dict(problem="a.dat", problem_hash="h1", kind="lcp", size=2, method="lemke",
+    ...            source="nsopt", tol=1e-8, status="solved", time=0.01, error=1e-12, nit=3)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with Store(d) as store:
+    ...         print(store.add(rec), store.add(rec), len(store.records))
+    ...     print(sorted(f for f in os.listdir(d) if not f.startswith(".")))
+    True False 1
+    ['records.jsonl', 'results.csv']
+    """
 
     CSV_FLUSH = 1.0
 
@@ -266,7 +298,37 @@ def write_parquet(df, path):
 
 
 def load_results(*folders):
-    """The results of one or several campaign folders as one DataFrame (each key once)."""
+    """The results of one or several campaign folders as one DataFrame (each key once).
+
+    Parameters
+    ----------
+    *folders : str or path-like
+        Campaign folders (a row whose key is in an earlier folder is skipped).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per record, the columns of ``results.csv``.
+
+    Raises
+    ------
+    FileNotFoundError
+        For a folder without ``records.jsonl``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from nsopt.studies import Store, load_results
+    >>> rec = dict(problem="a.dat", problem_hash="h1", kind="lcp", size=2, method="lemke",
+    ...            source="nsopt", tol=1e-8, status="solved", time=0.01, error=1e-12, nit=3)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with Store(d) as store:
+    ...         _ = store.add(rec)
+    ...     df = load_results(d)
+    >>> df[["method", "status", "nit"]]
+      method  status  nit
+    0  lemke  solved    3
+    """
     recs, seen = [], set()
     for d in folders:
         if not (Path(d) / STORE).is_file():
@@ -282,7 +344,39 @@ def load_results(*folders):
 def merge(out, *folders) -> int:
     """Merge the stores of several campaign folders (shards) into ``out``; returns the rows added.
 
-    Rows whose key is already in ``out`` (or in an earlier shard) are skipped."""
+    Rows whose key is already in ``out`` (or in an earlier shard) are skipped.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The campaign folder merged into (created if missing; its tables are rewritten).
+    *folders : str or path-like
+        The shards (``out`` itself, if listed, is skipped).
+
+    Returns
+    -------
+    int
+        The number of rows added.
+
+    Raises
+    ------
+    FileNotFoundError
+        For a shard without ``records.jsonl``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from nsopt.studies import Store, load_results, merge
+    >>> def rec(method):
+    ...     return dict(problem="a.dat", problem_hash="h1", kind="lcp", size=2, method=method,
+    ...                 source="nsopt", tol=1e-8, status="solved", time=0.01, error=1e-12, nit=3)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     a, b, out = (os.path.join(d, x) for x in ("a", "b", "out"))
+    ...     with Store(a) as s1, Store(b) as s2:
+    ...         _ = s1.add(rec("lemke")), s2.add(rec("lemke")), s2.add(rec("psor"))
+    ...     print(merge(out, a, b), list(load_results(out)["method"]))
+    2 ['lemke', 'psor']
+    """
     added = 0
     with Store(out) as store:
         for d in folders:

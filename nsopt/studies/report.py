@@ -146,7 +146,39 @@ def write_report(folder, df=None, drawer=None) -> list[Path]:
     The figures are drawn by ``drawer`` (a :class:`Drawer`, forked or kept
     by the campaign while it runs) when given and alive, else here, two at a time where the process may fork (POSIX,
     no other thread: a child process draws the time profile while this one draws the others; each
-    figure costs ~0.1-0.2 s per format). ``df.attrs["summary"]`` is set to the summary table."""
+    figure costs ~0.1-0.2 s per format). ``df.attrs["summary"]`` is set to the summary table.
+
+    Parameters
+    ----------
+    folder : str or path-like
+        The campaign folder.
+    df : pandas.DataFrame, optional
+        Its results (default: :func:`load_results` of ``folder``).
+    drawer : Drawer, optional
+        A drawing process kept by the campaign.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written (the history plot only when ``history.json`` is in the folder).
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``df`` is None and ``folder`` is not a campaign folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from nsopt.studies import Store, write_report
+    >>> rec = dict(problem="a.dat", problem_hash="h1", kind="lcp", size=2, method="lemke",
+    ...            source="nsopt", tol=1e-8, status="solved", time=0.01, error=1e-12, nit=3)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with Store(d) as store:
+    ...         _ = store.add(rec)
+    ...     print([p.name for p in write_report(d)])
+    ['summary.csv', 'profile_time.png', 'profile_time.svg', 'profile_nit.png', 'profile_nit.svg']
+    """
     folder = Path(folder)
     if df is None:
         df = records.load_results(folder)

@@ -422,7 +422,20 @@ def on_shutdown(stop) -> None:
 
 
 def shutdown() -> None:
-    """Stop the kept workers and drawer (they are also stopped when the process exits)."""
+    """Stop the kept workers and drawer (they are also stopped when the process exits).
+
+    A campaign keeps its worker processes (and the report's drawer) for the next campaign of the
+    process; call this to free them sooner. Calling it again does nothing.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> from nsopt.studies import shutdown
+    >>> shutdown()
+    """
     for h in _POOL["handles"]:
         h.close()
     _POOL["handles"], _POOL["key"] = [], None

@@ -24,8 +24,23 @@ _NAMES = ("f_0", "f_1", "f_2", "f_3", "f_4", "f_c", "f_v", "f_a")
 class Linearization(tuple):
     r"""The linearized equations of motion: a tuple ``(A, B, r)`` (``A_and_B=True``) or ``(M, A, B, r)``.
 
-    It unpacks and indexes like SymPy's ``KanesMethod.linearize(...)`` result. Attributes:
+    It unpacks and indexes like SymPy's ``KanesMethod.linearize(...)`` result. Made by
+    :func:`linearize`, not by hand.
 
+    Parameters
+    ----------
+    M, A, B : ndarray or sympy.Matrix
+        The matrices (``M`` ignored with ``A_and_B=True``).
+    r : sympy.Matrix
+        The inputs.
+    A_and_B : bool
+        Whether the tuple is ``(A, B, r)`` (True) or ``(M, A, B, r)``.
+    **info
+        The other attributes below (``x``, ``op_point``, ``repaired``, ``repaired_entries``,
+        ``errors``, ``tol``, ``reevaluated``, ``precision``, ``inaccurate``); missing ones are empty.
+
+    Attributes
+    ----------
     M, A, B : ndarray or sympy.Matrix
         :math:`M [\delta\dot q; \delta\dot u; \delta\lambda] = A [\delta q_i; \delta u_i] + B\,\delta r`,
         or, with ``A_and_B=True``, :math:`[\delta\dot q_i; \delta\dot u_i] = A [\delta q_i; \delta u_i]
@@ -56,6 +71,29 @@ class Linearization(tuple):
         The precision in bits of that re-evaluation (None: none was needed).
     inaccurate : list of str
         The entries whose error bound still exceeds ``tol`` (with a warning), each with its bound.
+
+    See Also
+    --------
+    linearize : computes it.
+
+    Examples
+    --------
+    A pendulum of length 2 under gravity 9.8, about its lowest position:
+
+    >>> import sympy as sm, sympy.physics.mechanics as me
+    >>> from nsopt import symbolic
+    >>> q, u = me.dynamicsymbols("q u"); L, g = sm.symbols("L g")
+    >>> N = me.ReferenceFrame("N"); O = me.Point("O"); O.set_vel(N, 0)
+    >>> A = N.orientnew("A", "axis", [q, N.z]); A.set_ang_vel(N, u * N.z)
+    >>> P = O.locatenew("P", L * A.x); _ = P.v2pt_theory(O, N, A)
+    >>> KM = me.KanesMethod(N, [q], [u], kd_eqs=[q.diff() - u])
+    >>> _ = KM.kanes_equations([me.Particle("p", P, 1)], [(P, g * N.x)])
+    >>> lin = symbolic.linearize(KM, {q: 0.0, u: 0.0, L: 2.0, g: 9.8})
+    >>> len(lin), lin.M, lin.x, lin.B.shape, lin.repaired, lin.inaccurate
+    (3, None, [q(t), u(t)], (2, 0), [], [])
+    >>> M, A, B, r = symbolic.linearize(KM, {q: 0.0, u: 0.0, L: 2.0, g: 9.8}, A_and_B=False)
+    >>> M.round(6).tolist(), A.round(6).tolist()
+    ([[1.0, 0.0], [0.0, -4.0]], [[0.0, 1.0], [19.6, 0.0]])
     """
 
     def __new__(cls, M, A, B, r, A_and_B, **info):
