@@ -27,8 +27,28 @@ def _positive(value, owner, field):
 
 
 class Shape:
-    """Base class. ``kind`` names the Siconos primitive; :meth:`geometry` builds a fresh coal geometry;
-    ``local_rotation`` turns coal's frame into the shape's."""
+    """Base class of the shapes (Siconos' primitive shapes). Not built directly: a subclass gives its sizes.
+
+    Attributes
+    ----------
+    kind : str
+        The Siconos primitive it stands for ("Sphere", "Box", ...).
+    local_rotation : (3, 3) ndarray or None
+        Turns coal's frame of the geometry into the shape's (None: the same frame).
+    curved : bool
+        True for a curved shape: a pair of curved shapes touches at one point, a pair with a flat side gives a
+        contact patch (up to four points).
+
+    See Also
+    --------
+    Sphere, Box, Capsule, Cylinder, Cone, ConvexMesh, HalfSpace : the shapes, each with an example.
+    Contactor : a shape attached to a body with an offset and a collision group.
+
+    Notes
+    -----
+    :meth:`geometry` builds a fresh coal geometry; :meth:`halfspaces` gives a polyhedron as
+    {x : A x <= b} in its own frame; :meth:`bounding_radius` bounds the shape about its origin.
+    """
 
     kind = ""
     local_rotation = None

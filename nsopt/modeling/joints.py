@@ -104,7 +104,35 @@ def relative_position_rows(Q1, Q2, D0):
 # ---------------------------------------------------------------------------- relations
 class NewtonEulerJointR(NewtonEulerR):
     """Base of the joints (Siconos ``NewtonEulerJointR``): a :class:`NewtonEulerR` whose h and twist Jacobian
-    come from the stacked kernels above. Subclasses set ``nb_constraints`` and ``_rows``."""
+    come from the stacked kernels above. Subclasses set ``nb_constraints`` and ``_rows``.
+
+    Parameters
+    ----------
+    d1, d2 : NewtonEulerDS or (7,) array_like, optional
+        The bodies (or their poses) at which the joint is assembled (:meth:`set_base_positions`); ``d2``
+        None: the second side is the world. Without them the joint is assembled when it is linked.
+    absolute_ref : bool, default True
+        Points and axes given in the world frame (True) or in the first body's frame (False).
+    name : str, optional
+        A name for messages and reports.
+
+    Attributes
+    ----------
+    nb_constraints : int
+        The number of scalar equations the joint imposes (Siconos ``numberOfConstraints``).
+
+    Raises
+    ------
+    ModelingError
+        When ``d2`` is given without ``d1``, or a pose is not a 7-vector.
+
+    See Also
+    --------
+    KneeJointR : a ball joint (3 constraints), with an example.
+    PivotJointR : a hinge (5 constraints).
+    PrismaticJointR : a slider (5 constraints).
+    FixedJointR : a weld (6 constraints).
+    """
 
     nb_constraints = 0
 
