@@ -6,6 +6,7 @@ import inspect
 import time
 from collections.abc import Callable
 
+from ._doc import insert_section
 from .exceptions import MethodNotFound, OptionError
 from .result import Solution, Status, judged, lazy_message
 
@@ -106,7 +107,7 @@ COMMON = ("tol", "max_iter", "time_limit", "history", "callback", "warm_start", 
 
 
 #: The sections every registered method's docstring shares (the ``mon`` parameter, the result and how it
-#: is called), put where its docstring says ``{solve_contract}`` (at the indentation of that line).
+#: is called), put where its docstring says ``{solve_contract}`` (:func:`nsopt._doc.insert_section`).
 SOLVE_CONTRACT_DOC = """mon : nsopt.monitor.Monitor
     The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
     ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
@@ -120,20 +121,6 @@ nsopt.Solution
 Examples
 --------
 Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):"""
-
-
-def _with_contract_doc(doc):
-    """``doc`` with its ``{solve_contract}`` line replaced by :data:`SOLVE_CONTRACT_DOC`, indented as that line."""
-    if not doc or "{solve_contract}" not in doc:
-        return doc
-    out = []
-    for line in doc.split("\n"):
-        if line.strip() == "{solve_contract}":
-            pad = line[:len(line) - len(line.lstrip())]
-            out.extend((pad + x) if x else x for x in SOLVE_CONTRACT_DOC.split("\n"))
-        else:
-            out.append(line)
-    return "\n".join(out)
 
 
 def register(kinds, name: str, summary: str, *, applies: Callable | None = None, check: Callable | None = None):
@@ -162,7 +149,7 @@ def register(kinds, name: str, summary: str, *, applies: Callable | None = None,
             if (k, name) in _REGISTRY:
                 raise ValueError(f"method {name!r} registered twice for kind {k!r}")
             _REGISTRY[(k, name)] = MethodInfo(k, name, func, summary, opts, defaults, applies, check)
-        func.__doc__ = _with_contract_doc(func.__doc__)
+        func.__doc__ = insert_section(func.__doc__, "solve_contract", SOLVE_CONTRACT_DOC)
         return func
 
     return deco

@@ -33,6 +33,7 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
+from .._doc import insert_section
 from ..exceptions import FormatError, ProblemError
 from ..problems import (LCP, MLCP, Block, FrictionContact, GenericMechanical, GlobalFrictionContact,
                         Relay)
@@ -438,11 +439,27 @@ def _vector(tk, n, what):
     return tk.floats(n, what)
 
 
+#: The sections the Siconos readers' docstrings share, put where they say ``{reader_sections}``.
+READER_SECTIONS_DOC = """Raises
+------
+FormatError
+    When the file is corrupt or truncated (the message names the file and the line reached).
+FileNotFoundError
+    When the file does not exist.
+
+See Also
+--------
+write_siconos_dat : writes the file.
+read_siconos_dat : reads a file of any kind, checking the dimension of friction problems."""
+
+
 def _text_reader(fn):
     """Public reader: tokenizes the file once, and turns any unexpected low-level error into a
     FormatError naming the file and the line reached (a safety net: the parsers check as they
     go)."""
     import functools
+
+    fn.__doc__ = insert_section(fn.__doc__, "reader_sections", READER_SECTIONS_DOC)
 
     @functools.wraps(fn)
     def wrapper(path, *, _tokens=None):
@@ -471,17 +488,7 @@ def read_lcp(path, *, _tokens=None) -> LCP:
     LCP
         The problem (dense M).
 
-    Raises
-    ------
-    FormatError
-        When the file is corrupt or truncated (the message names the file and the line reached).
-    FileNotFoundError
-        When the file does not exist.
-
-    See Also
-    --------
-    write_siconos_dat : writes the file.
-    read_siconos_dat : reads a file of any kind, checking the dimension of friction problems.
+    {reader_sections}
 
     Examples
     --------
@@ -519,17 +526,7 @@ def read_relay(path, *, _tokens=None) -> Relay:
     Relay
         The problem.
 
-    Raises
-    ------
-    FormatError
-        When the file is corrupt or truncated (the message names the file and the line reached).
-    FileNotFoundError
-        When the file does not exist.
-
-    See Also
-    --------
-    write_siconos_dat : writes the file.
-    read_siconos_dat : reads a file of any kind, checking the dimension of friction problems.
+    {reader_sections}
 
     Examples
     --------
@@ -568,17 +565,7 @@ def read_mlcp(path, *, _tokens=None) -> MLCP:
     MLCP
         The problem (from storage 1 when the file has both).
 
-    Raises
-    ------
-    FormatError
-        When the file is corrupt or truncated (the message names the file and the line reached).
-    FileNotFoundError
-        When the file does not exist.
-
-    See Also
-    --------
-    write_siconos_dat : writes the file.
-    read_siconos_dat : reads a file of any kind, checking the dimension of friction problems.
+    {reader_sections}
 
     Examples
     --------
@@ -653,17 +640,7 @@ def read_friction_contact(path, *, _tokens=None) -> FrictionContact:
     FrictionContact
         The problem (dimension 2 or 3; 5, rolling friction, is refused).
 
-    Raises
-    ------
-    FormatError
-        When the file is corrupt or truncated (the message names the file and the line reached).
-    FileNotFoundError
-        When the file does not exist.
-
-    See Also
-    --------
-    write_siconos_dat : writes the file.
-    read_siconos_dat : reads a file of any kind, checking the dimension of friction problems.
+    {reader_sections}
 
     Examples
     --------
@@ -702,17 +679,7 @@ def read_global_friction_contact(path, *, _tokens=None) -> GlobalFrictionContact
     GlobalFrictionContact
         The problem.
 
-    Raises
-    ------
-    FormatError
-        When the file is corrupt or truncated (the message names the file and the line reached).
-    FileNotFoundError
-        When the file does not exist.
-
-    See Also
-    --------
-    write_siconos_dat : writes the file.
-    read_siconos_dat : reads a file of any kind, checking the dimension of friction problems.
+    {reader_sections}
 
     Examples
     --------
@@ -764,17 +731,7 @@ def read_gmp(path, *, _tokens=None) -> GenericMechanical:
         When a sub-problem has no stored diagonal block in M (Siconos 4.4 then solves another
         problem; nsopt uses M as stored).
 
-    Raises
-    ------
-    FormatError
-        When the file is corrupt or truncated (the message names the file and the line reached).
-    FileNotFoundError
-        When the file does not exist.
-
-    See Also
-    --------
-    write_siconos_dat : writes the file.
-    read_siconos_dat : reads a file of any kind, checking the dimension of friction problems.
+    {reader_sections}
 
     Examples
     --------
