@@ -55,7 +55,8 @@ def _cores() -> int:
 
 def uncached() -> float:
     """The fraction of the compiled kernels of the nsopt modules loaded in this process that are
-    neither compiled here nor in numba's cache (a fresh index file, for this numba and this source)."""
+    neither compiled here nor in numba's cache (a fresh index file, for this numba and this source);
+    1 when none is loaded yet."""
     from numba.core.registry import CPUDispatcher
 
     n = missing = 0
@@ -72,7 +73,7 @@ def uncached() -> float:
                 missing += not obj._cache._cache_file._load_index()   # {}: no index, or a stale one
             except Exception:  # noqa: BLE001  numba's private layout changed: count it as missing
                 missing += 1
-    return missing / n if n else 0.0
+    return missing / n if n else 1.0          # no kernel loaded yet: nothing known, as a first run
 
 
 class CompileAhead:

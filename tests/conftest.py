@@ -11,6 +11,10 @@ from nsopt.data import ENV, corpus_files, data_dir, has_data
 
 REQUIRE = os.environ.get("NSOPT_REQUIRE_DATA") == "1"   # .ci/run sets it: a missing corpus is a failure
 
+# The suite uses both cores through pytest-xdist (`-n auto`): the demo's compile-ahead process
+# (nsopt._ahead) would only add a third; its own tests (test_first_run.py) switch it on.
+os.environ.setdefault("NSOPT_COMPILE_AHEAD", "0")
+
 
 def need_corpus():
     """Skip (or fail, under NSOPT_REQUIRE_DATA=1) when the shared corpus folder is absent."""
