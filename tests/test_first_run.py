@@ -225,3 +225,36 @@ def test_compile_ahead_does_nothing_on_one_core_or_when_switched_off(tmp_path):
     script = "import time; from nsopt import _ahead; print(_ahead.compile_ahead([(time.sleep, (0.0,))]).active)"
     assert _run_env(tmp_path, {"NSOPT_COMPILE_AHEAD": "0"}, script) == ["False"]
     assert _run_env(tmp_path, {"NSOPT_COMPILE_AHEAD": "1"}, script) == ["True"]     # the control
+
+
+def test_the_run_waits_for_a_kernel_the_helper_is_compiling():
+    """The helper's reports (``+name`` compiling, ``-name`` saved, ``!`` a job ended): a look-up of
+    a kernel being compiled waits until it is saved; others, and any after the helper ended, do not."""
+    import threading
+    import time
+
+    from nsopt._ahead import _Busy
+
+    busy = _Busy()
+    r, w = os.pipe()
+    reader, writer = os.fdopen(r, "rb"), os.fdopen(w, "wb", buffering=0)
+    threading.Thread(target=busy.follow, args=(reader,), daemon=True).start()
+    writer.write(b"+nsopt.k.a\n+nsopt.k.b\n")
+    time.sleep(0.2)
+    assert busy.wait("nsopt.k.c") is False                  # not being compiled: no wait
+    done = []
+    t = threading.Thread(target=lambda: done.append(busy.wait("nsopt.k.a")))
+    t.start()
+    time.sleep(0.3)
+    assert not done                                         # still waiting for a's save
+    writer.write(b"-nsopt.k.a\n")
+    t.join(5)
+    assert done == [True]
+    writer.write(b"!\n")                                    # a job ended: b is not waited for
+    time.sleep(0.2)
+    assert busy.wait("nsopt.k.b") is False
+    writer.write(b"+nsopt.k.d\n")
+    time.sleep(0.2)
+    writer.close()                                          # the helper ended: nothing to wait for
+    time.sleep(0.2)
+    assert busy.wait("nsopt.k.d") is False
