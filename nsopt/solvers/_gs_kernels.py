@@ -200,7 +200,7 @@ def gauss_solve(A, b, x, rel):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def lu_refined(A, b, x, rounds):
     """x = A^-1 b for a small dense A: Gaussian elimination with partial pivoting
     (``_gs_kernels.gauss_solve``), then ``rounds`` steps of iterative refinement with residuals
