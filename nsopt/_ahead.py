@@ -20,9 +20,12 @@ standard output) and loads it, instead of compiling the same kernel a second tim
   key and the same data file; a process that reads an index entry whose data file is not written yet
   compiles the kernel itself.
 * **When.** With fewer than two cores for this process (``os.sched_getaffinity``) nothing starts;
-  nor when less than a quarter of the nsopt kernels loaded so far lacks a cache entry (a warm run:
-  a few kernels the run does not use are never cached; a partly warm cache: the run compiles the
-  rest itself, as without a helper); nor with ``NSOPT_COMPILE_AHEAD=0`` in the environment.
+  nor when the cores are busy (a 1-minute load average above the cores less one: the two processes
+  would share them with others, and the helper's extra work, the jobs the run would not have
+  needed, slowed a cold demo from 31-36 s to 40-45 s at load 4-5 here); nor when less than a quarter
+  of the nsopt kernels loaded so far lacks a cache entry (a warm run: a few kernels the run does not
+  use are never cached; a partly warm cache: the run compiles the rest itself, as without a
+  helper). ``NSOPT_COMPILE_AHEAD=0`` in the environment: never; ``=1``: whenever two cores are there.
 * **Ending.** The helper ignores SIGINT (a Ctrl-C in a terminal reaches the whole process group: the
   run handles it) and exits at once when its standard input closes: when the run calls
   :meth:`CompileAhead.close` (or leaves the ``with`` block), when the run's interpreter exits
@@ -46,7 +49,7 @@ from pathlib import Path
 
 __all__ = ["CompileAhead", "compile_ahead", "uncached"]
 
-ENV = "NSOPT_COMPILE_AHEAD"       # "0": never start the helper
+ENV = "NSOPT_COMPILE_AHEAD"       # "0": never start the helper; "1": whenever there are two cores
 WORTH = 0.25    # start the helper when at least this fraction of the loaded kernels is not cached
 
 
@@ -55,6 +58,16 @@ def _cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:          # (not on Linux)
         return os.cpu_count() or 1
+
+
+def _busy_cores() -> bool:
+    """Whether the machine has no idle core for the helper: a 1-minute load average above the
+    number of cores less one (other processes would share the cores with both of ours, and the
+    helper's extra work would slow the run down instead)."""
+    try:
+        return os.getloadavg()[0] > _cores() - 1
+    except OSError:
+        return False
 
 
 def uncached() -> float:
@@ -248,8 +261,9 @@ def compile_ahead(jobs, order=None) -> CompileAhead:
     is the run's ``i``-th item) in ``order`` (job numbers; default: from the last to the first),
     skipping the jobs the run has reached (:meth:`CompileAhead.reached`). Returns the handle (use it
     as a context manager); it holds no process when there is nothing to gain (see the module)."""
-    if (not jobs or os.environ.get(ENV, "1") == "0" or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0"
-            or _cores() < 2 or uncached() < WORTH):
+    how = os.environ.get(ENV, "")
+    if (not jobs or how == "0" or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0" or _cores() < 2
+            or (how != "1" and (_busy_cores() or uncached() < WORTH))):
         return CompileAhead()
     order = list(range(len(jobs) - 1, -1, -1)) if order is None else [int(i) for i in order]
     try:
