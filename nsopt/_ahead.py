@@ -66,7 +66,7 @@ def _busy_cores() -> bool:
     helper's extra work would slow the run down instead)."""
     try:
         return os.getloadavg()[0] > _cores() - 1
-    except OSError:
+    except (OSError, AttributeError):      # (no load average on this system)
         return False
 
 
