@@ -9,16 +9,16 @@ them, usually the reverse of the run's. :func:`compile_ahead` starts the helper 
 :meth:`CompileAhead.reached` with a job's number when it starts that item itself, and the helper
 skips every job the run has reached. numba loads a dispatcher's cached overload at the dispatcher's
 first call in a process, so a kernel the helper compiled first costs the run only its loading (ms).
-When the run needs a kernel that the helper is compiling at that moment, the run's cache look-up
-waits for the helper's (the helper reports each nsopt kernel it starts and each it has saved on its
-standard output) and loads it, instead of compiling the same kernel a second time.
+When the run needs a kernel that the helper is compiling at that moment, the run waits for the
+helper's and loads it instead of compiling it a second time (:mod:`nsopt._jit`: one compilation
+of a kernel across processes, a lock per kernel beside numba's cache).
 
-* **Races.** Both processes may still compile the same kernel at once (the run started it first):
-  wasted work, never a wrong result.
-  numba writes each cache file under a temporary name and renames it (``os.replace``, atomic); each
-  nsopt kernel has one signature (``tests/test_first_run.py``), so both processes write the same index
-  key and the same data file; a process that reads an index entry whose data file is not written yet
-  compiles the kernel itself.
+* **Races.** Without the lock (not POSIX, or a wait past ``nsopt._jit.LOCK_WAIT``) both processes
+  may compile the same kernel at once: wasted work, never a wrong result. numba writes each cache
+  file under a temporary name and renames it (``os.replace``, atomic); each nsopt kernel has one
+  signature (``tests/test_first_run.py``), so both processes write the same index key and the same
+  data file; a process that reads an index entry whose data file is not written yet compiles the
+  kernel itself.
 * **When.** With fewer than two cores for this process (``os.sched_getaffinity``) nothing starts;
   nor when the cores are busy (a 1-minute load average above the cores less one: the two processes
   would share them with others, and the helper's extra work, the jobs the run would not have
@@ -86,55 +86,6 @@ def uncached() -> float:
     return missing / n if n else 1.0          # no kernel loaded yet: nothing known, as a first run
 
 
-class _Busy:
-    """What the helper is compiling now (nsopt kernels by name), read from its reports; the run's
-    cache look-ups of those kernels wait for them (:func:`_wait_on_helper`)."""
-
-    def __init__(self):
-        self.names = set()
-        self.live = False
-        self.cond = threading.Condition()
-
-    def follow(self, stream):
-        """Read the helper's reports (``+name``: compiling, ``-name``: saved to the cache, ``!``:
-        a job ended) until it ends; then nothing is waited for."""
-        with self.cond:
-            self.live = True
-        try:
-            for line in stream:
-                tag, name = line[:1], line[1:].strip().decode()
-                with self.cond:
-                    if tag == b"+":
-                        self.names.add(name)
-                    elif tag == b"-":
-                        self.names.discard(name)
-                    else:
-                        self.names.clear()
-                    self.cond.notify_all()
-        except (OSError, ValueError):
-            pass
-        with self.cond:
-            self.live = False
-            self.names.clear()
-            self.cond.notify_all()
-
-    def wait(self, name, timeout=120.0) -> bool:
-        """Wait until the helper is not compiling ``name``; whether it was."""
-        with self.cond:
-            if not (self.live and name in self.names):
-                return False
-            self.cond.wait_for(lambda: not (self.live and name in self.names), timeout)
-            return True
-
-
-_BUSY = _Busy()
-
-
-def _name(dispatcher) -> str:
-    f = dispatcher.py_func
-    return f"{f.__module__}.{f.__qualname__}"
-
-
 def _nsopt_dispatchers():
     from numba.core.registry import CPUDispatcher
 
@@ -146,66 +97,6 @@ def _nsopt_dispatchers():
                 yield obj
 
 
-def _wait_on_helper(dispatcher) -> None:
-    """Make the run's cache look-up of ``dispatcher`` wait while the helper compiles it, then look
-    again: the run loads the helper's result instead of compiling the same kernel at the same time."""
-    cache = getattr(dispatcher, "_cache", None)
-    if cache is None or getattr(cache, "_nsopt_waits", False):
-        return
-    load, name = cache.load_overload, _name(dispatcher)
-
-    def load_overload(sig, target_context):
-        data = load(sig, target_context)
-        if data is None and _BUSY.wait(name):
-            data = load(sig, target_context)
-        return data
-
-    cache.load_overload = load_overload
-    cache._nsopt_waits = True
-
-
-def _report_to_run(out):
-    """In the helper: report each nsopt kernel's compilation to the run (``+name`` at its start,
-    ``-name`` once numba has saved it to the cache)."""
-    from numba.core import event
-
-    lock = threading.Lock()
-
-    def say(line):
-        with lock:
-            try:
-                out.write(line + b"\n")
-                out.flush()
-            except (OSError, ValueError):
-                pass
-
-    class Report(event.Listener):
-        def on_start(self, ev):
-            d = (ev.data or {}).get("dispatcher")
-            if d is None or not getattr(d.py_func, "__module__", "").startswith("nsopt."):
-                return
-            name = _name(d).encode()
-            cache = d._cache
-            if not getattr(cache, "_nsopt_reports", False):
-                save = cache.save_overload
-
-                def save_overload(sig, data, save=save, name=name):
-                    try:
-                        save(sig, data)
-                    finally:
-                        say(b"-" + name)
-
-                cache.save_overload = save_overload
-                cache._nsopt_reports = True
-            say(b"+" + name)
-
-        def on_end(self, ev):
-            pass
-
-    event.register("numba:compile", Report())
-    return say
-
-
 class CompileAhead:
     """The helper process of :func:`compile_ahead` (or none: then every method does nothing)."""
 
@@ -213,10 +104,6 @@ class CompileAhead:
         self.process = process
         if process is not None:
             atexit.register(self.close)
-            threading.Thread(target=_BUSY.follow, args=(process.stdout,), daemon=True).start()
-            for d in _nsopt_dispatchers():
-                if not d.signatures:
-                    _wait_on_helper(d)
 
     @property
     def active(self) -> bool:
@@ -274,7 +161,7 @@ def compile_ahead(jobs, order=None) -> CompileAhead:
     code = f"import sys; sys.path.insert(0, {root!r}); from nsopt._ahead import _helper; _helper()"
     try:
         p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         p.stdin.write(payload)
         p.stdin.flush()
     except OSError:
@@ -286,10 +173,6 @@ def compile_ahead(jobs, order=None) -> CompileAhead:
 def _helper() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     stdin = sys.stdin.buffer
-    out = os.fdopen(os.dup(1), "wb")                 # the reports to the run; the jobs print nowhere
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    sys.stdout = open(os.devnull, "w")
-    say = _report_to_run(out)
     jobs, order = pickle.load(stdin)
     reached = [-1]
 
@@ -310,5 +193,4 @@ def _helper() -> None:
             fn(*args)
         except Exception:  # noqa: BLE001  the run compiles (and reports) whatever failed here
             pass
-        say(b"!")                   # (a compilation that failed was not saved: nothing to wait for)
     os._exit(0)

@@ -227,34 +227,45 @@ def test_compile_ahead_does_nothing_on_one_core_or_when_switched_off(tmp_path):
     assert _run_env(tmp_path, {"NSOPT_COMPILE_AHEAD": "1"}, script) == ["True"]     # the control
 
 
-def test_the_run_waits_for_a_kernel_the_helper_is_compiling():
-    """The helper's reports (``+name`` compiling, ``-name`` saved, ``!`` a job ended): a look-up of
-    a kernel being compiled waits until it is saved; others, and any after the helper ended, do not."""
-    import threading
+_COMPILES = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from numba.core import event
+    import nsopt
+    from nsopt import generate as g
+    mine = []
+
+    class L(event.Listener):
+        def on_start(self, ev):
+            f = ev.data["dispatcher"].py_func
+            if f.__module__.startswith("nsopt."):
+                mine.append(f.__qualname__)
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", L())
+    go = Path(sys.argv[1])
+    while not go.exists():          # both processes start compiling at the same moment
+        time.sleep(0.01)
+    print(nsopt.solve(g.lcp(6, seed=1)[0], "lemke").status, " ".join(sorted(mine)))
+""")
+
+
+def test_two_processes_compile_each_kernel_once(tmp_path):
+    """Two processes that share an empty cache and need the same kernels at the same moment: each
+    kernel is compiled by one of them (the other waits on its lock and loads it), both solve."""
     import time
 
-    from nsopt._ahead import _Busy
-
-    busy = _Busy()
-    r, w = os.pipe()
-    reader, writer = os.fdopen(r, "rb"), os.fdopen(w, "wb", buffering=0)
-    threading.Thread(target=busy.follow, args=(reader,), daemon=True).start()
-    writer.write(b"+nsopt.k.a\n+nsopt.k.b\n")
-    time.sleep(0.2)
-    assert busy.wait("nsopt.k.c") is False                  # not being compiled: no wait
-    done = []
-    t = threading.Thread(target=lambda: done.append(busy.wait("nsopt.k.a")))
-    t.start()
-    time.sleep(0.3)
-    assert not done                                         # still waiting for a's save
-    writer.write(b"-nsopt.k.a\n")
-    t.join(5)
-    assert done == [True]
-    writer.write(b"!\n")                                    # a job ended: b is not waited for
-    time.sleep(0.2)
-    assert busy.wait("nsopt.k.b") is False
-    writer.write(b"+nsopt.k.d\n")
-    time.sleep(0.2)
-    writer.close()                                          # the helper ended: nothing to wait for
-    time.sleep(0.2)
-    assert busy.wait("nsopt.k.d") is False
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    go = tmp_path / "go"
+    ps = [subprocess.Popen([sys.executable, "-c", _COMPILES, str(go)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    time.sleep(3.0)                 # both have imported nsopt
+    go.touch()
+    outs = [p.communicate(timeout=600) for p in ps]
+    assert all(p.returncode == 0 for p in ps), [e[-1000:] for _, e in outs]
+    lines = [o.strip().split(" ") for o, _ in outs]
+    assert [ln[0] for ln in lines] == ["solved", "solved"], lines
+    a, b = set(lines[0][1:]), set(lines[1][1:])
+    assert "lemke_run" in a | b and not a & b, (a, b)
