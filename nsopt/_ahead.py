@@ -20,7 +20,7 @@ of a kernel across processes, a lock per kernel beside numba's cache).
   data file; a process that reads an index entry whose data file is not written yet compiles the
   kernel itself.
 * **When.** With fewer than two cores for this process (``os.sched_getaffinity``) nothing starts;
-  nor when the cores are busy (a 1-minute load average above the cores less one: the two processes
+  nor when the cores are busy (a 1-minute load average above the cores less a half: the two processes
   would share them with others, and the helper's extra work, the jobs the run would not have
   needed, slowed a cold demo from 31-36 s to 40-45 s at load 4-5 here); nor when less than a quarter
   of the nsopt kernels loaded so far lacks a cache entry (a warm run: a few kernels the run does not
@@ -62,10 +62,10 @@ def _cores() -> int:
 
 def _busy_cores() -> bool:
     """Whether the machine has no idle core for the helper: a 1-minute load average above the
-    number of cores less one (other processes would share the cores with both of ours, and the
+    number of cores less a half (other processes would share the cores with both of ours, and the
     helper's extra work would slow the run down instead)."""
     try:
-        return os.getloadavg()[0] > _cores() - 1
+        return os.getloadavg()[0] > _cores() - 0.5
     except (OSError, AttributeError):      # (no load average on this system)
         return False
 
