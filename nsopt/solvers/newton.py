@@ -426,25 +426,33 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
     u = sys.u(r)
     merits = []
     phi_t = np.empty(n)
-    n_fallback = n_reg = n_switch = n_lm = 0
+    n_fallback = n_reg = n_switch = n_lm = n_skip = 0
     stalled = False
     err = err_fn(r, u)
     bests = [err]
     mon.start({"r": r}, err)
     k = 0
+    plain = True        # try the plain matrix first (with reg: until a plain step is singular or poor)
     while not mon.stopped:
         f0 = sys.jac(r, u)
         merits.append(f0)
         fref = max(merits[-memory:]) if line_search == "nonmonotone" else f0
 
         # with reg, a singular plain matrix goes straight to the regularised one (no tiny shifts)
-        d = sys.direction((0.0,) if reg else (0.0, 1e-10, 1e-6))
         accepted, t, ft = False, 0.0, f0
-        if d is not None:
-            accepted, t, ft = _search(sys, r, u, d, f0, fref, line_search, phi_t)
+        if plain:
+            d = sys.direction((0.0,) if reg else (0.0, 1e-10, 1e-6))
+            if d is not None:
+                accepted, t, ft = _search(sys, r, u, d, f0, fref, line_search, phi_t)
+            else:
+                n_reg += 1
         else:
-            n_reg += 1
+            n_skip += 1
         if reg and (not accepted or t < reg_step):
+            # a singular or poor plain step (W singular: a hyperstatic pile of contacts) is not tried again in
+            # this solve: the regularised matrix below (whose shift vanishes with the error) takes every step,
+            # one factorisation an iteration instead of two
+            plain = False
             # poor plain step (W singular or nearly): retry with the regularised matrix
             # A + B (W + sigma_k I), sigma_k = reg x scale x min(err, 1), keep the better step
             sys.reg = reg * sys.wscale * min(err, 1.0)
@@ -479,7 +487,7 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
             merits.clear()
             n_switch += 1
     info = {"fallback_steps": n_fallback, "singular": n_reg, "line_search_switches": n_switch,
-            "regularised_steps": n_lm}
+            "regularised_steps": n_lm, "plain_skipped": n_skip}
     return r, stalled, info
 
 
