@@ -1,7 +1,7 @@
 r"""A pile of mixed shapes in a bin
 ===============================
 
-Boxes, spheres, capsules, cylinders and convex meshes (a wedge, its centroid at its origin) dropped into a bin
+Boxes, spheres, capsules, cylinders, cones and convex meshes (a wedge) dropped into a bin
 (a floor and four walls, static objects) come to rest on each other: a :class:`nsopt.mechanics.Scene` with
 coal's contact detection between every pair of shapes (up to four points per pair, persistent ids for the
 warm start), ``NewtonEulerDS`` bodies in the Moreau–Jean step, one FrictionContact(3) problem per step solved by
@@ -29,7 +29,7 @@ from _plotting import figure_path, pyplot
 from nsopt import mechanics as mc
 
 G, H, WIDTH, WALL_H, DENSITY = 9.81, 5e-3, 1.2, 0.8, 500.0
-KINDS = ("box", "sphere", "capsule", "cylinder", "wedge")
+KINDS = ("box", "sphere", "capsule", "cylinder", "cone", "wedge")
 
 
 def shapes(sc):
@@ -37,6 +37,7 @@ def shapes(sc):
     sc.add_primitive_shape("sphere", "Sphere", (0.08,))
     sc.add_primitive_shape("capsule", "Capsule", (0.05, 0.2))
     sc.add_primitive_shape("cylinder", "Cylinder", (0.08, 0.12))
+    sc.add_primitive_shape("cone", "Cone", (0.09, 0.18))
     sc.add_convex_shape("wedge", [[-0.1, -0.08, -0.05], [0.1, -0.08, -0.05], [-0.1, 0.08, -0.05], [0.1, 0.08, -0.05],
                                   [-0.1, 0.0, 0.1], [0.1, 0.0, 0.1]])
 

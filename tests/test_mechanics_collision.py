@@ -123,6 +123,43 @@ def test_capsule_on_plane():
     np.testing.assert_allclose(c.pc1[0], lower - [0, 0, 0.1], atol=TOL)
 
 
+def test_cone_on_its_side_and_on_its_base():
+    # a cone (radius r, height h, axis y, apex at +h/2) lying on its side touches the floor along a generator:
+    # two points, under the apex and under the base's rim, each 0.02 above the floor (coal's patch alone gives one)
+    r, h, gap = 0.3, 0.8, 0.02
+    alpha = np.arctan2(r, h)                           # the half-angle: the generator makes it with the axis
+    q = rot.quat_exp([-alpha, 0, 0])                   # the axis (y, towards the apex) turned down by alpha about x
+    R = rot.rotation_matrix(q)
+    apex_local, rim_local = np.array([0, h / 2, 0]), np.array([0, -h / 2, -r])    # the generator below the axis
+    z0 = gap - (R @ apex_local)[2]                     # the apex at height gap
+    for floor in (mc.HalfSpace(), None):
+        if floor is None:
+            cm = mc.CollisionManager(margin=0.05)
+            cm.add_static(mc.Contactor(mc.Box([10, 10, 1])), pose([0, 0, -0.5]))
+        else:
+            cm = mc.CollisionManager(margin=0.05)
+            cm.add_static(mc.Contactor(floor))
+        cm.add_body(mc.Contactor(mc.Cone(r, h)), pose([0, 0, z0], q))
+        c = cm.detect()
+        assert len(c) == 2
+        np.testing.assert_allclose(c.distance, gap, atol=TOL)
+        want = np.array([R @ apex_local, R @ rim_local]) + [0, 0, z0]
+        got = c.pc1[np.argsort(c.pc1[:, 1])]
+        np.testing.assert_allclose(got, want[np.argsort(want[:, 1])], atol=TOL)
+        np.testing.assert_allclose(c.normal, np.tile([0, 0, 1.0], (2, 1)), atol=TOL)
+    # standing on its base: four points on the rim, spread around it
+    cm = floor_and(([mc.Contactor(mc.Cone(r, h))], pose([0, 0, h / 2 + gap], rot.quat_exp([np.pi / 2, 0, 0]))))
+    c = cm.detect()
+    assert len(c) == 4
+    np.testing.assert_allclose(np.linalg.norm(c.pc1[:, :2], axis=1), r, atol=TOL)
+    np.testing.assert_allclose(c.distance, gap, atol=TOL)
+    assert np.linalg.norm(c.pc1[:, :2].mean(axis=0)) < 0.1
+    # apex down: one point, under the apex
+    cm = floor_and(([mc.Contactor(mc.Cone(r, h))], pose([0, 0, h / 2 + gap], rot.quat_exp([-np.pi / 2, 0, 0]))))
+    c = cm.detect()
+    assert len(c) == 1 and c.distance[0] == pytest.approx(gap, abs=TOL)
+
+
 def test_compound_body_and_offsets():
     """A dumbbell: two spheres at ±0.4 along x of the body, the body turned by 90° about z."""
     q = rot.quat_exp([0, 0, np.pi / 2])

@@ -548,7 +548,32 @@ class CollisionManager:
                     pts = _reduce(P1, P2, -nab, self.max_points)
         if pts is None:
             pts = (np.asarray(c.getNearestPoint1(), dtype=float)[None], np.asarray(c.getNearestPoint2(), dtype=float)[None])
+        if pts[0].shape[0] < self.max_points:
+            edge = self._edge_contacts(i, j, nab)
+            if edge is not None and edge[0].shape[0] > pts[0].shape[0]:
+                pts = edge
         return pts[0], pts[1], nab
+
+    def _edge_contacts(self, i, j, nab):
+        """The contact points of a shape with :meth:`~nsopt.mechanics.shapes.Shape.edge_points` (a cone) against a
+        polyhedron (a box, a convex mesh, a half-space), the normal nab from i towards j: each edge point measured
+        along the normal to the polyhedron, those within the margin kept (at most ``max_points``); None for other
+        pairs."""
+        for e, f, sign in ((i, j, 1.0), (j, i, -1.0)):
+            E = self._objects[e].shape.edge_points(self._obj_R[e].T @ (sign * nab))
+            if E is not None and self._objects[f].shape.halfspaces() is not None:
+                break
+        else:
+            return None
+        P = E @ self._obj_R[e].T + self._obj_x[e]                   # world points on the edges of e
+        n = sign * nab                                              # from e towards f
+        Q, hit = self._along(f, P, n, farthest=False)
+        keep = hit & ((Q - P) @ n <= self.margin)
+        if not keep.any():
+            return None
+        P, Q = P[keep], Q[keep]
+        P1, P2 = (P, Q) if e == i else (Q, P)
+        return _reduce(P1, P2, -nab, self.max_points)
 
     def detect(self, Q=None) -> Contacts:
         """Every contact point within the margin, at the poses Q (n, 7) (default: the last :meth:`update`).
@@ -661,22 +686,28 @@ class CollisionManager:
         keeps every support point within the margin but places them all at the deepest point's depth; this gives each
         its own. A line that misses a shape (round-off at a patch's rim) keeps coal's point."""
         out = []
-        for o, sign, Pc in ((i, 1.0, P1), (j, -1.0, P2)):
-            A, b = self._objects[o].shape.halfspaces()
-            R, x = self._obj_R[o], self._obj_x[o]
-            p = (P - x) @ R                                   # the points and the direction in the shape's frame
-            d = R.T @ n
-            Ad = A @ d
-            slack = b[None, :] - p @ A.T                      # (m, rows): b - A p
-            with np.errstate(divide="ignore", invalid="ignore"):
-                bound = slack / Ad[None, :]
-            up = np.where(Ad[None, :] > 1e-12, bound, np.inf).min(axis=1)     # t <= up
-            lo = np.where(Ad[None, :] < -1e-12, bound, -np.inf).max(axis=1)   # t >= lo
-            ok = (lo <= up + 1e-9) & (np.abs(Ad) > 1e-12).any()
-            t = up if sign > 0 else lo
-            ok &= np.isfinite(t)
-            out.append(np.where(ok[:, None], P + np.where(ok, t, 0.0)[:, None] * n, Pc))
+        for o, farthest, Pc in ((i, True, P1), (j, False, P2)):
+            Q, ok = self._along(o, P, n, farthest)
+            out.append(np.where(ok[:, None], Q, Pc))
         return out[0], out[1]
+
+    def _along(self, o, P, n, farthest):
+        """Where the lines through the points P (m, 3) along n cross the polyhedral object o: its point farthest
+        along n (``farthest``) or nearest, and whether the line meets o at all."""
+        A, b = self._objects[o].shape.halfspaces()
+        R, x = self._obj_R[o], self._obj_x[o]
+        p = (P - x) @ R                                   # the points and the direction in the shape's frame
+        d = R.T @ n
+        Ad = A @ d
+        slack = b[None, :] - p @ A.T                      # (m, rows): b - A p
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bound = slack / Ad[None, :]
+        up = np.where(Ad[None, :] > 1e-12, bound, np.inf).min(axis=1)     # t <= up
+        lo = np.where(Ad[None, :] < -1e-12, bound, -np.inf).max(axis=1)   # t >= lo
+        ok = (lo <= up + 1e-9) & (np.abs(Ad) > 1e-12).any()
+        t = up if farthest else lo
+        ok &= np.isfinite(t)
+        return P + np.where(ok, t, 0.0)[:, None] * n, ok
 
     def _persist(self, A, B, PA, PB, N) -> Contacts:
         k = A.shape[0]

@@ -85,9 +85,10 @@ def _shape_from_spec(spec):
     return cls(params) if cls is Box else cls(*params)
 
 
-def mesh_inertia(contactors, mass):
-    """The inertia (3, 3) about the body origin of its contactors' solids, of uniform density and total
-    ``mass`` (from their triangle meshes: exact for boxes and convex meshes, within a few % for curved shapes)."""
+def mass_properties(contactors, mass):
+    """The centre of mass c (3,) of a body's contactors' solids, of uniform density and total ``mass``, and their
+    inertia (3, 3) about c (from their triangle meshes: exact for boxes and convex meshes, within a few % for
+    curved shapes): I_c = Σ_parts [I_part + m_part (|d|² 1 − d dᵀ)], d the part's centre minus c."""
     import trimesh
 
     from .viewer import shape_mesh
@@ -97,12 +98,20 @@ def mesh_inertia(contactors, mass):
         m = trimesh.Trimesh(V @ rot.rotation_matrix(c.orientation).T + c.translation, F)
         parts.append(m)
     vol = sum(p.volume for p in parts)
+    centre = sum(p.volume * p.center_mass for p in parts) / vol
     I = np.zeros((3, 3))
     for p in parts:
-        # trimesh's inertia about the part's centre of mass at density 1, moved to the origin (parallel axes)
-        d = p.center_mass
+        # trimesh's inertia about the part's centre of mass at density 1, moved to the body's (parallel axes)
+        d = p.center_mass - centre
         I += p.moment_inertia + p.volume * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
-    return I * (mass / vol)
+    return centre, I * (mass / vol)
+
+
+def mesh_inertia(contactors, mass):
+    """The inertia (3, 3) about the body origin of its contactors' solids, of uniform density and total
+    ``mass`` (:func:`mass_properties`' inertia moved from the centre of mass c to the origin)."""
+    c, I = mass_properties(contactors, mass)
+    return I + mass * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
 
 
 #: The method :meth:`Scene.run` uses for each one-step problem kind when none is given.
@@ -289,7 +298,12 @@ class Scene:
             The mass; None: a static object.
         inertia : (3,) or (3, 3) array_like, optional
             The inertia about the centre of mass in the body frame; default from the contactors' solids at
-            uniform density.
+            uniform density (:func:`mass_properties`). A body's frame is its centre of mass (``NewtonEulerDS``):
+            given ``inertia``, the origin of the frame given is taken to be it; without ``inertia``, when the
+            solids' centre of mass c is off the origin (a cone: c is a quarter of its height below its middle),
+            the body's frame is moved to it: the contactors are shifted by −c and ``translation`` by R c, so the
+            shapes stay where they were placed, and the body's pose (``run.q``, the record) is then its centre
+            of mass' (``objects[k]["com_offset"]`` = c; points of joints given in its frame move with it).
         force : (3,) array_like, optional
             A constant force (world frame), added to the weight.
         moment : (3,) array_like, optional
@@ -319,15 +333,22 @@ class Scene:
             orientation = rot.quat_exp(float(angle) * np.asarray(axis, dtype=float) / np.linalg.norm(axis))
         pose = np.r_[np.asarray(translation, dtype=float).reshape(3), np.asarray(orientation, dtype=float).reshape(4)]
         pose = rot.normalize_q(pose)
+        com = np.zeros(3)
         if mass is not None and inertia is None:
-            inertia = mesh_inertia(cts, float(mass))
+            com, inertia = mass_properties(cts, float(mass))
+            if np.linalg.norm(com) > 1e-12 * max(c.shape.bounding_radius() + np.linalg.norm(c.translation) for c in cts):
+                cts = [Contactor(c.shape, c.translation - com, c.orientation, c.group) for c in cts]
+                pose[:3] += rot.rotation_matrix(pose[3:]) @ com
+            else:
+                com = np.zeros(3)
         if mass is None and (force is not None or moment is not None):
             raise ModelingError("Scene", f"object {name!r}", "a static object takes no force or moment")
         self.objects.append(dict(name=name, contactors=cts, pose=pose, twist=np.asarray(velocity, dtype=float).reshape(6),
                                  mass=None if mass is None else float(mass),
                                  inertia=None if inertia is None else np.asarray(inertia, dtype=float),
                                  force=None if force is None else np.asarray(force, dtype=float).reshape(3),
-                                 moment=None if moment is None else np.asarray(moment, dtype=float).reshape(3)))
+                                 moment=None if moment is None else np.asarray(moment, dtype=float).reshape(3),
+                                 com_offset=com))
 
     def add_joint(self, name: str, object1: str, object2: str | None = None, points=((0.0, 0.0, 0.0),),
                   axes=((0.0, 1.0, 0.0),), joint_class: str = "PivotJointR", absolute: bool = True,
@@ -404,7 +425,8 @@ class Scene:
                                   twist=o["twist"].tolist(), mass=o["mass"],
                                   inertia=None if o["inertia"] is None else np.asarray(o["inertia"]).tolist(),
                                   force=None if o.get("force") is None else o["force"].tolist(),
-                                  moment=None if o.get("moment") is None else o["moment"].tolist())
+                                  moment=None if o.get("moment") is None else o["moment"].tolist(),
+                                  com_offset=np.asarray(o.get("com_offset", np.zeros(3))).tolist())
                              for o in self.objects],
                     joints=self.joints,
                     laws=[dict(name=law.name, mu=law.mu, e=law.en, groups=list(g)) for g, law in self.laws.items()])
@@ -419,6 +441,7 @@ class Scene:
             cs = [Contactor(_shape_from_spec(c["shape"]), c["translation"], c["orientation"], c["group"]) for c in o["contactors"]]
             sc.add_object(o["name"], cs, o["pose"][:3], o["pose"][3:], o["twist"], o["mass"], o["inertia"],
                           force=o.get("force"), moment=o.get("moment"))
+            sc.objects[-1]["com_offset"] = np.asarray(o.get("com_offset", np.zeros(3)), dtype=float)
         for j in d["joints"]:
             sc.add_joint(**j)
         return sc
@@ -474,6 +497,9 @@ class Scene:
             d2 = None if j["object2"] is None else bodies[index[j["object2"]]]
             cls = _JOINTS[j["joint_class"]]
             P, A = j["points"][0], j["axes"][0]
+            if not j["absolute"]:              # a point in object1's frame as given: its frame is at its centre of mass
+                P = np.asarray(P, dtype=float) - self.objects[[o["name"] for o in self.objects].index(j["object1"])].get(
+                    "com_offset", np.zeros(3))
             if cls is _joints.KneeJointR:
                 rel = cls(P, j["absolute"], d1, d2, name=j["name"])
             elif cls is _joints.PivotJointR:

@@ -62,6 +62,12 @@ class Shape:
         a half-space), None for a curved shape. Contact detection measures each point of a contact patch by it."""
         return None
 
+    def edge_points(self, d):
+        """Points of the shape's edges that can carry a contact with a flat face in the direction d (unit, coal's
+        frame of the geometry), or None when coal's contact patch already spans the contact (every shape but
+        the cone). Contact detection measures each against the flat face and keeps those within the margin."""
+        return None
+
     def params(self) -> tuple:
         raise NotImplementedError
 
@@ -266,6 +272,19 @@ class Cone(_Axial):
 
     def __init__(self, radius, height):
         super().__init__(radius, height)
+
+    def edge_points(self, d):
+        """The apex and four points of the base's rim (coal's frame: axis z, apex at +height/2): the rim point
+        farthest along d, the opposite one and the two between. A cone lying on its side touches a face along a
+        segment (apex to rim), standing on its base along the rim: coal's patch gives one point for the first,
+        and a single point lets the cone rock about it and sink."""
+        d = np.asarray(d, dtype=float)
+        h, r = 0.5 * self.height, self.radius
+        t = np.hypot(d[0], d[1])
+        u = d[:2] / t if t > 1e-12 else np.array([1.0, 0.0])
+        w = np.array([-u[1], u[0]])
+        rim = r * np.array([u, -u, w, -w])
+        return np.vstack([[0.0, 0.0, h], np.column_stack([rim, np.full(4, -h)])])
 
 
 class ConvexMesh(Shape):
