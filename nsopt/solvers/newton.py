@@ -18,11 +18,13 @@ Methods
     singular (more contact unknowns than degrees of freedom) and the plain AC Jacobian with it: a
     plain step that the line search cuts below 0.1 is retried with the regularised matrix
     :math:`A + B(W + \sigma_k I)`, :math:`\sigma_k = c_k\,\bar\lambda \min(e_k, 1)` proportional to
-    the current error (Levenberg–Marquardt-like, option ``reg``; the residual is never changed), and
-    once a plain step has been singular or poor, the solve takes the regularised one only (one
-    factorisation an iteration). Outside the small compiled loop the factor :math:`c_k` adapts as
-    Levenberg–Marquardt's does: halved after a full step, doubled after a step cut below 1/4, within
-    [reg/10, 10 reg] (on the one-step problems of a 1000-cube pile: 45 % fewer iterations than a fixed factor). Globalised by a non-monotone Armijo line search on :math:`\tfrac12\|\phi\|^2`
+    the current error (Levenberg–Marquardt-like, option ``reg``; the residual is never changed).
+    Outside the compiled loop of small dense problems (up to 24 unknowns, which keeps both as they
+    were), once a plain step has been singular or poor the solve takes the regularised one only (one
+    factorisation an iteration), and the factor :math:`c_k` adapts as Levenberg–Marquardt's does:
+    halved after a full step, doubled after a step cut below 1/4, within [reg/10, 10 reg] (on the
+    one-step problems of a 1000-cube pile: 45 % fewer iterations than a fixed factor).
+    Globalised by a non-monotone Armijo line search on :math:`\tfrac12\|\phi\|^2`
     (switching to monotone Armijo and back when progress is slow); when the line search fails,
     projected Gauss–Seidel sweeps (projected fixed-point steps per contact) are taken instead; a
     singular matrix gets a diagonal shift. Hybrid: when the best error has not halved over 100
