@@ -8,6 +8,8 @@ compilation, exclusive (without the callees compiled meanwhile) and inclusive, a
 signatures it compiled; then the wall and CPU time of the whole run and the sum of the exclusive
 times. ``--cold`` first deletes this tree's numba cache (``nsopt/**/*.nbi``, ``*.nbc``), as a fresh
 install has it; without it, kernels already cached are loaded, not compiled, and do not appear.
+The demo's compile-ahead process (:mod:`nsopt._ahead`) is off unless ``--ahead``: then the table
+shows what the run compiled itself while the helper compiled the rest (its critical path).
 Times are process CPU (``time.process_time``): on a shared machine the wall time is loose.
 """
 
@@ -54,11 +56,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cold", action="store_true", help="delete this tree's numba cache first")
     ap.add_argument("--out", help="also write the table to this file")
+    ap.add_argument("--ahead", action="store_true",
+                    help="let the demo start its compile-ahead process (nsopt._ahead; forced on): the "
+                         "table then shows what this process compiled itself, the run's critical path")
     ap.add_argument("args", nargs="*", help="the arguments of python -m nsopt (after --)")
     a = ap.parse_args(argv)
     if a.cold:
         for f in list((ROOT / "nsopt").rglob("*.nbi")) + list((ROOT / "nsopt").rglob("*.nbc")):
             f.unlink()
+    os.environ["NSOPT_COMPILE_AHEAD"] = "1" if a.ahead else "0"   # default: every kernel, in this process
     times = CompileTimes()
     event.register("numba:compile", times)
     sys.argv = ["compile_profile"] + a.args       # (not "nsopt": the command would end the process)

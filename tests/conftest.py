@@ -11,6 +11,18 @@ from nsopt.data import ENV, corpus_files, data_dir, has_data
 
 REQUIRE = os.environ.get("NSOPT_REQUIRE_DATA") == "1"   # .ci/run sets it: a missing corpus is a failure
 
+# The suite uses both cores through pytest-xdist (`-n auto`): the demo's compile-ahead process
+# (nsopt._ahead) would only add a third; its own tests (test_first_run.py) switch it on.
+os.environ.setdefault("NSOPT_COMPILE_AHEAD", "0")
+
+# pytest-xdist's workers run with SIGINT ignored, and an ignored signal stays ignored in every process
+# they start: the Ctrl-C tests (a KeyboardInterrupt in a solve, a campaign stopped by SIGINT, a
+# kernel's compilation interrupted) need Python's own handler, as in a terminal.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    import signal as _signal
+
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+
 
 def need_corpus():
     """Skip (or fail, under NSOPT_REQUIRE_DATA=1) when the shared corpus folder is absent."""

@@ -200,20 +200,7 @@ def gauss_solve(A, b, x, rel):
     return True
 
 
-@njit(cache=True)
-def two_prod(a, b):
-    """(p, e) with p = fl(ab) and p + e = ab exactly (Dekker's product, no FMA needed)."""
-    p = a * b
-    c = 134217729.0 * a
-    ah = c - (c - a)
-    al = a - ah
-    c = 134217729.0 * b
-    bh = c - (c - b)
-    bl = b - bh
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def lu_refined(A, b, x, rounds):
     """x = A^-1 b for a small dense A: Gaussian elimination with partial pivoting
     (``_gs_kernels.gauss_solve``), then ``rounds`` steps of iterative refinement with residuals
@@ -233,7 +220,15 @@ def lu_refined(A, b, x, rounds):
             hi = b[i]
             lo = 0.0
             for j in range(m):
-                p, e = two_prod(A[i, j], x[j])
+                a, bj = A[i, j], x[j]       # p = fl(a bj), p + e = a bj exactly (Dekker's product)
+                p = a * bj
+                c = 134217729.0 * a
+                ah = c - (c - a)
+                al = a - ah
+                c = 134217729.0 * bj
+                bh = c - (c - bj)
+                bl = bj - bh
+                e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
                 s = hi - p
                 bb = s - hi
                 lo += ((hi - (s - bb)) + (-p - bb)) - e
@@ -535,30 +530,21 @@ def local_fc2d(W, q, mu, r, tol, maxit, wk):
 # (``ptr, idx, val``, and ``W`` of shape (0, 0)): one signature for both.
 # ----------------------------------------------------------------------------------------------
 @njit(cache=True)
-def matvec_csc(ptr, idx, val, r, q, u):
-    for i in range(u.shape[0]):
-        u[i] = q[i]
-    for j in range(r.shape[0]):
-        rj = r[j]
-        if rj != 0.0:
-            for p in range(ptr[j], ptr[j + 1]):
-                u[idx[p]] += val[p] * rj
-
-
-@njit(cache=True)
 def _matvec(W, ptr, idx, val, r, q, u):
     """u = Wr + q by columns (W dense or CSC), the incremental updates' order."""
-    if ptr.shape[0] != 0:
-        matvec_csc(ptr, idx, val, r, q, u)
-        return
     n = u.shape[0]
     for i in range(n):
         u[i] = q[i]
-    for j in range(n):
+    csc = ptr.shape[0] != 0
+    for j in range(r.shape[0]):
         rj = r[j]
         if rj != 0.0:
-            for i in range(n):
-                u[i] += W[i, j] * rj
+            if csc:
+                for p in range(ptr[j], ptr[j + 1]):
+                    u[idx[p]] += val[p] * rj
+            else:
+                for i in range(n):
+                    u[i] += W[i, j] * rj
 
 
 @njit(cache=True)
@@ -681,29 +667,6 @@ def nsgs_layout(n, nc, dim, ptr, idx, val, rptr, ridx, rval):
 
 
 @njit(cache=True)
-def _unpack(dim, nc, n, I, F):
-    """The views of :func:`nsgs_layout`'s packed arrays."""
-    o = I_STATE + NSTATE
-    state = I[I_STATE:o]
-    order = I[o:o + nc]
-    o += nc
-    ptr = I[o:o + I[0]]
-    o += I[0]
-    idx = I[o:o + I[1]]
-    o += I[1]
-    rptr = I[o:o + I[2]]
-    o += I[2]
-    ridx = I[o:o + I[3]]
-    best = F[:NBEST]
-    best_r = F[NBEST:NBEST + n]
-    f = NBEST + n + nc * dim * dim
-    D = F[NBEST + n:f].reshape((nc, dim, dim))
-    val = F[f:f + I[1]]
-    rval = F[f + I[1]:f + I[1] + I[3]]
-    return state, order, ptr, idx, rptr, ridx, best, best_r, D, val, rval
-
-
-@njit(cache=True)
 def nsgs_fc_solve(dim, W, I, F, q, mu, r, u, errs, tol, max_iter, local_tol, local_max_iter, omega, shuffle, normq,
                   resync, cap, turn):
     """The ``nsgs`` solve of a local friction-contact problem (fc2d, fc3d), called in turns under
@@ -732,7 +695,24 @@ def nsgs_fc_solve(dim, W, I, F, q, mu, r, u, errs, tol, max_iter, local_tol, loc
     error so far, ``state[4] = -1``.
     """
     n = r.shape[0]
-    state, order, ptr, idx, rptr, ridx, best, best_r, D, val, rval = _unpack(dim, mu.shape[0], n, I, F)
+    nc = mu.shape[0]
+    o = I_STATE + NSTATE                  # the views of nsgs_layout's packed arrays
+    state = I[I_STATE:o]
+    order = I[o:o + nc]
+    o += nc
+    ptr = I[o:o + I[0]]
+    o += I[0]
+    idx = I[o:o + I[1]]
+    o += I[1]
+    rptr = I[o:o + I[2]]
+    o += I[2]
+    ridx = I[o:o + I[3]]
+    best = F[:NBEST]
+    best_r = F[NBEST:NBEST + n]
+    f = NBEST + n + nc * dim * dim
+    D = F[NBEST + n:f].reshape((nc, dim, dim))
+    val = F[f:f + I[1]]
+    rval = F[f + I[1]:f + I[1] + I[3]]
     work, wk, J = np.empty((6, dim)), np.empty(32), np.empty((3, 3))
     x, px = work[3], work[4]
     state[5] = 0

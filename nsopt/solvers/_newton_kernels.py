@@ -467,14 +467,6 @@ def dense_views(P, n, nc):
 
 
 @njit(cache=True)
-def _csr_views(P, Q, nc, n):
-    """(data, indices, row pointers) of the packed CSR of W (:func:`dense_layout`)."""
-    o = 4 * nc + n
-    nz = Q[n]
-    return P[o:o + nz], Q[n + 1:n + 1 + nz], Q[:n + 1]
-
-
-@njit(cache=True)
 def dense_setup(W, dim, mu, rho_auto, rho_n, rho_t, scale_auto, scale, P, Q):
     """What :class:`nsopt.solvers.newton._Local` computes for a large system, in one call for a small
     dense W, into the packed ``P``, ``Q`` (:func:`dense_layout`): rho (:func:`rho_of_blocks` on W's
@@ -517,17 +509,9 @@ NEWTON_RUN, NEWTON_STOP, NEWTON_STALLED, NEWTON_FRESH = 0, 1, 2, -1
 
 
 @njit(cache=True, error_model="numpy")
-def _merit(fb, r, u, mu, rhoN, rhoT, gamma, dim, out, tmp):
-    if fb:
-        for i in range(u.shape[0]):
-            tmp[i] = gamma[i] * u[i]
-        return fb_phi(r, tmp, mu, dim, out)
-    return ac_phi(r, u, mu, rhoN, rhoT, dim, out)
-
-
-@njit(cache=True, error_model="numpy")
 def _dense_search(fb, W, r, u, d, f0, fref, ls, mu, rhoN, rhoT, gamma, dim, Wd, rt, ut, phi_t, tmp):
-    """Backtracking on the merit along d (``newton._search``): (accepted, t, merit at t)."""
+    """Backtracking on the merit (Fischer–Burmeister of (r, gamma u) when ``fb``, else Alart–Curnier)
+    along d (``newton._search``): (accepted, t, merit at t)."""
     n = r.shape[0]
     for i in range(n):
         s = 0.0
@@ -541,7 +525,12 @@ def _dense_search(fb, W, r, u, d, f0, fref, ls, mu, rhoN, rhoT, gamma, dim, Wd, 
         for i in range(n):
             rt[i] = r[i] + t * d[i]
             ut[i] = u[i] + t * Wd[i]
-        ft = _merit(fb, rt, ut, mu, rhoN, rhoT, gamma, dim, phi_t, tmp)
+        if fb:
+            for i in range(n):
+                tmp[i] = gamma[i] * ut[i]
+            ft = fb_phi(rt, tmp, mu, dim, phi_t)
+        else:
+            ft = ac_phi(rt, ut, mu, rhoN, rhoT, dim, phi_t)
         if math.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
             return True, t, ft
         t *= 0.5
@@ -589,7 +578,8 @@ def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, memory, nst
     n = r.shape[0]
     dim = n // nc if nc else 1
     rhoN, rhoT, rho_pgs, gamma_c, gamma = P[:nc], P[nc:2 * nc], P[2 * nc:3 * nc], P[3 * nc:4 * nc], P[4 * nc:4 * nc + n]
-    csr_data, csr_ind, csr_ptr = _csr_views(P, Q, nc, n)
+    o, nz = 4 * nc + n, Q[n]          # W's packed CSR (dense_layout): data, indices, row pointers
+    csr_data, csr_ind, csr_ptr = P[o:o + nz], Q[n + 1:n + 1 + nz], Q[:n + 1]
     fstate, best = S[:3], S[3:4]
     merits = S[4:4 + memory]
     bests = S[4 + memory:S.shape[0] - n]

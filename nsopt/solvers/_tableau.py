@@ -29,7 +29,7 @@ REFINE_ROUNDS = np.int64(3)   # refinement steps of the compiled start's support
 # (i.e. w_j is not basic); the other columns are e_{pos[j]} and are never stored as such.
 # --------------------------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _entering_column(MF, cover, Binv, dense, pos, var, col):
     n = col.shape[0]
     if var < n:  # w_var: column e_var of the constraint matrix [I, -M, -d]
@@ -64,7 +64,7 @@ def _entering_column(MF, cover, Binv, dense, pos, var, col):
                 col[pos[c]] += a
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lex_value(Binv, dense, basis, i, j):
     """(B^-1)[i, j] with the unit columns implicit."""
     if dense[j]:
@@ -98,7 +98,7 @@ def _keep_ties(cand, c, x, slack, m):
     return mm
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _ratio_test(Binv, beta, col, dense, basis, z0var, initial, piv_tol, tie_tol, cand, c, x):
     """Row leaving the basis, or -1 (secondary ray). ``initial``: the z0 step (lexicographic max).
 
@@ -148,7 +148,7 @@ def _ratio_test(Binv, beta, col, dense, basis, z0var, initial, piv_tol, tie_tol,
     return cand[0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pivot(Binv, beta, col, dense, basis, pos, r, enter, nzc):
     """Pivot on row r with entering variable ``enter`` whose updated column is ``col``."""
     n = col.shape[0]
