@@ -129,8 +129,9 @@ def _release(fd) -> None:
         os.close(fd)
 
 
-_load_overload = caching.Cache.load_overload
-_save_overload = caching.Cache.save_overload
+# numba's cache class, wrapped below where this numba has the two methods (else each process compiles alone)
+_load_overload = getattr(caching.Cache, "load_overload", None)
+_save_overload = getattr(caching.Cache, "save_overload", None)
 
 
 def _load_once(self, sig, target_context):
@@ -177,7 +178,7 @@ class _ReleaseOnFailure(event.Listener):
             _release(fd)
 
 
-if fcntl is not None:
+if fcntl is not None and _load_overload is not None and _save_overload is not None:
     caching.Cache.load_overload = _load_once
     caching.Cache.save_overload = _save_once
     event.register("numba:compile", _ReleaseOnFailure())
