@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+import weakref
 
 import numpy as np
 import scipy.sparse as sp
@@ -21,6 +22,32 @@ _TRUSTED: list = []
 
 def _trusted(x) -> bool:
     return any(x is t for t in _TRUSTED)
+
+
+class Checked:
+    """A set of arrays, by identity, that one validation returned: read-only float64 copies owned by
+    problems, which no caller can change. Passed again to a constructor (a fresh problem built from
+    another one's ``W`` and ``mu``, the common case of a loop that rebuilds its problem), they are
+    taken as they are, neither copied nor checked again. Weak references: an entry goes with its
+    array. One set per check (a matrix checked finite is not a friction coefficient checked >= 0)."""
+
+    __slots__ = ("_refs",)
+
+    def __init__(self):
+        self._refs: dict[int, weakref.ref] = {}
+
+    def __contains__(self, a) -> bool:
+        ref = self._refs.get(id(a))
+        return ref is not None and ref() is a
+
+    def add(self, a):
+        """Record ``a`` (just validated, read-only, owned by a problem); returns it."""
+        refs, key = self._refs, id(a)
+        refs[key] = weakref.ref(a, lambda _, key=key: refs.pop(key, None))
+        return a
+
+
+MATRICES = Checked()    # dense float64 matrices returned by as_matrix (finite)
 
 
 def _no_complex_or_none(x, field: str, owner: str, what: str):
@@ -51,13 +78,18 @@ def as_matrix(M, field: str, owner: str, *, shape=None, square=False):
     sparse), always a copy: a problem never shares memory the caller can still change."""
     if _TRUSTED and _trusted(M):
         return M
-    if type(M) is np.ndarray and M.dtype == FLOAT64 and M.ndim == 2:    # the common case, checked cheaply
+    if type(M) is np.ndarray and M.ndim == 2 and M.dtype == FLOAT64:    # the common case, checked cheaply
+        if M in MATRICES:         # another problem's own matrix: read-only, checked
+            if (square and M.shape[0] != M.shape[1]) or shape is not None:
+                _check_shape(M, field, owner, shape, square)
+            return M
         A = M.copy()
-        _check_shape(A, field, owner, shape, square)
+        if (square and A.shape[0] != A.shape[1]) or shape is not None:
+            _check_shape(A, field, owner, shape, square)
         if not all_finite(A.reshape(-1)):
             raise ProblemError(field, "has non-finite entries (nan or inf)", owner)
         A.setflags(write=False)
-        return A
+        return MATRICES.add(A)
     _no_complex_or_none(M, field, owner, "matrix")
     if sp.issparse(M):
         A = sp.csr_matrix(M, dtype=float, copy=True)
@@ -80,7 +112,8 @@ def as_matrix(M, field: str, owner: str, *, shape=None, square=False):
     if sp.issparse(A):
         for arr in (A.data, A.indices, A.indptr):
             arr.setflags(write=False)
-    return A
+        return A
+    return MATRICES.add(A)
 
 
 def _check_shape(A, field, owner, shape, square):

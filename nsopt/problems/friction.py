@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ProblemError
-from ._base import EPS, FLOAT64, Problem, affine, as_matrix, as_vector, check_input, matvec, norm2
+from ._base import EPS, FLOAT64, Problem, affine, as_matrix, as_vector, check_input, matvec, Checked, norm2
 from ._delassus import delassus
 from .cones import fc_error, natural_map_sq
 
@@ -19,13 +19,19 @@ def _check_dim(dim, owner):
     return int(dim)
 
 
+COEFFICIENTS = Checked()    # friction coefficients returned by _check_mu (finite, >= 0)
+
+
 def _check_mu(mu, nc, owner):
-    if type(mu) is np.ndarray and mu.dtype == FLOAT64 and mu.shape == (nc,) and 0 < nc <= 32:   # the common case
-        v = mu.tolist()
-        if min(v) >= 0.0 and math.isfinite(sum(v)):
-            a = mu.copy()
-            a.setflags(write=False)
-            return a
+    if type(mu) is np.ndarray and mu.shape == (nc,) and mu.dtype == FLOAT64:
+        if mu in COEFFICIENTS:    # another problem's own mu: read-only, checked
+            return mu
+        if 0 < nc <= 32:          # the common case
+            v = mu.tolist()
+            if min(v) >= 0.0 and math.isfinite(sum(v)):
+                a = mu.copy()
+                a.setflags(write=False)
+                return COEFFICIENTS.add(a)
     mu = as_vector(mu, "mu", owner)
     if mu.shape[0] == 1 and nc != 1:
         mu = np.full(nc, mu[0])
@@ -35,7 +41,7 @@ def _check_mu(mu, nc, owner):
     if np.any(mu < 0):
         i = int(np.flatnonzero(mu < 0)[0])
         raise ProblemError("mu", f"friction coefficient must be >= 0, got mu[{i}] = {mu[i]}", owner)
-    return mu
+    return COEFFICIENTS.add(mu)
 
 
 class FrictionContact(Problem):
