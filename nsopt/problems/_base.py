@@ -361,9 +361,16 @@ class Problem:
         that vector is checked; the other fields and the cache are shared as they are."""
         d = self.__dict__
         n = d[name].shape[0]
+        norm = None
         if type(value) is np.ndarray and value.ndim == 1 and value.shape[0] == n and value.dtype == FLOAT64:
             a = value.copy()             # as_vector's common case, inline (a re-solve loop's per-step cost)
-            if not (n <= 32 and math.isfinite(sum(a.tolist()))) and not all_finite(a):   # (a finite sum: finite terms)
+            if n <= 16:
+                # norm2's short path: finite iff every entry is (or it overflowed), and kept as the
+                # norm of the new vector (FrictionContact.qnorm)
+                norm = math.hypot(*a.tolist())
+                if not math.isfinite(norm):
+                    norm = None
+            if norm is None and not all_finite(a):
                 raise ProblemError(name, "has non-finite entries (nan or inf)", owner)
             a.setflags(write=False)
         else:
@@ -372,7 +379,10 @@ class Problem:
         nd = new.__dict__
         nd.update(d)                     # the fields, the shared cache and the frozen flag
         nd[name] = a
-        nd.pop("_" + name + "norm", None)    # (what the old object computed of the old vector: _qnorm)
+        if norm is None:
+            nd.pop("_" + name + "norm", None)    # (what the old object computed of the old vector: _qnorm)
+        else:
+            nd["_" + name + "norm"] = norm
         return new
 
     @classmethod

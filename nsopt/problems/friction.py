@@ -67,6 +67,15 @@ class FrictionContact(Problem):
     mu : (nc,) array_like or float
         Friction coefficient per contact (one value for all is broadcast), >= 0.
 
+    Attributes
+    ----------
+    kind : {"fc2d", "fc3d"}
+        The registry key of the problem.
+    nc : int
+        The number of contacts.
+    size : int
+        The number of unknowns, ``dim * nc``.
+
     Raises
     ------
     ProblemError
@@ -105,7 +114,9 @@ class FrictionContact(Problem):
             raise ProblemError("W", f"size {n} is not a multiple of dim = {dim}", owner)
         q = as_vector(q, "q", owner, size=n)
         mu = _check_mu(mu, n // dim, owner)
-        self.__dict__.update(dim=dim, W=W, q=q, mu=mu, _store={}, _frozen=True)
+        # kind, nc and size are plain attributes (read several times per solve), fixed with the fields
+        self.__dict__.update(dim=dim, W=W, q=q, mu=mu, kind="fc3d" if dim == 3 else "fc2d", nc=n // dim, size=n,
+                             _store={}, _frozen=True)
 
     def replace(self, **changes):
         """As :meth:`Problem.replace`; ``replace(q=...)``, the re-solve of a time-stepping loop, has a
@@ -114,23 +125,15 @@ class FrictionContact(Problem):
             return super().replace(**changes)
         return self._with_vector("q", changes["q"], "FrictionContact")
 
-    @property
-    def kind(self) -> str:
-        return "fc3d" if self.dim == 3 else "fc2d"
-
-    @property
-    def nc(self) -> int:
-        """Number of contacts."""
-        return self.mu.shape[0]
-
-    @property
-    def size(self) -> int:
-        return self.q.shape[0]
+    kind: str     # (set by the constructor, as nc and size: read several times per solve)
+    nc: int
+    size: int
 
     @property
     def qnorm(self) -> float:
         r""":math:`\|q\|_2` (the norm of Siconos' error measure), computed once per problem object
-        (kept in its ``__dict__``: ``replace(q=...)`` makes a new object, which computes its own)."""
+        (kept in its ``__dict__``: ``replace(q=...)`` makes a new object, which computes its own, or
+        has it from the check of its new q: :meth:`Problem._with_vector`)."""
         d = self.__dict__
         v = d.get("_qnorm")
         if v is None:
