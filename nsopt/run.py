@@ -37,6 +37,7 @@ def run_method(problem, info, tol, max_iter, options, time_limit=None, history=F
     if options and not options.keys().isdisjoint(ALIASES):
         options, x0 = _pop_aliases(problem, info, options, x0)
     opts = info.call_options(options)
+    bare = info.bare and not options      # the defaults: func takes them from its signature
     t0 = time.perf_counter()
     if problem.size == 0:   # every method: the trivial solution of an empty problem
         out = Outcome({problem.primal: np.zeros(0)}, nit=0, history=[0.0] if history else None,
@@ -47,5 +48,5 @@ def run_method(problem, info, tol, max_iter, options, time_limit=None, history=F
                       history=[float(problem.error_of(problem.complete(x)))] if history else None)
     else:
         mon = Monitor(tol, max_iter, time_limit, history, callback, x0, workspace)
-        out = info.func(problem, mon, **opts)
+        out = info.func(problem, mon) if bare else info.func(problem, mon, **opts)
     return out.solution(problem, tol, info.name, t0, dict(given) if given else {})

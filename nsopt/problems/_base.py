@@ -317,8 +317,8 @@ class Problem:
 
     def dependencies(self, on=None) -> tuple:
         """The values of the fields ``on`` (None: all), whose identities key a cache entry."""
-        if on is not None and len(on) == 1:
-            return (getattr(self, on[0]),)
+        if on is not None and 0 < len(on) <= 2:
+            return (getattr(self, on[0]),) if len(on) == 1 else (getattr(self, on[0]), getattr(self, on[1]))
         return tuple([getattr(self, f) for f in (self._fields if on is None else on)])
 
     def replace(self, **changes):
