@@ -381,8 +381,8 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
     st = sys.dense_state
     nb = max(stall or 0, switch) + 2
     if st is None or st[0] != memory or st[1] != nb:
-        st = sys.dense_state = (memory, nb) + K.dense_state(n, memory, nb) + (_NO_ERRORS,)
-    _, _, istate, S, (fstate, best, best_r), errs = st
+        st = sys.dense_state = (memory, nb) + K.dense_state(n, memory, nb, sys.nc) + (_NO_ERRORS,)
+    _, _, istate, S, (fstate, best, best_r), Wk, errs = st
     istate[1], istate[8] = _LS_CODES[line_search], K.NEWTON_FRESH
     u = np.empty(n)
     stall = -1 if stall is None else stall
@@ -401,8 +401,8 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
     while True:
         if keep and errs.shape[0] < c:
             errs = np.empty(max(c, 2 * errs.shape[0]))
-            sys.dense_state = st = st[:5] + (errs,)
-        kk = K.newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, memory, c, tol, max_iter, stall,
+            sys.dense_state = st = st[:6] + (errs,)
+        kk = K.newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory, c, tol, max_iter, stall,
                             switch, reg, reg_step, errs)
         e, e0, e_best = fstate.tolist()
         code = istate.item(8)
