@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import time
+from time import perf_counter
 
 import numpy as np
 
@@ -36,9 +36,9 @@ def run_method(problem, info, tol, max_iter, options, time_limit=None, history=F
     given = options
     if options and not options.keys().isdisjoint(ALIASES):
         options, x0 = _pop_aliases(problem, info, options, x0)
-    opts = info.call_options(options)
-    bare = info.bare and not options      # the defaults: func takes them from its signature
-    t0 = time.perf_counter()
+    bare = info.bare and not options      # the checked defaults are the defaults: func takes them itself
+    opts = None if bare else info.call_options(options)
+    t0 = perf_counter()
     if problem.size == 0:   # every method: the trivial solution of an empty problem
         out = Outcome({problem.primal: np.zeros(0)}, nit=0, history=[0.0] if history else None,
                       message="empty problem")

@@ -492,14 +492,14 @@ def _check_dense_max(dense_max):
     return int(dense_max)
 
 
+_KEYED = frozenset((str, float, int))
+
+
 def _local_system(problem, mon, formulation, rho, scale=1.0, dense_max=DENSE_MAX):
     """The _Local system of ``problem`` (built once per W and mu and these options, and kept: see
     :meth:`Monitor.state`), reset to its q; a new one's build time is the solve's build_time."""
-    key = ("newton_local", formulation, rho, scale, dense_max)
-    try:
-        hash(key)
-    except TypeError:       # rho given as a list: keyed by its text
-        key = ("newton_local", formulation, repr(rho), scale, dense_max)
+    # rho "auto" (the default) or a number as it is; anything else (a pair, a list) by its text
+    key = ("newton_local", formulation, rho if type(rho) in _KEYED else repr(rho), scale, dense_max)
     sys = mon.state(problem, key, lambda: _Local(problem, formulation, rho, scale, dense_max), on=("W", "mu"))
     if sys.new:
         sys.new = False
