@@ -201,7 +201,7 @@ class _Local:
         self.n = n = problem.size
         self.mu = np.ascontiguousarray(problem.mu, dtype=float)
         W = problem.W
-        self.dense = (not sp.issparse(W)) and n <= dense_max
+        self.dense = (type(W) is np.ndarray or not sp.issparse(W)) and n <= dense_max
         self.small = self.dense and n <= SMALL_DENSE      # the compiled Newton loop (newton_dense)
         self.formulation = formulation
         self.label = formulation.upper()
