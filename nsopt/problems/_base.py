@@ -28,13 +28,15 @@ class Checked:
     """A set of arrays, by identity, that one validation returned: read-only float64 copies owned by
     problems, which no caller can change. Passed again to a constructor (a fresh problem built from
     another one's ``W`` and ``mu``, the common case of a loop that rebuilds its problem), they are
-    taken as they are, neither copied nor checked again. Weak references: an entry goes with its
-    array. One set per check (a matrix checked finite is not a friction coefficient checked >= 0)."""
+    taken as they are, neither copied nor checked again. Weak references without callbacks (cheap
+    to make): the entries of dead arrays are dropped when the set has doubled since the last sweep.
+    One set per check (a matrix checked finite is not a friction coefficient checked >= 0)."""
 
-    __slots__ = ("_refs",)
+    __slots__ = ("_refs", "_sweep_at")
 
     def __init__(self):
         self._refs: dict[int, weakref.ref] = {}
+        self._sweep_at = 64
 
     def __contains__(self, a) -> bool:
         ref = self._refs.get(id(a))
@@ -42,8 +44,12 @@ class Checked:
 
     def add(self, a):
         """Record ``a`` (just validated, read-only, owned by a problem); returns it."""
-        refs, key = self._refs, id(a)
-        refs[key] = weakref.ref(a, lambda _, key=key: refs.pop(key, None))
+        refs = self._refs
+        refs[id(a)] = weakref.ref(a)
+        if len(refs) > self._sweep_at:
+            for key in [key for key, ref in refs.items() if ref() is None]:
+                del refs[key]
+            self._sweep_at = max(64, 2 * len(refs))
         return a
 
 
