@@ -261,10 +261,13 @@ def test_arrays_of_a_problem_are_taken_as_they_are():
     own = np.eye(3)
     p3 = FrictionContact(3, own, [0.0, 0.0, 0.0], [0.5])
     assert p3.W is not own and not p3.W.flags.writeable
-    from nsopt.problems._base import MATRICES
-    for _ in range(3 * MATRICES._sweep_at):          # many problems come and go: the set stays small
-        FrictionContact(3, np.eye(3), [0.0, 0.0, 0.0], [0.5])
+    from nsopt.problems._base import MATRICES, Checked
+
+    assert p.W in MATRICES and p3.W in MATRICES and own not in MATRICES
+    checked, kept = Checked(), [np.zeros(3) for _ in range(10)]
+    for a in kept:
+        checked.add(a)
+    for _ in range(500):                  # arrays that come and go: their entries are swept
+        checked.add(np.zeros(3))
     gc.collect()
-    assert len(MATRICES._refs) <= MATRICES._sweep_at
-    live = sum(ref() is not None for ref in MATRICES._refs.values())
-    assert p.W in MATRICES and live >= 2 and len(MATRICES._refs) <= max(64, 4 * live)
+    assert all(a in checked for a in kept) and len(checked._refs) <= 64
