@@ -177,7 +177,9 @@ class Monitor:
                 return self.stop(Status.TIME_LIMIT, ("time limit reached after %d iteration(s) (best error %.3g)",
                                                      (self.k, self.best_err)))
             return None
-        return self.stop(Status.SOLVED, ("error %.3g <= tol after %d iteration(s)", (err, self.k)))
+        self.status = Status.SOLVED      # (self.stop, inline: the common end of a solve)
+        self._message = ("error %.3g <= tol after %d iteration(s)", (err, self.k))
+        return Status.SOLVED
 
     def start(self, x: dict, err: float):
         """Record the starting point (iteration 0). Returns the status when it already ends the
@@ -379,14 +381,14 @@ def warm_start_of(problem, warm_start, label="warm_start") -> dict | None:
     if warm_start is None:
         return None
     primal = problem.primal
+    if type(warm_start) is Solution and type(wp := warm_start.problem) is type(problem) \
+            and (kind := problem.kind) in _PRIMAL_ONLY and wp.kind == kind and math.isfinite(warm_start.error) \
+            and (a := warm_start.__dict__.get(primal)) is not None and a.shape == (problem.size,):
+        return {primal: a}     # a finite Solution of a problem of this kind: its arrays as they are
     if type(warm_start) is np.ndarray and warm_start.dtype == FLOAT64 and warm_start.ndim == 1:
         if warm_start.shape[0] == problem.size and all_finite(warm_start):
             return {primal: warm_start}
         x = {primal: warm_start}
-    elif type(warm_start) is Solution and type(warm_start.problem) is type(problem) \
-            and (kind := problem.kind) in _PRIMAL_ONLY and warm_start.problem.kind == kind and math.isfinite(warm_start.error) \
-            and (a := warm_start.__dict__.get(primal)) is not None and a.shape == (problem.size,):
-        return {primal: a}     # a finite Solution of a problem of this kind: its arrays as they are
     elif isinstance(warm_start, Solution):
         sizes = problem.variable_sizes()
         if warm_start.problem is not None and getattr(warm_start.problem, "kind", None) == problem.kind \
@@ -452,11 +454,16 @@ class Workspace:
 
     def get(self, problem, key, make, on=None):
         hit = self._store.get(key)
-        if on is not None and len(on) == 1:      # the common case: one field (W), compared by identity
-            dep = getattr(problem, on[0])
-            if hit is not None and len(hit[0]) == 1 and hit[0][0] is dep:
-                return hit[1]
-            deps = (dep,)
+        if on is not None and 0 < len(on) <= 2:      # the common cases: one or two fields (W, mu), by identity
+            if len(on) == 1:
+                dep = getattr(problem, on[0])
+                if hit is not None and len(hit[0]) == 1 and hit[0][0] is dep:
+                    return hit[1]
+                deps = (dep,)
+            else:
+                deps = (getattr(problem, on[0]), getattr(problem, on[1]))
+                if hit is not None and len(had := hit[0]) == 2 and had[0] is deps[0] and had[1] is deps[1]:
+                    return hit[1]
         else:
             deps = problem.dependencies(on)
             if hit is not None and len(hit[0]) == len(deps) and all(map(operator.is_, hit[0], deps)):

@@ -59,12 +59,16 @@ class MethodInfo:
     ``check(**options) -> dict``, the method's check of its options (run once per distinct option
     values: :meth:`call_options`)."""
 
-    __slots__ = ("kind", "name", "func", "summary", "options", "defaults", "applies", "check", "_checked")
+    __slots__ = ("kind", "name", "func", "summary", "options", "defaults", "applies", "check", "_checked", "bare")
 
     def __init__(self, kind, name, func, summary, options, defaults, applies=None, check=None):
         self.kind, self.name, self.func, self.summary = kind, name, func, summary
         self.options, self.defaults, self.applies, self.check = options, defaults, applies, check
         self._checked = {}
+        #: True once the checked defaults are known to be the defaults themselves (same values and
+        #: types): a call without options then calls ``func(problem, mon)``, which takes them from
+        #: its signature (:func:`nsopt.run.run_method`)
+        self.bare = False
 
     def call_options(self, options: dict) -> dict:
         """The options ``func`` is called with: the method's ``check`` of its defaults updated by
@@ -89,6 +93,9 @@ class MethodInfo:
         opts = options if self.check is None else self.check(**{**self.defaults, **options})
         if key is not None and len(self._checked) < 256:
             self._checked[key] = opts
+        if key == ():
+            self.bare = not opts or (len(opts) == len(self.defaults)
+                                     and option_key(opts) == option_key(self.defaults) is not None)
         return opts
 
 

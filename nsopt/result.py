@@ -218,13 +218,24 @@ class Solution:
         fields; what a re-solve loop saves is its per-call cost). ``x``: the problem's variables;
         ``message``: a str, or (format, values) formatted when it is first read."""
         s = object.__new__(cls)
-        # the variables it does not carry and a history of None: the dataclass' class defaults
-        s.__dict__ = {"problem": problem, "method": method, "status": status, "error": error, "tol": tol,
-                      "nit": nit, "solve_time": solve_time, "message": message,
-                      "info": {} if info is None else info, "trace": [],
-                      "options": {} if options is None else options, "build_time": build_time, **x}
+        # one store per attribute (cheaper than assigning a new __dict__); the variables it does not
+        # carry and a history of None: the dataclass' class defaults
+        s.problem = problem
+        s.method = method
+        s.status = status
+        s.error = error
+        s.tol = tol
+        s.nit = nit
+        s.solve_time = solve_time
+        s.info = {} if info is None else info
+        s.trace = []
+        s.options = {} if options is None else options
+        s.build_time = build_time
         if history is not None:
             s.history = history
+        d = s.__dict__
+        d["message"] = message       # (unformatted: the lazy ``message`` property formats it when read)
+        d.update(x)
         return s
 
     @property

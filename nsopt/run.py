@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import time
+from time import perf_counter
 
 import numpy as np
 
@@ -36,8 +36,9 @@ def run_method(problem, info, tol, max_iter, options, time_limit=None, history=F
     given = options
     if options and not options.keys().isdisjoint(ALIASES):
         options, x0 = _pop_aliases(problem, info, options, x0)
-    opts = info.call_options(options)
-    t0 = time.perf_counter()
+    bare = info.bare and not options      # the checked defaults are the defaults: func takes them itself
+    opts = None if bare else info.call_options(options)
+    t0 = perf_counter()
     if problem.size == 0:   # every method: the trivial solution of an empty problem
         out = Outcome({problem.primal: np.zeros(0)}, nit=0, history=[0.0] if history else None,
                       message="empty problem")
@@ -47,5 +48,5 @@ def run_method(problem, info, tol, max_iter, options, time_limit=None, history=F
                       history=[float(problem.error_of(problem.complete(x)))] if history else None)
     else:
         mon = Monitor(tol, max_iter, time_limit, history, callback, x0, workspace)
-        out = info.func(problem, mon, **opts)
+        out = info.func(problem, mon) if bare else info.func(problem, mon, **opts)
     return out.solution(problem, tol, info.name, t0, dict(given) if given else {})

@@ -237,3 +237,37 @@ def test_gmp_relay_block_is_normalised_twice_as_siconos():
     e_lcp = abs(r[2] - max(0.0, r[2] - u[2])) / (1 + abs(q[2] + M[2, :2] @ r[:2]))
     assert p.error(r) == pytest.approx(max(e_relay, e_lcp), rel=1e-15)
     assert e_relay > e_lcp
+
+
+def test_arrays_of_a_problem_are_taken_as_they_are():
+    """A problem built from another problem's own W and mu shares them (no copy, no second check);
+    a read-only array the caller made is still copied and checked."""
+    import gc
+
+    p = FrictionContact(3, np.eye(3), [-1.0, 0.0, 0.0], [0.5])
+    p2 = FrictionContact(3, p.W, np.array([-2.0, 0.0, 0.0]), p.mu)
+    assert p2.W is p.W and p2.mu is p.mu
+    W = np.eye(3)
+    W[0, 0] = np.nan
+    W.setflags(write=False)
+    with pytest.raises(ProblemError, match="non-finite"):
+        FrictionContact(3, W, [0.0, 0.0, 0.0], [0.5])
+    mu = np.array([-0.5])
+    mu.setflags(write=False)
+    with pytest.raises(ProblemError, match="mu"):
+        FrictionContact(3, p.W, [0.0, 0.0, 0.0], mu)
+    with pytest.raises(ProblemError, match="mu"):       # a checked matrix is not a checked coefficient
+        FrictionContact(3, p.W, [0.0, 0.0, 0.0], -p.W[0])
+    own = np.eye(3)
+    p3 = FrictionContact(3, own, [0.0, 0.0, 0.0], [0.5])
+    assert p3.W is not own and not p3.W.flags.writeable
+    from nsopt.problems._base import MATRICES, Checked
+
+    assert p.W in MATRICES and p3.W in MATRICES and own not in MATRICES
+    checked, kept = Checked(), [np.zeros(3) for _ in range(10)]
+    for a in kept:
+        checked.add(a)
+    for _ in range(500):                  # arrays that come and go: their entries are swept
+        checked.add(np.zeros(3))
+    gc.collect()
+    assert all(a in checked for a in kept) and len(checked._refs) <= 64

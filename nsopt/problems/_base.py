@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+import weakref
 
 import numpy as np
 import scipy.sparse as sp
@@ -21,6 +22,38 @@ _TRUSTED: list = []
 
 def _trusted(x) -> bool:
     return any(x is t for t in _TRUSTED)
+
+
+class Checked:
+    """A set of arrays, by identity, that one validation returned: read-only float64 copies owned by
+    problems, which no caller can change. Passed again to a constructor (a fresh problem built from
+    another one's ``W`` and ``mu``, the common case of a loop that rebuilds its problem), they are
+    taken as they are, neither copied nor checked again. Weak references without callbacks (cheap
+    to make): the entries of dead arrays are dropped when the set has doubled since the last sweep.
+    One set per check (a matrix checked finite is not a friction coefficient checked >= 0)."""
+
+    __slots__ = ("_refs", "_sweep_at")
+
+    def __init__(self):
+        self._refs: dict[int, weakref.ref] = {}
+        self._sweep_at = 64
+
+    def __contains__(self, a) -> bool:
+        ref = self._refs.get(id(a))
+        return ref is not None and ref() is a
+
+    def add(self, a):
+        """Record ``a`` (just validated, read-only, owned by a problem); returns it."""
+        refs = self._refs
+        refs[id(a)] = weakref.ref(a)
+        if len(refs) > self._sweep_at:
+            for key in [key for key, ref in refs.items() if ref() is None]:
+                del refs[key]
+            self._sweep_at = max(64, 2 * len(refs))
+        return a
+
+
+MATRICES = Checked()    # dense float64 matrices returned by as_matrix (finite)
 
 
 def _no_complex_or_none(x, field: str, owner: str, what: str):
@@ -51,13 +84,18 @@ def as_matrix(M, field: str, owner: str, *, shape=None, square=False):
     sparse), always a copy: a problem never shares memory the caller can still change."""
     if _TRUSTED and _trusted(M):
         return M
-    if type(M) is np.ndarray and M.dtype == FLOAT64 and M.ndim == 2:    # the common case, checked cheaply
+    if type(M) is np.ndarray and M.ndim == 2 and M.dtype == FLOAT64:    # the common case, checked cheaply
+        if M in MATRICES:         # another problem's own matrix: read-only, checked
+            if (square and M.shape[0] != M.shape[1]) or shape is not None:
+                _check_shape(M, field, owner, shape, square)
+            return M
         A = M.copy()
-        _check_shape(A, field, owner, shape, square)
+        if (square and A.shape[0] != A.shape[1]) or shape is not None:
+            _check_shape(A, field, owner, shape, square)
         if not all_finite(A.reshape(-1)):
             raise ProblemError(field, "has non-finite entries (nan or inf)", owner)
         A.setflags(write=False)
-        return A
+        return MATRICES.add(A)
     _no_complex_or_none(M, field, owner, "matrix")
     if sp.issparse(M):
         A = sp.csr_matrix(M, dtype=float, copy=True)
@@ -80,7 +118,8 @@ def as_matrix(M, field: str, owner: str, *, shape=None, square=False):
     if sp.issparse(A):
         for arr in (A.data, A.indices, A.indptr):
             arr.setflags(write=False)
-    return A
+        return A
+    return MATRICES.add(A)
 
 
 def _check_shape(A, field, owner, shape, square):
@@ -101,12 +140,11 @@ def as_vector(v, field: str, owner: str, *, size=None, allow_inf=False):
     if type(v) is np.ndarray and v.dtype == FLOAT64 and v.ndim == 1:   # the common case, checked cheaply
         if size is not None and v.shape[0] != size:
             raise ProblemError(field, f"has {v.shape[0]} entries, expected {size}", owner)
-        a = v.copy()
+        a = frozen_copy(v)
         if not (allow_inf or all_finite(a)):
             raise ProblemError(field, "has non-finite entries (nan or inf)", owner)
         if allow_inf and np.isnan(a).any():
             raise ProblemError(field, "has nan entries", owner)
-        a.setflags(write=False)
         return a
     _no_complex_or_none(v, field, owner, "vector")
     if sp.issparse(v):
@@ -130,6 +168,12 @@ def as_vector(v, field: str, owner: str, *, size=None, allow_inf=False):
         raise ProblemError(field, "has non-finite entries (nan or inf)", owner)
     a.setflags(write=False)
     return a
+
+
+def frozen_copy(v: np.ndarray) -> np.ndarray:
+    """A read-only copy of the float64 vector ``v``, over an immutable ``bytes`` buffer (cheaper than
+    ``copy`` then ``setflags``, and no one can make it writable again)."""
+    return np.frombuffer(v.tobytes())
 
 
 def all_finite(a: np.ndarray) -> bool:
@@ -284,8 +328,8 @@ class Problem:
 
     def dependencies(self, on=None) -> tuple:
         """The values of the fields ``on`` (None: all), whose identities key a cache entry."""
-        if on is not None and len(on) == 1:
-            return (getattr(self, on[0]),)
+        if on is not None and 0 < len(on) <= 2:
+            return (getattr(self, on[0]),) if len(on) == 1 else (getattr(self, on[0]), getattr(self, on[1]))
         return tuple([getattr(self, f) for f in (self._fields if on is None else on)])
 
     def replace(self, **changes):
@@ -328,18 +372,27 @@ class Problem:
         that vector is checked; the other fields and the cache are shared as they are."""
         d = self.__dict__
         n = d[name].shape[0]
+        norm = None
         if type(value) is np.ndarray and value.ndim == 1 and value.shape[0] == n and value.dtype == FLOAT64:
-            a = value.copy()             # as_vector's common case, inline (a re-solve loop's per-step cost)
-            if not (n <= 32 and math.isfinite(sum(a.tolist()))) and not all_finite(a):   # (a finite sum: finite terms)
+            a = frozen_copy(value)       # as_vector's common case, inline (a re-solve loop's per-step cost)
+            if n <= 16:
+                # norm2's short path: finite iff every entry is (or it overflowed), and kept as the
+                # norm of the new vector (FrictionContact.qnorm)
+                norm = math.hypot(*a.tolist())
+                if not math.isfinite(norm):
+                    norm = None
+            if norm is None and not all_finite(a):
                 raise ProblemError(name, "has non-finite entries (nan or inf)", owner)
-            a.setflags(write=False)
         else:
             a = as_vector(value, name, owner, size=n)
         new = object.__new__(type(self))
         nd = new.__dict__
         nd.update(d)                     # the fields, the shared cache and the frozen flag
         nd[name] = a
-        nd.pop("_" + name + "norm", None)    # (what the old object computed of the old vector: _qnorm)
+        if norm is None:
+            nd.pop("_" + name + "norm", None)    # (what the old object computed of the old vector: _qnorm)
+        else:
+            nd["_" + name + "norm"] = norm
         return new
 
     @classmethod

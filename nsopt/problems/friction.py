@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ProblemError
-from ._base import EPS, FLOAT64, Problem, affine, as_matrix, as_vector, check_input, matvec, norm2
+from ._base import EPS, FLOAT64, Problem, affine, as_matrix, as_vector, check_input, matvec, Checked, norm2
 from ._delassus import delassus
 from .cones import fc_error, natural_map_sq
 
@@ -19,13 +19,19 @@ def _check_dim(dim, owner):
     return int(dim)
 
 
+COEFFICIENTS = Checked()    # friction coefficients returned by _check_mu (finite, >= 0)
+
+
 def _check_mu(mu, nc, owner):
-    if type(mu) is np.ndarray and mu.dtype == FLOAT64 and mu.shape == (nc,) and 0 < nc <= 32:   # the common case
-        v = mu.tolist()
-        if min(v) >= 0.0 and math.isfinite(sum(v)):
-            a = mu.copy()
-            a.setflags(write=False)
-            return a
+    if type(mu) is np.ndarray and mu.shape == (nc,) and mu.dtype == FLOAT64:
+        if mu in COEFFICIENTS:    # another problem's own mu: read-only, checked
+            return mu
+        if 0 < nc <= 32:          # the common case
+            v = mu.tolist()
+            if min(v) >= 0.0 and math.isfinite(sum(v)):
+                a = mu.copy()
+                a.setflags(write=False)
+                return COEFFICIENTS.add(a)
     mu = as_vector(mu, "mu", owner)
     if mu.shape[0] == 1 and nc != 1:
         mu = np.full(nc, mu[0])
@@ -35,7 +41,7 @@ def _check_mu(mu, nc, owner):
     if np.any(mu < 0):
         i = int(np.flatnonzero(mu < 0)[0])
         raise ProblemError("mu", f"friction coefficient must be >= 0, got mu[{i}] = {mu[i]}", owner)
-    return mu
+    return COEFFICIENTS.add(mu)
 
 
 class FrictionContact(Problem):
@@ -60,6 +66,15 @@ class FrictionContact(Problem):
         The free local velocity.
     mu : (nc,) array_like or float
         Friction coefficient per contact (one value for all is broadcast), >= 0.
+
+    Attributes
+    ----------
+    kind : {"fc2d", "fc3d"}
+        The registry key of the problem.
+    nc : int
+        The number of contacts.
+    size : int
+        The number of unknowns, ``dim * nc``.
 
     Raises
     ------
@@ -99,7 +114,9 @@ class FrictionContact(Problem):
             raise ProblemError("W", f"size {n} is not a multiple of dim = {dim}", owner)
         q = as_vector(q, "q", owner, size=n)
         mu = _check_mu(mu, n // dim, owner)
-        self.__dict__.update(dim=dim, W=W, q=q, mu=mu, _store={}, _frozen=True)
+        # kind, nc and size are plain attributes (read several times per solve), fixed with the fields
+        self.__dict__.update(dim=dim, W=W, q=q, mu=mu, kind="fc3d" if dim == 3 else "fc2d", nc=n // dim, size=n,
+                             _store={}, _frozen=True)
 
     def replace(self, **changes):
         """As :meth:`Problem.replace`; ``replace(q=...)``, the re-solve of a time-stepping loop, has a
@@ -108,23 +125,15 @@ class FrictionContact(Problem):
             return super().replace(**changes)
         return self._with_vector("q", changes["q"], "FrictionContact")
 
-    @property
-    def kind(self) -> str:
-        return "fc3d" if self.dim == 3 else "fc2d"
-
-    @property
-    def nc(self) -> int:
-        """Number of contacts."""
-        return self.mu.shape[0]
-
-    @property
-    def size(self) -> int:
-        return self.q.shape[0]
+    kind: str     # (set by the constructor, as nc and size: read several times per solve)
+    nc: int
+    size: int
 
     @property
     def qnorm(self) -> float:
         r""":math:`\|q\|_2` (the norm of Siconos' error measure), computed once per problem object
-        (kept in its ``__dict__``: ``replace(q=...)`` makes a new object, which computes its own)."""
+        (kept in its ``__dict__``: ``replace(q=...)`` makes a new object, which computes its own, or
+        has it from the check of its new q: :meth:`Problem._with_vector`)."""
         d = self.__dict__
         v = d.get("_qnorm")
         if v is None:

@@ -652,7 +652,8 @@ I_LENS, I_STATE, NSTATE, NBEST = 0, 4, 7, 4
 def nsgs_layout(n, nc, dim, ptr, idx, val, rptr, ridx, rval):
     """The packed arrays of :func:`nsgs_fc_solve`, ``(I, F)``: ``I`` = [the lengths of ptr, idx,
     rptr, ridx | state | order | ptr | idx | rptr | ridx] (int64), ``F`` = [best | best_r | D |
-    val | rval] (float64), and the views the caller reads each solve: ``(state, best, best_r)``."""
+    val | rval | the work arrays of the local solvers (6 dim + 41)] (float64), and the views the caller reads
+    each solve: ``(state, best, best_r)``."""
     lp, li, lr, lj = ptr.shape[0], idx.shape[0], rptr.shape[0], ridx.shape[0]
     o = I_STATE + NSTATE
     I = np.zeros(o + nc + lp + li + lr + lj, dtype=np.int64)     # (the order: the kernel sets it)
@@ -660,9 +661,9 @@ def nsgs_layout(n, nc, dim, ptr, idx, val, rptr, ridx, rval):
         I[:I_STATE] = (lp, li, lr, lj)
         I[o + nc:] = np.concatenate((ptr, idx, rptr, ridx))
     f = NBEST + n + nc * dim * dim
-    F = np.empty(f + val.shape[0] + rval.shape[0])
+    F = np.empty(f + val.shape[0] + rval.shape[0] + 6 * dim + 41)     # (+ the work arrays of nsgs_fc_solve)
     if val.shape[0] + rval.shape[0]:
-        F[f:] = np.concatenate((val, rval))
+        F[f:f + val.shape[0] + rval.shape[0]] = np.concatenate((val, rval))
     return I, F, (I[I_STATE:o], F[:NBEST], F[NBEST:NBEST + n])
 
 
@@ -713,7 +714,10 @@ def nsgs_fc_solve(dim, W, I, F, q, mu, r, u, errs, tol, max_iter, local_tol, loc
     D = F[NBEST + n:f].reshape((nc, dim, dim))
     val = F[f:f + I[1]]
     rval = F[f + I[1]:f + I[1] + I[3]]
-    work, wk, J = np.empty((6, dim)), np.empty(32), np.empty((3, 3))
+    o = f + I[1] + I[3]      # the work arrays of the local solvers (6 x dim, 32, 3 x 3): made once, with F
+    work = F[o:o + 6 * dim].reshape((6, dim))
+    wk = F[o + 6 * dim:o + 6 * dim + 32]
+    J = F[o + 6 * dim + 32:o + 6 * dim + 41].reshape((3, 3))
     x, px = work[3], work[4]
     state[5] = 0
     measure = state[4] >= 0

@@ -545,17 +545,35 @@ def _measure_best(W, q, mu, qnorm, best_r, u, fstate, x, px):
     fstate[2] = GS.fc_error(q.shape[0] // mu.shape[0] if mu.shape[0] else 1, best_r, u, mu, qnorm, x, px)
 
 
-def dense_state(n, memory, nb):
+def dense_state(n, memory, nb, nc=1):
     """The packed per-solve state of :func:`newton_dense`: ``istate`` (int64, 9) and ``S`` = [fstate
     (3) | best (1) | merits (``memory``) | bests (``nb``) | best_r (n)], with the views (fstate, best,
-    best_r) of S."""
+    best_r) of S, and the kernel's work arrays ``Wk`` (:func:`_dense_work`: made once with the state,
+    not at every call)."""
     S = np.empty(4 + memory + nb + n)
     o = 4 + memory + nb
-    return np.zeros(9, dtype=np.int64), S, (S[:3], S[3:4], S[o:o + n])
+    dim = n // nc if nc else 1
+    return np.zeros(9, dtype=np.int64), S, (S[:3], S[3:4], S[o:o + n]), np.empty(3 * nc * dim * dim + 8 * n + 2 * dim + 6)
+
+
+@njit(cache=True)
+def _dense_work(Wk, nc, dim, n):
+    """The work arrays of :func:`newton_dense`, views of ``Wk`` (:func:`dense_state`): the Newton
+    blocks A, B, Ae (nc, dim, dim), phi, phi_t, d, d2, tmp, rt, ut, Wd (n), x, px (dim), and the room
+    of the two lists of shifts (6)."""
+    m = nc * dim * dim
+    A = Wk[:m].reshape((nc, dim, dim))
+    B = Wk[m:2 * m].reshape((nc, dim, dim))
+    Ae = Wk[2 * m:3 * m].reshape((nc, dim, dim))
+    o = 3 * m
+    phi, phi_t, d, d2 = Wk[o:o + n], Wk[o + n:o + 2 * n], Wk[o + 2 * n:o + 3 * n], Wk[o + 3 * n:o + 4 * n]
+    tmp, rt, ut, Wd = Wk[o + 4 * n:o + 5 * n], Wk[o + 5 * n:o + 6 * n], Wk[o + 6 * n:o + 7 * n], Wk[o + 7 * n:o + 8 * n]
+    o += 8 * n
+    return A, B, Ae, phi, phi_t, d, d2, tmp, rt, ut, Wd, Wk[o:o + dim], Wk[o + dim:o + 2 * dim], Wk[o + 2 * dim:o + 2 * dim + 6]
 
 
 @njit(cache=True, error_model="numpy")
-def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, memory, nsteps, tol, max_iter, stall, switch,
+def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory, nsteps, tol, max_iter, stall, switch,
                  reg, reg_step, errs):
     """At most ``nsteps`` iterations of the globalised semismooth Newton method of
     :func:`nsopt.solvers.newton._newton_local` on a small dense W (no proximal term), in place on
@@ -563,7 +581,7 @@ def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, memory, nst
     on the last 5 merits, the regularised retry, projected Gauss–Seidel when the line search
     fails, monotone/nonmonotone switches every ``switch`` iterations, the stall test over ``stall``
     iterations, -1: none) in one compiled call. ``P``, ``Q``: the system (:func:`dense_layout`);
-    ``S``, ``istate``: the state (:func:`dense_state`, ``memory`` merits). ``errs[k]``: the error
+    ``S``, ``istate``: the state (:func:`dense_state`, ``memory`` merits); ``Wk``: its work arrays. ``errs[k]``: the error
     (compiled twin of the Siconos measure) after iteration k of the chunk (when ``errs`` is not
     empty); ``best_r``/``best[0]``: the
     best iterate (out). ``fstate[0]``: the error of the current iterate (in/out); ``merits``,
@@ -584,21 +602,11 @@ def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, memory, nst
     merits = S[4:4 + memory]
     bests = S[4 + memory:S.shape[0] - n]
     best_r = S[S.shape[0] - n:]
-    A = np.empty((nc, dim, dim))
-    B = np.empty((nc, dim, dim))
-    Ae = np.empty((nc, dim, dim))
-    phi = np.empty(n)
-    phi_t = np.empty(n)
-    d = np.empty(n)
-    d2 = np.empty(n)
-    tmp = np.empty(n)
-    rt = np.empty(n)
-    ut = np.empty(n)
-    Wd = np.empty(n)
-    x = np.empty(dim)
-    px = np.empty(dim)
-    shifts0 = np.zeros(1) if reg else np.array([0.0, 1e-10, 1e-6])
-    shifts1 = np.array([0.0, 1e-10, 1e-6])
+    A, B, Ae, phi, phi_t, d, d2, tmp, rt, ut, Wd, x, px, sh = _dense_work(Wk, nc, dim, n)
+    sh[0], sh[1], sh[2] = 0.0, 1e-10, 1e-6
+    sh[3], sh[4], sh[5] = 0.0, 1e-10, 1e-6
+    shifts0 = sh[:1] if reg else sh[:3]        # (a plain singular matrix goes to the regularised one)
+    shifts1 = sh[3:]
     nm_cap = merits.shape[0]
     nb_cap = bests.shape[0]
     keep = errs.shape[0] > 0      # (empty: the errors are not kept, no history or callback wants them)

@@ -207,7 +207,7 @@ class _Local:
         self.n = n = problem.size
         self.mu = np.ascontiguousarray(problem.mu, dtype=float)
         W = problem.W
-        self.dense = (not sp.issparse(W)) and n <= dense_max
+        self.dense = (type(W) is np.ndarray or not sp.issparse(W)) and n <= dense_max
         self.small = self.dense and n <= SMALL_DENSE      # the compiled Newton loop (newton_dense)
         self.formulation = formulation
         self.label = formulation.upper()
@@ -381,7 +381,7 @@ _LS_CODES = {"armijo": 0, "nonmonotone": 1, "none": 2}
 _NO_ERRORS = np.zeros(0)
 
 
-def _newton_dense(sys, r, mon, *, line_search, memory, stall, switch, reg, reg_step):
+def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step):
     """:func:`_newton_local` on a small dense system without proximal term: the same loop, compiled
     (``_newton_kernels.newton_dense``), called in turns under the monitor (:meth:`Monitor.record`:
     the kernel keeps the best iterate and applies the contract's stops, the monitor judges). Without
@@ -391,26 +391,30 @@ def _newton_dense(sys, r, mon, *, line_search, memory, stall, switch, reg, reg_s
     n = sys.n
     st = sys.dense_state
     nb = max(stall or 0, switch) + 2
-    if st is None or st[0] != (memory, nb):
-        st = sys.dense_state = ((memory, nb),) + K.dense_state(n, memory, nb) + (_NO_ERRORS,)
-    _, istate, S, (fstate, best, best_r), errs = st
-    keep = mon.history is not None or mon.callback is not None     # the errors of each iteration
+    if st is None or st[0] != memory or st[1] != nb:
+        st = sys.dense_state = (memory, nb) + K.dense_state(n, memory, nb, sys.nc) + (_NO_ERRORS,)
+    _, _, istate, S, (fstate, best, best_r), Wk, errs = st
     istate[1], istate[8] = _LS_CODES[line_search], K.NEWTON_FRESH
     u = np.empty(n)
     stall = -1 if stall is None else stall
     max_iter = mon.max_iter
-    fused = mon.callback is None and mon.deadline is None
-    c = min(DENSE_CHUNK, max_iter) if fused else 0
-    x, xbest, start = {"r": r}, {"r": best_r}, True
-    head = (sys.formulation == "fb", sys.Wd, sys.q, sys.mu, sys.P, sys.Q, sys.qnorm, sys.wscale, r, u, istate, S,
-            memory)
+    if mon.callback is None and mon.deadline is None:      # fused: the start and the first chunk in one call
+        c = DENSE_CHUNK if DENSE_CHUNK < max_iter else max_iter
+        fused = True
+    else:
+        c, fused = 0, False
+    keep = mon.history is not None or mon.callback is not None     # the errors of each iteration
     if not keep:
         errs = _NO_ERRORS
+    x, xbest, start = {"r": r}, {"r": best_r}, True
+    fb, W, q, mu, P, Q, qnorm, wscale, tol = sys.formulation == "fb", sys.Wd, sys.q, sys.mu, sys.P, sys.Q, \
+        sys.qnorm, sys.wscale, mon.tol
     while True:
         if keep and errs.shape[0] < c:
             errs = np.empty(max(c, 2 * errs.shape[0]))
-            sys.dense_state = st = st[:4] + (errs,)
-        kk = K.newton_dense(*head, c, mon.tol, max_iter, stall, switch, reg, reg_step, errs)
+            sys.dense_state = st = st[:6] + (errs,)
+        kk = K.newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory, c, tol, max_iter, stall,
+                            switch, reg, reg_step, errs)
         e, e0, e_best = fstate.tolist()
         code = istate.item(8)
         if mon.record(e0 if start else None, kk, e, errs, x, xbest, best.item(0)) is not None or code != K.NEWTON_RUN:
@@ -431,8 +435,7 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
     A small dense system (n <= SMALL_DENSE) without proximal term runs the compiled twin of this
     loop (:func:`_newton_dense`)."""
     if sys.small and not sys.sigma and err_fn == sys.error:
-        return _newton_dense(sys, r, mon, line_search=line_search, memory=memory, stall=stall, switch=switch,
-                             reg=float(reg), reg_step=float(reg_step))[:3]
+        return _newton_dense(sys, r, mon, line_search, memory, stall, switch, float(reg), float(reg_step))[:3]
     n = sys.n
     u = sys.u(r)
     merits = []
@@ -514,14 +517,14 @@ def _check_dense_max(dense_max):
     return int(dense_max)
 
 
+_KEYED = frozenset((str, float, int))
+
+
 def _local_system(problem, mon, formulation, rho, scale=1.0, dense_max=DENSE_MAX):
     """The _Local system of ``problem`` (built once per W and mu and these options, and kept: see
     :meth:`Monitor.state`), reset to its q; a new one's build time is the solve's build_time."""
-    key = ("newton_local", formulation, rho, scale, dense_max)
-    try:
-        hash(key)
-    except TypeError:       # rho given as a list: keyed by its text
-        key = ("newton_local", formulation, repr(rho), scale, dense_max)
+    # rho "auto" (the default) or a number as it is; anything else (a pair, a list) by its text
+    key = ("newton_local", formulation, rho if type(rho) in _KEYED else repr(rho), scale, dense_max)
     sys = mon.state(problem, key, lambda: _Local(problem, formulation, rho, scale, dense_max), on=("W", "mu"))
     if sys.new:
         sys.new = False
@@ -542,18 +545,17 @@ def _local_checked(*, line_search, reg_step, dense_max, **options):
     return options
 
 
-def _local_solve(problem, mon, formulation, *, rho, line_search, hybrid=True, stall=100, reg=0.0, scale=1.0,
-                 dense_max=DENSE_MAX, reg_step=REG_STEP):
-    """nsn-ac / nsn-fb on a local problem (options checked by :func:`_local_checked`)."""
+def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale, dense_max, reg_step, stall=100):
+    """nsn-ac / nsn-fb on a local problem (options checked by :func:`_local_checked`; positional: a
+    re-solve's per-call cost)."""
     if mon.max_iter is None:
         mon.budget(DEFAULT_MAX_ITER)
     sys = _local_system(problem, mon, formulation, rho, scale, dense_max)
     r = mon.start_vector("r", problem.size)
     measured = None
     if sys.small:
-        r, stalled, info, measured = _newton_dense(sys, r, mon, line_search=line_search, memory=5,
-                                                   stall=stall if hybrid else None, switch=20, reg=reg,
-                                                   reg_step=reg_step)
+        r, stalled, info, measured = _newton_dense(sys, r, mon, line_search, 5, stall if hybrid else None, 20, reg,
+                                                   reg_step)
     else:
         r, stalled, info = _newton_local(sys, r, mon, line_search=line_search, err_fn=sys.error,
                                          stall=stall if hybrid else None, reg=reg, reg_step=reg_step)
@@ -747,8 +749,7 @@ def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybr
     >>> print(s.status.value, s.r.round(6))
     solved [ 0.971803  0.281969 -0.074092]
     """
-    return _local_solve(problem, mon, "ac", rho=rho, line_search=line_search, hybrid=hybrid, reg=reg,
-                        reg_step=reg_step, dense_max=dense_max)
+    return _local_solve(problem, mon, "ac", rho, line_search, hybrid, reg, 1.0, dense_max, reg_step)
 
 
 @register(("fc2d", "fc3d"), "nsn-fb", "semismooth Newton on the Fischer-Burmeister SOC function (De Saxce)",
@@ -773,8 +774,7 @@ def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybri
     >>> print(s.status.value, s.r.round(6))
     solved [ 0.971803  0.281969 -0.074092]
     """
-    return _local_solve(problem, mon, "fb", rho=1.0, line_search=line_search, hybrid=hybrid, reg=reg, scale=scale,
-                        reg_step=reg_step, dense_max=dense_max)
+    return _local_solve(problem, mon, "fb", 1.0, line_search, hybrid, reg, scale, dense_max, reg_step)
 
 
 @register(("gfc2d", "gfc3d"), "nsn-ac", "Alart-Curnier semismooth Newton on the global sparse system (v, r)")

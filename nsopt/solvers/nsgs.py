@@ -242,9 +242,9 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
         # the last iterate is (one of) the best: it comes back with u and its error (the kernel's, or
         # _measured for a large dense W)
         if measured:
-            return mon.outcome(info=info, x={"r": r, "u": u}, error=measured_err)
+            return mon.outcome("", info, {"r": r, "u": u}, None, measured_err)
         u, err = _measured(problem, r, sw, qnorm)
-        return mon.outcome(info=info, x={"r": r, "u": u}, error=err)
+        return mon.outcome("", info, {"r": r, "u": u}, None, err)
     return mon.outcome(info=info)
 
 
