@@ -125,8 +125,8 @@ class Monitor:
         x0 = self.x0
         if x0 is not None:
             v = x0.get(name)
-            if v is not None:
-                return np.array(v, dtype=float)
+            if v is not None:     # (warm_start_of gives float64 vectors)
+                return v.copy() if type(v) is np.ndarray and v.dtype == FLOAT64 else np.array(v, dtype=float)
         return np.zeros(size)
 
     def state(self, problem, key, make, on=None):
@@ -283,7 +283,10 @@ class Monitor:
             self.err = start
             if self.history is not None:
                 self.history.append(start)
-            if self._judge(start) is not None:
+            # the start is judged (iteration 0) unless none of _judge's stops can apply to it: an
+            # error above tol and finite, a budget of at least one iteration, no deadline
+            if not (self.tol < start < math.inf and self.max_iter != 0 and self.deadline is None) \
+                    and self._judge(start) is not None:
                 return self.status
         if n == 0:
             return None

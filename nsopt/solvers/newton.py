@@ -416,12 +416,13 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
         kk = K.newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory, c, tol, max_iter, stall,
                             switch, reg, reg_step, errs)
         e, e0, e_best = fstate.tolist()
-        code = istate.item(8)
+        ist = istate.tolist()       # (read once: the loop's code now, the counters after it)
+        code = ist[8]
         if mon.record(e0 if start else None, kk, e, errs, x, xbest, best.item(0)) is not None or code != K.NEWTON_RUN:
             break
         start = False
         c = min(DENSE_CHUNK, max_iter - mon.k) if fused else mon.chunk()
-    _, _, n_fb, n_sing, n_sw, n_lm, _, _, code = istate.tolist()
+    _, _, n_fb, n_sing, n_sw, n_lm, _, _, code = ist
     info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
     measured = (u, e_best) if code == K.NEWTON_STOP else None
     return r, code == K.NEWTON_STALLED and not mon.stopped, info, measured
