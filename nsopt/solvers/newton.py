@@ -846,8 +846,9 @@ def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=
     Newton steps and multiplied by ``grow`` after one that neither converged nor decreased the
     error. ``guarded`` (the continuation of the AC Newton): an inner Newton gives up when it stalls
     (PROX_INNER_STALL, CREEP_N), sigma is multiplied by ``grow`` after any inner solve that did not
-    converge and never shrinks back below ``shrink`` x such a sigma. ``sys.sigma`` / ``sys.rc`` are
-    set here and reset after. Returns an info dict."""
+    converge and does not shrink back below ``shrink`` x such a sigma (a floor divided by ``shrink``
+    after each fast inner solve that did not halve the error). ``sys.sigma`` / ``sys.rc`` are set
+    here and reset after. Returns an info dict."""
     dW = 1.0 / sys.rho_pgs
     sig = float(sigma) if sigma is not None else 1e-2 * float(np.mean(dW))
     if not (np.isfinite(sig) and sig > 0):
@@ -871,6 +872,7 @@ def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=
             inner_total += inner.k
             e_new = sys.error(rn, sys.u(rn))
             ok = inner.status is Status.SOLVED
+            e_old = err
             moved = ok or e_new < err
             if moved:
                 r, err = rn, e_new
@@ -882,6 +884,8 @@ def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=
                 sig *= grow
             elif moved:
                 if inner.k <= fast:
+                    if e_new > 0.5 * e_old:
+                        floor /= shrink     # fast inner solves but slow outer progress: sigma may go lower
                     sig = max(sig / shrink, 1e-14 * float(np.mean(dW)), floor)
             else:
                 sig *= grow
