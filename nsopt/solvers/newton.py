@@ -447,7 +447,8 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
                   reg_step=REG_STEP):
     """Globalised semismooth Newton on a _Local system under the monitor ``mon`` (whose
     :meth:`~Monitor.start` it calls). Returns (last r, stalled, info); the best iterate is the
-    monitor's. ``stalled``: the best error has not halved over the last ``stall`` iterations.
+    monitor's. ``stalled``: the best error has not halved over the last ``stall`` iterations, or
+    (``stall`` given) over the last CREEP_N iterations, each with a step cut below CREEP_T or failed.
     A small dense system (n <= SMALL_DENSE) without proximal term runs the compiled twin of this
     loop (:func:`_newton_dense`)."""
     if sys.small and not sys.sigma and err_fn == sys.error:
