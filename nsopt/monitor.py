@@ -52,8 +52,8 @@ import time
 import numpy as np
 
 from .exceptions import OptionError
-from .registry import Outcome
 from .problems._base import FLOAT64, all_finite
+from .registry import Outcome
 from .result import Iterate, Solution, Status, lazy_message
 
 CHUNK_SECONDS = 0.02     # target duration of one compiled chunk (time_limit and Ctrl-C act between chunks)
@@ -85,7 +85,9 @@ class Monitor:
 
     # the state of a solve that has not started (class defaults: a monitor is made per solve, and
     # setting only what the caller gave keeps that cheap)
-    max_iter = deadline = history = callback = x0 = workspace = None
+    max_iter = deadline = history = callback = x0 = workspace = problem = None
+    method = ""
+    options = None      # the options the solve was given (the Solution's own dict), None: none
     k = 0
     best_x = None
     best_err = err = math.inf
@@ -97,8 +99,12 @@ class Monitor:
     _borrowed = False
 
     def __init__(self, tol, max_iter=None, time_limit=None, history=False, callback=None, x0=None,
-                 workspace=None):
+                 workspace=None, problem=None, method="", options=None):
         self.tol = tol
+        self.problem = problem      # (what :meth:`outcome` makes the Solution of, by ``method``)
+        self.method = method
+        if options is not None:
+            self.options = options
         self._t0 = t0 = time.perf_counter()
         if max_iter is not None:
             self.max_iter = max_iter
@@ -320,18 +326,29 @@ class Monitor:
     def stopped(self) -> bool:
         return self.status is not None
 
+    def solution(self, message="", info: dict | None = None, x: dict | None = None, status=None, error=None):
+        """The :class:`~nsopt.Solution` of the solve, what a method returns to :func:`nsopt.solve`
+        (made by :meth:`Solution._judged` for the monitor's ``problem`` and ``method``): the best
+        iterate (or ``x``), the status (MAX_ITER when the loop ended without one), iterations,
+        history and message. ``error``: the problem's error measure of ``x``, which then holds all
+        its variables (else it is recomputed)."""
+        return Solution._judged(self.problem, self.method, self.tol, self._t0, self.options,
+                                self._best() if x is None else x, status or self.status or Status.MAX_ITER,
+                                self.k, self.history, message or self._message, info, self.build_time, error)
+
     def outcome(self, message="", info: dict | None = None, x: dict | None = None, status=None, error=None):
-        """The :class:`~nsopt.registry.Outcome` of the solve: the best iterate (or ``x``), the status
-        (MAX_ITER when the loop ended without one), iterations, history and message. ``error``: the
-        problem's error measure of ``x``, which holds all its variables (``Outcome.complete``)."""
+        """The same as :meth:`solution`, as an :class:`~nsopt.registry.Outcome` that a method may
+        still change (its variables mapped back from a reduction, a second attempt) before it
+        returns it (``solve`` makes its Solution)."""
+        return Outcome(self._best() if x is None else x, status or self.status or Status.MAX_ITER, self.k,
+                       self.history, message or self._message, info, self.build_time, error, error is not None)
+
+    def _best(self):
+        """The best iterate as the result's variables (the kernel's arrays copied when borrowed)."""
+        x = self.best_x
         if x is None:
-            x = self.best_x
-            if x is None:
-                x = {}
-            elif self._borrowed:
-                x = {k: v.copy() for k, v in x.items()}
-        return Outcome(x, status or self.status or Status.MAX_ITER, self.k, self.history, message or self._message,
-                       info, self.build_time, error, error is not None)
+            return {}
+        return {k: v.copy() for k, v in x.items()} if self._borrowed else x
 
 
 def plain_schedule(work: int):

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import inspect
-import time
 from collections.abc import Callable
 
 from ._doc import insert_section
 from .exceptions import MethodNotFound, OptionError
-from .result import Solution, Status, judged, lazy_message
+from .result import Solution, Status, lazy_message
 
 
 class Outcome:
-    """What a method returns to :func:`nsopt.solve`: its iterate and how it stopped.
+    """What a method may return to :func:`nsopt.solve` instead of ``mon.outcome(...)`` (which makes
+    the :class:`Solution` itself): its iterate and how it stopped (the empty and certified-infeasible
+    problems of ``solve``, a method written without the monitor).
 
     ``x`` maps the problem's variable names (``z``, ``r``, ``v``, ...) to vectors; ``status`` is the
     method's own view (SOLVED when its criterion was met), which ``solve`` re-judges by the error
@@ -34,22 +35,11 @@ class Outcome:
         return f"Outcome(status={self.status.value!r}, nit={self.nit}, variables={sorted(self.x)})"
 
     def solution(self, problem, tol: float, method: str, t0: float, options: dict) -> Solution:
-        """The :class:`Solution` of this outcome, the one place a Solution is made from what a method
-        did: every variable of the problem and its error measure (recomputed unless ``complete``),
-        the status judged by that error (:func:`nsopt.result.judged`; a backend's infeasibility
-        certificate is not overruled). ``solve_time``: from ``t0`` (``time.perf_counter()`` when the
-        method started) to the end of this judgement, which is part of the solve."""
-        if self.complete and self.error is not None:
-            xs, err = self.x, float(self.error)
-        else:
-            xs = problem.complete(self.x)
-            err = float(problem.error_of(xs))
-        if self.status is Status.INFEASIBLE and self.info.get("certificate"):
-            status = Status.INFEASIBLE
-        else:
-            status = judged(self.status, err, tol)
-        return Solution._make(problem, method, status, err, tol, self.nit, time.perf_counter() - t0, xs,
-                              self.history, self._message, self.info, options, self.build_time)
+        """The :class:`Solution` of this outcome (:meth:`Solution._judged`, as the monitor's outcome
+        makes it): ``solve_time`` from ``t0`` (``time.perf_counter()`` when the solve started)."""
+        return Solution._judged(problem, method, tol, t0, options, self.x, self.status, self.nit, self.history,
+                                self._message, self.info, self.build_time,
+                                float(self.error) if self.complete and self.error is not None else None)
 
 
 class MethodInfo:
@@ -111,6 +101,7 @@ def option_key(options: dict):
 
 _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
 COMMON = ("tol", "max_iter", "time_limit", "history", "callback", "warm_start", "workspace")
+ALIASES = ("z0", "r0", "v0")    # the per-method initial-guess options of nsopt 0.1, now warm_start
 
 
 #: The sections every registered method's docstring shares (the ``mon`` parameter, the result and how it

@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import time
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -212,22 +213,35 @@ class Solution:
     build_time: float = 0.0
 
     @classmethod
-    def _make(cls, problem, method, status, error, tol, nit, solve_time, x, history=None, message="",
-              info=None, options=None, build_time=0.0):
-        """The Solution of :func:`nsopt.solve` built without the dataclass' ``__init__`` (the same
-        fields; what a re-solve loop saves is its per-call cost). ``x``: the problem's variables;
-        ``message``: a str, or (format, values) formatted when it is first read."""
+    def _judged(cls, problem, method, tol, t0, options, x, status, nit, history=None, message="", info=None,
+                build_time=0.0, error=None):
+        """The Solution of what a method did, the one place a Solution is made from it (the
+        monitor's :meth:`~nsopt.monitor.Monitor.outcome`, an :class:`~nsopt.registry.Outcome`): every
+        variable of the problem and its error measure, recomputed unless ``error`` is given (then
+        ``x`` holds all the variables and ``error`` is the problem's measure of them, computed by the
+        same formula), the status judged by that error (:func:`judged`; a backend's infeasibility
+        certificate is not overruled). ``solve_time``: from ``t0`` (``time.perf_counter()`` when the
+        solve started) to the end of this judgement, which is part of the solve. ``message``: a
+        str, or (format, values) formatted when it is first read. Built without the dataclass'
+        ``__init__`` (the same fields, one store each: what a re-solve loop saves is its per-call
+        cost)."""
+        if error is None:
+            x = problem.complete(x)
+            error = float(problem.error_of(x))
+        if info is None:
+            info = {}
+        if status is not Status.INFEASIBLE or not info.get("certificate"):
+            status = Status.SOLVED if 0.0 <= error <= tol else judged(status, error, tol)
         s = object.__new__(cls)
-        # one store per attribute (cheaper than assigning a new __dict__); the variables it does not
-        # carry and a history of None: the dataclass' class defaults
+        # (the variables it does not carry and a history of None: the dataclass' class defaults)
         s.problem = problem
         s.method = method
         s.status = status
         s.error = error
         s.tol = tol
         s.nit = nit
-        s.solve_time = solve_time
-        s.info = {} if info is None else info
+        s.solve_time = time.perf_counter() - t0
+        s.info = info
         s.trace = []
         s.options = {} if options is None else options
         s.build_time = build_time

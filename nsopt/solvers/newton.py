@@ -575,12 +575,12 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         # number as problem.error up to the twin's rounding), which solve() does not recompute; the
         # kernel computed them when it stopped on its own
         if measured is not None:
-            return mon.outcome(message=msg, info=info, x={"r": mon.best_x["r"].copy(), "u": measured[0]},
+            return mon.solution(message=msg, info=info, x={"r": mon.best_x["r"].copy(), "u": measured[0]},
                                error=measured[1])
         rb = mon.best_x["r"].copy()
         u = affine(problem.W, rb, problem.q)
-        return mon.outcome(message=msg, info=info, x={"r": rb, "u": u}, error=sys.error(rb, u))
-    return mon.outcome(message=msg, info=info)
+        return mon.solution(message=msg, info=info, x={"r": rb, "u": u}, error=sys.error(rb, u))
+    return mon.solution(message=msg, info=info)
 
 
 # ============================================================================ global problems
@@ -696,17 +696,18 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
             v = problem.v(r)
         err = problem.error(r, v)
         mon.step({"r": r, "v": v}, err)
-    out = mon.outcome(message=f"{formulation.upper()} Newton (global): error {mon.best_err:.3g} after "
-                              f"{mon.k} iterations", info={"fallback_steps": n_fb})
+    msg = f"{formulation.upper()} Newton (global): error {mon.best_err:.3g} after {mon.k} iterations"
     # v from r exactly (e1 = 0 up to rounding) when that is not worse
-    rb = out.x["r"]
+    x = mon._best()
+    rb = x["r"]
     v2 = problem.v(rb)
     e2 = problem.error(rb, v2)
+    status = None
     if e2 <= mon.best_err:
-        out.x = {"r": rb, "v": v2}
+        x = {"r": rb, "v": v2}
         if e2 <= mon.tol:
-            out.status = Status.SOLVED
-    return out
+            status = Status.SOLVED
+    return mon.solution(message=msg, info={"fallback_steps": n_fb}, x=x, status=status)
 
 
 # ============================================================================ registered methods
@@ -895,8 +896,8 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
     mon.built()
     r = mon.start_vector("r", problem.size)
     if mon.start({"r": r}, sys.error(r, sys.u(r))):
-        return mon.outcome()
+        return mon.solution()
     info = _prox_loop(sys, r, mon, sigma=sigma, inner_iter=int(inner_iter), line_search=line_search,
                       shrink=float(shrink), grow=float(grow))
-    return mon.outcome(message=f"PROX: error {mon.best_err:.3g} after {mon.k} outer / "
+    return mon.solution(message=f"PROX: error {mon.best_err:.3g} after {mon.k} outer / "
                                f"{info['newton_iterations']} Newton iterations", info=info)

@@ -232,7 +232,7 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
         b0, last, measured_err, e0 = best.tolist()
         if code == _BAD_W:
             sw.bad, sw.ready = bad, True
-            return mon.outcome(x={"r": r}, status=Status.NUMERICAL_ERROR, message=sw._bad_message())
+            return mon.solution(x={"r": r}, status=Status.NUMERICAL_ERROR, message=sw._bad_message())
         if mon.record(e0 if start else None, n, last, errs, x, xbest, b0) is not None or code != _RUNNING:
             break
         start, first = False, turn
@@ -242,10 +242,10 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
         # the last iterate is (one of) the best: it comes back with u and its error (the kernel's, or
         # _measured for a large dense W)
         if measured:
-            return mon.outcome("", info, {"r": r, "u": u}, None, measured_err)
+            return mon.solution("", info, {"r": r, "u": u}, None, measured_err)
         u, err = _measured(problem, r, sw, qnorm)
-        return mon.outcome("", info, {"r": r, "u": u}, None, err)
-    return mon.outcome(info=info)
+        return mon.solution("", info, {"r": r, "u": u}, None, err)
+    return mon.solution(info=info)
 
 
 def _measured(problem, r, sw, qnorm):
@@ -294,7 +294,7 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
     mon.built()
     r = mon.start_vector("r", problem.size)
     if msg:
-        return mon.outcome(x={"r": r}, status=Status.NUMERICAL_ERROR, message=msg + " (local problem)")
+        return mon.solution(x={"r": r}, status=Status.NUMERICAL_ERROR, message=msg + " (local problem)")
 
     def full(r):
         x = red.invert({"r": r}, data)
@@ -313,7 +313,7 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
             if errs.shape[0] < c and err > mon.tol:   # the local tolerance was reached, not the global one
                 t = max(min(t, float(errs[-1])) * max(mon.tol / err, 1e-3) * 0.5, 1e-16)
             mon.advance(errs.shape[0], x, err)
-    return mon.outcome(info={"local_failures": fails, "local_tol_final": t})
+    return mon.solution(info={"local_failures": fails, "local_tol_final": t})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -414,11 +414,11 @@ def nsgs_gmp(problem, mon, *, local_tol=1e-13, local_max_iter=10, equalities="su
     mon.budget(DEFAULT_MAX_ITER)
     r = mon.start_vector("r", problem.size)
     if mon.start({"r": r}, problem.error(r)):
-        return mon.outcome()
+        return mon.solution()
     if equalities == "substitute" and all(b.kind == "equality" for b in problem.blocks):
         x, exact = solve_or_lstsq(problem.M, -np.asarray(problem.q))
         mon.step({"r": x}, problem.error(x))
-        return mon.outcome(message="only equality blocks: one linear solve"
+        return mon.solution(message="only equality blocks: one linear solve"
                            + ("" if exact else " (least squares: M is singular)"))
     red = SubstituteEqualities()
     if equalities == "substitute" and red.accepts(problem):
@@ -437,10 +437,10 @@ def nsgs_gmp(problem, mon, *, local_tol=1e-13, local_max_iter=10, equalities="su
     blocks = _gmp_split(P)
     msg = _gmp_unsolvable(blocks)
     if msg:
-        return mon.outcome(status=Status.NUMERICAL_ERROR, message=msg)
+        return mon.solution(status=Status.NUMERICAL_ERROR, message=msg)
     mon.built()
     wk, J = np.empty(32), np.empty((3, 3))
     while not mon.stopped:
         _gmp_sweep(P, blocks, y, local_tol, local_max_iter, wk, J)
         mon.step(*full(y))
-    return mon.outcome(message=mon.message + note)
+    return mon.solution(message=mon.message + note)
