@@ -68,6 +68,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
+from .._jit import entry_point
 from ..exceptions import OptionError
 from ..monitor import Monitor
 from ..problems._base import affine
@@ -214,6 +215,7 @@ class _Local:
         self.new = True             # just built: its time is the solve's build_time
         self.pat = None
         self.dense_state = None     # work arrays of the compiled loop (_newton_dense)
+        self.dense_kernel = None    # its compiled entry point (_dense_kernel)
         if self.small:
             # one compiled call: rho, the FB scale and W's CSR (no NumPy or SciPy set-up per W); the
             # views of the Python path (rho, gamma, W's CSR, the Newton blocks) are made when first
@@ -381,6 +383,24 @@ _LS_CODES = {"armijo": 0, "nonmonotone": 1, "none": 2}
 _NO_ERRORS = np.zeros(0)
 
 
+_DENSE_KERNELS = {}     # the flags of a small system's W -> the entry point of newton_dense
+
+
+def _dense_kernel(sys, st):
+    """The compiled ``newton_dense`` for a small system (``sys``) and its state (``st``), called
+    without numba's dispatch (:func:`nsopt._jit.entry_point`): the types of its arguments are those
+    of the system's W, known when it is made, and fixed otherwise (the packed arrays, a problem's
+    read-only vectors, float64 r, u and errors, and the scalars as ``_newton_dense`` passes them)."""
+    key = sys.Wd.flags.num
+    kernel = _DENSE_KERNELS.get(key)
+    if kernel is None:
+        _, _, istate, S, _, Wk, errs = st
+        kernel = _DENSE_KERNELS[key] = entry_point(K.newton_dense, (
+            False, sys.Wd, sys.q, sys.mu, sys.P, sys.Q, 1.0, 1.0, errs, errs, istate, S, Wk, 1, 1, 1e-8, 1, 1, 1, 1.0,
+            0.1, errs))
+    return kernel
+
+
 def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step):
     """:func:`_newton_local` on a small dense system without proximal term: the same loop, compiled
     (``_newton_kernels.newton_dense``), called in turns under the monitor (:meth:`Monitor.record`:
@@ -393,6 +413,7 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
     nb = max(stall or 0, switch) + 2
     if st is None or st[0] != memory or st[1] != nb:
         st = sys.dense_state = (memory, nb) + K.dense_state(n, memory, nb, sys.nc) + (_NO_ERRORS,)
+        sys.dense_kernel = _dense_kernel(sys, st)
     _, _, istate, S, (fstate, best, best_r), Wk, errs = st
     istate[1], istate[8] = _LS_CODES[line_search], K.NEWTON_FRESH
     u = np.empty(n)
@@ -407,14 +428,14 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
     if not keep:
         errs = _NO_ERRORS
     x, xbest, start = {"r": r}, {"r": best_r}, True
-    fb, W, q, mu, P, Q, qnorm, wscale, tol = sys.formulation == "fb", sys.Wd, sys.q, sys.mu, sys.P, sys.Q, \
-        sys.qnorm, sys.wscale, mon.tol
+    fb, W, q, mu, P, Q, qnorm, wscale, tol, kernel = sys.formulation == "fb", sys.Wd, sys.q, sys.mu, sys.P, sys.Q, \
+        sys.qnorm, sys.wscale, mon.tol, sys.dense_kernel
     while True:
         if keep and errs.shape[0] < c:
             errs = np.empty(max(c, 2 * errs.shape[0]))
             sys.dense_state = st = st[:6] + (errs,)
-        kk = K.newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory, c, tol, max_iter, stall,
-                            switch, reg, reg_step, errs)
+        kk = kernel(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory, c, tol, max_iter, stall, switch, reg,
+                    reg_step, errs)
         e, e0, e_best = fstate.tolist()
         ist = istate.tolist()       # (read once: the loop's code now, the counters after it)
         code = ist[8]

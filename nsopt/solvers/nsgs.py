@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._jit import entry_point
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
 from ..monitor import plain_schedule
@@ -94,7 +95,7 @@ class _Sweeper:
     monitor's deterministic chunk schedule)."""
 
     __slots__ = ("dim", "W", "csc", "csr", "work", "plain", "nc", "n", "I", "F", "state", "best", "best_r", "head",
-                 "errs", "new", "ready", "bad", "q", "mu", "qnorm")
+                 "errs", "new", "ready", "bad", "q", "mu", "qnorm", "kernel")
 
     def __init__(self, problem):
         W = problem.W
@@ -113,6 +114,7 @@ class _Sweeper:
         self.nc, self.n = nc, n
         self.I, self.F, (self.state, self.best, self.best_r) = K.nsgs_layout(n, nc, self.dim, *self.csc, *self.csr)
         self.head = (self.dim, self.W, self.I, self.F)     # the kernel's first arguments
+        self.kernel = _solve_kernel(self.head, problem)
         self.errs = _NO_VALUE
         self.new = True           # just built: its time is the solve's build_time
         self.ready = False        # D filled (the first solve's kernel call)
@@ -163,6 +165,23 @@ class _Sweeper:
                         opts["local_max_iter"], opts["omega"], opts["shuffle"], self.qnorm, opts["resync"], nsweeps,
                         nsweeps)
         return self.errs[:state.item(5)], state.item(2)
+
+
+_KERNELS = {}      # the flags of the sweeper's W -> the entry point of nsgs_fc_solve
+
+
+def _solve_kernel(head, problem):
+    """The compiled ``nsgs_fc_solve`` for a sweeper's arrays (``head``) and a problem's q and mu,
+    called without numba's dispatch (:func:`nsopt._jit.entry_point`): the types of its arguments are
+    those of W (dense, or the empty stand-in of a CSC one), known when the sweeper is made, and
+    fixed otherwise (the sweeper's packed arrays, a problem's read-only vectors, float64 r, u and
+    errors, and the scalars as ``nsgs_fc`` converts them)."""
+    key = head[1].flags.num
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        kernel = _KERNELS[key] = entry_point(K.nsgs_fc_solve, (*head, problem.q, problem.mu, _NO_VALUE, _NO_VALUE,
+                                                              _NO_VALUE, 1e-8, 1, 1e-13, 1, 1.0, False, 1.0, 1, 1, 1))
+    return kernel
 
 
 def _sweeper(problem, mon):
@@ -224,7 +243,7 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     state, best, best_r = sw.state, sw.best, sw.best_r
     state[3], state[4] = _FRESH, 0
     x, xbest, start = {"r": r}, {"r": best_r}, True
-    q, mu, qnorm, tol, kernel = problem.q, problem.mu, problem.qnorm, mon.tol, K.nsgs_fc_solve
+    q, mu, qnorm, tol, kernel = problem.q, problem.mu, problem.qnorm, mon.tol, sw.kernel
     while True:
         kernel(*sw.head, q, mu, r, u, errs, tol, max_iter, local_tol, local_max_iter, omega, shuffle, qnorm, resync,
                cap, first)
