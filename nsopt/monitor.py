@@ -22,7 +22,7 @@ A method's loop::
     return mon.outcome(message=...)
 
 What a method builds and can reuse on the next solve of a problem with the same matrices (a CSC
-split, work arrays, a Newton system) goes through ``mon.state(problem, key, make, on=("W",))``: kept in
+split, work arrays, a Newton system) goes through ``mon.state(problem, key, make, ("W",))``: kept in
 the caller's :class:`Workspace` (``solve(..., workspace=ws)``) when there is one, else in the
 problem's cache, which ``problem.replace(q=...)`` shares. One-off builds end with ``mon.built()``:
 their time is ``Solution.build_time`` and does not count against ``time_limit``.
@@ -135,14 +135,23 @@ class Monitor:
                 return v.copy() if type(v) is np.ndarray and v.dtype == FLOAT64 else np.array(v, dtype=float)
         return np.zeros(size)
 
-    def state(self, problem, key, make, on=None):
-        """What a method built for ``problem`` and may reuse on the next solve: ``make()`` computed
-        once per identity of the fields ``on`` (see :meth:`Problem.cached`), kept in the
-        :class:`Workspace` when the caller gave one (it then survives new problem objects that share
-        those fields, e.g. made by ``replace``), else in the problem's own cache."""
-        if self.workspace is None:
-            return problem.cached(key, make, on=on)
-        return self.workspace.get(problem, key, make, on)
+    def state(self, problem, key, make, on, args=()):
+        """What a method built for ``problem`` and may reuse on the next solve: ``make(problem,
+        *args)`` computed once per identity of the fields ``on`` (a tuple of field names, the same
+        for every use of ``key``; see :meth:`Problem.cached`), kept in the :class:`Workspace` when
+        the caller gave one (it then survives new problem objects that share those fields, e.g. made
+        by ``replace``), else in the problem's own cache. (One lookup, by identity: a re-solve's
+        per-call cost.)"""
+        store = problem._store if self.workspace is None else self.workspace._store
+        hit = store.get(key)
+        if hit is not None:
+            had = hit[0]
+            if had[0] is getattr(problem, on[0]) and (len(on) == 1 or had[1] is getattr(problem, on[1]) and (
+                    len(on) == 2 or all(map(operator.is_, had[2:], problem.dependencies(on[2:]))))):
+                return hit[1]
+        value = make(problem, *args)
+        store[key] = (problem.dependencies(on), value)
+        return value
 
     def built(self):
         """Mark the end of a one-off build (factorisation, compiled program): its time is reported as
@@ -451,8 +460,8 @@ class Workspace:
     """What methods build and may reuse across solves of problems that share their matrices: pass
     one to every ``nsopt.solve(..., workspace=ws)`` of a loop (same W, new q).
 
-    Entries are keyed by (method key, identity of the fields they depend on); an entry whose fields
-    changed is rebuilt, so one workspace can serve a whole simulation whose W changes. Keeps NSGS'
+    Entries (made and found by :meth:`Monitor.state`) are keyed by (method key, identity of the
+    fields they depend on); an entry whose fields changed is rebuilt, so one workspace can serve a whole simulation whose W changes. Keeps NSGS'
     sweeper (CSC split, diagonal blocks, work arrays), the Newton systems (rho, the pattern of the
     Newton matrix), Lemke's small-LCP data. A solve with a workspace runs the very code of a solve
     without one (the same Solution); it only skips what the workspace already holds.
@@ -471,26 +480,6 @@ class Workspace:
 
     def __init__(self):
         self._store = {}
-
-    def get(self, problem, key, make, on=None):
-        hit = self._store.get(key)
-        if on is not None and 0 < len(on) <= 2:      # the common cases: one or two fields (W, mu), by identity
-            if len(on) == 1:
-                dep = getattr(problem, on[0])
-                if hit is not None and len(hit[0]) == 1 and hit[0][0] is dep:
-                    return hit[1]
-                deps = (dep,)
-            else:
-                deps = (getattr(problem, on[0]), getattr(problem, on[1]))
-                if hit is not None and len(had := hit[0]) == 2 and had[0] is deps[0] and had[1] is deps[1]:
-                    return hit[1]
-        else:
-            deps = problem.dependencies(on)
-            if hit is not None and len(hit[0]) == len(deps) and all(map(operator.is_, hit[0], deps)):
-                return hit[1]
-        value = make()
-        self._store[key] = (deps, value)
-        return value
 
     def clear(self):
         self._store.clear()

@@ -14,6 +14,7 @@ from ..exceptions import ProblemError
 ORDERED_ROWS = 64          # the ordered products of affine() below this many rows (see _products)
 EPS = np.finfo(float).eps  # DBL_EPSILON, Siconos' threshold for dividing by a norm
 FLOAT64 = np.dtype(np.float64)
+_NORM_KEYS = {"q": "_qnorm"}    # where a problem keeps the norm of a vector field (FrictionContact.qnorm)
 
 # Fields of an existing (validated, read-only) problem that ``Problem.replace`` passes on unchanged:
 # the validators return them as they are instead of converting and checking them again.
@@ -371,28 +372,28 @@ class Problem:
         size (q of an LCP or a friction-contact problem, the re-solve of a time-stepping loop): only
         that vector is checked; the other fields and the cache are shared as they are."""
         d = self.__dict__
-        n = d[name].shape[0]
         norm = None
-        if type(value) is np.ndarray and value.ndim == 1 and value.shape[0] == n and value.dtype == FLOAT64:
-            a = frozen_copy(value)       # as_vector's common case, inline (a re-solve loop's per-step cost)
-            if n <= 16:
+        if type(value) is np.ndarray and value.dtype is FLOAT64 and value.shape == d[name].shape:
+            a = np.frombuffer(value.tobytes())     # (frozen_copy, inline: a re-solve loop's per-step cost)
+            if a.shape[0] <= 16:
                 # norm2's short path: finite iff every entry is (or it overflowed), and kept as the
                 # norm of the new vector (FrictionContact.qnorm)
                 norm = math.hypot(*a.tolist())
-                if not math.isfinite(norm):
+                if norm == math.inf or norm != norm:
                     norm = None
             if norm is None and not all_finite(a):
                 raise ProblemError(name, "has non-finite entries (nan or inf)", owner)
         else:
-            a = as_vector(value, name, owner, size=n)
+            a = as_vector(value, name, owner, size=d[name].shape[0])
         new = object.__new__(type(self))
         nd = new.__dict__
         nd.update(d)                     # the fields, the shared cache and the frozen flag
         nd[name] = a
+        key = _NORM_KEYS[name]
         if norm is None:
-            nd.pop("_" + name + "norm", None)    # (what the old object computed of the old vector: _qnorm)
+            nd.pop(key, None)            # (what the old object computed of the old vector: _qnorm)
         else:
-            nd["_" + name + "norm"] = norm
+            nd[key] = norm
         return new
 
     @classmethod

@@ -547,7 +547,7 @@ def _local_system(problem, mon, formulation, rho, scale=1.0, dense_max=DENSE_MAX
     :meth:`Monitor.state`), reset to its q; a new one's build time is the solve's build_time."""
     # rho "auto" (the default) or a number as it is; anything else (a pair, a list) by its text
     key = ("newton_local", formulation, rho if type(rho) in _KEYED else repr(rho), scale, dense_max)
-    sys = mon.state(problem, key, lambda: _Local(problem, formulation, rho, scale, dense_max), on=("W", "mu"))
+    sys = mon.state(problem, key, _Local, ("W", "mu"), (formulation, rho, scale, dense_max))
     if sys.new:
         sys.new = False
         mon.built()
@@ -673,7 +673,7 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
     _check_line_search(line_search)
     mon.budget(DEFAULT_MAX_ITER)
     key = f"newton_global:{formulation}:{rho!r}"
-    g = mon.state(problem, key, lambda: _Global(problem, formulation, rho), on=("M", "H", "mu")).reset(problem)
+    g = mon.state(problem, key, _Global, ("M", "H", "mu"), (formulation, rho)).reset(problem)
     mon.built()
     r = mon.start_vector("r", problem.size)
     v = mon.start_vector("v", problem.ndof) if (mon.x0 or {}).get("v") is not None else problem.v(r)

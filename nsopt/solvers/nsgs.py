@@ -185,7 +185,7 @@ def _solve_kernel(head, problem):
 
 
 def _sweeper(problem, mon):
-    sw = mon.state(problem, "nsgs_sweeper", lambda: _Sweeper(problem), on=("W",))
+    sw = mon.state(problem, "nsgs_sweeper", _Sweeper, ("W",))
     if sw.new:
         sw.new = False
         mon.built()
