@@ -141,7 +141,7 @@ class Monitor:
         for every use of ``key``; see :meth:`Problem.cached`), kept in the :class:`Workspace` when
         the caller gave one (it then survives new problem objects that share those fields, e.g. made
         by ``replace``), else in the problem's own cache. (One lookup, by identity: a re-solve's
-        per-call cost.)"""
+        per-call cost.) A new one is a one-off build (:meth:`built`)."""
         store = problem._store if self.workspace is None else self.workspace._store
         hit = store.get(key)
         if hit is not None:
@@ -151,6 +151,7 @@ class Monitor:
                 return hit[1]
         value = make(problem, *args)
         store[key] = (problem.dependencies(on), value)
+        self.built()        # (a one-off build: its time is the solve's build_time)
         return value
 
     def built(self):

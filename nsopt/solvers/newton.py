@@ -212,7 +212,6 @@ class _Local:
         self.small = self.dense and n <= SMALL_DENSE      # the compiled Newton loop (newton_dense)
         self.formulation = formulation
         self.label = formulation.upper()
-        self.new = True             # just built: its time is the solve's build_time
         self.pat = None
         self.dense_state = None     # work arrays of the compiled loop (_newton_dense)
         self.dense_kernel = None    # its compiled entry point (_dense_kernel)
@@ -547,11 +546,7 @@ def _local_system(problem, mon, formulation, rho, scale=1.0, dense_max=DENSE_MAX
     :meth:`Monitor.state`), reset to its q; a new one's build time is the solve's build_time."""
     # rho "auto" (the default) or a number as it is; anything else (a pair, a list) by its text
     key = ("newton_local", formulation, rho if type(rho) in _KEYED else repr(rho), scale, dense_max)
-    sys = mon.state(problem, key, _Local, ("W", "mu"), (formulation, rho, scale, dense_max))
-    if sys.new:
-        sys.new = False
-        mon.built()
-    return sys.reset(problem)
+    return mon.state(problem, key, _Local, ("W", "mu"), (formulation, rho, scale, dense_max)).reset(problem)
 
 
 def _local_checked(*, line_search, reg_step, dense_max, **options):

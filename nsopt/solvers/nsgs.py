@@ -95,7 +95,7 @@ class _Sweeper:
     monitor's deterministic chunk schedule)."""
 
     __slots__ = ("dim", "W", "csc", "csr", "work", "plain", "nc", "n", "I", "F", "state", "best", "best_r", "head",
-                 "errs", "new", "ready", "bad", "q", "mu", "qnorm", "kernel")
+                 "errs", "ready", "bad", "q", "mu", "qnorm", "kernel", "xbest")
 
     def __init__(self, problem):
         W = problem.W
@@ -113,10 +113,10 @@ class _Sweeper:
         self.plain = plain_schedule(self.work)     # (cap, turn) without callback or time limit
         self.nc, self.n = nc, n
         self.I, self.F, (self.state, self.best, self.best_r) = K.nsgs_layout(n, nc, self.dim, *self.csc, *self.csr)
+        self.xbest = {"r": self.best_r}    # the best iterate as the monitor borrows it (Monitor.record)
         self.head = (self.dim, self.W, self.I, self.F)     # the kernel's first arguments
         self.kernel = _solve_kernel(self.head, problem)
         self.errs = _NO_VALUE
-        self.new = True           # just built: its time is the solve's build_time
         self.ready = False        # D filled (the first solve's kernel call)
 
     @property
@@ -184,14 +184,6 @@ def _solve_kernel(head, problem):
     return kernel
 
 
-def _sweeper(problem, mon):
-    sw = mon.state(problem, "nsgs_sweeper", _Sweeper, ("W",))
-    if sw.new:
-        sw.new = False
-        mon.built()
-    return sw
-
-
 _FRESH, _RUNNING, _BAD_W = K.FRESH, K.RUNNING, K.BAD_W
 
 
@@ -228,7 +220,7 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     max_iter = mon.max_iter
     if max_iter is None:
         max_iter = mon.budget(DEFAULT_MAX_ITER)
-    sw = _sweeper(problem, mon)
+    sw = mon.state(problem, "nsgs_sweeper", _Sweeper, ("W",))
     r = mon.start_vector("r", problem.size)
     u = np.empty(r.shape[0])
     if mon.callback is None and mon.deadline is None and mon.history is None:
@@ -240,9 +232,9 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
         errs = sw.errs
         if errs.shape[0] < turn + cap:
             errs = sw.errs = np.empty(min(turn + cap, max_iter + 1))
-    state, best, best_r = sw.state, sw.best, sw.best_r
+    state, best, xbest = sw.state, sw.best, sw.xbest
     state[3], state[4] = _FRESH, 0
-    x, xbest, start = {"r": r}, {"r": best_r}, True
+    x, start = {"r": r}, True
     q, mu, qnorm, tol, kernel = problem.q, problem.mu, problem.qnorm, mon.tol, sw.kernel
     while True:
         kernel(*sw.head, q, mu, r, u, errs, tol, max_iter, local_tol, local_max_iter, omega, shuffle, qnorm, resync,
@@ -307,7 +299,7 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
     mon.budget(DEFAULT_MAX_ITER)
     red = GlobalToLocal()
     loc, data = red.apply(problem)
-    sw = _sweeper(loc, mon)
+    sw = mon.state(loc, "nsgs_sweeper", _Sweeper, ("W",))
     sw.order[:] = np.arange(sw.order.shape[0])
     msg = sw.diag(loc)
     mon.built()
