@@ -54,7 +54,7 @@ import numpy as np
 from .exceptions import OptionError
 from .problems._base import FLOAT64, all_finite
 from .registry import Outcome
-from .result import Iterate, Solution, Status, lazy_message
+from .result import _SOLVED, Iterate, Solution, Status, lazy_message
 
 CHUNK_SECONDS = 0.02     # target duration of one compiled chunk (time_limit and Ctrl-C act between chunks)
 WORK_PER_CHUNK = 10**7   # flops of one chunk on the deterministic schedule (a few ms to a few tens)
@@ -193,9 +193,9 @@ class Monitor:
                 return self.stop(Status.TIME_LIMIT, ("time limit reached after %d iteration(s) (best error %.3g)",
                                                      (self.k, self.best_err)))
             return None
-        self.status = Status.SOLVED      # (self.stop, inline: the common end of a solve)
+        self.status = _SOLVED      # (self.stop, inline: the common end of a solve)
         self._message = ("error %.3g <= tol after %d iteration(s)", (err, self.k))
-        return Status.SOLVED
+        return _SOLVED
 
     def start(self, x: dict, err: float):
         """Record the starting point (iteration 0). Returns the status when it already ends the

@@ -215,6 +215,7 @@ class _Local:
         self.pat = None
         self.dense_state = None     # work arrays of the compiled loop (_newton_dense)
         self.dense_kernel = None    # its compiled entry point (_dense_kernel)
+        self.dense_best = None      # the dict of its best iterate
         if self.small:
             # one compiled call: rho, the FB scale and W's CSR (no NumPy or SciPy set-up per W); the
             # views of the Python path (rho, gamma, W's CSR, the Newton blocks) are made when first
@@ -409,11 +410,12 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
     kernel computed them when it stopped, else None."""
     n = sys.n
     st = sys.dense_state
-    nb = max(stall or 0, switch) + 2
+    nb = (stall if stall is not None and stall > switch else switch) + 2
     if st is None or st[0] != memory or st[1] != nb:
         st = sys.dense_state = (memory, nb) + K.dense_state(n, memory, nb, sys.nc) + (_NO_ERRORS,)
         sys.dense_kernel = _dense_kernel(sys, st)
-    _, _, istate, S, (fstate, best, best_r), Wk, errs = st
+        sys.dense_best = {"r": st[4][2]}     # the best iterate as the monitor borrows it (Monitor.record)
+    _, _, istate, S, (fstate, best, _), Wk, errs = st
     istate[1], istate[8] = _LS_CODES[line_search], K.NEWTON_FRESH
     u = np.empty(n)
     stall = -1 if stall is None else stall
@@ -426,7 +428,7 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
     keep = mon.history is not None or mon.callback is not None     # the errors of each iteration
     if not keep:
         errs = _NO_ERRORS
-    x, xbest, start = {"r": r}, {"r": best_r}, True
+    x, xbest, start = {"r": r}, sys.dense_best, True
     fb, W, q, mu, P, Q, qnorm, wscale, tol, kernel = sys.formulation == "fb", sys.Wd, sys.q, sys.mu, sys.P, sys.Q, \
         sys.qnorm, sys.wscale, mon.tol, sys.dense_kernel
     while True:
@@ -591,12 +593,11 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         # number as problem.error up to the twin's rounding), which solve() does not recompute; the
         # kernel computed them when it stopped on its own
         if measured is not None:
-            return mon.solution(message=msg, info=info, x={"r": mon.best_x["r"].copy(), "u": measured[0]},
-                               error=measured[1])
+            return mon.solution(msg, info, {"r": mon.best_x["r"].copy(), "u": measured[0]}, None, measured[1])
         rb = mon.best_x["r"].copy()
         u = affine(problem.W, rb, problem.q)
-        return mon.solution(message=msg, info=info, x={"r": rb, "u": u}, error=sys.error(rb, u))
-    return mon.solution(message=msg, info=info)
+        return mon.solution(msg, info, {"r": rb, "u": u}, None, sys.error(rb, u))
+    return mon.solution(msg, info)
 
 
 # ============================================================================ global problems
