@@ -56,6 +56,7 @@ from .problems._base import FLOAT64, all_finite
 from .registry import Outcome
 from .result import _SOLVED, Iterate, Solution, Status, lazy_message
 
+_SOLVED_MESSAGE = "error %.3g <= tol after %d iteration(s)"
 CHUNK_SECONDS = 0.02     # target duration of one compiled chunk (time_limit and Ctrl-C act between chunks)
 WORK_PER_CHUNK = 10**7   # flops of one chunk on the deterministic schedule (a few ms to a few tens)
 
@@ -194,7 +195,7 @@ class Monitor:
                                                      (self.k, self.best_err)))
             return None
         self.status = _SOLVED      # (self.stop, inline: the common end of a solve)
-        self._message = ("error %.3g <= tol after %d iteration(s)", (err, self.k))
+        self._message = (_SOLVED_MESSAGE, (err, self.k))
         return _SOLVED
 
     def start(self, x: dict, err: float):
@@ -315,6 +316,10 @@ class Monitor:
                 self.callback(Iterate(self.k, last, {k: np.array(v, dtype=float) for k, v in x.items()}))
             except StopIteration:
                 return self.stop(Status.CALLBACK_STOP, f"stopped by the callback after {self.k} iteration(s)")
+        if last <= self.tol:     # (_judge's first stop, inline: the common end of a re-solve)
+            self.status = _SOLVED
+            self._message = (_SOLVED_MESSAGE, (last, self.k))
+            return _SOLVED
         return self._judge(last)
 
     def advance(self, n: int, x: dict, err: float):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import enum
 import json
 import math
-import time
 from dataclasses import dataclass, field, fields
+from time import perf_counter as _now
 from typing import Any
 
 import numpy as np
@@ -245,11 +245,12 @@ class Solution:
         s.error = error
         s.tol = tol
         s.nit = nit
-        s.solve_time = time.perf_counter() - t0
+        s.solve_time = _now() - t0
         s.info = info
         s.trace = []
         s.options = {} if options is None else options
-        s.build_time = build_time
+        if build_time:       # (else the dataclass' class default, 0.0)
+            s.build_time = build_time
         if history is not None:
             s.history = history
         d = s.__dict__
