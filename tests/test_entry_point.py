@@ -97,7 +97,7 @@ def test_entry_point_gives_the_dispatchers_bits(method, monkeypatch):
     probs = _problems()
     got = {k: nsopt.solve(p, method, tol=1e-12) for k, p in probs.items()}
     monkeypatch.setattr(nsgs, "_solve_kernel", lambda head, problem: GS.nsgs_fc_solve)
-    monkeypatch.setattr(newton, "_dense_kernel", lambda sys, st: NK.newton_dense)
+    monkeypatch.setattr(newton, "_dense_kernel", lambda *a: NK.newton_dense)
     for k, p in probs.items():
         p2 = pickle.loads(pickle.dumps(p))      # (a new object: nothing kept from the first solve)
         ref = nsopt.solve(p2, method, tol=1e-12)

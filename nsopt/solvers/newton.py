@@ -213,9 +213,7 @@ class _Local:
         self.formulation = formulation
         self.label = formulation.upper()
         self.pat = None
-        self.dense_state = None     # work arrays of the compiled loop (_newton_dense)
-        self.dense_kernel = None    # its compiled entry point (_dense_kernel)
-        self.dense_best = None      # the dict of its best iterate
+        self.dense_state = None     # work arrays and arguments of the compiled loop (_newton_dense)
         if self.small:
             # one compiled call: rho, the FB scale and W's CSR (no NumPy or SciPy set-up per W); the
             # views of the Python path (rho, gamma, W's CSR, the Newton blocks) are made when first
@@ -380,21 +378,21 @@ REG_CUT, REG_RANGE = 0.25, (0.1, 10.0)
 
 
 _LS_CODES = {"armijo": 0, "nonmonotone": 1, "none": 2}
+_FRESH, _RUN, _STOP, _STALLED = K.NEWTON_FRESH, K.NEWTON_RUN, K.NEWTON_STOP, K.NEWTON_STALLED
 _NO_ERRORS = np.zeros(0)
 
 
 _DENSE_KERNELS = {}     # the flags of a small system's W -> the entry point of newton_dense
 
 
-def _dense_kernel(sys, st):
-    """The compiled ``newton_dense`` for a small system (``sys``) and its state (``st``), called
-    without numba's dispatch (:func:`nsopt._jit.entry_point`): the types of its arguments are those
-    of the system's W, known when it is made, and fixed otherwise (the packed arrays, a problem's
-    read-only vectors, float64 r, u and errors, and the scalars as ``_newton_dense`` passes them)."""
+def _dense_kernel(sys, istate, S, Wk, errs):
+    """The compiled ``newton_dense`` for a small system (``sys``) and its state, called without
+    numba's dispatch (:func:`nsopt._jit.entry_point`): the types of its arguments are those of the
+    system's W, known when it is made, and fixed otherwise (the packed arrays, a problem's read-only
+    vectors, float64 r, u and errors, and the scalars as ``_newton_dense`` passes them)."""
     key = sys.Wd.flags.num
     kernel = _DENSE_KERNELS.get(key)
     if kernel is None:
-        _, _, istate, S, _, Wk, errs = st
         kernel = _DENSE_KERNELS[key] = entry_point(K.newton_dense, (
             False, sys.Wd, sys.q, sys.mu, sys.P, sys.Q, 1.0, 1.0, errs, errs, istate, S, Wk, 1, 1, 1e-8, 1, 1, 1, 1.0,
             0.1, errs))
@@ -408,16 +406,19 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
     a callback or a deadline the start and up to ``DENSE_CHUNK`` iterations are one call.
     Returns (r, stalled, info, measured): ``measured`` is (u, error) of the best iterate as the
     kernel computed them when it stopped, else None."""
-    n = sys.n
     st = sys.dense_state
     nb = (stall if stall is not None and stall > switch else switch) + 2
     if st is None or st[0] != memory or st[1] != nb:
-        st = sys.dense_state = (memory, nb) + K.dense_state(n, memory, nb, sys.nc) + (_NO_ERRORS,)
-        sys.dense_kernel = _dense_kernel(sys, st)
-        sys.dense_best = {"r": st[4][2]}     # the best iterate as the monitor borrows it (Monitor.record)
-    _, _, istate, S, (fstate, best, _), Wk, errs = st
-    istate[1], istate[8] = _LS_CODES[line_search], K.NEWTON_FRESH
-    u = np.empty(n)
+        istate, S, (_, _, best_r), Wk = K.dense_state(sys.n, memory, nb, sys.nc)
+        # what every call reads, in one tuple: the work arrays, the errors' room, the view of fstate and
+        # best read after a call (S[:4]), the best iterate as the monitor borrows it, the compiled
+        # kernel and the system's own arguments
+        st = sys.dense_state = (memory, nb, istate, S, Wk, _NO_ERRORS, S[:4], {"r": best_r},
+                                _dense_kernel(sys, istate, S, Wk, _NO_ERRORS), sys.formulation == "fb", sys.Wd, sys.mu,
+                                sys.P, sys.Q, sys.wscale)
+    _, _, istate, S, Wk, errs, head, xbest, kernel, fb, W, mu, P, Q, wscale = st
+    istate[1], istate[8] = _LS_CODES[line_search], _FRESH
+    u = np.empty(sys.n)
     stall = -1 if stall is None else stall
     max_iter = mon.max_iter
     if mon.callback is None and mon.deadline is None:      # fused: the start and the first chunk in one call
@@ -428,26 +429,24 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
     keep = mon.history is not None or mon.callback is not None     # the errors of each iteration
     if not keep:
         errs = _NO_ERRORS
-    x, xbest, start = {"r": r}, sys.dense_best, True
-    fb, W, q, mu, P, Q, qnorm, wscale, tol, kernel = sys.formulation == "fb", sys.Wd, sys.q, sys.mu, sys.P, sys.Q, \
-        sys.qnorm, sys.wscale, mon.tol, sys.dense_kernel
+    x, start, q, qnorm, tol = {"r": r}, True, sys.q, sys.qnorm, mon.tol
     while True:
         if keep and errs.shape[0] < c:
             errs = np.empty(max(c, 2 * errs.shape[0]))
-            sys.dense_state = st = st[:6] + (errs,)
+            sys.dense_state = st = st[:5] + (errs,) + st[6:]
         kk = kernel(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory, c, tol, max_iter, stall, switch, reg,
                     reg_step, errs)
-        e, e0, e_best = fstate.tolist()
+        e, e0, e_best, b = head.tolist()      # (fstate and best)
         ist = istate.tolist()       # (read once: the loop's code now, the counters after it)
         code = ist[8]
-        if mon.record(e0 if start else None, kk, e, errs, x, xbest, best.item(0)) is not None or code != K.NEWTON_RUN:
+        if mon.record(e0 if start else None, kk, e, errs, x, xbest, b) is not None or code != _RUN:
             break
         start = False
         c = min(DENSE_CHUNK, max_iter - mon.k) if fused else mon.chunk()
     _, _, n_fb, n_sing, n_sw, n_lm, _, _, code = ist
     info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
-    measured = (u, e_best) if code == K.NEWTON_STOP else None
-    return r, code == K.NEWTON_STALLED and not mon.stopped, info, measured
+    measured = (u, e_best) if code == _STOP else None
+    return r, code == _STALLED and not mon.stopped, info, measured
 
 
 def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0,
