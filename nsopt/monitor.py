@@ -57,6 +57,7 @@ from .registry import Outcome
 from .result import _SOLVED, Iterate, Solution, Status, lazy_message
 
 _SOLVED_MESSAGE = "error %.3g <= tol after %d iteration(s)"
+_INF = math.inf
 CHUNK_SECONDS = 0.02     # target duration of one compiled chunk (time_limit and Ctrl-C act between chunks)
 WORK_PER_CHUNK = 10**7   # flops of one chunk on the deterministic schedule (a few ms to a few tens)
 
@@ -133,7 +134,7 @@ class Monitor:
         if x0 is not None:
             v = x0.get(name)
             if v is not None:     # (warm_start_of gives float64 vectors)
-                return v.copy() if type(v) is np.ndarray and v.dtype == FLOAT64 else np.array(v, dtype=float)
+                return v.copy() if type(v) is np.ndarray and v.dtype is FLOAT64 else np.array(v, dtype=float)
         return np.zeros(size)
 
     def state(self, problem, key, make, on, args=()):
@@ -302,7 +303,7 @@ class Monitor:
                 self.history.append(start)
             # the start is judged (iteration 0) unless none of _judge's stops can apply to it: an
             # error above tol and finite, a budget of at least one iteration, no deadline
-            if not (self.tol < start < math.inf and self.max_iter != 0 and self.deadline is None) \
+            if not (self.tol < start < _INF and self.max_iter != 0 and self.deadline is None) \
                     and self._judge(start) is not None:
                 return self.status
         if n == 0:

@@ -446,7 +446,7 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
     _, _, n_fb, n_sing, n_sw, n_lm, _, _, code = ist
     info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
     measured = (u, e_best) if code == _STOP else None
-    return r, code == _STALLED and not mon.stopped, info, measured
+    return r, code == _STALLED and mon.status is None, info, measured
 
 
 def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0,
