@@ -15,11 +15,16 @@ A method's loop::
 
     x = mon.start_vector("z", n)                # the warm start, or zeros
     if mon.start({"z": x}, problem.error(x)):   # the starting point may already be the answer
-        return mon.outcome()
+        return mon.solution()
     while not mon.stopped:
         ...                                      # one iteration, in place on x
         mon.step({"z": x}, problem.error(x))
-    return mon.outcome(message=...)
+    return mon.solution(message=...)
+
+``mon.solution(...)`` makes the :class:`~nsopt.Solution` that ``solve`` returns (the monitor knows
+the problem and the method's name); ``mon.outcome(...)`` gives the same as an
+:class:`~nsopt.registry.Outcome`, for a method that still changes it (a second attempt, variables
+mapped back from a reduction) before it returns it.
 
 What a method builds and can reuse on the next solve of a problem with the same matrices (a CSC
 split, work arrays, a Newton system) goes through ``mon.state(problem, key, make, ("W",))``: kept in
@@ -103,7 +108,7 @@ class Monitor:
     def __init__(self, tol, max_iter=None, time_limit=None, history=False, callback=None, x0=None,
                  workspace=None, problem=None, method="", options=None):
         self.tol = tol
-        self.problem = problem      # (what :meth:`outcome` makes the Solution of, by ``method``)
+        self.problem = problem      # (what :meth:`solution` makes the Solution of, by ``method``)
         self.method = method
         if options is not None:
             self.options = options
@@ -293,7 +298,7 @@ class Monitor:
         judged first, as :meth:`start`), else None; ``n`` iterations run in the call, the last with
         error ``last``, the errors of all of them in ``errors[:n]`` (read for a history); ``x``, the
         iterate at the end of the call; ``best`` (with ``best_err``), the best iterate of the solve
-        so far, the start included: the kernel's own arrays, copied when the outcome is made. The
+        so far, the start included: the kernel's own arrays, copied when the solution is made. The
         callback sees each iteration of a one-iteration call. Returns the status when the solve must
         stop, else None."""
         self.best_x, self.best_err, self._borrowed = best, best_err, True

@@ -55,8 +55,8 @@ import time
 
 from . import registry
 from .exceptions import NotApplicable, OptionError
-from .result import Solution, Status
 from .registry import ALIASES
+from .result import Solution, Status
 
 POLICY: dict[str, tuple[str, ...]] = {
     "lcp": ("qp", "lemke", "newton-fb", "pgs"),

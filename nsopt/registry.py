@@ -11,9 +11,10 @@ from .result import Solution, Status, lazy_message
 
 
 class Outcome:
-    """What a method may return to :func:`nsopt.solve` instead of ``mon.outcome(...)`` (which makes
-    the :class:`Solution` itself): its iterate and how it stopped (the empty and certified-infeasible
-    problems of ``solve``, a method written without the monitor).
+    """What a method may return to :func:`nsopt.solve` instead of ``mon.solution(...)`` (which makes
+    the :class:`Solution` itself): its iterate and how it stopped (``mon.outcome(...)`` for a result a
+    method still changes, the empty and certified-infeasible problems of ``solve``, a method written
+    without the monitor).
 
     ``x`` maps the problem's variable names (``z``, ``r``, ``v``, ...) to vectors; ``status`` is the
     method's own view (SOLVED when its criterion was met), which ``solve`` re-judges by the error
@@ -43,11 +44,11 @@ class Outcome:
 
 
 class MethodInfo:
-    """A registered method: ``kind``, ``name``, ``func(problem, mon, **options) -> Outcome``, its
-    one-line ``summary``, its own ``options`` (the keyword-only parameters of ``func``) with their
-    ``defaults`` (read from the signature, once), ``applies(problem) -> None | reason`` and
-    ``check(**options) -> dict``, the method's check of its options (run once per distinct option
-    values: :meth:`call_options`)."""
+    """A registered method: ``kind``, ``name``, ``func(problem, mon, **options) -> Solution``
+    (``mon.solution(...)``; or an :class:`Outcome`), its one-line ``summary``, its own ``options``
+    (the keyword-only parameters of ``func``) with their ``defaults`` (read from the signature,
+    once), ``applies(problem) -> None | reason`` and ``check(**options) -> dict``, the method's check
+    of its options (run once per distinct option values: :meth:`call_options`)."""
 
     __slots__ = ("kind", "name", "func", "summary", "options", "defaults", "applies", "check", "_checked", "bare")
 
@@ -122,7 +123,8 @@ Called through :func:`nsopt.solve` (its method-specific options are keywords of 
 
 
 def register(kinds, name: str, summary: str, *, applies: Callable | None = None, check: Callable | None = None):
-    """Decorator: register ``func(problem, mon, **options) -> Outcome`` for one or more kinds.
+    """Decorator: register ``func(problem, mon, **options) -> Solution`` (what ``mon.solution(...)``
+    makes, or an :class:`Outcome`) for one or more kinds.
 
     ``mon`` is the :class:`~nsopt.monitor.Monitor` that :func:`nsopt.solve` built from the common
     options (``tol, max_iter, time_limit, history, callback, warm_start``); the method's own options

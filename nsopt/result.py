@@ -58,7 +58,7 @@ _SOLVED, _INFEASIBLE = Status.SOLVED, Status.INFEASIBLE
 
 
 def judged(status: Status, error: float, tol: float) -> Status:
-    """The status of a solve judged by the error measure (:meth:`nsopt.registry.Outcome.solution`).
+    """The status of a solve judged by the error measure (:meth:`Solution._judged`).
 
     Parameters
     ----------
@@ -221,7 +221,7 @@ class Solution:
     def _judged(cls, problem, method, tol, t0, options, x, status, nit, history=None, message="", info=None,
                 build_time=0.0, error=None):
         """The Solution of what a method did, the one place a Solution is made from it (the
-        monitor's :meth:`~nsopt.monitor.Monitor.outcome`, an :class:`~nsopt.registry.Outcome`): every
+        monitor's :meth:`~nsopt.monitor.Monitor.solution`, an :class:`~nsopt.registry.Outcome`): every
         variable of the problem and its error measure, recomputed unless ``error`` is given (then
         ``x`` holds all the variables and ``error`` is the problem's measure of them, computed by the
         same formula), the status judged by that error (:func:`judged`; a backend's infeasibility

@@ -163,7 +163,7 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
     if (why := problem.infeasibility()) is not None:    # every method: a certified empty problem
         return _trivial(problem, mon, why)
     out = info.func(problem, mon) if opts is None else info.func(problem, mon, **opts)
-    if type(out) is Solution:      # (mon.outcome(...): the common case)
+    if type(out) is Solution:      # (mon.solution(...): the common case)
         return out
     return out.solution(problem, tol, info.name, mon._t0, given)
 

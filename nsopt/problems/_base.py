@@ -400,7 +400,7 @@ class Problem:
                 # norm2's short path: finite iff every entry is (or it overflowed), and kept as the
                 # norm of the new vector
                 norm = math.hypot(*a.tolist())
-                if norm == math.inf or norm != norm:
+                if not math.isfinite(norm):
                     norm = None
             if norm is None and not all_finite(a):
                 raise ProblemError(name, "has non-finite entries (nan or inf)", owner)
