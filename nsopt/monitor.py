@@ -63,6 +63,7 @@ from .result import _SOLVED, Iterate, Solution, Status, lazy_message
 
 _SOLVED_MESSAGE = "error %.3g <= tol after %d iteration(s)"
 _INF = math.inf
+_now = time.perf_counter
 CHUNK_SECONDS = 0.02     # target duration of one compiled chunk (time_limit and Ctrl-C act between chunks)
 WORK_PER_CHUNK = 10**7   # flops of one chunk on the deterministic schedule (a few ms to a few tens)
 
@@ -112,7 +113,7 @@ class Monitor:
         self.method = method
         if options is not None:
             self.options = options
-        self._t0 = t0 = time.perf_counter()
+        self._t0 = t0 = _now()
         if max_iter is not None:
             self.max_iter = max_iter
         if time_limit is not None:
