@@ -59,7 +59,7 @@ import numpy as np
 from .exceptions import OptionError
 from .problems._base import FLOAT64, all_finite
 from .registry import Outcome
-from .result import _SOLVED, Iterate, Solution, Status, lazy_message
+from .result import _INFEASIBLE, _MAX_ITER, _SOLVED, Iterate, Solution, Status, judged, lazy_message
 
 _SOLVED_MESSAGE = "error %.3g <= tol after %d iteration(s)"
 _INF = math.inf
@@ -349,20 +349,62 @@ class Monitor:
         return self.status is not None
 
     def solution(self, message="", info: dict | None = None, x: dict | None = None, status=None, error=None):
-        """The :class:`~nsopt.Solution` of the solve, what a method returns to :func:`nsopt.solve`
-        (made by :meth:`Solution._judged` for the monitor's ``problem`` and ``method``): the best
-        iterate (or ``x``), the status (MAX_ITER when the loop ended without one), iterations,
-        history and message. ``error``: the problem's error measure of ``x``, which then holds all
-        its variables (else it is recomputed)."""
-        return Solution._judged(self.problem, self.method, self.tol, self._t0, self.options,
-                                self._best() if x is None else x, status or self.status or Status.MAX_ITER,
-                                self.k, self.history, message or self._message, info, self.build_time, error)
+        """The :class:`~nsopt.Solution` of the solve, what a method returns to :func:`nsopt.solve`,
+        and the one place a Solution is made from what a method did (an :class:`Outcome` goes
+        through :meth:`finish`): the best iterate (or ``x``) with every variable of the monitor's
+        ``problem`` and its error measure, recomputed unless ``error`` is given (then ``x`` holds
+        all the variables and ``error`` is the problem's measure of them, computed by the same
+        formula); the status (MAX_ITER when the loop ended without one) judged by that error
+        (:func:`nsopt.result.judged`; a backend's infeasibility certificate is not overruled);
+        iterations, history, message (a str, or (format, values) formatted when first read), and
+        ``solve_time`` from the monitor's start to the end of this judgement, which is part of the
+        solve. Built without the dataclass' ``__init__`` (the same fields, one store each: what a
+        re-solve loop saves is its per-call cost)."""
+        problem, tol = self.problem, self.tol
+        if x is None:
+            x = self._best()
+        if error is None:
+            x = problem.complete(x)
+            error = float(problem.error_of(x))
+        if status is None:
+            status = self.status or _MAX_ITER
+        if info is None:
+            info = {}
+        if status is not _INFEASIBLE or not info.get("certificate"):
+            status = _SOLVED if 0.0 <= error <= tol else judged(status, error, tol)
+        s = object.__new__(Solution)
+        # (the variables it does not carry, a history of None, a build time of 0: the class defaults)
+        s.problem = problem
+        s.method = self.method
+        s.status = status
+        s.error = error
+        s.tol = tol
+        s.nit = self.k
+        s.solve_time = _now() - self._t0
+        s.info = info
+        s.trace = []
+        s.options = {} if self.options is None else self.options
+        if self.build_time:
+            s.build_time = self.build_time
+        if self.history is not None:
+            s.history = self.history
+        d = s.__dict__
+        d["message"] = message or self._message     # (unformatted: ``message`` formats it when read)
+        d.update(x)
+        return s
+
+    def finish(self, out: Outcome):
+        """The :class:`~nsopt.Solution` of an :class:`Outcome` that a method returned
+        (:meth:`solution`, with the outcome's iterations, history and build time)."""
+        self.k, self.history, self.build_time = out.nit, out.history, out.build_time
+        return self.solution(out._message, out.info, out.x, out.status,
+                             float(out.error) if out.complete and out.error is not None else None)
 
     def outcome(self, message="", info: dict | None = None, x: dict | None = None, status=None, error=None):
         """The same as :meth:`solution`, as an :class:`~nsopt.registry.Outcome` that a method may
         still change (its variables mapped back from a reduction, a second attempt) before it
-        returns it (``solve`` makes its Solution)."""
-        return Outcome(self._best() if x is None else x, status or self.status or Status.MAX_ITER, self.k,
+        returns it (``solve`` makes its Solution: :meth:`finish`)."""
+        return Outcome(self._best() if x is None else x, status or self.status or _MAX_ITER, self.k,
                        self.history, message or self._message, info, self.build_time, error, error is not None)
 
     def _best(self):

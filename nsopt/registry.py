@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from ._doc import insert_section
 from .exceptions import MethodNotFound, OptionError
-from .result import Solution, Status, lazy_message
+from .result import Status, lazy_message
 
 
 class Outcome:
@@ -34,13 +34,6 @@ class Outcome:
 
     def __repr__(self):
         return f"Outcome(status={self.status.value!r}, nit={self.nit}, variables={sorted(self.x)})"
-
-    def solution(self, problem, tol: float, method: str, t0: float, options: dict) -> Solution:
-        """The :class:`Solution` of this outcome (:meth:`Solution._judged`, as the monitor's outcome
-        makes it): ``solve_time`` from ``t0`` (``time.perf_counter()`` when the solve started)."""
-        return Solution._judged(problem, method, tol, t0, options, self.x, self.status, self.nit, self.history,
-                                self._message, self.info, self.build_time,
-                                float(self.error) if self.complete and self.error is not None else None)
 
 
 class MethodInfo:

@@ -7,7 +7,6 @@ import enum
 import json
 import math
 from dataclasses import dataclass, field, fields
-from time import perf_counter as _now
 from typing import Any
 
 import numpy as np
@@ -54,11 +53,11 @@ class Status(str, enum.Enum):
 
 # the statuses a solve's hot path compares with, as module constants (reading an Enum member,
 # ``Status.SOLVED``, costs ~80 ns in Python 3.11: several per solve)
-_SOLVED, _INFEASIBLE = Status.SOLVED, Status.INFEASIBLE
+_SOLVED, _INFEASIBLE, _MAX_ITER = Status.SOLVED, Status.INFEASIBLE, Status.MAX_ITER
 
 
 def judged(status: Status, error: float, tol: float) -> Status:
-    """The status of a solve judged by the error measure (:meth:`Solution._judged`).
+    """The status of a solve judged by the error measure (:meth:`nsopt.monitor.Monitor.solution`).
 
     Parameters
     ----------
@@ -216,47 +215,6 @@ class Solution:
     trace: list = field(default_factory=list)
     options: dict = field(default_factory=dict)
     build_time: float = 0.0
-
-    @classmethod
-    def _judged(cls, problem, method, tol, t0, options, x, status, nit, history=None, message="", info=None,
-                build_time=0.0, error=None):
-        """The Solution of what a method did, the one place a Solution is made from it (the
-        monitor's :meth:`~nsopt.monitor.Monitor.solution`, an :class:`~nsopt.registry.Outcome`): every
-        variable of the problem and its error measure, recomputed unless ``error`` is given (then
-        ``x`` holds all the variables and ``error`` is the problem's measure of them, computed by the
-        same formula), the status judged by that error (:func:`judged`; a backend's infeasibility
-        certificate is not overruled). ``solve_time``: from ``t0`` (``time.perf_counter()`` when the
-        solve started) to the end of this judgement, which is part of the solve. ``message``: a
-        str, or (format, values) formatted when it is first read. Built without the dataclass'
-        ``__init__`` (the same fields, one store each: what a re-solve loop saves is its per-call
-        cost)."""
-        if error is None:
-            x = problem.complete(x)
-            error = float(problem.error_of(x))
-        if info is None:
-            info = {}
-        if status is not _INFEASIBLE or not info.get("certificate"):
-            status = _SOLVED if 0.0 <= error <= tol else judged(status, error, tol)
-        s = object.__new__(cls)
-        # (the variables it does not carry and a history of None: the dataclass' class defaults)
-        s.problem = problem
-        s.method = method
-        s.status = status
-        s.error = error
-        s.tol = tol
-        s.nit = nit
-        s.solve_time = _now() - t0
-        s.info = info
-        s.trace = []
-        s.options = {} if options is None else options
-        if build_time:       # (else the dataclass' class default, 0.0)
-            s.build_time = build_time
-        if history is not None:
-            s.history = history
-        d = s.__dict__
-        d["message"] = message       # (unformatted: the lazy ``message`` property formats it when read)
-        d.update(x)
-        return s
 
     @property
     def success(self) -> bool:

@@ -165,7 +165,7 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
     out = info.func(problem, mon) if opts is None else info.func(problem, mon, **opts)
     if type(out) is Solution:      # (mon.solution(...): the common case)
         return out
-    return out.solution(problem, tol, info.name, mon._t0, given)
+    return mon.finish(out)
 
 
 def _pop_aliases(problem, info, options, x0):
@@ -190,4 +190,4 @@ def _trivial(problem, mon, why):
         x = {problem.primal: np.zeros(problem.size)}
         out = Outcome(x, Status.INFEASIBLE, 0, message=why, info={"certificate": "problem"},
                       history=None if mon.history is None else [float(problem.error_of(problem.complete(x)))])
-    return out.solution(problem, mon.tol, mon.method, mon._t0, mon.options)
+    return mon.finish(out)
