@@ -236,8 +236,9 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     state[3], state[4] = _FRESH, 0
     x, start = {"r": r}, True
     q, mu, qnorm, tol, kernel = problem.q, problem.mu, problem.qnorm, mon.tol, sw.kernel
+    dim, W, I, F = sw.head      # (positional arguments only: a call without a tuple of them)
     while True:
-        kernel(*sw.head, q, mu, r, u, errs, tol, max_iter, local_tol, local_max_iter, omega, shuffle, qnorm, resync,
+        kernel(dim, W, I, F, q, mu, r, u, errs, tol, max_iter, local_tol, local_max_iter, omega, shuffle, qnorm, resync,
                cap, first)
         _, _, fails, code, measured, n, bad = state.tolist()
         b0, last, measured_err, e0 = best.tolist()
