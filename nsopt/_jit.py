@@ -61,6 +61,8 @@ def entry_point(kernel, args):
     keeps the entry point (:class:`nsopt.solvers.nsgs._Sweeper`, the small dense Newton's
     ``_Local``). Arguments of other types must go through the dispatcher: the entry point does not
     check them."""
+    if not hasattr(kernel, "compile"):     # (NUMBA_DISABLE_JIT=1: the Python function itself)
+        return kernel
     return kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
 
 
