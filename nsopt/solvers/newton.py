@@ -27,8 +27,11 @@ Methods
     Globalised by a non-monotone Armijo line search on :math:`\tfrac12\|\phi\|^2`
     (switching to monotone Armijo and back when progress is slow); when the line search fails,
     projected Gauss–Seidel sweeps (projected fixed-point steps per contact) are taken instead; a
-    singular matrix gets a diagonal shift. Hybrid: when the best error has not halved over 100
-    iterations, the method continues with proximal-point iterations (below) from its best iterate.
+    singular matrix gets a diagonal shift. Hybrid: when the best error has not halved over 30
+    iterations (100 for FB and in the compiled loop of W up to 24 unknowns), or the line search has
+    cut 5 steps in a row below 2^-10 without halving it (the iterates creep: on a 1000-cube pile, a
+    few contacts at the stick/slip or open/closed boundary whose solution lies far along W's null
+    space), the method continues with proximal-point iterations (below) from its best iterate.
 ``nsn-fb`` (fc2d, fc3d, gfc3d)
     The same with the Fischer–Burmeister function of the second-order cone (Jordan algebra,
     Fukushima, Luo & Tseng [3]_) on De Saxcé's modified velocity
@@ -85,6 +88,18 @@ SMALL_DENSE = 24         # a dense system up to this size runs the compiled Newt
 DENSE_CHUNK = 1024       # iterations per compiled call of that loop (without callback or deadline)
 _LS = ("armijo", "nonmonotone", "none")
 REG_STEP = 0.1   # default of the option reg_step: a plain step cut below this is retried regularised
+# hybrid: the Newton iterates have stalled when the best error has not halved over STALL[formulation]
+# iterations (STALL_SMALL in the compiled loop of small dense W), or when they creep: CREEP_N iterations in a row
+# whose line search cut the step below CREEP_T (or failed) without halving the best error. Then the proximal
+# continuation (_prox_loop) takes over from the best iterate. On the one-step problems of a 1000-cube pile the
+# AC iterates creep (steps of 1e-3..1e-8) on a few contacts at the stick/slip or open/closed boundary whose
+# solution lies far away along W's null space; RockPile_tob1 likewise (100 creeping iterations at 3e-8). The
+# FB Newton progresses slowly but surely on the corpus (BoxesStack1, 105 iterations) and keeps 100.
+STALL, STALL_SMALL = {"ac": 30, "fb": 100}, 100
+CREEP_T, CREEP_N = 2.0 ** -10, 5
+# the proximal continuation of the AC Newton (guarded): an inner Newton that has not halved its error in
+# PROX_INNER_STALL iterations gives up, and sigma never shrinks back below shrink x a sigma that failed
+PROX_INNER_STALL = 8
 
 
 # ============================================================================ helpers
@@ -453,7 +468,8 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
                   reg_step=REG_STEP):
     """Globalised semismooth Newton on a _Local system under the monitor ``mon`` (whose
     :meth:`~Monitor.start` it calls). Returns (last r, stalled, info); the best iterate is the
-    monitor's. ``stalled``: the best error has not halved over the last ``stall`` iterations.
+    monitor's. ``stalled``: the best error has not halved over the last ``stall`` iterations, or
+    (``stall`` given) over the last CREEP_N iterations, each with a step cut below CREEP_T or failed.
     A small dense system (n <= SMALL_DENSE) without proximal term runs the compiled twin of this
     loop (:func:`_newton_dense`)."""
     if sys.small and not sys.sigma and err_fn == sys.error:
@@ -468,6 +484,7 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
     bests = [err]
     mon.start({"r": r}, err)
     k = 0
+    creep = 0
     creg = reg
     plain = True        # try the plain matrix first (with reg: until a plain step is singular or poor)
     while not mon.stopped:
@@ -505,6 +522,7 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
                     creg = max(0.5 * creg, REG_RANGE[0] * reg)
                 elif not a2 or t2 < REG_CUT:
                     creg = min(2.0 * creg, REG_RANGE[1] * reg)
+        creep = creep + 1 if not accepted or t < CREEP_T else 0
         if accepted:
             r = r + t * d
         else:
@@ -519,7 +537,8 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
             break
         best_err = min(bests[-1], err)
         bests.append(best_err)
-        if stall is not None and len(bests) > stall and best_err > 0.5 * bests[-1 - stall]:
+        if stall is not None and ((len(bests) > stall and best_err > 0.5 * bests[-1 - stall]) or
+                                  (CREEP_N and creep >= CREEP_N and best_err > 0.5 * bests[-1 - creep])):
             stalled = True
             break
         if switch and k % switch == 0 and len(bests) > switch and best_err > 0.5 * bests[-1 - switch] \
@@ -563,7 +582,7 @@ def _local_checked(*, line_search, reg_step, dense_max, **options):
     return options
 
 
-def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale, dense_max, reg_step, stall=100):
+def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale, dense_max, reg_step):
     """nsn-ac / nsn-fb on a local problem (options checked by :func:`_local_checked`; positional: a
     re-solve's per-call cost)."""
     if mon.max_iter is None:
@@ -574,16 +593,18 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
     r = mon.start_vector("r", problem.size)
     measured = None
     if sys.small:
-        r, stalled, info, measured = _newton_dense(sys, r, mon, line_search, 5, stall if hybrid else None, 20, reg,
-                                                   reg_step)
+        r, stalled, info, measured = _newton_dense(sys, r, mon, line_search, 5, STALL_SMALL if hybrid else None, 20,
+                                                   reg, reg_step)
     else:
         r, stalled, info = _newton_local(sys, r, mon, line_search=line_search, err_fn=sys.error,
-                                         stall=stall if hybrid else None, reg=reg, reg_step=reg_step)
+                                         stall=STALL[formulation] if hybrid else None, reg=reg,
+                                         reg_step=reg_step)
     msg = ("%s Newton: error %.3g after %d iterations", (sys.label, mon.best_err, mon.k))
     if stalled:
         # hybrid: the plain Newton stalled -> proximal regularisation from the best iterate
         k0, e0 = mon.k, mon.best_err
-        pinfo = _prox_loop(sys, mon.best_x["r"].copy(), mon, sigma=None, inner_iter=30, line_search=line_search)
+        pinfo = _prox_loop(sys, mon.best_x["r"].copy(), mon, sigma=None, inner_iter=30, line_search=line_search,
+                           guarded=formulation == "ac")
         info.update(prox_outer=mon.k - k0, prox_newton=pinfo["newton_iterations"])
         msg = f"{sys.label} Newton: error {e0:.3g} after {k0} iterations; stalled, " \
               f"proximal continuation: error {mon.best_err:.3g}"
@@ -748,7 +769,8 @@ def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybr
         at reg and is halved after a full regularised step, doubled after one cut below 1/4, within
         [reg/10, 10 reg] (the compiled loop of W up to 24 unknowns keeps c_k = reg).
         Default 1 for AC (W is often singular: more contact unknowns than degrees of freedom), 0 for FB.
-    hybrid : when the Newton iterates stall (the best error not halved over 100 iterations),
+    hybrid : when the Newton iterates stall (the best error not halved over 30 iterations, 100
+        for a dense W of at most 24 unknowns, or 5 steps in a row cut below 2^-10 by the line search),
         continue with proximal-point iterations (``prox``: W + sigma I, inner AC Newton) from
         the best iterate; False: plain Newton until max_iter.
     reg_step : a plain Newton step that the line search cuts below this (default 0.1) is retried
@@ -778,7 +800,8 @@ def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybri
            dense_max=DENSE_MAX):
     """Fischer–Burmeister semismooth Newton (SOC Jordan algebra, De Saxcé's modified velocity).
 
-    Options as ``nsn-ac`` (no rho; ``reg`` defaults to 0), and ``scale``: the FB function is taken
+    Options as ``nsn-ac`` (no rho; ``reg`` defaults to 0; ``hybrid``: after 100 iterations without
+    halving the error, or 5 steps in a row cut below 2^-10), and ``scale``: the FB function is taken
     on (r, scale x u) (same zeros): a positive number (default 1) or "auto" (1 / the mean of
     lambda_max(W_aa)), which helps when W is far from unit scale (e.g. LMGC_100_PR_PerioBox, W ~ 1e-5).
 
@@ -837,11 +860,15 @@ def gnsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0):
     return _global_solve(problem, mon, "fb", rho=1.0, line_search=line_search, reg=_check_reg(reg))
 
 
-def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=10.0, fast=8):
+def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=10.0, fast=8, guarded=False):
     """Proximal point iterations on a _Local system, one contract iteration each (the caller has
     started ``mon``). ``sigma`` is divided by ``shrink`` after an inner solve of at most ``fast``
     Newton steps and multiplied by ``grow`` after one that neither converged nor decreased the
-    error. ``sys.sigma`` / ``sys.rc`` are set here and reset after. Returns an info dict."""
+    error. ``guarded`` (the continuation of the AC Newton): an inner Newton gives up when it stalls
+    (PROX_INNER_STALL, CREEP_N), sigma is multiplied by ``grow`` after any inner solve that did not
+    converge and does not shrink back below ``shrink`` x such a sigma (a floor divided by ``shrink``
+    after each fast inner solve that did not halve the error). ``sys.sigma`` / ``sys.rc`` are set
+    here and reset after. Returns an info dict."""
     dW = 1.0 / sys.rho_pgs
     sig = float(sigma) if sigma is not None else 1e-2 * float(np.mean(dW))
     if not (np.isfinite(sig) and sig > 0):
@@ -849,12 +876,14 @@ def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=
     sys.sigma = 0.0
     err = sys.error(r, sys.u(r))
     inner_total = 0
+    floor = 0.0
     try:
         while not mon.stopped:
             sys.sigma, sys.rc = sig, r.copy()
             itol = max(min(0.1 * err, 1e-2), 0.1 * mon.tol)
             inner = Monitor(tol=itol, max_iter=inner_iter, time_limit=mon.time_left())
-            rn, _, _ = _newton_local(sys, r.copy(), inner, line_search=line_search, err_fn=sys.error)
+            rn, _, _ = _newton_local(sys, r.copy(), inner, line_search=line_search, err_fn=sys.error,
+                                     stall=PROX_INNER_STALL if guarded else None)
             if inner.status is not Status.SOLVED:
                 rn = rn            # inner solves: the merit decreased, move on from the last iterate
             else:
@@ -862,10 +891,22 @@ def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=
             sys.sigma = 0.0
             inner_total += inner.k
             e_new = sys.error(rn, sys.u(rn))
-            if inner.status is Status.SOLVED or e_new < err:
+            ok = inner.status is Status.SOLVED
+            e_old = err
+            moved = ok or e_new < err
+            if moved:
                 r, err = rn, e_new
+            if guarded and not ok:
+                # sigma too small for the inner Newton (W + sigma I still nearly singular): grow it, and never
+                # shrink it back below shrink x this sigma in this solve (on a 1000-cube pile the inner solves
+                # converge in 1-5 steps above such a floor and fail below it, 30 steps each without the guard)
+                floor = shrink * sig
+                sig *= grow
+            elif moved:
                 if inner.k <= fast:
-                    sig = max(sig / shrink, 1e-14 * float(np.mean(dW)))
+                    if e_new > 0.5 * e_old:
+                        floor /= shrink     # fast inner solves but slow outer progress: sigma may go lower
+                    sig = max(sig / shrink, 1e-14 * float(np.mean(dW)), floor)
             else:
                 sig *= grow
             mon.step({"r": r}, err)
