@@ -313,6 +313,70 @@ def assemble_csr(Wdata, Windptr, dim, A, B, wpos, dpos, Jindptr, Jdata):
 
 
 @njit(cache=True, error_model="numpy")
+def reduce_csc(Jindptr, Jindices, Jdata, dim, A, B, order, shift, phi, d, newidx, Mptr, Mind, Mdata, b, pos):
+    """The Newton system J d = -phi (J + shift I, J on its CSR pattern) without its identity rows.
+
+    A contact whose rows of J are the identity (``B_a = 0`` and ``A_a = I``: an open contact of
+    Alart-Curnier) has ``d_a = -phi_a / (1 + shift)``, set here in ``d``; its columns go to the right
+    side. The other unknowns, in the order ``order`` (a fill-reducing order of the whole pattern),
+    give the CSC matrix ``M`` (``Mptr``, ``Mind``, ``Mdata``; row indices ascending in each column)
+    and the right side ``b`` of ``M x = b``; ``newidx[j]`` is the place of unknown j in x (-1 when
+    eliminated). Returns the size m of ``M``.
+    """
+    n = Jindptr.shape[0] - 1
+    nc = A.shape[0]
+    for a in range(nc):
+        triv = True
+        for k in range(dim):
+            for m in range(dim):
+                if B[a, k, m] != 0.0 or A[a, k, m] != (1.0 if k == m else 0.0):
+                    triv = False
+        for k in range(dim):
+            newidx[a * dim + k] = -1 if triv else 0
+    scale = 1.0 / (1.0 + shift)
+    m = 0
+    for t in range(n):
+        j = order[t]
+        if newidx[j] < 0:
+            d[j] = -phi[j] * scale
+        else:
+            newidx[j] = m
+            m += 1
+    for c in range(m + 1):
+        Mptr[c] = 0
+    for i in range(n):
+        if newidx[i] >= 0:
+            for p in range(Jindptr[i], Jindptr[i + 1]):
+                c = newidx[Jindices[p]]
+                if c >= 0:
+                    Mptr[c + 1] += 1
+    for c in range(m):
+        Mptr[c + 1] += Mptr[c]
+        pos[c] = Mptr[c]
+    for t in range(n):          # rows in their new order: ascending row indices in each column
+        i = order[t]
+        ri = newidx[i]
+        if ri < 0:
+            continue
+        s = -phi[i]
+        for p in range(Jindptr[i], Jindptr[i + 1]):
+            j = Jindices[p]
+            c = newidx[j]
+            v = Jdata[p]
+            if c >= 0:
+                if j == i:
+                    v += shift
+                k = pos[c]
+                Mind[k] = ri
+                Mdata[k] = v
+                pos[c] = k + 1
+            else:
+                s -= v * d[j]
+        b[ri] = s
+    return m
+
+
+@njit(cache=True, error_model="numpy")
 def fc_projected_sweeps(Wdata, Windices, Windptr, q, mu, dim, rho, r, nsweeps, inner):
     """Projected Gauss-Seidel sweeps on u = W r + q (in place on r): per contact, ``inner`` projected
     fixed-point steps r_a <- P_K(r_a - rho_a (u_a + mu ||u_T,a|| e_N)) with u_a kept exact."""
