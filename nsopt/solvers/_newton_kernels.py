@@ -312,6 +312,67 @@ def assemble_csr(Wdata, Windptr, dim, A, B, wpos, dpos, Jindptr, Jdata):
                 Jdata[base + dpos[a * dim + m]] += A[a, l, m]
 
 
+@njit(cache=True)
+def csr_pattern(Windptr, Windices, nc, dim):
+    """The CSR pattern of J = A + B W (A, B block diagonal): each row of contact a holds the union of
+    the columns of a's ``dim`` rows of W and of a's diagonal block, ascending (W's rows sorted).
+    Returns (indptr, indices, wpos, dpos) as :func:`assemble_csr` reads them."""
+    n = nc * dim
+    mark = np.full(n, -1, dtype=np.int64)
+    clen = np.zeros(nc, dtype=np.int64)
+    for a in range(nc):                 # the size of each contact's union
+        c = 0
+        for l in range(dim):
+            i = a * dim + l
+            if mark[i] != a:
+                mark[i] = a
+                c += 1
+            for p in range(Windptr[i], Windptr[i + 1]):
+                j = Windices[p]
+                if mark[j] != a:
+                    mark[j] = a
+                    c += 1
+        clen[a] = c
+    indptr = np.empty(n + 1, dtype=np.int64)
+    indptr[0] = 0
+    for i in range(n):
+        indptr[i + 1] = indptr[i] + clen[i // dim]
+    indices = np.empty(indptr[n], dtype=np.int32)
+    wpos = np.empty(Windptr[n], dtype=np.int64)
+    dpos = np.empty(n, dtype=np.int64)
+    mark[:] = -1
+    where = np.empty(n, dtype=np.int64)
+    for a in range(nc):
+        base = indptr[a * dim]
+        c = 0
+        for l in range(dim):
+            i = a * dim + l
+            if mark[i] != a:
+                mark[i] = a
+                indices[base + c] = i
+                c += 1
+            for p in range(Windptr[i], Windptr[i + 1]):
+                j = Windices[p]
+                if mark[j] != a:
+                    mark[j] = a
+                    indices[base + c] = j
+                    c += 1
+        row = indices[base:base + c]
+        row.sort()
+        for k in range(c):
+            where[row[k]] = k
+        for l in range(1, dim):         # the contact's other rows: the same columns
+            b2 = indptr[a * dim + l]
+            for k in range(c):
+                indices[b2 + k] = row[k]
+        for l in range(dim):
+            i = a * dim + l
+            dpos[i] = where[i]
+            for p in range(Windptr[i], Windptr[i + 1]):
+                wpos[p] = where[Windices[p]]
+    return indptr, indices, wpos, dpos
+
+
 @njit(cache=True, error_model="numpy")
 def reduce_csc(Jindptr, Jindices, Jdata, dim, A, B, order, shift, phi, d, newidx, Mptr, Mind, Mdata, b, pos):
     """The Newton system J d = -phi (J + shift I, J on its CSR pattern) without its identity rows.

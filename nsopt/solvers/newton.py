@@ -139,34 +139,15 @@ class _Pattern:
 
     def __init__(self, W, nc, dim):
         n = nc * dim
-        W = sp.csr_matrix(W, dtype=float, copy=True)
-        W.sum_duplicates()
-        W.sort_indices()
+        if not (type(W) is sp.csr_matrix and W.dtype == np.float64 and W.has_canonical_format):
+            W = sp.csr_matrix(W, dtype=float, copy=True)     # (a problem's W is kept as it is: never written)
+            W.sum_duplicates()
+            W.sort_indices()
         self.W = W
         self.Wdata = np.ascontiguousarray(W.data, dtype=float)
         self.Windices = W.indices.astype(np.int64)
         self.Windptr = W.indptr.astype(np.int64)
-        # C: contact x column pattern (union of the columns of a contact's dim rows, plus its
-        # diagonal block); every row of contact a of J has the pattern of row a of C
-        rows_c = np.repeat(np.arange(n) // dim, np.diff(W.indptr))
-        diag_r = np.repeat(np.arange(nc), dim)
-        C = sp.csr_matrix((np.ones(W.nnz + n), (np.concatenate([rows_c, diag_r]),
-                                                np.concatenate([W.indices, np.arange(n)]))), shape=(nc, n))
-        C.sum_duplicates()
-        C.sort_indices()
-        clen = np.diff(C.indptr)
-        row_c = np.arange(n) // dim
-        L = clen[row_c]                                  # row lengths of J
-        self.indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(L, out=self.indptr[1:])
-        offs = np.repeat(C.indptr[row_c] - self.indptr[:-1], L) + np.arange(self.indptr[-1])
-        self.indices = C.indices[offs].astype(np.int32)
-        # positions inside a contact's pattern, by binary search on the flat keys (contact, column)
-        keys = np.repeat(np.arange(nc, dtype=np.int64), clen) * n + C.indices
-        self.wpos = np.searchsorted(keys, rows_c.astype(np.int64) * n + W.indices) - C.indptr[rows_c]
-        self.dpos = np.searchsorted(keys, row_c.astype(np.int64) * n + np.arange(n)) - C.indptr[row_c]
-        self.wpos = self.wpos.astype(np.int64)
-        self.dpos = self.dpos.astype(np.int64)
+        self.indptr, self.indices, self.wpos, self.dpos = K.csr_pattern(self.Windptr, self.Windices, nc, dim)
         self.diag_idx = self.indptr[:-1] + self.dpos
         self.data = np.zeros(self.indices.size)
         self.n = n
