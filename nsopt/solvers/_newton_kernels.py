@@ -645,6 +645,15 @@ def _dense_search(fb, W, r, u, d, f0, fref, ls, mu, rhoN, rhoT, gamma, dim, Wd, 
         Wd[i] = s
     if ls == 2:
         return True, 1.0, f0
+    return backtrack(fb, r, u, d, Wd, f0, fref, mu, rhoN, rhoT, gamma, dim, rt, ut, phi_t, tmp)
+
+
+@njit(cache=True, error_model="numpy")
+def backtrack(fb, r, u, d, Wd, f0, fref, mu, rhoN, rhoT, gamma, dim, rt, ut, phi_t, tmp):
+    """Armijo backtracking against ``fref`` on the merit at (r + t d, u + t Wd), t = 1, 1/2, ... down
+    to 1e-10 (Fischer–Burmeister of (r, gamma u) when ``fb``, else Alart–Curnier): (accepted, t,
+    merit at t). The line search of both Newton loops (``_dense_search``, ``newton._search``)."""
+    n = r.shape[0]
     t = 1.0
     while t >= 1e-10:
         for i in range(n):

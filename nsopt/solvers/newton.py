@@ -203,7 +203,8 @@ class _Pattern:
         return d
 
 
-_SMALL_LAZY = frozenset(("rhoN", "rhoT", "rho_pgs", "gamma_c", "gamma", "csr", "_Wcsr", "A", "B", "phi", "_x", "_px"))
+_SMALL_LAZY = frozenset(("rhoN", "rhoT", "rho_pgs", "gamma_c", "gamma", "csr", "_Wcsr", "A", "B", "phi", "_x", "_px",
+                         "search_work"))
 
 
 class _Local:
@@ -264,6 +265,8 @@ class _Local:
         self.A = np.zeros((nc, dim, dim))
         self.B = np.zeros((nc, dim, dim))
         self.phi = np.zeros(self.n)
+        # the line search's r + t d, u + t W d and FB's gamma u (_newton_kernels.backtrack)
+        self.search_work = (np.empty(self.n), np.empty(self.n), np.empty(self.n))
 
     def __getattr__(self, name):
         # a small system (the compiled loop) makes the Python path's views of its packed arrays when
@@ -308,11 +311,6 @@ class _Local:
         if self.sigma:
             u += self.sigma * (r - self.rc)
         return u
-
-    def merit(self, r, u, out):
-        if self.formulation == "ac":
-            return K.ac_phi(r, u, self.mu, self.rhoN, self.rhoT, self.dim, out)
-        return K.fb_phi(r, self.gamma * u, self.mu, self.dim, out)
 
     def jac(self, r, u):
         if self.formulation == "ac":
@@ -371,13 +369,9 @@ def _search(sys, r, u, d, f0, fref, line_search, phi_t):
         Wd += sys.sigma * d
     if line_search == "none":
         return True, 1.0, f0
-    t = 1.0
-    while t >= 1e-10:
-        ft = sys.merit(r + t * d, u + t * Wd, phi_t)
-        if np.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
-            return True, t, ft
-        t *= 0.5
-    return False, 0.0, f0
+    w = sys.search_work
+    return K.backtrack(sys.formulation == "fb", r, u, d, Wd, f0, fref, sys.mu, sys.rhoN, sys.rhoT, sys.gamma, sys.dim,
+                       w[0], w[1], phi_t, w[2])
 
 
 # the adaptive factor c_k of the regularised Newton matrix (Python loop): halved after a full regularised
