@@ -374,7 +374,7 @@ def csr_pattern(Windptr, Windices, nc, dim):
 
 
 @njit(cache=True, error_model="numpy")
-def reduce_csc(Jindptr, Jindices, Jdata, dim, A, B, order, shift, phi, d, newidx, Mptr, Mind, Mdata, b, pos):
+def reduce_csc(Jindptr, Jindices, Jdata, dim, A, B, order, shift, phi, d, newidx, Mptr, Mind, Mdata, b, pos, state):
     """The Newton system J d = -phi (J + shift I, J on its CSR pattern) without its identity rows.
 
     A contact whose rows of J are the identity (``B_a = 0`` and ``A_a = I``: an open contact of
@@ -382,37 +382,51 @@ def reduce_csc(Jindptr, Jindices, Jdata, dim, A, B, order, shift, phi, d, newidx
     side. The other unknowns, in the order ``order`` (a fill-reducing order of the whole pattern),
     give the CSC matrix ``M`` (``Mptr``, ``Mind``, ``Mdata``; row indices ascending in each column)
     and the right side ``b`` of ``M x = b``; ``newidx[j]`` is the place of unknown j in x (-1 when
-    eliminated). Returns the size m of ``M``.
+    eliminated). ``state`` = (m of the last call, or -1 before the first): when the same contacts
+    are left out as in the last call, ``newidx`` and ``Mptr`` are kept. Returns the size m of ``M``.
     """
     n = Jindptr.shape[0] - 1
     nc = A.shape[0]
+    same = state[0] >= 0
     for a in range(nc):
         triv = True
         for k in range(dim):
             for m in range(dim):
                 if B[a, k, m] != 0.0 or A[a, k, m] != (1.0 if k == m else 0.0):
                     triv = False
-        for k in range(dim):
-            newidx[a * dim + k] = -1 if triv else 0
+        pos[a] = 1 if triv else 0
+        if same and (newidx[a * dim] < 0) != triv:
+            same = False
     scale = 1.0 / (1.0 + shift)
-    m = 0
-    for t in range(n):
-        j = order[t]
-        if newidx[j] < 0:
-            d[j] = -phi[j] * scale
-        else:
-            newidx[j] = m
-            m += 1
-    for c in range(m + 1):
-        Mptr[c] = 0
-    for i in range(n):
-        if newidx[i] >= 0:
-            for p in range(Jindptr[i], Jindptr[i + 1]):
-                c = newidx[Jindices[p]]
-                if c >= 0:
-                    Mptr[c + 1] += 1
+    if same:
+        m = state[0]
+        for j in range(n):
+            if newidx[j] < 0:
+                d[j] = -phi[j] * scale
+    else:
+        for a in range(nc):
+            for k in range(dim):
+                newidx[a * dim + k] = -pos[a]
+        m = 0
+        for t in range(n):
+            j = order[t]
+            if newidx[j] < 0:
+                d[j] = -phi[j] * scale
+            else:
+                newidx[j] = m
+                m += 1
+        for c in range(m + 1):
+            Mptr[c] = 0
+        for i in range(n):
+            if newidx[i] >= 0:
+                for p in range(Jindptr[i], Jindptr[i + 1]):
+                    c = newidx[Jindices[p]]
+                    if c >= 0:
+                        Mptr[c + 1] += 1
+        for c in range(m):
+            Mptr[c + 1] += Mptr[c]
+        state[0] = m
     for c in range(m):
-        Mptr[c + 1] += Mptr[c]
         pos[c] = Mptr[c]
     for t in range(n):          # rows in their new order: ascending row indices in each column
         i = order[t]

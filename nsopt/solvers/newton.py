@@ -161,6 +161,7 @@ class _Pattern:
         self.Mdata = np.empty(self.indices.size)
         self.pos = np.empty(n, dtype=np.int32)
         self._b = np.empty(n)
+        self._state = np.full(1, -1, dtype=np.int64)    # (reduce_csc: the last reduced system's size)
 
     def solve(self, A, B, phi, shift=0.0):
         """d with (J + shift I) d = -phi, J = A + B W assembled in :attr:`data`; None if singular.
@@ -189,7 +190,8 @@ class _Pattern:
             return lu.solve(-phi, trans="T")
         d = np.empty(n)
         m = K.reduce_csc(self.indptr, self.indices, self.data, B.shape[1], A, B, self.order, float(shift), phi, d,
-                         self.newidx, self.Mptr, self.Mind, self.Mdata, self._b, self.pos)
+                         self.newidx, self.Mptr, self.Mind, self.Mdata, self._b, self.pos,
+                         self._state)
         if m:
             nnz = int(self.Mptr[m])
             M = sp.csc_matrix((self.Mdata[:nnz], self.Mind[:nnz], self.Mptr[:m + 1]), shape=(m, m))
