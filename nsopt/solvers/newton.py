@@ -195,6 +195,7 @@ class _Pattern:
         if m:
             nnz = int(self.Mptr[m])
             M = sp.csc_matrix((self.Mdata[:nnz], self.Mind[:nnz], self.Mptr[:m + 1]), shape=(m, m))
+            M.has_canonical_format = True       # (reduce_csc's columns: ascending, no duplicates)
             try:
                 lu = splu(M, permc_spec="NATURAL", diag_pivot_thresh=self.thresh)
             except RuntimeError:
@@ -244,12 +245,13 @@ class _Local:
         if self.dense:
             self.Wd = np.ascontiguousarray(W, dtype=float)
             Wcsr = sp.csr_matrix(self.Wd)
+            self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
+                        Wcsr.indptr.astype(np.int64))
         else:
-            self.pat = problem.cached("newton_pattern", lambda: _Pattern(W, nc, dim), on=("W",))
-            Wcsr = self.pat.W
+            self.pat = pat = problem.cached("newton_pattern", lambda: _Pattern(W, nc, dim), on=("W",))
+            Wcsr = pat.W
+            self.csr = (pat.Wdata, pat.Windices, pat.Windptr)     # (the pattern's: read only)
         self._Wcsr = Wcsr
-        self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
-                    Wcsr.indptr.astype(np.int64))
         self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
         # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)
         g = float(np.mean(self.rho_pgs)) if fb_scale == "auto" else float(fb_scale)
