@@ -373,38 +373,6 @@ def csr_pattern(Windptr, Windices, nc, dim):
     return indptr, indices, wpos, dpos
 
 
-@njit(cache=True)
-def contact_graph(Jindptr, Jindices, nc, dim):
-    """The contacts' graph of J's pattern (:func:`csr_pattern`): contact b is a neighbour of a when a
-    column of b is in a's rows. Returns the CSR (or CSC: the graph is symmetric when W is) arrays
-    ``(indptr, indices, data)`` of a matrix of that pattern, 1 on the diagonal and 1e-3 elsewhere
-    (diagonally dominant: its LU never pivots, whatever the ordering)."""
-    ptr = np.empty(nc + 1, dtype=np.int32)
-    ptr[0] = 0
-    for a in range(nc):
-        c = 0
-        last = -1
-        for p in range(Jindptr[a * dim], Jindptr[a * dim + 1]):
-            b = Jindices[p] // dim
-            if b != last:
-                c += 1
-                last = b
-        ptr[a + 1] = ptr[a] + c
-    ind = np.empty(ptr[nc], dtype=np.int32)
-    data = np.empty(ptr[nc])
-    for a in range(nc):
-        k = ptr[a]
-        last = -1
-        for p in range(Jindptr[a * dim], Jindptr[a * dim + 1]):
-            b = Jindices[p] // dim
-            if b != last:
-                ind[k] = b
-                data[k] = 1.0 if b == a else 1e-3
-                k += 1
-                last = b
-    return ptr, ind, data
-
-
 @njit(cache=True, error_model="numpy")
 def reduce_csc(Jindptr, Jindices, Jdata, dim, A, B, order, shift, phi, d, newidx, Mptr, Mind, Mdata, b, pos, state):
     """The Newton system J d = -phi (J + shift I, J on its CSR pattern) without its identity rows.

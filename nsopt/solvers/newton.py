@@ -148,10 +148,12 @@ class _Pattern:
         self.Windices = W.indices.astype(np.int64)
         self.Windptr = W.indptr.astype(np.int64)
         self.indptr, self.indices, self.wpos, self.dpos = K.csr_pattern(self.Windptr, self.Windices, nc, dim)
+        self.diag_idx = self.indptr[:-1] + self.dpos
         self.data = np.zeros(self.indices.size)
         self.n = n
-        self.thresh = 0.01
-        self.order = self._order(nc, dim)
+        self.indptr32 = self.indptr.astype(np.int32)
+        self.permc, self.thresh = "MMD_AT_PLUS_A", 0.01
+        self.order = None           # the fill-reducing order of the whole pattern (first factorisation)
         # work arrays of the reduced system (:meth:`solve`)
         self.newidx = np.empty(n, dtype=np.int64)
         self.Mptr = np.empty(n + 1, dtype=np.int32)
@@ -161,30 +163,31 @@ class _Pattern:
         self._b = np.empty(n)
         self._state = np.full(1, -1, dtype=np.int64)    # (reduce_csc: the last reduced system's size)
 
-    def _order(self, nc, dim):
-        """A fill-reducing order of J's unknowns: the minimum-degree ordering of the contacts' graph
-        (SuperLU's ``MMD_AT_PLUS_A``, read from the LU of a diagonally dominant matrix of that
-        pattern), each contact's ``dim`` unknowns in a row. On the 1000-cube pile the same fill and
-        factorisation time as the ordering of J itself, at a ninth of the entries."""
-        if nc == 0:
-            return np.zeros(0, dtype=np.int64)
-        ptr, ind, data = K.contact_graph(self.indptr, self.indices, nc, dim)
-        C = sp.csc_matrix((data, ind, ptr), shape=(nc, nc))
-        C.has_canonical_format = True       # (contact_graph: ascending, no duplicates)
-        perm = splu(C, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=self.thresh).perm_c
-        return (dim * np.argsort(perm)[:, None] + np.arange(dim)).ravel()
-
     def solve(self, A, B, phi, shift=0.0):
         """d with (J + shift I) d = -phi, J = A + B W assembled in :attr:`data`; None if singular.
 
-        The contacts whose rows of J are the identity (``B_a = 0``, ``A_a = I``: the open contacts
-        of Alart-Curnier, d_a = -phi_a; up to a quarter of a pile's contacts) leave the system; the
-        rest, in the fill-reducing order of the whole pattern (:meth:`_order`, found once: no
-        ordering per iteration; :func:`_newton_kernels.reduce_csc`), is factorised by SuperLU with a
-        diagonal-preferring pivot threshold (0.01; about half the fill of partial pivoting on the
-        contact problems of the corpus). The same direction to round-off as the LU of the whole J.
+        SuperLU with the minimum-degree ordering of J^T + J (the pattern is structurally symmetric
+        when W is) and a diagonal-preferring pivot threshold: about half the fill of COLAMD with
+        partial pivoting on the contact problems of the corpus. The first factorisation orders the
+        whole J and keeps that order; the later ones leave out the contacts whose rows of J are
+        the identity (``B_a = 0``, ``A_a = I``: the open contacts of Alart-Curnier, d_a = -phi_a;
+        a fifth to a quarter of a pile's contacts) and factorise the rest in the kept order (no
+        ordering per iteration): the same direction to round-off, half the factorisation time on a
+        1000-cube pile (:func:`_newton_kernels.reduce_csc`).
         """
         n = self.n
+        if self.order is None:
+            data = self.data
+            if shift:
+                data = data.copy()
+                data[self.diag_idx] += shift
+            Jt = sp.csc_matrix((data, self.indices, self.indptr32), shape=(n, n))
+            try:
+                lu = splu(Jt, permc_spec=self.permc, diag_pivot_thresh=self.thresh)
+            except RuntimeError:
+                return None
+            self.order = np.argsort(lu.perm_c)
+            return lu.solve(-phi, trans="T")
         d = np.empty(n)
         m = K.reduce_csc(self.indptr, self.indices, self.data, B.shape[1], A, B, self.order, float(shift), phi, d,
                          self.newidx, self.Mptr, self.Mind, self.Mdata, self._b, self.pos,
