@@ -80,7 +80,7 @@ def fixed_cost(data, rows):
         return statistics.median(best)
 
     t_solve = per_call(lambda: nsopt.solve(p, method="nsgs"))
-    t_method = per_call(lambda: info.func(p, Monitor(tol=TOL)))
+    t_method = per_call(lambda: info.func(p, Monitor(tol=TOL, problem=p, method="nsgs")))
     t_error = per_call(lambda: p.error(r))
     t_u = per_call(lambda: p.u(r))
     t_sic = next((r["siconos_time_s"] for r in rows if r["problem"] == "fc3d/FrictionContact3D_1c.dat"),

@@ -149,7 +149,8 @@ def run_resolve(p, qs, method):
 def run_kernels(p, qs):
     """The compiled work of nsgs on the same sequence (warm-started): the one kernel call of a solve
     (``_gs_kernels.nsgs_fc_solve``: u = Wr + q, the error, the sweeps, the stops), with its
-    arguments as ``nsgs`` passes them, without ``nsopt.solve`` around it."""
+    arguments as ``nsgs`` passes them and called as it calls it (the sweeper's compiled entry point,
+    without numba's dispatch, where the tree has one), without ``nsopt.solve`` around it."""
     from nsopt.solvers import _gs_kernels as K
     from nsopt.solvers.nsgs import _NO_VALUE, _Sweeper
 
@@ -159,14 +160,15 @@ def run_kernels(p, qs):
     r, u, state, best = np.zeros(p.size), np.empty(p.size), sw.state, sw.best
     cap = max(1, 10**7 // sw.work)
     args = (_NO_VALUE, TOL, MAX_ITER["nsgs"], 1e-13, 10, 1.0, False)
+    kernel = getattr(sw, "kernel", K.nsgs_fc_solve)
     state[3] = K.FRESH       # load the compiled kernel (from numba's cache) outside the measure
-    K.nsgs_fc_solve(*sw.head, p.q, p.mu, r, u, *args, p.qnorm, 50, cap, 4 * cap)
+    kernel(*sw.head, p.q, p.mu, r, u, *args, p.qnorm, 50, cap, 4 * cap)
     r[:] = 0.0
     t0 = time.perf_counter()
     for pk, qn in zip(probs, qnorms):
         state[3] = K.FRESH
         while True:
-            K.nsgs_fc_solve(*sw.head, pk.q, pk.mu, r, u, *args, qn, 50, cap, 4 * cap)
+            kernel(*sw.head, pk.q, pk.mu, r, u, *args, qn, 50, cap, 4 * cap)
             if state[3] != K.RUNNING:
                 break
     return (time.perf_counter() - t0) / len(qs)

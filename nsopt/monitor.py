@@ -15,14 +15,19 @@ A method's loop::
 
     x = mon.start_vector("z", n)                # the warm start, or zeros
     if mon.start({"z": x}, problem.error(x)):   # the starting point may already be the answer
-        return mon.outcome()
+        return mon.solution()
     while not mon.stopped:
         ...                                      # one iteration, in place on x
         mon.step({"z": x}, problem.error(x))
-    return mon.outcome(message=...)
+    return mon.solution(message=...)
+
+``mon.solution(...)`` makes the :class:`~nsopt.Solution` that ``solve`` returns (the monitor knows
+the problem and the method's name); ``mon.outcome(...)`` gives the same as an
+:class:`~nsopt.registry.Outcome`, for a method that still changes it (a second attempt, variables
+mapped back from a reduction) before it returns it.
 
 What a method builds and can reuse on the next solve of a problem with the same matrices (a CSC
-split, work arrays, a Newton system) goes through ``mon.state(problem, key, make, on=("W",))``: kept in
+split, work arrays, a Newton system) goes through ``mon.state(problem, key, make, ("W",))``: kept in
 the caller's :class:`Workspace` (``solve(..., workspace=ws)``) when there is one, else in the
 problem's cache, which ``problem.replace(q=...)`` shares. One-off builds end with ``mon.built()``:
 their time is ``Solution.build_time`` and does not count against ``time_limit``.
@@ -52,10 +57,13 @@ import time
 import numpy as np
 
 from .exceptions import OptionError
-from .registry import Outcome
 from .problems._base import FLOAT64, all_finite
-from .result import Iterate, Solution, Status, lazy_message
+from .registry import Outcome
+from .result import _INFEASIBLE, _MAX_ITER, _SOLVED, Iterate, Solution, Status, judged, lazy_message
 
+_SOLVED_MESSAGE = "error %.3g <= tol after %d iteration(s)"
+_INF = math.inf
+_now = time.perf_counter
 CHUNK_SECONDS = 0.02     # target duration of one compiled chunk (time_limit and Ctrl-C act between chunks)
 WORK_PER_CHUNK = 10**7   # flops of one chunk on the deterministic schedule (a few ms to a few tens)
 
@@ -85,7 +93,9 @@ class Monitor:
 
     # the state of a solve that has not started (class defaults: a monitor is made per solve, and
     # setting only what the caller gave keeps that cheap)
-    max_iter = deadline = history = callback = x0 = workspace = None
+    max_iter = deadline = history = callback = x0 = workspace = problem = None
+    method = ""
+    options = None      # the options the solve was given (the Solution's own dict), None: none
     k = 0
     best_x = None
     best_err = err = math.inf
@@ -97,9 +107,13 @@ class Monitor:
     _borrowed = False
 
     def __init__(self, tol, max_iter=None, time_limit=None, history=False, callback=None, x0=None,
-                 workspace=None):
+                 workspace=None, problem=None, method="", options=None):
         self.tol = tol
-        self._t0 = t0 = time.perf_counter()
+        self.problem = problem      # (what :meth:`solution` makes the Solution of, by ``method``)
+        self.method = method
+        if options is not None:
+            self.options = options
+        self._t0 = t0 = _now()
         if max_iter is not None:
             self.max_iter = max_iter
         if time_limit is not None:
@@ -126,17 +140,27 @@ class Monitor:
         if x0 is not None:
             v = x0.get(name)
             if v is not None:     # (warm_start_of gives float64 vectors)
-                return v.copy() if type(v) is np.ndarray and v.dtype == FLOAT64 else np.array(v, dtype=float)
+                return v.copy() if type(v) is np.ndarray and v.dtype is FLOAT64 else np.array(v, dtype=float)
         return np.zeros(size)
 
-    def state(self, problem, key, make, on=None):
-        """What a method built for ``problem`` and may reuse on the next solve: ``make()`` computed
-        once per identity of the fields ``on`` (see :meth:`Problem.cached`), kept in the
-        :class:`Workspace` when the caller gave one (it then survives new problem objects that share
-        those fields, e.g. made by ``replace``), else in the problem's own cache."""
-        if self.workspace is None:
-            return problem.cached(key, make, on=on)
-        return self.workspace.get(problem, key, make, on)
+    def state(self, problem, key, make, on, args=()):
+        """What a method built for ``problem`` and may reuse on the next solve: ``make(problem,
+        *args)`` computed once per identity of the fields ``on`` (a tuple of field names, the same
+        for every use of ``key``; see :meth:`Problem.cached`), kept in the :class:`Workspace` when
+        the caller gave one (it then survives new problem objects that share those fields, e.g. made
+        by ``replace``), else in the problem's own cache. (One lookup, by identity: a re-solve's
+        per-call cost.) A new one is a one-off build (:meth:`built`)."""
+        store = problem._store if self.workspace is None else self.workspace._store
+        hit = store.get(key)
+        if hit is not None:
+            had = hit[0]
+            if had[0] is getattr(problem, on[0]) and (len(on) == 1 or had[1] is getattr(problem, on[1]) and (
+                    len(on) == 2 or all(map(operator.is_, had[2:], problem.dependencies(on[2:]))))):
+                return hit[1]
+        value = make(problem, *args)
+        store[key] = (problem.dependencies(on), value)
+        self.built()        # (a one-off build: its time is the solve's build_time)
+        return value
 
     def built(self):
         """Mark the end of a one-off build (factorisation, compiled program): its time is reported as
@@ -177,9 +201,9 @@ class Monitor:
                 return self.stop(Status.TIME_LIMIT, ("time limit reached after %d iteration(s) (best error %.3g)",
                                                      (self.k, self.best_err)))
             return None
-        self.status = Status.SOLVED      # (self.stop, inline: the common end of a solve)
-        self._message = ("error %.3g <= tol after %d iteration(s)", (err, self.k))
-        return Status.SOLVED
+        self.status = _SOLVED      # (self.stop, inline: the common end of a solve)
+        self._message = (_SOLVED_MESSAGE, (err, self.k))
+        return _SOLVED
 
     def start(self, x: dict, err: float):
         """Record the starting point (iteration 0). Returns the status when it already ends the
@@ -275,7 +299,7 @@ class Monitor:
         judged first, as :meth:`start`), else None; ``n`` iterations run in the call, the last with
         error ``last``, the errors of all of them in ``errors[:n]`` (read for a history); ``x``, the
         iterate at the end of the call; ``best`` (with ``best_err``), the best iterate of the solve
-        so far, the start included: the kernel's own arrays, copied when the outcome is made. The
+        so far, the start included: the kernel's own arrays, copied when the solution is made. The
         callback sees each iteration of a one-iteration call. Returns the status when the solve must
         stop, else None."""
         self.best_x, self.best_err, self._borrowed = best, best_err, True
@@ -285,7 +309,7 @@ class Monitor:
                 self.history.append(start)
             # the start is judged (iteration 0) unless none of _judge's stops can apply to it: an
             # error above tol and finite, a budget of at least one iteration, no deadline
-            if not (self.tol < start < math.inf and self.max_iter != 0 and self.deadline is None) \
+            if not (self.tol < start < _INF and self.max_iter != 0 and self.deadline is None) \
                     and self._judge(start) is not None:
                 return self.status
         if n == 0:
@@ -299,6 +323,10 @@ class Monitor:
                 self.callback(Iterate(self.k, last, {k: np.array(v, dtype=float) for k, v in x.items()}))
             except StopIteration:
                 return self.stop(Status.CALLBACK_STOP, f"stopped by the callback after {self.k} iteration(s)")
+        if last <= self.tol:     # (_judge's first stop, inline: the common end of a re-solve)
+            self.status = _SOLVED
+            self._message = (_SOLVED_MESSAGE, (last, self.k))
+            return _SOLVED
         return self._judge(last)
 
     def advance(self, n: int, x: dict, err: float):
@@ -320,18 +348,71 @@ class Monitor:
     def stopped(self) -> bool:
         return self.status is not None
 
-    def outcome(self, message="", info: dict | None = None, x: dict | None = None, status=None, error=None):
-        """The :class:`~nsopt.registry.Outcome` of the solve: the best iterate (or ``x``), the status
-        (MAX_ITER when the loop ended without one), iterations, history and message. ``error``: the
-        problem's error measure of ``x``, which holds all its variables (``Outcome.complete``)."""
+    def solution(self, message="", info: dict | None = None, x: dict | None = None, status=None, error=None):
+        """The :class:`~nsopt.Solution` of the solve, what a method returns to :func:`nsopt.solve`,
+        and the one place a Solution is made from what a method did (an :class:`Outcome` goes
+        through :meth:`finish`): the best iterate (or ``x``) with every variable of the monitor's
+        ``problem`` and its error measure, recomputed unless ``error`` is given (then ``x`` holds
+        all the variables and ``error`` is the problem's measure of them, computed by the same
+        formula); the status (MAX_ITER when the loop ended without one) judged by that error
+        (:func:`nsopt.result.judged`; a backend's infeasibility certificate is not overruled);
+        iterations, history, message (a str, or (format, values) formatted when first read), and
+        ``solve_time`` from the monitor's start to the end of this judgement, which is part of the
+        solve. Built without the dataclass' ``__init__`` (the same fields, one store each: what a
+        re-solve loop saves is its per-call cost)."""
+        problem, tol = self.problem, self.tol
         if x is None:
-            x = self.best_x
-            if x is None:
-                x = {}
-            elif self._borrowed:
-                x = {k: v.copy() for k, v in x.items()}
-        return Outcome(x, status or self.status or Status.MAX_ITER, self.k, self.history, message or self._message,
-                       info, self.build_time, error, error is not None)
+            x = self._best()
+        if error is None:
+            x = problem.complete(x)
+            error = float(problem.error_of(x))
+        if status is None:
+            status = self.status or _MAX_ITER
+        if info is None:
+            info = {}
+        if status is not _INFEASIBLE or not info.get("certificate"):
+            status = _SOLVED if 0.0 <= error <= tol else judged(status, error, tol)
+        s = object.__new__(Solution)
+        # (the variables it does not carry, a history of None, a build time of 0: the class defaults)
+        s.problem = problem
+        s.method = self.method
+        s.status = status
+        s.error = error
+        s.tol = tol
+        s.nit = self.k
+        s.solve_time = _now() - self._t0
+        s.info = info
+        s.trace = []
+        s.options = {} if self.options is None else self.options
+        if self.build_time:
+            s.build_time = self.build_time
+        if self.history is not None:
+            s.history = self.history
+        d = s.__dict__
+        d["message"] = message or self._message     # (unformatted: ``message`` formats it when read)
+        d.update(x)
+        return s
+
+    def finish(self, out: Outcome):
+        """The :class:`~nsopt.Solution` of an :class:`Outcome` that a method returned
+        (:meth:`solution`, with the outcome's iterations, history and build time)."""
+        self.k, self.history, self.build_time = out.nit, out.history, out.build_time
+        return self.solution(out._message, out.info, out.x, out.status,
+                             float(out.error) if out.complete and out.error is not None else None)
+
+    def outcome(self, message="", info: dict | None = None, x: dict | None = None, status=None, error=None):
+        """The same as :meth:`solution`, as an :class:`~nsopt.registry.Outcome` that a method may
+        still change (its variables mapped back from a reduction, a second attempt) before it
+        returns it (``solve`` makes its Solution: :meth:`finish`)."""
+        return Outcome(self._best() if x is None else x, status or self.status or _MAX_ITER, self.k,
+                       self.history, message or self._message, info, self.build_time, error, error is not None)
+
+    def _best(self):
+        """The best iterate as the result's variables (the kernel's arrays copied when borrowed)."""
+        x = self.best_x
+        if x is None:
+            return {}
+        return {k: v.copy() for k, v in x.items()} if self._borrowed else x
 
 
 def plain_schedule(work: int):
@@ -434,8 +515,8 @@ class Workspace:
     """What methods build and may reuse across solves of problems that share their matrices: pass
     one to every ``nsopt.solve(..., workspace=ws)`` of a loop (same W, new q).
 
-    Entries are keyed by (method key, identity of the fields they depend on); an entry whose fields
-    changed is rebuilt, so one workspace can serve a whole simulation whose W changes. Keeps NSGS'
+    Entries (made and found by :meth:`Monitor.state`) are keyed by (method key, identity of the
+    fields they depend on); an entry whose fields changed is rebuilt, so one workspace can serve a whole simulation whose W changes. Keeps NSGS'
     sweeper (CSC split, diagonal blocks, work arrays), the Newton systems (rho, the pattern of the
     Newton matrix), Lemke's small-LCP data. A solve with a workspace runs the very code of a solve
     without one (the same Solution); it only skips what the workspace already holds.
@@ -454,26 +535,6 @@ class Workspace:
 
     def __init__(self):
         self._store = {}
-
-    def get(self, problem, key, make, on=None):
-        hit = self._store.get(key)
-        if on is not None and 0 < len(on) <= 2:      # the common cases: one or two fields (W, mu), by identity
-            if len(on) == 1:
-                dep = getattr(problem, on[0])
-                if hit is not None and len(hit[0]) == 1 and hit[0][0] is dep:
-                    return hit[1]
-                deps = (dep,)
-            else:
-                deps = (getattr(problem, on[0]), getattr(problem, on[1]))
-                if hit is not None and len(had := hit[0]) == 2 and had[0] is deps[0] and had[1] is deps[1]:
-                    return hit[1]
-        else:
-            deps = problem.dependencies(on)
-            if hit is not None and len(hit[0]) == len(deps) and all(map(operator.is_, hit[0], deps)):
-                return hit[1]
-        value = make()
-        self._store[key] = (deps, value)
-        return value
 
     def clear(self):
         self._store.clear()

@@ -50,12 +50,13 @@ before); all with growth exponents 0.96–0.99. The Gauss–Seidel baselines (``
 
 from __future__ import annotations
 
+import math
 import time
 
 from . import registry
 from .exceptions import NotApplicable, OptionError
+from .registry import ALIASES
 from .result import Solution, Status
-from .run import ALIASES, run_method
 
 POLICY: dict[str, tuple[str, ...]] = {
     "lcp": ("qp", "lemke", "newton-fb", "pgs"),
@@ -75,11 +76,13 @@ POLICY: dict[str, tuple[str, ...]] = {
 MAX_SIZE: dict[tuple[str, str], int] = {}    # (kind, method) -> largest problem.size auto tries it on
 
 
-def solve_auto(problem, kind, tol, max_iter, options, *, time_limit=None, history=False, callback=None,
+def solve_auto(problem, kind, tol, max_iter, options, solve, *, time_limit=None, history=False, callback=None,
                x0=None) -> Solution:
-    """Try the policy's methods in order (see the module docstring). The common options apply to
-    every attempt; ``time_limit`` is the budget of the whole policy; each attempt after the first
-    is warm-started from the best iterate so far."""
+    """Try the policy's methods in order (see the module docstring), each attempt a call of ``solve``
+    (:func:`nsopt.solve`, handed over by it: the one body of every solve) with the method named.
+    The common options apply to every attempt; ``time_limit`` is the budget of the whole policy;
+    each attempt after the first is warm-started from the best iterate so far (when its error is
+    finite; else from ``x0``, the caller's warm start)."""
     names = [m for m in POLICY.get(kind, ()) if registry.has(kind, m)]
     candidates = [registry.get(kind, m) for m in names] or registry.for_kind(kind)
     used = set(ALIASES)
@@ -110,13 +113,13 @@ def solve_auto(problem, kind, tol, max_iter, options, *, time_limit=None, histor
                 continue
         opts = {k: v for k, v in options.items() if k in info.options or k in ALIASES}
         start = x0
-        if best is not None:  # warm start from the best iterate so far
-            start = best.variables()
+        if best is not None and math.isfinite(best.error):  # warm start from the best iterate so far
+            start = best
             note = f"warm start from {best.method}"
         t0 = time.perf_counter()
         try:
-            sol = run_method(problem, info, tol, max_iter, opts, time_limit=left, history=history,
-                             callback=callback, x0=start)
+            sol = solve(problem, info.name, tol, max_iter, time_limit=left, history=history, callback=callback,
+                        warm_start=start, **opts)
         except NotApplicable as e:
             trace.append((info.name, "skipped", float("nan"), time.perf_counter() - t0, str(e)))
             continue

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import inspect
-import time
 from collections.abc import Callable
 
 from ._doc import insert_section
 from .exceptions import MethodNotFound, OptionError
-from .result import Solution, Status, judged, lazy_message
+from .result import Status, lazy_message
 
 
 class Outcome:
-    """What a method returns to :func:`nsopt.solve`: its iterate and how it stopped.
+    """What a method may return to :func:`nsopt.solve` instead of ``mon.solution(...)`` (which makes
+    the :class:`Solution` itself): its iterate and how it stopped (``mon.outcome(...)`` for a result a
+    method still changes, the empty and certified-infeasible problems of ``solve``, a method written
+    without the monitor).
 
     ``x`` maps the problem's variable names (``z``, ``r``, ``v``, ...) to vectors; ``status`` is the
     method's own view (SOLVED when its criterion was met), which ``solve`` re-judges by the error
@@ -33,31 +35,13 @@ class Outcome:
     def __repr__(self):
         return f"Outcome(status={self.status.value!r}, nit={self.nit}, variables={sorted(self.x)})"
 
-    def solution(self, problem, tol: float, method: str, t0: float, options: dict) -> Solution:
-        """The :class:`Solution` of this outcome, the one place a Solution is made from what a method
-        did: every variable of the problem and its error measure (recomputed unless ``complete``),
-        the status judged by that error (:func:`nsopt.result.judged`; a backend's infeasibility
-        certificate is not overruled). ``solve_time``: from ``t0`` (``time.perf_counter()`` when the
-        method started) to the end of this judgement, which is part of the solve."""
-        if self.complete and self.error is not None:
-            xs, err = self.x, float(self.error)
-        else:
-            xs = problem.complete(self.x)
-            err = float(problem.error_of(xs))
-        if self.status is Status.INFEASIBLE and self.info.get("certificate"):
-            status = Status.INFEASIBLE
-        else:
-            status = judged(self.status, err, tol)
-        return Solution._make(problem, method, status, err, tol, self.nit, time.perf_counter() - t0, xs,
-                              self.history, self._message, self.info, options, self.build_time)
-
 
 class MethodInfo:
-    """A registered method: ``kind``, ``name``, ``func(problem, mon, **options) -> Outcome``, its
-    one-line ``summary``, its own ``options`` (the keyword-only parameters of ``func``) with their
-    ``defaults`` (read from the signature, once), ``applies(problem) -> None | reason`` and
-    ``check(**options) -> dict``, the method's check of its options (run once per distinct option
-    values: :meth:`call_options`)."""
+    """A registered method: ``kind``, ``name``, ``func(problem, mon, **options) -> Solution``
+    (``mon.solution(...)``; or an :class:`Outcome`), its one-line ``summary``, its own ``options``
+    (the keyword-only parameters of ``func``) with their ``defaults`` (read from the signature,
+    once), ``applies(problem) -> None | reason`` and ``check(**options) -> dict``, the method's check
+    of its options (run once per distinct option values: :meth:`call_options`)."""
 
     __slots__ = ("kind", "name", "func", "summary", "options", "defaults", "applies", "check", "_checked", "bare")
 
@@ -111,6 +95,7 @@ def option_key(options: dict):
 
 _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
 COMMON = ("tol", "max_iter", "time_limit", "history", "callback", "warm_start", "workspace")
+ALIASES = ("z0", "r0", "v0")    # the per-method initial-guess options of nsopt 0.1, now warm_start
 
 
 #: The sections every registered method's docstring shares (the ``mon`` parameter, the result and how it
@@ -131,7 +116,8 @@ Called through :func:`nsopt.solve` (its method-specific options are keywords of 
 
 
 def register(kinds, name: str, summary: str, *, applies: Callable | None = None, check: Callable | None = None):
-    """Decorator: register ``func(problem, mon, **options) -> Outcome`` for one or more kinds.
+    """Decorator: register ``func(problem, mon, **options) -> Solution`` (what ``mon.solution(...)``
+    makes, or an :class:`Outcome`) for one or more kinds.
 
     ``mon`` is the :class:`~nsopt.monitor.Monitor` that :func:`nsopt.solve` built from the common
     options (``tol, max_iter, time_limit, history, callback, warm_start``); the method's own options

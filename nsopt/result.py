@@ -51,8 +51,13 @@ class Status(str, enum.Enum):
         return self.value
 
 
+# the statuses a solve's hot path compares with, as module constants (reading an Enum member,
+# ``Status.SOLVED``, costs ~80 ns in Python 3.11: several per solve)
+_SOLVED, _INFEASIBLE, _MAX_ITER = Status.SOLVED, Status.INFEASIBLE, Status.MAX_ITER
+
+
 def judged(status: Status, error: float, tol: float) -> Status:
-    """The status of a solve judged by the error measure (:meth:`nsopt.registry.Outcome.solution`).
+    """The status of a solve judged by the error measure (:meth:`nsopt.monitor.Monitor.solution`).
 
     Parameters
     ----------
@@ -211,37 +216,10 @@ class Solution:
     options: dict = field(default_factory=dict)
     build_time: float = 0.0
 
-    @classmethod
-    def _make(cls, problem, method, status, error, tol, nit, solve_time, x, history=None, message="",
-              info=None, options=None, build_time=0.0):
-        """The Solution of :func:`nsopt.solve` built without the dataclass' ``__init__`` (the same
-        fields; what a re-solve loop saves is its per-call cost). ``x``: the problem's variables;
-        ``message``: a str, or (format, values) formatted when it is first read."""
-        s = object.__new__(cls)
-        # one store per attribute (cheaper than assigning a new __dict__); the variables it does not
-        # carry and a history of None: the dataclass' class defaults
-        s.problem = problem
-        s.method = method
-        s.status = status
-        s.error = error
-        s.tol = tol
-        s.nit = nit
-        s.solve_time = solve_time
-        s.info = {} if info is None else info
-        s.trace = []
-        s.options = {} if options is None else options
-        s.build_time = build_time
-        if history is not None:
-            s.history = history
-        d = s.__dict__
-        d["message"] = message       # (unformatted: the lazy ``message`` property formats it when read)
-        d.update(x)
-        return s
-
     @property
     def success(self) -> bool:
         """True when the error measure reached the tolerance."""
-        return self.status is Status.SOLVED
+        return self.status is _SOLVED
 
     def variables(self) -> dict[str, np.ndarray]:
         """The problem's variables that this solution carries, by name."""

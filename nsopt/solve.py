@@ -1,15 +1,18 @@
-"""``nsopt.solve``: the one entry point; ``nsopt.methods``: what applies to a problem."""
+"""``nsopt.solve``: the one entry point (every solve, fresh or re-solve, and each attempt of the ``auto``
+policy, runs its one body); ``nsopt.methods``: what applies to a problem."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from . import registry
 from .exceptions import MethodNotFound, NotApplicable, OptionError
-from .monitor import Workspace, check_max_iter, check_time_limit, check_tol, warm_start_of
+from .monitor import Monitor, Workspace, check_max_iter, check_time_limit, check_tol, warm_start_of
 from .problems._base import Problem
-from .result import Solution
-from .run import run_method
+from .registry import ALIASES, Outcome
+from .result import Solution, Status
 
 __all__ = ["MethodNotFound", "check_max_iter", "check_time_limit", "check_tol", "methods", "solve",
            "warm_start_of"]
@@ -128,7 +131,7 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         if method == "auto":
             from .policy import solve_auto
 
-            return solve_auto(problem, kind, check_tol(tol), check_max_iter(max_iter), options,
+            return solve_auto(problem, kind, check_tol(tol), check_max_iter(max_iter), options, solve,
                               time_limit=check_time_limit(time_limit), history=history, callback=callback,
                               x0=warm_start_of(problem, warm_start))
         if not isinstance(method, str):
@@ -147,4 +150,44 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         why = info.applies(problem)
         if why:
             raise NotApplicable(f"method {method!r} does not apply to this {info.kind} problem: {why}")
-    return run_method(problem, info, tol, max_iter, options, time_limit, history, callback, x0, workspace)
+    # the method under the contract: a Monitor built from the common options (checked above), the
+    # method's own options checked once per distinct values (MethodInfo.call_options)
+    given = options or None
+    if given is not None and not options.keys().isdisjoint(ALIASES):
+        options, x0 = _pop_aliases(problem, info, options, x0)
+    # (bare: the checked defaults are the defaults, which the method takes from its signature)
+    opts = None if info.bare and not options else info.call_options(options)
+    mon = Monitor(tol, max_iter, time_limit, history, callback, x0, workspace, problem, info.name, given)
+    if problem.size == 0:       # every method: the trivial solution of an empty problem
+        return _trivial(problem, mon, None)
+    if (why := problem.infeasibility()) is not None:    # every method: a certified empty problem
+        return _trivial(problem, mon, why)
+    out = info.func(problem, mon) if opts is None else info.func(problem, mon, **opts)
+    if type(out) is Solution:      # (mon.solution(...): the common case)
+        return out
+    return mon.finish(out)
+
+
+def _pop_aliases(problem, info, options, x0):
+    """z0 / r0 / v0 given to a method that does not take them itself: they are warm starts."""
+    options = dict(options)
+    for a in ALIASES:
+        if a in options and a not in info.options:
+            v = options.pop(a)
+            if v is not None:
+                w = warm_start_of(problem, {a[0]: v}, label=a)
+                x0 = {**(x0 or {}), **w}
+    return options, x0
+
+
+def _trivial(problem, mon, why):
+    """Every method's Solution of an empty problem (the trivial one), or of a problem certified empty
+    (``why``, :meth:`Problem.infeasibility`)."""
+    if why is None:
+        out = Outcome({problem.primal: np.zeros(0)}, nit=0, history=None if mon.history is None else [0.0],
+                      message="empty problem")
+    else:
+        x = {problem.primal: np.zeros(problem.size)}
+        out = Outcome(x, Status.INFEASIBLE, 0, message=why, info={"certificate": "problem"},
+                      history=None if mon.history is None else [float(problem.error_of(problem.complete(x)))])
+    return mon.finish(out)

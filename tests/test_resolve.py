@@ -48,23 +48,25 @@ def _same(a, b):
 
 @pytest.fixture
 def no_full_path(monkeypatch):
-    """Count the solves that take the one path (``run_method``) while armed: a re-solve with a
-    workspace must take it like any other solve (there is no plan beside it)."""
+    """Count the solves that take the one path (``nsopt.solve``'s body: one Monitor, the method)
+    while armed: a re-solve with a workspace must take it like any other solve (there is no plan
+    beside it)."""
     state = {"armed": False, "calls": 0}
-    real = solve_mod.run_method
+    real = solve_mod.Monitor
 
-    def counted(*a, **k):
-        if state["armed"]:
-            state["calls"] += 1
-        return real(*a, **k)
+    class Counted(real):
+        def __init__(self, *a, **k):
+            if state["armed"]:
+                state["calls"] += 1
+            super().__init__(*a, **k)
 
-    monkeypatch.setattr(solve_mod, "run_method", counted)
+    monkeypatch.setattr(solve_mod, "Monitor", Counted)
     return state
 
 
 def _one_path(state, n_before):
     """The armed solve since ``n_before`` took the one path."""
-    assert state["calls"] == n_before + 1, "a solve did not take run_method"
+    assert state["calls"] == n_before + 1, "a solve did not take the one path (its Monitor)"
 
 
 def _kept(ws):

@@ -170,6 +170,26 @@ def as_vector(v, field: str, owner: str, *, size=None, allow_inf=False):
     return a
 
 
+class kept_norm:
+    r"""A problem's :math:`\|q\|_2` (``norm2`` of its vector field ``field``), computed when first read
+    and kept in the problem's ``__dict__``: a non-data descriptor, so every later read is a plain
+    attribute read (a re-solve reads it in its method). ``replace(q=...)`` sets it with the new
+    vector's check (:meth:`Problem._with_vector`: the class lists it in ``_norms``)."""
+
+    def __init__(self, field: str):
+        self.field = field
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        d = obj.__dict__
+        v = d[self.name] = norm2(d[self.field])
+        return v
+
+
 def frozen_copy(v: np.ndarray) -> np.ndarray:
     """A read-only copy of the float64 vector ``v``, over an immutable ``bytes`` buffer (cheaper than
     ``copy`` then ``setflags``, and no one can make it writable again)."""
@@ -301,6 +321,7 @@ class Problem:
     _fields: tuple[str, ...] = ()
     primal: str = "z"
     _frozen = False
+    _norms: dict = {}     # vector field -> the attribute that keeps its norm (a kept_norm), set by replace
 
     def __setattr__(self, name, value):
         if self._frozen:
@@ -371,28 +392,29 @@ class Problem:
         size (q of an LCP or a friction-contact problem, the re-solve of a time-stepping loop): only
         that vector is checked; the other fields and the cache are shared as they are."""
         d = self.__dict__
-        n = d[name].shape[0]
+        key = self._norms.get(name)      # where the class keeps the vector's norm (FrictionContact.qnorm), if it does
         norm = None
-        if type(value) is np.ndarray and value.ndim == 1 and value.shape[0] == n and value.dtype == FLOAT64:
-            a = frozen_copy(value)       # as_vector's common case, inline (a re-solve loop's per-step cost)
-            if n <= 16:
+        if type(value) is np.ndarray and value.dtype is FLOAT64 and value.shape == d[name].shape:
+            a = np.frombuffer(value.tobytes())     # (frozen_copy, inline: a re-solve loop's per-step cost)
+            if a.shape[0] <= 16:
                 # norm2's short path: finite iff every entry is (or it overflowed), and kept as the
-                # norm of the new vector (FrictionContact.qnorm)
+                # norm of the new vector
                 norm = math.hypot(*a.tolist())
                 if not math.isfinite(norm):
                     norm = None
             if norm is None and not all_finite(a):
                 raise ProblemError(name, "has non-finite entries (nan or inf)", owner)
         else:
-            a = as_vector(value, name, owner, size=n)
+            a = as_vector(value, name, owner, size=d[name].shape[0])
         new = object.__new__(type(self))
         nd = new.__dict__
         nd.update(d)                     # the fields, the shared cache and the frozen flag
         nd[name] = a
-        if norm is None:
-            nd.pop("_" + name + "norm", None)    # (what the old object computed of the old vector: _qnorm)
-        else:
-            nd["_" + name + "norm"] = norm
+        if key is not None:
+            if norm is None:
+                nd.pop(key, None)        # (the old vector's: computed again when read)
+            else:
+                nd[key] = norm
         return new
 
     @classmethod
@@ -401,7 +423,8 @@ class Problem:
         return cls(**fields)
 
     def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("_store", "_frozen", "_qnorm")}
+        skip = ("_store", "_frozen", *self._norms.values())
+        return {k: v for k, v in self.__dict__.items() if k not in skip}
 
     def __setstate__(self, state):
         # the arrays of a problem are read-only (a copy or an unpickled problem too: the compiled

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ProblemError
-from ._base import EPS, FLOAT64, Problem, affine, as_matrix, as_vector, check_input, matvec, Checked, norm2
+from ._base import EPS, FLOAT64, Problem, affine, as_matrix, as_vector, check_input, matvec, Checked, kept_norm, norm2
 from ._delassus import delassus
 from .cones import fc_error, natural_map_sq
 
@@ -129,17 +129,11 @@ class FrictionContact(Problem):
     nc: int
     size: int
 
-    @property
-    def qnorm(self) -> float:
-        r""":math:`\|q\|_2` (the norm of Siconos' error measure), computed once per problem object
-        (kept in its ``__dict__``: ``replace(q=...)`` makes a new object, which computes its own, or
-        has it from the check of its new q: :meth:`Problem._with_vector`)."""
-        d = self.__dict__
-        v = d.get("_qnorm")
-        if v is None:
-            q = d["q"]
-            v = d["_qnorm"] = math.hypot(*q.tolist()) if q.shape[0] <= 16 else norm2(q)   # (norm2's short path)
-        return v
+    #: :math:`\|q\|_2` (the norm of Siconos' error measure), computed once per problem object (kept in
+    #: its ``__dict__``; ``replace(q=...)`` makes a new object, which has it from the check of its new
+    #: q: :meth:`Problem._with_vector`)
+    qnorm = kept_norm("q")
+    _norms = {"q": "qnorm"}
 
     def diag_blocks(self) -> np.ndarray:
         """The diagonal blocks W_aa as an (nc, dim, dim) array, computed once per W."""

@@ -150,7 +150,7 @@ def _enumerate(problem, mon, eq, comp):
     supp = np.zeros(N, dtype=np.bool_)
     info = {"visited": 0}
     if mon.start({"z": z}, problem.error(z)):
-        return mon.outcome(info=info, message="the start (warm start, else z = 0) solves the problem"
+        return mon.solution(info=info, message="the start (warm start, else z = 0) solves the problem"
                            if mon.status is Status.SOLVED else "")
     state = np.array([0, -1, 0], dtype=np.int64)
     cheap_tol = max(mon.tol, 1e-10)
@@ -173,16 +173,16 @@ def _enumerate(problem, mon, eq, comp):
             if done:
                 mon.advance(done, {"z": x}, problem.error(x))
             if mon.stopped and mon.status is not Status.MAX_ITER:
-                return mon.outcome(info=info)
+                return mon.solution(info=info)
             msg = (f"all 2^{m} supports visited: no complementary basic solution (with nonsingular basis) "
                    "within tol")
-            return mon.outcome(status=Status.STALLED, message=msg, info=info)
+            return mon.solution(status=Status.STALLED, message=msg, info=info)
         if mon.advance(done, {"z": x}, problem.error(x)):
             if mon.status is Status.SOLVED:
                 mon.message = f"solution on support {int(state[2])} visited"
             elif mon.status is Status.MAX_ITER:
                 mon.message = f"{int(state[2])} supports visited without a solution"
-            return mon.outcome(info=info)
+            return mon.solution(info=info)
 
 
 @register("lcp", "enum", f"enumeration of the 2^n complementary bases (n <= {MAX_PAIRS})",

@@ -228,7 +228,7 @@ def gmp_nsn(problem, mon, *, rho=1.0, lcp="fb", max_backtracks=30):
     r = mon.start_vector("r", problem.size)
     u = _matvec(S, r) + q
     if mon.start({"r": r}, problem.error(r)):
-        return mon.outcome()
+        return mon.solution()
     phi, va, vb = _residual(S, r, u, fb, True)
     f = 0.5 * float(phi @ phi)
     lm_steps = 0
@@ -247,4 +247,4 @@ def gmp_nsn(problem, mon, *, rho=1.0, lcp="fb", max_backtracks=30):
         phi, va, vb = _residual(S, r, u, fb, True)
         f = 0.5 * float(phi @ phi)
         mon.step({"r": r}, problem.error(r))
-    return mon.outcome(info={"lm_steps": lm_steps, "merit": f})
+    return mon.solution(info={"lm_steps": lm_steps, "merit": f})

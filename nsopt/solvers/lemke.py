@@ -304,7 +304,7 @@ def _begin(problem, mon, M=None):
             if mon.record(err, 0, err, None, x, x, err) is not None:
                 msg = _START_MSG[code + (x0 is not None)] if mon.status is Status.SOLVED else ""
                 x["w"] = w
-                return mon.outcome(message=msg, info={"pivots": 0}, x=x, error=err)
+                return mon.solution(message=msg, info={"pivots": 0}, x=x, error=err)
             return None
     z = np.zeros(problem.size) if x0 is None else np.asarray(x0, dtype=float)
     err = problem.error(z)
@@ -319,7 +319,7 @@ def _begin(problem, mon, M=None):
             if eb < err:
                 z, err, msg = zb, eb, _START_MSG[2]
     if mon.start({name: z}, err):
-        return mon.outcome(message=msg if mon.status is Status.SOLVED else "", info={"pivots": 0})
+        return mon.solution(message=msg if mon.status is Status.SOLVED else "", info={"pivots": 0})
     return None
 
 

@@ -32,10 +32,10 @@ def linear(problem, mon):
     """
     z = mon.start_vector("z", problem.size)
     if mon.start({"z": z}, problem.error(z)):
-        return mon.outcome()
+        return mon.solution()
     z, exact = solve_or_lstsq(problem.M, -np.asarray(problem.q))
     if not exact:
         warnings.warn("Equality: M is singular; returning the least-squares solution", NsoptWarning, stacklevel=3)
     if not mon.step({"z": z}, problem.error(z)):
         mon.stop(Status.SOLVED)   # the one solve is done; solve() judges it by the error measure
-    return mon.outcome(message="" if exact else "singular M: least-squares solution")
+    return mon.solution(message="" if exact else "singular M: least-squares solution")

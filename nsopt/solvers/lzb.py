@@ -279,7 +279,7 @@ def lzb(problem, mon, *, impulse_step=1e-5, compliance="bi", tol_velocity=DBL_EP
         x = x_of()
         info.update(kinetic_energy_post=problem.kinetic_energy(x["v"]), stored_energy=E.copy(),
                     impact_duration=duration, primary_impulse=mon.k * dp, steps=mon.k)
-        return mon.outcome(x=x, info=info, status=status, message=message)
+        return mon.solution(x=x, info=info, status=status, message=message)
 
     duration = 0.0
     if not np.any(u < -tols[0]):   # Siconos computes nothing when no contact approaches (IsVcminNegative)

@@ -68,6 +68,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
+from .._jit import entry_point
 from ..exceptions import OptionError
 from ..monitor import Monitor
 from ..problems._base import affine
@@ -225,9 +226,8 @@ class _Local:
         self.small = self.dense and n <= SMALL_DENSE      # the compiled Newton loop (newton_dense)
         self.formulation = formulation
         self.label = formulation.upper()
-        self.new = True             # just built: its time is the solve's build_time
         self.pat = None
-        self.dense_state = None     # work arrays of the compiled loop (_newton_dense)
+        self.dense_state = None     # work arrays and arguments of the compiled loop (_newton_dense)
         if self.small:
             # one compiled call: rho, the FB scale and W's CSR (no NumPy or SciPy set-up per W); the
             # views of the Python path (rho, gamma, W's CSR, the Newton blocks) are made when first
@@ -384,7 +384,25 @@ REG_CUT, REG_RANGE = 0.25, (0.1, 10.0)
 
 
 _LS_CODES = {"armijo": 0, "nonmonotone": 1, "none": 2}
+_FRESH, _RUN, _STOP, _STALLED = K.NEWTON_FRESH, K.NEWTON_RUN, K.NEWTON_STOP, K.NEWTON_STALLED
 _NO_ERRORS = np.zeros(0)
+
+
+_DENSE_KERNELS = {}     # the flags of a small system's W -> the entry point of newton_dense
+
+
+def _dense_kernel(sys, istate, S, Wk, errs):
+    """The compiled ``newton_dense`` for a small system (``sys``) and its state, called without
+    numba's dispatch (:func:`nsopt._jit.entry_point`): the types of its arguments are those of the
+    system's W, known when it is made, and fixed otherwise (the packed arrays, a problem's read-only
+    vectors, float64 r, u and errors, and the scalars as ``_newton_dense`` passes them)."""
+    key = sys.Wd.flags.num
+    kernel = _DENSE_KERNELS.get(key)
+    if kernel is None:
+        kernel = _DENSE_KERNELS[key] = entry_point(K.newton_dense, (
+            False, sys.Wd, sys.q, sys.mu, sys.P, sys.Q, 1.0, 1.0, errs, errs, istate, S, Wk, 1, 1, 1e-8, 1, 1, 1, 1.0,
+            0.1, errs))
+    return kernel
 
 
 def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step):
@@ -394,14 +412,19 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
     a callback or a deadline the start and up to ``DENSE_CHUNK`` iterations are one call.
     Returns (r, stalled, info, measured): ``measured`` is (u, error) of the best iterate as the
     kernel computed them when it stopped, else None."""
-    n = sys.n
     st = sys.dense_state
-    nb = max(stall or 0, switch) + 2
+    nb = (stall if stall is not None and stall > switch else switch) + 2
     if st is None or st[0] != memory or st[1] != nb:
-        st = sys.dense_state = (memory, nb) + K.dense_state(n, memory, nb, sys.nc) + (_NO_ERRORS,)
-    _, _, istate, S, (fstate, best, best_r), Wk, errs = st
-    istate[1], istate[8] = _LS_CODES[line_search], K.NEWTON_FRESH
-    u = np.empty(n)
+        istate, S, (_, _, best_r), Wk = K.dense_state(sys.n, memory, nb, sys.nc)
+        # what every call reads, in one tuple: the work arrays, the errors' room, the view of fstate and
+        # best read after a call (S[:4]), the best iterate as the monitor borrows it, the compiled
+        # kernel and the system's own arguments
+        st = sys.dense_state = (memory, nb, istate, S, Wk, _NO_ERRORS, S[:4], {"r": best_r},
+                                _dense_kernel(sys, istate, S, Wk, _NO_ERRORS), sys.formulation == "fb", sys.Wd, sys.mu,
+                                sys.P, sys.Q, sys.wscale)
+    _, _, istate, S, Wk, errs, head, xbest, kernel, fb, W, mu, P, Q, wscale = st
+    istate[1], istate[8] = _LS_CODES[line_search], _FRESH
+    u = np.empty(sys.n)
     stall = -1 if stall is None else stall
     max_iter = mon.max_iter
     if mon.callback is None and mon.deadline is None:      # fused: the start and the first chunk in one call
@@ -412,26 +435,24 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
     keep = mon.history is not None or mon.callback is not None     # the errors of each iteration
     if not keep:
         errs = _NO_ERRORS
-    x, xbest, start = {"r": r}, {"r": best_r}, True
-    fb, W, q, mu, P, Q, qnorm, wscale, tol = sys.formulation == "fb", sys.Wd, sys.q, sys.mu, sys.P, sys.Q, \
-        sys.qnorm, sys.wscale, mon.tol
+    x, start, q, qnorm, tol = {"r": r}, True, sys.q, sys.qnorm, mon.tol
     while True:
         if keep and errs.shape[0] < c:
             errs = np.empty(max(c, 2 * errs.shape[0]))
-            sys.dense_state = st = st[:6] + (errs,)
-        kk = K.newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory, c, tol, max_iter, stall,
-                            switch, reg, reg_step, errs)
-        e, e0, e_best = fstate.tolist()
+            sys.dense_state = st = st[:5] + (errs,) + st[6:]
+        kk = kernel(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory, c, tol, max_iter, stall, switch, reg,
+                    reg_step, errs)
+        e, e0, e_best, b = head.tolist()      # (fstate and best)
         ist = istate.tolist()       # (read once: the loop's code now, the counters after it)
         code = ist[8]
-        if mon.record(e0 if start else None, kk, e, errs, x, xbest, best.item(0)) is not None or code != K.NEWTON_RUN:
+        if mon.record(e0 if start else None, kk, e, errs, x, xbest, b) is not None or code != _RUN:
             break
         start = False
         c = min(DENSE_CHUNK, max_iter - mon.k) if fused else mon.chunk()
     _, _, n_fb, n_sing, n_sw, n_lm, _, _, code = ist
     info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
-    measured = (u, e_best) if code == K.NEWTON_STOP else None
-    return r, code == K.NEWTON_STALLED and not mon.stopped, info, measured
+    measured = (u, e_best) if code == _STOP else None
+    return r, code == _STALLED and mon.status is None, info, measured
 
 
 def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0,
@@ -532,11 +553,7 @@ def _local_system(problem, mon, formulation, rho, scale=1.0, dense_max=DENSE_MAX
     :meth:`Monitor.state`), reset to its q; a new one's build time is the solve's build_time."""
     # rho "auto" (the default) or a number as it is; anything else (a pair, a list) by its text
     key = ("newton_local", formulation, rho if type(rho) in _KEYED else repr(rho), scale, dense_max)
-    sys = mon.state(problem, key, lambda: _Local(problem, formulation, rho, scale, dense_max), on=("W", "mu"))
-    if sys.new:
-        sys.new = False
-        mon.built()
-    return sys.reset(problem)
+    return mon.state(problem, key, _Local, ("W", "mu"), (formulation, rho, scale, dense_max)).reset(problem)
 
 
 def _local_checked(*, line_search, reg_step, dense_max, **options):
@@ -557,7 +574,9 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
     re-solve's per-call cost)."""
     if mon.max_iter is None:
         mon.budget(DEFAULT_MAX_ITER)
-    sys = _local_system(problem, mon, formulation, rho, scale, dense_max)
+    # (_local_system, inline: a re-solve's per-call cost)
+    key = ("newton_local", formulation, rho if type(rho) in _KEYED else repr(rho), scale, dense_max)
+    sys = mon.state(problem, key, _Local, ("W", "mu"), (formulation, rho, scale, dense_max)).reset(problem)
     r = mon.start_vector("r", problem.size)
     measured = None
     if sys.small:
@@ -581,12 +600,11 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         # number as problem.error up to the twin's rounding), which solve() does not recompute; the
         # kernel computed them when it stopped on its own
         if measured is not None:
-            return mon.outcome(message=msg, info=info, x={"r": mon.best_x["r"].copy(), "u": measured[0]},
-                               error=measured[1])
+            return mon.solution(msg, info, {"r": mon.best_x["r"].copy(), "u": measured[0]}, None, measured[1])
         rb = mon.best_x["r"].copy()
         u = affine(problem.W, rb, problem.q)
-        return mon.outcome(message=msg, info=info, x={"r": rb, "u": u}, error=sys.error(rb, u))
-    return mon.outcome(message=msg, info=info)
+        return mon.solution(msg, info, {"r": rb, "u": u}, None, sys.error(rb, u))
+    return mon.solution(msg, info)
 
 
 # ============================================================================ global problems
@@ -658,7 +676,7 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
     _check_line_search(line_search)
     mon.budget(DEFAULT_MAX_ITER)
     key = f"newton_global:{formulation}:{rho!r}"
-    g = mon.state(problem, key, lambda: _Global(problem, formulation, rho), on=("M", "H", "mu")).reset(problem)
+    g = mon.state(problem, key, _Global, ("M", "H", "mu"), (formulation, rho)).reset(problem)
     mon.built()
     r = mon.start_vector("r", problem.size)
     v = mon.start_vector("v", problem.ndof) if (mon.x0 or {}).get("v") is not None else problem.v(r)
@@ -702,17 +720,18 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
             v = problem.v(r)
         err = problem.error(r, v)
         mon.step({"r": r, "v": v}, err)
-    out = mon.outcome(message=f"{formulation.upper()} Newton (global): error {mon.best_err:.3g} after "
-                              f"{mon.k} iterations", info={"fallback_steps": n_fb})
+    msg = f"{formulation.upper()} Newton (global): error {mon.best_err:.3g} after {mon.k} iterations"
     # v from r exactly (e1 = 0 up to rounding) when that is not worse
-    rb = out.x["r"]
+    x = mon._best()
+    rb = x["r"]
     v2 = problem.v(rb)
     e2 = problem.error(rb, v2)
+    status = None
     if e2 <= mon.best_err:
-        out.x = {"r": rb, "v": v2}
+        x = {"r": rb, "v": v2}
         if e2 <= mon.tol:
-            out.status = Status.SOLVED
-    return out
+            status = Status.SOLVED
+    return mon.solution(message=msg, info={"fallback_steps": n_fb}, x=x, status=status)
 
 
 # ============================================================================ registered methods
@@ -901,8 +920,8 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
     mon.built()
     r = mon.start_vector("r", problem.size)
     if mon.start({"r": r}, sys.error(r, sys.u(r))):
-        return mon.outcome()
+        return mon.solution()
     info = _prox_loop(sys, r, mon, sigma=sigma, inner_iter=int(inner_iter), line_search=line_search,
                       shrink=float(shrink), grow=float(grow))
-    return mon.outcome(message=f"PROX: error {mon.best_err:.3g} after {mon.k} outer / "
+    return mon.solution(message=f"PROX: error {mon.best_err:.3g} after {mon.k} outer / "
                                f"{info['newton_iterations']} Newton iterations", info=info)

@@ -130,7 +130,7 @@ def _newton(problem, mon, M, q, comp, *, linear_solver, sigma, beta, rho, p_exp,
                     phi, Da, Db = _fb(z, w, comp)
                     psi = 0.5 * float(phi @ phi)
         mon.step({"z": z}, err)
-    return mon.outcome(info={"gradient_steps": ngrad, "merit": psi})
+    return mon.solution(info={"gradient_steps": ngrad, "merit": psi})
 
 
 def _residual(M, q, J, zJ, comp):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._jit import entry_point
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
 from ..monitor import plain_schedule
@@ -94,7 +95,7 @@ class _Sweeper:
     monitor's deterministic chunk schedule)."""
 
     __slots__ = ("dim", "W", "csc", "csr", "work", "plain", "nc", "n", "I", "F", "state", "best", "best_r", "head",
-                 "errs", "new", "ready", "bad", "q", "mu", "qnorm")
+                 "errs", "ready", "bad", "q", "mu", "qnorm", "kernel", "xbest")
 
     def __init__(self, problem):
         W = problem.W
@@ -112,9 +113,10 @@ class _Sweeper:
         self.plain = plain_schedule(self.work)     # (cap, turn) without callback or time limit
         self.nc, self.n = nc, n
         self.I, self.F, (self.state, self.best, self.best_r) = K.nsgs_layout(n, nc, self.dim, *self.csc, *self.csr)
+        self.xbest = {"r": self.best_r}    # the best iterate as the monitor borrows it (Monitor.record)
         self.head = (self.dim, self.W, self.I, self.F)     # the kernel's first arguments
+        self.kernel = _solve_kernel(self.head, problem)
         self.errs = _NO_VALUE
-        self.new = True           # just built: its time is the solve's build_time
         self.ready = False        # D filled (the first solve's kernel call)
 
     @property
@@ -165,12 +167,21 @@ class _Sweeper:
         return self.errs[:state.item(5)], state.item(2)
 
 
-def _sweeper(problem, mon):
-    sw = mon.state(problem, "nsgs_sweeper", lambda: _Sweeper(problem), on=("W",))
-    if sw.new:
-        sw.new = False
-        mon.built()
-    return sw
+_KERNELS = {}      # the flags of the sweeper's W -> the entry point of nsgs_fc_solve
+
+
+def _solve_kernel(head, problem):
+    """The compiled ``nsgs_fc_solve`` for a sweeper's arrays (``head``) and a problem's q and mu,
+    called without numba's dispatch (:func:`nsopt._jit.entry_point`): the types of its arguments are
+    those of W (dense, or the empty stand-in of a CSC one), known when the sweeper is made, and
+    fixed otherwise (the sweeper's packed arrays, a problem's read-only vectors, float64 r, u and
+    errors, and the scalars as ``nsgs_fc`` converts them)."""
+    key = head[1].flags.num
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        kernel = _KERNELS[key] = entry_point(K.nsgs_fc_solve, (*head, problem.q, problem.mu, _NO_VALUE, _NO_VALUE,
+                                                              _NO_VALUE, 1e-8, 1, 1e-13, 1, 1.0, False, 1.0, 1, 1, 1))
+    return kernel
 
 
 _FRESH, _RUNNING, _BAD_W = K.FRESH, K.RUNNING, K.BAD_W
@@ -209,7 +220,7 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     max_iter = mon.max_iter
     if max_iter is None:
         max_iter = mon.budget(DEFAULT_MAX_ITER)
-    sw = _sweeper(problem, mon)
+    sw = mon.state(problem, "nsgs_sweeper", _Sweeper, ("W",))
     r = mon.start_vector("r", problem.size)
     u = np.empty(r.shape[0])
     if mon.callback is None and mon.deadline is None and mon.history is None:
@@ -221,18 +232,19 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
         errs = sw.errs
         if errs.shape[0] < turn + cap:
             errs = sw.errs = np.empty(min(turn + cap, max_iter + 1))
-    state, best, best_r = sw.state, sw.best, sw.best_r
+    state, best, xbest = sw.state, sw.best, sw.xbest
     state[3], state[4] = _FRESH, 0
-    x, xbest, start = {"r": r}, {"r": best_r}, True
-    q, mu, qnorm, tol, kernel = problem.q, problem.mu, problem.qnorm, mon.tol, K.nsgs_fc_solve
+    x, start = {"r": r}, True
+    q, mu, qnorm, tol, kernel = problem.q, problem.mu, problem.qnorm, mon.tol, sw.kernel
+    dim, W, I, F = sw.head      # (positional arguments only: a call without a tuple of them)
     while True:
-        kernel(*sw.head, q, mu, r, u, errs, tol, max_iter, local_tol, local_max_iter, omega, shuffle, qnorm, resync,
+        kernel(dim, W, I, F, q, mu, r, u, errs, tol, max_iter, local_tol, local_max_iter, omega, shuffle, qnorm, resync,
                cap, first)
         _, _, fails, code, measured, n, bad = state.tolist()
         b0, last, measured_err, e0 = best.tolist()
         if code == _BAD_W:
             sw.bad, sw.ready = bad, True
-            return mon.outcome(x={"r": r}, status=Status.NUMERICAL_ERROR, message=sw._bad_message())
+            return mon.solution(x={"r": r}, status=Status.NUMERICAL_ERROR, message=sw._bad_message())
         if mon.record(e0 if start else None, n, last, errs, x, xbest, b0) is not None or code != _RUNNING:
             break
         start, first = False, turn
@@ -242,10 +254,10 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
         # the last iterate is (one of) the best: it comes back with u and its error (the kernel's, or
         # _measured for a large dense W)
         if measured:
-            return mon.outcome("", info, {"r": r, "u": u}, None, measured_err)
+            return mon.solution("", info, {"r": r, "u": u}, None, measured_err)
         u, err = _measured(problem, r, sw, qnorm)
-        return mon.outcome("", info, {"r": r, "u": u}, None, err)
-    return mon.outcome(info=info)
+        return mon.solution("", info, {"r": r, "u": u}, None, err)
+    return mon.solution(info=info)
 
 
 def _measured(problem, r, sw, qnorm):
@@ -288,13 +300,13 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
     mon.budget(DEFAULT_MAX_ITER)
     red = GlobalToLocal()
     loc, data = red.apply(problem)
-    sw = _sweeper(loc, mon)
+    sw = mon.state(loc, "nsgs_sweeper", _Sweeper, ("W",))
     sw.order[:] = np.arange(sw.order.shape[0])
     msg = sw.diag(loc)
     mon.built()
     r = mon.start_vector("r", problem.size)
     if msg:
-        return mon.outcome(x={"r": r}, status=Status.NUMERICAL_ERROR, message=msg + " (local problem)")
+        return mon.solution(x={"r": r}, status=Status.NUMERICAL_ERROR, message=msg + " (local problem)")
 
     def full(r):
         x = red.invert({"r": r}, data)
@@ -313,7 +325,7 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
             if errs.shape[0] < c and err > mon.tol:   # the local tolerance was reached, not the global one
                 t = max(min(t, float(errs[-1])) * max(mon.tol / err, 1e-3) * 0.5, 1e-16)
             mon.advance(errs.shape[0], x, err)
-    return mon.outcome(info={"local_failures": fails, "local_tol_final": t})
+    return mon.solution(info={"local_failures": fails, "local_tol_final": t})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -414,11 +426,11 @@ def nsgs_gmp(problem, mon, *, local_tol=1e-13, local_max_iter=10, equalities="su
     mon.budget(DEFAULT_MAX_ITER)
     r = mon.start_vector("r", problem.size)
     if mon.start({"r": r}, problem.error(r)):
-        return mon.outcome()
+        return mon.solution()
     if equalities == "substitute" and all(b.kind == "equality" for b in problem.blocks):
         x, exact = solve_or_lstsq(problem.M, -np.asarray(problem.q))
         mon.step({"r": x}, problem.error(x))
-        return mon.outcome(message="only equality blocks: one linear solve"
+        return mon.solution(message="only equality blocks: one linear solve"
                            + ("" if exact else " (least squares: M is singular)"))
     red = SubstituteEqualities()
     if equalities == "substitute" and red.accepts(problem):
@@ -437,10 +449,10 @@ def nsgs_gmp(problem, mon, *, local_tol=1e-13, local_max_iter=10, equalities="su
     blocks = _gmp_split(P)
     msg = _gmp_unsolvable(blocks)
     if msg:
-        return mon.outcome(status=Status.NUMERICAL_ERROR, message=msg)
+        return mon.solution(status=Status.NUMERICAL_ERROR, message=msg)
     mon.built()
     wk, J = np.empty(32), np.empty((3, 3))
     while not mon.stopped:
         _gmp_sweep(P, blocks, y, local_tol, local_max_iter, wk, J)
         mon.step(*full(y))
-    return mon.outcome(message=mon.message + note)
+    return mon.solution(message=mon.message + note)

@@ -70,16 +70,16 @@ def _run(problem, mon, omega):
     ptr, idx, val, diag, lo, hi = _split(problem)
     msg = _check_diag(problem, diag, lo, hi)
     if msg:
-        return mon.outcome(x={"z": z}, status=Status.NUMERICAL_ERROR, message=msg)
+        return mon.solution(x={"z": z}, status=Status.NUMERICAL_ERROR, message=msg)
     np.clip(z, lo, hi, out=z)
     if mon.start({"z": z}, problem.error(z)):
-        return mon.outcome(info={"omega": omega})
+        return mon.solution(info={"omega": omega})
     q = problem.q
     while not mon.stopped:
         c = mon.chunk(per_iteration_errors=False, work=val.shape[0] + n)   # deterministic sizes
         pgs_sweeps(ptr, idx, val, diag, q, lo, hi, z, float(omega), c)
         mon.advance(c, {"z": z}, problem.error(z))
-    return mon.outcome(info={"omega": omega})
+    return mon.solution(info={"omega": omega})
 
 
 @register(KINDS, "pgs", "projected Gauss–Seidel (compiled sweeps; MLCP free rows solved exactly, "

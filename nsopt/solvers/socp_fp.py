@@ -261,10 +261,10 @@ def newton_polish(problem, x, *, tol, max_steps=POLISH_STEPS, time_limit=None):
     quadratically. Returns ``(variables like x, error, Newton iterations)``."""
     info = registry.get(problem.kind, "nsn-ac")
     opts = {"hybrid": False} if "hybrid" in info.options else {}
-    mon = Monitor(tol=tol, max_iter=max_steps, time_limit=time_limit, x0=dict(x))
-    out = info.func(problem, mon, **opts)
-    xs = problem.complete(out.x)
-    return {k: np.asarray(xs[k], float) for k in x}, float(problem.error_of(xs)), int(out.nit)
+    mon = Monitor(tol=tol, max_iter=max_steps, time_limit=time_limit, x0=dict(x), problem=problem, method=info.name)
+    sol = info.func(problem, mon, **opts)
+    xs = sol.variables()
+    return {k: np.asarray(xs[k], float) for k in x}, float(problem.error_of(xs)), int(sol.nit)
 
 
 # ============================================================================ the fixed point
@@ -395,11 +395,11 @@ def _run(problem, mon, fmap, t0, fp):
     info["fixed_point"] = fmap.history
     if mon.start(start, problem.error_of(problem.complete(start))):
         info["timings"]["total"] = time.perf_counter() - t0
-        return mon.outcome(info=info)
+        return mon.solution(info=info)
     msg, x, st = fixed_point(mon, fmap, fmap.start(x0), **fp)
     info = info_of(fmap.form, fmap.comp, time.perf_counter() - t0)
     info["fixed_point"] = fmap.history
-    return mon.outcome(message=msg, info=info, x=x, status=st)
+    return mon.solution(message=msg, info=info, x=x, status=st)
 
 
 @register(("fc2d", "fc3d"), "socp-fp",
@@ -436,7 +436,7 @@ def socp_tresca(problem, mon, *, solver=None, solver_options=None, anderson=5, i
         r = np.zeros(problem.size) if r is None else r
         mon.k = 1
         info = info_of(form, fmap.comp, time.perf_counter() - t0)
-        return mon.outcome(x={"r": r}, status=res.status, message="Tresca problem with fixed thresholds "
+        return mon.solution(x={"r": r}, status=res.status, message="Tresca problem with fixed thresholds "
                            f"({form.solver} status {res.label}); its error is Coulomb's", info=info)
     return _run(problem, mon, fmap, t0, fp)
 
