@@ -86,3 +86,33 @@ def test_newton_pattern_is_the_pattern_of_J(dim):
         want = np.flatnonzero(Wd[a * dim:(a + 1) * dim].any(axis=0))
         want = np.union1d(want, np.arange(a * dim, a * dim + dim))
         assert np.array_equal(pat.indices[pat.indptr[i]:pat.indptr[i + 1]], want)
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_newton_pattern_solve_leaves_out_identity_rows(dim):
+    """_Pattern.solve: the first call factorises the whole J (and keeps its order), the later ones
+    leave out the contacts whose rows are the identity (B_a = 0, A_a = I); both give the solution
+    of (J + shift I) d = -phi by a dense solve (rtol 1e-10), and a singular reduced matrix gives None."""
+    rng = np.random.default_rng(10 + dim)
+    nc = 40
+    n = nc * dim
+    W = sp.random(n, n, density=0.05, random_state=5, format="csr")
+    W = (W @ W.T + sp.identity(n)).tocsr()
+    pat = _Pattern(W, nc, dim)
+    A = rng.standard_normal((nc, dim, dim)) + 3 * np.eye(dim)
+    B = rng.standard_normal((nc, dim, dim))
+    open_ = rng.random(nc) < 0.3
+    A[open_], B[open_] = np.eye(dim), 0.0
+    phi = rng.standard_normal(n)
+    NK.assemble_csr(pat.Wdata, pat.Windptr, dim, A, B, pat.wpos, pat.dpos, pat.indptr, pat.data)
+    J = sp.block_diag(list(A)).toarray() + sp.block_diag(list(B)).toarray() @ W.toarray()
+    assert pat.order is None
+    for shift in (0.0, 0.0, 1e-3):
+        d = pat.solve(A, B, phi, shift)
+        np.testing.assert_allclose(d, np.linalg.solve(J + shift * np.eye(n), -phi), rtol=1e-10, atol=1e-12)
+        assert pat.order is not None
+    # one closed contact whose rows are zero: singular, with or without the identity rows left out
+    k = np.flatnonzero(~open_)[0]
+    A[k], B[k] = 0.0, 0.0
+    NK.assemble_csr(pat.Wdata, pat.Windptr, dim, A, B, pat.wpos, pat.dpos, pat.indptr, pat.data)
+    assert pat.solve(A, B, phi, 0.0) is None

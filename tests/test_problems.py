@@ -271,3 +271,20 @@ def test_arrays_of_a_problem_are_taken_as_they_are():
         checked.add(np.zeros(3))
     gc.collect()
     assert all(a in checked for a in kept) and len(checked._refs) <= 64
+
+
+def test_diag_blocks_sparse_equals_dense():
+    """friction.diag_blocks: the (nc, dim, dim) diagonal blocks of a sparse W (unsorted, with duplicate
+    entries, summed) equal those of its dense copy (rtol 1e-14)."""
+    from nsopt.problems.friction import diag_blocks
+    rng = np.random.default_rng(3)
+    for dim in (2, 3):
+        nc = 17
+        n = nc * dim
+        rows, cols = rng.integers(0, n, 400), rng.integers(0, n, 400)
+        W = sp.coo_matrix((rng.standard_normal(400), (rows, cols)), shape=(n, n))   # duplicates kept
+        want = diag_blocks(W.toarray(), nc, dim)
+        for Ws in (W, W.tocsr()):
+            got = diag_blocks(Ws, nc, dim)
+            np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
+            assert got.shape == (nc, dim, dim)

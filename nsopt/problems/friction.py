@@ -158,11 +158,10 @@ def diag_blocks(W, nc: int, dim: int) -> np.ndarray:
     """The diagonal ``dim x dim`` blocks of W (dense or sparse) as an (nc, dim, dim) array."""
     if sp.issparse(W):
         C = W.tocoo()
-        bi, bj = C.row // dim, C.col // dim
-        m = bi == bj
-        D = np.zeros((nc, dim, dim))
-        np.add.at(D, (bi[m], C.row[m] % dim, C.col[m] % dim), C.data[m])
-        return D
+        bi = C.row // dim
+        m = bi == C.col // dim
+        flat = (bi[m] * dim + C.row[m] % dim) * dim + C.col[m] % dim
+        return np.bincount(flat, weights=C.data[m], minlength=nc * dim * dim).reshape(nc, dim, dim)
     Wd = np.asarray(W)
     return np.array(Wd.reshape(nc, dim, nc, dim).diagonal(axis1=0, axis2=2).transpose(2, 0, 1), order="C")
 

@@ -312,6 +312,145 @@ def assemble_csr(Wdata, Windptr, dim, A, B, wpos, dpos, Jindptr, Jdata):
                 Jdata[base + dpos[a * dim + m]] += A[a, l, m]
 
 
+@njit(cache=True)
+def csr_pattern(Windptr, Windices, nc, dim):
+    """The CSR pattern of J = A + B W (A, B block diagonal): each row of contact a holds the union of
+    the columns of a's ``dim`` rows of W and of a's diagonal block, ascending (W's rows sorted).
+    Returns (indptr, indices, wpos, dpos) as :func:`assemble_csr` reads them."""
+    n = nc * dim
+    mark = np.full(n, -1, dtype=np.int64)
+    clen = np.zeros(nc, dtype=np.int64)
+    for a in range(nc):                 # the size of each contact's union
+        c = 0
+        for l in range(dim):
+            i = a * dim + l
+            if mark[i] != a:
+                mark[i] = a
+                c += 1
+            for p in range(Windptr[i], Windptr[i + 1]):
+                j = Windices[p]
+                if mark[j] != a:
+                    mark[j] = a
+                    c += 1
+        clen[a] = c
+    indptr = np.empty(n + 1, dtype=np.int64)
+    indptr[0] = 0
+    for i in range(n):
+        indptr[i + 1] = indptr[i] + clen[i // dim]
+    indices = np.empty(indptr[n], dtype=np.int32)
+    wpos = np.empty(Windptr[n], dtype=np.int64)
+    dpos = np.empty(n, dtype=np.int64)
+    mark[:] = -1
+    where = np.empty(n, dtype=np.int64)
+    for a in range(nc):
+        base = indptr[a * dim]
+        c = 0
+        for l in range(dim):
+            i = a * dim + l
+            if mark[i] != a:
+                mark[i] = a
+                indices[base + c] = i
+                c += 1
+            for p in range(Windptr[i], Windptr[i + 1]):
+                j = Windices[p]
+                if mark[j] != a:
+                    mark[j] = a
+                    indices[base + c] = j
+                    c += 1
+        row = indices[base:base + c]
+        row.sort()
+        for k in range(c):
+            where[row[k]] = k
+        for l in range(1, dim):         # the contact's other rows: the same columns
+            b2 = indptr[a * dim + l]
+            for k in range(c):
+                indices[b2 + k] = row[k]
+        for l in range(dim):
+            i = a * dim + l
+            dpos[i] = where[i]
+            for p in range(Windptr[i], Windptr[i + 1]):
+                wpos[p] = where[Windices[p]]
+    return indptr, indices, wpos, dpos
+
+
+@njit(cache=True, error_model="numpy")
+def reduce_csc(Jindptr, Jindices, Jdata, dim, A, B, order, shift, phi, d, newidx, Mptr, Mind, Mdata, b, pos, state):
+    """The Newton system J d = -phi (J + shift I, J on its CSR pattern) without its identity rows.
+
+    A contact whose rows of J are the identity (``B_a = 0`` and ``A_a = I``: an open contact of
+    Alart-Curnier) has ``d_a = -phi_a / (1 + shift)``, set here in ``d``; its columns go to the right
+    side. The other unknowns, in the order ``order`` (a fill-reducing order of the whole pattern),
+    give the CSC matrix ``M`` (``Mptr``, ``Mind``, ``Mdata``; row indices ascending in each column)
+    and the right side ``b`` of ``M x = b``; ``newidx[j]`` is the place of unknown j in x (-1 when
+    eliminated). ``state`` = (m of the last call, or -1 before the first): when the same contacts
+    are left out as in the last call, ``newidx`` and ``Mptr`` are kept. Returns the size m of ``M``.
+    """
+    n = Jindptr.shape[0] - 1
+    nc = A.shape[0]
+    same = state[0] >= 0
+    for a in range(nc):
+        triv = True
+        for k in range(dim):
+            for m in range(dim):
+                if B[a, k, m] != 0.0 or A[a, k, m] != (1.0 if k == m else 0.0):
+                    triv = False
+        pos[a] = 1 if triv else 0
+        if same and (newidx[a * dim] < 0) != triv:
+            same = False
+    scale = 1.0 / (1.0 + shift)
+    if same:
+        m = state[0]
+        for j in range(n):
+            if newidx[j] < 0:
+                d[j] = -phi[j] * scale
+    else:
+        for a in range(nc):
+            for k in range(dim):
+                newidx[a * dim + k] = -pos[a]
+        m = 0
+        for t in range(n):
+            j = order[t]
+            if newidx[j] < 0:
+                d[j] = -phi[j] * scale
+            else:
+                newidx[j] = m
+                m += 1
+        for c in range(m + 1):
+            Mptr[c] = 0
+        for i in range(n):
+            if newidx[i] >= 0:
+                for p in range(Jindptr[i], Jindptr[i + 1]):
+                    c = newidx[Jindices[p]]
+                    if c >= 0:
+                        Mptr[c + 1] += 1
+        for c in range(m):
+            Mptr[c + 1] += Mptr[c]
+        state[0] = m
+    for c in range(m):
+        pos[c] = Mptr[c]
+    for t in range(n):          # rows in their new order: ascending row indices in each column
+        i = order[t]
+        ri = newidx[i]
+        if ri < 0:
+            continue
+        s = -phi[i]
+        for p in range(Jindptr[i], Jindptr[i + 1]):
+            j = Jindices[p]
+            c = newidx[j]
+            v = Jdata[p]
+            if c >= 0:
+                if j == i:
+                    v += shift
+                k = pos[c]
+                Mind[k] = ri
+                Mdata[k] = v
+                pos[c] = k + 1
+            else:
+                s -= v * d[j]
+        b[ri] = s
+    return m
+
+
 @njit(cache=True, error_model="numpy")
 def fc_projected_sweeps(Wdata, Windices, Windptr, q, mu, dim, rho, r, nsweeps, inner):
     """Projected Gauss-Seidel sweeps on u = W r + q (in place on r): per contact, ``inner`` projected
@@ -520,6 +659,15 @@ def _dense_search(fb, W, r, u, d, f0, fref, ls, mu, rhoN, rhoT, gamma, dim, Wd, 
         Wd[i] = s
     if ls == 2:
         return True, 1.0, f0
+    return backtrack(fb, r, u, d, Wd, f0, fref, mu, rhoN, rhoT, gamma, dim, rt, ut, phi_t, tmp)
+
+
+@njit(cache=True, error_model="numpy")
+def backtrack(fb, r, u, d, Wd, f0, fref, mu, rhoN, rhoT, gamma, dim, rt, ut, phi_t, tmp):
+    """Armijo backtracking against ``fref`` on the merit at (r + t d, u + t Wd), t = 1, 1/2, ... down
+    to 1e-10 (Fischer–Burmeister of (r, gamma u) when ``fb``, else Alart–Curnier): (accepted, t,
+    merit at t). The line search of both Newton loops (``_dense_search``, ``newton._search``)."""
+    n = r.shape[0]
     t = 1.0
     while t >= 1e-10:
         for i in range(n):

@@ -155,61 +155,75 @@ class _Pattern:
 
     def __init__(self, W, nc, dim):
         n = nc * dim
-        W = sp.csr_matrix(W, dtype=float, copy=True)
-        W.sum_duplicates()
-        W.sort_indices()
+        if not (type(W) is sp.csr_matrix and W.dtype == np.float64 and W.has_canonical_format):
+            W = sp.csr_matrix(W, dtype=float, copy=True)     # (a problem's W is kept as it is: never written)
+            W.sum_duplicates()
+            W.sort_indices()
         self.W = W
         self.Wdata = np.ascontiguousarray(W.data, dtype=float)
         self.Windices = W.indices.astype(np.int64)
         self.Windptr = W.indptr.astype(np.int64)
-        # C: contact x column pattern (union of the columns of a contact's dim rows, plus its
-        # diagonal block); every row of contact a of J has the pattern of row a of C
-        rows_c = np.repeat(np.arange(n) // dim, np.diff(W.indptr))
-        diag_r = np.repeat(np.arange(nc), dim)
-        C = sp.csr_matrix((np.ones(W.nnz + n), (np.concatenate([rows_c, diag_r]),
-                                                np.concatenate([W.indices, np.arange(n)]))), shape=(nc, n))
-        C.sum_duplicates()
-        C.sort_indices()
-        clen = np.diff(C.indptr)
-        row_c = np.arange(n) // dim
-        L = clen[row_c]                                  # row lengths of J
-        self.indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(L, out=self.indptr[1:])
-        offs = np.repeat(C.indptr[row_c] - self.indptr[:-1], L) + np.arange(self.indptr[-1])
-        self.indices = C.indices[offs].astype(np.int32)
-        # positions inside a contact's pattern, by binary search on the flat keys (contact, column)
-        keys = np.repeat(np.arange(nc, dtype=np.int64), clen) * n + C.indices
-        self.wpos = np.searchsorted(keys, rows_c.astype(np.int64) * n + W.indices) - C.indptr[rows_c]
-        self.dpos = np.searchsorted(keys, row_c.astype(np.int64) * n + np.arange(n)) - C.indptr[row_c]
-        self.wpos = self.wpos.astype(np.int64)
-        self.dpos = self.dpos.astype(np.int64)
+        self.indptr, self.indices, self.wpos, self.dpos = K.csr_pattern(self.Windptr, self.Windices, nc, dim)
         self.diag_idx = self.indptr[:-1] + self.dpos
         self.data = np.zeros(self.indices.size)
         self.n = n
         self.indptr32 = self.indptr.astype(np.int32)
         self.permc, self.thresh = "MMD_AT_PLUS_A", 0.01
+        self.order = None           # the fill-reducing order of the whole pattern (first factorisation)
+        # work arrays of the reduced system (:meth:`solve`)
+        self.newidx = np.empty(n, dtype=np.int64)
+        self.Mptr = np.empty(n + 1, dtype=np.int32)
+        self.Mind = np.empty(self.indices.size, dtype=np.int32)
+        self.Mdata = np.empty(self.indices.size)
+        self.pos = np.empty(n, dtype=np.int32)
+        self._b = np.empty(n)
+        self._state = np.full(1, -1, dtype=np.int64)    # (reduce_csc: the last reduced system's size)
 
-    def factor(self, shift=0.0):
-        """LU of J (stored as the CSC matrix J^T); returns a solve(b) callable or None if singular.
+    def solve(self, A, B, phi, shift=0.0):
+        """d with (J + shift I) d = -phi, J = A + B W assembled in :attr:`data`; None if singular.
 
         SuperLU with the minimum-degree ordering of J^T + J (the pattern is structurally symmetric
         when W is) and a diagonal-preferring pivot threshold: about half the fill of COLAMD with
-        partial pivoting on the contact problems of the corpus.
+        partial pivoting on the contact problems of the corpus. The first factorisation orders the
+        whole J and keeps that order; the later ones leave out the contacts whose rows of J are
+        the identity (``B_a = 0``, ``A_a = I``: the open contacts of Alart-Curnier, d_a = -phi_a;
+        a fifth to a quarter of a pile's contacts) and factorise the rest in the kept order (no
+        ordering per iteration): the same direction to round-off, half the factorisation time on a
+        1000-cube pile (:func:`_newton_kernels.reduce_csc`).
         """
         n = self.n
-        data = self.data
-        if shift:
-            data = data.copy()
-            data[self.diag_idx] += shift
-        Jt = sp.csc_matrix((data, self.indices, self.indptr32), shape=(n, n))
-        try:
-            lu = splu(Jt, permc_spec=self.permc, diag_pivot_thresh=self.thresh)
-        except RuntimeError:
-            return None
-        return lambda b: lu.solve(b, trans="T")
+        if self.order is None:
+            data = self.data
+            if shift:
+                data = data.copy()
+                data[self.diag_idx] += shift
+            Jt = sp.csc_matrix((data, self.indices, self.indptr32), shape=(n, n))
+            try:
+                lu = splu(Jt, permc_spec=self.permc, diag_pivot_thresh=self.thresh)
+            except RuntimeError:
+                return None
+            self.order = np.argsort(lu.perm_c)
+            return lu.solve(-phi, trans="T")
+        d = np.empty(n)
+        m = K.reduce_csc(self.indptr, self.indices, self.data, B.shape[1], A, B, self.order, float(shift), phi, d,
+                         self.newidx, self.Mptr, self.Mind, self.Mdata, self._b, self.pos,
+                         self._state)
+        if m:
+            nnz = int(self.Mptr[m])
+            M = sp.csc_matrix((self.Mdata[:nnz], self.Mind[:nnz], self.Mptr[:m + 1]), shape=(m, m))
+            M.has_canonical_format = True       # (reduce_csc's columns: ascending, no duplicates)
+            try:
+                lu = splu(M, permc_spec="NATURAL", diag_pivot_thresh=self.thresh)
+            except RuntimeError:
+                return None
+            x = lu.solve(self._b[:m])
+            keep = self.newidx >= 0
+            d[keep] = x[self.newidx[keep]]
+        return d
 
 
-_SMALL_LAZY = frozenset(("rhoN", "rhoT", "rho_pgs", "gamma_c", "gamma", "csr", "_Wcsr", "A", "B", "phi", "_x", "_px"))
+_SMALL_LAZY = frozenset(("rhoN", "rhoT", "rho_pgs", "gamma_c", "gamma", "csr", "_Wcsr", "A", "B", "phi", "_x", "_px",
+                         "search_work"))
 
 
 class _Local:
@@ -246,12 +260,13 @@ class _Local:
         if self.dense:
             self.Wd = np.ascontiguousarray(W, dtype=float)
             Wcsr = sp.csr_matrix(self.Wd)
+            self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
+                        Wcsr.indptr.astype(np.int64))
         else:
-            self.pat = problem.cached("newton_pattern", lambda: _Pattern(W, nc, dim), on=("W",))
-            Wcsr = self.pat.W
+            self.pat = pat = problem.cached("newton_pattern", lambda: _Pattern(W, nc, dim), on=("W",))
+            Wcsr = pat.W
+            self.csr = (pat.Wdata, pat.Windices, pat.Windptr)     # (the pattern's: read only)
         self._Wcsr = Wcsr
-        self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
-                    Wcsr.indptr.astype(np.int64))
         self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
         # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)
         g = float(np.mean(self.rho_pgs)) if fb_scale == "auto" else float(fb_scale)
@@ -269,6 +284,8 @@ class _Local:
         self.A = np.zeros((nc, dim, dim))
         self.B = np.zeros((nc, dim, dim))
         self.phi = np.zeros(self.n)
+        # the line search's r + t d, u + t W d and FB's gamma u (_newton_kernels.backtrack)
+        self.search_work = (np.empty(self.n), np.empty(self.n), np.empty(self.n))
 
     def __getattr__(self, name):
         # a small system (the compiled loop) makes the Python path's views of its packed arrays when
@@ -314,11 +331,6 @@ class _Local:
             u += self.sigma * (r - self.rc)
         return u
 
-    def merit(self, r, u, out):
-        if self.formulation == "ac":
-            return K.ac_phi(r, u, self.mu, self.rhoN, self.rhoT, self.dim, out)
-        return K.fb_phi(r, self.gamma * u, self.mu, self.dim, out)
-
     def jac(self, r, u):
         if self.formulation == "ac":
             return K.ac_jac(r, u, self.mu, self.rhoN, self.rhoT, self.dim, self.phi, self.A, self.B)
@@ -350,11 +362,9 @@ class _Local:
         pat = self.pat
         K.assemble_csr(pat.Wdata, pat.Windptr, self.dim, A, self.B, pat.wpos, pat.dpos, pat.indptr, pat.data)
         for s in shifts:
-            solve = pat.factor(s)
-            if solve is not None:
-                d = solve(-self.phi)
-                if np.all(np.isfinite(d)):
-                    return d
+            d = pat.solve(A, self.B, self.phi, s)
+            if d is not None and np.all(np.isfinite(d)):
+                return d
         return None
 
     def pgs(self, r, nsweeps=1, inner=10):
@@ -378,13 +388,9 @@ def _search(sys, r, u, d, f0, fref, line_search, phi_t):
         Wd += sys.sigma * d
     if line_search == "none":
         return True, 1.0, f0
-    t = 1.0
-    while t >= 1e-10:
-        ft = sys.merit(r + t * d, u + t * Wd, phi_t)
-        if np.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
-            return True, t, ft
-        t *= 0.5
-    return False, 0.0, f0
+    w = sys.search_work
+    return K.backtrack(sys.formulation == "fb", r, u, d, Wd, f0, fref, sys.mu, sys.rhoN, sys.rhoT, sys.gamma, sys.dim,
+                       w[0], w[1], phi_t, w[2])
 
 
 # the adaptive factor c_k of the regularised Newton matrix (Python loop): halved after a full regularised
