@@ -58,6 +58,27 @@ def test_docstring_examples(modname):
     assert result.failed == 0, "".join(report)
 
 
+def test_docstrings_keep_their_indentation():
+    """No line of a function's or class's docstring is indented less than its body: a line that is
+    (an example pasted at the wrong depth) shifts numpydoc's sections when the docstring is cleaned."""
+    import ast
+
+    bad = []
+    for path in sorted((ROOT / "nsopt").rglob("*.py")):
+        lines = path.read_text().splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or not node.body:
+                continue
+            first = node.body[0]
+            if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                continue
+            depth = node.col_offset + 4
+            bad += [f"{path.relative_to(ROOT)}:{i + 1}" for i in range(first.lineno, first.end_lineno)
+                    if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) < depth]
+    assert not bad, bad
+
+
 def test_every_registered_method_documents_its_contract():
     """Each registered method's docstring has the numpydoc sections its ``{solve_contract}`` line stands for
     (``registry.SOLVE_CONTRACT_DOC``, written once), and no marker is left."""

@@ -836,12 +836,12 @@ class Trajectory(Derivatives):
 
         Examples
         --------
-    >>> import numpy as np
-    >>> import nsopt
-    >>> from nsopt import modeling as nm
-    >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
-    >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
-    >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+        >>> import numpy as np
+        >>> import nsopt
+        >>> from nsopt import modeling as nm
+        >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
+        >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
         >>> traj = nm.TimeStepping(nsds, h=0.01).run()
         >>> print(traj.q(ball)[[0, 45, 50], 0].round(6))
         [1.       0.006737 0.076143]
@@ -868,12 +868,12 @@ class Trajectory(Derivatives):
 
         Examples
         --------
-    >>> import numpy as np
-    >>> import nsopt
-    >>> from nsopt import modeling as nm
-    >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
-    >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
-    >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+        >>> import numpy as np
+        >>> import nsopt
+        >>> from nsopt import modeling as nm
+        >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
+        >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
         >>> traj = nm.TimeStepping(nsds, h=0.01).run()
         >>> print(traj.v(ball)[[0, 45, 46], 0].round(6))
         [ 0.      -4.4145   2.20725]
@@ -924,12 +924,12 @@ class Trajectory(Derivatives):
 
         Examples
         --------
-    >>> import numpy as np
-    >>> import nsopt
-    >>> from nsopt import modeling as nm
-    >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
-    >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
-    >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+        >>> import numpy as np
+        >>> import nsopt
+        >>> from nsopt import modeling as nm
+        >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
+        >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
         >>> traj = nm.TimeStepping(nsds, h=0.01).run()
         >>> lam = traj.lambda_(inter)
         >>> int(np.argmax(lam[:, 0])), round(float(lam.max()), 5)
