@@ -51,7 +51,7 @@ class MethodInfo:
         self._checked = {}
         #: True once the checked defaults are known to be the defaults themselves (same values and
         #: types): a call without options then calls ``func(problem, mon)``, which takes them from
-        #: its signature (:func:`nsopt.run.run_method`)
+        #: its signature (:func:`nsopt.solve`)
         self.bare = False
 
     def call_options(self, options: dict) -> dict:
