@@ -2,14 +2,15 @@
 
     python benchmarks/bench_resolve.py [--data DIR] [--n 1000] [--n-big 100] [--drift 0.01] [--no-siconos]
                                       [--big fc3d/Capsules-i101-404.dat] [--methods nsgs nsn-ac]
-                                      [--repeat 15] [--n-lcp 6000] [--no-lcp] [--skip-big]
+                                      [--repeat 15] [--n-lcp 6000] [--no-lcp] [--skip-big] [--new-arrays]
                                       [--compare-to DIR]
 
 For the one-contact ``fc3d/FrictionContact3D_1c.dat`` and a Capsules-sized problem, a sequence of
 ``--n`` right-hand sides (``--n-big`` for the large one) ``q_k = q_0 (1 + d sin(0.1 k + phi_i))``
 (a smooth drift of relative amplitude d = ``--drift``, default 0.01, per entry phase phi_i) is solved with nsgs and nsn-ac (tol 1e-8) three ways; time per solve:
 
-(a) fresh: a new ``nsopt.FrictionContact(3, W, q_k, mu)`` and ``nsopt.solve`` from zero;
+(a) fresh: a new ``nsopt.FrictionContact(3, W, q_k, mu)`` and ``nsopt.solve`` from zero (``--new-arrays``:
+    on new copies of W and mu each, as a simulation whose W changes at every step);
 (b) re-solve: ``p.replace(q=q_k)``, ``workspace=ws`` and ``warm_start=`` the previous solution;
 (c) Siconos 4.4 under /usr/bin/python3 (subprocess): ``FrictionContactProblem(3, nc, M, q_k, mu)``
     and ``fc3d_driver`` with the previous reaction as initial guess (NSGS, NSN_AC), same tol,
@@ -125,13 +126,20 @@ def sequence(q0, n, drift, seed=0):
 
 
 def run_fresh(p, qs, method):
-    W, mu = p.W, p.mu
+    """(a): with ``--new-arrays`` each problem gets its own writable copies of W and mu, made before
+    the clock starts (a simulation whose W changes hands new arrays at every step: nothing of the
+    last problem's validation is reused); else the loaded problem's own W and mu every time."""
+    n = len(qs)
+    if os.environ.get("NSOPT_BENCH_NEW_ARRAYS") == "1":
+        Ws, mus = [np.array(p.W) for _ in range(n)], [np.array(p.mu) for _ in range(n)]
+    else:
+        Ws, mus = [p.W] * n, [p.mu] * n
     ok = 0
     t0 = time.perf_counter()
-    for q in qs:
+    for q, W, mu in zip(qs, Ws, mus):
         s = nsopt.solve(nsopt.FrictionContact(3, W, q, mu), method=method, tol=TOL, max_iter=MAX_ITER[method])
         ok += s.success
-    return (time.perf_counter() - t0) / len(qs), ok
+    return (time.perf_counter() - t0) / n, ok
 
 
 def run_resolve(p, qs, method):
@@ -386,6 +394,9 @@ def main(argv=None):
     ap.add_argument("--compare-to", metavar="DIR",
                     help="another nsopt tree (e.g. a git worktree of an earlier commit): its fresh and re-solve "
                          "times in the same turns, in a subprocess, and the ratios to them")
+    ap.add_argument("--new-arrays", action="store_true",
+                    help="fresh solves (a) on new copies of W and mu each (made before the clock starts), "
+                         "as a simulation whose W changes at every step")
     ap.add_argument("--siconos-budget", type=float, default=120.0,
                     help="seconds per (problem, Siconos solver): the sequence is cut there, the time per "
                          "solve is over the solves done")
@@ -393,6 +404,8 @@ def main(argv=None):
     if argv and argv[0] == "--worker":
         return worker(argv[1:])
     a = ap.parse_args(argv)
+    if a.new_arrays:      # read by run_fresh, here and in the --compare-to worker
+        os.environ["NSOPT_BENCH_NEW_ARRAYS"] = "1"
     data = data_dir(a.data)
     rows = []
     for rel, n in (("fc3d/FrictionContact3D_1c.dat", a.n),) + (() if a.skip_big else ((a.big, a.n_big),)):
