@@ -127,7 +127,8 @@ def _contract_doc(kinds: tuple[str, ...]) -> str:
     classes = list(dict.fromkeys(f"nsopt.{_PROBLEM_CLASS[k]}" if k in _PROBLEM_CLASS else "nsopt problem"
                                  for k in kinds))
     ticks = ", ".join(f"``{k}``" for k in kinds)
-    return (f"Parameters\n----------\nproblem : {' or '.join((', '.join(classes[:-1]), classes[-1]) if len(classes) > 1 else classes)}\n"
+    types = f"{', '.join(classes[:-1])} or {classes[-1]}" if len(classes) > 1 else classes[0]
+    return (f"Parameters\n----------\nproblem : {types}\n"
             f"    The problem (kind{'s' if len(kinds) > 1 else ''} {ticks}).\n"
             f"{SOLVE_CONTRACT_DOC}\n\n>>> import numpy as np, nsopt")
 
