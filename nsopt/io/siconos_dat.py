@@ -37,7 +37,7 @@ from .._doc import insert_section
 from ..exceptions import FormatError, ProblemError
 from ..problems import (LCP, MLCP, Block, FrictionContact, GenericMechanical, GlobalFrictionContact,
                         Relay)
-from ._target import check_file, written_beside
+from ._target import WRITE_RESULT_DOC, check_file, written_beside
 
 __all__ = ["read_lcp", "read_mlcp", "read_relay", "read_friction_contact",
            "read_global_friction_contact", "read_gmp", "read_siconos_dat", "write_siconos_dat",
@@ -896,13 +896,7 @@ def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: 
         The NumericsMatrix storage (default as above).
     block_size : int, optional
         The block size of ``"sbm"`` storage.
-    overwrite : bool, default False
-        Replace an existing file.
-
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    {write_result}
 
     Raises
     ------
@@ -990,3 +984,6 @@ def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: 
     with written_beside(path) as tmp, open(tmp, "w") as f:
         f.write("".join(parts))
     return path
+
+
+write_siconos_dat.__doc__ = insert_section(write_siconos_dat.__doc__, "write_result", WRITE_RESULT_DOC)
