@@ -12,9 +12,37 @@ import time
 
 import numpy as np
 
+from .._doc import insert_section
 from ._base import Formulation, cached_sym_psd, quad_matrix, sym_part
 
+#: The options, errors and examples' import the convex-QP formulations' docstrings share, put where
+#: they say ``{qp_options}`` by :func:`qp_doc`.
+QP_OPTIONS_DOC = """solver : str, optional
+    The CVXPY backend (default ``"CLARABEL"``; ``"OSQP"``, ``"SCS"``, ... when installed).
+solver_options : dict, optional
+    Merged over nsopt's accurate defaults (:data:`ACCURATE`).
+check : bool, optional
+    Check symmetry and positive semidefiniteness first (default True).
 
+Raises
+------
+NotApplicable
+    When the matrix is not symmetric positive semidefinite (the message says which and by how much).
+OptionError
+    For a solver that is not installed or cannot solve the program.
+
+Examples
+--------
+>>> import nsopt"""
+
+
+def qp_doc(cls):
+    """Class decorator: the ``{qp_options}`` line of ``cls``'s docstring replaced by :data:`QP_OPTIONS_DOC`."""
+    cls.__doc__ = insert_section(cls.__doc__, "qp_options", QP_OPTIONS_DOC)
+    return cls
+
+
+@qp_doc
 class BoxQP(Formulation):
     """``min 1/2 z^T S z + q^T z`` over the box ``lb <= z <= ub`` (S the symmetric part of M).
 
@@ -27,23 +55,7 @@ class BoxQP(Formulation):
         symmetric positive semidefinite.
     lb, ub : float or array_like
         The bounds (broadcast to the problem's size; ``-inf``/``inf`` for none).
-    solver : str, optional
-        The CVXPY backend (default ``"CLARABEL"``; OSQP allowed: the program is a QP).
-    solver_options : dict, optional
-        Merged over nsopt's accurate defaults (:data:`ACCURATE`).
-    check : bool, optional
-        Check symmetry and positive semidefiniteness first (default True).
-
-    Raises
-    ------
-    NotApplicable
-        When the matrix is not symmetric positive semidefinite (the message says which and by how much).
-    OptionError
-        For a solver that is not installed.
-
-    Examples
-    --------
-    >>> import nsopt
+    {qp_options}
     >>> from nsopt.formulations import BoxQP
     >>> f = BoxQP(nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0]), 0.0, 1.0)
     >>> f
@@ -109,6 +121,7 @@ class BoxQP(Formulation):
         return lo, up
 
 
+@qp_doc
 class LCPasQP(BoxQP):
     """LCP with symmetric PSD M as the QP ``min 1/2 z^T M z + q^T z subject to z >= 0``.
 
@@ -119,23 +132,7 @@ class LCPasQP(BoxQP):
     ----------
     problem : LCP
         The problem; its matrix must be symmetric positive semidefinite.
-    solver : str, optional
-        The CVXPY backend (default ``"CLARABEL"``; ``"OSQP"``, ``"SCS"``, ... when installed).
-    solver_options : dict, optional
-        Merged over nsopt's accurate defaults (:data:`ACCURATE`).
-    check : bool, optional
-        Check symmetry and positive semidefiniteness first (default True).
-
-    Raises
-    ------
-    NotApplicable
-        When the matrix is not symmetric positive semidefinite (the message says which and by how much).
-    OptionError
-        For a solver that is not installed or cannot solve the program.
-
-    Examples
-    --------
-    >>> import nsopt
+    {qp_options}
     >>> from nsopt.formulations import LCPasQP
     >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-1.0, 1.0])
     >>> f = LCPasQP(p)

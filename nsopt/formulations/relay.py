@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from .lcp import BoxQP
+from .lcp import BoxQP, qp_doc
 
 
+@qp_doc
 class RelayAsQP(BoxQP):
     """Relay with symmetric PSD M as ``min 1/2 z^T M z + q^T z subject to lb <= z <= ub``.
 
@@ -15,12 +16,7 @@ class RelayAsQP(BoxQP):
     ----------
     problem : Relay
         The problem; its matrix must be symmetric positive semidefinite.
-    solver, solver_options, check
-        As :class:`LCPasQP` (which also lists what it raises).
-
-    Examples
-    --------
-    >>> import nsopt
+    {qp_options}
     >>> p = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
     >>> s = nsopt.solve(p, method="qp", formulation=nsopt.formulations.RelayAsQP(p))
     >>> print(s.status.value, s.z.round(6))
