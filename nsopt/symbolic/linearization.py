@@ -872,7 +872,7 @@ def linearize(system, op_point=None, A_and_B: bool = True, q_ind=None, qd_ind=No
     >>> len(lin), lin.M, lin.x, lin.B.shape, lin.repaired, lin.inaccurate
     (3, None, [q(t), u(t)], (2, 0), [], [])
 
-    With ``A_and_B=False``, the mass matrix M and the A it multiplies:
+    With ``A_and_B=False``, the form ``(M, A, B, r)``:
 
     >>> M, A, B, r = symbolic.linearize(KM, {q: 0.0, u: 0.0, L: 2.0, g: 9.8}, A_and_B=False)
     >>> M.round(6).tolist(), A.round(6).tolist()
