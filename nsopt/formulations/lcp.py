@@ -103,6 +103,20 @@ class BoxQP(Formulation):
         self.program = cp.Problem(cp.Minimize(obj), cons)
         self.build_time = time.perf_counter() - t0
 
+    def _statement(self, constraints, kkt, when_fails):
+        """:meth:`statement` of a QP in z over R^n: the title, variables and objective, then the given
+        constraints, KKT conditions and failure modes."""
+        n = self.problem.size
+        return {
+            "title": self.title,
+            "variables": {"text": f"z in R^{n}", "latex": rf"z \in \mathbb{{R}}^{{{n}}}"},
+            "objective": {"text": "minimize 1/2 z^T M z + q^T z",
+                          "latex": r"\min_z\ \tfrac12 z^\top M z + q^\top z"},
+            "constraints": constraints,
+            "kkt": kkt,
+            "when_fails": when_fails,
+        }
+
     def multipliers(self):
         """(lambda_lb, lambda_ub) as full-size vectors (zeros where a bound is infinite).
 
@@ -149,24 +163,19 @@ class LCPasQP(BoxQP):
         super().__init__(problem, 0.0, np.inf, solver=solver, solver_options=solver_options, check=check)
 
     def statement(self):
-        return {
-            "title": self.title,
-            "variables": {"text": f"z in R^{self.problem.size}",
-                          "latex": rf"z \in \mathbb{{R}}^{{{self.problem.size}}}"},
-            "objective": {"text": "minimize 1/2 z^T M z + q^T z",
-                          "latex": r"\min_z\ \tfrac12 z^\top M z + q^\top z"},
-            "constraints": {"text": "z >= 0   (multiplier lambda >= 0)",
-                            "latex": r"z \ge 0 \quad (\lambda \ge 0)"},
-            "kkt": {"text": ("stationarity  M z + q - lambda = 0, i.e. lambda = w = Mz + q;\n"
-                             "feasibility z >= 0, dual feasibility w = lambda >= 0;\n"
-                             "complementary slackness lambda_i z_i = 0, i.e. z ⊥ w: exactly the LCP.\n"
-                             "M PSD makes the program convex, so KKT points = minimisers: any QP "
-                             "solution solves the LCP and conversely."),
-                    "latex": (r"Mz + q - \lambda = 0,\quad 0 \le z \perp \lambda \ge 0"
-                              r"\iff w = Mz + q,\ 0 \le z \perp w \ge 0")},
-            "when_fails": ("M not symmetric: the gradient of the objective is (M + M^T)/2 z + q, so the "
-                           "KKT system is the LCP of the symmetric part, a different problem (nsopt "
-                           "refuses with NotApplicable). M not PSD: the QP is nonconvex, a local solver "
-                           "finds only stationary points. M PSD singular: the LCP may have no solution "
-                           "(the QP is unbounded below) or a set of solutions (the QP returns one)."),
-        }
+        return self._statement(
+            constraints={"text": "z >= 0   (multiplier lambda >= 0)",
+                         "latex": r"z \ge 0 \quad (\lambda \ge 0)"},
+            kkt={"text": ("stationarity  M z + q - lambda = 0, i.e. lambda = w = Mz + q;\n"
+                          "feasibility z >= 0, dual feasibility w = lambda >= 0;\n"
+                          "complementary slackness lambda_i z_i = 0, i.e. z ⊥ w: exactly the LCP.\n"
+                          "M PSD makes the program convex, so KKT points = minimisers: any QP "
+                          "solution solves the LCP and conversely."),
+                 "latex": (r"Mz + q - \lambda = 0,\quad 0 \le z \perp \lambda \ge 0"
+                           r"\iff w = Mz + q,\ 0 \le z \perp w \ge 0")},
+            when_fails=("M not symmetric: the gradient of the objective is (M + M^T)/2 z + q, so the "
+                        "KKT system is the LCP of the symmetric part, a different problem (nsopt "
+                        "refuses with NotApplicable). M not PSD: the QP is nonconvex, a local solver "
+                        "finds only stationary points. M PSD singular: the LCP may have no solution "
+                        "(the QP is unbounded below) or a set of solutions (the QP returns one)."),
+        )

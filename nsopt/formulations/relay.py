@@ -30,22 +30,17 @@ class RelayAsQP(BoxQP):
                          check=check)
 
     def statement(self):
-        return {
-            "title": self.title,
-            "variables": {"text": f"z in R^{self.problem.size}",
-                          "latex": rf"z \in \mathbb{{R}}^{{{self.problem.size}}}"},
-            "objective": {"text": "minimize 1/2 z^T M z + q^T z",
-                          "latex": r"\min_z\ \tfrac12 z^\top M z + q^\top z"},
-            "constraints": {"text": "lb <= z (multiplier lambda_lb >= 0), z <= ub (lambda_ub >= 0)",
-                            "latex": r"lb \le z \le ub\quad(\lambda_{lb}, \lambda_{ub} \ge 0)"},
-            "kkt": {"text": ("stationarity w = Mz + q = lambda_lb - lambda_ub;\n"
-                             "z_i strictly inside: both multipliers vanish, w_i = 0;\n"
-                             "z_i = lb_i: w_i = lambda_lb,i >= 0;  z_i = ub_i: w_i = -lambda_ub,i <= 0;\n"
-                             "these three cases are -w in N_[lb,ub](z): the relay problem."),
-                    "latex": (r"Mz + q = \lambda_{lb} - \lambda_{ub},\ "
-                              r"0 \le \lambda_{lb} \perp z - lb \ge 0,\ 0 \le \lambda_{ub} \perp ub - z \ge 0"
-                              r"\iff -w \in N_{[lb,ub]}(z)")},
-            "when_fails": ("M not symmetric or not PSD (NotApplicable). With PSD M and a bounded box the "
-                           "QP always has a minimiser, so a relay problem with symmetric PSD M always "
-                           "has a solution."),
-        }
+        return self._statement(
+            constraints={"text": "lb <= z (multiplier lambda_lb >= 0), z <= ub (lambda_ub >= 0)",
+                         "latex": r"lb \le z \le ub\quad(\lambda_{lb}, \lambda_{ub} \ge 0)"},
+            kkt={"text": ("stationarity w = Mz + q = lambda_lb - lambda_ub;\n"
+                          "z_i strictly inside: both multipliers vanish, w_i = 0;\n"
+                          "z_i = lb_i: w_i = lambda_lb,i >= 0;  z_i = ub_i: w_i = -lambda_ub,i <= 0;\n"
+                          "these three cases are -w in N_[lb,ub](z): the relay problem."),
+                 "latex": (r"Mz + q = \lambda_{lb} - \lambda_{ub},\ "
+                           r"0 \le \lambda_{lb} \perp z - lb \ge 0,\ 0 \le \lambda_{ub} \perp ub - z \ge 0"
+                           r"\iff -w \in N_{[lb,ub]}(z)")},
+            when_fails=("M not symmetric or not PSD (NotApplicable). With PSD M and a bounded box the "
+                        "QP always has a minimiser, so a relay problem with symmetric PSD M always "
+                        "has a solution."),
+        )
