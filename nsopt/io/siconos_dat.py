@@ -759,8 +759,7 @@ def read_siconos_dat(path, kind: str):
     Examples
     --------
     >>> import os, tempfile
-    >>> import numpy as np
-    >>> import nsopt
+    >>> import numpy as np, nsopt
     >>> from nsopt.io import read_siconos_dat, write_siconos_dat
     >>> fc = nsopt.FrictionContact(3, np.eye(3), [-1.0, 0.5, 0.0], [0.3])
     >>> with tempfile.TemporaryDirectory() as d:
@@ -910,7 +909,7 @@ def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: 
 
     See Also
     --------
-    read_siconos_dat : reads the file back.
+    read_siconos_dat : reads the file back (as does the reader of its kind, e.g. :func:`read_lcp`).
 
     Examples
     --------
