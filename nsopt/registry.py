@@ -98,8 +98,15 @@ COMMON = ("tol", "max_iter", "time_limit", "history", "callback", "warm_start", 
 ALIASES = ("z0", "r0", "v0")    # the per-method initial-guess options of nsopt 0.1, now warm_start
 
 
-#: The sections every registered method's docstring shares (the ``mon`` parameter, the result and how it
-#: is called), put where its docstring says ``{solve_contract}`` (:func:`nsopt._doc.insert_section`).
+#: The class of each kind's problem, for the ``problem`` parameter of the registered methods' docstrings.
+_PROBLEM_CLASS = {"lcp": "LCP", "mlcp": "MLCP", "relay": "Relay", "avi": "AVI", "equality": "Equality",
+                  "fc2d": "FrictionContact", "fc3d": "FrictionContact", "gfc2d": "GlobalFrictionContact",
+                  "gfc3d": "GlobalFrictionContact", "multiple-impact": "MultipleImpact"}
+
+#: The sections every registered method's docstring shares (its parameters, the result and how it is
+#: called), put where its docstring says ``{solve_contract}`` (:func:`nsopt._doc.insert_section`) by
+#: :func:`_contract_doc`, which adds the ``problem`` parameter of the method's kinds before it and the
+#: examples' imports after it; the docstring's own examples follow the marker.
 SOLVE_CONTRACT_DOC = """mon : nsopt.monitor.Monitor
     The iteration contract :func:`nsopt.solve` builds from ``tol``, ``max_iter``, ``time_limit``,
     ``warm_start``, ``callback`` and ``history``: it judges every iterate and keeps the best.
@@ -113,6 +120,17 @@ nsopt.Solution
 Examples
 --------
 Called through :func:`nsopt.solve` (its method-specific options are keywords of ``solve``):"""
+
+
+def _contract_doc(kinds: tuple[str, ...]) -> str:
+    """:data:`SOLVE_CONTRACT_DOC` with the Parameters heading and the ``problem`` of ``kinds`` before it."""
+    classes = list(dict.fromkeys(f"nsopt.{_PROBLEM_CLASS[k]}" if k in _PROBLEM_CLASS else "nsopt problem"
+                                 for k in kinds))
+    ticks = ", ".join(f"``{k}``" for k in kinds)
+    types = f"{', '.join(classes[:-1])} or {classes[-1]}" if len(classes) > 1 else classes[0]
+    return (f"Parameters\n----------\nproblem : {types}\n"
+            f"    The problem (kind{'s' if len(kinds) > 1 else ''} {ticks}).\n"
+            f"{SOLVE_CONTRACT_DOC}\n\n>>> import numpy as np, nsopt")
 
 
 def register(kinds, name: str, summary: str, *, applies: Callable | None = None, check: Callable | None = None):
@@ -142,7 +160,7 @@ def register(kinds, name: str, summary: str, *, applies: Callable | None = None,
             if (k, name) in _REGISTRY:
                 raise ValueError(f"method {name!r} registered twice for kind {k!r}")
             _REGISTRY[(k, name)] = MethodInfo(k, name, func, summary, opts, defaults, applies, check)
-        func.__doc__ = insert_section(func.__doc__, "solve_contract", SOLVE_CONTRACT_DOC)
+        func.__doc__ = insert_section(func.__doc__, "solve_contract", _contract_doc(kinds))
         return func
 
     return deco

@@ -9,8 +9,10 @@ import scipy.sparse as sp
 
 from ..exceptions import NotApplicable
 from ._base import Formulation, cached_sym_psd, quad_matrix, sym_part
+from .lcp import qp_doc
 
 
+@qp_doc
 class AVIasQP(Formulation):
     """AVI with symmetric PSD M as ``min 1/2 z^T M z + q^T z subject to Hz >= k``.
 
@@ -22,12 +24,7 @@ class AVIasQP(Formulation):
     ----------
     problem : AVI
         The problem; its matrix must be symmetric positive semidefinite.
-    solver, solver_options, check
-        As :class:`LCPasQP` (which also lists what it raises).
-
-    Examples
-    --------
-    >>> import nsopt
+    {qp_options}
     >>> p = nsopt.AVI([[1.0, 0.0], [0.0, 1.0]], [-2.0, -1.0], [[-1.0, -1.0]], [-1.0])
     >>> s = nsopt.solve(p, method="qp", formulation=nsopt.formulations.AVIasQP(p))
     >>> print(s.status.value, s.z.round(6) + 0.0)

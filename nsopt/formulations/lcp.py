@@ -12,9 +12,37 @@ import time
 
 import numpy as np
 
+from .._doc import insert_section
 from ._base import Formulation, cached_sym_psd, quad_matrix, sym_part
 
+#: The options, errors and examples' import the convex-QP formulations' docstrings share, put where
+#: they say ``{qp_options}`` by :func:`qp_doc`.
+QP_OPTIONS_DOC = """solver : str, optional
+    The CVXPY backend (default ``"CLARABEL"``; ``"OSQP"``, ``"SCS"``, ... when installed).
+solver_options : dict, optional
+    Merged over nsopt's accurate defaults (:data:`ACCURATE`).
+check : bool, optional
+    Check symmetry and positive semidefiniteness first (default True).
 
+Raises
+------
+NotApplicable
+    When the matrix is not symmetric positive semidefinite (the message says which and by how much).
+OptionError
+    For a solver that is not installed or cannot solve the program.
+
+Examples
+--------
+>>> import nsopt"""
+
+
+def qp_doc(cls):
+    """Class decorator: the ``{qp_options}`` line of ``cls``'s docstring replaced by :data:`QP_OPTIONS_DOC`."""
+    cls.__doc__ = insert_section(cls.__doc__, "qp_options", QP_OPTIONS_DOC)
+    return cls
+
+
+@qp_doc
 class BoxQP(Formulation):
     """``min 1/2 z^T S z + q^T z`` over the box ``lb <= z <= ub`` (S the symmetric part of M).
 
@@ -27,23 +55,7 @@ class BoxQP(Formulation):
         symmetric positive semidefinite.
     lb, ub : float or array_like
         The bounds (broadcast to the problem's size; ``-inf``/``inf`` for none).
-    solver : str, optional
-        The CVXPY backend (default ``"CLARABEL"``; OSQP allowed: the program is a QP).
-    solver_options : dict, optional
-        Merged over nsopt's accurate defaults (:data:`ACCURATE`).
-    check : bool, optional
-        Check symmetry and positive semidefiniteness first (default True).
-
-    Raises
-    ------
-    NotApplicable
-        When the matrix is not symmetric positive semidefinite (the message says which and by how much).
-    OptionError
-        For a solver that is not installed.
-
-    Examples
-    --------
-    >>> import nsopt
+    {qp_options}
     >>> from nsopt.formulations import BoxQP
     >>> f = BoxQP(nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0]), 0.0, 1.0)
     >>> f
@@ -91,6 +103,20 @@ class BoxQP(Formulation):
         self.program = cp.Problem(cp.Minimize(obj), cons)
         self.build_time = time.perf_counter() - t0
 
+    def _statement(self, constraints, kkt, when_fails):
+        """:meth:`statement` of a QP in z over R^n: the title, variables and objective, then the given
+        constraints, KKT conditions and failure modes."""
+        n = self.problem.size
+        return {
+            "title": self.title,
+            "variables": {"text": f"z in R^{n}", "latex": rf"z \in \mathbb{{R}}^{{{n}}}"},
+            "objective": {"text": "minimize 1/2 z^T M z + q^T z",
+                          "latex": r"\min_z\ \tfrac12 z^\top M z + q^\top z"},
+            "constraints": constraints,
+            "kkt": kkt,
+            "when_fails": when_fails,
+        }
+
     def multipliers(self):
         """(lambda_lb, lambda_ub) as full-size vectors (zeros where a bound is infinite).
 
@@ -109,6 +135,7 @@ class BoxQP(Formulation):
         return lo, up
 
 
+@qp_doc
 class LCPasQP(BoxQP):
     """LCP with symmetric PSD M as the QP ``min 1/2 z^T M z + q^T z subject to z >= 0``.
 
@@ -119,23 +146,7 @@ class LCPasQP(BoxQP):
     ----------
     problem : LCP
         The problem; its matrix must be symmetric positive semidefinite.
-    solver : str, optional
-        The CVXPY backend (default ``"CLARABEL"``; ``"OSQP"``, ``"SCS"``, ... when installed).
-    solver_options : dict, optional
-        Merged over nsopt's accurate defaults (:data:`ACCURATE`).
-    check : bool, optional
-        Check symmetry and positive semidefiniteness first (default True).
-
-    Raises
-    ------
-    NotApplicable
-        When the matrix is not symmetric positive semidefinite (the message says which and by how much).
-    OptionError
-        For a solver that is not installed or cannot solve the program.
-
-    Examples
-    --------
-    >>> import nsopt
+    {qp_options}
     >>> from nsopt.formulations import LCPasQP
     >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-1.0, 1.0])
     >>> f = LCPasQP(p)
@@ -152,24 +163,19 @@ class LCPasQP(BoxQP):
         super().__init__(problem, 0.0, np.inf, solver=solver, solver_options=solver_options, check=check)
 
     def statement(self):
-        return {
-            "title": self.title,
-            "variables": {"text": f"z in R^{self.problem.size}",
-                          "latex": rf"z \in \mathbb{{R}}^{{{self.problem.size}}}"},
-            "objective": {"text": "minimize 1/2 z^T M z + q^T z",
-                          "latex": r"\min_z\ \tfrac12 z^\top M z + q^\top z"},
-            "constraints": {"text": "z >= 0   (multiplier lambda >= 0)",
-                            "latex": r"z \ge 0 \quad (\lambda \ge 0)"},
-            "kkt": {"text": ("stationarity  M z + q - lambda = 0, i.e. lambda = w = Mz + q;\n"
-                             "feasibility z >= 0, dual feasibility w = lambda >= 0;\n"
-                             "complementary slackness lambda_i z_i = 0, i.e. z ⊥ w: exactly the LCP.\n"
-                             "M PSD makes the program convex, so KKT points = minimisers: any QP "
-                             "solution solves the LCP and conversely."),
-                    "latex": (r"Mz + q - \lambda = 0,\quad 0 \le z \perp \lambda \ge 0"
-                              r"\iff w = Mz + q,\ 0 \le z \perp w \ge 0")},
-            "when_fails": ("M not symmetric: the gradient of the objective is (M + M^T)/2 z + q, so the "
-                           "KKT system is the LCP of the symmetric part, a different problem (nsopt "
-                           "refuses with NotApplicable). M not PSD: the QP is nonconvex, a local solver "
-                           "finds only stationary points. M PSD singular: the LCP may have no solution "
-                           "(the QP is unbounded below) or a set of solutions (the QP returns one)."),
-        }
+        return self._statement(
+            constraints={"text": "z >= 0   (multiplier lambda >= 0)",
+                         "latex": r"z \ge 0 \quad (\lambda \ge 0)"},
+            kkt={"text": ("stationarity  M z + q - lambda = 0, i.e. lambda = w = Mz + q;\n"
+                          "feasibility z >= 0, dual feasibility w = lambda >= 0;\n"
+                          "complementary slackness lambda_i z_i = 0, i.e. z ⊥ w: exactly the LCP.\n"
+                          "M PSD makes the program convex, so KKT points = minimisers: any QP "
+                          "solution solves the LCP and conversely."),
+                 "latex": (r"Mz + q - \lambda = 0,\quad 0 \le z \perp \lambda \ge 0"
+                           r"\iff w = Mz + q,\ 0 \le z \perp w \ge 0")},
+            when_fails=("M not symmetric: the gradient of the objective is (M + M^T)/2 z + q, so the "
+                        "KKT system is the LCP of the symmetric part, a different problem (nsopt "
+                        "refuses with NotApplicable). M not PSD: the QP is nonconvex, a local solver "
+                        "finds only stationary points. M PSD singular: the LCP may have no solution "
+                        "(the QP is unbounded below) or a set of solutions (the QP returns one)."),
+        )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lcp import BoxQP
+from .lcp import BoxQP, qp_doc
 
 
+@qp_doc
 class MLCPasQP(BoxQP):
     """MLCP with symmetric PSD M as ``min 1/2 z^T M z + q^T z subject to z_comp >= 0``.
 
@@ -18,12 +19,7 @@ class MLCPasQP(BoxQP):
     ----------
     problem : MLCP
         The problem; its matrix must be symmetric positive semidefinite.
-    solver, solver_options, check
-        As :class:`LCPasQP` (which also lists what it raises).
-
-    Examples
-    --------
-    >>> import nsopt
+    {qp_options}
     >>> p = nsopt.MLCP.from_matrix([[2.0, 1.0], [1.0, 2.0]], [-2.0, -3.0], n=1)
     >>> s = nsopt.solve(p, method="qp", formulation=nsopt.formulations.MLCPasQP(p))
     >>> print(s.status.value, s.z.round(6))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from .lcp import BoxQP
+from .lcp import BoxQP, qp_doc
 
 
+@qp_doc
 class RelayAsQP(BoxQP):
     """Relay with symmetric PSD M as ``min 1/2 z^T M z + q^T z subject to lb <= z <= ub``.
 
@@ -15,12 +16,7 @@ class RelayAsQP(BoxQP):
     ----------
     problem : Relay
         The problem; its matrix must be symmetric positive semidefinite.
-    solver, solver_options, check
-        As :class:`LCPasQP` (which also lists what it raises).
-
-    Examples
-    --------
-    >>> import nsopt
+    {qp_options}
     >>> p = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
     >>> s = nsopt.solve(p, method="qp", formulation=nsopt.formulations.RelayAsQP(p))
     >>> print(s.status.value, s.z.round(6))
@@ -34,22 +30,17 @@ class RelayAsQP(BoxQP):
                          check=check)
 
     def statement(self):
-        return {
-            "title": self.title,
-            "variables": {"text": f"z in R^{self.problem.size}",
-                          "latex": rf"z \in \mathbb{{R}}^{{{self.problem.size}}}"},
-            "objective": {"text": "minimize 1/2 z^T M z + q^T z",
-                          "latex": r"\min_z\ \tfrac12 z^\top M z + q^\top z"},
-            "constraints": {"text": "lb <= z (multiplier lambda_lb >= 0), z <= ub (lambda_ub >= 0)",
-                            "latex": r"lb \le z \le ub\quad(\lambda_{lb}, \lambda_{ub} \ge 0)"},
-            "kkt": {"text": ("stationarity w = Mz + q = lambda_lb - lambda_ub;\n"
-                             "z_i strictly inside: both multipliers vanish, w_i = 0;\n"
-                             "z_i = lb_i: w_i = lambda_lb,i >= 0;  z_i = ub_i: w_i = -lambda_ub,i <= 0;\n"
-                             "these three cases are -w in N_[lb,ub](z): the relay problem."),
-                    "latex": (r"Mz + q = \lambda_{lb} - \lambda_{ub},\ "
-                              r"0 \le \lambda_{lb} \perp z - lb \ge 0,\ 0 \le \lambda_{ub} \perp ub - z \ge 0"
-                              r"\iff -w \in N_{[lb,ub]}(z)")},
-            "when_fails": ("M not symmetric or not PSD (NotApplicable). With PSD M and a bounded box the "
-                           "QP always has a minimiser, so a relay problem with symmetric PSD M always "
-                           "has a solution."),
-        }
+        return self._statement(
+            constraints={"text": "lb <= z (multiplier lambda_lb >= 0), z <= ub (lambda_ub >= 0)",
+                         "latex": r"lb \le z \le ub\quad(\lambda_{lb}, \lambda_{ub} \ge 0)"},
+            kkt={"text": ("stationarity w = Mz + q = lambda_lb - lambda_ub;\n"
+                          "z_i strictly inside: both multipliers vanish, w_i = 0;\n"
+                          "z_i = lb_i: w_i = lambda_lb,i >= 0;  z_i = ub_i: w_i = -lambda_ub,i <= 0;\n"
+                          "these three cases are -w in N_[lb,ub](z): the relay problem."),
+                 "latex": (r"Mz + q = \lambda_{lb} - \lambda_{ub},\ "
+                           r"0 \le \lambda_{lb} \perp z - lb \ge 0,\ 0 \le \lambda_{ub} \perp ub - z \ge 0"
+                           r"\iff -w \in N_{[lb,ub]}(z)")},
+            when_fails=("M not symmetric or not PSD (NotApplicable). With PSD M and a bounded box the "
+                        "QP always has a minimiser, so a relay problem with symmetric PSD M always "
+                        "has a solution."),
+        )

@@ -19,6 +19,16 @@ from pathlib import Path
 
 from ..exceptions import OutputError
 
+#: The ``overwrite`` parameter and the result of the file writers' docstrings (``{write_result}``,
+#: put in by :func:`nsopt._doc.insert_section`).
+WRITE_RESULT_DOC = """overwrite : bool, default False
+    Replace an existing file.
+
+Returns
+-------
+pathlib.Path
+    The file written."""
+
 
 def check_file(path, *, overwrite: bool = False, what: str = "file") -> Path:
     """``path`` as a Path, after checking that a file may be written there (see the module)."""

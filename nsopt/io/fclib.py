@@ -27,9 +27,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from .._doc import insert_section
 from ..exceptions import FormatError, ProblemError
 from ..problems import FrictionContact, GlobalFrictionContact
-from ._target import check_file, written_beside
+from ._target import WRITE_RESULT_DOC, check_file, written_beside
 
 __all__ = ["read_fclib", "write_fclib", "fclib_kind", "is_hdf5"]
 
@@ -448,13 +449,7 @@ def write_fclib(problem, path, *, solution=None, guesses=None, title="", descrip
         Vectors stored in ``/guesses``.
     title, description, math_info : str, optional
         FCLIB's info strings.
-    overwrite : bool, default False
-        Replace an existing file.
-
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    {write_result}
 
     Raises
     ------
@@ -472,8 +467,7 @@ def write_fclib(problem, path, *, solution=None, guesses=None, title="", descrip
     Examples
     --------
     >>> import os, tempfile
-    >>> import numpy as np
-    >>> import nsopt
+    >>> import numpy as np, nsopt
     >>> from nsopt.io import read_fclib, write_fclib
     >>> gfc = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), [0.0, 0.0, -1.0], np.zeros(3), [0.3], dim=3)
     >>> with tempfile.TemporaryDirectory() as d:
@@ -527,3 +521,6 @@ def write_fclib(problem, path, *, solution=None, guesses=None, title="", descrip
                 for name, v in gs.items():
                     sg.create_dataset(name, data=v)
     return path
+
+
+write_fclib.__doc__ = insert_section(write_fclib.__doc__, "write_result", WRITE_RESULT_DOC)

@@ -37,7 +37,7 @@ from .._doc import insert_section
 from ..exceptions import FormatError, ProblemError
 from ..problems import (LCP, MLCP, Block, FrictionContact, GenericMechanical, GlobalFrictionContact,
                         Relay)
-from ._target import check_file, written_beside
+from ._target import WRITE_RESULT_DOC, check_file, written_beside
 
 __all__ = ["read_lcp", "read_mlcp", "read_relay", "read_friction_contact",
            "read_global_friction_contact", "read_gmp", "read_siconos_dat", "write_siconos_dat",
@@ -439,7 +439,19 @@ def _vector(tk, n, what):
     return tk.floats(n, what)
 
 
-#: The sections the Siconos readers' docstrings share, put where they say ``{reader_sections}``.
+#: The sections the Siconos readers' docstrings share: ``{reader_head}`` (the parameter and the result,
+#: whose class is the reader's return annotation) and ``{reader_sections}`` (what it raises, and the
+#: examples' imports: each docstring's own example lines follow the marker).
+READER_HEAD_DOC = """Parameters
+----------
+path : str or path-like
+    The file.
+
+Returns
+-------
+{cls}
+    The problem in the file."""
+
 READER_SECTIONS_DOC = """Raises
 ------
 FormatError
@@ -450,7 +462,13 @@ FileNotFoundError
 See Also
 --------
 write_siconos_dat : writes the file.
-read_siconos_dat : reads a file of any kind, checking the dimension of friction problems."""
+read_siconos_dat : reads a file of any kind, checking the dimension of friction problems.
+
+Examples
+--------
+>>> import os, tempfile
+>>> import numpy as np
+>>> import nsopt"""
 
 
 def _text_reader(fn):
@@ -459,7 +477,8 @@ def _text_reader(fn):
     go)."""
     import functools
 
-    fn.__doc__ = insert_section(fn.__doc__, "reader_sections", READER_SECTIONS_DOC)
+    doc = insert_section(fn.__doc__, "reader_head", READER_HEAD_DOC.format(cls=fn.__annotations__["return"]))
+    fn.__doc__ = insert_section(doc, "reader_sections", READER_SECTIONS_DOC)
 
     @functools.wraps(fn)
     def wrapper(path, *, _tokens=None):
@@ -476,25 +495,11 @@ def _text_reader(fn):
 
 @_text_reader
 def read_lcp(path, *, _tokens=None) -> LCP:
-    """Siconos LinearComplementarityProblem file: ``n``, M, q.
+    """Siconos LinearComplementarityProblem file: ``n``, M, q (M is read dense).
 
-    Parameters
-    ----------
-    path : str or path-like
-        The file.
-
-    Returns
-    -------
-    LCP
-        The problem (dense M).
+    {reader_head}
 
     {reader_sections}
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> import numpy as np
-    >>> import nsopt
     >>> from nsopt.io import read_lcp, write_siconos_dat
     >>> with tempfile.TemporaryDirectory() as d:
     ...     path = write_siconos_dat(nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-1.0, 1.0]),
@@ -516,23 +521,9 @@ def read_lcp(path, *, _tokens=None) -> LCP:
 def read_relay(path, *, _tokens=None) -> Relay:
     """Siconos RelayProblem file: ``n``, M, q, lb, ub.
 
-    Parameters
-    ----------
-    path : str or path-like
-        The file.
-
-    Returns
-    -------
-    Relay
-        The problem.
+    {reader_head}
 
     {reader_sections}
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> import numpy as np
-    >>> import nsopt
     >>> from nsopt.io import read_relay, write_siconos_dat
     >>> relay = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
     >>> with tempfile.TemporaryDirectory() as d:
@@ -553,25 +544,12 @@ def read_relay(path, *, _tokens=None) -> Relay:
 
 @_text_reader
 def read_mlcp(path, *, _tokens=None) -> MLCP:
-    """Siconos MixedLinearComplementarityProblem file (storage 1: M with blocks, 2: A, B, C, D).
+    """Siconos MixedLinearComplementarityProblem file (storage 1: M with blocks, 2: A, B, C, D); storage 1 is
+    read when the file has both.
 
-    Parameters
-    ----------
-    path : str or path-like
-        The file.
-
-    Returns
-    -------
-    MLCP
-        The problem (from storage 1 when the file has both).
+    {reader_head}
 
     {reader_sections}
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> import numpy as np
-    >>> import nsopt
     >>> from nsopt.io import read_mlcp, write_siconos_dat
     >>> mlcp = nsopt.MLCP.from_matrix([[2.0, 1.0], [1.0, 2.0]], [-1.0, -1.0], 1)
     >>> with tempfile.TemporaryDirectory() as d:
@@ -628,25 +606,12 @@ def _fc_header(tk: Tokens, what):
 
 @_text_reader
 def read_friction_contact(path, *, _tokens=None) -> FrictionContact:
-    """Siconos FrictionContactProblem file: ``dim nc``, M, q, mu.
+    """Siconos FrictionContactProblem file: ``dim nc``, M, q, mu, in dimension 2 or 3 (5,
+    rolling friction, is refused).
 
-    Parameters
-    ----------
-    path : str or path-like
-        The file.
-
-    Returns
-    -------
-    FrictionContact
-        The problem (dimension 2 or 3; 5, rolling friction, is refused).
+    {reader_head}
 
     {reader_sections}
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> import numpy as np
-    >>> import nsopt
     >>> from nsopt.io import read_friction_contact, write_siconos_dat
     >>> fc = nsopt.FrictionContact(3, np.eye(3), [-1.0, 0.5, 0.0], [0.3])
     >>> with tempfile.TemporaryDirectory() as d:
@@ -669,23 +634,9 @@ def read_friction_contact(path, *, _tokens=None) -> FrictionContact:
 def read_global_friction_contact(path, *, _tokens=None) -> GlobalFrictionContact:
     """Siconos GlobalFrictionContactProblem file: ``dim nc``, M, H, q, b, mu.
 
-    Parameters
-    ----------
-    path : str or path-like
-        The file.
-
-    Returns
-    -------
-    GlobalFrictionContact
-        The problem.
+    {reader_head}
 
     {reader_sections}
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> import numpy as np
-    >>> import nsopt
     >>> from nsopt.io import read_global_friction_contact, write_siconos_dat
     >>> gfc = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), [0.0, 0.0, -1.0], np.zeros(3), [0.3], dim=3)
     >>> with tempfile.TemporaryDirectory() as d:
@@ -713,17 +664,9 @@ def read_global_friction_contact(path, *, _tokens=None) -> GlobalFrictionContact
 def read_gmp(path, *, _tokens=None) -> GenericMechanical:
     """Siconos GenericMechanicalProblem file: M (sparse-block: one sub-problem per block row), q,
     then per block its type (0 LCP, 2 equality, 4 FC3D + mu).
+    FC2D and relay sub-problems are refused: the format stores no mu or bounds for them.
 
-    Parameters
-    ----------
-    path : str or path-like
-        The file.
-
-    Returns
-    -------
-    GenericMechanical
-        The problem (FC2D and relay sub-problems are refused: the format stores no mu or bounds
-        for them).
+    {reader_head}
 
     Warns
     -----
@@ -732,12 +675,6 @@ def read_gmp(path, *, _tokens=None) -> GenericMechanical:
         problem; nsopt uses M as stored).
 
     {reader_sections}
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> import numpy as np
-    >>> import nsopt
     >>> from nsopt.io import read_gmp, write_siconos_dat
     >>> from nsopt.problems.gmp import Block
     >>> gmp = nsopt.GenericMechanical(np.eye(4), [-1.0, -1.0, 0.5, 0.0],
@@ -822,8 +759,7 @@ def read_siconos_dat(path, kind: str):
     Examples
     --------
     >>> import os, tempfile
-    >>> import numpy as np
-    >>> import nsopt
+    >>> import numpy as np, nsopt
     >>> from nsopt.io import read_siconos_dat, write_siconos_dat
     >>> fc = nsopt.FrictionContact(3, np.eye(3), [-1.0, 0.5, 0.0], [0.3])
     >>> with tempfile.TemporaryDirectory() as d:
@@ -959,13 +895,7 @@ def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: 
         The NumericsMatrix storage (default as above).
     block_size : int, optional
         The block size of ``"sbm"`` storage.
-    overwrite : bool, default False
-        Replace an existing file.
-
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    {write_result}
 
     Raises
     ------
@@ -979,7 +909,7 @@ def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: 
 
     See Also
     --------
-    read_siconos_dat : reads the file back.
+    read_siconos_dat : reads the file back (as does the reader of its kind, e.g. :func:`read_lcp`).
 
     Examples
     --------
@@ -1053,3 +983,6 @@ def write_siconos_dat(problem, path, *, storage: str | None = None, block_size: 
     with written_beside(path) as tmp, open(tmp, "w") as f:
         f.write("".join(parts))
     return path
+
+
+write_siconos_dat.__doc__ = insert_section(write_siconos_dat.__doc__, "write_result", WRITE_RESULT_DOC)

@@ -48,18 +48,7 @@ class InterpenetrationError(ModelingError):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from nsopt import mechanics as mc
-    >>> cm = mc.CollisionManager(margin=0.05)
-    >>> cm.add_static(mc.Contactor(mc.HalfSpace()))               # the ground z <= 0
-    0
-    >>> cm.add_body(mc.Contactor(mc.Sphere(0.1)), pose=[0, 0, 0.12, 1, 0, 0, 0])
-    0
-    >>> try:
-    ...     cm.check_interpenetration(Q=np.array([[0, 0, 0.05, 1, 0, 0, 0]]))
-    ... except mc.InterpenetrationError as e:
-    ...     print(e)
-    CollisionManager.poses: 1 contact point(s) interpenetrate deeper than 0.001 (body 0 and static 0 by 0.05); move the bodies apart before the run
+    See the example of :class:`CollisionManager` (a sphere pushed into the ground).
     """
 
 
@@ -90,20 +79,8 @@ class Contacts:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from nsopt import mechanics as mc
-    >>> cm = mc.CollisionManager(margin=0.05)
-    >>> cm.add_static(mc.Contactor(mc.HalfSpace()))               # the ground z <= 0
-    0
-    >>> cm.add_body(mc.Contactor(mc.Sphere(0.1)), pose=[0, 0, 0.12, 1, 0, 0, 0])
-    0
-    >>> c = cm.detect()
-    >>> len(c), c.body1.tolist(), c.body2.tolist(), c.static2.tolist(), c.distance.round(6).tolist()
-    (1, [0], [-1], [0], [0.02])
-    >>> c.pc1.round(6).tolist(), c.normal.tolist(), c.new.tolist()
-    ([[0.0, 0.0, 0.02]], [[0.0, 0.0, 1.0]], [True])
-    >>> len(mc.Contacts.empty())
-    0
+    See the example of :class:`CollisionManager` (the contact of a sphere above the ground, its fields
+    and :meth:`relative`).
     """
 
     body1: np.ndarray           # (k,) int, a dynamic body
@@ -145,14 +122,7 @@ class Contacts:
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from nsopt import mechanics as mc
-        >>> cm = mc.CollisionManager()
-        >>> _ = cm.add_static(mc.Contactor(mc.HalfSpace()))
-        >>> _ = cm.add_body(mc.Contactor(mc.Sphere(0.1)), pose=[0, 0, 0.12, 1, 0, 0, 0])
-        >>> rp1, rp2, rn = cm.detect().relative([[0, 0, 0.12, 1, 0, 0, 0]])
-        >>> rp1.round(6).tolist(), rp2.tolist(), rn.tolist()
-        ([[0.0, 0.0, -0.1]], [[0.0, 0.0, 0.0]], [[0.0, 0.0, 1.0]])
+        See the example of :class:`CollisionManager`.
         """
         Q = np.asarray(Q, dtype=float)
         Q1 = Q[self.body1]
@@ -207,13 +177,25 @@ class CollisionManager:
     >>> cm.add_body(mc.Contactor(mc.Sphere(0.1)), pose=[0, 0, 0.12, 1, 0, 0, 0])
     0
     >>> c = cm.detect()                                             # the sphere 0.02 above the ground
-    >>> len(c), c.distance.round(6).tolist()
-    (1, [0.02])
+    >>> len(c), c.body1.tolist(), c.body2.tolist(), c.static2.tolist(), c.distance.round(6).tolist()
+    (1, [0], [-1], [0], [0.02])
+    >>> c.pc1.round(6).tolist(), c.normal.tolist(), c.new.tolist()
+    ([[0.0, 0.0, 0.02]], [[0.0, 0.0, 1.0]], [True])
+    >>> rp1, rp2, rn = c.relative([[0, 0, 0.12, 1, 0, 0, 0]])      # in the bodies' frames
+    >>> rp1.round(6).tolist(), rp2.tolist(), rn.tolist()
+    ([[0.0, 0.0, -0.1]], [[0.0, 0.0, 0.0]], [[0.0, 0.0, 1.0]])
     >>> c2 = cm.detect(np.array([[0, 0, 0.11, 1, 0, 0, 0]]))        # moved: the point keeps its id
     >>> c2.id.tolist() == c.id.tolist(), c2.new.tolist(), c2.distance.round(6).tolist()
     (True, [False], [0.01])
     >>> len(cm.detect(np.array([[0, 0, 1.0, 1, 0, 0, 0]])))         # beyond the margin
     0
+    >>> len(mc.Contacts.empty())
+    0
+    >>> try:                                                        # pushed 0.05 into the ground
+    ...     cm.check_interpenetration(Q=np.array([[0, 0, 0.05, 1, 0, 0, 0]]))
+    ... except mc.InterpenetrationError as e:
+    ...     print(e)
+    CollisionManager.poses: 1 contact point(s) interpenetrate deeper than 0.001 (body 0 and static 0 by 0.05); move the bodies apart before the run
     """
 
     def __init__(self, *, margin: float = 0.05, persistence: float = 0.02, max_points: int = 4,

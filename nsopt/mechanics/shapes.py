@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._doc import insert_section
 from ..exceptions import ModelingError
 from ..modeling import _rotation as rot
 
@@ -185,6 +186,17 @@ class _Axial(Shape):
         return float(np.hypot(self.radius, 0.5 * getattr(self, self._second)))
 
 
+#: The sections the axial shapes' docstrings share (``{axial_sections}``; ``second`` is the length or height).
+_AXIAL_DOC = """Raises
+------
+ModelingError
+    When ``radius`` or ``{second}`` is not a finite positive number.
+
+Examples
+--------
+>>> from nsopt import mechanics as mc"""
+
+
 class Capsule(_Axial):
     """A capsule: a cylinder of ``length`` and ``radius`` along y, capped by half-spheres (Siconos' ``Capsule``).
 
@@ -195,14 +207,7 @@ class Capsule(_Axial):
     length : float
         The length of the cylindrical part (without the caps), > 0.
 
-    Raises
-    ------
-    ModelingError
-        When ``radius`` or ``length`` is not a finite positive number.
-
-    Examples
-    --------
-    >>> from nsopt import mechanics as mc
+    {axial_sections}
     >>> mc.Capsule(0.1, 1.0).bounding_radius()        # half the length plus a cap
     0.6
     """
@@ -226,14 +231,7 @@ class Cylinder(_Axial):
     length : float
         The length along y, > 0.
 
-    Raises
-    ------
-    ModelingError
-        When ``radius`` or ``length`` is not a finite positive number.
-
-    Examples
-    --------
-    >>> from nsopt import mechanics as mc
+    {axial_sections}
     >>> cyl = mc.Cylinder(0.3, 0.8)
     >>> cyl.params(), round(cyl.bounding_radius(), 6)
     ((0.3, 0.8), 0.5)
@@ -255,14 +253,7 @@ class Cone(_Axial):
     height : float
         The height along y, > 0.
 
-    Raises
-    ------
-    ModelingError
-        When ``radius`` or ``height`` is not a finite positive number.
-
-    Examples
-    --------
-    >>> from nsopt import mechanics as mc
+    {axial_sections}
     >>> mc.Cone(0.3, 0.8)
     Cone(0.3, 0.8)
     """
@@ -285,6 +276,11 @@ class Cone(_Axial):
         w = np.array([-u[1], u[0]])
         rim = r * np.array([u, -u, w, -w])
         return np.vstack([[0.0, 0.0, h], np.column_stack([rim, np.full(4, -h)])])
+
+
+for _c in (Capsule, Cylinder, Cone):
+    _c.__doc__ = insert_section(_c.__doc__, "axial_sections", _AXIAL_DOC.format(second=_c._second))
+del _c
 
 
 class ConvexMesh(Shape):

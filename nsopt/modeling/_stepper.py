@@ -133,7 +133,6 @@ class Assembly:
     --------
     A one-step problem builder sees the Assembly of each step with contact:
 
-    >>> import numpy as np
     >>> import nsopt
     >>> from nsopt import modeling as nm
     >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
@@ -197,8 +196,6 @@ class StepRecord:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import nsopt
     >>> from nsopt import modeling as nm
     >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
     >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)

@@ -997,9 +997,7 @@ class Derivatives:
             derivatives (arrays shaped like Q and V, or None).
         wrt : sequence, default ("q0", "v0")
             Parameters: names, or ``(name, object)`` pairs (module docstring).
-        smoothing : float, optional
-            As in :meth:`vjp`.
-        impact_times : bool, default False
+        smoothing, impact_times : optional
             As in :meth:`vjp`.
 
         Returns
@@ -1069,9 +1067,7 @@ class Derivatives:
         ----------
         direction : dict
             ``{wrt item: value}``.
-        smoothing : float, optional
-            As in :meth:`vjp`.
-        impact_times : bool, default False
+        smoothing, impact_times : optional
             As in :meth:`vjp`.
 
         Returns
@@ -1100,9 +1096,7 @@ class Derivatives:
         ----------
         wrt : sequence
             Parameters: names, or ``(name, object)`` pairs.
-        smoothing : float, optional
-            As in :meth:`vjp`.
-        impact_times : bool, default False
+        smoothing, impact_times : optional
             As in :meth:`vjp`.
 
         Returns

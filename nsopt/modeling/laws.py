@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._doc import insert_section
 from ..exceptions import ModelingError
 from ..problems.gmp import Block
 from ._check import label, matrix, scalar, size, vector
@@ -68,6 +69,20 @@ class NonSmoothLaw:
         return f"{label(self)}(size={self.size})"
 
 
+#: The sections of the laws whose only datum is their size (``{sized_law}``, after ``size``).
+SIZED_LAW_DOC = """name : str, optional
+    A name for messages and reports.
+
+Raises
+------
+ModelingError
+    When ``size`` is not a positive integer.
+
+Examples
+--------
+>>> from nsopt import modeling as nm"""
+
+
 class ComplementarityConditionNSL(NonSmoothLaw):
     r""":math:`0 \le y \perp \lambda \ge 0` (Siconos ``ComplementarityConditionNSL``).
 
@@ -75,17 +90,7 @@ class ComplementarityConditionNSL(NonSmoothLaw):
     ----------
     size : int
         The interaction's size (the number of complementarity pairs).
-    name : str, optional
-        A name for messages and reports.
-
-    Raises
-    ------
-    ModelingError
-        When ``size`` is not a positive integer.
-
-    Examples
-    --------
-    >>> from nsopt import modeling as nm
+    {sized_law}
     >>> law = nm.ComplementarityConditionNSL(2)
     >>> law.size, law.block
     (2, 'lcp')
@@ -106,17 +111,7 @@ class EqualityConditionNSL(NonSmoothLaw):
     ----------
     size : int
         The interaction's size (the number of equations).
-    name : str, optional
-        A name for messages and reports.
-
-    Raises
-    ------
-    ModelingError
-        When ``size`` is not a positive integer.
-
-    Examples
-    --------
-    >>> from nsopt import modeling as nm
+    {sized_law}
     >>> nm.EqualityConditionNSL(3).block
     'equality'
     """
@@ -126,6 +121,11 @@ class EqualityConditionNSL(NonSmoothLaw):
 
     def __init__(self, size, *, name=None):
         super().__init__(size, name)
+
+
+for _law in (ComplementarityConditionNSL, EqualityConditionNSL):
+    _law.__doc__ = insert_section(_law.__doc__, "sized_law", SIZED_LAW_DOC)
+del _law
 
 
 class NewtonImpactNSL(NonSmoothLaw):

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from .._doc import insert_section
 from ..exceptions import ModelingError, StepFailed
 from ..io._target import check_folder
 from ..problems import (
@@ -631,6 +632,27 @@ class _Steps:
             self.arrays[f][j:] = v
 
 
+#: The sections of the docstrings of :meth:`Trajectory.q`, ``v`` and ``p`` (``{lagrangian_accessor}``).
+_LAGRANGIAN_ACCESSOR_DOC = """Parameters
+----------
+ds : DynamicalSystem
+    A system of the simulation.
+
+Returns
+-------
+numpy.ndarray, shape (k+1, n)
+    One row per recorded step (NaN where the system was not part of the simulation).
+
+Raises
+------
+ModelingError
+    When ``ds`` is not part of the simulation or is a first-order system.
+
+Examples
+--------
+See the example of :class:`Trajectory`."""
+
+
 class Trajectory(Derivatives):
     """What a :class:`TimeStepping` records, step by step: the rows of the steps taken so far (row 0:
     the initial state; after a complete run, N + 1 rows). Nothing is allocated for steps not taken.
@@ -673,8 +695,9 @@ class Trajectory(Derivatives):
 
     Examples
     --------
+    A ball dropped on the ground, its positions, velocities and impulses:
+
     >>> import numpy as np
-    >>> import nsopt
     >>> from nsopt import modeling as nm
     >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
     >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
@@ -684,6 +707,13 @@ class Trajectory(Derivatives):
     ((51,), (51, 1))
     >>> traj.status[:2], traj.method[-5], round(float(traj.t[-5]), 6)
     ([None, None], 'lemke', 0.46)
+    >>> print(traj.q(ball)[[0, 45, 50], 0].round(6))
+    [1.       0.006737 0.076143]
+    >>> print(traj.v(ball)[[0, 45, 46], 0].round(6))
+    [ 0.      -4.4145   2.20725]
+    >>> lam = traj.lambda_(inter)
+    >>> int(np.argmax(lam[:, 0])), round(float(lam.max()), 5)
+    (46, 6.71985)
     """
 
     def __init__(self, sim: TimeStepping):
@@ -819,70 +849,27 @@ class Trajectory(Derivatives):
     def q(self, ds):
         """Positions (k+1, n) of a Lagrangian system.
 
-        Parameters
-        ----------
-        ds : DynamicalSystem
-            A system of the simulation.
-
-        Returns
-        -------
-        numpy.ndarray, shape (k+1, n)
-            One row per recorded step (NaN where the system was not part of the simulation).
-
-        Raises
-        ------
-        ModelingError
-            When ``ds`` is not part of the simulation or is a first-order system.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> import nsopt
-        >>> from nsopt import modeling as nm
-        >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
-        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
-        >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
-        >>> traj = nm.TimeStepping(nsds, h=0.01).run()
-        >>> print(traj.q(ball)[[0, 45, 50], 0].round(6))
-        [1.       0.006737 0.076143]
+        {lagrangian_accessor}
         """
         return self._ds_field(ds, "q")
 
     def v(self, ds):
         """Velocities (k+1, n) of a Lagrangian system.
 
-        Parameters
-        ----------
-        ds : DynamicalSystem
-            A system of the simulation.
-
-        Returns
-        -------
-        numpy.ndarray, shape (k+1, n)
-            One row per recorded step.
-
-        Raises
-        ------
-        ModelingError
-            When ``ds`` is not part of the simulation or is a first-order system.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> import nsopt
-        >>> from nsopt import modeling as nm
-        >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
-        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
-        >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
-        >>> traj = nm.TimeStepping(nsds, h=0.01).run()
-        >>> print(traj.v(ball)[[0, 45, 46], 0].round(6))
-        [ 0.      -4.4145   2.20725]
+        {lagrangian_accessor}
         """
         return self._ds_field(ds, "v")
 
     def p(self, ds):
-        """Input impulse p = Σ G0ᵀλ over each step (k+1, n) of a Lagrangian system."""
+        """Input impulse p = Σ G0ᵀλ over each step (k+1, n) of a Lagrangian system.
+
+        {lagrangian_accessor}
+        """
         return self._ds_field(ds, "p")
+
+    for _f in (q, v, p):
+        _f.__doc__ = insert_section(_f.__doc__, "lagrangian_accessor", _LAGRANGIAN_ACCESSOR_DOC)
+    del _f
 
     def x(self, ds):
         """State (k+1, n) of a first-order system."""
@@ -924,16 +911,7 @@ class Trajectory(Derivatives):
 
         Examples
         --------
-        >>> import numpy as np
-        >>> import nsopt
-        >>> from nsopt import modeling as nm
-        >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
-        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 0.5)
-        >>> inter = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
-        >>> traj = nm.TimeStepping(nsds, h=0.01).run()
-        >>> lam = traj.lambda_(inter)
-        >>> int(np.argmax(lam[:, 0])), round(float(lam.max()), 5)
-        (46, 6.71985)
+        See the example of :class:`Trajectory`.
         """
         if level is None:
             level = 1 if self._sim.nsds.order == 2 else 0

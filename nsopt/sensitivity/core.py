@@ -71,6 +71,22 @@ class Sensitivity:
     (('W', 'q', 'mu'), ('r', 'u'), ['slide'])
     >>> s.differentiable
     True
+
+    On an LCP, directional derivatives (:meth:`jvp`), a gradient (:meth:`vjp`) and a Jacobian
+    (:meth:`jacobian`):
+
+    >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
+    >>> s = nsopt.sensitivity(p, nsopt.solve(p, method="lemke"))
+    >>> s.jvp(M=[[1.0, 0.0], [0.0, 0.0]])["z"].round(6)      # dz = -M^-1 dM z
+    array([-0.888889,  0.444444])
+    >>> g = s.vjp(z=[1.0, 1.0])                 # gradient of z1 + z2
+    >>> g["q"].round(6)
+    array([-0.333333, -0.333333])
+    >>> g["M"].shape
+    (2, 2)
+    >>> s.jacobian("q")["z"].round(6)           # -M^-1: both rows are active
+    array([[-0.666667,  0.333333],
+           [ 0.333333, -0.666667]])
     """
 
     def __init__(self, model: Model, state, tol, smoothing=0.0, rel_eps=0.0):
@@ -147,7 +163,8 @@ class Sensitivity:
         return e
 
     def jvp(self, **d) -> dict:
-        """Directional derivatives of the solution's variables for a change ``d`` of the data.
+        """Directional derivatives of the solution's variables for a change ``d`` of the data (see the
+        example of :class:`Sensitivity`).
 
         Parameters
         ----------
@@ -164,14 +181,6 @@ class Sensitivity:
         ------
         ProblemError
             When a keyword is not a field of the problem or has the wrong shape.
-
-        Examples
-        --------
-        >>> import nsopt
-        >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
-        >>> s = nsopt.sensitivity(p, nsopt.solve(p, method="lemke"))
-        >>> s.jvp(M=[[1.0, 0.0], [0.0, 0.0]])["z"].round(6)      # dz = -M^-1 dM z
-        array([-0.888889,  0.444444])
         """
         m = self.model
         dy0 = m.forward(d)
@@ -182,7 +191,8 @@ class Sensitivity:
         return m.outputs(dx, dy, d)
 
     def vjp(self, **g) -> dict:
-        """Gradients of :math:`\\sum_v g_v \\cdot v` with respect to every datum (the adjoint).
+        """Gradients of :math:`\\sum_v g_v \\cdot v` with respect to every datum (the adjoint; see the
+        example of :class:`Sensitivity`).
 
         Parameters
         ----------
@@ -200,17 +210,6 @@ class Sensitivity:
         ------
         ProblemError
             When a keyword is not a variable of the solution or has the wrong size.
-
-        Examples
-        --------
-        >>> import nsopt
-        >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
-        >>> s = nsopt.sensitivity(p, nsopt.solve(p, method="lemke"))
-        >>> g = s.vjp(z=[1.0, 1.0])                 # gradient of z1 + z2
-        >>> g["q"].round(6)
-        array([-0.333333, -0.333333])
-        >>> g["M"].shape
-        (2, 2)
         """
         from ._kinds import _check_g
 
@@ -246,7 +245,8 @@ class Sensitivity:
         return out
 
     def jacobian(self, wrt: str) -> dict:
-        """Dense Jacobians of every variable with respect to one field (for small problems).
+        """Dense Jacobians of every variable with respect to one field (for small problems; see the
+        example of :class:`Sensitivity`).
 
         Parameters
         ----------
@@ -264,15 +264,6 @@ class Sensitivity:
         ------
         ProblemError
             When ``wrt`` is not a field of the problem.
-
-        Examples
-        --------
-        >>> import nsopt
-        >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
-        >>> s = nsopt.sensitivity(p, nsopt.solve(p, method="lemke"))
-        >>> s.jacobian("q")["z"].round(6)           # -M^-1: both rows are active
-        array([[-0.666667,  0.333333],
-               [ 0.333333, -0.666667]])
         """
         m = self.model
         if wrt not in m.fields or wrt == "blocks":

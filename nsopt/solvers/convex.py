@@ -119,13 +119,7 @@ def qp(problem, mon, *, solver=None, solver_options=None, polish=True, formulati
     has no starting point: ``history[0]`` is the error of the start (the warm start, else zeros),
     which ends the solve when it already solves; the QP's polished solution is iteration 1.
 
-    Parameters
-    ----------
-    problem : nsopt.LCP
-        The problem (kinds ``lcp``, ``mlcp``, ``relay``, ``avi``; a symmetric PSD matrix).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
     >>> s = nsopt.solve(p, method="qp", tol=1e-10)
     >>> print(s.status.value, s.z.round(6))

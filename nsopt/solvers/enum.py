@@ -193,13 +193,7 @@ def lcp_enum(problem, mon):
     been visited without success the status is STALLED (no solution with a nonsingular basis exists;
     this is not a proof of infeasibility when some bases are singular).
 
-    Parameters
-    ----------
-    problem : nsopt.LCP
-        The problem (kind ``lcp``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
     >>> s = nsopt.solve(p, method="enum", tol=1e-10)
     >>> print(s.status.value, s.z.round(6))
@@ -215,13 +209,7 @@ def lcp_enum(problem, mon):
 def mlcp_enum(problem, mon):
     """Enumerate the supports of the complementarity variables (module docstring).
 
-    Parameters
-    ----------
-    problem : nsopt.MLCP
-        The problem (kind ``mlcp``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.MLCP(A=[[2.0]], B=[[2.0]], C=[[1.0]], D=[[1.0]], a=[-2.0], b=[-3.0])
     >>> s = nsopt.solve(p, method="enum", tol=1e-10)
     >>> print(s.status.value, s.z.round(6))

@@ -362,13 +362,7 @@ def lcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, cover=None, restart
     ``cover``: covering vector (default ones); ``restarts``: after a secondary ray *without*
     certificate, retry this many times with random covering vectors (a certified ray is final).
 
-    Parameters
-    ----------
-    problem : nsopt.LCP
-        The problem (kind ``lcp``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
     >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
     >>> print(s.status.value, s.z.round(6))
@@ -396,13 +390,7 @@ lcp_lemke.__doc__ += _OPTIONS_DOC
 def relay_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False):
     """Relay by Lemke on its LCP reformulation (:class:`~nsopt.reductions.RelayToLCP`).
 
-    Parameters
-    ----------
-    problem : nsopt.Relay
-        The problem (kind ``relay``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.Relay([[2.0, 1.0], [1.0, 2.0]], [-3.0, 3.0], [-1.0, -1.0], [1.0, 1.0])
     >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
     >>> print(s.status.value, s.z.round(6))
@@ -476,13 +464,7 @@ def mlcp_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", 
     when A is well conditioned, else split; when the Schur route does not reach ``tol``, the split
     one is tried as well), "schur" or "split".
 
-    Parameters
-    ----------
-    problem : nsopt.MLCP
-        The problem (kind ``mlcp``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.MLCP(A=[[2.0]], B=[[2.0]], C=[[1.0]], D=[[1.0]], a=[-2.0], b=[-3.0])
     >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
     >>> print(s.status.value, s.z.round(6))
@@ -506,13 +488,7 @@ def avi_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, reduction="auto", r
     """AVI by Lemke on its KKT MLCP (:class:`~nsopt.reductions.AVIToLCP`); a warm start is only
     checked as a solution. ``info["multipliers"]``: lambda; ``info["kkt_error"]``.
 
-    Parameters
-    ----------
-    problem : nsopt.AVI
-        The problem (kind ``avi``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.AVI([[1.0, 0.0], [0.0, 1.0]], [-2.0, -1.0], [[-1.0, -1.0]], [-1.0])
     >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
     >>> print(s.status.value, s.z.round(6) + 0.0)
@@ -546,13 +522,7 @@ def fc2d_lemke(problem, mon, *, piv_tol=1e-12, tie_tol=1e-11, record_bases=False
     """FC2D by Lemke on the LCP of Coulomb's law (:class:`~nsopt.reductions.FC2DToLCP`); a warm
     start is only checked as a solution.
 
-    Parameters
-    ----------
-    problem : nsopt.FrictionContact
-        The problem (kind ``fc2d``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.FrictionContact(2, [[1.0, 0.1], [0.1, 1.2]], [-1.0, -2.0], [0.3])
     >>> s = nsopt.solve(p, method="lemke", tol=1e-10)
     >>> print(s.status.value, s.r.round(6))

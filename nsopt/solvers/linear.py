@@ -18,13 +18,7 @@ def linear(problem, mon):
     solution, with an :class:`NsoptWarning`, when M is singular). ``history[0]`` is the error of
     the warm start (default 0); ``max_iter=0`` returns the warm start.
 
-    Parameters
-    ----------
-    problem : nsopt.Equality
-        The problem (kind ``equality``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.Equality([[2.0, 1.0], [1.0, 2.0]], [-3.0, -3.0])
     >>> s = nsopt.solve(p, method="linear", tol=1e-10)
     >>> print(s.status.value, s.z.round(6))

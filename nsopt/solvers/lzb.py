@@ -234,13 +234,7 @@ def lzb(problem, mon, *, impulse_step=1e-5, compliance="bi", tol_velocity=DBL_EP
         stored energy as zero when classifying contacts (Siconos' ``Tol_Vel``, ``Tol_Ener``; DBL_EPSILON).
     end_velocity, end_energy : the same in the termination rule (``ZeroVel_EndIm``, ``ZeroEner_EndIm``).
 
-    Parameters
-    ----------
-    problem : nsopt.MultipleImpact
-        The problem (kind ``multiple-impact``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.MultipleImpact([[1.0]], [[1.0]], [-2.0], restitution=0.5, stiffness=1e6)
     >>> s = nsopt.solve(p, method="lzb", tol=1e-10)
     >>> print(s.status.value, s.v.round(4))

@@ -785,13 +785,7 @@ def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybr
         larger or sparse W, the sparse LU on the fixed pattern.
     max_iter : Newton iterations (default 1000), proximal outer iterations counting as one each.
 
-    Parameters
-    ----------
-    problem : nsopt.FrictionContact
-        The problem (kinds ``fc2d``, ``fc3d``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
     >>> s = nsopt.solve(p, method="nsn-ac", tol=1e-10)
     >>> print(s.status.value, s.r.round(6))
@@ -811,13 +805,7 @@ def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybri
     on (r, scale x u) (same zeros): a positive number (default 1) or "auto" (1 / the mean of
     lambda_max(W_aa)), which helps when W is far from unit scale (e.g. LMGC_100_PR_PerioBox, W ~ 1e-5).
 
-    Parameters
-    ----------
-    problem : nsopt.FrictionContact
-        The problem (kinds ``fc2d``, ``fc3d``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
     >>> s = nsopt.solve(p, method="nsn-fb", tol=1e-10)
     >>> print(s.status.value, s.r.round(6))
@@ -832,13 +820,7 @@ def gnsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=0.0):
     (warm start ``r`` and ``v``, default v = M^-1 (q + H r); ``reg`` defaults to 0 here, the
     global matrix being nonsingular when M is; no proximal continuation).
 
-    Parameters
-    ----------
-    problem : nsopt.GlobalFrictionContact
-        The problem (kinds ``gfc2d``, ``gfc3d``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], [0.5])
     >>> s = nsopt.solve(p, method="nsn-ac", tol=1e-10)
     >>> print(s.status.value, s.v.round(6))
@@ -851,13 +833,7 @@ def gnsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=0.0):
 def gnsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0):
     """Fischer–Burmeister Newton on the global system.
 
-    Parameters
-    ----------
-    problem : nsopt.GlobalFrictionContact
-        The problem (kind ``gfc3d``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], [0.5])
     >>> s = nsopt.solve(p, method="nsn-fb", tol=1e-10)
     >>> print(s.status.value, s.v.round(6))
@@ -938,13 +914,7 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
     max_iter : outer iterations (default 1000). Other options (``rho``, ``line_search``,
         ``dense_max``) as ``nsn-ac``.
 
-    Parameters
-    ----------
-    problem : nsopt.FrictionContact
-        The problem (kind ``fc3d``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
     >>> s = nsopt.solve(p, method="prox", tol=1e-10)
     >>> print(s.status.value, s.r.round(6))

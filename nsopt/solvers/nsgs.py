@@ -203,13 +203,7 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
     The whole solve is one compiled kernel (:func:`_gs_kernels.nsgs_fc_solve`) called in turns
     under the monitor (:meth:`~nsopt.monitor.Monitor.record`).
 
-    Parameters
-    ----------
-    problem : nsopt.FrictionContact
-        The problem (kinds ``fc2d``, ``fc3d``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
     >>> s = nsopt.solve(p, method="nsgs", tol=1e-10)
     >>> print(s.status.value, s.r.round(6))
@@ -281,13 +275,7 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
     history or a callback is requested). The local problem's sweeps stop at a local tolerance that
     starts at ``tol`` and is tightened while the global error is above ``tol``.
 
-    Parameters
-    ----------
-    problem : nsopt.GlobalFrictionContact
-        The problem (kinds ``gfc2d``, ``gfc3d``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.GlobalFrictionContact(np.eye(3), np.eye(3), np.zeros(3), [-1.0, 1.0, 0.0], [0.5])
     >>> s = nsopt.solve(p, method="nsgs", tol=1e-10)
     >>> print(s.status.value, s.v.round(6))

@@ -87,13 +87,7 @@ def _run(problem, mon, omega):
 def pgs(problem, mon):
     """Projected Gauss–Seidel, from the warm start (default 0) projected on the box.
 
-    Parameters
-    ----------
-    problem : nsopt.LCP
-        The problem (kinds ``lcp``, ``mlcp``, ``relay``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
     >>> s = nsopt.solve(p, method="pgs", tol=1e-10)
     >>> print(s.status.value, s.z.round(6))
@@ -106,13 +100,7 @@ def pgs(problem, mon):
 def psor(problem, mon, *, omega=1.2):
     """Projected SOR: ``z_i <- P(z_i - omega w_i / M_ii)``. Options: ``omega`` in (0, 2).
 
-    Parameters
-    ----------
-    problem : nsopt.LCP
-        The problem (kinds ``lcp``, ``mlcp``, ``relay``).
     {solve_contract}
-
-    >>> import numpy as np, nsopt
     >>> p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])
     >>> s = nsopt.solve(p, method="psor", tol=1e-10)
     >>> print(s.status.value, s.z.round(6))

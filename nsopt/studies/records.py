@@ -317,17 +317,23 @@ def load_results(*folders):
 
     Examples
     --------
+    A campaign folder of one record, its results, and the report :func:`~nsopt.studies.write_report`
+    draws from them:
+
     >>> import tempfile
-    >>> from nsopt.studies import Store, load_results
+    >>> from nsopt.studies import Store, load_results, write_report
     >>> rec = dict(problem="a.dat", problem_hash="h1", kind="lcp", size=2, method="lemke",
     ...            source="nsopt", tol=1e-8, status="solved", time=0.01, error=1e-12, nit=3)
     >>> with tempfile.TemporaryDirectory() as d:
     ...     with Store(d) as store:
     ...         _ = store.add(rec)
     ...     df = load_results(d)
+    ...     written = [p.name for p in write_report(d, df=df)]
     >>> df[["method", "status", "nit"]]
       method  status  nit
     0  lemke  solved    3
+    >>> written
+    ['summary.csv', 'profile_time.png', 'profile_time.svg', 'profile_nit.png', 'profile_nit.svg']
     """
     recs, seen = [], set()
     for d in folders:

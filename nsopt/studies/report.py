@@ -169,15 +169,7 @@ def write_report(folder, df=None, drawer=None) -> list[Path]:
 
     Examples
     --------
-    >>> import tempfile
-    >>> from nsopt.studies import Store, write_report
-    >>> rec = dict(problem="a.dat", problem_hash="h1", kind="lcp", size=2, method="lemke",
-    ...            source="nsopt", tol=1e-8, status="solved", time=0.01, error=1e-12, nit=3)
-    >>> with tempfile.TemporaryDirectory() as d:
-    ...     with Store(d) as store:
-    ...         _ = store.add(rec)
-    ...     print([p.name for p in write_report(d)])
-    ['summary.csv', 'profile_time.png', 'profile_time.svg', 'profile_nit.png', 'profile_nit.svg']
+    See the example of :func:`~nsopt.studies.load_results` (a folder of one record and its report).
     """
     folder = Path(folder)
     if df is None:

@@ -310,10 +310,8 @@ class LCS:
 
         Parameters
         ----------
-        x : (nx,) array_like
-            The state [q; v].
-        u : (nu,) array_like, optional
-            The input (zeros when None).
+        x, u
+            As in :meth:`lcp`.
         method : str, default "lemke"
             The LCP method.
         **options

@@ -78,22 +78,7 @@ class Linearization(tuple):
 
     Examples
     --------
-    A pendulum of length 2 under gravity 9.8, about its lowest position:
-
-    >>> import sympy as sm, sympy.physics.mechanics as me
-    >>> from nsopt import symbolic
-    >>> q, u = me.dynamicsymbols("q u"); L, g = sm.symbols("L g")
-    >>> N = me.ReferenceFrame("N"); O = me.Point("O"); O.set_vel(N, 0)
-    >>> A = N.orientnew("A", "axis", [q, N.z]); A.set_ang_vel(N, u * N.z)
-    >>> P = O.locatenew("P", L * A.x); _ = P.v2pt_theory(O, N, A)
-    >>> KM = me.KanesMethod(N, [q], [u], kd_eqs=[q.diff() - u])
-    >>> _ = KM.kanes_equations([me.Particle("p", P, 1)], [(P, g * N.x)])
-    >>> lin = symbolic.linearize(KM, {q: 0.0, u: 0.0, L: 2.0, g: 9.8})
-    >>> len(lin), lin.M, lin.x, lin.B.shape, lin.repaired, lin.inaccurate
-    (3, None, [q(t), u(t)], (2, 0), [], [])
-    >>> M, A, B, r = symbolic.linearize(KM, {q: 0.0, u: 0.0, L: 2.0, g: 9.8}, A_and_B=False)
-    >>> M.round(6).tolist(), A.round(6).tolist()
-    ([[1.0, 0.0], [0.0, -4.0]], [[0.0, 1.0], [19.6, 0.0]])
+    See the example of :func:`linearize` (a pendulum, its Linearization's fields and both forms).
     """
 
     def __new__(cls, M, A, B, r, A_and_B, **info):
@@ -870,6 +855,8 @@ def linearize(system, op_point=None, A_and_B: bool = True, q_ind=None, qd_ind=No
 
     Examples
     --------
+    A pendulum of length 2 under gravity 9.8, about its lowest position:
+
     >>> import sympy as sm, sympy.physics.mechanics as me
     >>> from nsopt import symbolic
     >>> q, u = me.dynamicsymbols("q u"); L, g = sm.symbols("L g")
@@ -878,9 +865,18 @@ def linearize(system, op_point=None, A_and_B: bool = True, q_ind=None, qd_ind=No
     >>> P = O.locatenew("P", L * A.x); _ = P.v2pt_theory(O, N, A)
     >>> KM = me.KanesMethod(N, [q], [u], kd_eqs=[q.diff() - u])
     >>> _ = KM.kanes_equations([me.Particle("p", P, 1)], [(P, g * N.x)])
-    >>> A, B, r = symbolic.linearize(KM, {q: 0.0, u: 0.0, L: 2.0, g: 9.8})
+    >>> lin = symbolic.linearize(KM, {q: 0.0, u: 0.0, L: 2.0, g: 9.8})
+    >>> A, B, r = lin
     >>> A.round(6).tolist()
     [[0.0, 1.0], [-4.9, 0.0]]
+    >>> len(lin), lin.M, lin.x, lin.B.shape, lin.repaired, lin.inaccurate
+    (3, None, [q(t), u(t)], (2, 0), [], [])
+
+    With ``A_and_B=False``, the form ``(M, A, B, r)``:
+
+    >>> M, A, B, r = symbolic.linearize(KM, {q: 0.0, u: 0.0, L: 2.0, g: 9.8}, A_and_B=False)
+    >>> M.round(6).tolist(), A.round(6).tolist()
+    ([[1.0, 0.0], [0.0, -4.0]], [[0.0, 1.0], [19.6, 0.0]])
     """
     op = _merge_op(op_point)
     args = (q_ind, qd_ind, q_dep, qd_dep)
