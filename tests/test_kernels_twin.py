@@ -74,7 +74,7 @@ def test_newton_pattern_is_the_pattern_of_J(dim):
     pat = _Pattern(W, nc, dim)
     A = rng.standard_normal((nc, dim, dim))
     B = rng.standard_normal((nc, dim, dim))
-    NK.assemble_csr(pat.Wdata, pat.Windptr, dim, A, B, pat.wpos, pat.dpos, pat.indptr, pat.data)
+    pat.assemble(A, B)
     J = sp.csr_matrix((pat.data, pat.indices, pat.indptr), shape=(n, n)).toarray()
     Ab = sp.block_diag(list(A)).toarray()
     Bb = sp.block_diag(list(B)).toarray()
@@ -104,7 +104,7 @@ def test_newton_pattern_solve_leaves_out_identity_rows(dim):
     open_ = rng.random(nc) < 0.3
     A[open_], B[open_] = np.eye(dim), 0.0
     phi = rng.standard_normal(n)
-    NK.assemble_csr(pat.Wdata, pat.Windptr, dim, A, B, pat.wpos, pat.dpos, pat.indptr, pat.data)
+    pat.assemble(A, B)
     J = sp.block_diag(list(A)).toarray() + sp.block_diag(list(B)).toarray() @ W.toarray()
     assert pat.order is None
     for shift in (0.0, 0.0, 1e-3):
@@ -114,5 +114,5 @@ def test_newton_pattern_solve_leaves_out_identity_rows(dim):
     # one closed contact whose rows are zero: singular, with or without the identity rows left out
     k = np.flatnonzero(~open_)[0]
     A[k], B[k] = 0.0, 0.0
-    NK.assemble_csr(pat.Wdata, pat.Windptr, dim, A, B, pat.wpos, pat.dpos, pat.indptr, pat.data)
+    pat.assemble(A, B)
     assert pat.solve(A, B, phi, 0.0) is None

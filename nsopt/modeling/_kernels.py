@@ -332,6 +332,51 @@ def slot_rmatvec(G, slot_inter, slot_off, new, lam, ndof):  # pragma: no cover  
 
 
 @njit(cache=True)
+def slot_rows_csr(G, slot_inter, slot_off, new, nb):  # pragma: no cover  (compiled)
+    r"""The rows :math:`G` of the ``nb`` active interactions as CSR arrays (indptr, indices, data):
+    row block ``new[a]`` holds a's slot blocks ``G[p]`` (columns from ``slot_off[p]``), the slots in
+    ascending column (an interaction's slots are consecutive); the matrix of :func:`slot_matvec`."""
+    S, m, n = G.shape
+    cnt = np.zeros(nb, dtype=np.int64)
+    for p in range(S):
+        A = new[slot_inter[p]]
+        if A >= 0:
+            cnt[A] += 1
+    indptr = np.zeros(nb * m + 1, dtype=np.int64)
+    for A in range(nb):
+        for i in range(m):
+            indptr[A * m + i + 1] = indptr[A * m + i] + cnt[A] * n
+    indices = np.empty(indptr[nb * m], dtype=np.int32)
+    data = np.empty(indptr[nb * m])
+    order = np.empty(S, dtype=np.int64)
+    p = 0
+    while p < S:
+        a = slot_inter[p]
+        q = p
+        while q < S and slot_inter[q] == a:
+            q += 1
+        A = new[a]
+        if A >= 0:
+            k = q - p
+            for t in range(k):          # the slots by ascending column (insertion: 1 or 2 slots)
+                order[t] = p + t
+                u = t
+                while u > 0 and slot_off[order[u - 1]] > slot_off[order[u]]:
+                    order[u - 1], order[u] = order[u], order[u - 1]
+                    u -= 1
+            for i in range(m):
+                c = indptr[A * m + i]
+                for t in range(k):
+                    s = order[t]
+                    for j in range(n):
+                        indices[c] = slot_off[s] + j
+                        data[c] = G[s, i, j]
+                        c += 1
+        p = q
+    return indptr, indices, data
+
+
+@njit(cache=True)
 def rows_velocity(G, v, cols, rows, out):  # pragma: no cover  (compiled)
     r"""The outputs :math:`\dot y = G_j v_{c_j}` of a group of k interactions with Jacobians ``G``
     (k, m, n) and columns ``cols`` (k, n): row r of interaction j into ``out[rows[j m + r]]``."""

@@ -62,7 +62,7 @@ import scipy.sparse as sp
 
 from ..exceptions import ModelingError, StepFailed
 from ..problems import LCP
-from ..problems._delassus import block_delassus_for, delassus
+from ..problems._delassus import DelassusFactors, block_delassus_for, delassus
 from ..solve import solve
 from . import _kernels as K
 from . import _state
@@ -124,6 +124,8 @@ class Assembly:
         W built by a compiled assembly in validated form (canonical CSR, finite).
     mu : numpy.ndarray or None
         The laws' friction coefficients (read-only, checked), when at hand.
+    factors : nsopt.problems.DelassusFactors or None
+        W's factors (W = H M̂⁻¹ Hᵀ with M̂ diagonal) when the integrator built W from them.
 
     See Also
     --------
@@ -163,6 +165,7 @@ class Assembly:
     laws: list | None = None         # the interactions' laws
     trusted_W: bool = False          # W built by a compiled assembly in validated form (canonical CSR, finite)
     mu: np.ndarray | None = None     # the laws' friction coefficients (read-only, checked), when at hand
+    factors: object = None           # W's factors (DelassusFactors: W = H M̂⁻¹ Hᵀ, M̂ diagonal), when at hand
 
 
 @dataclass
@@ -820,6 +823,7 @@ class MoreauJeanStepper:
         self.law_arr = P["laws"]
         self.__dict__.pop("_mu_all", None)
         self.__dict__.pop("_proj", None)
+        self._minv_d = None      # 1 / the diagonal of M̂ (W's factors, block plan)
         self._blocks = (self._block_plan() if self.batch and self.sparse and S.all_diag and not S.iterate and not self.D
                         and self.singles is None and self.builtin and not self.gfc else None)
         # the fused compiled phases (nsopt.modeling._kernels) of linear time-invariant models
@@ -1413,6 +1417,7 @@ class MoreauJeanStepper:
         key = (id(self), act.tobytes())
         P = self._blocks
         extras = []
+        factors = Hf = None
         if P is not None:
             # block form: q, W and p from the blocks G_{a,s}, no assembled G0 (built-in problems only)
             G = P["G_const"].copy()
@@ -1466,6 +1471,12 @@ class MoreauJeanStepper:
                 W = None        # same active set, same rows (operators constant, or contacts at rest): the last problem
             elif G is not None:
                 W = self._block_delassus(G, act)
+                # W = G M̂⁻¹ Gᵀ with M̂ diagonal: its factors go with it (the Newton systems of the one-step
+                # problem in the dofs' space, smaller than the contacts' in a pile)
+                Hf = self._assembled_from_blocks(G, act)
+                if self._minv_d is None or self._minv_d.shape[0] != S.d.shape[0]:
+                    self._minv_d = 1.0 / S.d
+                factors = DelassusFactors.trusted(Hf, self._minv_d)
             else:
                 left = Ha
                 if self.scale is not None:
@@ -1474,7 +1485,7 @@ class MoreauJeanStepper:
                 W = delassus(Ha, S.minv_arg(), left=left, extras=extras)
         asm = Assembly(key=key, interactions=self.inter_arr[idx].tolist(), q=qo, W=W, constant=constant, glob=glob,
                        H=Ha, vfree=vfree, osi=self, warm=warm[act_rows], laws=self.law_arr[idx].tolist(),
-                       trusted_W=G is not None and W is not None, mu=self._mu(idx))
+                       trusted_W=G is not None and W is not None, mu=self._mu(idx), factors=factors)
         lam = sim.solve_assembly(asm)
         if W is not None or glob is not None:
             self.rows = sig
@@ -1482,30 +1493,22 @@ class MoreauJeanStepper:
         if G is not None:
             P = self._blocks
             p = K.slot_rmatvec(G, P["slot_inter"], P["slot_off"], new, lam, S.nv)
-            rows_of = (lambda G=G, act=act: self._assembled_from_blocks(G, act))
+            rows_of = Hf if Hf is not None else (lambda G=G, act=act: self._assembled_from_blocks(G, act))
         else:
             p = np.asarray(Ha.T @ lam).reshape(-1)
             rows_of = Ha
         return lam, p, G0p, used, rows_of
 
     def _assembled_from_blocks(self, G, act):
-        """The active rows G0 (CSR) from the slot blocks (for a step record)."""
-        P, n = self._blocks, G.shape[2]
-        new = np.cumsum(act) - 1
-        rows, cols, vals = [], [], []
-        m = P["m"]
-        for s in range(G.shape[0]):
-            a = P["slot_inter"][s]
-            if not act[a]:
-                continue
-            r, c = np.meshgrid(np.arange(m) + new[a] * m, np.arange(n) + P["slot_off"][s], indexing="ij")
-            rows.append(r.ravel())
-            cols.append(c.ravel())
-            vals.append(G[s].ravel())
+        """The active rows G0 (CSR, canonical) from the slot blocks (a step record, W's factors)."""
+        P, m = self._blocks, self._blocks["m"]
         nb = int(np.count_nonzero(act))
-        if not rows:
-            return sp.csr_matrix((nb * m, self.nv))
-        return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(nb * m, self.nv))
+        new = np.cumsum(act) - 1
+        new[~act] = -1
+        ptr, ind, dat = K.slot_rows_csr(G, P["slot_inter"], P["slot_off"], new, nb)
+        H = sp.csr_matrix((dat, ind, ptr), shape=(nb * m, self.nv))
+        H.sum_duplicates()          # (two slots of one interaction on one system, if any)
+        return H
 
     def _block_delassus(self, G, act):
         """W of the active interactions from the block plan (CSR, sorted):

@@ -998,9 +998,11 @@ def _build_fc(asm, dim):
         mu, trusted = asm.mu, (("W", "mu") if asm.trusted_W else ("mu",))
     else:
         mu, trusted = np.array([law.mu for law in _laws(asm)]), (("W",) if asm.trusted_W else ())
-    if trusted:
-        return FrictionContact.assembled(trusted, dim=dim, W=asm.W, q=asm.q, mu=mu)
-    return FrictionContact(dim, asm.W, asm.q, mu)
+    p = FrictionContact.assembled(trusted, dim=dim, W=asm.W, q=asm.q, mu=mu) if trusted else \
+        FrictionContact(dim, asm.W, asm.q, mu)
+    if asm.factors is not None:
+        p.with_delassus_factors(asm.factors, check=False)
+    return p
 
 
 def _build_gfc(asm):

@@ -1,5 +1,6 @@
 """One-step nonsmooth problems as immutable, validated data objects (Siconos conventions)."""
 
+from ._delassus import DelassusFactors
 from .avi import AVI
 from .friction import FrictionContact, GlobalFrictionContact
 from .gmp import Block, GenericMechanical
@@ -13,6 +14,7 @@ __all__ = [
            "LCP",
            "MLCP",
            "Block",
+           "DelassusFactors",
            "Equality",
            "FrictionContact",
            "GenericMechanical",

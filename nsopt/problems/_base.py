@@ -347,6 +347,11 @@ class Problem:
         store[key] = (deps, value)
         return value
 
+    def provide(self, key, value, on=None):
+        """Store ``value`` as :meth:`cached` would have made it for ``key`` and the fields ``on`` (data
+        derived from the fields that their assembler already knows, e.g. W's factors)."""
+        self._store[key] = (self.dependencies(on), value)
+
     def dependencies(self, on=None) -> tuple:
         """The values of the fields ``on`` (None: all), whose identities key a cache entry."""
         if on is not None and 0 < len(on) <= 2:

@@ -87,3 +87,82 @@ def block_delassus_for(m: int, n: int):
 
         f = _BLOCK[(m, n)] = block_delassus_mn(m, n)
     return f
+
+
+class DelassusFactors:
+    r"""W given by its factors, :math:`W = H\,\mathrm{diag}(m^{-1})\,H^\top`: the rows H (n x nv, CSR)
+    and the diagonal ``minv`` of :math:`M^{-1}` (nv,) from which an assembler built W (the
+    one-step matrix of a Moreau–Jean step on bodies of diagonal mass). A friction-contact problem
+    that knows them (:meth:`~nsopt.problems.FrictionContact.with_delassus_factors`) lets ``nsn-ac``,
+    ``nsn-fb`` and ``prox`` solve their Newton systems in the space of the nv dofs instead of the
+    n contact unknowns; the problem, its error measure and the directions are unchanged.
+
+    Parameters
+    ----------
+    H : (n, nv) array_like or sparse
+        The rows.
+    minv : (nv,) array_like
+        The diagonal of :math:`M^{-1}`, finite and > 0.
+    n : int, optional
+        The number of rows H must have (a problem's size).
+
+    Raises
+    ------
+    ProblemError
+        For a wrong shape or non-finite entries of ``H``, or a ``minv`` of the wrong size, not
+        finite or not positive.
+
+    Examples
+    --------
+    >>> import numpy as np, nsopt
+    >>> from nsopt.problems import DelassusFactors
+    >>> f = DelassusFactors([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]], [0.5, 0.5])
+    >>> f.W().toarray()
+    array([[0.5, 0. , 0.5],
+           [0. , 2. , 1. ],
+           [0.5, 1. , 1. ]])
+    """
+
+    __slots__ = ("H", "minv")
+
+    def __init__(self, H, minv, n: int | None = None):
+        from ..exceptions import ProblemError
+
+        owner = "DelassusFactors"
+        try:
+            H = sp.csr_matrix(H, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise ProblemError("H", f"is not a matrix of numbers ({e})", owner) from None
+        if H.ndim != 2 or (n is not None and H.shape[0] != n):
+            raise ProblemError("H", f"has shape {H.shape}, expected ({n}, nv)", owner)
+        if not np.all(np.isfinite(H.data)):
+            raise ProblemError("H", "has non-finite entries (nan or inf)", owner)
+        H.sum_duplicates()
+        m = np.asarray(minv, dtype=float)
+        if m.shape != (H.shape[1],):
+            raise ProblemError("minv", f"has shape {m.shape}, expected ({H.shape[1]},): one per column of H", owner)
+        if not (np.all(np.isfinite(m)) and np.all(m > 0)):
+            raise ProblemError("minv", "must be finite and > 0 (the diagonal of M^-1)", owner)
+        self.H, self.minv = H, m
+
+    @classmethod
+    def trusted(cls, H, minv):
+        """From a canonical CSR ``H`` and a positive ``minv`` an assembler made itself, unchecked."""
+        self = object.__new__(cls)
+        self.H, self.minv = H, minv
+        return self
+
+    def W(self):
+        """:math:`H\\,\\mathrm{diag}(m^{-1})\\,H^\\top` (CSR), by :func:`delassus`."""
+        return delassus(self.H, 1.0 / self.minv)
+
+    def check(self, W, rtol: float = 1e-10):
+        """Raise ProblemError unless W equals the factors' product, tested on one random vector:
+        :math:`\\|Wx - H(m^{-1}\\odot H^\\top x)\\| \\le` rtol x (:math:`\\|Wx\\|` + its norm)."""
+        from ..exceptions import ProblemError
+
+        x = np.random.default_rng(0).standard_normal(W.shape[1])
+        a = np.asarray(W @ x).ravel()
+        b = self.H @ (self.minv * (self.H.T @ x))
+        if not np.linalg.norm(a - b) <= rtol * (np.linalg.norm(a) + np.linalg.norm(b)) + 1e-300:
+            raise ProblemError("H", "the factors' product H diag(minv) H^T is not the problem's W", "DelassusFactors")

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from ..exceptions import ProblemError
 from ._base import EPS, FLOAT64, Problem, affine, as_matrix, as_vector, check_input, matvec, Checked, kept_norm, norm2
-from ._delassus import delassus
+from ._delassus import DelassusFactors, delassus
 from .cones import fc_error, natural_map_sq
 
 
@@ -139,6 +139,30 @@ class FrictionContact(Problem):
         """The diagonal blocks W_aa as an (nc, dim, dim) array, computed once per W."""
         return self.cached("diag_blocks", lambda: diag_blocks(self.W, self.nc, self.dim), on=("W",))
 
+    def with_delassus_factors(self, H, minv=None, *, check: bool = True) -> "FrictionContact":
+        r"""Record that :math:`W = H\,\mathrm{diag}(m^{-1})\,H^\top` (:class:`DelassusFactors`), as
+        derived data of W (kept with W's cache, shared by :meth:`replace` while W is kept): the
+        Newton methods then solve their linear systems in the space of H's columns when it is the
+        smaller. ``H`` may also be a :class:`DelassusFactors` (``minv`` then None). ``check``: test
+        the product on one random vector (:meth:`DelassusFactors.check`). Returns the problem itself.
+
+        >>> import numpy as np, nsopt
+        >>> H, minv = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([1.0, 2.0])
+        >>> p = nsopt.FrictionContact(3, H @ np.diag(minv) @ H.T, [-1.0, 0.0, 0.0], 0.5)
+        >>> p.with_delassus_factors(H, minv).delassus_factors.H.shape
+        (3, 2)
+        """
+        f = H if isinstance(H, DelassusFactors) and minv is None else DelassusFactors(H, minv, self.size)
+        if check:
+            f.check(self.W)
+        self.provide("delassus_factors", f, on=("W",))
+        return self
+
+    @property
+    def delassus_factors(self) -> DelassusFactors | None:
+        """The factors of W recorded by :meth:`with_delassus_factors`, or None."""
+        return self.cached("delassus_factors", _none, on=("W",))
+
     def u(self, r) -> np.ndarray:
         """Local velocity u = Wr + q."""
         return affine(self.W, check_input(r, "r", "FrictionContact", self.size), self.q)
@@ -152,6 +176,10 @@ class FrictionContact(Problem):
 
     def __repr__(self):
         return f"FrictionContact(dim={self.dim}, nc={self.nc}, {'sparse' if sp.issparse(self.W) else 'dense'})"
+
+
+def _none():
+    return None
 
 
 def diag_blocks(W, nc: int, dim: int) -> np.ndarray:

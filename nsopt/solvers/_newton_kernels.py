@@ -856,3 +856,237 @@ def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory,
             istate[6] = 0
             istate[4] += 1
     return done
+
+
+# ----------------------------------------------------------------------------- Newton systems in the space of the dofs
+
+
+@njit(cache=True)
+def body_pattern(Hptr, Hind, nc, dim, nv):
+    r"""The pattern of :math:`S = M + H^\top C H` (C block diagonal, ``dim x dim`` per contact) for
+    the rows H (``nc * dim`` x ``nv``, CSR): contact a's columns ``cols[cptr[a]:cptr[a+1]]`` (the union
+    of its rows' columns, ascending), ``hpos[p]`` = the place of H's p-th entry among them, S's CSC
+    pattern (``Sptr``, ``Sind``; rows ascending, the diagonal always stored), ``dpos[c]`` = the place
+    of S's diagonal entry (c, c) and ``spos`` = for each contact its ``k x k`` places in S's data
+    (``spos[soff[a] + i * k + j]``: row ``cols[i]``, column ``cols[j]``). Returns
+    (cptr, cols, hpos, Sptr, Sind, dpos, soff, spos)."""
+    mark = np.full(nv, -1, dtype=np.int64)
+    cptr = np.zeros(nc + 1, dtype=np.int64)
+    for a in range(nc):
+        c = 0
+        for p in range(Hptr[a * dim], Hptr[a * dim + dim]):
+            j = Hind[p]
+            if mark[j] != a:
+                mark[j] = a
+                c += 1
+        cptr[a + 1] = cptr[a] + c
+    cols = np.empty(cptr[nc], dtype=np.int64)
+    hpos = np.empty(Hptr[nc * dim], dtype=np.int64)
+    where = np.empty(nv, dtype=np.int64)
+    mark[:] = -1
+    # the contacts of each column (CSC of the incidence), for S's column patterns
+    ccount = np.zeros(nv + 1, dtype=np.int64)
+    for a in range(nc):
+        c = cptr[a]
+        for p in range(Hptr[a * dim], Hptr[a * dim + dim]):
+            j = Hind[p]
+            if mark[j] != a:
+                mark[j] = a
+                cols[c] = j
+                c += 1
+        row = cols[cptr[a]:c]
+        row.sort()
+        for k in range(c - cptr[a]):
+            where[row[k]] = k
+            ccount[row[k] + 1] += 1
+        for p in range(Hptr[a * dim], Hptr[a * dim + dim]):
+            hpos[p] = where[Hind[p]]
+    for j in range(nv):
+        ccount[j + 1] += ccount[j]
+    at = ccount[:nv].copy()
+    cont = np.empty(ccount[nv], dtype=np.int64)
+    for a in range(nc):
+        for t in range(cptr[a], cptr[a + 1]):
+            j = cols[t]
+            cont[at[j]] = a
+            at[j] += 1
+    # column j of S: j itself and the columns of every contact at j
+    mark[:] = -1
+    Sptr = np.zeros(nv + 1, dtype=np.int64)
+    for j in range(nv):
+        c = 1
+        mark[j] = j
+        for t in range(ccount[j], ccount[j + 1]):
+            a = cont[t]
+            for u in range(cptr[a], cptr[a + 1]):
+                i = cols[u]
+                if mark[i] != j:
+                    mark[i] = j
+                    c += 1
+        Sptr[j + 1] = Sptr[j] + c
+    Sind = np.empty(Sptr[nv], dtype=np.int32)
+    dpos = np.empty(nv, dtype=np.int64)
+    mark[:] = -1
+    for j in range(nv):
+        b = Sptr[j]
+        c = 1
+        mark[j] = j
+        Sind[b] = j
+        for t in range(ccount[j], ccount[j + 1]):
+            a = cont[t]
+            for u in range(cptr[a], cptr[a + 1]):
+                i = cols[u]
+                if mark[i] != j:
+                    mark[i] = j
+                    Sind[b + c] = i
+                    c += 1
+        Sind[b:b + c].sort()
+        for k in range(c):
+            if Sind[b + k] == j:
+                dpos[j] = b + k
+    soff = np.zeros(nc + 1, dtype=np.int64)
+    for a in range(nc):
+        k = cptr[a + 1] - cptr[a]
+        soff[a + 1] = soff[a] + k * k
+    spos = np.empty(soff[nc], dtype=np.int64)
+    for a in range(nc):
+        k = cptr[a + 1] - cptr[a]
+        for jj in range(k):
+            j = cols[cptr[a] + jj]
+            b = Sptr[j]
+            e = Sptr[j + 1]
+            for ii in range(k):
+                i = cols[cptr[a] + ii]
+                lo, hi = b, e - 1            # (binary search of row i in column j)
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if Sind[mid] < i:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                spos[soff[a] + ii * k + jj] = lo
+    return cptr, cols, hpos, Sptr, Sind, dpos, soff, spos
+
+
+@njit(cache=True, error_model="numpy")
+def _solve_small(E, X, dim, piv_tol):
+    """X <- E^-1 X in place (E: dim x dim, overwritten; X: dim x k), Gaussian elimination with
+    partial pivoting; False when a pivot is at most ``piv_tol`` x the largest entry of E."""
+    big = 0.0
+    for i in range(dim):
+        for j in range(dim):
+            big = max(big, abs(E[i, j]))
+    if big == 0.0:
+        return False
+    k = X.shape[1]
+    for c in range(dim):
+        p = c
+        for i in range(c + 1, dim):
+            if abs(E[i, c]) > abs(E[p, c]):
+                p = i
+        if abs(E[p, c]) <= piv_tol * big:
+            return False
+        if p != c:
+            for j in range(dim):
+                E[c, j], E[p, j] = E[p, j], E[c, j]
+            for j in range(k):
+                X[c, j], X[p, j] = X[p, j], X[c, j]
+        for i in range(c + 1, dim):
+            f = E[i, c] / E[c, c]
+            if f != 0.0:
+                for j in range(c, dim):
+                    E[i, j] -= f * E[c, j]
+                for j in range(k):
+                    X[i, j] -= f * X[c, j]
+    for c in range(dim - 1, -1, -1):
+        for j in range(k):
+            s = X[c, j]
+            for i in range(c + 1, dim):
+                s -= E[c, i] * X[i, j]
+            X[c, j] = s / E[c, c]
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def body_system(A, B, shift, phi, Hptr, Hdata, hpos, cptr, cols, soff, spos, dpos, mass, Sdata, rhs, C, g):
+    r"""The Newton system :math:`(A + \mathrm{shift}\,I + BW)\,d = -\phi` with :math:`W = HM^{-1}H^\top`
+    (M diagonal: ``mass``) in the space of the dofs: with :math:`E_a = A_a + \mathrm{shift}\,I`,
+    :math:`C_a = E_a^{-1}B_a` and :math:`g_a = E_a^{-1}\phi_a` (into ``C``, ``g``),
+
+    .. math:: (M + H^\top C H)\,y = -H^\top g,\qquad d = -(g + C H y)
+
+    (:func:`body_direction`). Fills S's values ``Sdata`` on the pattern of :func:`body_pattern` and
+    the right side ``rhs``. Returns the number of contacts whose E_a is singular (a pivot at most
+    1e-13 x its largest entry); S is then not formed."""
+    nc, dim = A.shape[0], A.shape[1]
+    E = np.empty((dim, dim))
+    X = np.empty((dim, dim + 1))
+    nsing = 0
+    for a in range(nc):
+        for i in range(dim):
+            for j in range(dim):
+                E[i, j] = A[a, i, j]
+                X[i, j] = B[a, i, j]
+            E[i, i] += shift
+            X[i, dim] = phi[a * dim + i]
+        if not _solve_small(E, X, dim, 1e-13):
+            nsing += 1
+            continue
+        for i in range(dim):
+            for j in range(dim):
+                C[a, i, j] = X[i, j]
+            g[a * dim + i] = X[i, dim]
+    if nsing:
+        return nsing
+    Sdata[:] = 0.0
+    rhs[:] = 0.0
+    for c in range(mass.shape[0]):
+        Sdata[dpos[c]] = mass[c]
+    for a in range(nc):
+        c0 = cptr[a]
+        k = cptr[a + 1] - c0
+        if k == 0:
+            continue
+        Hl = np.zeros((dim, k))
+        for l in range(dim):
+            row = a * dim + l
+            for p in range(Hptr[row], Hptr[row + 1]):
+                Hl[l, hpos[p]] += Hdata[p]
+        T = np.zeros((dim, k))          # C_a H_a
+        for l in range(dim):
+            for m in range(dim):
+                cl = C[a, l, m]
+                if cl != 0.0:
+                    for j in range(k):
+                        T[l, j] += cl * Hl[m, j]
+        o = soff[a]
+        for i in range(k):
+            s = 0.0
+            for l in range(dim):
+                s += Hl[l, i] * g[a * dim + l]
+            rhs[cols[c0 + i]] -= s
+            for j in range(k):
+                v = 0.0
+                for l in range(dim):
+                    v += Hl[l, i] * T[l, j]
+                Sdata[spos[o + i * k + j]] += v
+    return 0
+
+
+@njit(cache=True, error_model="numpy")
+def body_direction(y, Hptr, Hind, Hdata, C, g, d):
+    """d = -(g + C H y) (:func:`body_system`), per contact."""
+    nc, dim = C.shape[0], C.shape[1]
+    t = np.empty(dim)
+    for a in range(nc):
+        for l in range(dim):
+            row = a * dim + l
+            s = 0.0
+            for p in range(Hptr[row], Hptr[row + 1]):
+                s += Hdata[p] * y[Hind[p]]
+            t[l] = s
+        for l in range(dim):
+            s = g[a * dim + l]
+            for m in range(dim):
+                s += C[a, l, m] * t[m]
+            d[a * dim + l] = -s

@@ -163,21 +163,29 @@ class _Pattern:
         self.Wdata = np.ascontiguousarray(W.data, dtype=float)
         self.Windices = W.indices.astype(np.int64)
         self.Windptr = W.indptr.astype(np.int64)
-        self.indptr, self.indices, self.wpos, self.dpos = K.csr_pattern(self.Windptr, self.Windices, nc, dim)
-        self.diag_idx = self.indptr[:-1] + self.dpos
-        self.data = np.zeros(self.indices.size)
-        self.n = n
-        self.indptr32 = self.indptr.astype(np.int32)
-        self.permc, self.thresh = "MMD_AT_PLUS_A", 0.01
-        self.order = None           # the fill-reducing order of the whole pattern (first factorisation)
-        # work arrays of the reduced system (:meth:`solve`)
-        self.newidx = np.empty(n, dtype=np.int64)
-        self.Mptr = np.empty(n + 1, dtype=np.int32)
-        self.Mind = np.empty(self.indices.size, dtype=np.int32)
-        self.Mdata = np.empty(self.indices.size)
-        self.pos = np.empty(n, dtype=np.int32)
-        self._b = np.empty(n)
-        self._state = np.full(1, -1, dtype=np.int64)    # (reduce_csc: the last reduced system's size)
+        self.n, self.nc, self.dim = n, nc, dim
+        self.indptr = None          # J's pattern, made by the first :meth:`assemble`
+
+    def assemble(self, A, B):
+        """J = A + B W into :attr:`data` (the pattern made on the first call)."""
+        if self.indptr is None:
+            n = self.n
+            self.indptr, self.indices, self.wpos, self.dpos = K.csr_pattern(self.Windptr, self.Windices, self.nc,
+                                                                            self.dim)
+            self.diag_idx = self.indptr[:-1] + self.dpos
+            self.data = np.zeros(self.indices.size)
+            self.indptr32 = self.indptr.astype(np.int32)
+            self.permc, self.thresh = "MMD_AT_PLUS_A", 0.01
+            self.order = None           # the fill-reducing order of the whole pattern (first factorisation)
+            # work arrays of the reduced system (:meth:`solve`)
+            self.newidx = np.empty(n, dtype=np.int64)
+            self.Mptr = np.empty(n + 1, dtype=np.int32)
+            self.Mind = np.empty(self.indices.size, dtype=np.int32)
+            self.Mdata = np.empty(self.indices.size)
+            self.pos = np.empty(n, dtype=np.int32)
+            self._b = np.empty(n)
+            self._state = np.full(1, -1, dtype=np.int64)    # (reduce_csc: the last reduced system's size)
+        K.assemble_csr(self.Wdata, self.Windptr, self.dim, A, B, self.wpos, self.dpos, self.indptr, self.data)
 
     def solve(self, A, B, phi, shift=0.0):
         """d with (J + shift I) d = -phi, J = A + B W assembled in :attr:`data`; None if singular.
@@ -222,6 +230,70 @@ class _Pattern:
         return d
 
 
+_CONTACTS = object()     # :meth:`_Body.solve`: solve this system in the contacts' space instead
+
+
+class _Body:
+    r"""The Newton systems of a W given as :math:`W = HM^{-1}H^\top` (M diagonal, H with fewer columns
+    than rows: :class:`~nsopt.problems.DelassusFactors`), solved in the space of the dofs.
+
+    With :math:`E = A + sI` invertible block by block, :math:`(E + BW)\,d = -\phi` is
+    :math:`(M + H^\top E^{-1}BH)\,y = -H^\top E^{-1}\phi`, :math:`d = -E^{-1}(\phi + BHy)`
+    (:func:`_newton_kernels.body_system`): a sparse LU of the dofs' size (6 per body) instead of
+    the contacts' (3 per contact, with 2-8 contacts per body in a pile), in the fill-reducing order
+    of its first factorisation (kept, as :class:`_Pattern` keeps its own)."""
+
+    def __init__(self, factors, nc, dim):
+        H = factors.H
+        self.Hptr, self.Hind = H.indptr.astype(np.int64), H.indices.astype(np.int64)
+        self.Hdata = np.ascontiguousarray(H.data, dtype=float)
+        self.nv = nv = H.shape[1]
+        self.mass = 1.0 / factors.minv
+        (self.cptr, self.cols, self.hpos, self.Sptr, Sind, self.dpos, self.soff,
+         self.spos) = K.body_pattern(self.Hptr, self.Hind, nc, dim, nv)
+        self.Sind = Sind
+        self.Sptr32 = self.Sptr.astype(np.int32)
+        self.Sdata = np.empty(Sind.size)
+        self.rhs = np.empty(nv)
+        self.C = np.empty((nc, dim, dim))
+        self.g = np.empty(nc * dim)
+        self.order = None           # the kept fill-reducing order and S's pattern in it (first factorisation)
+
+    def solve(self, A, B, phi, shift=0.0):
+        """d with (A + shift I + B W) d = -phi; None when singular; ``_CONTACTS`` when a block of
+        A + shift I is singular and the matrix is not shown singular by the rank of W (rows of J
+        with a zero row of A lie in W's row space, of dimension at most the dofs' count)."""
+        if K.body_system(A, B, float(shift), phi, self.Hptr, self.Hdata, self.hpos, self.cptr, self.cols, self.soff,
+                         self.spos, self.dpos, self.mass, self.Sdata, self.rhs, self.C, self.g):
+            if not shift and np.count_nonzero(~A.any(axis=2)) > self.nv:
+                return None
+            return _CONTACTS
+        nv = self.nv
+        try:
+            if self.order is None:
+                S = sp.csc_matrix((self.Sdata, self.Sind, self.Sptr32), shape=(nv, nv))
+                lu = splu(S, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.01)
+                order = np.argsort(lu.perm_c)
+                # S's pattern in that order, and where each of its entries comes from
+                where = sp.csc_matrix((np.arange(1, self.Sind.size + 1, dtype=float), self.Sind, self.Sptr32),
+                                      shape=(nv, nv))[order][:, order].tocsc()
+                where.sort_indices()
+                self.order = (order, where.data.astype(np.int64) - 1, where.indices, where.indptr)
+                y = lu.solve(self.rhs)
+            else:
+                order, take, ind, ptr = self.order
+                Sp = sp.csc_matrix((self.Sdata[take], ind, ptr), shape=(nv, nv))
+                Sp.has_canonical_format = True
+                lu = splu(Sp, permc_spec="NATURAL", diag_pivot_thresh=0.01)
+                y = np.empty(nv)
+                y[order] = lu.solve(self.rhs[order])
+        except RuntimeError:        # (SuperLU: exactly singular)
+            return None
+        d = np.empty(phi.shape[0])
+        K.body_direction(y, self.Hptr, self.Hind, self.Hdata, self.C, self.g, d)
+        return d
+
+
 _SMALL_LAZY = frozenset(("rhoN", "rhoT", "rho_pgs", "gamma_c", "gamma", "csr", "_Wcsr", "A", "B", "phi", "_x", "_px",
                          "search_work"))
 
@@ -241,7 +313,7 @@ class _Local:
         self.small = self.dense and n <= SMALL_DENSE      # the compiled Newton loop (newton_dense)
         self.formulation = formulation
         self.label = formulation.upper()
-        self.pat = None
+        self.pat = self.body = None
         self.dense_state = None     # work arrays and arguments of the compiled loop (_newton_dense)
         if self.small:
             # one compiled call: rho, the FB scale and W's CSR (no NumPy or SciPy set-up per W); the
@@ -266,6 +338,9 @@ class _Local:
             self.pat = pat = problem.cached("newton_pattern", lambda: _Pattern(W, nc, dim), on=("W",))
             Wcsr = pat.W
             self.csr = (pat.Wdata, pat.Windices, pat.Windptr)     # (the pattern's: read only)
+            f = problem.delassus_factors
+            if f is not None and f.H.shape[1] < n:      # the Newton systems in the dofs' space (smaller)
+                self.body = problem.cached("newton_body", lambda: _Body(f, nc, dim), on=("W",))
         self._Wcsr = Wcsr
         self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
         # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)
@@ -359,10 +434,14 @@ class _Local:
                 except np.linalg.LinAlgError:
                     pass
             return None
-        pat = self.pat
-        K.assemble_csr(pat.Wdata, pat.Windptr, self.dim, A, self.B, pat.wpos, pat.dpos, pat.indptr, pat.data)
+        pat, body, assembled = self.pat, self.body, False
         for s in shifts:
-            d = pat.solve(A, self.B, self.phi, s)
+            d = body.solve(A, self.B, self.phi, s) if body is not None else _CONTACTS
+            if d is _CONTACTS:
+                if not assembled:
+                    pat.assemble(A, self.B)
+                    assembled = True
+                d = pat.solve(A, self.B, self.phi, s)
             if d is not None and np.all(np.isfinite(d)):
                 return d
         return None

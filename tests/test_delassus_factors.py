@@ -1,0 +1,162 @@
+"""W given by its factors (W = H diag(minv) Hᵀ): the problem's record of them, the Newton systems solved in
+the dofs' space (nsopt.solvers.newton._Body) against a dense solve and against the contacts' space, and
+the factors a Moreau–Jean step hands over with its W."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import nsopt
+from nsopt import modeling as nm
+from nsopt.exceptions import ProblemError
+from nsopt.problems import DelassusFactors
+from nsopt.solvers.newton import _CONTACTS, _Body
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def bodies_and_contacts(nb, nc, dim=3, seed=0):
+    """nb bodies of 6 dofs (diagonal masses), nc contacts each between two bodies (or one and the world):
+    H (nc*dim, 6 nb) with a dense dim x 6 block per body of a contact."""
+    rng = np.random.default_rng(seed)
+    rows, cols, vals = [], [], []
+    for a in range(nc):
+        bodies = rng.choice(nb, size=1 if rng.random() < 0.2 else 2, replace=False)
+        for b in bodies:
+            r, c = np.meshgrid(np.arange(dim) + a * dim, np.arange(6) + 6 * b, indexing="ij")
+            rows.append(r.ravel())
+            cols.append(c.ravel())
+            vals.append(rng.standard_normal(dim * 6))
+    H = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(nc * dim, 6 * nb))
+    minv = rng.uniform(0.5, 2.0, 6 * nb)
+    return H, minv
+
+
+def test_factors_validated_and_checked_against_W():
+    H, minv = bodies_and_contacts(5, 8)
+    W = (H @ sp.diags(minv) @ H.T).tocsr()
+    f = DelassusFactors(H, minv)
+    assert abs(f.W() - W).max() < 1e-12
+    p = nsopt.FrictionContact(3, W, np.ones(24), 0.5)
+    assert p.delassus_factors is None
+    assert p.with_delassus_factors(H, minv) is p and p.delassus_factors.H.shape == (24, 30)
+    # replace(q=) keeps W: the factors go with it; a new W: none
+    assert p.replace(q=np.zeros(24)).delassus_factors is p.delassus_factors
+    assert p.replace(W=W.toarray()).delassus_factors is None
+    with pytest.raises(ProblemError, match="H.*shape"):
+        p.with_delassus_factors(H[:-3], minv)
+    with pytest.raises(ProblemError, match="minv.*shape"):
+        p.with_delassus_factors(H, minv[:-1])
+    with pytest.raises(ProblemError, match="minv.*> 0"):
+        p.with_delassus_factors(H, -minv)
+    with pytest.raises(ProblemError, match="minv.*> 0"):
+        p.with_delassus_factors(H, np.full(30, np.nan))
+    bad = H.copy()
+    bad.data[0] = np.inf
+    with pytest.raises(ProblemError, match="H.*non-finite"):
+        p.with_delassus_factors(bad, minv)
+    with pytest.raises(ProblemError, match="not the problem's W"):
+        p.with_delassus_factors(H, 2 * minv)
+    with pytest.raises(ProblemError, match="H"):
+        p.with_delassus_factors("abc", minv)
+
+
+def _blocks(nc, dim, rng, open_frac=0.3):
+    A = rng.standard_normal((nc, dim, dim)) + 3 * np.eye(dim)
+    B = rng.standard_normal((nc, dim, dim))
+    open_ = rng.random(nc) < open_frac
+    A[open_], B[open_] = np.eye(dim), 0.0
+    return A, B
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_body_solve_is_the_newton_system(dim):
+    """(A + s I + B W) d = -phi solved in the dofs' space equals the dense solve (rtol 1e-9), the first
+    call (which orders S) and the later ones (in the kept order), with open contacts (A_a = I, B_a = 0)."""
+    rng = np.random.default_rng(dim)
+    nc, nb = 40, 12
+    H, minv = bodies_and_contacts(nb, nc, dim, seed=dim)
+    W = (H @ sp.diags(minv) @ H.T).toarray()
+    body = _Body(DelassusFactors(H, minv), nc, dim)
+    n = nc * dim
+    for shift in (0.0, 1e-3, 0.0):
+        A, B = _blocks(nc, dim, rng)
+        phi = rng.standard_normal(n)
+        J = sp.block_diag(list(A)).toarray() + shift * np.eye(n) + sp.block_diag(list(B)).toarray() @ W
+        d = body.solve(A, B, phi, shift)
+        np.testing.assert_allclose(d, np.linalg.solve(J, -phi), rtol=1e-9, atol=1e-11)
+        assert body.order is not None
+
+
+def test_body_solve_singular_blocks():
+    """A singular block of A + sI: the system goes back to the contacts' space (``_CONTACTS``), unless
+    more rows of A are zero than W has rank at most (the dofs' count): J is then singular (None)."""
+    rng = np.random.default_rng(7)
+    nc, nb, dim = 30, 4, 3              # 90 unknowns, 24 dofs: W singular
+    H, minv = bodies_and_contacts(nb, nc, dim, seed=7)
+    body = _Body(DelassusFactors(H, minv), nc, dim)
+    A, B = _blocks(nc, dim, rng)
+    phi = rng.standard_normal(nc * dim)
+    A[0] = 0.0                          # one sticking contact (A_a = 0): 3 zero rows <= 24
+    assert body.solve(A, B, phi, 0.0) is _CONTACTS
+    A[:9] = 0.0                         # 27 zero rows > 24 dofs: J singular
+    assert body.solve(A, B, phi, 0.0) is None
+    assert body.solve(A, B, phi, 1e-6) is not None      # shifted: every block invertible
+
+
+@pytest.mark.parametrize("method", ["nsn-ac", "nsn-fb", "prox"])
+def test_newton_with_factors_matches_the_contacts_space(method):
+    """A problem with more contact unknowns than dofs (W singular, as a pile's): with its factors the
+    Newton methods solve it to the tolerance (the error re-judged by solve()); nsn-ac and prox take
+    the same steps (same iterations, the same solution to 1e-7 relative)."""
+    nb, nc = 30, 110                    # 180 dofs, 330 unknowns (sparse path: above dense_max = 240)
+    H, minv = bodies_and_contacts(nb, nc, seed=11)
+    W = (H @ sp.diags(minv) @ H.T).tocsr()
+    rng = np.random.default_rng(12)
+    q = rng.standard_normal(3 * nc)
+    q[::3] = -np.abs(q[::3])
+    mu = rng.uniform(0.2, 0.8, nc)
+    plain = nsopt.solve(nsopt.FrictionContact(3, W, q, mu), method=method, tol=1e-10)
+    p = nsopt.FrictionContact(3, W, q, mu).with_delassus_factors(H, minv)
+    fact = nsopt.solve(p, method=method, tol=1e-10)
+    assert plain.status.value == fact.status.value == "solved" and fact.error <= 1e-10
+    if method != "nsn-fb":
+        assert fact.nit == plain.nit
+        assert np.linalg.norm(fact.r - plain.r) <= 1e-7 * np.linalg.norm(plain.r)
+    # (nsn-fb, without regularisation, meets nearly singular plain matrices on this singular W, where
+    # directions equal to round-off part: 23 and 32 iterations to two solutions of the non-unique problem)
+    assert p._store["newton_body"][1].order is not None      # the dofs' space was used
+
+
+def _spheres():
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
+    import modeling_spheres_box as ex
+
+    return ex
+
+
+def test_a_step_hands_over_the_factors_of_its_W(monkeypatch):
+    """60 spheres (block-plan W = G M̂⁻¹ Gᵀ): every step's problem carries factors whose product is its W
+    (1e-12), and the run without them (the contacts' space) gives the same states (1e-9)."""
+    ex = _spheres()
+    runs = []
+    for with_factors in (True, False):
+        if not with_factors:
+            monkeypatch.setattr(nsopt.FrictionContact, "with_delassus_factors", lambda self, *a, **k: self)
+        box = ex.Box(60, T=12 * 2e-3, gap=0.0)
+        sim = nm.TimeStepping(box.nsds, 2e-3, nm.MoreauJeanOSI(0.5), osns="fc3d", method="nsn-ac", tol=1e-10)
+        states, seen = [], 0
+        while sim.has_next_step():
+            sol = sim.step()
+            if sol is not None and with_factors:
+                f = sol.problem.delassus_factors
+                assert f is not None and abs(f.W() - sol.problem.W).max() <= 1e-12 * abs(sol.problem.W).max()
+                seen += 1
+            states.append(np.concatenate([s.q for s in box.spheres] + [s.v for s in box.spheres]))
+        assert not with_factors or seen > 0
+        runs.append(np.array(states))
+    np.testing.assert_allclose(runs[0], runs[1], rtol=0, atol=1e-9)
