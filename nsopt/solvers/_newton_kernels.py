@@ -862,14 +862,14 @@ def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory,
 
 
 @njit(cache=True)
-def body_pattern(Hptr, Hind, nc, dim, nv):
+def body_pattern(Hptr, Hind, Hdata, nc, dim, nv):
     r"""The pattern of :math:`S = M + H^\top C H` (C block diagonal, ``dim x dim`` per contact) for
     the rows H (``nc * dim`` x ``nv``, CSR): contact a's columns ``cols[cptr[a]:cptr[a+1]]`` (the union
-    of its rows' columns, ascending), ``hpos[p]`` = the place of H's p-th entry among them, S's CSC
-    pattern (``Sptr``, ``Sind``; rows ascending, the diagonal always stored), ``dpos[c]`` = the place
-    of S's diagonal entry (c, c) and ``spos`` = for each contact its ``k x k`` places in S's data
-    (``spos[soff[a] + i * k + j]``: row ``cols[i]``, column ``cols[j]``). Returns
-    (cptr, cols, hpos, Sptr, Sind, dpos, soff, spos)."""
+    of its rows' columns, ascending; k of them) and its rows on them as a dense ``dim x k`` block
+    (row-major in ``Hblk[dim * cptr[a]:dim * cptr[a+1]]``), S's CSC pattern (``Sptr``, ``Sind``; rows
+    ascending, the diagonal always stored), ``dpos[c]`` = the place of S's entry (c, c) and ``spos`` =
+    for each contact its ``k x k`` places in S's data (``spos[soff[a] + i * k + j]``: row ``cols[i]``,
+    column ``cols[j]``). Returns (cptr, cols, Hblk, Sptr, Sind, dpos, soff, spos)."""
     mark = np.full(nv, -1, dtype=np.int64)
     cptr = np.zeros(nc + 1, dtype=np.int64)
     for a in range(nc):
@@ -881,11 +881,10 @@ def body_pattern(Hptr, Hind, nc, dim, nv):
                 c += 1
         cptr[a + 1] = cptr[a] + c
     cols = np.empty(cptr[nc], dtype=np.int64)
-    hpos = np.empty(Hptr[nc * dim], dtype=np.int64)
+    Hblk = np.zeros(dim * cptr[nc])
     where = np.empty(nv, dtype=np.int64)
     mark[:] = -1
-    # the contacts of each column (CSC of the incidence), for S's column patterns
-    ccount = np.zeros(nv + 1, dtype=np.int64)
+    ccount = np.zeros(nv + 1, dtype=np.int64)      # the contacts at each column (CSC of the incidence)
     for a in range(nc):
         c = cptr[a]
         for p in range(Hptr[a * dim], Hptr[a * dim + dim]):
@@ -894,23 +893,28 @@ def body_pattern(Hptr, Hind, nc, dim, nv):
                 mark[j] = a
                 cols[c] = j
                 c += 1
+        k = c - cptr[a]
         row = cols[cptr[a]:c]
         row.sort()
-        for k in range(c - cptr[a]):
-            where[row[k]] = k
-            ccount[row[k] + 1] += 1
-        for p in range(Hptr[a * dim], Hptr[a * dim + dim]):
-            hpos[p] = where[Hind[p]]
+        for t in range(k):
+            where[row[t]] = t
+            ccount[row[t] + 1] += 1
+        o = dim * cptr[a]
+        for l in range(dim):
+            for p in range(Hptr[a * dim + l], Hptr[a * dim + l + 1]):
+                Hblk[o + l * k + where[Hind[p]]] += Hdata[p]
     for j in range(nv):
         ccount[j + 1] += ccount[j]
     at = ccount[:nv].copy()
-    cont = np.empty(ccount[nv], dtype=np.int64)
+    cont = np.empty(ccount[nv], dtype=np.int64)     # (contact, and j's place among its columns)
+    cpl = np.empty(ccount[nv], dtype=np.int64)
     for a in range(nc):
         for t in range(cptr[a], cptr[a + 1]):
             j = cols[t]
             cont[at[j]] = a
+            cpl[at[j]] = t - cptr[a]
             at[j] += 1
-    # column j of S: j itself and the columns of every contact at j
+    # column j of S: j itself and the columns of every contact at j, ascending
     mark[:] = -1
     Sptr = np.zeros(nv + 1, dtype=np.int64)
     for j in range(nv):
@@ -926,6 +930,11 @@ def body_pattern(Hptr, Hind, nc, dim, nv):
         Sptr[j + 1] = Sptr[j] + c
     Sind = np.empty(Sptr[nv], dtype=np.int32)
     dpos = np.empty(nv, dtype=np.int64)
+    soff = np.zeros(nc + 1, dtype=np.int64)
+    for a in range(nc):
+        k = cptr[a + 1] - cptr[a]
+        soff[a + 1] = soff[a] + k * k
+    spos = np.empty(soff[nc], dtype=np.int64)
     mark[:] = -1
     for j in range(nv):
         b = Sptr[j]
@@ -941,31 +950,16 @@ def body_pattern(Hptr, Hind, nc, dim, nv):
                     Sind[b + c] = i
                     c += 1
         Sind[b:b + c].sort()
-        for k in range(c):
-            if Sind[b + k] == j:
-                dpos[j] = b + k
-    soff = np.zeros(nc + 1, dtype=np.int64)
-    for a in range(nc):
-        k = cptr[a + 1] - cptr[a]
-        soff[a + 1] = soff[a] + k * k
-    spos = np.empty(soff[nc], dtype=np.int64)
-    for a in range(nc):
-        k = cptr[a + 1] - cptr[a]
-        for jj in range(k):
-            j = cols[cptr[a] + jj]
-            b = Sptr[j]
-            e = Sptr[j + 1]
+        for t in range(c):
+            where[Sind[b + t]] = b + t
+        dpos[j] = where[j]
+        for t in range(ccount[j], ccount[j + 1]):      # each contact at j: its entries of column j
+            a = cont[t]
+            jj = cpl[t]
+            k = cptr[a + 1] - cptr[a]
             for ii in range(k):
-                i = cols[cptr[a] + ii]
-                lo, hi = b, e - 1            # (binary search of row i in column j)
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if Sind[mid] < i:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                spos[soff[a] + ii * k + jj] = lo
-    return cptr, cols, hpos, Sptr, Sind, dpos, soff, spos
+                spos[soff[a] + ii * k + jj] = where[cols[cptr[a] + ii]]
+    return cptr, cols, Hblk, Sptr, Sind, dpos, soff, spos
 
 
 @njit(cache=True, error_model="numpy")
@@ -1008,21 +1002,23 @@ def _solve_small(E, X, dim, piv_tol):
 
 
 @njit(cache=True, error_model="numpy")
-def body_system(A, B, shift, phi, Hptr, Hdata, hpos, cptr, cols, soff, spos, dpos, mass, Sdata, rhs, C, g):
+def body_system(A, B, shift, phi, Hblk, cptr, cols, soff, spos, dpos, mass, Sdata, rhs, C, g):
     r"""The Newton system :math:`(A + \mathrm{shift}\,I + BW)\,d = -\phi` with :math:`W = HM^{-1}H^\top`
     (M diagonal: ``mass``) in the space of the dofs: with :math:`E_a = A_a + \mathrm{shift}\,I`,
     :math:`C_a = E_a^{-1}B_a` and :math:`g_a = E_a^{-1}\phi_a` (into ``C``, ``g``),
 
     .. math:: (M + H^\top C H)\,y = -H^\top g,\qquad d = -(g + C H y)
 
-    (:func:`body_direction`). Fills S's values ``Sdata`` on the pattern of :func:`body_pattern` and
-    the right side ``rhs``. Returns the number of contacts whose E_a is singular (a pivot at most
-    1e-13 x its largest entry); S is then not formed."""
+    (:func:`body_direction`). Fills S's values ``Sdata`` on the pattern of :func:`body_pattern` (H by
+    its contacts' dense blocks ``Hblk``) and the right side ``rhs``. Returns the number of contacts
+    whose E_a is singular (a pivot at most 1e-13 x its largest entry); S is then not formed."""
     nc, dim = A.shape[0], A.shape[1]
     E = np.empty((dim, dim))
     X = np.empty((dim, dim + 1))
     nsing = 0
+    kmax = 0
     for a in range(nc):
+        kmax = max(kmax, cptr[a + 1] - cptr[a])
         for i in range(dim):
             for j in range(dim):
                 E[i, j] = A[a, i, j]
@@ -1042,48 +1038,53 @@ def body_system(A, B, shift, phi, Hptr, Hdata, hpos, cptr, cols, soff, spos, dpo
     rhs[:] = 0.0
     for c in range(mass.shape[0]):
         Sdata[dpos[c]] = mass[c]
+    T = np.empty((dim, kmax))           # C_a H_a
+    acc = np.empty(kmax)
     for a in range(nc):
         c0 = cptr[a]
         k = cptr[a + 1] - c0
         if k == 0:
             continue
-        Hl = np.zeros((dim, k))
+        Hl = Hblk[dim * c0:dim * (c0 + k)].reshape((dim, k))
         for l in range(dim):
-            row = a * dim + l
-            for p in range(Hptr[row], Hptr[row + 1]):
-                Hl[l, hpos[p]] += Hdata[p]
-        T = np.zeros((dim, k))          # C_a H_a
-        for l in range(dim):
+            for j in range(k):
+                T[l, j] = 0.0
             for m in range(dim):
                 cl = C[a, l, m]
                 if cl != 0.0:
                     for j in range(k):
                         T[l, j] += cl * Hl[m, j]
-        o = soff[a]
+        so = soff[a]
         for i in range(k):
             s = 0.0
-            for l in range(dim):
-                s += Hl[l, i] * g[a * dim + l]
-            rhs[cols[c0 + i]] -= s
             for j in range(k):
-                v = 0.0
-                for l in range(dim):
-                    v += Hl[l, i] * T[l, j]
-                Sdata[spos[o + i * k + j]] += v
+                acc[j] = 0.0
+            for l in range(dim):
+                h = Hl[l, i]
+                if h != 0.0:
+                    s += h * g[a * dim + l]
+                    for j in range(k):
+                        acc[j] += h * T[l, j]
+            rhs[cols[c0 + i]] -= s
+            base = so + i * k
+            for j in range(k):
+                Sdata[spos[base + j]] += acc[j]
     return 0
 
 
 @njit(cache=True, error_model="numpy")
-def body_direction(y, Hptr, Hind, Hdata, C, g, d):
+def body_direction(y, Hblk, cptr, cols, C, g, d):
     """d = -(g + C H y) (:func:`body_system`), per contact."""
     nc, dim = C.shape[0], C.shape[1]
     t = np.empty(dim)
     for a in range(nc):
+        c0 = cptr[a]
+        k = cptr[a + 1] - c0
+        o = dim * c0
         for l in range(dim):
-            row = a * dim + l
             s = 0.0
-            for p in range(Hptr[row], Hptr[row + 1]):
-                s += Hdata[p] * y[Hind[p]]
+            for i in range(k):
+                s += Hblk[o + l * k + i] * y[cols[c0 + i]]
             t[l] = s
         for l in range(dim):
             s = g[a * dim + l]

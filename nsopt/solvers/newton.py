@@ -245,12 +245,11 @@ class _Body:
 
     def __init__(self, factors, nc, dim):
         H = factors.H
-        self.Hptr, self.Hind = H.indptr.astype(np.int64), H.indices.astype(np.int64)
-        self.Hdata = np.ascontiguousarray(H.data, dtype=float)
         self.nv = nv = H.shape[1]
         self.mass = 1.0 / factors.minv
-        (self.cptr, self.cols, self.hpos, self.Sptr, Sind, self.dpos, self.soff,
-         self.spos) = K.body_pattern(self.Hptr, self.Hind, nc, dim, nv)
+        (self.cptr, self.cols, self.Hblk, self.Sptr, Sind, self.dpos, self.soff,
+         self.spos) = K.body_pattern(H.indptr.astype(np.int64), H.indices.astype(np.int64),
+                                     np.ascontiguousarray(H.data, dtype=float), nc, dim, nv)
         self.Sind = Sind
         self.Sptr32 = self.Sptr.astype(np.int32)
         self.Sdata = np.empty(Sind.size)
@@ -263,8 +262,8 @@ class _Body:
         """d with (A + shift I + B W) d = -phi; None when singular; ``_CONTACTS`` when a block of
         A + shift I is singular and the matrix is not shown singular by the rank of W (rows of J
         with a zero row of A lie in W's row space, of dimension at most the dofs' count)."""
-        if K.body_system(A, B, float(shift), phi, self.Hptr, self.Hdata, self.hpos, self.cptr, self.cols, self.soff,
-                         self.spos, self.dpos, self.mass, self.Sdata, self.rhs, self.C, self.g):
+        if K.body_system(A, B, float(shift), phi, self.Hblk, self.cptr, self.cols, self.soff, self.spos, self.dpos,
+                         self.mass, self.Sdata, self.rhs, self.C, self.g):
             if not shift and np.count_nonzero(~A.any(axis=2)) > self.nv:
                 return None
             return _CONTACTS
@@ -290,7 +289,7 @@ class _Body:
         except RuntimeError:        # (SuperLU: exactly singular)
             return None
         d = np.empty(phi.shape[0])
-        K.body_direction(y, self.Hptr, self.Hind, self.Hdata, self.C, self.g, d)
+        K.body_direction(y, self.Hblk, self.cptr, self.cols, self.C, self.g, d)
         return d
 
 
