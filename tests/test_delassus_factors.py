@@ -64,11 +64,17 @@ def test_factors_validated_and_checked_against_W():
         p.with_delassus_factors("abc", minv)
 
 
-def _blocks(nc, dim, rng, open_frac=0.3):
+def _blocks(nc, dim, rng, open_frac=0.3, stick_frac=0.3):
+    """Random Newton blocks, with open contacts (A_a = I, B_a = 0) and sticking ones regularised as the
+    solver makes them (A_a = sigma B_a, B_a = diag(rho_N, rho_T, ...): C_a = I / sigma)."""
     A = rng.standard_normal((nc, dim, dim)) + 3 * np.eye(dim)
     B = rng.standard_normal((nc, dim, dim))
-    open_ = rng.random(nc) < open_frac
+    u = rng.random(nc)
+    open_, stick = u < open_frac, (u >= open_frac) & (u < open_frac + stick_frac)
     A[open_], B[open_] = np.eye(dim), 0.0
+    rho = np.array([0.7] + [1.3] * (dim - 1))
+    B[stick] = np.diag(rho)
+    A[stick] = 1e-3 * np.diag(rho)
     return A, B
 
 

@@ -1002,7 +1002,29 @@ def _solve_small(E, X, dim, piv_tol):
 
 
 @njit(cache=True, error_model="numpy")
-def body_system(A, B, shift, phi, Hblk, cptr, cols, soff, spos, dpos, mass, Sdata, rhs, C, g):
+def body_gram(Hblk, cptr, soff, dim):
+    r"""Per contact the Gram matrix :math:`H_a^\top H_a` of its dense block (k x k, row-major at
+    ``soff[a]``, the layout of :func:`body_pattern`'s ``spos``): a contact whose :math:`C_a` is a
+    multiple of the identity (a sticking contact of Alart-Curnier: :math:`C_a = I/\sigma`) adds
+    :math:`c\,H_a^\top H_a` to S (:func:`body_system`)."""
+    nc = cptr.shape[0] - 1
+    gram = np.empty(soff[nc])
+    for a in range(nc):
+        c0 = cptr[a]
+        k = cptr[a + 1] - c0
+        Hl = Hblk[dim * c0:dim * (c0 + k)].reshape((dim, k))
+        o = soff[a]
+        for i in range(k):
+            for j in range(k):
+                v = 0.0
+                for l in range(dim):
+                    v += Hl[l, i] * Hl[l, j]
+                gram[o + i * k + j] = v
+    return gram
+
+
+@njit(cache=True, error_model="numpy")
+def body_system(A, B, shift, phi, Hblk, gram, cptr, cols, soff, spos, dpos, mass, Sdata, rhs, C, g):
     r"""The Newton system :math:`(A + \mathrm{shift}\,I + BW)\,d = -\phi` with :math:`W = HM^{-1}H^\top`
     (M diagonal: ``mass``) in the space of the dofs: with :math:`E_a = A_a + \mathrm{shift}\,I`,
     :math:`C_a = E_a^{-1}B_a` and :math:`g_a = E_a^{-1}\phi_a` (into ``C``, ``g``),
@@ -1010,7 +1032,8 @@ def body_system(A, B, shift, phi, Hblk, cptr, cols, soff, spos, dpos, mass, Sdat
     .. math:: (M + H^\top C H)\,y = -H^\top g,\qquad d = -(g + C H y)
 
     (:func:`body_direction`). Fills S's values ``Sdata`` on the pattern of :func:`body_pattern` (H by
-    its contacts' dense blocks ``Hblk``) and the right side ``rhs``. Returns the number of contacts
+    its contacts' dense blocks ``Hblk``; with their Grams ``gram`` for a :math:`C_a` that is a multiple
+    of the identity to 1e-14) and the right side ``rhs``. Returns the number of contacts
     whose E_a is singular (a pivot at most 1e-13 x its largest entry); S is then not formed."""
     nc, dim = A.shape[0], A.shape[1]
     E = np.empty((dim, dim))
@@ -1046,6 +1069,23 @@ def body_system(A, B, shift, phi, Hblk, cptr, cols, soff, spos, dpos, mass, Sdat
         if k == 0:
             continue
         Hl = Hblk[dim * c0:dim * (c0 + k)].reshape((dim, k))
+        so = soff[a]
+        c = C[a, 0, 0]
+        scalar = True
+        for l in range(dim):
+            for m in range(dim):
+                if (l != m and C[a, l, m] != 0.0) or (l == m and abs(C[a, l, l] - c) > 1e-14 * abs(c)):
+                    scalar = False
+        if scalar:                      # C_a = c I: c H_a^T H_a
+            for i in range(k):
+                s = 0.0
+                for l in range(dim):
+                    s += Hl[l, i] * g[a * dim + l]
+                rhs[cols[c0 + i]] -= s
+            if c != 0.0:
+                for t in range(k * k):
+                    Sdata[spos[so + t]] += c * gram[so + t]
+            continue
         for l in range(dim):
             for j in range(k):
                 T[l, j] = 0.0
@@ -1054,7 +1094,6 @@ def body_system(A, B, shift, phi, Hblk, cptr, cols, soff, spos, dpos, mass, Sdat
                 if cl != 0.0:
                     for j in range(k):
                         T[l, j] += cl * Hl[m, j]
-        so = soff[a]
         for i in range(k):
             s = 0.0
             for j in range(k):

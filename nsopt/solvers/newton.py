@@ -250,6 +250,7 @@ class _Body:
         (self.cptr, self.cols, self.Hblk, self.Sptr, Sind, self.dpos, self.soff,
          self.spos) = K.body_pattern(H.indptr.astype(np.int64), H.indices.astype(np.int64),
                                      np.ascontiguousarray(H.data, dtype=float), nc, dim, nv)
+        self.gram = K.body_gram(self.Hblk, self.cptr, self.soff, dim)
         self.Sind = Sind
         self.Sptr32 = self.Sptr.astype(np.int32)
         self.Sdata = np.empty(Sind.size)
@@ -262,7 +263,7 @@ class _Body:
         """d with (A + shift I + B W) d = -phi; None when singular; ``_CONTACTS`` when a block of
         A + shift I is singular and the matrix is not shown singular by the rank of W (rows of J
         with a zero row of A lie in W's row space, of dimension at most the dofs' count)."""
-        if K.body_system(A, B, float(shift), phi, self.Hblk, self.cptr, self.cols, self.soff, self.spos, self.dpos,
+        if K.body_system(A, B, float(shift), phi, self.Hblk, self.gram, self.cptr, self.cols, self.soff, self.spos, self.dpos,
                          self.mass, self.Sdata, self.rhs, self.C, self.g):
             if not shift and np.count_nonzero(~A.any(axis=2)) > self.nv:
                 return None
