@@ -231,6 +231,9 @@ class _Pattern:
 
 
 _CONTACTS = object()     # :meth:`_Body.solve`: solve this system in the contacts' space instead
+# the dofs' system in its kept order: LU without pivoting while every pivot is above STATIC_PIVOT x its column
+# and the solve's backward error (max |S y - b| / max (|S||y| + |b|)) at most STATIC_BERR, after one refinement
+STATIC_PIVOT, STATIC_BERR = 1e-10, 1e-13
 
 
 class _Body:
@@ -259,6 +262,46 @@ class _Body:
         self.g = np.empty(nc * dim)
         self.order = None           # the kept fill-reducing order and S's pattern in it (first factorisation)
 
+    def _keep_order(self, order):
+        """S's pattern in the fill-reducing ``order`` (where each entry comes from) and the patterns of
+        its LU without pivoting (:func:`_newton_kernels.static_lu_symbolic`)."""
+        nv = self.nv
+        where = sp.csc_matrix((np.arange(1, self.Sind.size + 1, dtype=float), self.Sind, self.Sptr32),
+                              shape=(nv, nv))[order][:, order].tocsc()
+        where.sort_indices()
+        ptr, ind = where.indptr.astype(np.int64), where.indices.astype(np.int64)
+        Up, Ui, Lp, Li = K.static_lu_symbolic(ptr, ind, nv)
+        self.order = (order, where.data.astype(np.int64) - 1, ind, ptr, where.indices, where.indptr)
+        self.lu = (Up, Ui, Lp, Li, np.empty(Ui.size), np.empty(nv), np.empty(Li.size), np.zeros(nv))
+        self._res = (np.empty(nv), np.empty(nv))
+
+    def _solve_kept(self):
+        """S y = rhs in the kept order: the LU without pivoting, its backward error checked (one step of
+        refinement when above STATIC_BERR), else SuperLU with its threshold pivoting (a pivot below
+        STATIC_PIVOT x its column, or a backward error still above STATIC_BERR)."""
+        order, take, ind, ptr, ind32, ptr32 = self.order
+        Spd = self.Sdata[take]
+        b = self.rhs[order]
+        Up, Ui, Lp, Li, Ux, Ud, Lx, x = self.lu
+        res, work = self._res
+        y = np.empty(self.nv)
+        if not K.static_lu_numeric(ptr, ind, Spd, Up, Ui, Lp, Li, Ux, Ud, Lx, x, STATIC_PIVOT):
+            yp = b.copy()
+            K.static_lu_solve(Up, Ui, Ux, Ud, Lp, Li, Lx, yp)
+            ok = K.csc_residual(ptr, ind, Spd, yp, b, res, work) <= STATIC_BERR
+            if not ok:              # one step of iterative refinement
+                K.static_lu_solve(Up, Ui, Ux, Ud, Lp, Li, Lx, res)
+                yp += res
+                ok = K.csc_residual(ptr, ind, Spd, yp, b, res, work) <= STATIC_BERR
+            if ok:
+                y[order] = yp
+                return y
+        Sp = sp.csc_matrix((Spd, ind32, ptr32), shape=(self.nv, self.nv))
+        Sp.has_canonical_format = True
+        lu = splu(Sp, permc_spec="NATURAL", diag_pivot_thresh=0.01)
+        y[order] = lu.solve(b)
+        return y
+
     def solve(self, A, B, phi, shift=0.0):
         """d with (A + shift I + B W) d = -phi; None when singular; ``_CONTACTS`` when a block of
         A + shift I is singular and the matrix is not shown singular by the rank of W (rows of J
@@ -273,20 +316,10 @@ class _Body:
             if self.order is None:
                 S = sp.csc_matrix((self.Sdata, self.Sind, self.Sptr32), shape=(nv, nv))
                 lu = splu(S, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.01)
-                order = np.argsort(lu.perm_c)
-                # S's pattern in that order, and where each of its entries comes from
-                where = sp.csc_matrix((np.arange(1, self.Sind.size + 1, dtype=float), self.Sind, self.Sptr32),
-                                      shape=(nv, nv))[order][:, order].tocsc()
-                where.sort_indices()
-                self.order = (order, where.data.astype(np.int64) - 1, where.indices, where.indptr)
+                self._keep_order(np.argsort(lu.perm_c))
                 y = lu.solve(self.rhs)
             else:
-                order, take, ind, ptr = self.order
-                Sp = sp.csc_matrix((self.Sdata[take], ind, ptr), shape=(nv, nv))
-                Sp.has_canonical_format = True
-                lu = splu(Sp, permc_spec="NATURAL", diag_pivot_thresh=0.01)
-                y = np.empty(nv)
-                y[order] = lu.solve(self.rhs[order])
+                y = self._solve_kept()
         except RuntimeError:        # (SuperLU: exactly singular)
             return None
         d = np.empty(phi.shape[0])
