@@ -243,8 +243,11 @@ class _Body:
     With :math:`E = A + sI` invertible block by block, :math:`(E + BW)\,d = -\phi` is
     :math:`(M + H^\top E^{-1}BH)\,y = -H^\top E^{-1}\phi`, :math:`d = -E^{-1}(\phi + BHy)`
     (:func:`_newton_kernels.body_system`): a sparse LU of the dofs' size (6 per body) instead of
-    the contacts' (3 per contact, with 2-8 contacts per body in a pile), in the fill-reducing order
-    of its first factorisation (kept, as :class:`_Pattern` keeps its own)."""
+    the contacts' (3 per contact, with 2-8 contacts per body in a pile). The first factorisation
+    (SuperLU, minimum degree) gives the order that is kept for the later ones, done by a compiled LU
+    without pivoting on the patterns found once (:func:`_newton_kernels.static_lu_symbolic`; S is
+    M plus positive terms for the sticking contacts, dominated by its diagonal blocks), checked by
+    its backward error, SuperLU's threshold pivoting otherwise."""
 
     def __init__(self, factors, nc, dim):
         H = factors.H
