@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from ..problems._delassus_kernels import block_row_ptr
 
 STATE_LIMIT = 1e100     # a state entry beyond this (or not finite) stops the run (the stepper's guard)
 
@@ -343,9 +344,7 @@ def slot_rows_csr(G, slot_inter, slot_off, new, nb):  # pragma: no cover  (compi
         if A >= 0:
             cnt[A] += 1
     indptr = np.zeros(nb * m + 1, dtype=np.int64)
-    for A in range(nb):
-        for i in range(m):
-            indptr[A * m + i + 1] = indptr[A * m + i] + cnt[A] * n
+    block_row_ptr(indptr, cnt, m, n)
     indices = np.empty(indptr[nb * m], dtype=np.int32)
     data = np.empty(indptr[nb * m])
     order = np.empty(S, dtype=np.int64)

@@ -7,6 +7,15 @@ from numba import njit
 
 
 @njit(inline="always")
+def block_row_ptr(indptr, counts, m, per):  # pragma: no cover  (compiled)
+    """CSR ``indptr`` of block rows of m rows each, row block A holding ``counts[A] * per`` entries a row."""
+    indptr[0] = 0
+    for A in range(counts.shape[0]):
+        for i in range(m):
+            indptr[A * m + i + 1] = indptr[A * m + i] + counts[A] * per
+
+
+@njit(inline="always")
 def block_delassus(m, n, G, dinv, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover  (compiled)
     r"""W of the active interactions in block form (the modeling layer's block plan, ``nsopt.modeling._stepper``):
     :math:`W_{ab} = \sum_s G_{a,s}D_s^{-1}G_{b,s}^\top`. The (slot p, slot q) pairs ``tp, tq`` of the
@@ -31,9 +40,7 @@ def block_delassus(m, n, G, dinv, tp, tq, run, mirror, ta, tb, act):  # pragma: 
         if act[a] and act[b]:
             nblk[new[a]] += 1
     indptr = np.zeros(nb * m + 1, dtype=np.int32)
-    for A in range(nb):
-        for i in range(m):
-            indptr[A * m + i + 1] = indptr[A * m + i] + nblk[A] * m
+    block_row_ptr(indptr, nblk, m, m)
     indices = np.empty(indptr[nb * m], dtype=np.int32)
     data = np.empty(indptr[nb * m])
     pos = np.zeros(nb, dtype=np.int64)

@@ -914,18 +914,29 @@ def body_pattern(Hptr, Hind, Hdata, nc, dim, nv):
             cont[at[j]] = a
             cpl[at[j]] = t - cptr[a]
             at[j] += 1
-    # column j of S: j itself and the columns of every contact at j, ascending
-    mark[:] = -1
-    Sptr = np.zeros(nv + 1, dtype=np.int64)
+    # column j of S: j itself and the columns of every contact at j, ascending (at most 1 + the sum of
+    # those contacts' column counts, gathered in that room, then packed)
+    room = np.zeros(nv + 1, dtype=np.int64)
     for j in range(nv):
         c = 1
+        for t in range(ccount[j], ccount[j + 1]):
+            c += cptr[cont[t] + 1] - cptr[cont[t]]
+        room[j + 1] = room[j] + c
+    tmp = np.empty(room[nv], dtype=np.int32)
+    Sptr = np.zeros(nv + 1, dtype=np.int64)
+    mark[:] = -1
+    for j in range(nv):
+        b = room[j]
+        c = 1
         mark[j] = j
+        tmp[b] = j
         for t in range(ccount[j], ccount[j + 1]):
             a = cont[t]
             for u in range(cptr[a], cptr[a + 1]):
                 i = cols[u]
                 if mark[i] != j:
                     mark[i] = j
+                    tmp[b + c] = i
                     c += 1
         Sptr[j + 1] = Sptr[j] + c
     Sind = np.empty(Sptr[nv], dtype=np.int32)
@@ -935,20 +946,10 @@ def body_pattern(Hptr, Hind, Hdata, nc, dim, nv):
         k = cptr[a + 1] - cptr[a]
         soff[a + 1] = soff[a] + k * k
     spos = np.empty(soff[nc], dtype=np.int64)
-    mark[:] = -1
     for j in range(nv):
         b = Sptr[j]
-        c = 1
-        mark[j] = j
-        Sind[b] = j
-        for t in range(ccount[j], ccount[j + 1]):
-            a = cont[t]
-            for u in range(cptr[a], cptr[a + 1]):
-                i = cols[u]
-                if mark[i] != j:
-                    mark[i] = j
-                    Sind[b + c] = i
-                    c += 1
+        c = Sptr[j + 1] - b
+        Sind[b:b + c] = tmp[room[j]:room[j] + c]
         Sind[b:b + c].sort()
         for t in range(c):
             where[Sind[b + t]] = b + t
