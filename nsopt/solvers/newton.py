@@ -309,8 +309,8 @@ class _Body:
         """d with (A + shift I + B W) d = -phi; None when singular; ``_CONTACTS`` when a block of
         A + shift I is singular and the matrix is not shown singular by the rank of W (rows of J
         with a zero row of A lie in W's row space, of dimension at most the dofs' count)."""
-        if K.body_system(A, B, float(shift), phi, self.Hblk, self.gram, self.cptr, self.cols, self.soff, self.spos, self.dpos,
-                         self.mass, self.Sdata, self.rhs, self.C, self.g):
+        if K.body_system(A, B, float(shift), phi, self.Hblk, self.gram, self.cptr, self.cols, self.soff,
+                         self.spos, self.dpos, self.mass, self.Sdata, self.rhs, self.C, self.g):
             if not shift and np.count_nonzero(~A.any(axis=2)) > self.nv:
                 return None
             return _CONTACTS
