@@ -145,16 +145,19 @@ def _spheres():
     return ex
 
 
-def test_a_step_hands_over_the_factors_of_its_W(monkeypatch):
-    """60 spheres (block-plan W = G M̂⁻¹ Gᵀ): every step's problem carries factors whose product is its W
-    (1e-12), and the run without them (the contacts' space) gives the same states (1e-9)."""
+@pytest.mark.parametrize("batch", [True, False])
+def test_a_step_hands_over_the_factors_of_its_W(monkeypatch, batch):
+    """60 spheres (diagonal M̂, more than SPARSE_DOFS; W = G M̂⁻¹ Gᵀ from the block plan, or from the
+    assembled rows one by one): every step's problem carries factors whose product is its W (1e-12), and
+    the run without them (the contacts' space) gives the same states (1e-9)."""
     ex = _spheres()
     runs = []
     for with_factors in (True, False):
         if not with_factors:
             monkeypatch.setattr(nsopt.FrictionContact, "with_delassus_factors", lambda self, *a, **k: self)
         box = ex.Box(60, T=12 * 2e-3, gap=0.0)
-        sim = nm.TimeStepping(box.nsds, 2e-3, nm.MoreauJeanOSI(0.5), osns="fc3d", method="nsn-ac", tol=1e-10)
+        sim = nm.TimeStepping(box.nsds, 2e-3, nm.MoreauJeanOSI(0.5, batch=batch), osns="fc3d", method="nsn-ac",
+                              tol=1e-10)
         states, seen = [], 0
         while sim.has_next_step():
             sol = sim.step()
@@ -164,6 +167,7 @@ def test_a_step_hands_over_the_factors_of_its_W(monkeypatch):
                 seen += 1
             states.append(np.concatenate([s.q for s in box.spheres] + [s.v for s in box.spheres]))
         assert not with_factors or seen > 0
+        assert (sim._stepper._blocks is not None) == batch
         runs.append(np.array(states))
     np.testing.assert_allclose(runs[0], runs[1], rtol=0, atol=1e-9)
 

@@ -823,7 +823,7 @@ class MoreauJeanStepper:
         self.law_arr = P["laws"]
         self.__dict__.pop("_mu_all", None)
         self.__dict__.pop("_proj", None)
-        self._minv_d = None      # 1 / the diagonal of M̂ (W's factors, block plan)
+        self._minv_d = None      # (M̂'s diagonal, its inverse): W's factors (_minv_diag)
         self._blocks = (self._block_plan() if self.batch and self.sparse and S.all_diag and not S.iterate and not self.D
                         and self.singles is None and self.builtin and not self.gfc else None)
         # the fused compiled phases (nsopt.modeling._kernels) of linear time-invariant models
@@ -1474,15 +1474,15 @@ class MoreauJeanStepper:
                 # W = G M̂⁻¹ Gᵀ with M̂ diagonal: its factors go with it (the Newton systems of the one-step
                 # problem in the dofs' space, smaller than the contacts' in a pile)
                 Hf = self._assembled_from_blocks(G, act)
-                if self._minv_d is None or self._minv_d.shape[0] != S.d.shape[0]:
-                    self._minv_d = 1.0 / S.d
-                factors = DelassusFactors.trusted(Hf, self._minv_d)
+                factors = DelassusFactors.trusted(Hf, self._minv_diag())
             else:
                 left = Ha
                 if self.scale is not None:
                     sc = self.scale[act_rows]
                     left = sp.diags(sc) @ Ha if self.sparse else Ha * sc[:, None]
                 W = delassus(Ha, S.minv_arg(), left=left, extras=extras)
+                if self.sparse and S.all_diag and self.scale is None and not extras:
+                    factors = DelassusFactors.trusted(Ha, self._minv_diag())    # (Ha: a new CSR every step)
         asm = Assembly(key=key, interactions=self.inter_arr[idx].tolist(), q=qo, W=W, constant=constant, glob=glob,
                        H=Ha, vfree=vfree, osi=self, warm=warm[act_rows], laws=self.law_arr[idx].tolist(),
                        trusted_W=G is not None and W is not None, mu=self._mu(idx), factors=factors)
@@ -1498,6 +1498,13 @@ class MoreauJeanStepper:
             p = np.asarray(Ha.T @ lam).reshape(-1)
             rows_of = Ha
         return lam, p, G0p, used, rows_of
+
+    def _minv_diag(self):
+        """1 / the diagonal of the stacked M̂ (W's factors), computed once per M̂."""
+        d = self.sys.d
+        if self._minv_d is None or self._minv_d[0] is not d:
+            self._minv_d = (d, 1.0 / d)
+        return self._minv_d[1]
 
     def _assembled_from_blocks(self, G, act):
         """The active rows G0 (CSR, canonical) from the slot blocks (a step record, W's factors)."""
