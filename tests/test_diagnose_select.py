@@ -180,7 +180,7 @@ def box_run(method, T=0.5, **kw):
     from nsopt import modeling as nm
 
     M, Hs = box_parts()
-    box = nm.LagrangianLinearTIDS(q0=[0, 0, 0.2, 0, 0, 0], v0=np.zeros(6), M=M, fext=[0.3, 0, -9.81, 0, 0, 0.05])
+    box = nm.LagrangianLinearTIDS(q0=[0, 0, 0.2 - 1e-9, 0, 0, 0], v0=np.zeros(6), M=M, fext=[0.3, 0, -9.81, 0, 0, 0.05])
     nsds = nm.NonSmoothDynamicalSystem(t0=0.0, T=T)
     inters = []
     for H in Hs:
@@ -204,13 +204,19 @@ def test_time_stepping_runs_agree_with_select():
 
 def test_time_stepping_select_reaches_the_fallback_solves():
     """select='min-norm' reaches every step's solve, the fallback's too: runs whose first method fails
-    at some contact steps (nsgs with one iteration; nsn-fb with none), those steps solved by the
-    fallback nsn-ac, give the impulses of a plain nsgs run (all selected) to 1e-12. Without select on
-    the fallback's solves they differ by 5e-2."""
-    lr, qr, _ = box_run("nsgs", T=0.2, select="min-norm")
+    at every contact step (nsn-fb with no iteration, nsgs with one, both without warm start), those
+    steps solved by the fallback (nsgs, nsn-fb), give the impulses of a plain nsgs run (all selected)
+    to 1e-10. Without select on the fallback's solves they differ by 1e-2 (nsgs) and 1e-5 (nsn-fb).
+
+    The box starts 1e-9 into the floor: at a gap of exactly 0 whether a step has an active contact at
+    all follows the sign of its velocity's round-off (1e-17, which OpenBLAS's kernels for the CPU
+    decide; issue 33), which is not what this test is about."""
+    lr, qr, mr = box_run("nsgs", T=0.2, select="min-norm")
     assert np.abs(lr).max() > 0.01
-    for method, kw in (("nsgs", {"max_iter": 1}), ("nsn-fb", {"max_iter": 0})):
-        la, qa, ma = box_run(method, T=0.2, select="min-norm", fallback=("nsn-ac",), **kw)
-        assert ma.count("nsn-ac") >= 5                                # steps solved by the fallback
-        np.testing.assert_allclose(la, lr, rtol=0, atol=1e-12)
+    for method, kw, fallback in (("nsn-fb", {"max_iter": 0}, "nsgs"), ("nsgs", {"max_iter": 1}, "nsn-fb")):
+        la, qa, ma = box_run(method, T=0.2, select="min-norm", fallback=(fallback,), warm_start=False, **kw)
+        # the same steps have a problem, and each was solved by the fallback
+        assert [m is None for m in ma] == [m is None for m in mr]
+        assert set(ma) - {None} == {fallback}
+        np.testing.assert_allclose(la, lr, rtol=0, atol=1e-10)      # (impulses up to 0.05)
         np.testing.assert_allclose(qa, qr, rtol=0, atol=1e-12)

@@ -39,7 +39,10 @@ Methods
     :math:`y = (\hat u_N, \mu \hat u_T)`, :math:`\phi = x + y - (x^2 + y^2)^{1/2}`
     (x, y in the Lorentz cone and orthogonal iff r in :math:`K_\mu`, :math:`\hat u \in K_\mu^*`,
     :math:`r \perp \hat u`); where :math:`x^2 + y^2` is on the cone boundary the Jacobian of a
-    slightly smoothed square root is used. Same globalisation and hybrid continuation.
+    slightly smoothed square root is used. Same globalisation and hybrid continuation; the
+    continuation's inner Newton is the Alart–Curnier one, guarded as ``nsn-ac``'s (an inner FB Newton
+    on :math:`W + \sigma I` does not converge on Siconos' BoxesStack1, where the FB iterates stall on
+    one run in 15 under 1e-13 changes of q, or under another CPU's BLAS rounding: issue 33).
 ``prox`` (fc3d)
     Proximal point outer loop [4]_: at :math:`r_k`, solve the regularised problem
     :math:`W + \sigma I,\ q - \sigma r_k` by ``nsn-ac`` (a well-conditioned Newton matrix even when
@@ -724,8 +727,10 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
     if stalled:
         # hybrid: the plain Newton stalled -> proximal regularisation from the best iterate
         k0, e0 = mon.k, mon.best_err
-        pinfo = _prox_loop(sys, mon.best_x["r"].copy(), mon, sigma=None, inner_iter=30, line_search=line_search,
-                           guarded=formulation == "ac")
+        # (on the AC system whatever the formulation: the same error measure, an inner Newton that converges)
+        psys = sys if formulation == "ac" else _local_system(problem, mon, "ac", "auto", dense_max=dense_max)
+        pinfo = _prox_loop(psys, mon.best_x["r"].copy(), mon, sigma=None, inner_iter=30, line_search=line_search,
+                           guarded=True)
         info.update(prox_outer=mon.k - k0, prox_newton=pinfo["newton_iterations"])
         msg = f"{sys.label} Newton: error {e0:.3g} after {k0} iterations; stalled, " \
               f"proximal continuation: error {mon.best_err:.3g}"
