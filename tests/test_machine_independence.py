@@ -49,7 +49,8 @@ print(json.dumps({{"status": s.status.value, "error": s.error, "nit": s.nit}}))
 def test_nsn_fb_boxes_stack_on_every_kernel_set(core):
     """nsn-fb on BoxesStack1 (52 contacts) under each kernel set: solved. Before the fix its proximal
     continuation ran on the FB system, whose inner Newton does not converge there, and one run in 15
-    (1e-13 relative changes of q, or Haswell's kernels) ended at max_iter with error 1.6e-3."""
+    (1e-13 relative changes of q, or Haswell's kernels) ended at max_iter with error 1.6e-3; now a
+    stalled FB solve continues as nsn-ac."""
     need_corpus()
     path = data_dir() / "fc3d" / "BoxesStack1-i100000-32.hdf5.dat"
     r = _run(FB_BOXES.format(path=str(path)), core)

@@ -252,7 +252,7 @@ def test_corpus_fc2d(path, corpus):
 @pytest.mark.slow
 def test_corpus_rockpile_fb(corpus):
     """fc3d/RockPile_tob1.dat (463 contacts, mu = 1): no Siconos 4.4 solver reaches 1e-8 in 60 s;
-    nsn-fb (with its proximal continuation) does, in ~4-10 s here (the limit leaves room for a loaded CI)."""
+    nsn-fb (continued as nsn-ac when its iterates stall) does, in ~1-2 s here (the limit leaves room for a loaded CI)."""
     p = _load(corpus / "fc3d" / "RockPile_tob1.dat")
     s = nsopt.solve(p, method="nsn-fb", tol=1e-8, time_limit=120)
     assert s.success and p.error(s.r) <= 1e-8, s

@@ -39,10 +39,12 @@ Methods
     :math:`y = (\hat u_N, \mu \hat u_T)`, :math:`\phi = x + y - (x^2 + y^2)^{1/2}`
     (x, y in the Lorentz cone and orthogonal iff r in :math:`K_\mu`, :math:`\hat u \in K_\mu^*`,
     :math:`r \perp \hat u`); where :math:`x^2 + y^2` is on the cone boundary the Jacobian of a
-    slightly smoothed square root is used. Same globalisation and hybrid continuation; the
-    continuation's inner Newton is the Alart–Curnier one, guarded as ``nsn-ac``'s (an inner FB Newton
-    on :math:`W + \sigma I` does not converge on Siconos' BoxesStack1, where the FB iterates stall on
-    one run in 15 under 1e-13 changes of q, or under another CPU's BLAS rounding: issue 33).
+    slightly smoothed square root is used. Same globalisation; when the FB iterates stall, the
+    solve continues as ``nsn-ac`` would from the same starting point (its regularised Newton, then its
+    guarded proximal continuation), within the same iteration budget. The FB iterates stall on
+    Siconos' RockPile, and on BoxesStack1 once in 15 runs under 1e-13 changes of q (or under another
+    CPU's BLAS rounding); there a proximal continuation with an inner FB Newton did not converge, and
+    the AC Newton from the FB iterate creeps (issue 33).
 ``prox`` (fc3d)
     Proximal point outer loop [4]_: at :math:`r_k`, solve the regularised problem
     :math:`W + \sigma I,\ q - \sigma r_k` by ``nsn-ac`` (a well-conditioned Newton matrix even when
@@ -589,9 +591,10 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
 
 
 def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0,
-                  reg_step=REG_STEP):
+                  reg_step=REG_STEP, started=False):
     """Globalised semismooth Newton on a _Local system under the monitor ``mon`` (whose
-    :meth:`~Monitor.start` it calls). Returns (last r, stalled, info); the best iterate is the
+    :meth:`~Monitor.start` it calls, unless ``started``: a continuation of a solve that the monitor is
+    already recording). Returns (last r, stalled, info); the best iterate is the
     monitor's. ``stalled``: the best error has not halved over the last ``stall`` iterations, or
     (``stall`` given) over the last CREEP_N iterations, each with a step cut below CREEP_T or failed.
     A small dense system (n <= SMALL_DENSE) without proximal term runs the compiled twin of this
@@ -606,7 +609,8 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
     stalled = False
     err = err_fn(r, u)
     bests = [err]
-    mon.start({"r": r}, err)
+    if not started:
+        mon.start({"r": r}, err)
     k = 0
     creep = 0
     creg = reg
@@ -715,6 +719,7 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
     key = ("newton_local", formulation, rho if type(rho) in _KEYED else repr(rho), scale, dense_max)
     sys = mon.state(problem, key, _Local, ("W", "mu"), (formulation, rho, scale, dense_max)).reset(problem)
     r = mon.start_vector("r", problem.size)
+    r_start = r.copy()
     measured = None
     if sys.small:
         r, stalled, info, measured = _newton_dense(sys, r, mon, line_search, 5, STALL_SMALL if hybrid else None, 20,
@@ -725,15 +730,25 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
                                          reg_step=reg_step)
     msg = ("%s Newton: error %.3g after %d iterations", (sys.label, mon.best_err, mon.k))
     if stalled:
-        # hybrid: the plain Newton stalled -> proximal regularisation from the best iterate
         k0, e0 = mon.k, mon.best_err
-        # (on the AC system whatever the formulation: the same error measure, an inner Newton that converges)
-        psys = sys if formulation == "ac" else _local_system(problem, mon, "ac", "auto", dense_max=dense_max)
-        pinfo = _prox_loop(psys, mon.best_x["r"].copy(), mon, sigma=None, inner_iter=30, line_search=line_search,
-                           guarded=True)
-        info.update(prox_outer=mon.k - k0, prox_newton=pinfo["newton_iterations"])
-        msg = f"{sys.label} Newton: error {e0:.3g} after {k0} iterations; stalled, " \
-              f"proximal continuation: error {mon.best_err:.3g}"
+        msg = f"{sys.label} Newton: error {e0:.3g} after {k0} iterations; stalled"
+        psys = sys
+        if formulation == "fb":
+            # the FB iterates stalled: nsn-ac's Newton (its regularised steps) from the starting point, then,
+            # if it stalls too, its guarded proximal continuation (see the module's docstring)
+            psys = _local_system(problem, mon, "ac", "auto", dense_max=dense_max)
+            _, stalled, ainfo = _newton_local(psys, r_start, mon, line_search=line_search,
+                                              err_fn=psys.error, stall=STALL["ac"], reg=1.0, reg_step=reg_step,
+                                              started=True) if not psys.small else (None, True, {})
+            info.update(ac_newton=mon.k - k0)
+            msg += f", AC Newton: error {mon.best_err:.3g}"
+        if stalled and not mon.stopped:
+            # hybrid: the plain Newton stalled -> proximal regularisation from the best iterate
+            k1 = mon.k
+            pinfo = _prox_loop(psys, mon.best_x["r"].copy(), mon, sigma=None, inner_iter=30,
+                               line_search=line_search, guarded=True)
+            info.update(prox_outer=mon.k - k1, prox_newton=pinfo["newton_iterations"])
+            msg += f", proximal continuation: error {mon.best_err:.3g}"
         measured = None
     if sys.small and mon.best_x is not None:
         # the compiled loop: the best iterate with u = Wr + q as problem.u computes it (the same
