@@ -154,7 +154,7 @@ def test_given_jacobians_of_every_kind_are_checked():
 
 
 def _cubic(h, T, **kw):
-    ds = nm.LagrangianDS([1.0], [0.0], [[1.0]], fint=lambda t, q, v, z: q ** 3, name="cubic")
+    ds = nm.LagrangianDS([1.0], [0.0], [[1.0]], fint=lambda t, q, v, z: -q ** 3, name="cubic")    # q̈ = q³
     nsds = nm.NonSmoothDynamicalSystem(0, T)
     nsds.insert_dynamical_system(ds)
     return nm.TimeStepping(nsds, h, **kw), ds
