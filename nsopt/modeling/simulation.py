@@ -437,7 +437,12 @@ class TimeStepping:
         """After steps k0 + 1.. were committed with their local error estimates ``local``: warn at the
         first step of the run above ``local_tol`` (``on_local_error="warn"``); True when one is above it
         and ``on_local_error="fail"`` (a failed step)."""
-        errs = np.atleast_1d(np.asarray(local[0] if isinstance(local, tuple) else local, dtype=float))
+        if isinstance(local, tuple):
+            if not local[0] > self.local_tol:         # (the common case, without numpy)
+                return False
+            errs = np.array([local[0]])
+        else:
+            errs = np.asarray(local, dtype=float)
         over = np.flatnonzero(errs > self.local_tol)
         if not over.size:
             return False
