@@ -308,13 +308,11 @@ def test_newton_euler_free_flight_is_siconos(siconos):
     s = _case(siconos, "newton_euler")
     body = newton_euler_body([0.1, -0.2, 0.3, 1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 2.0, 1.0, -2.0, 0.5])
     traj, _ = _run([body], [], 0.5, 1e-3, nm.MoreauJeanOSI(0.5))
-    # the twist of the first step: the wrench at the iterate, the quaternion agreeing to O(h³|ω|³)
-    assert_close(traj.v(body)[:2], s["v0"][:2], "v after one step", 1e-12)
-    # Siconos 4.4 moves the quaternion by the exponential map (q_k ⊗ exp(Δ/2)), nsopt by q_k + T(q_k)Δ
-    # normalised: O(h³|ω|³) apart per step (2e-10 here), 2e-7 after the 500 steps; a wrong sign of a
-    # torque would be O(h) per step
-    assert_close(traj.q(body), s["q0"], "q", 1e-6)
-    assert_close(traj.v(body), s["v0"], "v", 1e-6)
+    # both move the quaternion by the exponential map (h|ω|/2 > 1e-3 here: Siconos 4.4's sin(x)/x is its
+    # series of tan(x)/x below 1e-3, formulations/time_stepping.md §4)
+    assert np.linalg.norm(s["v0"][:, 3:], axis=1).min() * 1e-3 / 2 > 1e-3
+    assert_close(traj.q(body), s["q0"], "q")
+    assert_close(traj.v(body), s["v0"], "v")
 
 
 if __name__ == "__main__":
