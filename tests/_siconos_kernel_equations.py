@@ -286,6 +286,21 @@ def friction2d(lib):
     return _simulate([ds], [(inter, ds)], 1.5, 2e-3, sk.MoreauJeanOSI(0.5), osns, _lagrangian_recorder)
 
 
+def friction3d(lib):
+    """A particle sliding, then sticking, on the ground in 3D: LagrangianLinearTIDS (x, y, z) with K, C and
+    F_ext, LagrangianLinearTIR (normal, two tangents, offset b), NewtonImpactFrictionNSL(en = 0.3, et = 0,
+    μ = 0.5, 3), FrictionContact(3) by NSGS to 1e-15."""
+    ds = sk.LagrangianLinearTIDS([0.0, 0.0, 0.2], [2.0, 1.0, 0.0], np.diag([1.0, 1.0, 1.0]),
+                                 np.diag([3.0, 1.0, 0.0]), np.diag([0.1, 0.2, 0.0]))
+    ds.setFExtPtr([0.5, -0.3, -9.81])
+    rel = sk.LagrangianLinearTIR(np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]), [-0.05, 0.0, 0.0])
+    inter = sk.Interaction(sk.NewtonImpactFrictionNSL(0.3, 0.0, 0.5, 3), rel)
+    osns = sk.FrictionContact(3, sn.SICONOS_FRICTION_3D_NSGS)
+    osns.numericsSolverOptions().dparam[sn.SICONOS_DPARAM_TOL] = 1e-15
+    osns.numericsSolverOptions().iparam[sn.SICONOS_IPARAM_MAX_ITER] = 100000
+    return _simulate([ds], [(inter, ds)], 1.5, 2e-3, sk.MoreauJeanOSI(0.5), osns, _lagrangian_recorder)
+
+
 def equality(lib):
     """Two LagrangianLinearTIDS joined by a bar (EqualityConditionNSL, LagrangianLinearTIR between two
     systems), each on the ground with Newton's impact law: an MLCP (Siconos' enumeration)."""
@@ -397,7 +412,8 @@ def newton_euler(lib):
     return out
 
 
-CASES = {f.__name__: f for f in (lagrangian_ds, lagrangian_lti, rheonomous, friction2d, equality, first_order_linear,
+CASES = {f.__name__: f for f in (lagrangian_ds, lagrangian_lti, rheonomous, friction2d, friction3d, equality,
+                                  first_order_linear,
                                   first_order_lti_relay, first_order_nonlinear, first_order_nonlinear_relation,
                                   newton_euler)}
 

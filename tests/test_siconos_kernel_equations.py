@@ -16,10 +16,12 @@ What is covered (class: the terms that are non-zero):
 - LagrangianLinearTIDS: non-diagonal M, K, C, F_ext(t); LagrangianLinearTIR with offsets b; two
   NewtonImpactNSL (e = 0.5 and e = 0);
 - LagrangianRheonomousR: h(q, t), G0(q, t), ∂h/∂t on a LagrangianDS with F_int, F_gyr, F_ext;
-- NewtonImpactFrictionNSL (dim 2, en, μ > 0) on a LagrangianLinearTIDS with K, C, F_ext: FrictionContact(2);
+- NewtonImpactFrictionNSL (dim 2 and 3, en, μ > 0) on a LagrangianLinearTIDS with K, C, F_ext:
+  FrictionContact(2) (Lemke), FrictionContact(3) (sliding, then sticking);
 - EqualityConditionNSL between two systems with two NewtonImpactNSL: an MLCP;
 - FirstOrderLinearDS A(t), b(t); FirstOrderLinearR C(t), B, D, e; ComplementarityConditionNSL;
-- FirstOrderLinearTIDS (A, b), FirstOrderLinearTIR (C, B, D, e), RelayNSL(lb, ub): a Relay problem;
+- FirstOrderLinearTIDS (A, b), FirstOrderLinearTIR (C, B, D, e), RelayNSL(lb, ub): a Relay problem; the
+  same with NormalConeNSL on the box [lb, ub] (an AVI on nsopt's side: Debian's Siconos has no AVI solver);
 - FirstOrderNonLinearDS f(t, x) with its Jacobian; FirstOrderR (Siconos' FirstOrderNonLinearR) h(x, λ),
   g(x, λ) and its four Jacobians, on a nonlinear and on a linear system;
 - NewtonEulerDS: f_ext(t), m_ext(t) (body frame), f_int(t, q, v), m_int(t, q, v) and the gyroscopic moment
@@ -210,6 +212,21 @@ def test_newton_impact_friction_2d_is_siconos(siconos):
     compare_lagrangian(traj, [ds], inters, s)
 
 
+def test_newton_impact_friction_3d_is_siconos(siconos):
+    """A particle sliding then sticking on the ground: NewtonImpactFrictionNSL(dim 3), FrictionContact(3)
+    (Siconos: NSGS to 1e-15; nsopt: nsn-ac to 1e-14)."""
+    s = _case(siconos, "friction3d")
+    ds = nm.LagrangianLinearTIDS([0.0, 0.0, 0.2], [2.0, 1.0, 0.0], np.eye(3), K=np.diag([3.0, 1.0, 0.0]),
+                                 C=np.diag([0.1, 0.2, 0.0]), fext=[0.5, -0.3, -9.81])
+    rel = nm.LagrangianLinearTIR([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], b=[-0.05, 0.0, 0.0])
+    inter = nm.Interaction(nm.NewtonImpactFrictionNSL(0.3, 0.0, 0.5, 3), rel)
+    traj, inters = _run([ds], [(inter, ds)], 1.5, 2e-3, nm.MoreauJeanOSI(0.5), osns="fc3d", method="nsn-ac")
+    lam = s["lam0"]
+    sliding = np.linalg.norm(lam[:, 1:], axis=1) >= 0.5 * lam[:, 0] * (1 - 1e-9)
+    assert np.any(sliding & (lam[:, 0] > 0.01)) and np.any(~sliding & (lam[:, 0] > 0.01))   # slides, then sticks
+    compare_lagrangian(traj, [ds], inters, s)
+
+
 def test_equality_condition_between_two_systems_is_siconos(siconos):
     s = _case(siconos, "equality")
     d1 = nm.LagrangianLinearTIDS([0.0, 0.3], [0.5, 0.0], np.eye(2), K=np.diag([5.0, 0.0]), C=np.diag([0.1, 0.1]),
@@ -246,6 +263,17 @@ def test_first_order_linear_tids_relay_is_siconos(siconos):
     traj, inters = _run([ds], [(inter, ds)], 10.0, 1e-2, nm.EulerMoreauOSI(0.5), osns="relay", method="lemke")
     lam = s["lam0"]
     assert lam.min() == pytest.approx(-1.0) and np.any((lam > -1.0 + 1e-6) & (lam < 2.0 - 1e-6))
+    compare_first_order(traj, [ds], inters, s)
+
+
+def test_normal_cone_on_a_box_is_siconos_relay(siconos):
+    """NormalConeNSL: λ ∈ P = {Hλ >= k}, -y ∈ N_P(λ) (Siconos' sign); on the box P = [-1, 2] it is the relay of
+    ``first_order_lti_relay`` (Debian's Siconos 4.4 has no AVI solver: built without lp_solve), an AVI here."""
+    s = _case(siconos, "first_order_lti_relay")
+    ds = nm.FirstOrderLinearTIDS([1.0, 0.5], [[0.0, 1.0], [-1.0, -0.1]], b=[0.0, 0.5])
+    rel = nm.FirstOrderLinearTIR(C=[[0.0, 1.0]], B=[[0.0], [1.0]], D=[[0.01]], e=[0.05])
+    inter = nm.Interaction(nm.NormalConeNSL(1, H=[[1.0], [-1.0]], k=[-1.0, -2.0]), rel)
+    traj, inters = _run([ds], [(inter, ds)], 10.0, 1e-2, nm.EulerMoreauOSI(0.5), osns="avi", method="lemke", tol=1e-13)
     compare_first_order(traj, [ds], inters, s)
 
 
