@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "examples"))
 sys.path.insert(0, str(HERE))
 
-from nsopt import modeling as nm  # noqa: E402
+from nsopt import modeling as nm
 
 CLOCK = time.thread_time
 
@@ -41,11 +41,7 @@ CLOCK = time.thread_time
 def ball(mode, T):
     from bench_modeling_siconos import ball_simulation
 
-    sim, _, _ = ball_simulation(T)
-    sim.on_local_error = mode
-    if mode == "ignore":
-        sim._local = None
-    return sim
+    return _mode(ball_simulation(T)[0], mode)
 
 
 def spring(mode, T):
@@ -72,17 +68,17 @@ def pendulum(mode, T):
 def slider_crank(mode, T):
     import modeling_slider_crank as ex
 
-    sim = _captured(ex.simulate, T)
-    sim.on_local_error = mode
-    if mode == "ignore":
-        sim._local = None
-    return sim
+    return _mode(_captured(ex.simulate, T), mode)
 
 
 def diode(mode, T):
     import modeling_diode_bridge as ex
 
-    sim = _captured(ex.simulate, T)
+    return _mode(_captured(ex.simulate, T), mode)
+
+
+def _mode(sim, mode):
+    """A simulation built elsewhere (with the default "warn"), turned to ``mode`` before its first step."""
     sim.on_local_error = mode
     if mode == "ignore":
         sim._local = None

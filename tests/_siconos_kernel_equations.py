@@ -179,7 +179,7 @@ def _simulate(dss, inters_links, T, h, osi, osns, recorder, nonlinear=False):
         # to the fixed point (20 iterations; its "max. number of steps reached" notes go to /dev/null)
         s.setNewtonTolerance(0.0)
         s.setNewtonMaxIteration(20)
-    N = int(round(T / h))
+    N = round(T / h)
     out = {}
     with _quiet():
         steps = _run(s, recorder(out, N, dss, inters))
@@ -426,7 +426,7 @@ if __name__ == "__main__":
         for name in names:
             try:
                 out = CASES[name](lib)
-            except Exception as e:        # one case that Siconos refuses does not hide the others
+            except Exception as e:  # noqa: BLE001  (one case that Siconos refuses does not hide the others)
                 res[f"{name}.error"] = np.array(f"{type(e).__name__}: {e}")
                 continue
             res.update({f"{name}.{k}": v for k, v in out.items()})

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from nsopt.exceptions import ModelingError, NsoptWarning, StepFailed
 from nsopt import modeling as nm
+from nsopt.exceptions import ModelingError, NsoptWarning, StepFailed
 
 
 def cubic(T=3.0, h=0.05, **kw):

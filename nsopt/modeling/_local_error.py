@@ -24,6 +24,8 @@ otherwise), for the others the sparse products K q, C v in the same compiled pas
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -54,9 +56,9 @@ def theta_local_error(h, th, a0, a1, dprev, prev_hit, sys_of, hit, x0, x1, xcol,
             j = xcol[i]
             sc = 1.0 if j < 0 else 1.0 + max(abs(x0[j]), abs(x1[j]))
             rq = abs(eq) / sc
-            if rq > r or rq != rq:
+            if rq > r or math.isnan(rq):
                 r = rq
-        if r != r:
+        if math.isnan(r):
             return np.nan, i
         if r > best:
             best, arg = r, i
