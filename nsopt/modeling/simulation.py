@@ -741,8 +741,10 @@ class Trajectory(Derivatives):
     (first order); ``y(inter, level)``, ``lambda_(inter, level)`` ((k+1, m)). Per step (k entries,
     one per step taken): ``status`` (a :class:`nsopt.Status`, or **None for a step without contact**:
     no problem had to be solved), ``error`` (NaN without contact), ``nit`` (the solver's iterations, 0
-    without contact), ``method``, ``newton_iterations``, ``newton_residual``, ``newton_converged``;
-    ``failed_steps``; ``problems`` (with ``keep_problems=True``). With
+    without contact), ``method``, ``newton_iterations``, ``newton_residual``, ``newton_converged``,
+    ``local_error`` (the estimate of the step's smooth phase, ``formulations/time_stepping.md`` §6);
+    ``failed_steps``, ``inaccurate_steps`` (local error above ``local_tol``); ``problems`` (with
+    ``keep_problems=True``). With
     ``TimeStepping(..., differentiable=True)``: ``gradient``, ``vjp``, ``jvp``, ``jacobian``,
     ``derivative_report``, ``states``, ``dofs`` (:mod:`nsopt.modeling.differentiable`).
 
@@ -766,6 +768,8 @@ class Trajectory(Derivatives):
         Per step: the error measure (NaN without contact) and the solver's iterations.
     newton_iterations, newton_residual, newton_converged : numpy.ndarray
         Per step: the Newton loop's iterations, last residual and convergence.
+    local_error : numpy.ndarray
+        Per step: the local error estimate of its smooth phase (NaN with ``on_local_error="ignore"``).
     problems : dict
         The one-step problems, with ``keep_problems=True``.
 
