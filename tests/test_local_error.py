@@ -18,17 +18,23 @@ from nsopt import modeling as nm
 from nsopt.exceptions import ModelingError, NsoptWarning, StepFailed
 
 
-def cubic(T=3.0, h=0.05, **kw):
-    """q̈ = q³: F_int = -q³ on the left of M q̈ + F_int = 0 (Siconos' sign)."""
-    ds = nm.LagrangianDS([1.0], [0.0], [[1.0]], fint=lambda t, q, v, z: -q ** 3,
-                         jacobian_fint_q=lambda t, q, v, z: np.array([[-3 * q[0] ** 2]]))
+def cubic(T=3.0, h=0.05, term="fint", **kw):
+    """q̈ = q³: F_int = -q³ (or F_gyr = -q³) on the left of M q̈ + F_gyr + F_int = 0 (Siconos' signs)."""
+    if term == "fint":
+        ds = nm.LagrangianDS([1.0], [0.0], [[1.0]], fint=lambda t, q, v, z: -q ** 3,
+                             jacobian_fint_q=lambda t, q, v, z: np.array([[-3 * q[0] ** 2]]))
+    else:
+        ds = nm.LagrangianDS([1.0], [0.0], [[1.0]], fgyr=lambda q, v, z: -q ** 3,
+                             jacobian_fgyr_q=lambda q, v, z: np.array([[-3 * q[0] ** 2]]))
     nsds = nm.NonSmoothDynamicalSystem(0.0, T)
     nsds.insert_dynamical_system(ds)
     return nm.TimeStepping(nsds, h, nm.MoreauJeanOSI(0.5), **kw), ds
 
 
-def test_the_step_to_a_spurious_root_is_flagged():
-    sim, ds = cubic()
+@pytest.mark.parametrize("term", ["fint", "fgyr"])
+def test_the_step_to_a_spurious_root_is_flagged(term):
+    """The issue's run, written with F_int or with F_gyr (both on the left: the same equation)."""
+    sim, ds = cubic(term=term)
     with pytest.warns(NsoptWarning, match=r"step 35 \(t = 1\.75\): the local error estimate .* > local_tol 0\.05"):
         traj = sim.run()
     q = traj.q(ds)[:, 0]

@@ -112,7 +112,7 @@ class LocalError:
     def __init__(self, theta: float, h: float):
         self.theta, self.h = float(theta), float(h)
         self._plan = None            # (stepper layout key, _SecondOrder or _FirstOrder or None)
-        self._mem = None             # (step count, a_k, Δa_{k-1}, systems without impulse) after a step
+        self._mem = None             # (step count, a_k, Δa_{k-1}, impulses, state row) after a step
         self._pending = None
 
     def _layout(self, st):
@@ -134,7 +134,7 @@ class LocalError:
         if plan.constant:                  # constant accelerations: the free flight's formula
             return float(self.block(st, k, X0, X1[None, :])[0]), -1
         mem = self._mem
-        if mem is not None and mem[0] == k:
+        if mem is not None and mem[0] == k and mem[4] is X0:      # (a state written between steps: afresh)
             a0, dprev, prev_hit = mem[1], mem[2], mem[3]
         else:
             a0 = plan.acc(t0, X0)
@@ -149,7 +149,7 @@ class LocalError:
             plan.hit(X1, hit)
             err, col = theta_local_error(self.h, self.theta, a0, a1, dprev, prev_hit, plan.sys_of, hit,
                                          *plan.scales(X0, X1), plan.second, da)
-        self._pending = (k + 1, a1, da, hit)
+        self._pending = (k + 1, a1, da, hit, X1)
         return err, (int(plan.sys_of[col]) if col >= 0 else -1)
 
     def commit(self):
