@@ -117,9 +117,9 @@ class TimeStepping:
     newton_tol, newton_max_iter : the Newton loop around the OSNS solve (nonlinear systems or relations).
     local_tol, on_local_error : the local error estimate of each step's smooth phase (the θ-scheme's, from
         the accelerations a = M⁻¹F at both ends of the step, ``formulations/time_stepping.md`` §6), recorded
-        in ``Trajectory.local_error``: the largest error of a position or velocity relative to
-        1 + |its value|. Above ``local_tol`` (default 0.05), ``on_local_error="warn"`` (the default) warns
-        (:class:`~nsopt.exceptions.NsoptWarning`, once per run; ``Trajectory.inaccurate_steps`` lists
+        in ``Trajectory.local_error``: the largest error of a position or velocity relative to 1 + the
+        size of that value. Above ``local_tol`` (default 0.05), ``on_local_error="warn"`` (the default)
+        warns (:class:`~nsopt.exceptions.NsoptWarning`, once per run; ``Trajectory.inaccurate_steps`` lists
         them all), ``"fail"`` records the step as failed (``failed_steps``; ``on_failure="raise"``
         raises), ``"ignore"`` skips the estimate (NaN). A step whose implicit equations were solved to a
         spurious root, or whose h is too large for the motion, is flagged; its cost is one evaluation of
@@ -835,8 +835,9 @@ class Trajectory(Derivatives):
     newton_residual = _per_step("newton_residual", "Per step: the Newton loop's last residual.")
     newton_converged = _per_step("newton_converged", "Per step: whether the Newton loop reached newton_tol.")
     local_error = _per_step("local_error", "Per step: the local error estimate of its smooth phase (the largest "
-                                           "error of a position or velocity relative to 1 + |its value|, "
-                                           "``TimeStepping(local_tol=...)``); NaN with ``on_local_error='ignore'``.")
+                                           "error of a position or velocity relative to 1 + the size of that "
+                                           "value, ``TimeStepping(local_tol=...)``); NaN with "
+                                           "``on_local_error='ignore'``.")
     del _per_step
 
     @property
