@@ -131,8 +131,8 @@ class LocalError:
         plan = self._layout(st)
         if plan is None:
             return np.nan, -1
-        if plan.constant:                  # constant accelerations: the free flight's formula
-            return float(self.block(st, k, X0, X1[None, :])[0]), -1
+        if plan.constant:                  # constant accelerations: the free flight's formula (0 at θ = 1/2)
+            return (0.0, -1) if self.theta == 0.5 else (float(self.block(st, k, X0, X1[None, :])[0]), -1)
         mem = self._mem
         if mem is not None and mem[0] == k and mem[4] is X0:      # (a state written between steps: afresh)
             a0, dprev, prev_hit = mem[1], mem[2], mem[3]
