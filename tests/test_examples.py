@@ -21,6 +21,7 @@ def test_example_runs(script, tmp_path):
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
                        cwd=script.parent)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert "local error estimate" not in r.stderr, r.stderr[-3000:]     # every step follows its motion
     assert _tracked(script.parent) == before, "the example wrote into examples/"
     if "savefig" in script.read_text(encoding="utf-8"):
         assert list(tmp_path.glob("*.png")), "the example draws a figure but wrote none to $NSOPT_FIGURES"

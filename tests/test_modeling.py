@@ -118,10 +118,11 @@ def test_relay_oscillator_matches_the_discrete_formula():
 
 
 def pendulum_sim(G0=True, T=1.0, h=1e-2):
-    """A pendulum (LagrangianDS, gravity through fint) hitting a wall x >= -0.5 (scleronomous)."""
+    """A pendulum (LagrangianDS, gravity through fint: M q̈ + F_int = 0, F_int = gL sin q) hitting a wall
+    x >= -0.5 (scleronomous)."""
     L, g = 1.0, 9.81
-    ds = nm.LagrangianDS([1.0], [0.0], M=[[L * L]], fint=lambda t, q, v, z: np.array([-g * L * np.sin(q[0])]),
-                         jacobian_fint_q=lambda t, q, v, z: np.array([[-g * L * np.cos(q[0])]]),
+    ds = nm.LagrangianDS([1.0], [0.0], M=[[L * L]], fint=lambda t, q, v, z: np.array([g * L * np.sin(q[0])]),
+                         jacobian_fint_q=lambda t, q, v, z: np.array([[g * L * np.cos(q[0])]]),
                          jacobian_fint_v=lambda t, q, v, z: np.zeros((1, 1)))
     rel = nm.LagrangianScleronomousR(h=lambda q, z: np.array([L * np.sin(q[0]) + 0.5]),
                                      G0=(lambda q, z: np.array([[L * np.cos(q[0])]])) if G0 else None)

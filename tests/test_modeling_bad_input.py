@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from nsopt import modeling as nm
-from nsopt.exceptions import ModelingError, NsoptError, PluginError, StepFailed
+from nsopt.exceptions import ModelingError, NsoptError, NsoptWarning, PluginError, StepFailed
 
 
 def ball(**kw):
@@ -154,20 +154,23 @@ def test_given_jacobians_of_every_kind_are_checked():
 
 
 def _cubic(h, T, **kw):
-    ds = nm.LagrangianDS([1.0], [0.0], [[1.0]], fint=lambda t, q, v, z: q ** 3, name="cubic")
+    ds = nm.LagrangianDS([1.0], [0.0], [[1.0]], fint=lambda t, q, v, z: -q ** 3, name="cubic")    # q̈ = q³
     nsds = nm.NonSmoothDynamicalSystem(0, T)
     nsds.insert_dynamical_system(ds)
     return nm.TimeStepping(nsds, h, **kw), ds
 
 
 def test_a_newton_loop_that_misses_its_tolerance_is_a_failed_step():
-    """q'' = q³ blows up at t ≈ 1.85: the Newton loop cannot follow it."""
+    """q'' = q³ blows up at t ≈ 1.85: the Newton loop cannot follow it (and the local error estimate
+    flags the steps before it: tests/test_local_error.py)."""
     sim, ds = _cubic(1e-2, 10.0)
-    traj = sim.run()
+    with pytest.warns(NsoptWarning, match=r"step 18\d .*local error estimate"):
+        traj = sim.run()
     assert traj.failed_steps and traj.failed_steps[0] in range(180, 190)
     assert not traj.newton_converged[traj.failed_steps[0] - 1]
     sim, ds = _cubic(1e-2, 10.0, on_failure="raise")
-    with pytest.raises(StepFailed, match=r"step 18\d .*the Newton loop did not converge: residual .* > newton_tol 1e-06"):
+    with pytest.warns(NsoptWarning, match="local error estimate"), \
+            pytest.raises(StepFailed, match=r"step 18\d .*the Newton loop did not converge: residual .* > newton_tol 1e-06"):
         sim.run()
 
 
@@ -177,7 +180,8 @@ def test_an_exploding_state_stops_the_run():
     nsds = nm.NonSmoothDynamicalSystem(0, 1.0)
     nsds.insert_dynamical_system(ds)
     sim = nm.TimeStepping(nsds, 1e-2, nm.MoreauJeanOSI(0.0))
-    with pytest.raises(StepFailed, match=r"the state v of LagrangianLinearTIDS 'stiff' exploded \(\|v\| = .* > 1e\+100\)"):
+    with pytest.warns(NsoptWarning, match=r"step 1 .*local error estimate .* 'stiff'"), \
+            pytest.raises(StepFailed, match=r"the state v of LagrangianLinearTIDS 'stiff' exploded \(\|v\| = .* > 1e\+100\)"):
         sim.run()
     q = sim.trajectory.q(ds)
     assert np.all(np.isfinite(q)) and np.abs(q).max() <= 1e100 and q.shape[0] == sim.k + 1

@@ -50,10 +50,10 @@ def _system(draw, rng, kind, n, simple=False):
         return nm.LagrangianLinearTIDS(q0, v0, M, K=K, C=C, fext=fext)
     if kind == "ds":                                 # constant M, no state force: the constant group
         return nm.LagrangianDS(q0, v0, M, fext=g * d)
-    if kind == "ds-fint":                            # a cubic spring: the Newton loop
+    if kind == "ds-fint":                            # a cubic spring (F_int = k3 q³ - g d): the Newton loop
         k3 = rng.uniform(10.0, 50.0)
-        return nm.LagrangianDS(q0, v0, M, fint=lambda t, q, v, z: -k3 * q ** 3 + g * d,
-                               jacobian_fint_q=lambda t, q, v, z: np.diag(-3 * k3 * q ** 2),
+        return nm.LagrangianDS(q0, v0, M, fint=lambda t, q, v, z: k3 * q ** 3 - g * d,
+                               jacobian_fint_q=lambda t, q, v, z: np.diag(3 * k3 * q ** 2),
                                jacobian_fint_v=lambda t, q, v, z: np.zeros((n, n)))
     # a mass matrix that depends on q (one by one, Newton)
     return nm.LagrangianDS(q0, v0, lambda q, z: np.diag(d * (1.0 + 0.1 * q * q)), fext=g * d)

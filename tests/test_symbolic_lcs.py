@@ -85,9 +85,9 @@ def modeling_cartpole(model, x, u):
     """The cart-pole as nsopt.modeling objects, with the compiled SymPy model as plug-ins."""
     nm = pytest.importorskip("nsopt.modeling")
     ds = nm.LagrangianDS(q0=x[:2], v0=x[2:], M=lambda q, z: model.M(q),
-                         fint=lambda t, q, v, z: model.F(q, v, u),
-                         jacobian_fint_q=lambda t, q, v, z: model.F_q(q, v, u),
-                         jacobian_fint_v=lambda t, q, v, z: model.F_v(q, v, u))
+                         fint=lambda t, q, v, z: -model.F(q, v, u),       # M q̈ + F_int = p: F_int = -F
+                         jacobian_fint_q=lambda t, q, v, z: -model.F_q(q, v, u),
+                         jacobian_fint_v=lambda t, q, v, z: -model.F_v(q, v, u))
     rel = nm.LagrangianScleronomousR(h=lambda q, z: model.g(q), G0=lambda q, z: model.G(q))
     inter = nm.Interaction(nm.NewtonImpactNSL(e=0.0), rel)
     return nm, ds, inter

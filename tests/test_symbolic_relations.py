@@ -206,9 +206,9 @@ def test_slider_crank_simulation_matches_handwritten():
         s = c12 * np.sin(q[0] - q[1])
         return np.array([s * v[1] ** 2, -s * v[0] ** 2, 0.0])
 
-    def fint(t, q, v, z):
-        return -np.array([(0.5 * m1 + m2 + m3) * g * l1 * np.cos(q[0]), (0.5 * m2 + m3) * g * l2 * np.cos(q[1]),
-                          0.0])
+    def fint(t, q, v, z):      # gravity, on the left of M q̈ + F_gyr + F_int = p (Siconos' sign)
+        return np.array([(0.5 * m1 + m2 + m3) * g * l1 * np.cos(q[0]), (0.5 * m2 + m3) * g * l2 * np.cos(q[1]),
+                         0.0])
 
     def run(relations):
         ds = nm.LagrangianDS(q0=[np.pi / 2, 0.0, 0.0], v0=[-150.0, 75.0, 0.0], M=M, fgyr=fgyr, fint=fint)

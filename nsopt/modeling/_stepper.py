@@ -43,7 +43,7 @@ Extension points (documented in ``formulations/time_stepping.md``):
   the **kinematics** (:meth:`_Systems.positions`: q_{k+1} from q_k, v_k, v_{k+1}); the stacked
   position array has its own offsets (``qoff``), distinct from the velocity offsets (``voff``), so
   that a group whose q is not v-sized (a rigid body: position + quaternion, 7, and twist, 6) plugs in
-  by giving its own ``positions`` (q ← q + hT(q)v, normalised) and forces (the gyroscopic term), and
+  by giving its own ``positions`` (the quaternion moved by the exponential map) and forces (the gyroscopic term), and
   its relations Jacobians with respect to the twist;
 - a **step record** (:class:`StepRecord`): ``TimeStepping(..., on_step=f)`` calls ``f`` after each
   committed step with the active set, the problem solved (W, q), its solution λ, v_free and the rows
@@ -490,7 +490,7 @@ class _Systems:
     def positions(self, qk, vk, v):
         r"""The kinematics: :math:`q_{k+1} = q_k + h[(1-\theta)v_k + \theta v_{k+1}]` (:func:`~nsopt.modeling._kernels.position`)
         and max |q_{k+1}|. A group whose q is not v (a rigid body's quaternion) replaces this with its
-        q ← q + hT(q)v (normalised) on its ``qranges``."""
+        own map on its ``qranges`` (:func:`~nsopt.modeling.newton_euler.ne_positions`)."""
         out = np.empty(self.nq)
         c1, c2 = self.h * (1 - self.theta), self.h * self.theta
         if self.ne is None:

@@ -1243,11 +1243,15 @@ def _contact_kernel(Q1, Q2, two, RP1, RP2, RN, dim, y, H, P1, P2, N):  # pragma:
 
 @njit(cache=True)
 def ne_positions(qk, vk, v, qoff, voff, c1, c2, out):  # pragma: no cover  (compiled)
-    r"""Moreau–Jean's kinematics of rigid bodies (Siconos ``MoreauJeanOSI::updatePosition``), body b's pose at
-    ``qoff[b]`` and twist at ``voff[b]`` of the stacked arrays:
-    :math:`q_{k+1} = q_k + T(q_k)\,[c_1 v_k + c_2 v_{k+1}]` (c1 = h(1-θ), c2 = hθ; T of
-    :func:`nsopt.modeling._rotation.T_matrix`: the linear velocity on the position,
-    :math:`\frac12\mathbf q \otimes (0, ω)` on the quaternion), then the quaternion normalised. Writes
+    r"""Moreau–Jean's kinematics of rigid bodies (Siconos 4.4 ``MoreauJeanOSI::updatePosition``), body b's
+    pose at ``qoff[b]`` and twist at ``voff[b]`` of the stacked arrays: with :math:`Δ = c_1 v_k + c_2 v_{k+1}`
+    (c1 = h(1-θ), c2 = hθ), the position moves by :math:`Δ_{0:3}` and the quaternion by the exponential map of
+    the body-frame rotation vector :math:`φ = Δ_{3:6}`,
+
+    .. math:: \mathbf q_{k+1} = \mathbf q_k \otimes \big(\cos\tfrac{|φ|}2,\ \sin\tfrac{|φ|}2\,\tfrac{φ}{|φ|}\big)
+
+    (Siconos' ``quaternionFromTwistVector`` and ``compositionLawLieGroup``; exact for a constant ω, where
+    :math:`\mathbf q + T(\mathbf q)Δ` normalised is O(|φ|³) off), then normalised against rounding. Writes
     ``out`` and returns max |out| over these entries (nan when not finite)."""
     top = 0.0
     bad = False
@@ -1263,11 +1267,16 @@ def ne_positions(qk, vk, v, qoff, voff, c1, c2, out):  # pragma: no cover  (comp
         wx = c1 * vk[o + 3] + c2 * v[o + 3]
         wy = c1 * vk[o + 4] + c2 * v[o + 4]
         wz = c1 * vk[o + 5] + c2 * v[o + 5]
+        ang = np.sqrt(wx * wx + wy * wy + wz * wz)
+        half = 0.5 * ang
+        # sin(|φ|/2)/|φ| = ½ sinc(|φ|/2) (its series below 1e-4: exact in double precision)
+        f = 0.5 * (1.0 - half * half / 6.0) if half < 1e-4 else np.sin(half) / ang
+        dw, dx, dy, dz = np.cos(half), f * wx, f * wy, f * wz
         qw, qx, qy, qz = qk[a + 3], qk[a + 4], qk[a + 5], qk[a + 6]
-        nw = qw + 0.5 * (-qx * wx - qy * wy - qz * wz)
-        nx = qx + 0.5 * (qw * wx + qy * wz - qz * wy)
-        ny = qy + 0.5 * (qw * wy - qx * wz + qz * wx)
-        nz = qz + 0.5 * (qw * wz + qx * wy - qy * wx)
+        nw = qw * dw - qx * dx - qy * dy - qz * dz
+        nx = qw * dx + qx * dw + qy * dz - qz * dy
+        ny = qw * dy - qx * dz + qy * dw + qz * dx
+        nz = qw * dz + qx * dy - qy * dx + qz * dw
         s = np.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
         out[a + 3], out[a + 4], out[a + 5], out[a + 6] = nw / s, nx / s, ny / s, nz / s
         if not (s > 0.0 and s < np.inf):

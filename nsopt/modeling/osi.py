@@ -61,8 +61,11 @@ class MoreauJeanOSI(OneStepIntegrator):
     is active when its predicted gap :math:`y_k + \gamma h \dot y_k \le` ``activation_threshold``
     (γ = 1/2), Siconos 4.4's ``MoreauJeanOSI::addInteractionInIndexSet``.
 
-    Rigid bodies (:class:`~nsopt.modeling.NewtonEulerDS`) move by :math:`q_{k+1} = q_k + T(q_k)[h(1-\theta)v_k
-    + h\theta v_{k+1}]` (quaternion normalised), and, by default, their positions are then projected as in
+    Rigid bodies (:class:`~nsopt.modeling.NewtonEulerDS`) move by :math:`Δ = h(1-\theta)v_k + h\theta v_{k+1}`:
+    the position by :math:`Δ_{0:3}`, the quaternion by the exponential map of the rotation vector
+    :math:`φ = Δ_{3:6}` (body frame), :math:`\mathbf q_{k+1} = \mathbf q_k \otimes (\cos\frac{|φ|}2,
+    \sin\frac{|φ|}2\frac{φ}{|φ|})` (Siconos 4.4's ``updatePosition``), and, by default, their positions are then
+    projected as in
     Siconos' ``MoreauJeanDirectProjectionOSI``: the velocity-level law stops a body landing at speed
     :math:`|v|` within the step but leaves it up to :math:`h|v|/2` below the surface. When a unilateral
     contact's gap :math:`y_n(q_{k+1})` is below ``-projection_tol``, with :math:`H_n` the normal rows of the

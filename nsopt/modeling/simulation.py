@@ -7,6 +7,7 @@ import inspect
 import math
 import re
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -16,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._doc import insert_section
-from ..exceptions import ModelingError, StepFailed
+from ..exceptions import ModelingError, NsoptWarning, StepFailed
 from ..io._target import check_folder
 from ..problems import (
     AVI,
@@ -32,6 +33,7 @@ from ..result import Status
 from ..solve import solve
 from . import _state
 from ._check import label, scalar
+from ._local_error import LocalError
 from .differentiable import Derivatives
 from .interactions import NonSmoothDynamicalSystem
 from .osi import EulerMoreauOSI, MoreauJeanOSI, StepRecord
@@ -113,6 +115,15 @@ class TimeStepping:
         1e100 (``nsopt.modeling._kernels.STATE_LIMIT``) always stops the run with ``StepFailed``, the
         last finite state kept.
     newton_tol, newton_max_iter : the Newton loop around the OSNS solve (nonlinear systems or relations).
+    local_tol, on_local_error : the local error estimate of each step's smooth phase (the θ-scheme's, from
+        the accelerations a = M⁻¹F at both ends of the step, ``formulations/time_stepping.md`` §6), recorded
+        in ``Trajectory.local_error``: the largest error of a position or velocity relative to 1 + the
+        size of that value. Above ``local_tol`` (default 0.05), ``on_local_error="warn"`` (the default)
+        warns (:class:`~nsopt.exceptions.NsoptWarning`, once per run; ``Trajectory.inaccurate_steps`` lists
+        them all), ``"fail"`` records the step as failed (``failed_steps``; ``on_failure="raise"``
+        raises), ``"ignore"`` skips the estimate (NaN). A step whose implicit equations were solved to a
+        spurious root, or whose h is too large for the motion, is flagged; its cost is one evaluation of
+        the forces per nonlinear system and step, none for linear time-invariant systems without K, C.
     warm_start : start each solve from the previous step's λ (True by default).
     keep_problems : keep every step's OSNS problem in the trajectory (for :meth:`Trajectory.to_fclib`).
     progress : show a tqdm progress bar in :meth:`run`.
@@ -138,7 +149,8 @@ class TimeStepping:
 
     def __init__(self, nsds: NonSmoothDynamicalSystem, h: float, integrator=None, osns: str | None = None,
                  method: str = "auto", tol: float = 1e-8, *, fallback=(), on_failure: str = "continue",
-                 newton_tol: float = 1e-6, newton_max_iter: int = 50, warm_start: bool = True,
+                 newton_tol: float = 1e-6, newton_max_iter: int = 50, local_tol: float = 0.05,
+                 on_local_error: str = "warn", warm_start: bool = True,
                  keep_problems: bool = False, progress: bool = False, continue_from=None, on_step=None,
                  differentiable: bool = False, name=None, **options):
         self.name = name
@@ -175,6 +187,10 @@ class TimeStepping:
             raise ModelingError(o, "osns", "a global friction-contact problem needs Lagrangian systems")
         if on_failure not in ("raise", "continue"):
             raise ModelingError(o, "on_failure", f"must be 'raise' or 'continue', got {on_failure!r}")
+        if on_local_error not in ("warn", "fail", "ignore"):
+            raise ModelingError(o, "on_local_error", f"must be 'warn', 'fail' or 'ignore', got {on_local_error!r}")
+        self.local_tol = scalar(local_tol, o, "local_tol", low=0.0, low_open=True)
+        self.on_local_error = on_local_error
         if on_step is not None and not callable(on_step):
             raise ModelingError(o, "on_step", f"must be a callable on_step(record), got {type(on_step).__name__}")
         self.osns_kind = osns
@@ -212,6 +228,9 @@ class TimeStepping:
         self._ws = None
         self._critical = self._interrupted = False
         self._stepper = integrator.start(self, source=None if prev is None else prev._stepper)
+        self._local = None if on_local_error == "ignore" or not hasattr(integrator, "theta") else \
+            LocalError(integrator.theta, self.h)
+        self._local_warned = False
         self.trajectory = Trajectory(self)
 
     # ------------------------------------------------------------------ checks
@@ -354,21 +373,27 @@ class TimeStepping:
         self._last = None
         nit, res, conv = st.step(self)
         sol = self._last[1] if self._last is not None else None
-        self._commit(st, 1, nit, res, conv, sol)
+        local = self._local.step(st, self.k, self.t, st.buf, st.pending[0]) if self._local is not None else None
+        self._commit(st, 1, nit, res, conv, sol, local)
         return sol
 
-    def _commit(self, st, n, nit=1, res=0.0, conv=True, sol=None):
+    def _commit(self, st, n, nit=1, res=0.0, conv=True, sol=None, local=None):
         """Record the pending state of ``n`` steps, count them and make it current: the critical
         section (a Ctrl-C inside it is delivered at its end, under :meth:`run`); then write or keep
-        the step's problem, call ``on_step``, and raise on a failed step with ``on_failure="raise"``."""
+        the step's problem, call ``on_step``, and raise on a failed step with ``on_failure="raise"``.
+        ``local``: the step's local error estimate (its value, the system where it is largest), or the
+        estimates of the ``n`` steps of a free flight (an array)."""
         tr = self.trajectory
+        k0 = self.k
         self._critical = True
         try:
             if nit is not None:             # the row, then the state, then the count (see _ready)
-                tr._record(self.k + 1, nit, res, conv, sol, st.pending[0], st)
+                tr._record(self.k + 1, nit, res, conv, sol, st.pending[0], st, None if local is None else local[0])
             else:
-                tr._advance(self.k + 1, n)
+                tr._advance(self.k + 1, n, local)
             st.commit(self.k + n)
+            if self._local is not None:
+                self._local.commit()
             self.k += n
             self.t = self.t0 + self.k * self.h
         finally:
@@ -379,7 +404,10 @@ class TimeStepping:
         if self._interrupted:
             self._interrupted = False
             raise KeyboardInterrupt
+        lerr = self._local_flag(st, k0, local) if local is not None else False
         if nit is None:
+            if lerr and self.on_failure == "raise":
+                self._raise_local(k0, local)
             return
         if self._write is not None or self.keep_problems or self.on_step is not None or self._tape is not None:
             problem = self._last[0] if self._last is not None else None
@@ -394,7 +422,9 @@ class TimeStepping:
                     self._tape.record(rec)
                 if self.on_step is not None:
                     self.on_step(rec)
-        if (not conv or (sol is not None and sol.status is not Status.SOLVED)) and self.on_failure == "raise":
+        if (not conv or (sol is not None and sol.status is not Status.SOLVED) or lerr) and self.on_failure == "raise":
+            if lerr and conv and (sol is None or sol.status is Status.SOLVED):
+                self._raise_local(k0, local)
             if sol is not None and not sol.success:
                 why = (f"the {self.osns_kind} problem was not solved by {sol.method!r}: status {sol.status.value}, "
                        f"error {sol.error:.3e} > tol {self.tol:g}")
@@ -402,6 +432,44 @@ class TimeStepping:
                 why = (f"the Newton loop did not converge: residual {res:.3e} > newton_tol {self.newton_tol:g} after "
                        f"{nit} iterations")
             raise StepFailed(f"step {self.k} (t = {self.t:.6g}): {why}", step=self.k, time=self.t, solution=sol)
+
+    def _local_flag(self, st, k0, local) -> bool:
+        """After steps k0 + 1.. were committed with their local error estimates ``local``: warn at the
+        first step of the run above ``local_tol`` (``on_local_error="warn"``); True when one is above it
+        and ``on_local_error="fail"`` (a failed step)."""
+        if isinstance(local, tuple):
+            if not local[0] > self.local_tol:         # (the common case, without numpy)
+                return False
+            errs = np.array([local[0]])
+        else:
+            errs = np.asarray(local, dtype=float)
+        over = np.flatnonzero(errs > self.local_tol)
+        if not over.size:
+            return False
+        if self.on_local_error == "fail":
+            return True
+        if not self._local_warned:
+            self._local_warned = True
+            warnings.warn(self._local_message(st, k0 + 1 + int(over[0]), float(errs[over[0]]),
+                                              local[1] if isinstance(local, tuple) else -1)
+                          + "; the steps above local_tol are in Trajectory.inaccurate_steps "
+                          "(on_local_error='fail' makes them failed steps)", NsoptWarning, stacklevel=_caller_level())
+        return False
+
+    def _local_message(self, st, k, err, which):
+        systems = getattr(getattr(st, "sys", None), "systems", None) or getattr(st, "systems", ())
+        where = f" (largest at {label(systems[which])})" if 0 <= which < len(systems) else ""
+        return (f"step {k} (t = {self.t0 + k * self.h:.6g}): the local error estimate of the smooth phase is "
+                f"{err:.3g} > local_tol {self.local_tol:g}{where}: the step does not follow the solution it started "
+                "on (h too large for the motion there, or the implicit step solved to a spurious root)")
+
+    def _raise_local(self, k0, local):
+        errs = np.atleast_1d(np.asarray(local[0] if isinstance(local, tuple) else local, dtype=float))
+        j = int(np.flatnonzero(errs > self.local_tol)[0])
+        k = k0 + 1 + j
+        raise StepFailed(self._local_message(self._stepper, k, float(errs[j]),
+                                             local[1] if isinstance(local, tuple) else -1),
+                         step=k, time=self.t0 + k * self.h, solution=None)
 
     def _record_of(self, st, nit, res, conv, sol):
         idx, lam, vfree, rows = st.last if st.last is not None else (None, None, None, None)
@@ -445,7 +513,9 @@ class TimeStepping:
                     rec, j0 = self.trajectory._reserve(self.k + 1, nmax, st)
                     n = st.fly(self, nmax, rec, j0)
                     if n:      # steps without contact, taken at once (the compiled free flight)
-                        self._commit(st, n, None)
+                        local = None if self._local is None else \
+                            self._local.block(st, self.k, st.buf, rec[j0:j0 + n])
+                        self._commit(st, n, None, local=local)
                 if not n:
                     self.step()
                     n = 1
@@ -510,6 +580,15 @@ class TimeStepping:
     def __repr__(self):
         return (f"{label(self)}(h={self.h:g}, t = {self.t:g} of [{self.t0:g}, {self.T:g}], step {self.k} of "
                 f"{self.n_steps}, osns={self.osns_kind!r}, method={self.method!r})")
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of a warning raised in this module that points at the user's line (the first
+    frame outside this file, whether the step came from ``run()`` or ``step()``)."""
+    f, n = sys._getframe(1), 1
+    while f is not None and f.f_code.co_filename == __file__:
+        f, n = f.f_back, n + 1
+    return n
 
 
 def _overwrite_kw(fn, overwrite) -> dict:
@@ -611,7 +690,8 @@ class _Steps:
     __slots__ = ("arrays", "n")
 
     FIELDS = (("status", object, None), ("error", float, np.nan), ("nit", np.int64, 0), ("method", object, None),
-              ("newton_iterations", np.int64, 1), ("newton_residual", float, 0.0), ("newton_converged", bool, True))
+              ("newton_iterations", np.int64, 1), ("newton_residual", float, 0.0), ("newton_converged", bool, True),
+              ("local_error", float, np.nan))
 
     def __init__(self):
         self.n = 0
@@ -661,8 +741,10 @@ class Trajectory(Derivatives):
     (first order); ``y(inter, level)``, ``lambda_(inter, level)`` ((k+1, m)). Per step (k entries,
     one per step taken): ``status`` (a :class:`nsopt.Status`, or **None for a step without contact**:
     no problem had to be solved), ``error`` (NaN without contact), ``nit`` (the solver's iterations, 0
-    without contact), ``method``, ``newton_iterations``, ``newton_residual``, ``newton_converged``;
-    ``failed_steps``; ``problems`` (with ``keep_problems=True``). With
+    without contact), ``method``, ``newton_iterations``, ``newton_residual``, ``newton_converged``,
+    ``local_error`` (the estimate of the step's smooth phase, ``formulations/time_stepping.md`` §6);
+    ``failed_steps``, ``inaccurate_steps`` (local error above ``local_tol``); ``problems`` (with
+    ``keep_problems=True``). With
     ``TimeStepping(..., differentiable=True)``: ``gradient``, ``vjp``, ``jvp``, ``jacobian``,
     ``derivative_report``, ``states``, ``dofs`` (:mod:`nsopt.modeling.differentiable`).
 
@@ -686,6 +768,8 @@ class Trajectory(Derivatives):
         Per step: the error measure (NaN without contact) and the solver's iterations.
     newton_iterations, newton_residual, newton_converged : numpy.ndarray
         Per step: the Newton loop's iterations, last residual and convergence.
+    local_error : numpy.ndarray
+        Per step: the local error estimate of its smooth phase (NaN with ``on_local_error="ignore"``).
     problems : dict
         The one-step problems, with ``keep_problems=True``.
 
@@ -750,7 +834,16 @@ class Trajectory(Derivatives):
     newton_iterations = _per_step("newton_iterations", "Per step: the Newton iterations (1 without a Newton loop).")
     newton_residual = _per_step("newton_residual", "Per step: the Newton loop's last residual.")
     newton_converged = _per_step("newton_converged", "Per step: whether the Newton loop reached newton_tol.")
+    local_error = _per_step("local_error", "Per step: the local error estimate of its smooth phase (the largest "
+                                           "error of a position or velocity relative to 1 + the size of that "
+                                           "value, ``TimeStepping(local_tol=...)``); NaN with "
+                                           "``on_local_error='ignore'``.")
     del _per_step
+
+    @property
+    def inaccurate_steps(self) -> list[int]:
+        """Steps (1-based) whose local error estimate is above the simulation's ``local_tol``."""
+        return (np.flatnonzero(self._field("local_error") > self._sim.local_tol) + 1).tolist()
 
     @property
     def iterations(self) -> np.ndarray:
@@ -776,9 +869,12 @@ class Trajectory(Derivatives):
         j0 = seg.reserve(n)              # may start a new chunk: take the array after it
         return seg.data, j0
 
-    def _advance(self, k, n):
-        """Steps k .. k+n-1 were written into the reserved rows by a compiled loop (no OSNS problem)."""
+    def _advance(self, k, n, local=None):
+        """Steps k .. k+n-1 were written into the reserved rows by a compiled loop (no OSNS problem);
+        ``local``: their local error estimates."""
         self._steps.ensure(k - 1 + n)
+        if local is not None:
+            self._steps.arrays["local_error"][k - 1:k - 1 + n] = local
         self._segments[-1].advance(n)
         self._k = k + n - 1
 
@@ -789,12 +885,14 @@ class Trajectory(Derivatives):
         seg.advance(1)
         self._k = k
 
-    def _record(self, k, nit, res, conv, sol, row, st):
+    def _record(self, k, nit, res, conv, sol, row, st, local_error=None):
         j = k - 1
         steps = self._steps
         a = steps.arrays
         if k > a["error"].shape[0]:
             steps.ensure(k)
+        if local_error is not None:
+            a["local_error"][j] = local_error
         if nit != 1:
             a["newton_iterations"][j] = nit
         if res != 0.0 or not conv:
@@ -920,10 +1018,13 @@ class Trajectory(Derivatives):
     @property
     def failed_steps(self) -> list[int]:
         """Steps (1-based) whose OSNS problem did not reach the tolerance or whose Newton loop did not
-        converge."""
+        converge (and, with ``on_local_error="fail"``, whose local error estimate is above ``local_tol``)."""
         st, conv = self._field("status"), self._field("newton_converged")
+        bad = np.zeros(st.shape[0], dtype=bool)
+        if self._sim.on_local_error == "fail":
+            bad = self._field("local_error") > self._sim.local_tol
         return [j + 1 for j in range(st.shape[0])
-                if (st[j] is not None and st[j] is not Status.SOLVED) or not conv[j]]
+                if (st[j] is not None and st[j] is not Status.SOLVED) or not conv[j] or bad[j]]
 
     @property
     def solve_time(self) -> float:

@@ -229,21 +229,69 @@ class FirstOrderLinearTIDS(FirstOrderLinearDS):
 
 # ============================================================================ Lagrangian
 class LagrangianDS(DynamicalSystem):
-    r"""Lagrangian system :math:`M(q)\ddot q + F_{gyr}(q, \dot q) = F_{ext}(t) + F_{int}(t, q, \dot q) + p`
-    (Siconos ``LagrangianDS``).
+    r"""Lagrangian system (Siconos ``LagrangianDS``, with its equation and signs):
+
+    .. math::
+        M(q)\dot v + F_{gyr}(q, v) + F_{int}(t, q, v) = F_{ext}(t) + p,\qquad \dot q = v.
+
+    :math:`F_{int}` and :math:`F_{gyr}` are on the left: an internal spring of stiffness k is
+    ``fint = k q`` (a restoring force), gravity on a pendulum of length L is ``fint = m g L sin q``. The
+    total force is :math:`F = F_{ext} - F_{int} - F_{gyr}` (:meth:`forces`, Siconos ``forces()``);
+    Moreau–Jean uses its Jacobians :math:`K = -\nabla_q F = \nabla_q F_{int} + \nabla_q F_{gyr}` and
+    :math:`C = -\nabla_v F` (Siconos ``jacobianqForces``, ``jacobianvForces``).
+
+    .. note::
+       ``fint`` has Siconos' sign since the "Unreleased" entry of ``CHANGES.md``; nsopt 0.1.0 added it
+       to the force. A model written for that sign passes ``fint=lambda t, q, v, z: -old(t, q, v, z)`` and negates its
+       ``jacobian_fint_q``/``jacobian_fint_v``.
 
     Parameters
     ----------
-    q0, v0 : (n,) initial position and velocity.
-    M : (n, n) constant, or plug-in ``M(q, z)``.
-    fgyr : plug-in ``fgyr(q, v, z) -> (n,)`` (or a constant), None: absent.
-    fint : plug-in ``fint(t, q, v, z) -> (n,)`` (or a constant), None: absent.
-    fext : (n,) constant or plug-in ``fext(t, z)``, None: absent.
-    jacobian_fgyr_q, jacobian_fgyr_v : plug-ins ``(q, v, z) -> (n, n)``; finite differences when None.
-    jacobian_fint_q, jacobian_fint_v : plug-ins ``(t, q, v, z) -> (n, n)``; finite differences when None.
+    q0, v0 : array_like, shape (n,)
+        Initial position and velocity.
+    M : array_like, shape (n, n), or callable
+        The mass matrix, a constant or a plug-in ``M(q, z)`` (symmetric positive definite).
+    fgyr : callable or array_like, optional
+        :math:`F_{gyr}`, a plug-in ``fgyr(q, v, z) -> (n,)`` (or a constant); None: absent.
+    fint : callable or array_like, optional
+        :math:`F_{int}`, a plug-in ``fint(t, q, v, z) -> (n,)`` (or a constant); None: absent.
+    fext : array_like, shape (n,), or callable, optional
+        :math:`F_{ext}`, a constant or a plug-in ``fext(t, z)``; None: absent.
+    jacobian_fgyr_q, jacobian_fgyr_v : callable, optional
+        :math:`\nabla_q F_{gyr}`, :math:`\nabla_v F_{gyr}`: plug-ins ``(q, v, z) -> (n, n)``; finite
+        differences when None, checked once against central differences when given.
+    jacobian_fint_q, jacobian_fint_v : callable, optional
+        :math:`\nabla_q F_{int}`, :math:`\nabla_v F_{int}`: plug-ins ``(t, q, v, z) -> (n, n)``; the same.
+    z : array_like, optional
+        The free vector handed to every plug-in as its last argument.
+    name : str, optional
+        A name for messages and reports.
 
-    The total force is :math:`F = F_{ext} + F_{int} - F_{gyr}`; Moreau–Jean uses its Jacobians
-    :math:`K = -\nabla_q F`, :math:`C = -\nabla_v F`.
+    Raises
+    ------
+    ModelingError
+        When a constant has the wrong shape or non-finite values, or a constant M is not symmetric
+        positive definite.
+    PluginError
+        When a plug-in returns the wrong shape or non-finite values, or a given Jacobian disagrees
+        with the differences (at its first evaluation).
+
+    Examples
+    --------
+    A pendulum (angle q from the downward vertical, L = 1, m = 1) with a viscous joint (0.1 v) and a
+    constant torque: ``fint`` is the restoring term, on the left of the equation as in Siconos.
+
+    >>> import numpy as np
+    >>> from nsopt import modeling as nm
+    >>> g = 9.81
+    >>> ds = nm.LagrangianDS([0.5], [1.0], M=[[1.0]], fint=lambda t, q, v, z: g * np.sin(q) + 0.1 * v,
+    ...                      fext=[0.2])
+    >>> F = ds.forces(0.0, ds.q, ds.v)            # F_ext - F_int - F_gyr
+    >>> bool(np.isclose(F[0], 0.2 - g * np.sin(0.5) - 0.1))
+    True
+    >>> K, C = ds.jacobian_forces(0.0, ds.q, ds.v)   # K = ∇q F_int > 0: a restoring stiffness
+    >>> bool(np.isclose(K[0, 0], g * np.cos(0.5), rtol=1e-6)), bool(np.isclose(C[0, 0], 0.1, rtol=1e-6))
+    (True, True)
     """
 
     order = 2
@@ -302,18 +350,19 @@ class LagrangianDS(DynamicalSystem):
         return None if self._fext is None else self._fext(t, self.z)
 
     def forces(self, t, q, v) -> np.ndarray:
-        """F = F_ext(t) + F_int(t, q, v) - F_gyr(q, v)."""
+        """F = F_ext(t) - F_int(t, q, v) - F_gyr(q, v) (Siconos ``LagrangianDS::computeForces``)."""
         F = np.zeros(self.n)
         if self._fext is not None:
             F += self._fext(t, self.z)
         if self._fint is not None:
-            F += self._fint(t, q, v, self.z)
+            F -= self._fint(t, q, v, self.z)
         if self._fgyr is not None:
             F -= self._fgyr(q, v, self.z)
         return F
 
     def jacobian_forces(self, t, q, v):
-        """(K, C) = (-∂F/∂q, -∂F/∂v), or (None, None) without state-dependent forces."""
+        """(K, C) = (-∂F/∂q, -∂F/∂v) = (∇q F_int + ∇q F_gyr, ∇v F_int + ∇v F_gyr), or (None, None)
+        without state-dependent forces."""
         if not self.has_state_forces:
             return None, None
         n, z, j = self.n, self.z, self._jac
@@ -327,8 +376,8 @@ class LagrangianDS(DynamicalSystem):
 
         K, C = np.zeros((n, n)), np.zeros((n, n))
         if self._fint is not None:
-            K -= jac("jacobian_fint_q", lambda x: self._fint(t, x, v, z), q, "fint(t, q, v, z)")
-            C -= jac("jacobian_fint_v", lambda x: self._fint(t, q, x, z), v, "fint(t, q, v, z)")
+            K += jac("jacobian_fint_q", lambda x: self._fint(t, x, v, z), q, "fint(t, q, v, z)")
+            C += jac("jacobian_fint_v", lambda x: self._fint(t, q, x, z), v, "fint(t, q, v, z)")
         if self._fgyr is not None:
             K += jac("jacobian_fgyr_q", lambda x: self._fgyr(x, v, z), q, "fgyr(q, v, z)")
             C += jac("jacobian_fgyr_v", lambda x: self._fgyr(q, x, z), v, "fgyr(q, v, z)")
