@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from nsopt.problems.cones import fc_error, natural_map_sq, project_coulomb
 from nsopt.solvers import _gs_kernels as K
 from nsopt.solvers import _newton_kernels as NK
-from nsopt.solvers.newton import _Pattern
+from nsopt.solvers.newton_system import ContactSystem
 
 
 def _points(rng, nc, dim):
@@ -71,7 +71,7 @@ def test_newton_pattern_is_the_pattern_of_J(dim):
     n = nc * dim
     W = sp.random(n, n, density=0.05, random_state=3, format="csr") + sp.identity(n)
     W = (W + W.T).tocsr()
-    pat = _Pattern(W, nc, dim)
+    pat = ContactSystem(W, nc, dim)
     A = rng.standard_normal((nc, dim, dim))
     B = rng.standard_normal((nc, dim, dim))
     pat.assemble(A, B)
@@ -90,7 +90,7 @@ def test_newton_pattern_is_the_pattern_of_J(dim):
 
 @pytest.mark.parametrize("dim", [2, 3])
 def test_newton_pattern_solve_leaves_out_identity_rows(dim):
-    """_Pattern.solve: the first call factorises the whole J (and keeps its order), the later ones
+    """ContactSystem.solve: the first call factorises the whole J (and keeps its order), the later ones
     leave out the contacts whose rows are the identity (B_a = 0, A_a = I); both give the solution
     of (J + shift I) d = -phi by a dense solve (rtol 1e-10), and a singular reduced matrix gives None."""
     rng = np.random.default_rng(10 + dim)
@@ -98,7 +98,7 @@ def test_newton_pattern_solve_leaves_out_identity_rows(dim):
     n = nc * dim
     W = sp.random(n, n, density=0.05, random_state=5, format="csr")
     W = (W @ W.T + sp.identity(n)).tocsr()
-    pat = _Pattern(W, nc, dim)
+    pat = ContactSystem(W, nc, dim)
     A = rng.standard_normal((nc, dim, dim)) + 3 * np.eye(dim)
     B = rng.standard_normal((nc, dim, dim))
     open_ = rng.random(nc) < 0.3

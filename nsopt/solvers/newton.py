@@ -74,7 +74,6 @@ import math
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import splu
 
 from .._jit import entry_point
 from ..exceptions import OptionError
@@ -86,6 +85,7 @@ from ..registry import register
 from ..result import Status
 from . import _gs_kernels as GS
 from . import _newton_kernels as K
+from .newton_system import CONTACTS, BodySystem, ContactSystem, dense_contact_matrix, newton_direction
 
 DEFAULT_MAX_ITER = 1000  # Newton iterations (proximal outer iterations) when max_iter is None
 DENSE_MAX = 240          # default of the option dense_max: dense LAPACK path for W dense and n <= this
@@ -155,186 +155,6 @@ def _check_line_search(line_search):
         raise OptionError(f"line_search must be one of {_LS}, got {line_search!r}")
 
 
-class _Pattern:
-    """Fixed CSR pattern of J = A + B W (W's block rows plus the diagonal blocks) and LU reuse."""
-
-    def __init__(self, W, nc, dim):
-        n = nc * dim
-        if not (type(W) is sp.csr_matrix and W.dtype == np.float64 and W.has_canonical_format):
-            W = sp.csr_matrix(W, dtype=float, copy=True)     # (a problem's W is kept as it is: never written)
-            W.sum_duplicates()
-            W.sort_indices()
-        self.W = W
-        self.Wdata = np.ascontiguousarray(W.data, dtype=float)
-        self.Windices = W.indices.astype(np.int64)
-        self.Windptr = W.indptr.astype(np.int64)
-        self.n, self.nc, self.dim = n, nc, dim
-        self.indptr = None          # J's pattern, made by the first :meth:`assemble`
-
-    def assemble(self, A, B):
-        """J = A + B W into :attr:`data` (the pattern made on the first call)."""
-        if self.indptr is None:
-            n = self.n
-            self.indptr, self.indices, self.wpos, self.dpos = K.csr_pattern(self.Windptr, self.Windices, self.nc,
-                                                                            self.dim)
-            self.diag_idx = self.indptr[:-1] + self.dpos
-            self.data = np.zeros(self.indices.size)
-            self.indptr32 = self.indptr.astype(np.int32)
-            self.permc, self.thresh = "MMD_AT_PLUS_A", 0.01
-            self.order = None           # the fill-reducing order of the whole pattern (first factorisation)
-            # work arrays of the reduced system (:meth:`solve`)
-            self.newidx = np.empty(n, dtype=np.int64)
-            self.Mptr = np.empty(n + 1, dtype=np.int32)
-            self.Mind = np.empty(self.indices.size, dtype=np.int32)
-            self.Mdata = np.empty(self.indices.size)
-            self.pos = np.empty(n, dtype=np.int32)
-            self._b = np.empty(n)
-            self._state = np.full(1, -1, dtype=np.int64)    # (reduce_csc: the last reduced system's size)
-        K.assemble_csr(self.Wdata, self.Windptr, self.dim, A, B, self.wpos, self.dpos, self.indptr, self.data)
-
-    def solve(self, A, B, phi, shift=0.0):
-        """d with (J + shift I) d = -phi, J = A + B W assembled in :attr:`data`; None if singular.
-
-        SuperLU with the minimum-degree ordering of J^T + J (the pattern is structurally symmetric
-        when W is) and a diagonal-preferring pivot threshold: about half the fill of COLAMD with
-        partial pivoting on the contact problems of the corpus. The first factorisation orders the
-        whole J and keeps that order; the later ones leave out the contacts whose rows of J are
-        the identity (``B_a = 0``, ``A_a = I``: the open contacts of Alart-Curnier, d_a = -phi_a;
-        a fifth to a quarter of a pile's contacts) and factorise the rest in the kept order (no
-        ordering per iteration): the same direction to round-off, half the factorisation time on a
-        1000-cube pile (:func:`_newton_kernels.reduce_csc`).
-        """
-        n = self.n
-        if self.order is None:
-            data = self.data
-            if shift:
-                data = data.copy()
-                data[self.diag_idx] += shift
-            Jt = sp.csc_matrix((data, self.indices, self.indptr32), shape=(n, n))
-            try:
-                lu = splu(Jt, permc_spec=self.permc, diag_pivot_thresh=self.thresh)
-            except RuntimeError:
-                return None
-            self.order = np.argsort(lu.perm_c)
-            return lu.solve(-phi, trans="T")
-        d = np.empty(n)
-        m = K.reduce_csc(self.indptr, self.indices, self.data, B.shape[1], A, B, self.order, float(shift), phi, d,
-                         self.newidx, self.Mptr, self.Mind, self.Mdata, self._b, self.pos,
-                         self._state)
-        if m:
-            nnz = int(self.Mptr[m])
-            M = sp.csc_matrix((self.Mdata[:nnz], self.Mind[:nnz], self.Mptr[:m + 1]), shape=(m, m))
-            M.has_canonical_format = True       # (reduce_csc's columns: ascending, no duplicates)
-            try:
-                lu = splu(M, permc_spec="NATURAL", diag_pivot_thresh=self.thresh)
-            except RuntimeError:
-                return None
-            x = lu.solve(self._b[:m])
-            keep = self.newidx >= 0
-            d[keep] = x[self.newidx[keep]]
-        return d
-
-
-_CONTACTS = object()     # :meth:`_Body.solve`: solve this system in the contacts' space instead
-# the dofs' system in its kept order: LU without pivoting while every pivot is above STATIC_PIVOT x its column
-# and the solve's backward error (max |S y - b| / max (|S||y| + |b|)) at most STATIC_BERR, after one refinement
-STATIC_PIVOT, STATIC_BERR = 1e-10, 1e-13
-
-
-class _Body:
-    r"""The Newton systems of a W given as :math:`W = HM^{-1}H^\top` (M diagonal, H with fewer columns
-    than rows: :class:`~nsopt.problems.DelassusFactors`), solved in the space of the dofs.
-
-    With :math:`E = A + sI` invertible block by block, :math:`(E + BW)\,d = -\phi` is
-    :math:`(M + H^\top E^{-1}BH)\,y = -H^\top E^{-1}\phi`, :math:`d = -E^{-1}(\phi + BHy)`
-    (:func:`_newton_kernels.body_system`): a sparse LU of the dofs' size (6 per body) instead of
-    the contacts' (3 per contact, with 2-8 contacts per body in a pile). The first factorisation
-    (SuperLU, minimum degree) gives the order that is kept for the later ones, done by a compiled LU
-    without pivoting on the patterns found once (:func:`_newton_kernels.static_lu_symbolic`; S is
-    M plus positive terms for the sticking contacts, dominated by its diagonal blocks), checked by
-    its backward error, SuperLU's threshold pivoting otherwise."""
-
-    def __init__(self, factors, nc, dim):
-        H = factors.H
-        self.nv = nv = H.shape[1]
-        self.mass = 1.0 / factors.minv
-        (self.cptr, self.cols, self.Hblk, self.Sptr, Sind, self.dpos, self.soff,
-         self.spos) = K.body_pattern(H.indptr.astype(np.int64), H.indices.astype(np.int64),
-                                     np.ascontiguousarray(H.data, dtype=float), nc, dim, nv)
-        self.gram = K.body_gram(self.Hblk, self.cptr, self.soff, dim)
-        self.Sind = Sind
-        self.Sptr32 = self.Sptr.astype(np.int32)
-        self.Sdata = np.empty(Sind.size)
-        self.rhs = np.empty(nv)
-        self.C = np.empty((nc, dim, dim))
-        self.g = np.empty(nc * dim)
-        self.order = None           # the kept fill-reducing order and S's pattern in it (first factorisation)
-
-    def _keep_order(self, order):
-        """S's pattern in the fill-reducing ``order`` (where each entry comes from) and the patterns of
-        its LU without pivoting (:func:`_newton_kernels.static_lu_symbolic`)."""
-        nv = self.nv
-        where = sp.csc_matrix((np.arange(1, self.Sind.size + 1, dtype=float), self.Sind, self.Sptr32),
-                              shape=(nv, nv))[order][:, order].tocsc()
-        where.sort_indices()
-        ptr, ind = where.indptr.astype(np.int64), where.indices.astype(np.int64)
-        Up, Ui, Lp, Li = K.static_lu_symbolic(ptr, ind, nv)
-        self.order = (order, where.data.astype(np.int64) - 1, ind, ptr, where.indices, where.indptr)
-        self.lu = (Up, Ui, Lp, Li, np.empty(Ui.size), np.empty(nv), np.empty(Li.size), np.zeros(nv))
-        self._res = (np.empty(nv), np.empty(nv))
-
-    def _solve_kept(self):
-        """S y = rhs in the kept order: the LU without pivoting, its backward error checked (one step of
-        refinement when above STATIC_BERR), else SuperLU with its threshold pivoting (a pivot below
-        STATIC_PIVOT x its column, or a backward error still above STATIC_BERR)."""
-        order, take, ind, ptr, ind32, ptr32 = self.order
-        Spd = self.Sdata[take]
-        b = self.rhs[order]
-        Up, Ui, Lp, Li, Ux, Ud, Lx, x = self.lu
-        res, work = self._res
-        y = np.empty(self.nv)
-        if not K.static_lu_numeric(ptr, ind, Spd, Up, Ui, Lp, Li, Ux, Ud, Lx, x, STATIC_PIVOT):
-            yp = b.copy()
-            K.static_lu_solve(Up, Ui, Ux, Ud, Lp, Li, Lx, yp)
-            ok = K.csc_residual(ptr, ind, Spd, yp, b, res, work) <= STATIC_BERR
-            if not ok:              # one step of iterative refinement
-                K.static_lu_solve(Up, Ui, Ux, Ud, Lp, Li, Lx, res)
-                yp += res
-                ok = K.csc_residual(ptr, ind, Spd, yp, b, res, work) <= STATIC_BERR
-            if ok:
-                y[order] = yp
-                return y
-        Sp = sp.csc_matrix((Spd, ind32, ptr32), shape=(self.nv, self.nv))
-        Sp.has_canonical_format = True
-        lu = splu(Sp, permc_spec="NATURAL", diag_pivot_thresh=0.01)
-        y[order] = lu.solve(b)
-        return y
-
-    def solve(self, A, B, phi, shift=0.0):
-        """d with (A + shift I + B W) d = -phi; None when singular; ``_CONTACTS`` when a block of
-        A + shift I is singular and the matrix is not shown singular by the rank of W (rows of J
-        with a zero row of A lie in W's row space, of dimension at most the dofs' count)."""
-        if K.body_system(A, B, float(shift), phi, self.Hblk, self.gram, self.cptr, self.cols, self.soff,
-                         self.spos, self.dpos, self.mass, self.Sdata, self.rhs, self.C, self.g):
-            if not shift and np.count_nonzero(~A.any(axis=2)) > self.nv:
-                return None
-            return _CONTACTS
-        nv = self.nv
-        try:
-            if self.order is None:
-                S = sp.csc_matrix((self.Sdata, self.Sind, self.Sptr32), shape=(nv, nv))
-                lu = splu(S, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.01)
-                self._keep_order(np.argsort(lu.perm_c))
-                y = lu.solve(self.rhs)
-            else:
-                y = self._solve_kept()
-        except RuntimeError:        # (SuperLU: exactly singular)
-            return None
-        d = np.empty(phi.shape[0])
-        K.body_direction(y, self.Hblk, self.cptr, self.cols, self.C, self.g, d)
-        return d
-
-
 _SMALL_LAZY = frozenset(("rhoN", "rhoT", "rho_pgs", "gamma_c", "gamma", "csr", "_Wcsr", "A", "B", "phi", "_x", "_px",
                          "search_work"))
 
@@ -376,12 +196,12 @@ class _Local:
             self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
                         Wcsr.indptr.astype(np.int64))
         else:
-            self.pat = pat = problem.cached("newton_pattern", lambda: _Pattern(W, nc, dim), on=("W",))
+            self.pat = pat = problem.cached("newton_pattern", lambda: ContactSystem(W, nc, dim), on=("W",))
             Wcsr = pat.W
             self.csr = (pat.Wdata, pat.Windices, pat.Windptr)     # (the pattern's: read only)
             f = problem.delassus_factors
             if f is not None and f.H.shape[1] < n:      # the Newton systems in the dofs' space (smaller)
-                self.body = problem.cached("newton_body", lambda: _Body(f, nc, dim), on=("W",))
+                self.body = problem.cached("newton_body", lambda: BodySystem(f, nc, dim), on=("W",))
         self._Wcsr = Wcsr
         self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
         # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)
@@ -462,23 +282,11 @@ class _Local:
             d = np.empty(self.n)
             return d if K.dense_direction(A, self.B, self.Wd, self.phi, np.array(shifts, dtype=float), d) else None
         if self.dense:
-            nc, dim = self.nc, self.dim
-            J = np.einsum("alm,amj->alj", self.B, self.Wd.reshape(nc, dim, self.n)).reshape(self.n, self.n)
-            idx = np.arange(self.n).reshape(nc, dim)
-            J[idx[:, :, None], idx[:, None, :]] += A
-            for s in shifts:
-                try:
-                    Js = J + s * np.eye(self.n) if s else J
-                    d = np.linalg.solve(Js, -self.phi)
-                    if np.all(np.isfinite(d)):
-                        return d
-                except np.linalg.LinAlgError:
-                    pass
-            return None
+            return newton_direction(dense_contact_matrix(A, self.B, self.Wd), -self.phi, shifts)
         pat, body, assembled = self.pat, self.body, False
         for s in shifts:
-            d = body.solve(A, self.B, self.phi, s) if body is not None else _CONTACTS
-            if d is _CONTACTS:
+            d = body.solve(A, self.B, self.phi, s) if body is not None else CONTACTS
+            if d is CONTACTS:
                 if not assembled:
                     pat.assemble(A, self.B)
                     assembled = True
@@ -815,17 +623,7 @@ class _Global:
         Ab = sp.bsr_matrix((A, ind, ptr), shape=(m, m)).tocsr()
         Bb = sp.bsr_matrix((self.B, ind, ptr), shape=(m, m)).tocsr()
         J = sp.bmat([[self.M, -self.H], [Bb @ self.Ht, Ab]], format="csc")
-        N = J.shape[0]
-        for s in (0.0, 1e-10, 1e-6):
-            Js = J + s * sp.identity(N, format="csc") if s else J
-            try:
-                lu = splu(Js, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.01)
-            except RuntimeError:
-                continue
-            d = lu.solve(-F)
-            if np.all(np.isfinite(d)):
-                return d
-        return None
+        return newton_direction(J, -F, (0.0, 1e-10, 1e-6), permc="MMD_AT_PLUS_A", pivot=0.01)
 
 
 def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):

@@ -13,22 +13,22 @@ Each step solves :math:`H d = -\Phi` with an element of the generalised Jacobian
 Armijo backtracking line search on the merit :math:`\Psi = \tfrac12\|\Phi\|^2`, whose gradient is
 :math:`H^\top \Phi` (:math:`\Psi` is continuously differentiable); when the Newton system is
 singular or its solution is not a sufficient descent direction, the gradient step
-:math:`d = -\nabla\Psi` is taken instead (De Luca–Facchinei–Kanzow). Dense M uses LAPACK, sparse M
-``scipy.sparse.linalg.splu``. The stopping test is the problem's own error measure
+:math:`d = -\nabla\Psi` is taken instead (De Luca–Facchinei–Kanzow). The Newton system is solved by
+:func:`nsopt.solvers.newton_system.newton_direction` (LAPACK for a dense M, SuperLU for a sparse one). The stopping test is the problem's own error measure
 (``problem.error``); once the error is below 1e-4, each step also tries a direct solve on the
 support {z_i > w_i} (active-set polish), kept when it lowers the error.
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import OptionError
+from ..linalg import factorise
 from ..registry import register
 from ..result import Status
+from .newton_system import newton_direction
 
 
 def _fb(z, w, comp):
@@ -69,18 +69,13 @@ def _newton(problem, mon, M, q, comp, *, linear_solver, sigma, beta, rho, p_exp,
 
     def solve(Da, Db, rhs):
         if sparse:
-            from scipy.sparse.linalg import splu
-
             H = (sp.diags(Da) + sp.diags(Db) @ M).tocsc()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                d = splu(H).solve(rhs)
         else:
             H = Db[:, None] * M
             H[np.diag_indices(n)] += Da
-            d = np.linalg.solve(H, rhs)
-        if not np.all(np.isfinite(d)):
-            raise np.linalg.LinAlgError("non-finite Newton step")
+        d = newton_direction(H, rhs)
+        if d is None:
+            raise np.linalg.LinAlgError("singular Newton matrix or non-finite Newton step")
         return d
 
     def gradient(Da, Db, phi):
@@ -157,12 +152,10 @@ def _polish(M, q, z, comp, sparse):
         return None
     try:
         if sparse:
-            from scipy.sparse.linalg import spsolve
-
-            MJ = sp.csc_matrix(M)[J][:, J]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                zJ = spsolve(MJ.tocsc(), -q[J])
+            lu = factorise(sp.csc_matrix(M)[J][:, J].tocsc())
+            if lu is None:
+                return None
+            zJ = lu.solve(-q[J])
         else:
             # a direct solve, and a least-squares correction of the current z_J: exact on a
             # consistent singular system (degenerate PSD M) and, being minimal, next to the iterate;
