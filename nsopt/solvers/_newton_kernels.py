@@ -730,7 +730,7 @@ def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory,
     fails, monotone/nonmonotone switches every ``switch`` iterations, the stall test over ``stall``
     iterations, -1: none) in one compiled call. ``P``, ``Q``: the system (:func:`dense_layout`);
     ``S``, ``istate``: the state (:func:`dense_state`, ``memory`` merits); ``Wk``: its work arrays. ``errs[k]``: the error
-    (compiled twin of the Siconos measure) after iteration k of the chunk (when ``errs`` is not
+    (the Siconos measure, its one compiled home) after iteration k of the chunk (when ``errs`` is not
     empty); ``best_r``/``best[0]``: the
     best iterate (out). ``fstate[0]``: the error of the current iterate (in/out); ``merits``,
     ``bests``: rings of the last merits and best errors (counts in istate[6], istate[7]). Called with

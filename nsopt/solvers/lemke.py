@@ -289,7 +289,7 @@ def _begin(problem, mon, M=None):
     starts from the artificial basis whatever this point is). For the box-affine kinds (``M`` given),
     the support of the warm start is also tried as a final basis (module docstring); for an LCP
     of size <= ``SMALL_LCP`` all of it is compiled (:func:`_tableau.lcp_start`), and the point comes
-    back with w and its error (the compiled twin of the LCP error). Returns the Outcome when this
+    back with w and its error (the LCP error, its one compiled home). Returns the Outcome when this
     point already solves the problem (or the budget is 0), else None."""
     name = problem.primal
     x0 = mon.x0.get(name) if mon.x0 is not None else None

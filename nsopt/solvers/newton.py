@@ -254,8 +254,8 @@ class _Local:
         return self
 
     def error(self, r, u):
-        """The problem's error measure of (r, u) (the proximal term aside), by its compiled twin
-        (``_gs_kernels.fc_error``: the same numbers as :func:`nsopt.problems.cones.fc_error`)."""
+        """The problem's error measure of (r, u) (the proximal term aside): its one compiled home
+        (:func:`nsopt.problems._measures.fc_error`, which :func:`nsopt.problems.cones.fc_error` calls)."""
         return GS.fc_error(self.dim, r, u, self.mu, self.qnorm, self._x, self._px)
 
     def matvec(self, x):
@@ -405,7 +405,7 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
     already recording). Returns (last r, stalled, info); the best iterate is the
     monitor's. ``stalled``: the best error has not halved over the last ``stall`` iterations, or
     (``stall`` given) over the last CREEP_N iterations, each with a step cut below CREEP_T or failed.
-    A small dense system (n <= SMALL_DENSE) without proximal term runs the compiled twin of this
+    A small dense system (n <= SMALL_DENSE) without proximal term runs the compiled form of this
     loop (:func:`_newton_dense`)."""
     if sys.small and not sys.sigma and err_fn == sys.error:
         return _newton_dense(sys, r, mon, line_search, memory, stall, switch, float(reg), float(reg_step))[:3]
@@ -560,8 +560,8 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         measured = None
     if sys.small and mon.best_x is not None:
         # the compiled loop: the best iterate with u = Wr + q as problem.u computes it (the same
-        # product of the same arrays) and its error by the compiled twin of the measure (the same
-        # number as problem.error up to the twin's rounding), which solve() does not recompute; the
+        # product of the same arrays) and its error by the measure's one compiled home (the number
+        # problem.error gives), which solve() does not recompute; the
         # kernel computed them when it stopped on its own
         if measured is not None:
             return mon.solution(msg, info, {"r": mon.best_x["r"].copy(), "u": measured[0]}, None, measured[1])
