@@ -178,7 +178,7 @@ def _path(M, q, mon, cover, piv_tol, tie_tol, report, record):
         if code != 0:
             return code, done, T
         x, err = report(T.z())
-        if mon.advance(done, x, err):
+        if mon.step(x, err, done):
             return 0, 0, T
 
 
@@ -187,7 +187,7 @@ def _record(mon, done, x, err, new=True):
     without a pivot, the final point as one iteration if it is ``new`` (q >= 0, a point recomputed
     from the final basis), else nothing (the previous chunk recorded it)."""
     if done:
-        return mon.advance(done, x, err)
+        return mon.step(x, err, done)
     return mon.step(x, err) if new else None
 
 

@@ -85,6 +85,7 @@ from ..registry import register
 from ..result import Status
 from . import _gs_kernels as GS
 from . import _newton_kernels as K
+from .newton_loop import CREEP_N, CREEP_T, REG_STEP, newton_loop  # noqa: F401  (CREEP_*: the loop's, named here)
 from .newton_system import CONTACTS, BodySystem, ContactSystem, dense_contact_matrix, newton_direction
 
 DEFAULT_MAX_ITER = 1000  # Newton iterations (proximal outer iterations) when max_iter is None
@@ -92,7 +93,6 @@ DENSE_MAX = 240          # default of the option dense_max: dense LAPACK path fo
 SMALL_DENSE = 24         # a dense system up to this size runs the compiled Newton loop (newton_dense)
 DENSE_CHUNK = 1024       # iterations per compiled call of that loop (without callback or deadline)
 _LS = ("armijo", "nonmonotone", "none")
-REG_STEP = 0.1   # default of the option reg_step: a plain step cut below this is retried regularised
 # hybrid: the Newton iterates have stalled when the best error has not halved over STALL[formulation]
 # iterations (STALL_SMALL in the compiled loop of small dense W), or when they creep: CREEP_N iterations in a row
 # whose line search cut the step below CREEP_T (or failed) without halving the best error. Then the proximal
@@ -101,7 +101,6 @@ REG_STEP = 0.1   # default of the option reg_step: a plain step cut below this i
 # solution lies far away along W's null space; RockPile_tob1 likewise (100 creeping iterations at 3e-8). The
 # FB Newton progresses slowly but surely on the corpus (BoxesStack1, 105 iterations) and keeps 100.
 STALL, STALL_SMALL = {"ac": 30, "fb": 100}, 100
-CREEP_T, CREEP_N = 2.0 ** -10, 5
 # the proximal continuation of the AC Newton (guarded): an inner Newton that has not halved its error in
 # PROX_INNER_STALL iterations gives up, and sigma never shrinks back below shrink x a sigma that failed
 PROX_INNER_STALL = 8
@@ -321,9 +320,6 @@ def _search(sys, r, u, d, f0, fref, line_search, phi_t):
                        w[0], w[1], phi_t, w[2])
 
 
-# the adaptive factor c_k of the regularised Newton matrix (Python loop): halved after a full regularised
-# step, doubled after one the line search cut below REG_CUT, kept in [reg x REG_RANGE[0], reg x REG_RANGE[1]]
-REG_CUT, REG_RANGE = 0.25, (0.1, 10.0)
 
 
 _LS_CODES = {"armijo": 0, "nonmonotone": 1, "none": 2}
@@ -398,94 +394,63 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
     return r, code == _STALLED and mon.status is None, info, measured
 
 
+class _LocalNewton:
+    """A :class:`_Local` system as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = r, with
+    u = W r + q (+ the proximal term) kept from the last :meth:`error`."""
+
+    polish = None
+
+    def __init__(self, sys, err_fn, reg):
+        self.sys, self.err_fn = sys, err_fn
+        self.shifts = (0.0,) if reg else (0.0, 1e-10, 1e-6)  # with reg, a singular plain matrix goes to the regularised one
+        self.wscale = sys.wscale
+        self.phi_t = np.empty(sys.n)
+        self.u = None
+
+    def error(self, r):
+        self.u = self.sys.u(r)
+        return self.err_fn(r, self.u)
+
+    def variables(self, r):
+        return {"r": r}
+
+    def linearise(self, r):
+        return self.sys.jac(r, self.u)
+
+    def direction(self, r, shift):
+        sys = self.sys
+        if shift is None:
+            return sys.direction(self.shifts)
+        sys.reg = shift        # A + B (W + shift I): the residual is never changed
+        try:
+            return sys.direction()
+        finally:
+            sys.reg = 0.0
+
+    def search(self, r, d, f0, fref, line_search, regularised):
+        return _search(self.sys, r, self.u, d, f0, fref, line_search, self.phi_t)
+
+    def move(self, r, t, d):
+        return r + t * d
+
+    def fallback(self, r):
+        r = r.copy()
+        self.sys.pgs(r, nsweeps=3)
+        return r
+
+
 def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0,
                   reg_step=REG_STEP, started=False):
-    """Globalised semismooth Newton on a _Local system under the monitor ``mon`` (whose
-    :meth:`~Monitor.start` it calls, unless ``started``: a continuation of a solve that the monitor is
-    already recording). Returns (last r, stalled, info); the best iterate is the
-    monitor's. ``stalled``: the best error has not halved over the last ``stall`` iterations, or
-    (``stall`` given) over the last CREEP_N iterations, each with a step cut below CREEP_T or failed.
-    A small dense system (n <= SMALL_DENSE) without proximal term runs the compiled form of this
-    loop (:func:`_newton_dense`)."""
+    """Globalised semismooth Newton on a _Local system under the monitor ``mon``: the one Newton loop
+    (:func:`~nsopt.solvers.newton_loop.newton_loop`; its :meth:`~Monitor.start` unless ``started``).
+    Returns (last r, stalled, info); the best iterate is the monitor's. ``stalled``: the best error
+    has not halved over the last ``stall`` iterations, or (``stall`` given) over the last CREEP_N
+    iterations, each with a step cut below CREEP_T or failed. A small dense system (n <=
+    SMALL_DENSE) without proximal term runs the compiled form of this loop (:func:`_newton_dense`)."""
     if sys.small and not sys.sigma and err_fn == sys.error:
         return _newton_dense(sys, r, mon, line_search, memory, stall, switch, float(reg), float(reg_step))[:3]
-    n = sys.n
-    u = sys.u(r)
-    merits = []
-    phi_t = np.empty(n)
-    n_fallback = n_reg = n_switch = n_lm = n_skip = 0
-    stalled = False
-    err = err_fn(r, u)
-    bests = [err]
-    if not started:
-        mon.start({"r": r}, err)
-    k = 0
-    creep = 0
-    creg = reg
-    plain = True        # try the plain matrix first (with reg: until a plain step is singular or poor)
-    while not mon.stopped:
-        f0 = sys.jac(r, u)
-        merits.append(f0)
-        fref = max(merits[-memory:]) if line_search == "nonmonotone" else f0
-
-        # with reg, a singular plain matrix goes straight to the regularised one (no tiny shifts)
-        accepted, t, ft = False, 0.0, f0
-        if plain:
-            d = sys.direction((0.0,) if reg else (0.0, 1e-10, 1e-6))
-            if d is not None:
-                accepted, t, ft = _search(sys, r, u, d, f0, fref, line_search, phi_t)
-            else:
-                n_reg += 1
-        else:
-            n_skip += 1
-        if reg and (not accepted or t < reg_step):
-            # a singular or poor plain step (W singular: a hyperstatic pile of contacts) is not tried again in
-            # this solve: the regularised matrix below (whose shift vanishes with the error) takes every step,
-            # one factorisation an iteration instead of two
-            plain = False
-            # poor plain step (W singular or nearly): retry with the regularised matrix
-            # A + B (W + sigma_k I), sigma_k = c_k x scale x min(err, 1), keep the better step; c_k starts at reg
-            sys.reg = creg * sys.wscale * min(err, 1.0)
-            d2 = sys.direction()
-            sys.reg = 0.0
-            if d2 is not None:
-                a2, t2, f2 = _search(sys, r, u, d2, f0, fref, line_search, phi_t)
-                if a2 and (not accepted or f2 < ft):
-                    accepted, t, ft, d = True, t2, f2, d2
-                    n_lm += 1
-                # Levenberg–Marquardt's rule for its factor: less shift after a full step, more after a short one
-                if a2 and t2 >= 1.0:
-                    creg = max(0.5 * creg, REG_RANGE[0] * reg)
-                elif not a2 or t2 < REG_CUT:
-                    creg = min(2.0 * creg, REG_RANGE[1] * reg)
-        creep = creep + 1 if not accepted or t < CREEP_T else 0
-        if accepted:
-            r = r + t * d
-        else:
-            n_fallback += 1
-            merits.clear()
-            r = r.copy()
-            sys.pgs(r, nsweeps=3)
-        u = sys.u(r)
-        err = err_fn(r, u)
-        k += 1
-        if mon.step({"r": r}, err):
-            break
-        best_err = min(bests[-1], err)
-        bests.append(best_err)
-        if stall is not None and ((len(bests) > stall and best_err > 0.5 * bests[-1 - stall]) or
-                                  (CREEP_N and creep >= CREEP_N and best_err > 0.5 * bests[-1 - creep])):
-            stalled = True
-            break
-        if switch and k % switch == 0 and len(bests) > switch and best_err > 0.5 * bests[-1 - switch] \
-                and line_search != "none":
-            # slow progress: alternate monotone / non-monotone acceptance, restart the memory
-            line_search = "armijo" if line_search == "nonmonotone" else "nonmonotone"
-            merits.clear()
-            n_switch += 1
-    info = {"fallback_steps": n_fallback, "singular": n_reg, "line_search_switches": n_switch,
-            "regularised_steps": n_lm, "plain_skipped": n_skip}
-    return r, stalled, info
+    return newton_loop(_LocalNewton(sys, err_fn, reg), r, mon, line_search=line_search, memory=memory, stall=stall,
+                       switch=switch, reg=reg, reg_step=reg_step, plain="until_poor", started=started)
 
 
 def _check_dense_max(dense_max):
@@ -626,6 +591,59 @@ class _Global:
         return newton_direction(J, -F, (0.0, 1e-10, 1e-6), permc="MMD_AT_PLUS_A", pivot=0.01)
 
 
+class _GlobalNewton:
+    r"""A :class:`_Global` system as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = (r, v),
+    merit :math:`\tfrac12\|\phi\|^2 + \tfrac12\|Mv - Hr - q\|^2`; a failed line search takes a
+    projected step on the condensed problem, then v from r."""
+
+    polish = None
+
+    def __init__(self, g, problem):
+        self.g, self.p = g, problem
+        self.wscale = g.wscale
+        self.phi_t = np.empty(g.m)
+
+    def error(self, x):
+        return self.p.error(*x)
+
+    def variables(self, x):
+        return {"r": x[0], "v": x[1]}
+
+    def linearise(self, x):
+        g, (r, v) = self.g, x
+        self.u = g.Ht @ v + g.b
+        self.res1 = g.M @ v - g.H @ r - g.q
+        return g.jac(r, self.u) + 0.5 * float(self.res1 @ self.res1)
+
+    def direction(self, x, shift):
+        return self.g.direction(np.concatenate([self.res1, self.g.phi]), shift or 0.0)
+
+    def search(self, x, d, f0, fref, line_search, regularised):
+        if line_search == "none":
+            return True, 1.0, f0
+        g, r = self.g, x[0]
+        dv, dr = d[:g.ndof], d[g.ndof:]
+        du = g.Ht @ dv
+        Mdv, Hdr = g.M @ dv, g.H @ dr
+        t = 1.0
+        while t >= 1e-10:
+            rt = self.res1 + t * (Mdv - Hdr)
+            ft = g.merit_phi(r + t * dr, self.u + t * du, self.phi_t) + 0.5 * float(rt @ rt)
+            if np.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
+                return True, t, ft
+            t *= 0.5
+        return False, 0.0, f0
+
+    def move(self, x, t, d):
+        ndof = self.g.ndof
+        return x[0] + t * d[ndof:], x[1] + t * d[:ndof]
+
+    def fallback(self, x):
+        g = self.g
+        r = project_coulomb((x[0] - g.rhoN.repeat(g.dim) * g.phi).reshape(-1, g.dim), g.mu).reshape(-1)
+        return r, self.p.v(r)
+
+
 def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
     _check_line_search(line_search)
     mon.budget(DEFAULT_MAX_ITER)
@@ -634,46 +652,9 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
     mon.built()
     r = mon.start_vector("r", problem.size)
     v = mon.start_vector("v", problem.ndof) if (mon.x0 or {}).get("v") is not None else problem.v(r)
-    merits = []
-    n_fb = 0
-    memory = 5
-    phi_t = np.empty(g.m)
-    err = problem.error(r, v)
-    mon.start({"r": r, "v": v}, err)
-    while not mon.stopped:
-        u = g.Ht @ v + g.b
-        res1 = g.M @ v - g.H @ r - g.q
-        f0 = g.jac(r, u) + 0.5 * float(res1 @ res1)
-        merits.append(f0)
-        d = g.direction(np.concatenate([res1, g.phi]), reg * g.wscale * min(err, 1.0) if reg else 0.0)
-        accepted = False
-        if d is not None:
-            dv, dr = d[:g.ndof], d[g.ndof:]
-            du = g.Ht @ dv
-            Mdv, Hdr = g.M @ dv, g.H @ dr
-            fref = max(merits[-memory:]) if line_search == "nonmonotone" else f0
-            t = 1.0
-            while t >= 1e-10:
-                if line_search == "none":
-                    accepted = True
-                    break
-                rt = res1 + t * (Mdv - Hdr)
-                ft = g.merit_phi(r + t * dr, u + t * du, phi_t) + 0.5 * float(rt @ rt)
-                if np.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
-                    accepted = True
-                    break
-                t *= 0.5
-            if accepted:
-                r, v = r + t * dr, v + t * dv
-        if not accepted:
-            # fallback: a projected step on the condensed problem, then v from r
-            n_fb += 1
-            merits.clear()
-            x = (r - g.rhoN.repeat(g.dim) * g.phi)
-            r = project_coulomb(x.reshape(-1, g.dim), g.mu).reshape(-1)
-            v = problem.v(r)
-        err = problem.error(r, v)
-        mon.step({"r": r, "v": v}, err)
+    # every step regularised when reg > 0 (the global matrix is nonsingular when M is); no stall test
+    _, _, info = newton_loop(_GlobalNewton(g, problem), (r, v), mon, line_search=line_search, reg=reg,
+                             plain="never", adapt=False)
     msg = f"{formulation.upper()} Newton (global): error {mon.best_err:.3g} after {mon.k} iterations"
     # v from r exactly (e1 = 0 up to rounding) when that is not worse
     x = mon._best()
@@ -685,7 +666,7 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
         x = {"r": rb, "v": v2}
         if e2 <= mon.tol:
             status = Status.SOLVED
-    return mon.solution(message=msg, info={"fallback_steps": n_fb}, x=x, status=status)
+    return mon.solution(message=msg, info={"fallback_steps": info["fallback_steps"]}, x=x, status=status)
 
 
 # ============================================================================ registered methods

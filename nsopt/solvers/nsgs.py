@@ -312,7 +312,7 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
             x, err = full(r)
             if errs.shape[0] < c and err > mon.tol:   # the local tolerance was reached, not the global one
                 t = max(min(t, float(errs[-1])) * max(mon.tol / err, 1e-3) * 0.5, 1e-16)
-            mon.advance(errs.shape[0], x, err)
+            mon.step(x, err, errs.shape[0])
     return mon.solution(info={"local_failures": fails, "local_tol_final": t})
 
 
