@@ -56,6 +56,10 @@ import time
 
 import numpy as np
 
+from ._contract import NON_FINITE as _NON_FINITE
+from ._contract import RUN as _RUN
+from ._contract import SOLVED as _CODE_SOLVED
+from ._contract import stop_code
 from .exceptions import OptionError
 from .problems._base import FLOAT64, all_finite
 from .registry import Outcome
@@ -188,22 +192,25 @@ class Monitor:
             self.best_x = {k: np.array(v, dtype=float) for k, v in x.items()}
             self._borrowed = False
 
-    def _judge(self, err):
-        """The contract's stops, in order; the message is kept as (format, values) and made when
-        read (:attr:`message`)."""
-        if not err <= self.tol:
-            if not math.isfinite(err):
-                return self.stop(Status.NUMERICAL_ERROR, ("non-finite error after %d iteration(s)", (self.k,)))
-            if self.max_iter is not None and self.k >= self.max_iter:
-                return self.stop(Status.MAX_ITER, ("no convergence in %d iteration(s) (best error %.3g)",
-                                                   (self.k, self.best_err)))
+    def _judge(self, err, code=None):
+        """The contract's stops, in order (the rule's one home, compiled: :func:`nsopt._contract.stop_code`;
+        ``code``: its value as a kernel computed it for this error, when the kernel stopped its chunk
+        with it), then the deadline; the message is kept as (format, values) and made when read
+        (:attr:`message`)."""
+        if code is None:
+            code = stop_code(err, self.tol, self.k, -1 if self.max_iter is None else self.max_iter)
+        if code == _RUN:
             if self.deadline is not None and time.perf_counter() > self.deadline:
                 return self.stop(Status.TIME_LIMIT, ("time limit reached after %d iteration(s) (best error %.3g)",
                                                      (self.k, self.best_err)))
             return None
-        self.status = _SOLVED      # (self.stop, inline: the common end of a solve)
-        self._message = (_SOLVED_MESSAGE, (err, self.k))
-        return _SOLVED
+        if code == _CODE_SOLVED:
+            self.status = _SOLVED      # (self.stop, inline: the common end of a solve)
+            self._message = (_SOLVED_MESSAGE, (err, self.k))
+            return _SOLVED
+        if code == _NON_FINITE:
+            return self.stop(Status.NUMERICAL_ERROR, ("non-finite error after %d iteration(s)", (self.k,)))
+        return self.stop(Status.MAX_ITER, ("no convergence in %d iteration(s) (best error %.3g)", (self.k, self.best_err)))
 
     def start(self, x: dict, err: float):
         """Record the starting point (iteration 0). Returns the status when it already ends the
@@ -289,15 +296,16 @@ class Monitor:
         cap, turn = plain_schedule(work)
         return cap, turn, turn if self.deadline is None else 0
 
-    def record(self, start, n: int, last: float, errors, x: dict, best: dict, best_err: float):
+    def record(self, start, n: int, last: float, errors, x: dict, best: dict, best_err: float, code=None):
         """Record one call of a kernel that runs a whole solve and keeps its best iterate itself:
         ``start``, the error of the starting point when this call began the solve (iteration 0,
         judged first, as :meth:`start`), else None; ``n`` iterations run in the call, the last with
         error ``last``, the errors of all of them in ``errors[:n]`` (read for a history); ``x``, the
         iterate at the end of the call; ``best`` (with ``best_err``), the best iterate of the solve
         so far, the start included: the kernel's own arrays, copied when the solution is made. The
-        callback sees each iteration of a one-iteration call. Returns the status when the solve must
-        stop, else None."""
+        callback sees each iteration of a one-iteration call; ``code``, the contract's code with which the
+        kernel ended the call (:func:`nsopt._contract.stop_code` of its last error: the monitor judges
+        with it, not computing it again). Returns the status when the solve must stop, else None."""
         self.best_x, self.best_err, self._borrowed = best, best_err, True
         if start is not None:
             self.err = start
@@ -306,7 +314,7 @@ class Monitor:
             # the start is judged (iteration 0) unless none of _judge's stops can apply to it: an
             # error above tol and finite, a budget of at least one iteration, no deadline
             if not (self.tol < start < _INF and self.max_iter != 0 and self.deadline is None) \
-                    and self._judge(start) is not None:
+                    and self._judge(start, None if code is None else code if n == 0 else _RUN) is not None:
                 return self.status
         if n == 0:
             return None
@@ -319,7 +327,7 @@ class Monitor:
                 self.callback(Iterate(self.k, last, {k: np.array(v, dtype=float) for k, v in x.items()}))
             except StopIteration:
                 return self.stop(Status.CALLBACK_STOP, f"stopped by the callback after {self.k} iteration(s)")
-        return self._judge(last)
+        return self._judge(last, code)
 
     def stop(self, status: Status, message="") -> Status:
         """A method's own reason to stop (stall, ray, line-search failure), or the contract's.

@@ -557,7 +557,9 @@ def _sweeps(dim, W, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps
 
 
 # codes of nsgs_fc_solve's state[3]
-RUNNING, SOLVED, MAX_ITER, NON_FINITE, BAD_W, FRESH = 0, 1, 2, 3, 4, -1
+from .._contract import stop_code  # noqa: E402  (the contract's stopping rule)
+
+RUNNING, BAD_W, FRESH = 0, 4, -1
 
 
 # the layout of nsgs_fc_solve's packed arrays (fewer arguments: numba unboxes each array it is given)
@@ -654,13 +656,7 @@ def nsgs_fc_solve(dim, W, I, F, q, mu, r, u, errs, tol, max_iter, local_tol, loc
         state[0] = 0
         state[1] = 1
         state[2] = 0
-        state[3] = RUNNING
-        if not math.isfinite(err):
-            state[3] = NON_FINITE
-        elif err <= tol:
-            state[3] = SOLVED
-        elif max_iter <= 0:
-            state[3] = MAX_ITER
+        state[3] = stop_code(err, tol, 0, max_iter)
     done = ZERO      # (typed: a literal 0 handed to _sweeps would compile it a second time)
     while state[3] == RUNNING and done < turn:
         c = min(state[1], cap)
@@ -672,12 +668,7 @@ def nsgs_fc_solve(dim, W, I, F, q, mu, r, u, errs, tol, max_iter, local_tol, loc
         state[2] += f
         done += kk
         best[1] = err
-        if not math.isfinite(err):
-            state[3] = NON_FINITE
-        elif err <= tol:
-            state[3] = SOLVED
-        elif state[0] >= max_iter:
-            state[3] = MAX_ITER
+        state[3] = stop_code(err, tol, state[0], max_iter)
     state[5] = done
     if not measure:
         return

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from .._contract import RUN, stop_code
 from .._jit import njit
 
 from . import _gs_kernels as GS
@@ -701,7 +702,7 @@ def dense_state(n, memory, nb, nc=1):
     S = np.empty(4 + memory + nb + n)
     o = 4 + memory + nb
     dim = n // nc if nc else 1
-    return np.zeros(9, dtype=np.int64), S, (S[:3], S[3:4], S[o:o + n]), np.empty(3 * nc * dim * dim + 8 * n + 2 * dim + 6)
+    return np.zeros(10, dtype=np.int64), S, (S[:3], S[3:4], S[o:o + n]), np.empty(3 * nc * dim * dim + 8 * n + 2 * dim + 6)
 
 
 @njit(cache=True)
@@ -737,7 +738,8 @@ def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory,
     istate[8] = NEWTON_FRESH (and istate[1] the line search) it resets the state, sets u = Wr + q and
     the start's error (``fstate[1]``; it stops there when the start is solved, not finite or max_iter
     is 0, as the monitor does). Stops early at error <= tol, a non-finite error or ``max_iter`` iterations in all
-    (istate[8] = NEWTON_STOP), or on a stall (NEWTON_STALLED). At NEWTON_STOP, u is the best
+    (istate[8] = NEWTON_STOP, istate[9] the contract's code: :func:`nsopt._contract.stop_code`), or on a
+    stall (NEWTON_STALLED). At NEWTON_STOP, u is the best
     iterate's, as ``FrictionContact.u`` computes it, and ``fstate[2]`` its error (both of the
     Solution: :func:`_measure_best`). Returns the iterations done."""
     nc = mu.shape[0]
@@ -775,7 +777,8 @@ def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory,
             best[0] = err
             for i in range(n):
                 best_r[i] = r[i]
-        if not math.isfinite(err) or err <= tol or max_iter <= 0:
+        istate[9] = stop_code(err, tol, 0, max_iter)
+        if istate[9] != RUN:
             istate[8] = NEWTON_STOP
             _measure_best(W, q, mu, qnorm, best_r, u, fstate, x, px)
             return 0
@@ -838,7 +841,8 @@ def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory,
             best[0] = err
             for i in range(n):
                 best_r[i] = r[i]
-        if not math.isfinite(err) or err <= tol or k >= max_iter:
+        istate[9] = stop_code(err, tol, k, max_iter)
+        if istate[9] != RUN:
             istate[8] = NEWTON_STOP
             _measure_best(W, q, mu, qnorm, best_r, u, fstate, x, px)
             return done

@@ -384,11 +384,11 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
         e, e0, e_best, b = head.tolist()      # (fstate and best)
         ist = istate.tolist()       # (read once: the loop's code now, the counters after it)
         code = ist[8]
-        if mon.record(e0 if start else None, kk, e, errs, x, xbest, b) is not None or code != _RUN:
+        if mon.record(e0 if start else None, kk, e, errs, x, xbest, b, ist[9]) is not None or code != _RUN:
             break
         start = False
         c = min(DENSE_CHUNK, max_iter - mon.k) if fused else mon.chunk()
-    _, _, n_fb, n_sing, n_sw, n_lm, _, _, code = ist
+    _, _, n_fb, n_sing, n_sw, n_lm, _, _, code, _ = ist
     info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
     measured = (u, e_best) if code == _STOP else None
     return r, code == _STALLED and mon.status is None, info, measured

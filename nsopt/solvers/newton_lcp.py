@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import OptionError
-from ..linalg import factorise
+from ..linalg import dense_solve, factorise
 from ..registry import register
 from .newton_loop import newton_loop
 from .newton_system import newton_direction
@@ -191,10 +191,9 @@ def _polish(M, q, z, comp, sparse):
             # the candidate with the smaller complementarity residual is kept
             MJ = np.asarray(M)[np.ix_(J, J)]
             cands = [z[J] + np.linalg.lstsq(MJ, -(MJ @ z[J] + q[J]), rcond=None)[0]]
-            try:
-                cands.append(np.linalg.solve(MJ, -q[J]))
-            except np.linalg.LinAlgError:
-                pass
+            x = dense_solve(MJ, -q[J])
+            if x is not None:
+                cands.append(x)
             zJ = min(cands, key=lambda c: _residual(M, q, J, c, comp))
     except (np.linalg.LinAlgError, RuntimeError):
         return None

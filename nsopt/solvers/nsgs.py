@@ -239,7 +239,7 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
         if code == _BAD_W:
             sw.bad, sw.ready = bad, True
             return mon.solution(x={"r": r}, status=Status.NUMERICAL_ERROR, message=sw._bad_message())
-        if mon.record(e0 if start else None, n, last, errs, x, xbest, b0) is not None or code != _RUNNING:
+        if mon.record(e0 if start else None, n, last, errs, x, xbest, b0, code) is not None or code != _RUNNING:
             break
         start, first = False, turn
     sw.ready = True
