@@ -131,7 +131,7 @@ class StaticLU:
     refinement when it is above ``STATIC_BERR``), and returns None when a pivot is at most
     ``STATIC_PIVOT`` x its column or the backward error stays above ``STATIC_BERR`` (the caller then
     factorises with pivoting: :func:`factorise`). Kept over SuperLU for the dofs' systems of a rigid-body
-    pile, where it is 3x faster (benchmarks/README.md, "One Newton system")."""
+    pile, where it is 2-4x faster than KLU and SuperLU (benchmarks/README.md, "One Newton system")."""
 
     def __init__(self, ptr, ind, n):
         self.ptr, self.ind, self.n = np.asarray(ptr, np.int64), np.asarray(ind, np.int64), n

@@ -488,9 +488,7 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
     re-solve's per-call cost)."""
     if mon.max_iter is None:
         mon.budget(DEFAULT_MAX_ITER)
-    # (_local_system, inline: a re-solve's per-call cost)
-    key = ("newton_local", formulation, rho if type(rho) in _KEYED else repr(rho), scale, dense_max)
-    sys = mon.state(problem, key, _Local, ("W", "mu"), (formulation, rho, scale, dense_max)).reset(problem)
+    sys = _local_system(problem, mon, formulation, rho, scale, dense_max)
     r = mon.start_vector("r", problem.size)
     r_start = r.copy()
     measured = None
