@@ -41,20 +41,20 @@ def fc_error_of(dim, r, u, mu, normq):
 
 @njit(cache=True)
 def norm2(x):
-    """||x||_2 as BLAS ``dnrm2`` (:func:`nsopt.problems._base.norm2`): scaled by max |x_i| where a
-    square would overflow or underflow, sqrt(x.x) elsewhere."""
+    """||x||_2 as BLAS ``dnrm2`` (:func:`nsopt.problems._base.norm2`): sqrt(x.x) (one pass), scaled by
+    max |x_i| where a square would overflow or underflow."""
     m = 0.0
+    s = 0.0
     for i in range(x.shape[0]):
         a = abs(x[i])
+        s += a * a
         if not a <= m:          # (nan: kept)
             m = a
-    s = 0.0
     if 1e-140 < m < 1e140:
-        for i in range(x.shape[0]):
-            s += x[i] * x[i]
         return math.sqrt(s)
     if m == 0.0 or not math.isfinite(m):
         return m
+    s = 0.0
     for i in range(x.shape[0]):
         y = x[i] / m
         s += y * y
