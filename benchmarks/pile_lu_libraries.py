@@ -59,6 +59,22 @@ def median_time(f, repeat):
     return float(np.median(ts)), x
 
 
+def _suitesparse(mod, symbolic, numeric, solve, C, b):
+    """A run of a SuiteSparse factorisation through cvxopt/kvxopt: symbolic analysis once, then per run the
+    numeric factorisation of the values and the solve (``solve(A, F, N, B)``, in place on B)."""
+    import numpy as np
+    n = C.shape[0]
+    A = mod.spmatrix(C.data.tolist(), C.row.tolist(), C.col.tolist(), (n, n))
+    F = symbolic(A)
+
+    def run():
+        N = numeric(A, F)
+        B = mod.matrix(b)
+        solve(A, F, N, B)
+        return np.array(B).ravel()
+    return run
+
+
 def timing(folder, count, repeat):
     import numpy as np
     import scipy.sparse as sp
@@ -90,25 +106,9 @@ def timing(folder, count, repeat):
                 lambda: factorise(S, permc="MMD_AT_PLUS_A", pivot=0.01).solve(b)]
         C = S.tocoo()
         if klu:
-            A = kvxopt.spmatrix(C.data.tolist(), C.row.tolist(), C.col.tolist(), (n, n))
-            F = klu.symbolic(A)
-
-            def k_solve(A=A, F=F):
-                N = klu.numeric(A, F)
-                B = kvxopt.matrix(b)
-                klu.solve(A, F, N, B)
-                return np.array(B).ravel()
-            runs.append(k_solve)
+            runs.append(_suitesparse(kvxopt, klu.symbolic, klu.numeric, klu.solve, C, b))
         if umf:
-            Au = cvxopt.spmatrix(C.data.tolist(), C.row.tolist(), C.col.tolist(), (n, n))
-            Fu = umf.symbolic(Au)
-
-            def u_solve(A=Au, F=Fu):
-                N = umf.numeric(A, F)
-                B = cvxopt.matrix(b)
-                umf.solve(A, N, B)
-                return np.array(B).ravel()
-            runs.append(u_solve)
+            runs.append(_suitesparse(cvxopt, umf.symbolic, umf.numeric, lambda A, F, N, B: umf.solve(A, N, B), C, b))
         times, line = [], []
         for name, run in zip(names, runs):
             t, x = median_time(run, repeat)
