@@ -1,5 +1,13 @@
-"""Small linear-algebra helpers shared by the solvers: one home for "solve, else least squares" and for
-the refined solves of a final basis (Lemke, enumeration)."""
+r"""The factorisations of nsopt, in one home: factorising a square matrix (LAPACK's LU for a dense one,
+SuperLU for a sparse one), refactorising matrices of one pattern in a kept order (:class:`StaticLU`, a
+sparse LU without pivoting), iterative refinement and the backward-error check
+(:func:`backward_error`, :func:`solve_checked`), "solve, else least squares" (:func:`solve_or_lstsq`)
+and the refined solves of a final basis (Lemke, enumeration).
+
+No LAPACK routine is called on a matrix or a right-hand side that is not finite, nor on an empty one:
+a non-finite system is a failed factorisation (None, or a non-finite solution), never a LAPACK error.
+The Newton systems built on these factorisations are in :mod:`nsopt.solvers.newton_system`.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +16,143 @@ import warnings
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.sparse.linalg import splu
+
+from . import _linalg_kernels as LK
+from .problems._base import all_finite
 
 EXTENDED_MAX = 2000      # refined_solve: residuals in extended precision up to this size
+# StaticLU: a pivot at most STATIC_PIVOT x its column fails the factorisation; a solve is kept when its backward
+# error (max |A x - b| / max (|A||x| + |b|)) is at most STATIC_BERR, after one step of refinement
+STATIC_PIVOT, STATIC_BERR = 1e-10, 1e-13
+
+
+def _finite(A) -> bool:
+    """True when every stored value of A (ndarray or scipy sparse) is finite."""
+    data = A.data if sp.issparse(A) else np.asarray(A)
+    return all_finite(np.ascontiguousarray(data, dtype=float).reshape(-1))
+
+
+class LU:
+    r"""A factorisation of a square matrix K, kept for any number of solves: ``solve(b)`` =
+    :math:`K^{-1}b`, ``solve(b, trans=True)`` = :math:`K^{-	op}b` (b a vector or a matrix, one
+    column per right-hand side). Made by :func:`factorise`: LAPACK's ``getrf`` for a dense K,
+    SuperLU for a sparse one (``perm_c``: the column order it chose, to keep for later matrices of
+    the same pattern)."""
+
+    __slots__ = ("n", "dense", "_f", "perm_c")
+
+    def __init__(self, n, dense, f, perm_c=None):
+        self.n, self.dense, self._f, self.perm_c = n, dense, f, perm_c
+
+    def solve(self, b, trans=False):
+        b = np.asarray(b, dtype=float)
+        if self.n == 0:
+            return np.zeros(b.shape)
+        if self.dense:
+            return sla.lu_solve(self._f, b, trans=1 if trans else 0, check_finite=False)
+        return self._f.solve(np.ascontiguousarray(b), trans="T" if trans else "N")
+
+    def rcond(self, anorm):
+        """LAPACK's estimate of the reciprocal condition number in the 1-norm (dense; ``anorm`` = the
+        1-norm of K)."""
+        return float(sla.lapack.dgecon(self._f[0], anorm, norm="1")[0])
+
+    @property
+    def U_diagonal(self):
+        """The pivots (the diagonal of U)."""
+        return np.diag(self._f[0]).copy() if self.dense else self._f.U.diagonal()
+
+
+def factorise(K, *, permc="COLAMD", pivot=1.0):
+    """The :class:`LU` of a square K (ndarray: LAPACK ``getrf``; scipy sparse: SuperLU with the
+    column order ``permc`` and the diagonal pivot threshold ``pivot``), or None when K is singular
+    (an exactly zero pivot) or not finite (LAPACK is never called on non-finite values)."""
+    n = K.shape[0]
+    if n == 0:
+        return LU(0, True, None)
+    if not _finite(K):
+        return None
+    if sp.issparse(K):
+        try:
+            f = splu(K if type(K) is sp.csc_matrix else sp.csc_matrix(K), permc_spec=permc, diag_pivot_thresh=pivot)
+        except RuntimeError:        # (SuperLU: exactly singular)
+            return None
+        return LU(n, False, f, f.perm_c)
+    with np.errstate(all="ignore"):
+        lu, piv, info = sla.lapack.dgetrf(np.asarray(K, dtype=float))
+    if info != 0:
+        return None
+    return LU(n, True, (lu, piv))
+
+
+def dense_solve(A, b):
+    r""":math:`A^{-1}b` for a dense square A by LAPACK's ``gesv`` (NumPy's solve), or None when A is
+    singular, or A, b or the solution is not finite (no LAPACK call on non-finite values)."""
+    if A.shape[0] == 0:
+        return np.zeros(np.shape(b))
+    if not (all_finite(A.reshape(-1)) and all_finite(np.asarray(b).reshape(-1))):
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            x = np.linalg.solve(A, b)
+    except np.linalg.LinAlgError:
+        return None
+    return x if all_finite(x.reshape(-1)) else None
+
+
+def backward_error(K, x, b) -> float:
+    r"""The componentwise-style backward error of a solve, :math:`\max_i |b - Kx|_i / \max_i (|K||x| + |b|)_i`
+    (K dense or scipy sparse)."""
+    r = b - K @ x
+    w = (abs(K) @ np.abs(x)) + np.abs(b)
+    return float(np.max(np.abs(r)) / max(float(np.max(w)) if w.size else 0.0, 1e-300)) if r.size else 0.0
+
+
+def solve_checked(lu, K, b, *, berr=STATIC_BERR, rounds=1):
+    """``lu.solve(b)`` refined (``rounds`` steps at most) while its :func:`backward_error` on K is
+    above ``berr``; returns (x, backward error)."""
+    x = lu.solve(b)
+    e = backward_error(K, x, b)
+    for _ in range(rounds):
+        if e <= berr:
+            break
+        x = x + lu.solve(b - K @ x)
+        e = backward_error(K, x, b)
+    return x, e
+
+
+class StaticLU:
+    r"""Sparse LU without pivoting of the matrices of one CSC pattern (``ptr``, ``ind``: n x n, rows
+    ascending, pattern symmetric with the diagonal stored), in the order they come in (the order is
+    the caller's: typically the ``perm_c`` of a first :func:`factorise` of the pattern, kept). The
+    patterns of L and U are found once (elimination tree); each :meth:`solve` factorises new values
+    (left-looking, Gilbert–Peierls, compiled), solves, checks the backward error (one step of
+    refinement when it is above ``STATIC_BERR``), and returns None when a pivot is at most
+    ``STATIC_PIVOT`` x its column or the backward error stays above ``STATIC_BERR`` (the caller then
+    factorises with pivoting: :func:`factorise`). Kept over SuperLU for the dofs' systems of a rigid-body
+    pile, where it is 2-4x faster than KLU and SuperLU (benchmarks/README.md, "One Newton system")."""
+
+    def __init__(self, ptr, ind, n):
+        self.ptr, self.ind, self.n = np.asarray(ptr, np.int64), np.asarray(ind, np.int64), n
+        Up, Ui, Lp, Li = LK.static_lu_symbolic(self.ptr, self.ind, n)
+        self.lu = (Up, Ui, Lp, Li, np.empty(Ui.size), np.empty(n), np.empty(Li.size), np.zeros(n))
+        self._res = (np.empty(n), np.empty(n))
+
+    def solve(self, data, b, pivot=STATIC_PIVOT, berr=STATIC_BERR):
+        """x with A x = b for A of values ``data`` on the pattern; None (see the class)."""
+        ptr, ind = self.ptr, self.ind
+        Up, Ui, Lp, Li, Ux, Ud, Lx, x = self.lu
+        if LK.static_lu_numeric(ptr, ind, data, Up, Ui, Lp, Li, Ux, Ud, Lx, x, pivot):
+            return None
+        res, work = self._res
+        y = b.copy()
+        LK.static_lu_solve(Up, Ui, Ux, Ud, Lp, Li, Lx, y)
+        if LK.csc_residual(ptr, ind, data, y, b, res, work) <= berr:
+            return y
+        LK.static_lu_solve(Up, Ui, Ux, Ud, Lp, Li, Lx, res)       # one step of iterative refinement
+        y += res
+        return y if LK.csc_residual(ptr, ind, data, y, b, res, work) <= berr else None
 
 
 def solve_or_lstsq(A, b) -> tuple[np.ndarray, bool]:
@@ -21,26 +164,19 @@ def solve_or_lstsq(A, b) -> tuple[np.ndarray, bool]:
     ``exact`` is False when the least-squares fallback was taken.
     """
     b = np.asarray(b, dtype=float)
+    if not (_finite(A) and all_finite(b.reshape(-1))):     # (no LAPACK call on non-finite values)
+        return np.full(A.shape[1:] + b.shape[1:], np.nan), False
     if sp.issparse(A):
-        from scipy.sparse.linalg import MatrixRankWarning, spsolve
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", MatrixRankWarning)
-            try:
-                x = np.asarray(spsolve(sp.csc_matrix(A), b))
-                if np.all(np.isfinite(x)):
-                    return x.reshape(b.shape), True
-            except (MatrixRankWarning, RuntimeError):
-                pass
+        lu = factorise(A, permc="COLAMD", pivot=1.0)
+        if lu is not None:
+            x = lu.solve(b)
+            if all_finite(x.reshape(-1)):
+                return x.reshape(b.shape), True
         A = A.toarray()
     A = np.asarray(A, dtype=float)
-    try:
-        with np.errstate(all="ignore"):
-            x = np.linalg.solve(A, b)
-        if np.all(np.isfinite(x)):
-            return x, True
-    except np.linalg.LinAlgError:
-        pass
+    x = dense_solve(A, b)
+    if x is not None:
+        return x, True
     return np.linalg.lstsq(A, b, rcond=None)[0], False
 
 
@@ -53,6 +189,8 @@ def refined_solve(A, b, rounds: int = 3) -> np.ndarray:
     b = np.asarray(b, dtype=float)
     if b.shape[0] == 0:
         return np.zeros(0)
+    if not (all_finite(A.reshape(-1)) and all_finite(b)):
+        return solve_or_lstsq(A, b)[0]
     with warnings.catch_warnings():
         warnings.simplefilter("error", sla.LinAlgWarning)
         try:

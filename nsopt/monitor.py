@@ -34,7 +34,7 @@ their time is ``Solution.build_time`` and does not count against ``time_limit``.
 
 Compiled kernels run several iterations per call: ``n = mon.chunk()`` says how many (1 when a
 callback wants every iteration; otherwise a number that keeps each call to a few tens of
-milliseconds, so that ``time_limit`` and Ctrl-C act between calls), and ``mon.steps(errors, x)``
+milliseconds, so that ``time_limit`` and Ctrl-C act between calls), and ``mon.step(x, err, n, errors)``
 records them. A kernel that runs a whole solve (its own chunks, its best iterate, the same stops as
 the monitor's) is called in turns of ``mon.schedule(work)`` iterations and each turn is handed to
 :meth:`Monitor.record` (``(code, iterations, best)`` of the kernel: the monitor judges them, so the
@@ -56,6 +56,10 @@ import time
 
 import numpy as np
 
+from ._contract import NON_FINITE as _NON_FINITE
+from ._contract import RUN as _RUN
+from ._contract import SOLVED as _CODE_SOLVED
+from ._contract import MAX_ITER as _CODE_MAX_ITER
 from .exceptions import OptionError
 from .problems._base import FLOAT64, all_finite
 from .registry import Outcome
@@ -188,22 +192,34 @@ class Monitor:
             self.best_x = {k: np.array(v, dtype=float) for k, v in x.items()}
             self._borrowed = False
 
-    def _judge(self, err):
-        """The contract's stops, in order; the message is kept as (format, values) and made when
-        read (:attr:`message`)."""
-        if not err <= self.tol:
-            if not math.isfinite(err):
-                return self.stop(Status.NUMERICAL_ERROR, ("non-finite error after %d iteration(s)", (self.k,)))
-            if self.max_iter is not None and self.k >= self.max_iter:
-                return self.stop(Status.MAX_ITER, ("no convergence in %d iteration(s) (best error %.3g)",
-                                                   (self.k, self.best_err)))
+    def _judge(self, err, code=None):
+        """The contract's stops, in order, then the deadline; ``code``: the rule's value as a kernel
+        computed it for this error (:func:`nsopt._contract.stop_code`, the kernels' one home of the
+        rule, with which they end their chunks), else the same rule here in Python (a compiled call
+        from Python costs 0.2-1 µs, as much as a whole re-solve's judgement; tests/test_stop_rule.py
+        checks that both agree). The message is kept as (format, values) and made when read
+        (:attr:`message`)."""
+        if code is None:
+            if err <= self.tol:
+                code = _CODE_SOLVED
+            elif not math.isfinite(err):
+                code = _NON_FINITE
+            elif self.max_iter is not None and self.k >= self.max_iter:
+                code = _CODE_MAX_ITER
+            else:
+                code = _RUN
+        if code == _RUN:
             if self.deadline is not None and time.perf_counter() > self.deadline:
                 return self.stop(Status.TIME_LIMIT, ("time limit reached after %d iteration(s) (best error %.3g)",
                                                      (self.k, self.best_err)))
             return None
-        self.status = _SOLVED      # (self.stop, inline: the common end of a solve)
-        self._message = (_SOLVED_MESSAGE, (err, self.k))
-        return _SOLVED
+        if code == _CODE_SOLVED:
+            self.status = _SOLVED      # (self.stop, inline: the common end of a solve)
+            self._message = (_SOLVED_MESSAGE, (err, self.k))
+            return _SOLVED
+        if code == _NON_FINITE:
+            return self.stop(Status.NUMERICAL_ERROR, ("non-finite error after %d iteration(s)", (self.k,)))
+        return self.stop(Status.MAX_ITER, ("no convergence in %d iteration(s) (best error %.3g)", (self.k, self.best_err)))
 
     def start(self, x: dict, err: float):
         """Record the starting point (iteration 0). Returns the status when it already ends the
@@ -214,15 +230,33 @@ class Monitor:
         self._keep(x, err)
         return self._judge(err)
 
-    def step(self, x: dict, err: float):
-        """Record iteration ``k + 1`` with its iterate ``x`` (dict of the problem's variables) and
-        error. Returns the status when the solve must stop, else None."""
-        self.k += 1
+    def step(self, x: dict, err: float, n: int = 1, errors=None, best=None):
+        """Record ``n`` iterations (default 1: iteration ``k + 1``) ending at the iterate ``x`` (dict
+        of the problem's variables) with error ``err``: the one way to record iterations, one by a
+        Python loop or a chunk of them by a compiled kernel. ``errors``: the errors of the ``n``
+        iterations, for the history (None: ``err`` for each, a kernel that knows only its last
+        error, see :meth:`chunk`); ``best = (x_best, err_best)``: the best iterate a kernel saw inside
+        its chunk, if it kept one. The callback sees an iteration recorded alone. Returns the status
+        when the solve must stop, else None."""
+        if n != 1:
+            if n == 0:
+                return None
+            self.timed(n)
+            if best is not None and best[1] < self.best_err:
+                self.best_err = float(best[1])
+                self.best_x = {k: np.array(v, dtype=float) for k, v in best[0].items()}
+                self._borrowed = False
+        elif self._t_chunk is not None:
+            self.timed(1)
+        self.k += n
         err = float(err)
         if self.history is not None:
-            self.history.append(err)
+            if n == 1:
+                self.history.append(err)
+            else:
+                self.history.extend([err] * n if errors is None else [float(e) for e in errors])
         self._keep(x, err)
-        if self.callback is not None:
+        if n == 1 and self.callback is not None:
             try:
                 self.callback(Iterate(self.k, err, {k: np.array(v, dtype=float) for k, v in x.items()}))
             except StopIteration:
@@ -233,12 +267,12 @@ class Monitor:
         """How many iterations a compiled kernel should run before returning to Python.
 
         ``per_iteration_errors=False``: the kernel only knows the error at the end of its chunk
-        (:meth:`advance`); then a requested history also asks for one iteration per chunk, and the
+        (:meth:`step` without ``errors``); then a requested history also asks for one iteration per chunk, and the
         chunk sizes must not depend on timing, or the iteration at which the solve stops (and so its
         result) would: give ``work``, the cost of one iteration in flops (e.g. nnz), and the sizes
         double from 1 up to about ``WORK_PER_CHUNK / work``, a schedule fixed by the problem alone.
         Without ``work``, the sizes double up to about ``CHUNK_SECONDS`` of kernel time (measured by
-        :meth:`steps`, or given to :meth:`timed`), from ``first`` when given (the first chunk of a
+        :meth:`step`, or given to :meth:`timed`), from ``first`` when given (the first chunk of a
         series of cheap iterations, e.g. the pivots of a new Lemke path)."""
         if self.callback is not None or (self.history is not None and not per_iteration_errors):
             return 1
@@ -254,7 +288,7 @@ class Monitor:
 
     def timed(self, n: int):
         """The last :meth:`chunk` (timed) ran ``n`` iterations: size the next one to about
-        ``CHUNK_SECONDS`` (at most doubling), for kernels recorded otherwise than by :meth:`steps`."""
+        ``CHUNK_SECONDS`` (at most doubling), for kernels recorded otherwise than by :meth:`step`."""
         if n > 0 and self._t_chunk is not None:
             per = (time.perf_counter() - self._t_chunk) / n
             self._chunk = max(1, min(2 * n, int(CHUNK_SECONDS / per) if per > 0 else 2 * n))
@@ -271,37 +305,16 @@ class Monitor:
         cap, turn = plain_schedule(work)
         return cap, turn, turn if self.deadline is None else 0
 
-    def steps(self, errors, x: dict, best=None):
-        """Record a chunk of ``len(errors)`` iterations run by a kernel (``x`` at the chunk's end;
-        ``best = (x_best, err_best)``: the best iterate the kernel saw inside the chunk, if it kept
-        one). A chunk of one iteration is :meth:`step` (the callback sees it).
-        Returns the status when the solve must stop, else None."""
-        n = len(errors)
-        if n == 0:
-            return None
-        self.timed(n)
-        if n == 1:   # the iterate of a one-iteration chunk is its best
-            return self.step(x, errors[0])
-        if best is not None and best[1] < self.best_err:
-            self.best_err = float(best[1])
-            self.best_x = {k: np.array(v, dtype=float) for k, v in best[0].items()}
-            self._borrowed = False
-        self.k += n
-        if self.history is not None:
-            self.history.extend(float(e) for e in errors)
-        err = float(errors[-1])
-        self._keep(x, err)
-        return self._judge(err)
-
-    def record(self, start, n: int, last: float, errors, x: dict, best: dict, best_err: float):
+    def record(self, start, n: int, last: float, errors, x: dict, best: dict, best_err: float, code=None):
         """Record one call of a kernel that runs a whole solve and keeps its best iterate itself:
         ``start``, the error of the starting point when this call began the solve (iteration 0,
         judged first, as :meth:`start`), else None; ``n`` iterations run in the call, the last with
         error ``last``, the errors of all of them in ``errors[:n]`` (read for a history); ``x``, the
         iterate at the end of the call; ``best`` (with ``best_err``), the best iterate of the solve
         so far, the start included: the kernel's own arrays, copied when the solution is made. The
-        callback sees each iteration of a one-iteration call. Returns the status when the solve must
-        stop, else None."""
+        callback sees each iteration of a one-iteration call; ``code``, the contract's code with which the
+        kernel ended the call (:func:`nsopt._contract.stop_code` of its last error: the monitor judges
+        with it, not computing it again). Returns the status when the solve must stop, else None."""
         self.best_x, self.best_err, self._borrowed = best, best_err, True
         if start is not None:
             self.err = start
@@ -310,7 +323,7 @@ class Monitor:
             # the start is judged (iteration 0) unless none of _judge's stops can apply to it: an
             # error above tol and finite, a budget of at least one iteration, no deadline
             if not (self.tol < start < _INF and self.max_iter != 0 and self.deadline is None) \
-                    and self._judge(start) is not None:
+                    and self._judge(start, None if code is None else code if n == 0 else _RUN) is not None:
                 return self.status
         if n == 0:
             return None
@@ -323,16 +336,7 @@ class Monitor:
                 self.callback(Iterate(self.k, last, {k: np.array(v, dtype=float) for k, v in x.items()}))
             except StopIteration:
                 return self.stop(Status.CALLBACK_STOP, f"stopped by the callback after {self.k} iteration(s)")
-        if last <= self.tol:     # (_judge's first stop, inline: the common end of a re-solve)
-            self.status = _SOLVED
-            self._message = (_SOLVED_MESSAGE, (last, self.k))
-            return _SOLVED
-        return self._judge(last)
-
-    def advance(self, n: int, x: dict, err: float):
-        """Record a chunk of ``n`` iterations of which only the last error is known (see
-        :meth:`chunk`). Returns the status when the solve must stop, else None."""
-        return self.steps([err] * n, x)
+        return self._judge(last, code)
 
     def stop(self, status: Status, message="") -> Status:
         """A method's own reason to stop (stall, ray, line-search failure), or the contract's.

@@ -1,5 +1,5 @@
 """W given by its factors (W = H diag(minv) Hᵀ): the problem's record of them, the Newton systems solved in
-the dofs' space (nsopt.solvers.newton._Body) against a dense solve and against the contacts' space, and
+the dofs' space (nsopt.solvers.newton_system.BodySystem) against a dense solve and against the contacts' space, and
 the factors a Moreau–Jean step hands over with its W."""
 
 import sys
@@ -13,7 +13,7 @@ import nsopt
 from nsopt import modeling as nm
 from nsopt.exceptions import ProblemError
 from nsopt.problems import DelassusFactors
-from nsopt.solvers.newton import _CONTACTS, _Body
+from nsopt.solvers.newton_system import CONTACTS, BodySystem
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -86,7 +86,7 @@ def test_body_solve_is_the_newton_system(dim):
     nc, nb = 40, 12
     H, minv = bodies_and_contacts(nb, nc, dim, seed=dim)
     W = (H @ sp.diags(minv) @ H.T).toarray()
-    body = _Body(DelassusFactors(H, minv), nc, dim)
+    body = BodySystem(DelassusFactors(H, minv), nc, dim)
     n = nc * dim
     for shift in (0.0, 1e-3, 0.0):
         A, B = _blocks(nc, dim, rng)
@@ -98,16 +98,16 @@ def test_body_solve_is_the_newton_system(dim):
 
 
 def test_body_solve_singular_blocks():
-    """A singular block of A + sI: the system goes back to the contacts' space (``_CONTACTS``), unless
+    """A singular block of A + sI: the system goes back to the contacts' space (``CONTACTS``), unless
     more rows of A are zero than W has rank at most (the dofs' count): J is then singular (None)."""
     rng = np.random.default_rng(7)
     nc, nb, dim = 30, 4, 3              # 90 unknowns, 24 dofs: W singular
     H, minv = bodies_and_contacts(nb, nc, dim, seed=7)
-    body = _Body(DelassusFactors(H, minv), nc, dim)
+    body = BodySystem(DelassusFactors(H, minv), nc, dim)
     A, B = _blocks(nc, dim, rng)
     phi = rng.standard_normal(nc * dim)
     A[0] = 0.0                          # one sticking contact (A_a = 0): 3 zero rows <= 24
-    assert body.solve(A, B, phi, 0.0) is _CONTACTS
+    assert body.solve(A, B, phi, 0.0) is CONTACTS
     A[:9] = 0.0                         # 27 zero rows > 24 dofs: J singular
     assert body.solve(A, B, phi, 0.0) is None
     assert body.solve(A, B, phi, 1e-6) is not None      # shifted: every block invertible
@@ -177,7 +177,7 @@ def test_static_lu_against_a_dense_solve(n):
     """The LU without pivoting of a matrix with a symmetric pattern (values not symmetric): its patterns
     hold the fill (the product L U equals A to 1e-12) and it solves to a backward error ~1e-16; a zero
     pivot is reported (j + 1), not divided by."""
-    from nsopt.solvers import _newton_kernels as K
+    from nsopt import _linalg_kernels as K
 
     rng = np.random.default_rng(n)
     P = sp.random(n, n, density=min(1.0, 6.0 / n), random_state=n, format="csc")
@@ -211,21 +211,21 @@ def test_body_solve_falls_back_to_pivoting():
     rng = np.random.default_rng(5)
     nc, nb, dim = 20, 6, 3
     H, minv = bodies_and_contacts(nb, nc, dim, seed=5)
-    body = _Body(DelassusFactors(H, minv), nc, dim)
+    body = BodySystem(DelassusFactors(H, minv), nc, dim)
     W = (H @ sp.diags(minv) @ H.T).toarray()
     A, B = _blocks(nc, dim, rng)
     phi = rng.standard_normal(nc * dim)
     body.solve(A, B, phi, 0.0)                   # the first call: SuperLU orders S, the order is kept
     calls = []
-    import nsopt.solvers.newton as newton
+    import nsopt.linalg as linalg
 
-    real = newton.K.static_lu_numeric
+    real = linalg.LK.static_lu_numeric
     try:
-        newton.K.static_lu_numeric = lambda *a: (calls.append(1), 1)[1]      # a zero pivot in column 0
+        linalg.LK.static_lu_numeric = lambda *a: (calls.append(1), 1)[1]      # a zero pivot in column 0
         A, B = _blocks(nc, dim, rng)
         d = body.solve(A, B, phi, 0.0)
     finally:
-        newton.K.static_lu_numeric = real
+        linalg.LK.static_lu_numeric = real
     J = sp.block_diag(list(A)).toarray() + sp.block_diag(list(B)).toarray() @ W
     assert calls and d is not None
     np.testing.assert_allclose(d, np.linalg.solve(J, -phi), rtol=1e-9, atol=1e-11)

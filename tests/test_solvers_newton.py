@@ -256,3 +256,37 @@ def test_corpus_rockpile_fb(corpus):
     p = _load(corpus / "fc3d" / "RockPile_tob1.dat")
     s = nsopt.solve(p, method="nsn-fb", tol=1e-8, time_limit=120)
     assert s.success and p.error(s.r) <= 1e-8, s
+
+
+@pytest.mark.parametrize("formulation", ["ac", "fb"])
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_small_loop_is_the_newton_loop(formulation, seed):
+    """The compiled Newton loop of a small dense W (``newton_dense``) is the one Newton loop
+    (``newton_loop``, with the plain step tried every iteration and a fixed regularisation factor):
+    the same errors, iteration by iteration, on random problems (W singular or not): to round-off for
+    Alart–Curnier; Fischer–Burmeister's iterates amplify the rounding of u = Wr + q (BLAS against the
+    compiled product) to 1e-5 over a few tens of steps, with the same number of steps."""
+    from nsopt.monitor import Monitor
+    from nsopt.solvers import newton as N
+    from nsopt.solvers.newton_loop import newton_loop
+
+    rng = np.random.default_rng(seed)
+    nc = int(rng.integers(2, 7))
+    G = rng.standard_normal((3 * nc, max(2, 3 * nc - 3 * (seed % 2))))
+    W = G @ G.T + (0.0 if seed % 2 else 0.1) * np.eye(3 * nc)
+    p = nsopt.FrictionContact(3, W, rng.standard_normal(3 * nc), rng.uniform(0.1, 1.0, nc))
+    reg = 1.0 if formulation == "ac" else 0.0
+    runs = []
+    for compiled in (True, False):
+        mon = Monitor(1e-12, max_iter=60, history=True, problem=p, method="nsn-ac")
+        sys = N._local_system(p, mon, formulation, "auto" if formulation == "ac" else 1.0)
+        assert sys.small
+        r = np.zeros(p.size)
+        if compiled:
+            N._newton_dense(sys, r, mon, "nonmonotone", 5, 100, 20, reg, 0.1)
+        else:
+            newton_loop(N._LocalNewton(sys, sys.error, reg), r, mon, line_search="nonmonotone", stall=100, switch=20,
+                        reg=reg, reg_step=0.1, plain="always", adapt=False)
+        runs.append(np.array(mon.history))
+    assert runs[0].shape == runs[1].shape
+    np.testing.assert_allclose(runs[0], runs[1], rtol=1e-9 if formulation == "ac" else 1e-4, atol=1e-15)

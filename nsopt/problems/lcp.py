@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import EPS, AffineProblem, affine, as_matrix, as_vector, check_input, norm2
+from ._base import AffineProblem, affine, as_matrix, as_vector, check_input, norm2
+from ._measures import lcp_error as _lcp_error
 
 
 class LCP(AffineProblem):
@@ -74,6 +75,7 @@ class LCP(AffineProblem):
 def lcp_error(z: np.ndarray, w: np.ndarray, qnorm: float) -> float:
     r"""Siconos' LCP error (``lcp_compute_error``) of (z, w): :math:`\|z - \max(0, z - w)\|_2 / \|q\|_2`,
     the division only when :math:`\|q\|_2` (``qnorm``) exceeds DBL_EPSILON. The one home of this
-    formula: methods that track w themselves call it rather than write it again."""
-    e = float(np.linalg.norm(z - np.maximum(0.0, z - w)))   # sqrt of the sum of squares, as Siconos (may underflow)
-    return e / qnorm if qnorm > EPS else e
+    formula (compiled: :func:`nsopt.problems._measures.lcp_error`, which the kernels call too): methods
+    that track w themselves call it rather than write it again."""
+    return float(_lcp_error(np.ascontiguousarray(z, dtype=np.float64), np.ascontiguousarray(w, dtype=np.float64),
+                            float(qnorm)))

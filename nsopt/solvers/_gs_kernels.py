@@ -59,94 +59,9 @@ def pgs_sweeps(ptr, idx, val, diag, q, lo, hi, z, omega, nsweeps):
     return 0
 
 
-# ----------------------------------------------------------------------------------------------
-# Coulomb cone helpers (Siconos' projectionOnCone and the natural map with De Saxce's shift)
-# ----------------------------------------------------------------------------------------------
-@njit(cache=True)
-def _norm_t(dim, x):
-    """||x_T|| of one contact (|x_1| in 2-D, as Siconos' fc2d: no overflow of the square)."""
-    if dim == 2:
-        return abs(x[1])
-    s = 0.0
-    for i in range(1, dim):
-        s += x[i] * x[i]
-    return math.sqrt(s)
-
-
-@njit(cache=True)
-def proj_cone(dim, mu, x, out):
-    """out = P_{K_mu}(x) for one contact (x, out of length dim; out may be x): the compiled twin of
-    :func:`nsopt.problems.cones.project_coulomb`."""
-    xN = x[0]
-    nT = _norm_t(dim, x)
-    if mu * nT <= -xN:
-        for i in range(dim):
-            out[i] = 0.0
-    elif nT <= mu * xN:
-        for i in range(dim):
-            out[i] = x[i]
-    else:
-        pN = (mu * nT + xN) / (mu * mu + 1.0)
-        out[0] = pN
-        if dim == 2:
-            out[1] = mu * pN if x[1] > 0.0 else -mu * pN
-        else:
-            s = mu * pN / nT
-            for i in range(1, dim):
-                out[i] = s * x[i]
-
-
-@njit(cache=True)
-def nat_map_sq(dim, mu, r, u, x, px):
-    """||r - P_K(r - u - mu ||u_T|| e_N)||^2 for one contact (x, px: work arrays): the compiled
-    twin of one term of :func:`nsopt.problems.cones.natural_map_sq`."""
-    for i in range(dim):
-        x[i] = r[i] - u[i]
-    x[0] -= mu * _norm_t(dim, u)
-    proj_cone(dim, mu, x, px)
-    s = 0.0
-    for i in range(dim):
-        d = r[i] - px[i]
-        s += d * d
-    return s
-
-
-@njit(cache=True)
-def fc_error(dim, r, u, mu, normq, x, px):
-    """Siconos' friction-contact error of (r, u): the natural map over max(||q||, ||r||, ||u||); the
-    compiled twin of :func:`nsopt.problems.cones.fc_error`."""
-    nc = mu.shape[0]
-    e = 0.0
-    nr = 0.0
-    nu = 0.0
-    for a in range(nc):
-        e += nat_map_sq(dim, mu[a], r[a * dim:(a + 1) * dim], u[a * dim:(a + 1) * dim], x, px)
-    for i in range(r.shape[0]):
-        nr += r[i] * r[i]
-        nu += u[i] * u[i]
-    e = math.sqrt(e)
-    scale = max(normq, math.sqrt(nr), math.sqrt(nu))
-    if scale > EPS:
-        return e / scale
-    return e
-
-
-@njit(cache=True)
-def lcp_error(z, w, qnorm):
-    """Siconos' LCP error of (z, w), ||z - max(0, z - w)|| / ||q|| (divided only when ||q|| >
-    DBL_EPSILON): the compiled twin of :func:`nsopt.problems.lcp.lcp_error` (nan propagates as in
-    ``np.maximum``)."""
-    e = 0.0
-    for i in range(z.shape[0]):
-        d = z[i] - w[i]
-        if not (d > 0.0 or math.isnan(d)):
-            d = 0.0
-        d = z[i] - d
-        e += d * d
-    e = math.sqrt(e)
-    if qnorm > EPS:
-        return e / qnorm
-    return e
+# the error measures and the Coulomb projection: one compiled home in nsopt.problems._measures, which
+# nsopt.problems.cones and nsopt.problems.lcp call too
+from ..problems._measures import _norm_t, fc_error, lcp_error, nat_map_sq, proj_cone  # noqa: E402,F401
 
 
 # ----------------------------------------------------------------------------------------------
@@ -642,7 +557,9 @@ def _sweeps(dim, W, ptr, idx, val, Wd, q, mu, r, u, order, shuffle, tol, nsweeps
 
 
 # codes of nsgs_fc_solve's state[3]
-RUNNING, SOLVED, MAX_ITER, NON_FINITE, BAD_W, FRESH = 0, 1, 2, 3, 4, -1
+from .._contract import stop_code  # noqa: E402  (the contract's stopping rule)
+
+RUNNING, BAD_W, FRESH = 0, 4, -1
 
 
 # the layout of nsgs_fc_solve's packed arrays (fewer arguments: numba unboxes each array it is given)
@@ -739,13 +656,7 @@ def nsgs_fc_solve(dim, W, I, F, q, mu, r, u, errs, tol, max_iter, local_tol, loc
         state[0] = 0
         state[1] = 1
         state[2] = 0
-        state[3] = RUNNING
-        if not math.isfinite(err):
-            state[3] = NON_FINITE
-        elif err <= tol:
-            state[3] = SOLVED
-        elif max_iter <= 0:
-            state[3] = MAX_ITER
+        state[3] = stop_code(err, tol, 0, max_iter)
     done = ZERO      # (typed: a literal 0 handed to _sweeps would compile it a second time)
     while state[3] == RUNNING and done < turn:
         c = min(state[1], cap)
@@ -757,12 +668,7 @@ def nsgs_fc_solve(dim, W, I, F, q, mu, r, u, errs, tol, max_iter, local_tol, loc
         state[2] += f
         done += kk
         best[1] = err
-        if not math.isfinite(err):
-            state[3] = NON_FINITE
-        elif err <= tol:
-            state[3] = SOLVED
-        elif state[0] >= max_iter:
-            state[3] = MAX_ITER
+        state[3] = stop_code(err, tol, state[0], max_iter)
     state[5] = done
     if not measure:
         return

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from .._contract import RUN, stop_code
 from .._jit import njit
 
 from . import _gs_kernels as GS
@@ -701,7 +702,7 @@ def dense_state(n, memory, nb, nc=1):
     S = np.empty(4 + memory + nb + n)
     o = 4 + memory + nb
     dim = n // nc if nc else 1
-    return np.zeros(9, dtype=np.int64), S, (S[:3], S[3:4], S[o:o + n]), np.empty(3 * nc * dim * dim + 8 * n + 2 * dim + 6)
+    return np.zeros(10, dtype=np.int64), S, (S[:3], S[3:4], S[o:o + n]), np.empty(3 * nc * dim * dim + 8 * n + 2 * dim + 6)
 
 
 @njit(cache=True)
@@ -730,14 +731,15 @@ def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory,
     fails, monotone/nonmonotone switches every ``switch`` iterations, the stall test over ``stall``
     iterations, -1: none) in one compiled call. ``P``, ``Q``: the system (:func:`dense_layout`);
     ``S``, ``istate``: the state (:func:`dense_state`, ``memory`` merits); ``Wk``: its work arrays. ``errs[k]``: the error
-    (compiled twin of the Siconos measure) after iteration k of the chunk (when ``errs`` is not
+    (the Siconos measure, its one compiled home) after iteration k of the chunk (when ``errs`` is not
     empty); ``best_r``/``best[0]``: the
     best iterate (out). ``fstate[0]``: the error of the current iterate (in/out); ``merits``,
     ``bests``: rings of the last merits and best errors (counts in istate[6], istate[7]). Called with
     istate[8] = NEWTON_FRESH (and istate[1] the line search) it resets the state, sets u = Wr + q and
     the start's error (``fstate[1]``; it stops there when the start is solved, not finite or max_iter
     is 0, as the monitor does). Stops early at error <= tol, a non-finite error or ``max_iter`` iterations in all
-    (istate[8] = NEWTON_STOP), or on a stall (NEWTON_STALLED). At NEWTON_STOP, u is the best
+    (istate[8] = NEWTON_STOP, istate[9] the contract's code: :func:`nsopt._contract.stop_code`), or on a
+    stall (NEWTON_STALLED). At NEWTON_STOP, u is the best
     iterate's, as ``FrictionContact.u`` computes it, and ``fstate[2]`` its error (both of the
     Solution: :func:`_measure_best`). Returns the iterations done."""
     nc = mu.shape[0]
@@ -775,7 +777,8 @@ def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory,
             best[0] = err
             for i in range(n):
                 best_r[i] = r[i]
-        if not math.isfinite(err) or err <= tol or max_iter <= 0:
+        istate[9] = stop_code(err, tol, 0, max_iter)
+        if istate[9] != RUN:
             istate[8] = NEWTON_STOP
             _measure_best(W, q, mu, qnorm, best_r, u, fstate, x, px)
             return 0
@@ -838,7 +841,8 @@ def newton_dense(fb, W, q, mu, P, Q, qnorm, wscale, r, u, istate, S, Wk, memory,
             best[0] = err
             for i in range(n):
                 best_r[i] = r[i]
-        if not math.isfinite(err) or err <= tol or k >= max_iter:
+        istate[9] = stop_code(err, tol, k, max_iter)
+        if istate[9] != RUN:
             istate[8] = NEWTON_STOP
             _measure_best(W, q, mu, qnorm, best_r, u, fstate, x, px)
             return done
@@ -1131,140 +1135,3 @@ def body_direction(y, Hblk, cptr, cols, C, g, d):
             for m in range(dim):
                 s += C[a, l, m] * t[m]
             d[a * dim + l] = -s
-
-
-# ----------------------------------------------------------------------------- a sparse LU with static pivots
-
-
-@njit(cache=True)
-def static_lu_symbolic(Aptr, Aind, n):
-    """The patterns of L and U of A = LU without pivoting, for A (n x n, CSC, rows ascending) whose
-    pattern is symmetric with the diagonal stored: the elimination tree (Liu), then U's column j as
-    the rows reached from A(:j, j) up the tree (the row subtree of j), L's column i as the columns j
-    whose U(:, j) holds i (the filled pattern is symmetric). Returns (Uptr, Uind, Lptr, Lind): U's
-    strictly upper rows and L's strictly lower rows, ascending, CSC."""
-    parent = np.full(n, -1, dtype=np.int64)
-    ancestor = np.full(n, -1, dtype=np.int64)
-    for k in range(n):
-        for p in range(Aptr[k], Aptr[k + 1]):
-            i = Aind[p]
-            while i != -1 and i < k:
-                nxt = ancestor[i]
-                ancestor[i] = k
-                if nxt == -1:
-                    parent[i] = k
-                i = nxt
-    mark = np.full(n, -1, dtype=np.int64)
-    Uptr = np.zeros(n + 1, dtype=np.int64)
-    for j in range(n):
-        mark[j] = j
-        c = 0
-        for p in range(Aptr[j], Aptr[j + 1]):
-            i = Aind[p]
-            while i < j and i != -1 and mark[i] != j:
-                mark[i] = j
-                c += 1
-                i = parent[i]
-        Uptr[j + 1] = Uptr[j] + c
-    Uind = np.empty(Uptr[n], dtype=np.int64)
-    mark[:] = -1
-    Lcount = np.zeros(n + 1, dtype=np.int64)
-    for j in range(n):
-        mark[j] = j
-        c = Uptr[j]
-        for p in range(Aptr[j], Aptr[j + 1]):
-            i = Aind[p]
-            while i < j and i != -1 and mark[i] != j:
-                mark[i] = j
-                Uind[c] = i
-                c += 1
-                Lcount[i + 1] += 1
-                i = parent[i]
-        Uind[Uptr[j]:c].sort()
-    for i in range(n):
-        Lcount[i + 1] += Lcount[i]
-    Lptr = Lcount
-    Lind = np.empty(Lptr[n], dtype=np.int64)
-    at = Lptr[:n].copy()
-    for j in range(n):                  # (j ascending: L's rows come out ascending)
-        for q in range(Uptr[j], Uptr[j + 1]):
-            i = Uind[q]
-            Lind[at[i]] = j
-            at[i] += 1
-    return Uptr, Uind, Lptr, Lind
-
-
-@njit(cache=True, error_model="numpy")
-def static_lu_numeric(Aptr, Aind, Adata, Uptr, Uind, Lptr, Lind, Ux, Ud, Lx, x, tol):
-    """A = LU without pivoting (left-looking, on the patterns of :func:`static_lu_symbolic`; L unit
-    lower in ``Lx``, U's strict upper part in ``Ux`` and its diagonal in ``Ud``). ``x``: n zeros (a
-    work array, left zero). Returns 0, or j + 1 when the pivot of column j is not above ``tol`` x the
-    largest entry of its column of L U (the caller then factorises with pivoting)."""
-    n = Aptr.shape[0] - 1
-    for j in range(n):
-        for p in range(Aptr[j], Aptr[j + 1]):
-            x[Aind[p]] = Adata[p]
-        for q in range(Uptr[j], Uptr[j + 1]):      # rows ascending: x[i] is final when reached
-            i = Uind[q]
-            uij = x[i]
-            Ux[q] = uij
-            x[i] = 0.0
-            if uij != 0.0:
-                for p in range(Lptr[i], Lptr[i + 1]):
-                    x[Lind[p]] -= Lx[p] * uij
-        piv = x[j]
-        x[j] = 0.0
-        big = abs(piv)
-        for p in range(Lptr[j], Lptr[j + 1]):
-            big = max(big, abs(x[Lind[p]]))
-        if not abs(piv) > tol * big:
-            for p in range(Lptr[j], Lptr[j + 1]):
-                x[Lind[p]] = 0.0
-            return j + 1
-        Ud[j] = piv
-        for p in range(Lptr[j], Lptr[j + 1]):
-            r = Lind[p]
-            Lx[p] = x[r] / piv
-            x[r] = 0.0
-    return 0
-
-
-@njit(cache=True, error_model="numpy")
-def static_lu_solve(Uptr, Uind, Ux, Ud, Lptr, Lind, Lx, b):
-    """b <- (LU)^-1 b in place (the factors of :func:`static_lu_numeric`)."""
-    n = Ud.shape[0]
-    for j in range(n):
-        bj = b[j]
-        if bj != 0.0:
-            for p in range(Lptr[j], Lptr[j + 1]):
-                b[Lind[p]] -= Lx[p] * bj
-    for j in range(n - 1, -1, -1):
-        bj = b[j] / Ud[j]
-        b[j] = bj
-        if bj != 0.0:
-            for q in range(Uptr[j], Uptr[j + 1]):
-                b[Uind[q]] -= Ux[q] * bj
-
-
-@njit(cache=True, error_model="numpy")
-def csc_residual(Aptr, Aind, Adata, x, b, res, work):
-    """res = b - A x (A in CSC); returns the backward error max |res| / max (|A||x| + |b|) (``work``:
-    n, for |A||x|)."""
-    n = Aptr.shape[0] - 1
-    for i in range(n):
-        res[i] = b[i]
-        work[i] = abs(b[i])
-    for j in range(n):
-        xj = x[j]
-        if xj != 0.0:
-            ax = abs(xj)
-            for p in range(Aptr[j], Aptr[j + 1]):
-                a = Adata[p]
-                res[Aind[p]] -= a * xj
-                work[Aind[p]] += abs(a) * ax
-    rm = 0.0
-    den = 1e-300
-    for i in range(n):
-        rm = max(rm, abs(res[i]))
-        den = max(den, work[i])
-    return rm / den

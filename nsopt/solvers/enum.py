@@ -171,13 +171,13 @@ def _enumerate(problem, mon, eq, comp):
             x = zr if problem.error(zr) < problem.error(z) else z
         if code == 2:
             if done:
-                mon.advance(done, {"z": x}, problem.error(x))
+                mon.step({"z": x}, problem.error(x), done)
             if mon.stopped and mon.status is not Status.MAX_ITER:
                 return mon.solution(info=info)
             msg = (f"all 2^{m} supports visited: no complementary basic solution (with nonsingular basis) "
                    "within tol")
             return mon.solution(status=Status.STALLED, message=msg, info=info)
-        if mon.advance(done, {"z": x}, problem.error(x)):
+        if mon.step({"z": x}, problem.error(x), done):
             if mon.status is Status.SOLVED:
                 mon.message = f"solution on support {int(state[2])} visited"
             elif mon.status is Status.MAX_ITER:

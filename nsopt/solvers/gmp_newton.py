@@ -39,8 +39,8 @@ import scipy.sparse as sp
 from ..exceptions import OptionError
 from ..linalg import solve_or_lstsq
 from ..registry import register
-from ..result import Status
 from ._newton_kernels import ac_jac, ac_phi
+from .newton_loop import newton_loop
 from .newton import _rho_from_blocks
 
 DEFAULT_MAX_ITER = 200
@@ -223,28 +223,67 @@ def gmp_nsn(problem, mon, *, rho=1.0, lcp="fb", max_backtracks=30):
     S = problem.cached(key, lambda: _Structure(problem, rho), on=("M", "blocks"))
     mon.budget(DEFAULT_MAX_ITER)
     mon.built()
-    fb = lcp == "fb"
-    q = np.asarray(problem.q, float)
+    system = _GMPNewton(S, problem, lcp == "fb", max_backtracks)
     r = mon.start_vector("r", problem.size)
-    u = _matvec(S, r) + q
-    if mon.start({"r": r}, problem.error(r)):
-        return mon.solution()
-    phi, va, vb = _residual(S, r, u, fb, True)
-    f = 0.5 * float(phi @ phi)
-    lm_steps = 0
-    while not mon.stopped:
-        J = _jacobian(S, va, vb)
-        d = solve_or_lstsq(J, -phi)[0]
-        step = _backtrack(S, q, fb, r, d, f, max_backtracks, ARMIJO) if np.all(np.isfinite(d)) else None
-        if step is None:       # Levenberg–Marquardt: always a descent direction of the merit
-            lm_steps += 1
-            d = _lm_step(J, phi, float(np.sqrt(2.0 * f)))
-            step = _backtrack(S, q, fb, r, d, f, max_backtracks, 0.0)
+    system.u = _matvec(S, r) + system.q
+    # the Levenberg–Marquardt direction after a failed Newton step (reg_step 0), every iteration
+    _, _, info = newton_loop(system, r, mon, reg=1.0, reg_step=0.0, plain="always", adapt=False)
+    return mon.solution(info={"lm_steps": info["regularised_steps"] + system.failed_lm, "merit": system.f})
+
+
+class _GMPNewton:
+    """The stacked residual as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = r, u = Mr + q
+    kept; the regularised direction is Levenberg–Marquardt's, searched with a strict decrease."""
+
+    polish = None
+    wscale = 1.0
+
+    def __init__(self, S, problem, fb, max_backtracks):
+        self.S, self.p, self.fb, self.max_backtracks = S, problem, fb, max_backtracks
+        self.q = np.asarray(problem.q, float)
+        self.f = np.inf
+        self.failed_lm = 0
+        self._step = self._at = None
+
+    def error(self, r):
+        return self.p.error(r)
+
+    def variables(self, r):
+        return {"r": r}
+
+    def _residual(self, r):
+        self.phi, va, vb = _residual(self.S, r, self.u, self.fb, True)
+        self.f = 0.5 * float(self.phi @ self.phi)
+        self._at = (r, va, vb)
+
+    def linearise(self, r):
+        if self._at is None or self._at[0] is not r:
+            self._residual(r)
+        self.J = _jacobian(self.S, *self._at[1:])
+        return self.f
+
+    def direction(self, r, shift):
+        if shift is None:
+            d = solve_or_lstsq(self.J, -self.phi)[0]
+            return d if np.all(np.isfinite(d)) else None
+        return _lm_step(self.J, self.phi, float(np.sqrt(2.0 * self.f)))   # always a descent direction of the merit
+
+    def search(self, r, d, f0, fref, line_search, regularised):
+        step = _backtrack(self.S, self.q, self.fb, r, d, f0, self.max_backtracks, 0.0 if regularised else ARMIJO)
         if step is None:
-            mon.stop(Status.STALLED, f"line search failed after {mon.k} iteration(s) (merit {f:.3g})")
-            break
-        r, u = step
-        phi, va, vb = _residual(S, r, u, fb, True)
-        f = 0.5 * float(phi @ phi)
-        mon.step({"r": r}, problem.error(r))
-    return mon.solution(info={"lm_steps": lm_steps, "merit": f})
+            self.failed_lm += regularised
+            return False, 0.0, f0
+        self._step = step
+        return True, 1.0, 0.0
+
+    def move(self, r, t, d):
+        r, self.u = self._step
+        self._residual(r)          # (the merit of the new iterate, and the Jacobian's values for the next step)
+        return r
+
+    def fallback(self, r):
+        return None
+
+    def why(self, k):
+        return f"line search failed after {k} iteration(s) (merit {self.f:.3g})"
+

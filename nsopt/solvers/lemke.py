@@ -178,7 +178,7 @@ def _path(M, q, mon, cover, piv_tol, tie_tol, report, record):
         if code != 0:
             return code, done, T
         x, err = report(T.z())
-        if mon.advance(done, x, err):
+        if mon.step(x, err, done):
             return 0, 0, T
 
 
@@ -187,7 +187,7 @@ def _record(mon, done, x, err, new=True):
     without a pivot, the final point as one iteration if it is ``new`` (q >= 0, a point recomputed
     from the final basis), else nothing (the previous chunk recorded it)."""
     if done:
-        return mon.advance(done, x, err)
+        return mon.step(x, err, done)
     return mon.step(x, err) if new else None
 
 
@@ -289,7 +289,7 @@ def _begin(problem, mon, M=None):
     starts from the artificial basis whatever this point is). For the box-affine kinds (``M`` given),
     the support of the warm start is also tried as a final basis (module docstring); for an LCP
     of size <= ``SMALL_LCP`` all of it is compiled (:func:`_tableau.lcp_start`), and the point comes
-    back with w and its error (the compiled twin of the LCP error). Returns the Outcome when this
+    back with w and its error (the LCP error, its one compiled home). Returns the Outcome when this
     point already solves the problem (or the budget is 0), else None."""
     name = problem.primal
     x0 = mon.x0.get(name) if mon.x0 is not None else None

@@ -215,7 +215,7 @@ def _record(mon, errs, x):
     """Hand a chunk to the monitor (one step at a time when a callback wants every iteration)."""
     if mon.callback is not None and len(errs) == 1:
         return mon.step(x, errs[0])
-    return mon.steps(errs, x)
+    return mon.step(x, errs[-1], len(errs), errs) if len(errs) else None
 
 
 @register("multiple-impact", "lzb", "LZB multiple-impact model (Siconos MultipleImpact): Darboux–Keller "

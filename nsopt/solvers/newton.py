@@ -74,7 +74,6 @@ import math
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import splu
 
 from .._jit import entry_point
 from ..exceptions import OptionError
@@ -86,13 +85,14 @@ from ..registry import register
 from ..result import Status
 from . import _gs_kernels as GS
 from . import _newton_kernels as K
+from .newton_loop import CREEP_N, CREEP_T, REG_STEP, newton_loop  # noqa: F401  (CREEP_*: the loop's, named here)
+from .newton_system import CONTACTS, BodySystem, ContactSystem, dense_contact_matrix, newton_direction
 
 DEFAULT_MAX_ITER = 1000  # Newton iterations (proximal outer iterations) when max_iter is None
 DENSE_MAX = 240          # default of the option dense_max: dense LAPACK path for W dense and n <= this
 SMALL_DENSE = 24         # a dense system up to this size runs the compiled Newton loop (newton_dense)
 DENSE_CHUNK = 1024       # iterations per compiled call of that loop (without callback or deadline)
 _LS = ("armijo", "nonmonotone", "none")
-REG_STEP = 0.1   # default of the option reg_step: a plain step cut below this is retried regularised
 # hybrid: the Newton iterates have stalled when the best error has not halved over STALL[formulation]
 # iterations (STALL_SMALL in the compiled loop of small dense W), or when they creep: CREEP_N iterations in a row
 # whose line search cut the step below CREEP_T (or failed) without halving the best error. Then the proximal
@@ -101,7 +101,6 @@ REG_STEP = 0.1   # default of the option reg_step: a plain step cut below this i
 # solution lies far away along W's null space; RockPile_tob1 likewise (100 creeping iterations at 3e-8). The
 # FB Newton progresses slowly but surely on the corpus (BoxesStack1, 105 iterations) and keeps 100.
 STALL, STALL_SMALL = {"ac": 30, "fb": 100}, 100
-CREEP_T, CREEP_N = 2.0 ** -10, 5
 # the proximal continuation of the AC Newton (guarded): an inner Newton that has not halved its error in
 # PROX_INNER_STALL iterations gives up, and sigma never shrinks back below shrink x a sigma that failed
 PROX_INNER_STALL = 8
@@ -155,186 +154,6 @@ def _check_line_search(line_search):
         raise OptionError(f"line_search must be one of {_LS}, got {line_search!r}")
 
 
-class _Pattern:
-    """Fixed CSR pattern of J = A + B W (W's block rows plus the diagonal blocks) and LU reuse."""
-
-    def __init__(self, W, nc, dim):
-        n = nc * dim
-        if not (type(W) is sp.csr_matrix and W.dtype == np.float64 and W.has_canonical_format):
-            W = sp.csr_matrix(W, dtype=float, copy=True)     # (a problem's W is kept as it is: never written)
-            W.sum_duplicates()
-            W.sort_indices()
-        self.W = W
-        self.Wdata = np.ascontiguousarray(W.data, dtype=float)
-        self.Windices = W.indices.astype(np.int64)
-        self.Windptr = W.indptr.astype(np.int64)
-        self.n, self.nc, self.dim = n, nc, dim
-        self.indptr = None          # J's pattern, made by the first :meth:`assemble`
-
-    def assemble(self, A, B):
-        """J = A + B W into :attr:`data` (the pattern made on the first call)."""
-        if self.indptr is None:
-            n = self.n
-            self.indptr, self.indices, self.wpos, self.dpos = K.csr_pattern(self.Windptr, self.Windices, self.nc,
-                                                                            self.dim)
-            self.diag_idx = self.indptr[:-1] + self.dpos
-            self.data = np.zeros(self.indices.size)
-            self.indptr32 = self.indptr.astype(np.int32)
-            self.permc, self.thresh = "MMD_AT_PLUS_A", 0.01
-            self.order = None           # the fill-reducing order of the whole pattern (first factorisation)
-            # work arrays of the reduced system (:meth:`solve`)
-            self.newidx = np.empty(n, dtype=np.int64)
-            self.Mptr = np.empty(n + 1, dtype=np.int32)
-            self.Mind = np.empty(self.indices.size, dtype=np.int32)
-            self.Mdata = np.empty(self.indices.size)
-            self.pos = np.empty(n, dtype=np.int32)
-            self._b = np.empty(n)
-            self._state = np.full(1, -1, dtype=np.int64)    # (reduce_csc: the last reduced system's size)
-        K.assemble_csr(self.Wdata, self.Windptr, self.dim, A, B, self.wpos, self.dpos, self.indptr, self.data)
-
-    def solve(self, A, B, phi, shift=0.0):
-        """d with (J + shift I) d = -phi, J = A + B W assembled in :attr:`data`; None if singular.
-
-        SuperLU with the minimum-degree ordering of J^T + J (the pattern is structurally symmetric
-        when W is) and a diagonal-preferring pivot threshold: about half the fill of COLAMD with
-        partial pivoting on the contact problems of the corpus. The first factorisation orders the
-        whole J and keeps that order; the later ones leave out the contacts whose rows of J are
-        the identity (``B_a = 0``, ``A_a = I``: the open contacts of Alart-Curnier, d_a = -phi_a;
-        a fifth to a quarter of a pile's contacts) and factorise the rest in the kept order (no
-        ordering per iteration): the same direction to round-off, half the factorisation time on a
-        1000-cube pile (:func:`_newton_kernels.reduce_csc`).
-        """
-        n = self.n
-        if self.order is None:
-            data = self.data
-            if shift:
-                data = data.copy()
-                data[self.diag_idx] += shift
-            Jt = sp.csc_matrix((data, self.indices, self.indptr32), shape=(n, n))
-            try:
-                lu = splu(Jt, permc_spec=self.permc, diag_pivot_thresh=self.thresh)
-            except RuntimeError:
-                return None
-            self.order = np.argsort(lu.perm_c)
-            return lu.solve(-phi, trans="T")
-        d = np.empty(n)
-        m = K.reduce_csc(self.indptr, self.indices, self.data, B.shape[1], A, B, self.order, float(shift), phi, d,
-                         self.newidx, self.Mptr, self.Mind, self.Mdata, self._b, self.pos,
-                         self._state)
-        if m:
-            nnz = int(self.Mptr[m])
-            M = sp.csc_matrix((self.Mdata[:nnz], self.Mind[:nnz], self.Mptr[:m + 1]), shape=(m, m))
-            M.has_canonical_format = True       # (reduce_csc's columns: ascending, no duplicates)
-            try:
-                lu = splu(M, permc_spec="NATURAL", diag_pivot_thresh=self.thresh)
-            except RuntimeError:
-                return None
-            x = lu.solve(self._b[:m])
-            keep = self.newidx >= 0
-            d[keep] = x[self.newidx[keep]]
-        return d
-
-
-_CONTACTS = object()     # :meth:`_Body.solve`: solve this system in the contacts' space instead
-# the dofs' system in its kept order: LU without pivoting while every pivot is above STATIC_PIVOT x its column
-# and the solve's backward error (max |S y - b| / max (|S||y| + |b|)) at most STATIC_BERR, after one refinement
-STATIC_PIVOT, STATIC_BERR = 1e-10, 1e-13
-
-
-class _Body:
-    r"""The Newton systems of a W given as :math:`W = HM^{-1}H^\top` (M diagonal, H with fewer columns
-    than rows: :class:`~nsopt.problems.DelassusFactors`), solved in the space of the dofs.
-
-    With :math:`E = A + sI` invertible block by block, :math:`(E + BW)\,d = -\phi` is
-    :math:`(M + H^\top E^{-1}BH)\,y = -H^\top E^{-1}\phi`, :math:`d = -E^{-1}(\phi + BHy)`
-    (:func:`_newton_kernels.body_system`): a sparse LU of the dofs' size (6 per body) instead of
-    the contacts' (3 per contact, with 2-8 contacts per body in a pile). The first factorisation
-    (SuperLU, minimum degree) gives the order that is kept for the later ones, done by a compiled LU
-    without pivoting on the patterns found once (:func:`_newton_kernels.static_lu_symbolic`; S is
-    M plus positive terms for the sticking contacts, dominated by its diagonal blocks), checked by
-    its backward error, SuperLU's threshold pivoting otherwise."""
-
-    def __init__(self, factors, nc, dim):
-        H = factors.H
-        self.nv = nv = H.shape[1]
-        self.mass = 1.0 / factors.minv
-        (self.cptr, self.cols, self.Hblk, self.Sptr, Sind, self.dpos, self.soff,
-         self.spos) = K.body_pattern(H.indptr.astype(np.int64), H.indices.astype(np.int64),
-                                     np.ascontiguousarray(H.data, dtype=float), nc, dim, nv)
-        self.gram = K.body_gram(self.Hblk, self.cptr, self.soff, dim)
-        self.Sind = Sind
-        self.Sptr32 = self.Sptr.astype(np.int32)
-        self.Sdata = np.empty(Sind.size)
-        self.rhs = np.empty(nv)
-        self.C = np.empty((nc, dim, dim))
-        self.g = np.empty(nc * dim)
-        self.order = None           # the kept fill-reducing order and S's pattern in it (first factorisation)
-
-    def _keep_order(self, order):
-        """S's pattern in the fill-reducing ``order`` (where each entry comes from) and the patterns of
-        its LU without pivoting (:func:`_newton_kernels.static_lu_symbolic`)."""
-        nv = self.nv
-        where = sp.csc_matrix((np.arange(1, self.Sind.size + 1, dtype=float), self.Sind, self.Sptr32),
-                              shape=(nv, nv))[order][:, order].tocsc()
-        where.sort_indices()
-        ptr, ind = where.indptr.astype(np.int64), where.indices.astype(np.int64)
-        Up, Ui, Lp, Li = K.static_lu_symbolic(ptr, ind, nv)
-        self.order = (order, where.data.astype(np.int64) - 1, ind, ptr, where.indices, where.indptr)
-        self.lu = (Up, Ui, Lp, Li, np.empty(Ui.size), np.empty(nv), np.empty(Li.size), np.zeros(nv))
-        self._res = (np.empty(nv), np.empty(nv))
-
-    def _solve_kept(self):
-        """S y = rhs in the kept order: the LU without pivoting, its backward error checked (one step of
-        refinement when above STATIC_BERR), else SuperLU with its threshold pivoting (a pivot below
-        STATIC_PIVOT x its column, or a backward error still above STATIC_BERR)."""
-        order, take, ind, ptr, ind32, ptr32 = self.order
-        Spd = self.Sdata[take]
-        b = self.rhs[order]
-        Up, Ui, Lp, Li, Ux, Ud, Lx, x = self.lu
-        res, work = self._res
-        y = np.empty(self.nv)
-        if not K.static_lu_numeric(ptr, ind, Spd, Up, Ui, Lp, Li, Ux, Ud, Lx, x, STATIC_PIVOT):
-            yp = b.copy()
-            K.static_lu_solve(Up, Ui, Ux, Ud, Lp, Li, Lx, yp)
-            ok = K.csc_residual(ptr, ind, Spd, yp, b, res, work) <= STATIC_BERR
-            if not ok:              # one step of iterative refinement
-                K.static_lu_solve(Up, Ui, Ux, Ud, Lp, Li, Lx, res)
-                yp += res
-                ok = K.csc_residual(ptr, ind, Spd, yp, b, res, work) <= STATIC_BERR
-            if ok:
-                y[order] = yp
-                return y
-        Sp = sp.csc_matrix((Spd, ind32, ptr32), shape=(self.nv, self.nv))
-        Sp.has_canonical_format = True
-        lu = splu(Sp, permc_spec="NATURAL", diag_pivot_thresh=0.01)
-        y[order] = lu.solve(b)
-        return y
-
-    def solve(self, A, B, phi, shift=0.0):
-        """d with (A + shift I + B W) d = -phi; None when singular; ``_CONTACTS`` when a block of
-        A + shift I is singular and the matrix is not shown singular by the rank of W (rows of J
-        with a zero row of A lie in W's row space, of dimension at most the dofs' count)."""
-        if K.body_system(A, B, float(shift), phi, self.Hblk, self.gram, self.cptr, self.cols, self.soff,
-                         self.spos, self.dpos, self.mass, self.Sdata, self.rhs, self.C, self.g):
-            if not shift and np.count_nonzero(~A.any(axis=2)) > self.nv:
-                return None
-            return _CONTACTS
-        nv = self.nv
-        try:
-            if self.order is None:
-                S = sp.csc_matrix((self.Sdata, self.Sind, self.Sptr32), shape=(nv, nv))
-                lu = splu(S, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.01)
-                self._keep_order(np.argsort(lu.perm_c))
-                y = lu.solve(self.rhs)
-            else:
-                y = self._solve_kept()
-        except RuntimeError:        # (SuperLU: exactly singular)
-            return None
-        d = np.empty(phi.shape[0])
-        K.body_direction(y, self.Hblk, self.cptr, self.cols, self.C, self.g, d)
-        return d
-
-
 _SMALL_LAZY = frozenset(("rhoN", "rhoT", "rho_pgs", "gamma_c", "gamma", "csr", "_Wcsr", "A", "B", "phi", "_x", "_px",
                          "search_work"))
 
@@ -376,12 +195,12 @@ class _Local:
             self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
                         Wcsr.indptr.astype(np.int64))
         else:
-            self.pat = pat = problem.cached("newton_pattern", lambda: _Pattern(W, nc, dim), on=("W",))
+            self.pat = pat = problem.cached("newton_pattern", lambda: ContactSystem(W, nc, dim), on=("W",))
             Wcsr = pat.W
             self.csr = (pat.Wdata, pat.Windices, pat.Windptr)     # (the pattern's: read only)
             f = problem.delassus_factors
             if f is not None and f.H.shape[1] < n:      # the Newton systems in the dofs' space (smaller)
-                self.body = problem.cached("newton_body", lambda: _Body(f, nc, dim), on=("W",))
+                self.body = problem.cached("newton_body", lambda: BodySystem(f, nc, dim), on=("W",))
         self._Wcsr = Wcsr
         self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
         # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)
@@ -434,8 +253,8 @@ class _Local:
         return self
 
     def error(self, r, u):
-        """The problem's error measure of (r, u) (the proximal term aside), by its compiled twin
-        (``_gs_kernels.fc_error``: the same numbers as :func:`nsopt.problems.cones.fc_error`)."""
+        """The problem's error measure of (r, u) (the proximal term aside): its one compiled home
+        (:func:`nsopt.problems._measures.fc_error`, which :func:`nsopt.problems.cones.fc_error` calls)."""
         return GS.fc_error(self.dim, r, u, self.mu, self.qnorm, self._x, self._px)
 
     def matvec(self, x):
@@ -462,23 +281,11 @@ class _Local:
             d = np.empty(self.n)
             return d if K.dense_direction(A, self.B, self.Wd, self.phi, np.array(shifts, dtype=float), d) else None
         if self.dense:
-            nc, dim = self.nc, self.dim
-            J = np.einsum("alm,amj->alj", self.B, self.Wd.reshape(nc, dim, self.n)).reshape(self.n, self.n)
-            idx = np.arange(self.n).reshape(nc, dim)
-            J[idx[:, :, None], idx[:, None, :]] += A
-            for s in shifts:
-                try:
-                    Js = J + s * np.eye(self.n) if s else J
-                    d = np.linalg.solve(Js, -self.phi)
-                    if np.all(np.isfinite(d)):
-                        return d
-                except np.linalg.LinAlgError:
-                    pass
-            return None
+            return newton_direction(dense_contact_matrix(A, self.B, self.Wd), -self.phi, shifts)
         pat, body, assembled = self.pat, self.body, False
         for s in shifts:
-            d = body.solve(A, self.B, self.phi, s) if body is not None else _CONTACTS
-            if d is _CONTACTS:
+            d = body.solve(A, self.B, self.phi, s) if body is not None else CONTACTS
+            if d is CONTACTS:
                 if not assembled:
                     pat.assemble(A, self.B)
                     assembled = True
@@ -513,9 +320,6 @@ def _search(sys, r, u, d, f0, fref, line_search, phi_t):
                        w[0], w[1], phi_t, w[2])
 
 
-# the adaptive factor c_k of the regularised Newton matrix (Python loop): halved after a full regularised
-# step, doubled after one the line search cut below REG_CUT, kept in [reg x REG_RANGE[0], reg x REG_RANGE[1]]
-REG_CUT, REG_RANGE = 0.25, (0.1, 10.0)
 
 
 _LS_CODES = {"armijo": 0, "nonmonotone": 1, "none": 2}
@@ -580,104 +384,73 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
         e, e0, e_best, b = head.tolist()      # (fstate and best)
         ist = istate.tolist()       # (read once: the loop's code now, the counters after it)
         code = ist[8]
-        if mon.record(e0 if start else None, kk, e, errs, x, xbest, b) is not None or code != _RUN:
+        if mon.record(e0 if start else None, kk, e, errs, x, xbest, b, ist[9]) is not None or code != _RUN:
             break
         start = False
         c = min(DENSE_CHUNK, max_iter - mon.k) if fused else mon.chunk()
-    _, _, n_fb, n_sing, n_sw, n_lm, _, _, code = ist
+    _, _, n_fb, n_sing, n_sw, n_lm, _, _, code, _ = ist
     info = {"fallback_steps": n_fb, "singular": n_sing, "line_search_switches": n_sw, "regularised_steps": n_lm}
     measured = (u, e_best) if code == _STOP else None
     return r, code == _STALLED and mon.status is None, info, measured
 
 
+class _LocalNewton:
+    """A :class:`_Local` system as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = r, with
+    u = W r + q (+ the proximal term) kept from the last :meth:`error`."""
+
+    polish = None
+
+    def __init__(self, sys, err_fn, reg):
+        self.sys, self.err_fn = sys, err_fn
+        self.shifts = (0.0,) if reg else (0.0, 1e-10, 1e-6)  # with reg, a singular plain matrix goes to the regularised one
+        self.wscale = sys.wscale
+        self.phi_t = np.empty(sys.n)
+        self.u = None
+
+    def error(self, r):
+        self.u = self.sys.u(r)
+        return self.err_fn(r, self.u)
+
+    def variables(self, r):
+        return {"r": r}
+
+    def linearise(self, r):
+        return self.sys.jac(r, self.u)
+
+    def direction(self, r, shift):
+        sys = self.sys
+        if shift is None:
+            return sys.direction(self.shifts)
+        sys.reg = shift        # A + B (W + shift I): the residual is never changed
+        try:
+            return sys.direction()
+        finally:
+            sys.reg = 0.0
+
+    def search(self, r, d, f0, fref, line_search, regularised):
+        return _search(self.sys, r, self.u, d, f0, fref, line_search, self.phi_t)
+
+    def move(self, r, t, d):
+        return r + t * d
+
+    def fallback(self, r):
+        r = r.copy()
+        self.sys.pgs(r, nsweeps=3)
+        return r
+
+
 def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0,
                   reg_step=REG_STEP, started=False):
-    """Globalised semismooth Newton on a _Local system under the monitor ``mon`` (whose
-    :meth:`~Monitor.start` it calls, unless ``started``: a continuation of a solve that the monitor is
-    already recording). Returns (last r, stalled, info); the best iterate is the
-    monitor's. ``stalled``: the best error has not halved over the last ``stall`` iterations, or
-    (``stall`` given) over the last CREEP_N iterations, each with a step cut below CREEP_T or failed.
-    A small dense system (n <= SMALL_DENSE) without proximal term runs the compiled twin of this
-    loop (:func:`_newton_dense`)."""
+    """Globalised semismooth Newton on a _Local system under the monitor ``mon``: the one Newton loop
+    (:func:`~nsopt.solvers.newton_loop.newton_loop`; its :meth:`~Monitor.start` unless ``started``).
+    Returns (last r, stalled, info); the best iterate is the monitor's. ``stalled``: the best error
+    has not halved over the last ``stall`` iterations, or (``stall`` given) over the last CREEP_N
+    iterations, each with a step cut below CREEP_T or failed. A small dense system (n <=
+    SMALL_DENSE) without proximal term runs the compiled form of this loop (:func:`_newton_dense`)."""
     if sys.small and not sys.sigma and err_fn == sys.error:
         return _newton_dense(sys, r, mon, line_search, memory, stall, switch, float(reg), float(reg_step))[:3]
-    n = sys.n
-    u = sys.u(r)
-    merits = []
-    phi_t = np.empty(n)
-    n_fallback = n_reg = n_switch = n_lm = n_skip = 0
-    stalled = False
-    err = err_fn(r, u)
-    bests = [err]
-    if not started:
-        mon.start({"r": r}, err)
-    k = 0
-    creep = 0
-    creg = reg
-    plain = True        # try the plain matrix first (with reg: until a plain step is singular or poor)
-    while not mon.stopped:
-        f0 = sys.jac(r, u)
-        merits.append(f0)
-        fref = max(merits[-memory:]) if line_search == "nonmonotone" else f0
-
-        # with reg, a singular plain matrix goes straight to the regularised one (no tiny shifts)
-        accepted, t, ft = False, 0.0, f0
-        if plain:
-            d = sys.direction((0.0,) if reg else (0.0, 1e-10, 1e-6))
-            if d is not None:
-                accepted, t, ft = _search(sys, r, u, d, f0, fref, line_search, phi_t)
-            else:
-                n_reg += 1
-        else:
-            n_skip += 1
-        if reg and (not accepted or t < reg_step):
-            # a singular or poor plain step (W singular: a hyperstatic pile of contacts) is not tried again in
-            # this solve: the regularised matrix below (whose shift vanishes with the error) takes every step,
-            # one factorisation an iteration instead of two
-            plain = False
-            # poor plain step (W singular or nearly): retry with the regularised matrix
-            # A + B (W + sigma_k I), sigma_k = c_k x scale x min(err, 1), keep the better step; c_k starts at reg
-            sys.reg = creg * sys.wscale * min(err, 1.0)
-            d2 = sys.direction()
-            sys.reg = 0.0
-            if d2 is not None:
-                a2, t2, f2 = _search(sys, r, u, d2, f0, fref, line_search, phi_t)
-                if a2 and (not accepted or f2 < ft):
-                    accepted, t, ft, d = True, t2, f2, d2
-                    n_lm += 1
-                # Levenberg–Marquardt's rule for its factor: less shift after a full step, more after a short one
-                if a2 and t2 >= 1.0:
-                    creg = max(0.5 * creg, REG_RANGE[0] * reg)
-                elif not a2 or t2 < REG_CUT:
-                    creg = min(2.0 * creg, REG_RANGE[1] * reg)
-        creep = creep + 1 if not accepted or t < CREEP_T else 0
-        if accepted:
-            r = r + t * d
-        else:
-            n_fallback += 1
-            merits.clear()
-            r = r.copy()
-            sys.pgs(r, nsweeps=3)
-        u = sys.u(r)
-        err = err_fn(r, u)
-        k += 1
-        if mon.step({"r": r}, err):
-            break
-        best_err = min(bests[-1], err)
-        bests.append(best_err)
-        if stall is not None and ((len(bests) > stall and best_err > 0.5 * bests[-1 - stall]) or
-                                  (CREEP_N and creep >= CREEP_N and best_err > 0.5 * bests[-1 - creep])):
-            stalled = True
-            break
-        if switch and k % switch == 0 and len(bests) > switch and best_err > 0.5 * bests[-1 - switch] \
-                and line_search != "none":
-            # slow progress: alternate monotone / non-monotone acceptance, restart the memory
-            line_search = "armijo" if line_search == "nonmonotone" else "nonmonotone"
-            merits.clear()
-            n_switch += 1
-    info = {"fallback_steps": n_fallback, "singular": n_reg, "line_search_switches": n_switch,
-            "regularised_steps": n_lm, "plain_skipped": n_skip}
-    return r, stalled, info
+    return newton_loop(_LocalNewton(sys, err_fn, reg), r, mon, line_search=line_search, memory=memory, stall=stall,
+                       switch=switch, reg=reg, reg_step=reg_step, plain="until_poor", started=started)
 
 
 def _check_dense_max(dense_max):
@@ -715,9 +488,7 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
     re-solve's per-call cost)."""
     if mon.max_iter is None:
         mon.budget(DEFAULT_MAX_ITER)
-    # (_local_system, inline: a re-solve's per-call cost)
-    key = ("newton_local", formulation, rho if type(rho) in _KEYED else repr(rho), scale, dense_max)
-    sys = mon.state(problem, key, _Local, ("W", "mu"), (formulation, rho, scale, dense_max)).reset(problem)
+    sys = _local_system(problem, mon, formulation, rho, scale, dense_max)
     r = mon.start_vector("r", problem.size)
     r_start = r.copy()
     measured = None
@@ -752,8 +523,8 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         measured = None
     if sys.small and mon.best_x is not None:
         # the compiled loop: the best iterate with u = Wr + q as problem.u computes it (the same
-        # product of the same arrays) and its error by the compiled twin of the measure (the same
-        # number as problem.error up to the twin's rounding), which solve() does not recompute; the
+        # product of the same arrays) and its error by the measure's one compiled home (the number
+        # problem.error gives), which solve() does not recompute; the
         # kernel computed them when it stopped on its own
         if measured is not None:
             return mon.solution(msg, info, {"r": mon.best_x["r"].copy(), "u": measured[0]}, None, measured[1])
@@ -815,17 +586,60 @@ class _Global:
         Ab = sp.bsr_matrix((A, ind, ptr), shape=(m, m)).tocsr()
         Bb = sp.bsr_matrix((self.B, ind, ptr), shape=(m, m)).tocsr()
         J = sp.bmat([[self.M, -self.H], [Bb @ self.Ht, Ab]], format="csc")
-        N = J.shape[0]
-        for s in (0.0, 1e-10, 1e-6):
-            Js = J + s * sp.identity(N, format="csc") if s else J
-            try:
-                lu = splu(Js, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.01)
-            except RuntimeError:
-                continue
-            d = lu.solve(-F)
-            if np.all(np.isfinite(d)):
-                return d
-        return None
+        return newton_direction(J, -F, (0.0, 1e-10, 1e-6), permc="MMD_AT_PLUS_A", pivot=0.01)
+
+
+class _GlobalNewton:
+    r"""A :class:`_Global` system as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = (r, v),
+    merit :math:`\tfrac12\|\phi\|^2 + \tfrac12\|Mv - Hr - q\|^2`; a failed line search takes a
+    projected step on the condensed problem, then v from r."""
+
+    polish = None
+
+    def __init__(self, g, problem):
+        self.g, self.p = g, problem
+        self.wscale = g.wscale
+        self.phi_t = np.empty(g.m)
+
+    def error(self, x):
+        return self.p.error(*x)
+
+    def variables(self, x):
+        return {"r": x[0], "v": x[1]}
+
+    def linearise(self, x):
+        g, (r, v) = self.g, x
+        self.u = g.Ht @ v + g.b
+        self.res1 = g.M @ v - g.H @ r - g.q
+        return g.jac(r, self.u) + 0.5 * float(self.res1 @ self.res1)
+
+    def direction(self, x, shift):
+        return self.g.direction(np.concatenate([self.res1, self.g.phi]), shift or 0.0)
+
+    def search(self, x, d, f0, fref, line_search, regularised):
+        if line_search == "none":
+            return True, 1.0, f0
+        g, r = self.g, x[0]
+        dv, dr = d[:g.ndof], d[g.ndof:]
+        du = g.Ht @ dv
+        Mdv, Hdr = g.M @ dv, g.H @ dr
+        t = 1.0
+        while t >= 1e-10:
+            rt = self.res1 + t * (Mdv - Hdr)
+            ft = g.merit_phi(r + t * dr, self.u + t * du, self.phi_t) + 0.5 * float(rt @ rt)
+            if np.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
+                return True, t, ft
+            t *= 0.5
+        return False, 0.0, f0
+
+    def move(self, x, t, d):
+        ndof = self.g.ndof
+        return x[0] + t * d[ndof:], x[1] + t * d[:ndof]
+
+    def fallback(self, x):
+        g = self.g
+        r = project_coulomb((x[0] - g.rhoN.repeat(g.dim) * g.phi).reshape(-1, g.dim), g.mu).reshape(-1)
+        return r, self.p.v(r)
 
 
 def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
@@ -836,46 +650,9 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
     mon.built()
     r = mon.start_vector("r", problem.size)
     v = mon.start_vector("v", problem.ndof) if (mon.x0 or {}).get("v") is not None else problem.v(r)
-    merits = []
-    n_fb = 0
-    memory = 5
-    phi_t = np.empty(g.m)
-    err = problem.error(r, v)
-    mon.start({"r": r, "v": v}, err)
-    while not mon.stopped:
-        u = g.Ht @ v + g.b
-        res1 = g.M @ v - g.H @ r - g.q
-        f0 = g.jac(r, u) + 0.5 * float(res1 @ res1)
-        merits.append(f0)
-        d = g.direction(np.concatenate([res1, g.phi]), reg * g.wscale * min(err, 1.0) if reg else 0.0)
-        accepted = False
-        if d is not None:
-            dv, dr = d[:g.ndof], d[g.ndof:]
-            du = g.Ht @ dv
-            Mdv, Hdr = g.M @ dv, g.H @ dr
-            fref = max(merits[-memory:]) if line_search == "nonmonotone" else f0
-            t = 1.0
-            while t >= 1e-10:
-                if line_search == "none":
-                    accepted = True
-                    break
-                rt = res1 + t * (Mdv - Hdr)
-                ft = g.merit_phi(r + t * dr, u + t * du, phi_t) + 0.5 * float(rt @ rt)
-                if np.isfinite(ft) and ft <= fref - 1e-4 * t * 2.0 * f0:
-                    accepted = True
-                    break
-                t *= 0.5
-            if accepted:
-                r, v = r + t * dr, v + t * dv
-        if not accepted:
-            # fallback: a projected step on the condensed problem, then v from r
-            n_fb += 1
-            merits.clear()
-            x = (r - g.rhoN.repeat(g.dim) * g.phi)
-            r = project_coulomb(x.reshape(-1, g.dim), g.mu).reshape(-1)
-            v = problem.v(r)
-        err = problem.error(r, v)
-        mon.step({"r": r, "v": v}, err)
+    # every step regularised when reg > 0 (the global matrix is nonsingular when M is); no stall test
+    _, _, info = newton_loop(_GlobalNewton(g, problem), (r, v), mon, line_search=line_search, reg=reg,
+                             plain="never", adapt=False)
     msg = f"{formulation.upper()} Newton (global): error {mon.best_err:.3g} after {mon.k} iterations"
     # v from r exactly (e1 = 0 up to rounding) when that is not worse
     x = mon._best()
@@ -887,7 +664,7 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
         x = {"r": rb, "v": v2}
         if e2 <= mon.tol:
             status = Status.SOLVED
-    return mon.solution(message=msg, info={"fallback_steps": n_fb}, x=x, status=status)
+    return mon.solution(message=msg, info={"fallback_steps": info["fallback_steps"]}, x=x, status=status)
 
 
 # ============================================================================ registered methods

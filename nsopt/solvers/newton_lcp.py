@@ -13,22 +13,22 @@ Each step solves :math:`H d = -\Phi` with an element of the generalised Jacobian
 Armijo backtracking line search on the merit :math:`\Psi = \tfrac12\|\Phi\|^2`, whose gradient is
 :math:`H^\top \Phi` (:math:`\Psi` is continuously differentiable); when the Newton system is
 singular or its solution is not a sufficient descent direction, the gradient step
-:math:`d = -\nabla\Psi` is taken instead (De Luca–Facchinei–Kanzow). Dense M uses LAPACK, sparse M
-``scipy.sparse.linalg.splu``. The stopping test is the problem's own error measure
+:math:`d = -\nabla\Psi` is taken instead (De Luca–Facchinei–Kanzow). The Newton system is solved by
+:func:`nsopt.solvers.newton_system.newton_direction` (LAPACK for a dense M, SuperLU for a sparse one). The stopping test is the problem's own error measure
 (``problem.error``); once the error is below 1e-4, each step also tries a direct solve on the
 support {z_i > w_i} (active-set polish), kept when it lowers the error.
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import OptionError
+from ..linalg import dense_solve, factorise
 from ..registry import register
-from ..result import Status
+from .newton_loop import newton_loop
+from .newton_system import newton_direction
 
 
 def _fb(z, w, comp):
@@ -63,74 +63,98 @@ def _newton(problem, mon, M, q, comp, *, linear_solver, sigma, beta, rho, p_exp,
         sparse = True
     mon.budget(100)
     z = mon.start_vector("z", n)
+    system = _FBNewton(problem, M, q, comp, sparse, sigma, beta, rho, p_exp, max_ls, polish_below, mon.tol)
+    system.set(z, system.matvec(z) + q)
+    newton_loop(system, z, mon)
+    return mon.solution(info={"gradient_steps": system.ngrad, "merit": system.psi})
 
-    def matvec(x):
-        return np.asarray(M @ x).reshape(-1)
 
-    def solve(Da, Db, rhs):
-        if sparse:
-            from scipy.sparse.linalg import splu
+class _FBNewton:
+    """The Fischer–Burmeister system as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = z,
+    (w, Phi, D_a, D_b, Psi) kept for the current z; the direction is Newton's when it is a sufficient
+    descent direction of Psi, else the gradient's; the line search is Armijo's on the slope; no
+    fallback (a failed line search stops); the active-set polish below ``polish_below``."""
 
+    wscale = 1.0
+
+    def __init__(self, problem, M, q, comp, sparse, sigma, beta, rho, p_exp, max_ls, polish_below, tol):
+        self.p, self.M, self.q, self.comp, self.sparse = problem, M, q, comp, sparse
+        self.sigma, self.beta, self.rho, self.p_exp, self.max_ls = sigma, beta, rho, p_exp, max_ls
+        self.polish_below, self.tol = polish_below, tol
+        self.ngrad = 0
+        self._why = None
+
+    def matvec(self, x):
+        return np.asarray(self.M @ x).reshape(-1)
+
+    def set(self, z, w):
+        self.w = w
+        self.phi, self.Da, self.Db = _fb(z, w, self.comp)
+        self.psi = 0.5 * float(self.phi @ self.phi)
+
+    def error(self, z):
+        return self.p.error(z)
+
+    def variables(self, z):
+        return {"z": z}
+
+    def linearise(self, z):
+        self.g = self.Da * self.phi + np.asarray(self.M.T @ (self.Db * self.phi)).reshape(-1)
+        return self.psi
+
+    def direction(self, z, shift):
+        M, Da, Db, g = self.M, self.Da, self.Db, self.g
+        if self.sparse:
             H = (sp.diags(Da) + sp.diags(Db) @ M).tocsc()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                d = splu(H).solve(rhs)
         else:
             H = Db[:, None] * M
-            H[np.diag_indices(n)] += Da
-            d = np.linalg.solve(H, rhs)
-        if not np.all(np.isfinite(d)):
-            raise np.linalg.LinAlgError("non-finite Newton step")
+            H[np.diag_indices(z.shape[0])] += Da
+        d = newton_direction(H, -self.phi)
+        slope = float(g @ d) if d is not None else 0.0
+        if d is None or slope > -self.rho * float(np.linalg.norm(d)) ** self.p_exp:
+            d = -g       # singular, or not a sufficient descent direction: the gradient step
+            slope = -float(g @ g)
+            self.ngrad += 1
+        self.slope = slope
+        if slope == 0.0:
+            self._why = "zero gradient of the merit function (stationary point)"
+            return None
         return d
 
-    def gradient(Da, Db, phi):
-        return Da * phi + np.asarray(M.T @ (Db * phi)).reshape(-1)
-
-    w = matvec(z) + q
-    phi, Da, Db = _fb(z, w, comp)
-    psi = 0.5 * float(phi @ phi)
-    ngrad = 0
-    mon.start({"z": z}, problem.error(z))
-    while not mon.stopped:
-        g = gradient(Da, Db, phi)
-        try:
-            d = solve(Da, Db, -phi)
-            slope = float(g @ d)
-            if slope > -rho * float(np.linalg.norm(d)) ** p_exp:
-                raise np.linalg.LinAlgError("not a descent direction")
-        except (np.linalg.LinAlgError, RuntimeError):
-            d = -g
-            slope = -float(g @ g)
-            ngrad += 1
-        if slope == 0.0:
-            mon.stop(Status.STALLED, "zero gradient of the merit function (stationary point)")
-            break
-        t, ok = 1.0, False
-        for _ in range(max_ls):
+    def search(self, z, d, f0, fref, line_search, regularised):
+        t = 1.0
+        for _ in range(self.max_ls):
             zt = z + t * d
-            wt = matvec(zt) + q
-            phit, Dat, Dbt = _fb(zt, wt, comp)
+            wt = self.matvec(zt) + self.q
+            phit, Dat, Dbt = _fb(zt, wt, self.comp)
             psit = 0.5 * float(phit @ phit)
-            if psit <= psi + sigma * t * slope:
-                ok = True
-                break
-            t *= beta
-        if not ok:
-            mon.stop(Status.STALLED, f"line search failed after {mon.k} Newton step(s)")
-            break
-        z, w, phi, Da, Db, psi = zt, wt, phit, Dat, Dbt, psit
-        err = problem.error(z)
-        if mon.tol < err < polish_below:
-            zp = _polish(M, q, z, comp, sparse)
+            if psit <= self.psi + self.sigma * t * self.slope:
+                self._step = (zt, wt, phit, Dat, Dbt, psit)
+                return True, t, psit
+            t *= self.beta
+        return False, 0.0, f0
+
+    def move(self, z, t, d):
+        z, self.w, self.phi, self.Da, self.Db, self.psi = self._step
+        return z
+
+    def fallback(self, z):
+        return None
+
+    def why(self, k):
+        return self._why or f"line search failed after {k} Newton step(s)"
+
+    def polish(self, z, err):
+        """The active-set polish (module docstring), kept when it lowers the error."""
+        if self.tol < err < self.polish_below:
+            zp = _polish(self.M, self.q, z, self.comp, self.sparse)
             if zp is not None:
-                ep = problem.error(zp)
+                ep = self.p.error(zp)
                 if ep < err:
-                    z, err = zp, ep
-                    w = matvec(z) + q
-                    phi, Da, Db = _fb(z, w, comp)
-                    psi = 0.5 * float(phi @ phi)
-        mon.step({"z": z}, err)
-    return mon.solution(info={"gradient_steps": ngrad, "merit": psi})
+                    self.set(zp, self.matvec(zp) + self.q)
+                    return zp, ep
+        return z, err
+
 
 
 def _residual(M, q, J, zJ, comp):
@@ -157,22 +181,19 @@ def _polish(M, q, z, comp, sparse):
         return None
     try:
         if sparse:
-            from scipy.sparse.linalg import spsolve
-
-            MJ = sp.csc_matrix(M)[J][:, J]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                zJ = spsolve(MJ.tocsc(), -q[J])
+            lu = factorise(sp.csc_matrix(M)[J][:, J].tocsc())
+            if lu is None:
+                return None
+            zJ = lu.solve(-q[J])
         else:
             # a direct solve, and a least-squares correction of the current z_J: exact on a
             # consistent singular system (degenerate PSD M) and, being minimal, next to the iterate;
             # the candidate with the smaller complementarity residual is kept
             MJ = np.asarray(M)[np.ix_(J, J)]
             cands = [z[J] + np.linalg.lstsq(MJ, -(MJ @ z[J] + q[J]), rcond=None)[0]]
-            try:
-                cands.append(np.linalg.solve(MJ, -q[J]))
-            except np.linalg.LinAlgError:
-                pass
+            x = dense_solve(MJ, -q[J])
+            if x is not None:
+                cands.append(x)
             zJ = min(cands, key=lambda c: _residual(M, q, J, c, comp))
     except (np.linalg.LinAlgError, RuntimeError):
         return None

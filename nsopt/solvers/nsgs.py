@@ -6,8 +6,8 @@ Friction contact: one sweep visits the contacts in turn; for contact a the local
 solved by a local solver, and ``u = Wr + q`` is updated by the columns of contact a. The sweep is
 compiled (numba) and runs in chunks of sweeps under the iteration contract
 (:class:`nsopt.monitor.Monitor`: ``time_limit`` and Ctrl-C act between chunks of about 20 ms); the
-Siconos error measure (:func:`nsopt.problems.cones.fc_error`, compiled twin
-``_gs_kernels.fc_error``) is evaluated after every sweep inside the compiled loop, on u recomputed
+Siconos error measure (its one compiled home, :func:`nsopt.problems._measures.fc_error`, which
+:func:`nsopt.problems.cones.fc_error` calls) is evaluated after every sweep inside the compiled loop, on u recomputed
 from scratch at the end of each chunk and before any decision, so the reported error is the
 problem's error measure of the returned r (the method returns it with u, and ``solve`` does not
 recompute it). Local solvers: fc3d a hybrid like Siconos' ONECONTACT_NSN_GP_HYBRID
@@ -146,7 +146,7 @@ class _Sweeper:
                 "the local problem of NSGS is not solvable")
 
     def error(self, problem, r, u):
-        """u = Wr + q (in ``u``) and the error of r, by the compiled twin; sets the q, mu and ||q||
+        """u = Wr + q (in ``u``) and the error of r, by the measure's compiled home; sets the q, mu and ||q||
         that :meth:`run` uses."""
         self.q, self.mu, self.qnorm = problem.q, problem.mu, problem.qnorm
         ptr, idx, val = self.csc
@@ -239,7 +239,7 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
         if code == _BAD_W:
             sw.bad, sw.ready = bad, True
             return mon.solution(x={"r": r}, status=Status.NUMERICAL_ERROR, message=sw._bad_message())
-        if mon.record(e0 if start else None, n, last, errs, x, xbest, b0) is not None or code != _RUNNING:
+        if mon.record(e0 if start else None, n, last, errs, x, xbest, b0, code) is not None or code != _RUNNING:
             break
         start, first = False, turn
     sw.ready = True
@@ -256,8 +256,8 @@ def nsgs_fc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shuf
 
 def _measured(problem, r, sw, qnorm):
     """(u, error) of r: u = Wr + q by ``problem.u``'s own product (``problems._base.affine``), the
-    error by the compiled twin of the problem's measure on (r, u), so the same number as
-    ``problem.error(r)`` up to the twin's rounding (tests/test_resolve.py); solve() does not
+    error by the problem's measure (its one compiled home) on (r, u), so the number
+    ``problem.error(r)`` gives (tests/test_resolve.py); solve() does not
     recompute it."""
     u = affine(problem.W, r, problem.q)
     return u, K.fc_error(problem.dim, r, u, problem.mu, qnorm, np.empty(problem.dim), np.empty(problem.dim))
@@ -312,7 +312,7 @@ def nsgs_gfc(problem, mon, *, local_tol=1e-13, local_max_iter=10, omega=1.0, shu
             x, err = full(r)
             if errs.shape[0] < c and err > mon.tol:   # the local tolerance was reached, not the global one
                 t = max(min(t, float(errs[-1])) * max(mon.tol / err, 1e-3) * 0.5, 1e-16)
-            mon.advance(errs.shape[0], x, err)
+            mon.step(x, err, errs.shape[0])
     return mon.solution(info={"local_failures": fails, "local_tol_final": t})
 
 

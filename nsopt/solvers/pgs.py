@@ -78,7 +78,7 @@ def _run(problem, mon, omega):
     while not mon.stopped:
         c = mon.chunk(per_iteration_errors=False, work=val.shape[0] + n)   # deterministic sizes
         pgs_sweeps(ptr, idx, val, diag, q, lo, hi, z, float(omega), c)
-        mon.advance(c, {"z": z}, problem.error(z))
+        mon.step({"z": z}, problem.error(z), c)
     return mon.solution(info={"omega": omega})
 
 

@@ -1,0 +1,66 @@
+"""nsopt.linalg, the one home of the factorisations: no LAPACK routine is ever called with a matrix or a
+right-hand side that is not finite (LAPACK prints "illegal value" lines and the SVD of a least-squares fallback
+raises), a singular or non-finite system is a failed factorisation, and the LU without pivoting on a kept
+pattern (StaticLU) checks its backward error."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from nsopt.linalg import StaticLU, backward_error, factorise, refined_solve, solve_checked, solve_or_lstsq
+from nsopt.solvers.newton_system import newton_direction
+
+
+def _bad(n, value, sparse):
+    A = np.eye(n) + 0.1
+    A[1, 2] = value
+    return sp.csr_matrix(A) if sparse else A
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_no_lapack_call_on_non_finite_values(capfd, sparse, value):
+    A, b = _bad(6, value, sparse), np.ones(6)
+    x, exact = solve_or_lstsq(A, b)
+    assert not exact and not np.all(np.isfinite(x))
+    assert factorise(A) is None
+    assert newton_direction(A, b, (0.0, 1e-10, 1e-6)) is None
+    if not sparse:
+        assert not np.all(np.isfinite(refined_solve(A, b)))
+    x, exact = solve_or_lstsq(np.eye(6), np.full(6, np.nan))       # a non-finite right-hand side
+    assert not exact
+    out, err = capfd.readouterr()
+    assert "illegal value" not in out + err and "On entry" not in out + err
+
+
+def test_factorise_dense_and_sparse_agree_and_transpose():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((30, 30)) + 8 * np.eye(30)
+    b = rng.standard_normal((30, 2))
+    for K in (A, sp.csc_matrix(A)):
+        lu = factorise(K, permc="MMD_AT_PLUS_A", pivot=0.01)
+        np.testing.assert_allclose(lu.solve(b), np.linalg.solve(A, b), rtol=1e-12)
+        np.testing.assert_allclose(lu.solve(b, trans=True), np.linalg.solve(A.T, b), rtol=1e-12)
+    assert factorise(np.zeros((3, 3))) is None and factorise(sp.csc_matrix((3, 3))) is None
+    assert factorise(np.zeros((0, 0))).solve(np.zeros(0)).shape == (0,)
+
+
+def test_solve_checked_refines_to_the_backward_error():
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((40, 40)) + 10 * np.eye(40)
+    b = rng.standard_normal(40)
+    x, e = solve_checked(factorise(A), A, b)
+    assert e <= 1e-15 and e == backward_error(A, x, b)
+
+
+def test_static_lu_falls_back_on_a_zero_pivot_and_solves_otherwise():
+    n = 20
+    P = sp.random(n, n, density=0.2, random_state=3, format="csc")
+    A = (P + P.T + sp.diags(abs(P + P.T).sum(axis=0).A1 + 1.0)).tocsc()
+    A.sort_indices()
+    lu = StaticLU(A.indptr, A.indices, n)
+    b = np.arange(1.0, n + 1)
+    np.testing.assert_allclose(lu.solve(A.data, b), np.linalg.solve(A.toarray(), b), rtol=1e-12)
+    data = A.data.copy()
+    data[A.indptr[0] + np.flatnonzero(A.indices[A.indptr[0]:A.indptr[1]] == 0)] = 0.0
+    assert lu.solve(data, b) is None
