@@ -53,14 +53,16 @@ from ..modeling import EqualityConditionNSL, Interaction, NewtonEulerDS, NewtonI
 from ..modeling import NonSmoothDynamicalSystem
 from ..modeling import joints as _joints
 from ..modeling import _rotation as rot
+from ..modeling._check import matrix, scalar, vector
 from ..modeling.newton_euler import ContactTable
 from .collision import CollisionManager, Contacts
-from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere
+from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere, group_index, quaternion
 
 __all__ = ["Scene", "SceneModel", "SceneRun", "Recorder", "Record", "load_record", "FORMAT", "VERSION"]
 
 FORMAT, VERSION = "nsopt-mechanics", 1
 _PRIMITIVES = {"Sphere": Sphere, "Box": Box, "Capsule": Capsule, "Cylinder": Cylinder, "Cone": Cone}
+_N_PARAMS = {"Sphere": 1, "Box": 3, "Capsule": 2, "Cylinder": 2, "Cone": 2}
 _JOINTS = {"KneeJointR": _joints.KneeJointR, "PivotJointR": _joints.PivotJointR,
            "PrismaticJointR": _joints.PrismaticJointR, "FixedJointR": _joints.FixedJointR}
 
@@ -79,24 +81,53 @@ def _shape_from_spec(spec):
         return ConvexMesh(params)
     if kind == "HalfSpace":
         return HalfSpace(params[:3], params[3])
-    if kind not in _PRIMITIVES:
+    if not isinstance(kind, str) or kind not in _PRIMITIVES:
         raise ModelingError("Scene", "shape", f"unknown primitive {kind!r}; known: {sorted(_PRIMITIVES)}")
+    if not isinstance(params, (list, tuple)) or len(params) != _N_PARAMS[kind]:
+        raise ModelingError("Scene", "params", f"a {kind} takes {_N_PARAMS[kind]} parameter(s), got {params!r}")
     cls = _PRIMITIVES[kind]
     return cls(params) if cls is Box else cls(*params)
+
+
+def _name(name, owner, field="name") -> str:
+    if not isinstance(name, str):
+        raise ModelingError(owner, field, f"must be a str, got {name!r} ({type(name).__name__})")
+    return name
+
+
+def _body_size(contactors) -> float:
+    """L: the largest coordinate of a body's contactors (their offsets and their shapes' sizes), computed without
+    squares (no overflow)."""
+    def size(shape):
+        return float(np.abs(shape.vertices).max()) if isinstance(shape, ConvexMesh) else float(max(shape.params()))
+    return max(max(float(np.abs(c.translation).max()), size(c.shape)) for c in contactors)
+
+
+def _scaled(shape, f):
+    """The shape scaled by f."""
+    if isinstance(shape, ConvexMesh):
+        return ConvexMesh(shape.vertices * f)
+    if isinstance(shape, Box):
+        return Box([e * f for e in shape.extents])
+    return type(shape)(*[p * f for p in shape.params()])
 
 
 def mass_properties(contactors, mass):
     """The centre of mass c (3,) of a body's contactors' solids, of uniform density and total ``mass``, and their
     inertia (3, 3) about c (from their triangle meshes: exact for boxes and convex meshes, within a few % for
-    curved shapes): I_c = Σ_parts [I_part + m_part (|d|² 1 − d dᵀ)], d the part's centre minus c."""
+    curved shapes): I_c = Σ_parts [I_part + m_part (|d|² 1 − d dᵀ)], d the part's centre minus c.
+
+    The solids are measured in units of the body's size L (:func:`_body_size`): c = L c₁ and I = m L² I₁ / V₁
+    from the solids scaled to unit size (volume V₁), so that neither a large body (V ~ L³) nor a small one
+    (trimesh merges vertices closer than 1e-8) loses its inertia; I is not finite when m L² overflows."""
     import trimesh
 
     from .viewer import shape_mesh
+    L = _body_size(contactors)
     parts = []
     for c in contactors:
-        V, F = shape_mesh(c.shape)
-        m = trimesh.Trimesh(V @ rot.rotation_matrix(c.orientation).T + c.translation, F)
-        parts.append(m)
+        V, F = shape_mesh(_scaled(c.shape, 1.0 / L))
+        parts.append(trimesh.Trimesh(V @ rot.rotation_matrix(c.orientation).T + c.translation / L, F, process=False))
     vol = sum(p.volume for p in parts)
     centre = sum(p.volume * p.center_mass for p in parts) / vol
     I = np.zeros((3, 3))
@@ -104,7 +135,34 @@ def mass_properties(contactors, mass):
         # trimesh's inertia about the part's centre of mass at density 1, moved to the body's (parallel axes)
         d = p.center_mass - centre
         I += p.moment_inertia + p.volume * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
-    return centre, I * (mass / vol)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        return centre * L, (I / vol) * (mass * L * L)
+
+
+def _orientation(orientation, owner) -> np.ndarray:
+    """A unit quaternion from a quaternion (w, x, y, z) or an (axis, angle) pair, checked (``owner.orientation``)."""
+    if isinstance(orientation, (list, tuple)) and len(orientation) == 2:
+        axis = vector(orientation[0], owner, "orientation axis", 3)
+        if not np.linalg.norm(axis) > 0:
+            raise ModelingError(owner, "orientation axis", "is the zero vector")
+        angle = scalar(orientation[1], owner, "orientation angle")
+        return rot.quat_exp(angle * axis / np.linalg.norm(axis))
+    return quaternion(orientation, owner, "orientation")
+
+
+def _check_computed_inertia(owner, contactors, mass, centre, I):
+    """The inertia computed from a body's shapes (:func:`mass_properties`: no ``inertia`` given), checked: finite and
+    positive definite, else an error saying that it was computed, from what, and why it is not usable."""
+    L = _body_size(contactors)
+    why = None
+    if not (np.isfinite(I).all() and np.isfinite(centre).all()):
+        why = f"m L² = {mass:.3g} x ({L:.3g})² overflows the floating-point range"
+    elif np.linalg.eigvalsh(0.5 * (I + I.T)).min() <= 0:
+        why = f"m L² = {mass:.3g} x ({L:.3g})² underflows: the inertia is not positive definite"
+    if why is not None:
+        raise ModelingError(owner, "inertia", f"was not given, so it was computed from the shapes (uniform density, "
+                                              f"mass {mass:g}, size L = {L:.3g}): {why}; give inertia= or use units "
+                                              f"in which the body's size and mass are moderate")
 
 
 def mesh_inertia(contactors, mass):
@@ -144,8 +202,8 @@ class Scene:
     """
 
     def __init__(self, *, gravity=(0.0, 0.0, -9.81), margin: float = 0.05):
-        self.gravity = np.asarray(gravity, dtype=float).reshape(3)
-        self.margin = float(margin)
+        self.gravity = vector(gravity, "Scene", "gravity", 3)
+        self.margin = scalar(margin, "Scene", "margin", low=0.0)
         self._shapes: dict = {}
         self.objects: list[dict] = []          # name, contactors, pose, twist, mass (None: static), inertia
         self.joints: list[dict] = []
@@ -178,7 +236,10 @@ class Scene:
         >>> sc.shape("Rod")
         Capsule(0.05, 1.0)
         """
-        self._shapes[name] = _shape_from_spec([primitive, list(np.atleast_1d(params).tolist())])
+        _name(name, "Scene", "shape name")
+        if isinstance(params, np.ndarray):
+            params = params.tolist()
+        self._shapes[name] = _shape_from_spec([primitive, list(params) if isinstance(params, (list, tuple)) else [params]])
 
     def add_convex_shape(self, name: str, points):
         """A named :class:`ConvexMesh`: the convex hull of ``points`` (n, 3) (Siconos' ``add_convex_shape``).
@@ -196,7 +257,7 @@ class Scene:
         >>> sc.shape("Tet")
         ConvexMesh(4,)
         """
-        self._shapes[name] = ConvexMesh(points)
+        self._shapes[_name(name, "Scene", "shape name")] = ConvexMesh(points)
 
     def add_shape(self, name: str, shape: Shape):
         """A named shape object (any :class:`Shape`: one built by hand, or read by :meth:`ConvexMesh.from_file`).
@@ -271,7 +332,9 @@ class Scene:
         (0.5, 0.8)
         """
         law = NewtonImpactFrictionNSL(e, 0.0, mu, 3, name=name)
-        g = (min(collision_group1, collision_group2), max(collision_group1, collision_group2))
+        g1 = group_index(collision_group1, f"Scene law {name!r}", "collision_group1")
+        g2 = group_index(collision_group2, f"Scene law {name!r}", "collision_group2")
+        g = (min(g1, g2), max(g1, g2))
         self.laws[g] = law
 
     def add_object(self, name: str, contactors, translation, orientation=(1.0, 0.0, 0.0, 0.0), velocity=(0.0,) * 6,
@@ -312,7 +375,10 @@ class Scene:
         Raises
         ------
         ModelingError
-            When the name is taken, a shape name is not defined, or a static object is given a force or moment.
+            When the name is taken, a shape name is not defined, a static object is given a force or moment, a value
+            has the wrong type, shape or is not finite (a static object at x = inf), the quaternion is zero, the
+            mass is not > 0, or the inertia computed from the shapes is not finite (the message says it was
+            computed); each message names the object and the argument.
 
         Examples
         --------
@@ -324,31 +390,41 @@ class Scene:
         >>> np.diag(sc.objects[0]["inertia"]).round(5).tolist()          # m (b² + c²) / 12, ...
         [0.08354, 0.08354, 0.00042]
         """
+        _name(name, "Scene", "object name")
         if any(o["name"] == name for o in self.objects):
             raise ModelingError("Scene", "name", f"an object named {name!r} exists")
-        cts = [Contactor(self.shape(c)) if isinstance(c, str) else c for c in
-               ([contactors] if isinstance(contactors, (Contactor, str)) else contactors)]
-        if len(orientation) == 2:
-            axis, angle = orientation
-            orientation = rot.quat_exp(float(angle) * np.asarray(axis, dtype=float) / np.linalg.norm(axis))
-        pose = np.r_[np.asarray(translation, dtype=float).reshape(3), np.asarray(orientation, dtype=float).reshape(4)]
-        pose = rot.normalize_q(pose)
+        o = f"Scene object {name!r}"
+        given = [contactors] if isinstance(contactors, (Contactor, str)) else contactors
+        if not isinstance(given, (list, tuple)) or not given:
+            raise ModelingError(o, "contactors", f"must be a non-empty list of Contactor objects or shape names, got "
+                                                 f"{contactors!r}")
+        for k, c in enumerate(given):
+            if not isinstance(c, (Contactor, str)):
+                raise ModelingError(o, f"contactors[{k}]", f"is a {type(c).__name__}, expected a Contactor or a shape name")
+        cts = [Contactor(self.shape(c)) if isinstance(c, str) else c for c in given]
+        pose = np.r_[vector(translation, o, "translation", 3), _orientation(orientation, o)]
+        twist = vector(velocity, o, "velocity", 6)
+        if mass is not None:
+            mass = scalar(mass, o, "mass", low=0.0, low_open=True)
+        if inertia is not None:
+            I = np.asarray(inertia, dtype=object)
+            inertia = vector(inertia, o, "inertia", 3) if I.ndim == 1 else matrix(inertia, o, "inertia", (3, 3))
+        if mass is None and (force is not None or moment is not None):
+            raise ModelingError("Scene", f"object {name!r}", "a static object takes no force or moment")
+        force = None if force is None else vector(force, o, "force", 3)
+        moment = None if moment is None else vector(moment, o, "moment", 3)
         com = np.zeros(3)
         if mass is not None and inertia is None:
-            com, inertia = mass_properties(cts, float(mass))
+            com, inertia = mass_properties(cts, mass)
+            _check_computed_inertia(o, cts, mass, com, inertia)
             if np.linalg.norm(com) > 1e-12 * max(c.shape.bounding_radius() + np.linalg.norm(c.translation) for c in cts):
                 cts = [Contactor(c.shape, c.translation - com, c.orientation, c.group) for c in cts]
                 pose[:3] += rot.rotation_matrix(pose[3:]) @ com
             else:
                 com = np.zeros(3)
-        if mass is None and (force is not None or moment is not None):
-            raise ModelingError("Scene", f"object {name!r}", "a static object takes no force or moment")
-        self.objects.append(dict(name=name, contactors=cts, pose=pose, twist=np.asarray(velocity, dtype=float).reshape(6),
-                                 mass=None if mass is None else float(mass),
+        self.objects.append(dict(name=name, contactors=cts, pose=pose, twist=twist, mass=mass,
                                  inertia=None if inertia is None else np.asarray(inertia, dtype=float),
-                                 force=None if force is None else np.asarray(force, dtype=float).reshape(3),
-                                 moment=None if moment is None else np.asarray(moment, dtype=float).reshape(3),
-                                 com_offset=com))
+                                 force=force, moment=moment, com_offset=com))
 
     def add_joint(self, name: str, object1: str, object2: str | None = None, points=((0.0, 0.0, 0.0),),
                   axes=((0.0, 1.0, 0.0),), joint_class: str = "PivotJointR", absolute: bool = True,
@@ -378,7 +454,9 @@ class Scene:
         Raises
         ------
         ModelingError
-            When ``joint_class`` is unknown; at :meth:`build`, when an object is not a dynamic object of the scene.
+            When ``joint_class`` is unknown, the points or axes are not finite (k, 3) arrays, the joint's point
+            or axis is missing, or its axis is zero (the message names the joint and the field); at :meth:`build`,
+            when an object is not a dynamic object of the scene.
 
         Examples
         --------
@@ -395,11 +473,25 @@ class Scene:
         >>> np.linalg.norm(run.q[:, 0, :3], axis=1).round(4).tolist()   # the centre stays 0.5 from the pivot
         [0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
         """
-        if joint_class not in _JOINTS:
+        if not isinstance(joint_class, str) or joint_class not in _JOINTS:
             raise ModelingError("Scene", "joint_class", f"unknown joint {joint_class!r}; known: {sorted(_JOINTS)}")
-        self.joints.append(dict(name=name, object1=object1, object2=object2, points=np.asarray(points, dtype=float).tolist(),
-                                axes=np.asarray(axes, dtype=float).tolist(), joint_class=joint_class,
-                                absolute=bool(absolute), allow_self_collide=bool(allow_self_collide)))
+        _name(name, "Scene", "joint name")
+        o = f"Scene joint {name!r}"
+        _name(object1, o, "object1")
+        if object2 is not None:
+            _name(object2, o, "object2")
+        P = matrix(points, o, "points", (None, 3))
+        A = matrix(axes, o, "axes", (None, 3))
+        if joint_class in ("KneeJointR", "PivotJointR") and not P.shape[0]:
+            raise ModelingError(o, "points", f"is empty: a {joint_class} needs its joint point")
+        if joint_class in ("PivotJointR", "PrismaticJointR"):
+            if not A.shape[0]:
+                raise ModelingError(o, "axes", f"is empty: a {joint_class} needs its axis")
+            if not np.linalg.norm(A[0]) > 0:
+                raise ModelingError(o, "axes", "the axis is the zero vector")
+        self.joints.append(dict(name=name, object1=object1, object2=object2, points=P.tolist(), axes=A.tolist(),
+                                joint_class=joint_class, absolute=bool(absolute),
+                                allow_self_collide=bool(allow_self_collide)))
 
     # ---- description (the record's "scene" attribute)
     def describe(self) -> dict:
@@ -496,8 +588,9 @@ class Scene:
             d1 = bodies[index[j["object1"]]]
             d2 = None if j["object2"] is None else bodies[index[j["object2"]]]
             cls = _JOINTS[j["joint_class"]]
-            P, A = j["points"][0], j["axes"][0]
-            if not j["absolute"]:              # a point in object1's frame as given: its frame is at its centre of mass
+            P = j["points"][0] if j["points"] else None          # (checked by add_joint where the class needs it)
+            A = j["axes"][0] if j["axes"] else None
+            if not j["absolute"] and P is not None:   # a point in object1's frame as given: its frame is at its centre of mass
                 P = np.asarray(P, dtype=float) - self.objects[[o["name"] for o in self.objects].index(j["object1"])].get(
                     "com_offset", np.zeros(3))
             if cls is _joints.KneeJointR:
