@@ -43,6 +43,7 @@ start from the last recorded state (``Record.scene(step=-1)``), so that a run co
 from __future__ import annotations
 
 import json
+import numbers
 from pathlib import Path
 
 import numpy as np
@@ -1289,6 +1290,15 @@ class Record:
     def __len__(self):
         return int(self.t.shape[0])
 
+    def _step(self, step) -> int:
+        """``step`` (0-based, negative from the end) as an index into the record's steps, checked."""
+        if isinstance(step, (bool, np.bool_)) or not isinstance(step, (numbers.Integral, np.integer)):
+            raise ModelingError("Record", "step", f"must be an integer (0-based, negative from the end), got {step!r}")
+        if not -len(self) <= step < len(self):
+            raise ModelingError("Record", "step", f"is {step}, out of range: the record {Path(self.path).name} holds "
+                                                  f"{len(self)} step(s)")
+        return int(step) % len(self)
+
     def contacts(self, step: int) -> dict:
         """The contact rows of a step: body1, body2, static2, id, distance, pc1, pc2, normal, force (and active).
 
@@ -1304,10 +1314,10 @@ class Record:
 
         Raises
         ------
-        IndexError
-            When the step is out of range.
+        ModelingError
+            When the step is not an integer or is out of range.
         """
-        step = range(len(self))[step]
+        step = self._step(step)
         lo, hi = int(self._offsets[step]), int(self._offsets[step + 1])
         return {k: v[lo:hi] for k, v in self._contacts.items()}
 
@@ -1335,8 +1345,18 @@ class Record:
         -------
         Path
             The file written (see the class example).
+
+        Raises
+        ------
+        ModelingError
+            When the record holds no step or no dynamic body, or ``max_frames`` is not an integer >= 1 (nothing is
+            written: a page never shows nothing).
+        OutputError
+            When the file exists and not ``overwrite``.
         """
         from .viewer import write_html
+        if not len(self):
+            raise ModelingError("Record", "steps", f"the record {Path(self.path).name} holds no step: nothing to show")
         bodies, statics = self._bodies_statics()
         return write_html(path, bodies, self.q, self.t, statics, title=title or Path(self.path).stem,
                           max_frames=max_frames, overwrite=overwrite)
@@ -1361,10 +1381,17 @@ class Record:
         -------
         Path
             The file written (see the class example).
+
+        Raises
+        ------
+        ModelingError
+            When ``step`` is not an integer in range, or the record has no dynamic body.
+        OutputError
+            When the file exists (and not ``overwrite``) or its suffix is not an image format matplotlib writes.
         """
         from .viewer import still
+        step = self._step(step)
         bodies, statics = self._bodies_statics()
-        step = range(len(self))[step]
         return still(path, bodies, self.q[step], statics, title=title or f"t = {self.t[step]:.3f} s",
                      overwrite=overwrite, **kw)
 
@@ -1384,7 +1411,7 @@ class Record:
         """
         d = json.loads(json.dumps(self.description))
         if step is not None and len(self):
-            step = range(len(self))[step]
+            step = self._step(step)
             dyn = [o for o in d["objects"] if o["mass"] is not None]
             for b, o in enumerate(dyn):
                 o["pose"], o["twist"] = self.q[step, b].tolist(), self.v[step, b].tolist()
@@ -1409,8 +1436,11 @@ def load_record(path) -> Record:
     Raises
     ------
     FormatError
-        When the file cannot be opened as HDF5, is not an nsopt-mechanics record, is of a newer version, or
-        misses a dataset.
+        When the file cannot be opened as HDF5, is not an nsopt-mechanics record, is of a newer version (or its
+        version is not an integer), misses its scene description or a dataset, its description is not JSON or not a
+        valid scene, its datasets have the wrong shapes, declare more rows than the file holds (a dataset resized
+        without data: the sizes are checked before anything is read), or its contact offsets are not
+        non-decreasing offsets into the contact rows. The message names the file and what is wrong.
 
     Examples
     --------
@@ -1435,24 +1465,114 @@ def load_record(path) -> Record:
     except OSError as e:
         raise FormatError(path, f"cannot be opened as HDF5 ({e})") from None
     with f:
-        if f.attrs.get("format") != FORMAT:
-            raise FormatError(path, f"not an {FORMAT} record (format attribute {f.attrs.get('format')!r})")
-        if int(f.attrs.get("version", -1)) > VERSION:
-            raise FormatError(path, f"record version {f.attrs['version']} is newer than this reader's {VERSION}")
         try:
-            s, c = f["steps"], f["contacts"]
-            arrays = (s["t"][:], s["q"][:], s["v"][:], np.array([x.decode() if isinstance(x, bytes) else x for x in s["status"][:]]),
-                      s["nit"][:], s["error"][:])
-            offsets = s["contacts"][:]
-            contacts = {k: c[k][:] for k in c}
-        except KeyError as e:
-            raise FormatError(path, f"missing dataset {e}") from None
-        # a run cut short inside a step: keep the complete steps
-        m = min(min(a.shape[0] for a in arrays), offsets.shape[0] - 1)
-        arrays = tuple(a[:m] for a in arrays)
-        settings = {k: f.attrs[k] for k in f.attrs if k not in ("format", "version", "scene", "bodies")}
-        resume = None
-        if "resume" in f and int(f["resume"].attrs.get("step", -1)) == m:
-            resume = {k: f["resume"][k][()] for k in f["resume"]}
-        return Record(str(path), json.loads(f.attrs["scene"]), json.loads(f.attrs["bodies"]), settings, arrays,
-                      contacts, offsets[:m + 1], resume)
+            return _read_record(f, path)
+        except FormatError:
+            raise
+        except (KeyError, ValueError, TypeError, AttributeError, OSError) as e:   # h5py's own faults of a damaged file
+            raise FormatError(path, f"damaged record ({type(e).__name__}: {e})") from None
+
+
+#: The step datasets of a record: (name, trailing shape (n: the number of bodies), dtype kind).
+_STEP_FIELDS = (("t", (), "f"), ("q", ("n", 7), "f"), ("v", ("n", 6), "f"), ("status", (), "OSU"), ("nit", (), "iu"),
+                ("error", (), "f"))
+_CONTACT_FIELDS = {"body1": (), "body2": (), "static2": (), "id": (), "distance": (), "pc1": (3,), "pc2": (3,),
+                   "normal": (3,), "force": (3,), "active": ()}
+
+
+def _rows_held(d) -> int:
+    """The rows of dataset d backed by data in the file: a chunked dataset holds its allocated chunks' rows (a dataset
+    resized without writing declares rows it does not hold), a contiguous one all or none."""
+    if d.chunks is not None:
+        return int(d.id.get_num_chunks()) * int(d.chunks[0])
+    return d.shape[0] if d.id.get_storage_size() else 0
+
+
+def _dataset(group, name, tail, kinds, path, where):
+    """``group[name]``, checked: a dataset of shape (rows, *tail), dtype of one of ``kinds``, and rows held by the file."""
+    import h5py
+    if name not in group or not isinstance(group[name], h5py.Dataset):
+        raise FormatError(path, f"missing dataset {where}/{name}")
+    d = group[name]
+    if d.ndim != 1 + len(tail) or tuple(d.shape[1:]) != tuple(tail):
+        raise FormatError(path, f"dataset {where}/{name} has shape {d.shape}, expected (rows, {', '.join(map(str, tail))})"
+                          if tail else f"dataset {where}/{name} has shape {d.shape}, expected (rows,)")
+    if d.dtype.kind not in kinds and not (kinds == "OSU" and h5py.check_string_dtype(d.dtype)):
+        raise FormatError(path, f"dataset {where}/{name} has dtype {d.dtype}, expected kind {kinds!r}")
+    held = _rows_held(d)
+    if d.shape[0] > held + 1:            # one row may be declared by a step interrupted between resize and write
+        raise FormatError(path, f"dataset {where}/{name} declares {d.shape[0]} rows but the file holds data for at most "
+                                f"{held}: the record is damaged (resized without data)")
+    return d
+
+
+def _read_record(f, path) -> Record:
+    """The checks and reads of :func:`load_record` (sizes before data)."""
+    import h5py
+    fmt = f.attrs.get("format")
+    if fmt != FORMAT:
+        raise FormatError(path, f"not an {FORMAT} record (format attribute {fmt!r})")
+    version = f.attrs.get("version")
+    if isinstance(version, (bool, np.bool_)) or not isinstance(version, (numbers.Integral, np.integer)):
+        raise FormatError(path, f"its version attribute {version!r} is not an integer")
+    if int(version) > VERSION:
+        raise FormatError(path, f"record version {version} is newer than this reader's {VERSION}")
+    for key in ("scene", "bodies"):
+        if key not in f.attrs:
+            raise FormatError(path, f"has no {key!r} attribute (the {'scene description' if key == 'scene' else 'names of its bodies'})")
+        if not isinstance(f.attrs[key], str):
+            raise FormatError(path, f"its {key!r} attribute is a {type(f.attrs[key]).__name__}, expected JSON text")
+    try:
+        description, names = json.loads(f.attrs["scene"]), json.loads(f.attrs["bodies"])
+    except json.JSONDecodeError as e:
+        raise FormatError(path, f"its scene or bodies attribute is not JSON ({e})") from None
+    try:
+        scene = Scene.from_description(description)
+    except (ModelingError, KeyError, TypeError, ValueError, AttributeError) as e:
+        raise FormatError(path, f"its scene description is not a valid scene ({type(e).__name__}: {e})") from None
+    dynamic = [o["name"] for o in scene.objects if o["mass"] is not None]
+    if names != dynamic:
+        raise FormatError(path, f"its bodies attribute {names!r} does not name the scene's dynamic objects {dynamic!r}")
+    n = len(names)
+    for g in ("steps", "contacts"):
+        if g not in f or not isinstance(f[g], h5py.Group):
+            raise FormatError(path, f"missing group {g!r}")
+    s, c = f["steps"], f["contacts"]
+    steps = {name: _dataset(s, name, tuple(n if x == "n" else x for x in tail), kinds, path, "steps")
+             for name, tail, kinds in _STEP_FIELDS}
+    offsets_d = _dataset(s, "contacts", (), "iu", path, "steps")
+    cds = {name: _dataset(c, name, tail, "fiub" if name != "active" else "b", path, "contacts")
+           for name, tail in _CONTACT_FIELDS.items()}
+    # a run cut short inside a step: keep the complete steps (the sizes are checked; now read)
+    m = min(min(d.shape[0] for d in steps.values()), offsets_d.shape[0] - 1)
+    if m < 0:
+        raise FormatError(path, "dataset steps/contacts is empty (it starts with the offset 0)")
+    offsets = offsets_d[:m + 1].astype(np.int64)
+    K = min(d.shape[0] for d in cds.values())
+    if offsets[0] != 0 or np.any(np.diff(offsets) < 0) or offsets[-1] > K:
+        raise FormatError(path, f"its contact offsets (steps/contacts) are corrupt: they must start at 0 and not "
+                                f"decrease up to the {K} contact rows, got {_brief(offsets)}")
+    resume = None
+    if "resume" in f:
+        g = f["resume"]
+        step = g.attrs.get("step", -1)
+        if isinstance(step, (numbers.Integral, np.integer)) and int(step) == m:
+            if offsets[-1] != K:
+                raise FormatError(path, f"its contact offsets (steps/contacts) are corrupt: the complete record holds "
+                                        f"{K} contact rows but its offsets end at {int(offsets[-1])}")
+            for k in g:
+                d = g[k]
+                if d.ndim and (d.shape[0] > _rows_held(d) + 1 or d.size > 1e8):
+                    raise FormatError(path, f"dataset resume/{k} declares {d.shape} but the file does not hold it")
+            resume = {k: g[k][()] for k in g}
+    arrays = tuple(steps[name][:m] for name, _, _ in _STEP_FIELDS)
+    status = np.array([x.decode() if isinstance(x, bytes) else str(x) for x in arrays[3]])
+    arrays = arrays[:3] + (status,) + arrays[4:]
+    contacts = {k: d[:K] for k, d in cds.items()}
+    settings = {k: f.attrs[k] for k in f.attrs if k not in ("format", "version", "scene", "bodies")}
+    return Record(str(path), description, names, settings, arrays, contacts, offsets, resume)
+
+
+def _brief(a) -> str:
+    a = np.asarray(a)
+    return np.array2string(a if a.size <= 8 else np.r_[a[:4], a[-4:]], separator=", ") + (" (ends shown)" if a.size > 8 else "")
