@@ -197,3 +197,310 @@ def test_an_inertia_computed_from_the_shape_that_overflows_says_so(shape, mass, 
     with pytest.raises(ModelingError, match=rf"^Scene object 'b'\.inertia: was not given, so it was computed from the "
                                             rf"shapes .*{why}"):
         sc.add_object("b", [mc.Contactor(shape)], translation=[0, 0, 0], mass=mass)
+
+
+# ---------------------------------------------------------------------------- runs: options checked before the first step
+def _ground(sc):
+    sc.add_object("ground", ["Ground"], translation=[0, 0, -0.5])
+    return sc
+
+
+def _sliding(mu=0.5):
+    """A cube sliding at 2 m/s on the ground (fc3d stops it at x = 0.408 m)."""
+    sc = mc.Scene()
+    sc.add_primitive_shape("Cube", "Box", (1.0, 1.0, 1.0))
+    sc.add_primitive_shape("Ground", "Box", (10.0, 10.0, 1.0))
+    sc.add_Newton_impact_friction_nsl("contact", mu=mu)
+    sc.add_object("cube", ["Cube"], translation=[0, 0, 0.5], velocity=[2, 0, 0, 0, 0, 0], mass=1.0)
+    return _ground(sc)
+
+
+@pytest.mark.parametrize("kw, error, match", [
+    (dict(gamma=1.0), "OptionError", r"unknown option\(s\) \['gamma'\]"),
+    (dict(method="bogus"), "MethodNotFound", "unknown method 'bogus'"),
+    (dict(tol=-1), "OptionError", "tol must be a finite positive number"),
+    (dict(fallback=["nope"]), "MethodNotFound", "unknown method 'nope'"),
+    (dict(fallback="nsgs"), "ModelingError", "fallback: must be a sequence"),
+    (dict(max_iter=-3), "OptionError", "max_iter"),
+    (dict(on_step=5), "ModelingError", "Scene.on_step: must be a callable"),
+    (dict(check="x"), "ModelingError", "Scene.check"),
+    (dict(keep_states="yes"), "ModelingError", "Scene.keep_states"),
+    (dict(osns="bogus"), "ModelingError", "Scene.osns: unknown one-step problem kind"),
+    (dict(osns="lcp"), "ModelingError", "Scene.osns: a 'lcp' problem cannot hold the scene's laws"),
+    (dict(h="0.01"), "ModelingError", "Scene.h"),
+    (dict(continue_from=3), "ModelingError", "Scene.continue_from: must be a record"),
+])
+def test_scene_run_checks_every_option_before_the_first_step(tmp_path, kw, error, match):
+    """Each bad option is refused before any step is taken (on_step never called) and before the record is made
+    (it failed at step 1, or at step 21 after 20 steps were computed, or ran on with friction dropped)."""
+    import nsopt.exceptions as ex
+    steps = []
+    args = dict(T=0.1, h=0.01, record=tmp_path / "r.h5", on_step=lambda run: steps.append(len(run)))
+    args.update(kw)
+    with pytest.raises(getattr(ex, error), match=match):
+        _sliding().run(**args)
+    assert steps == [] and not (tmp_path / "r.h5").exists()
+
+
+def test_a_friction_law_linked_during_a_time_stepping_run_is_refused_by_lcp():
+    """TimeStepping(osns='lcp') refused a friction law present at construction; one linked during the run (as a
+    Scene links its contacts) lost its friction: the cube slid on at 2 m/s where fc3d stops it."""
+    from nsopt import modeling as nm
+    model = _sliding().build(0.0, 0.1)
+    sim = nm.TimeStepping(model.nsds, 0.01, nm.MoreauJeanOSI(0.5), osns="lcp", method="lemke")
+    model.update_contacts()                                  # the contacts' friction laws, linked now
+    with pytest.raises(ModelingError, match=r"TimeStepping\.osns: .*NewtonImpactFrictionNSL 'contact'.*cannot hold "
+                                            r".*use osns='fc3d'"):
+        sim.step()
+    run = _sliding().run(T=0.5, h=0.005)                     # fc3d: friction stops the cube near v0² / (2 μ g)
+    assert run.q[-1, 0, 0] == pytest.approx(4 / 9.81, abs=4 * 0.005) and abs(run.v[-1, 0, 0]) < 1e-9
+
+
+@pytest.mark.parametrize("T, h", [(0.105, 0.01), (0.005, 0.01), (1.0, 0.003)])
+def test_a_run_that_is_not_a_whole_number_of_steps_is_refused(T, h):
+    """The rule (TimeStepping and Scene.run alike): the last step ends at T. T = 0.105 with h = 0.01 stopped at
+    0.10, and h > T ran no step, without a word."""
+    from nsopt import modeling as nm
+    with pytest.raises(ModelingError, match=r"^Scene\.T: .* not a whole number .*give T = "):
+        _sliding().run(T=T, h=h)
+    nsds = nm.NonSmoothDynamicalSystem(0.0, T)
+    nsds.insert_dynamical_system(nm.LagrangianLinearTIDS([1.0], [0.0], [[1.0]]))
+    with pytest.raises(ModelingError, match=r"^TimeStepping\.T: .* not a whole number"):
+        nm.TimeStepping(nsds, h)
+    assert len(_sliding().run(T=0.1, h=0.01)) == 10
+
+
+def test_continue_from_a_record_of_another_scene_is_refused(tmp_path):
+    _sliding().run(T=0.02, h=0.01, record=tmp_path / "a.h5")
+    with pytest.raises(ModelingError, match=r"Scene\.continue_from: the record a\.h5 is of another scene: its "
+                                            r"laws\[0\]\.mu is 0\.5, this scene's 0\.3"):
+        _sliding(mu=0.3).run(T=0.04, h=0.01, continue_from=tmp_path / "a.h5")
+    more = _sliding()
+    more.add_object("ball", [mc.Contactor(mc.Sphere(0.2))], translation=[3, 0, 0.2], mass=1.0)
+    with pytest.raises(ModelingError, match="is of another scene: its objects"):
+        more.run(T=0.04, h=0.01, continue_from=tmp_path / "a.h5")
+    bigger = mc.Scene()
+    bigger.add_primitive_shape("Cube", "Box", (1.0, 1.0, 2.0))
+    bigger.add_primitive_shape("Ground", "Box", (10.0, 10.0, 1.0))
+    bigger.add_Newton_impact_friction_nsl("contact", mu=0.5)
+    bigger.add_object("cube", ["Cube"], translation=[0, 0, 1.0], mass=1.0, inertia=[1, 1, 1])
+    with pytest.raises(ModelingError, match="is of another scene: its objects\\[0\\]"):
+        _ground(bigger).run(T=0.04, h=0.01, continue_from=tmp_path / "a.h5")
+    # the same scene, from elsewhere (its bodies' poses are the record's to give): continues
+    rec = mc.load_record(tmp_path / "a.h5")
+    assert len(rec.scene(-1).run(T=0.04, h=0.01, continue_from=rec)) == 2
+
+
+# ---------------------------------------------------------------------------- tunnelling
+def _falling(v0=0.0, z=1.0):
+    sc = mc.Scene()
+    sc.add_primitive_shape("Cube", "Box", (1.0, 1.0, 1.0))
+    sc.add_primitive_shape("Ground", "Box", (10.0, 10.0, 1.0))
+    sc.add_Newton_impact_friction_nsl("contact", mu=0.5)
+    sc.add_object("cube", ["Cube"], translation=[0, 0, z], velocity=[0, 0, v0, 0, 0, 0], mass=1.0)
+    return _ground(sc)
+
+
+@pytest.mark.parametrize("kw", [dict(v0=-1e4, T=0.01, h=0.01), dict(T=100.0, h=10.0)])
+def test_a_body_passing_through_the_ground_in_one_step_is_a_warning(kw):
+    """v0 = -1e4 m/s, or h = 10 s: the cube went to z = -99 m (or -49 km) with 0 contacts and no word."""
+    T, h = kw.pop("T"), kw.pop("h")
+    with pytest.warns(mc.TunnellingWarning, match=r"step 1 \(t = 0 to .*\): body 'cube' passed through 'ground'"):
+        run = _falling(**kw).run(T=T, h=h)
+    assert run.tunnelling[0]["step"] == 1 and run.tunnelling[0]["other"] == "ground"
+
+
+def test_tunnelling_can_stop_the_run(tmp_path):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mc.TunnellingWarning)
+        with pytest.raises(mc.TunnellingWarning):
+            _falling(v0=-1e4).run(T=0.02, h=0.01, record=tmp_path / "r.h5")
+    assert len(mc.load_record(tmp_path / "r.h5")) == 1               # the record keeps the step
+
+
+def test_sinking_through_a_thin_floor_at_an_impact_is_caught():
+    """A 1 cm ball landing at 5.9 m/s on a 5 mm plate: the θ-scheme's sinking h|v|/2 = 2.9 cm carries it through
+    during the impact step, with the contact active; it ends within the margin, below the plate."""
+    sc = mc.Scene()
+    sc.add_primitive_shape("Ball", "Sphere", 0.01)
+    sc.add_primitive_shape("Plate", "Box", (2.0, 2.0, 0.005))
+    sc.add_Newton_impact_friction_nsl("c", mu=0.0)
+    sc.add_object("ball", ["Ball"], translation=[0, 0, 0.5], velocity=[0, 0, -5, 0, 0, 0], mass=0.01)
+    sc.add_object("plate", ["Plate"], translation=[0, 0, 0])
+    with pytest.warns(mc.TunnellingWarning, match="body 'ball' passed through 'plate'"):
+        sc.run(T=0.2, h=0.01)
+
+
+def test_no_tunnelling_warning_for_fast_bodies_that_do_not_pass_through(recwarn):
+    """The swept test's neighbours: a small ball fast along a table and off its edge (swept every step, touching
+    the table it leaves), a cube falling fast but less than its size per step, a rolling ball on a half-space."""
+    sc = mc.Scene()
+    sc.add_primitive_shape("Ball", "Sphere", 0.01)
+    sc.add_primitive_shape("Table", "Box", (1.0, 1.0, 0.2))
+    sc.add_Newton_impact_friction_nsl("c", mu=0.0)
+    sc.add_object("ball", ["Ball"], translation=[0.3, 0, 0.01], velocity=[2, 0, 0, 0, 0, 0], mass=0.01)
+    sc.add_object("table", ["Table"], translation=[0, 0, -0.1])
+    assert sc.run(T=0.6, h=0.01).tunnelling == []
+    assert _falling(v0=-30.0, z=1.0).run(T=0.1, h=0.01).tunnelling == []
+    sc = mc.Scene()
+    sc.add_shape("Floor", mc.HalfSpace())
+    sc.add_primitive_shape("Ball", "Sphere", 0.01)
+    sc.add_Newton_impact_friction_nsl("c", mu=0.5)
+    sc.add_object("ball", ["Ball"], translation=[0, 0, 0.01], velocity=[3, 0, 0, 0, 300, 0], mass=0.01)
+    sc.add_object("floor", ["Floor"], translation=[0, 0, 0])
+    assert sc.run(T=0.1, h=0.01).tunnelling == []
+    assert not [w for w in recwarn if issubclass(w.category, mc.TunnellingWarning)]
+
+
+# ---------------------------------------------------------------------------- damaged records
+h5py = pytest.importorskip("h5py")
+
+
+@pytest.fixture
+def record(tmp_path):
+    path = tmp_path / "run.h5"
+    _sliding().run(T=0.05, h=0.01, record=path)
+    return path
+
+
+def _damage(path, how):
+    with h5py.File(path, "r+") as f:
+        how(f)
+
+
+def _resize(names, size):
+    def how(f):
+        for n in names:
+            f[n].resize(size, axis=0)
+    return how
+
+
+DAMAGES = {
+    "no scene attribute": (lambda f: f.attrs.__delitem__("scene"), "has no 'scene' attribute"),
+    "bad JSON": (lambda f: f.attrs.__setitem__("scene", "{not json"), "not JSON"),
+    "version abc": (lambda f: f.attrs.__setitem__("version", "abc"), "version attribute 'abc' is not an integer"),
+    "wrong schema": (lambda f: f.attrs.__setitem__("scene", '{"objects": 3}'), "not a valid scene"),
+    "object of no shape": (lambda f: f.attrs.__setitem__("scene", f.attrs["scene"].replace('"Box"', '"Torus"')),
+                           "not a valid scene"),
+    "bodies of another scene": (lambda f: f.attrs.__setitem__("bodies", '["ball"]'), "does not name the scene's"),
+    "missing dataset": (lambda f: f["steps"].__delitem__("v"), "missing dataset steps/v"),
+    "q of another shape": (lambda f: (f["steps"].__delitem__("q"), f["steps"].create_dataset("q", data=np.zeros((5, 2, 7)))),
+                           r"steps/q has shape \(5, 2, 7\)"),
+    "2e9 steps": (_resize(["steps/t", "steps/q", "steps/v", "steps/status", "steps/nit", "steps/error",
+                           "steps/contacts"], 2 * 10 ** 9), "declares 2000000000 rows but the file holds"),
+    "3e7 steps": (_resize(["steps/t", "steps/q", "steps/v", "steps/status", "steps/nit", "steps/error",
+                           "steps/contacts"], 3 * 10 ** 7), "declares 30000000 rows"),
+    "3e7 contacts": (_resize(["contacts/" + k for k in ("body1", "body2", "static2", "id", "distance", "pc1", "pc2",
+                                                        "normal", "force", "active")], 3 * 10 ** 7),
+                     "contacts/.* declares 30000000 rows"),
+    "offsets zero": (lambda f: f["steps/contacts"].__setitem__(slice(None), 0), "contact offsets .* are corrupt"),
+    "offsets decreasing": (lambda f: f["steps/contacts"].__setitem__(2, 0), "contact offsets .* are corrupt"),
+    "offsets past the rows": (lambda f: f["steps/contacts"].__setitem__(-1, 10 ** 6), "contact offsets .* are corrupt"),
+    "offsets negative": (lambda f: f["steps/contacts"].__setitem__(1, -4), "contact offsets .* are corrupt"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGES))
+def test_a_damaged_record_is_a_format_error_naming_the_file(record, name):
+    """No KeyError, JSONDecodeError, ValueError, MemoryError (14.9 GiB asked for 2e9 steps) or 60 s read (3e7):
+    the sizes are checked against what the file holds before anything is read; corrupt contact offsets never
+    read as 'no contacts'."""
+    import tracemalloc
+
+    from nsopt.exceptions import FormatError
+    how, match = DAMAGES[name]
+    _damage(record, how)
+    tracemalloc.start()
+    try:
+        with pytest.raises(FormatError, match=match) as e:
+            mc.load_record(record)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(record) in str(e.value) and peak < 50e6
+
+
+def test_a_record_cut_short_inside_a_step_still_reads(record):
+    with h5py.File(record, "r+") as f:                 # a step interrupted between resize and write
+        for n in ("t", "q"):
+            f["steps"][n].resize(6, axis=0)
+    assert len(mc.load_record(record)) == 5
+
+
+# ---------------------------------------------------------------------------- the viewer and the record's pictures
+def _viewer_input(steps=4):
+    bodies = [[mc.Contactor(mc.Box([1, 1, 1]))]]
+    poses = np.zeros((steps, 1, 7))
+    poses[:, 0, 2] = np.linspace(2, 0.5, steps)
+    poses[:, 0, 3] = 1.0
+    return bodies, poses, np.linspace(0, 1, steps)
+
+
+@pytest.mark.parametrize("change, field", [
+    (dict(max_frames=0), "viewer.max_frames"), (dict(max_frames=-5), "viewer.max_frames"),
+    (dict(max_frames=2.5), "viewer.max_frames"), (dict(max_frames=True), "viewer.max_frames"),
+    (dict(statics=[([mc.Contactor(mc.Box([5, 5, 1]))], [np.inf, 0, 0, 1, 0, 0, 0])]), "viewer.statics[0].pose"),
+    (dict(statics=[([mc.Contactor(mc.Box([5, 5, 1]))], [0, 0, 0, 0, 0, 0, 0])]), "viewer.statics[0].pose"),
+    (dict(statics=[([mc.Contactor(mc.Box([5, 5, 1]))], [0, 0, 0])]), "viewer.statics[0].pose"),
+    (dict(nan=True), "viewer.poses"), (dict(zero_quaternion=True), "viewer.poses"),
+    (dict(bodies=[]), "viewer.bodies"), (dict(title=3), "viewer.title"),
+    (dict(times=[0, 1, np.nan, 2]), "viewer.times"), (dict(far=True), "viewer.poses"),
+])
+def test_the_viewer_never_writes_a_page_that_shows_nothing(tmp_path, change, field):
+    from nsopt.mechanics import viewer
+    bodies, poses, times = _viewer_input()
+    statics = change.pop("statics", ())
+    if change.pop("nan", False):
+        poses[2, 0, 0] = np.nan
+    if change.pop("zero_quaternion", False):
+        poses[1, 0, 3:] = 0.0
+    if change.pop("far", False):
+        poses[1, 0, 0] = 1e300
+    bodies = change.pop("bodies", bodies)
+    times = change.pop("times", times)
+    with pytest.raises(ModelingError) as e:
+        viewer.write_html(tmp_path / "p.html", bodies, poses, times, statics, **change)
+    assert str(e.value).startswith(field + ":"), str(e.value)
+    assert not (tmp_path / "p.html").exists()
+
+
+def test_the_title_is_escaped_text_never_a_template_slot(tmp_path):
+    from nsopt.mechanics import viewer
+    bodies, poses, times = _viewer_input()
+    for title in ("%THREE%", "%DATA%", "<script>alert(1)</script> & \"x\""):
+        page = viewer.html_page(bodies, poses, times, title=title)
+        assert len(page) < len(viewer.html_page(bodies, poses, times, title="t")) + 200     # no 670 kB pasted in
+        head = page[:page.index("</title>")]
+        assert "%THREE%" not in page.replace(title, "") and "<script>alert" not in page
+        assert head.endswith(__import__("html").escape(title))
+    page = viewer.html_page(bodies, poses, times, title="%TITLE%")
+    assert page.count("three-src") == 2                         # the template's own slots filled once
+
+
+def test_record_pictures_check_their_arguments(record, tmp_path):
+    from nsopt.exceptions import OutputError
+    rec = mc.load_record(record)
+    for step in (None, 99, -99, 1.5, "1"):
+        with pytest.raises(ModelingError, match=r"^Record\.step: "):
+            rec.still(tmp_path / "s.png", step=step)
+    for step in (5, None):
+        with pytest.raises(ModelingError, match=r"^Record\.step: "):
+            rec.contacts(step)
+    with pytest.raises(OutputError, match="unsupported image format '.xyz'"):
+        rec.still(tmp_path / "x.xyz")
+    for mf in (0, -5, 2.5):
+        with pytest.raises(ModelingError, match=r"^viewer\.max_frames: "):
+            rec.write_html(tmp_path / "p.html", max_frames=mf)
+    assert not any(tmp_path.glob("p.html")) and not any(tmp_path.glob("*.xyz"))
+    assert rec.contacts(-1)["body1"].tolist() == [0, 0, 0, 0]
+
+
+def test_a_record_without_bodies_is_refused(tmp_path):
+    """Nothing to record, nothing to show: the Recorder refuses it (h5py refused its chunks: a raw ValueError)."""
+    sc = mc.Scene()
+    sc.add_primitive_shape("Ground", "Box", (10.0, 10.0, 1.0))
+    sc.add_object("ground", ["Ground"], translation=[0, 0, -0.5])
+    with pytest.raises(ModelingError, match=r"^Recorder\.scene: has no dynamic body"):
+        mc.Recorder(tmp_path / "r.h5", sc, h=0.01)
+    assert not (tmp_path / "r.h5").exists()

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import json
 import numbers
+import os
 from pathlib import Path
 
 import numpy as np
@@ -138,6 +139,31 @@ def mass_properties(contactors, mass):
         I += p.moment_inertia + p.volume * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         return centre * L, (I / vol) * (mass * L * L)
+
+
+def _first_difference(a, b, path):
+    """The first place (path, a's value, b's value) where two descriptions differ (numbers to a relative 1e-9,
+    lists by length and items, dicts by keys and values), None when they agree."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if sorted(a) != sorted(b):
+            return (path or "keys", sorted(a), sorted(b))
+        for k in a:
+            d = _first_difference(a[k], b[k], f"{path}.{k}" if path else k)
+            if d is not None:
+                return d
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return (f"{path} (length)", len(a), len(b))
+        for k, (x, y) in enumerate(zip(a, b)):
+            d = _first_difference(x, y, f"{path}[{k}]")
+            if d is not None:
+                return d
+        return None
+    num = (int, float)
+    if isinstance(a, num) and isinstance(b, num) and not isinstance(a, bool) and not isinstance(b, bool):
+        return None if abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-300) or a == b else (path, a, b)
+    return None if a == b else (path, a, b)
 
 
 def _orientation(orientation, owner) -> np.ndarray:
@@ -539,6 +565,53 @@ class Scene:
             sc.add_joint(**j)
         return sc
 
+    # ---- the checks of a run
+    def _check_run(self, T, h, osns, on_step, check, record, write_problems, continue_from, **flags):
+        """:meth:`run`'s own arguments, checked before anything is built (the solver's are checked by
+        :class:`~nsopt.modeling.TimeStepping` before the first step); returns T and h as floats."""
+        from ..modeling.simulation import _HOLDS, OSNS_BUILDERS, OSNS_KINDS, infer_osns
+        T = scalar(T, "Scene", "T")
+        h = scalar(h, "Scene", "h", low=0.0, low_open=True)
+        if osns is not None:
+            if not isinstance(osns, str) or (osns not in OSNS_KINDS and osns not in OSNS_BUILDERS):
+                raise ModelingError("Scene", "osns", f"unknown one-step problem kind {osns!r}; expected one of "
+                                                     f"{OSNS_KINDS}")
+            blocks = {law.block for law in self.laws.values()} | ({"equality"} if self.joints else set())
+            if blocks - _HOLDS[osns]:
+                raise ModelingError("Scene", "osns", f"a {osns!r} problem cannot hold the scene's laws (block kinds "
+                                                     f"{sorted(blocks)}: friction would be dropped from every contact); "
+                                                     f"use osns={infer_osns(blocks)!r}")
+        if on_step is not None and not callable(on_step):
+            raise ModelingError("Scene", "on_step", f"must be a callable on_step(run) or None, got {on_step!r}")
+        if check is not None:
+            scalar(check, "Scene", "check", low=0.0)
+        for field, v in (("record", record), ("write_problems", write_problems)):
+            if v is not None and not isinstance(v, (str, os.PathLike)):
+                raise ModelingError("Scene", field, f"must be a path or None, got {type(v).__name__}")
+        if continue_from is not None and not isinstance(continue_from, (str, os.PathLike, Record)):
+            raise ModelingError("Scene", "continue_from", f"must be a record (a path or a Record), got "
+                                                          f"{type(continue_from).__name__}")
+        for field, v in flags.items():
+            if not isinstance(v, (bool, np.bool_)):
+                raise ModelingError("Scene", field, f"must be True or False, got {v!r}")
+        return T, h
+
+    def _check_same_scene(self, rec: "Record"):
+        """A record continued by :meth:`run` must be of this scene: the same gravity, margin, laws, joints and objects
+        (names, shapes, contactors, masses, inertias, forces, static poses; the bodies' poses and twists are the
+        record's to give), to round-off; a :class:`ModelingError` naming the first difference otherwise."""
+        mine, theirs = self.describe(), rec.description
+        for d in (mine, theirs):
+            for o in d.get("objects", ()):
+                if isinstance(o, dict) and o.get("mass") is not None:
+                    o.pop("pose", None)
+                    o.pop("twist", None)
+        where = _first_difference(json.loads(json.dumps(mine)), theirs, "")
+        if where is not None:
+            path, a, b = where
+            raise ModelingError("Scene", "continue_from", f"the record {Path(rec.path).name} is of another scene: its "
+                                                          f"{path or 'description'} is {b!r}, this scene's {a!r}")
+
     # ---- the model
     def build(self, t0: float = 0.0, T: float = 1.0) -> "SceneModel":
         """The model: a NonSmoothDynamicalSystem with a NewtonEulerDS per dynamic object (fext = m g) and an
@@ -703,15 +776,20 @@ class Scene:
         ([0.01, 0.02], [0.03, 0.04])
         """
         from ..modeling import MoreauJeanOSI, TimeStepping
+        from ..modeling.simulation import whole_steps
 
+        T, h = self._check_run(T, h, osns, on_step, check, record, write_problems, continue_from,
+                               progress=progress, keep_states=keep_states, overwrite=overwrite)
         scene, t0, resume = self, 0.0, None
         if continue_from is not None:
             rec = continue_from if isinstance(continue_from, Record) else load_record(continue_from)
             if not len(rec):
                 raise ModelingError("Scene", "continue_from", f"the record {rec.path} holds no step")
+            self._check_same_scene(rec)
             scene, t0, resume = rec.scene(-1), float(rec.t[-1]), rec.resume
         if not T > t0:
             raise ModelingError("Scene", "T", f"must be after the start time {t0:g}, got {T!r}")
+        whole_steps(t0, T, h, "Scene")
         model = scene.build(t0, T)
         if check is not None and model.bodies and resume is None:
             model.collision.check_interpenetration(check, model.poses())
@@ -938,6 +1016,7 @@ class SceneRun:
         self.forces = None        # the contact forces of the last step (k, 3), contact frame, rows of model.last
         self.active_mask = None   # which of them were in the last step's one-step problem
         self.solution = None      # the last step's Solution (None: no contact)
+        self.tunnelling = []      # the swept test's events: step, t, body, other, kind, depth, moved
         self._lam = None
         sim.on_step = self._on_step
 
@@ -950,6 +1029,7 @@ class SceneRun:
         from ..modeling.newton_euler import contact_outputs
         model, sim = self.model, self.sim
         c0, w0 = time.process_time(), time.perf_counter()
+        Q0 = model.poses()
         model.update_contacts()
         w1 = time.perf_counter()
         sim.update_outputs()
@@ -1022,6 +1102,36 @@ class SceneRun:
         tm["record"].append(w4 - w3)
         tm["total"].append(w4 - w0)
         tm["cpu"].append(cpu3 - c0)
+        self._check_tunnelling(Q0, Q)          # after the step is recorded: a warning made an error keeps it
+
+    def _check_tunnelling(self, Q0, Q):
+        """The swept test of the step (:meth:`CollisionManager.swept`) for the bodies that moved more than half their
+        thickness: each body that passed through an object (or ended deep inside one) is a
+        :class:`~nsopt.mechanics.TunnellingWarning` naming it, the object and the step, kept in ``tunnelling``."""
+        cm = self.model.collision
+        _, w = cm.body_sizes()
+        fast = np.flatnonzero(cm.moved(Q0, Q) > 0.5 * w)
+        if not fast.size:
+            return
+        import warnings
+
+        from .collision import TunnellingWarning
+        names = self.model.names
+        statics = [o["name"] for o in self.model.scene.objects if o["mass"] is None]
+        sim = self.sim
+        for e in cm.swept(Q0, Q, fast=fast):
+            other = names[e["other"]] if e["other"] is not None else statics[e["static"]]
+            row = dict(step=sim.k, t=sim.t, body=names[e["body"]], other=other, kind=e["kind"], depth=e["depth"],
+                       moved=e["moved"])
+            self.tunnelling.append(row)
+            t0 = sim.t - sim.h
+            why = ("the contact detection at the ends of the step missed the contact" if e["kind"] == "passed through"
+                   else "the contact detected at the end is deeper than half its thickness: its normal may push it "
+                        "through")
+            warnings.warn(f"step {sim.k} (t = {t0:.6g} to {sim.t:.6g}): body {row['body']!r} {e['kind']} {other!r} "
+                          f"(interpenetrating by {e['depth']:.3g} at t = {t0 + e['at'] * sim.h:.6g}): it moved "
+                          f"{e['moved']:.3g} in one step, more than its thickness {w[e['body']]:.3g}, and {why}; "
+                          f"choose a smaller h", TunnellingWarning, stacklevel=4)
 
     def _restore_warm(self, resume):
         """The warm starts of a continued run's first step: the contacts' (by id) and the joints' λ."""
@@ -1124,6 +1234,8 @@ class Recorder:
     OutputError
         When the file exists and ``overwrite`` is False, the path is a folder, its folder does not exist, or
         it cannot be written (the message names the file).
+    ModelingError
+        When the scene has no dynamic body.
 
     Examples
     --------
@@ -1143,10 +1255,14 @@ class Recorder:
 
     def __init__(self, path, scene: Scene, *, overwrite: bool = False, **settings):
         import h5py
+        if not isinstance(scene, Scene):
+            raise ModelingError("Recorder", "scene", f"expected a Scene, got {type(scene).__name__}")
+        self.n = sum(o["mass"] is not None for o in scene.objects)
+        if not self.n:
+            raise ModelingError("Recorder", "scene", "has no dynamic body: nothing to record")
         path = check_file(path, overwrite=overwrite, what="record")
         self.path = Path(path)
         self.f = h5py.File(path, "w")
-        self.n = sum(o["mass"] is not None for o in scene.objects)
         f = self.f
         f.attrs["format"], f.attrs["version"] = FORMAT, VERSION
         f.attrs["scene"] = json.dumps(scene.describe())

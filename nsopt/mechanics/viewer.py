@@ -111,6 +111,8 @@ def _check_poses(poses, field):
 
 
 def _where(mask) -> str:
+    if not np.ndim(mask):
+        return "its entries"
     first = tuple(int(i) for i in np.argwhere(mask)[0])
     return f"index {first if len(first) > 1 else first[0]} ({int(mask.sum())} pose(s))"
 
@@ -195,7 +197,8 @@ def html_page(bodies, poses, times=None, statics=(), *, title: str = "nsopt", ma
     three = _VENDOR.read_text(encoding="utf-8")
     if "</script" in three.lower():                         # never in r160; guard the embedding anyway
         raise ModelingError("viewer", "three.js", "the vendored file contains '</script'")
-    payload = json.dumps(data, allow_nan=False).replace("</", "<\\/")
+    # inside <script>: no "<", ">" or "&" at all (JSON's \u escapes; JSON.parse gives them back)
+    payload = json.dumps(data, allow_nan=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     fill = {"TITLE": html.escape(title), "THREE": three, "DATA": payload}
     # one pass over the template: a value is never searched for placeholders (a title "%THREE%" stays text)
     return _SLOT.sub(lambda m: fill[m.group(1)], _TEMPLATE)
