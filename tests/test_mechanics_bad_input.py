@@ -504,3 +504,19 @@ def test_a_record_without_bodies_is_refused(tmp_path):
     with pytest.raises(ModelingError, match=r"^Recorder\.scene: has no dynamic body"):
         mc.Recorder(tmp_path / "r.h5", sc, h=0.01)
     assert not (tmp_path / "r.h5").exists()
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda: mc.CollisionManager(margin="a"), "CollisionManager.margin"),
+    (lambda: mc.CollisionManager(persistence=0), "CollisionManager.persistence"),
+    (lambda: mc.CollisionManager(max_points=2.5), "CollisionManager.max_points"),
+    (lambda: mc.CollisionManager().add_body(mc.Contactor(mc.Sphere(1.0)), pose=[0, 0, 0]), "CollisionManager.body 0 pose"),
+    (lambda: mc.CollisionManager().add_static(mc.Contactor(mc.HalfSpace()), pose=[np.inf, 0, 0, 1, 0, 0, 0]),
+     "CollisionManager.static 0 pose"),
+    (lambda: mc.CollisionManager().add_static(mc.Contactor(mc.HalfSpace()), pose=[0] * 7),
+     "CollisionManager.static 0 pose"),
+])
+def test_the_collision_manager_refuses_bad_values_by_name(call, field):
+    with pytest.raises(ModelingError) as e:
+        call()
+    assert str(e.value).startswith(field + ":"), str(e.value)

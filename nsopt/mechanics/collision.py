@@ -31,11 +31,13 @@ never collide with each other.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 
 import numpy as np
 
 from ..exceptions import ModelingError, NsoptWarning
 from ..modeling import _rotation as rot
+from ..modeling._check import scalar, vector
 from .shapes import Contactor, HalfSpace
 
 __all__ = ["CollisionManager", "Contacts", "InterpenetrationError", "TunnellingWarning"]
@@ -212,13 +214,12 @@ class CollisionManager:
                  reuse: float | None = None):
         import coal
         self._coal = coal
-        if not margin >= 0:
-            raise ModelingError("CollisionManager", "margin", f"must be >= 0, got {margin!r}")
-        if not persistence > 0:
-            raise ModelingError("CollisionManager", "persistence", f"must be > 0, got {persistence!r}")
-        if int(max_points) < 1:
-            raise ModelingError("CollisionManager", "max_points", f"must be >= 1, got {max_points!r}")
-        reuse = 0.02 * margin if reuse is None else reuse
+        o = "CollisionManager"
+        margin = scalar(margin, o, "margin", low=0.0)
+        persistence = scalar(persistence, o, "persistence", low=0.0, low_open=True)
+        if isinstance(max_points, bool) or not isinstance(max_points, numbers.Integral) or max_points < 1:
+            raise ModelingError(o, "max_points", f"must be an integer >= 1, got {max_points!r}")
+        reuse = 0.02 * margin if reuse is None else scalar(reuse, o, "reuse")
         if not 0 <= reuse < max(margin, 1e-300):
             raise ModelingError("CollisionManager", "reuse", f"must be in [0, margin), got {reuse!r}")
         self.margin, self.persistence, self.max_points = float(margin), float(persistence), int(max_points)
@@ -318,11 +319,12 @@ class CollisionManager:
         >>> cm.add_body(mc.Contactor(mc.Sphere(0.1))), cm.add_body([mc.Contactor(mc.Box([1, 1, 1]))])
         (0, 1)
         """
+        pose = _pose(pose, f"body {len(self.bodies)}")
         contactors, idx = self._register(contactors, pose, False)
         self.bodies.append(contactors)
         self._body_objects.append(idx)
         self._obj_body = np.concatenate([self._obj_body, np.full(len(idx), len(self.bodies) - 1, dtype=np.int64)])
-        self._place(idx, contactors, np.asarray(pose, dtype=float))
+        self._place(idx, contactors, pose)
         return len(self.bodies) - 1
 
     def add_static(self, contactors, pose=(0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)) -> int:
@@ -351,10 +353,10 @@ class CollisionManager:
         >>> mc.CollisionManager().add_static(mc.Contactor(mc.HalfSpace()))
         0
         """
+        pose = _pose(pose, f"static {len(self.statics)}")
         contactors, idx = self._register(contactors, pose, True)
         self._obj_body = np.concatenate([self._obj_body, np.full(len(idx), -1, dtype=np.int64)])
         self.statics.append(contactors)
-        pose = np.asarray(pose, dtype=float)
         self._static_poses.append(pose)
         self._place(idx, contactors, pose)
         return len(self.statics) - 1
@@ -929,6 +931,14 @@ class CollisionManager:
             if d < best:
                 best, normal = d, np.asarray(res.normal, dtype=float)
         return best, normal
+
+
+def _pose(pose, what) -> np.ndarray:
+    """A pose (7,): finite, its quaternion not zero (``CollisionManager.<what> pose``)."""
+    p = vector(pose, "CollisionManager", f"{what} pose", 7)
+    if not np.linalg.norm(p[3:7]) > 0:
+        raise ModelingError("CollisionManager", f"{what} pose", "the quaternion is zero")
+    return p
 
 
 def _angle(qa, qb) -> np.ndarray:
