@@ -744,13 +744,20 @@ class Scene:
         Returns
         -------
         SceneRun
-            The run, step by step.
+            The run, step by step. A body that moved more than half its thickness in a step is swept
+            (:meth:`CollisionManager.swept`): one that passed through an object, or ended deep inside one, is a
+            :class:`~nsopt.mechanics.TunnellingWarning` naming it, the object and the step (``run.tunnelling``).
 
         Raises
         ------
         ModelingError
-            When ``T`` is not after the start time, the scene has no dynamic body, or the record to continue from
-            holds no step.
+            When an argument has the wrong type or value (``T``, ``h``, ``osns``, ``on_step``, ``check``, the
+            flags), ``T`` is not after the start time, [t0, T] is not a whole number of steps of ``h`` (the last
+            step ends at T: :data:`nsopt.modeling.simulation.STEP_RULE`), ``osns`` cannot hold the scene's laws
+            (``"lcp"`` would drop their friction), the scene has no dynamic body, or the record to continue from
+            holds no step or is of another scene (its laws, shapes, masses or static objects differ). All of
+            them, and the solver's options (``MethodNotFound``, ``OptionError``), are checked before the first
+            step.
         InterpenetrationError
             When shapes interpenetrate deeper than ``check`` at the start.
         FormatError

@@ -164,14 +164,20 @@ class TimeStepping:
     Parameters
     ----------
     nsds : the systems and interactions, over [t0, T].
-    h : time step (> 0).
+    h : time step (> 0); the run takes whole steps, its last ending at T (``STEP_RULE``): (T - t0) / h must
+        be a whole number (to 1e-9 of it), else a :class:`~nsopt.exceptions.ModelingError` gives the T and h
+        that fit (h > T included).
     integrator : :class:`MoreauJeanOSI` (Lagrangian systems) or :class:`EulerMoreauOSI` (first
         order); None: the one that fits, with θ = 1/2.
     osns : the one-step problem kind: ``"lcp"``, ``"mlcp"``, ``"relay"``, ``"avi"``, ``"equality"``,
-        ``"fc2d"``, ``"fc3d"``, ``"gfc3d"``, ``"gmp"``; None: the smallest kind that holds the laws.
-    method, tol, **options : handed to :func:`nsopt.solve` at every step. ``method="auto"`` names one
-        method per kind (``STEP_METHODS``: Lemke for LCP/MLCP/Relay/AVI, Newton (nsn-ac) for friction,
-        nsgs for GenericMechanical) with the others of that list as fallback.
+        ``"fc2d"``, ``"fc3d"``, ``"gfc3d"``, ``"gmp"``; None: the smallest kind that holds the laws. A law
+        it cannot hold is refused, at construction and when it is linked during the run (a friction law
+        in an ``"lcp"`` run would lose its friction).
+    method, tol, **options : handed to :func:`nsopt.solve` at every step, and checked here as it checks
+        them (:func:`check_solver_options`: ``MethodNotFound``, ``OptionError`` before the first step, not
+        at the first contact). ``method="auto"`` names one method per kind (``STEP_METHODS``: Lemke for
+        LCP/MLCP/Relay/AVI, Newton (nsn-ac) for friction, nsgs for GenericMechanical) with the others of
+        that list as fallback.
     fallback : methods tried in order when ``method`` does not reach ``tol`` on a step; they get the
         options that are not ``method``'s own (``FALLBACK_OPTIONS``: ``select``, ``time_limit``), so
         ``select="min-norm"`` reaches every step's solve, whichever method solved it.
