@@ -798,7 +798,8 @@ class CollisionManager:
         return self._sizes[1], self._sizes[2]
 
     def moved(self, Q0, Q1):
-        """How far each body's points moved from poses Q0 to Q1 at most (n,): |Δx| + θ R, θ the rotation's angle."""
+        r"""How far each body's points moved from poses Q0 to Q1 at most (n,): :math:`\|\Delta x\| + \theta R`, θ the
+        rotation's angle, R the body's radius."""
         Q0, Q1 = np.asarray(Q0, dtype=float), np.asarray(Q1, dtype=float)
         R, _ = self.body_sizes()
         return np.linalg.norm(Q1[:, :3] - Q0[:, :3], axis=1) + _angle(Q0[:, 3:7], Q1[:, 3:7]) * R
