@@ -7,11 +7,11 @@ The bodies, contact relations and joints are :mod:`nsopt.modeling`'s (``NewtonEu
 ``NewtonEuler3DR``, ``PivotJointR``, ...).
 """
 
-from .collision import CollisionManager, Contacts, InterpenetrationError
+from .collision import CollisionManager, Contacts, InterpenetrationError, TunnellingWarning
 from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere
 
 __all__ = ["Shape", "Sphere", "Box", "Capsule", "Cylinder", "Cone", "ConvexMesh", "HalfSpace", "Contactor",
-           "CollisionManager", "Contacts", "InterpenetrationError"]
+           "CollisionManager", "Contacts", "InterpenetrationError", "TunnellingWarning"]
 from .scene import Record, Recorder, Scene, SceneModel, SceneRun, load_record  # noqa: E402
 
 __all__ += ["Scene", "SceneModel", "SceneRun", "Recorder", "Record", "load_record"]

@@ -31,14 +31,26 @@ never collide with each other.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 
 import numpy as np
 
-from ..exceptions import ModelingError
+from ..exceptions import ModelingError, NsoptWarning
 from ..modeling import _rotation as rot
+from ..modeling._check import scalar, vector
 from .shapes import Contactor, HalfSpace
 
-__all__ = ["CollisionManager", "Contacts", "InterpenetrationError"]
+__all__ = ["CollisionManager", "Contacts", "InterpenetrationError", "TunnellingWarning"]
+
+
+class TunnellingWarning(NsoptWarning):
+    """A body passed through another object, or ended deep inside one, within one time step (it moved farther than
+    its own size: the contact detection at the start and at the end of the step cannot see it).
+
+    Issued by :meth:`nsopt.mechanics.Scene.run` (:meth:`CollisionManager.swept`), naming the body, the object and
+    the step; ``warnings.simplefilter("error", TunnellingWarning)`` makes it an error that stops the run (the
+    record keeps every step up to that one). The cure is a smaller time step.
+    """
 
 
 class InterpenetrationError(ModelingError):
@@ -202,13 +214,12 @@ class CollisionManager:
                  reuse: float | None = None):
         import coal
         self._coal = coal
-        if not margin >= 0:
-            raise ModelingError("CollisionManager", "margin", f"must be >= 0, got {margin!r}")
-        if not persistence > 0:
-            raise ModelingError("CollisionManager", "persistence", f"must be > 0, got {persistence!r}")
-        if int(max_points) < 1:
-            raise ModelingError("CollisionManager", "max_points", f"must be >= 1, got {max_points!r}")
-        reuse = 0.02 * margin if reuse is None else reuse
+        o = "CollisionManager"
+        margin = scalar(margin, o, "margin", low=0.0)
+        persistence = scalar(persistence, o, "persistence", low=0.0, low_open=True)
+        if isinstance(max_points, bool) or not isinstance(max_points, numbers.Integral) or max_points < 1:
+            raise ModelingError(o, "max_points", f"must be an integer >= 1, got {max_points!r}")
+        reuse = 0.02 * margin if reuse is None else scalar(reuse, o, "reuse")
         if not 0 <= reuse < max(margin, 1e-300):
             raise ModelingError("CollisionManager", "reuse", f"must be in [0, margin), got {reuse!r}")
         self.margin, self.persistence, self.max_points = float(margin), float(persistence), int(max_points)
@@ -308,11 +319,12 @@ class CollisionManager:
         >>> cm.add_body(mc.Contactor(mc.Sphere(0.1))), cm.add_body([mc.Contactor(mc.Box([1, 1, 1]))])
         (0, 1)
         """
+        pose = _pose(pose, f"body {len(self.bodies)}")
         contactors, idx = self._register(contactors, pose, False)
         self.bodies.append(contactors)
         self._body_objects.append(idx)
         self._obj_body = np.concatenate([self._obj_body, np.full(len(idx), len(self.bodies) - 1, dtype=np.int64)])
-        self._place(idx, contactors, np.asarray(pose, dtype=float))
+        self._place(idx, contactors, pose)
         return len(self.bodies) - 1
 
     def add_static(self, contactors, pose=(0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)) -> int:
@@ -341,10 +353,10 @@ class CollisionManager:
         >>> mc.CollisionManager().add_static(mc.Contactor(mc.HalfSpace()))
         0
         """
+        pose = _pose(pose, f"static {len(self.statics)}")
         contactors, idx = self._register(contactors, pose, True)
         self._obj_body = np.concatenate([self._obj_body, np.full(len(idx), -1, dtype=np.int64)])
         self.statics.append(contactors)
-        pose = np.asarray(pose, dtype=float)
         self._static_poses.append(pose)
         self._place(idx, contactors, pose)
         return len(self.statics) - 1
@@ -489,6 +501,12 @@ class CollisionManager:
             return e, e
         I, J = np.concatenate(I), np.concatenate(J)
         lo_, hi_ = np.minimum(I, J), np.maximum(I, J)
+        keep = self._collide_filter(lo_, hi_)
+        return lo_[keep], hi_[keep]
+
+    def _collide_filter(self, lo_, hi_):
+        """Which object pairs (lo_, hi_) may collide: not two static objects, not two contactors of one body, not an
+        excluded pair of bodies, not a pair of groups switched off."""
         owner, static, _ = self._owner_arrays
         keep = ~(static[lo_] & static[hi_])
         keep &= ~(~static[lo_] & ~static[hi_] & (owner[lo_] == owner[hi_]))
@@ -501,7 +519,7 @@ class CollisionManager:
             ga, gb = np.minimum(self._group[lo_], self._group[hi_]), np.maximum(self._group[lo_], self._group[hi_])
             off = np.array([a * (1 << 20) + b for a, b in self._group_off], dtype=np.int64)
             keep &= ~np.isin(ga * (1 << 20) + gb, off)
-        return lo_[keep], hi_[keep]
+        return keep
 
     def _narrow(self, i, j):
         """coal's narrow phase on objects i < j: None (farther than the margin) or (points on i, points on j
@@ -765,6 +783,192 @@ class CollisionManager:
                                         f"{bad.size} contact point(s) interpenetrate deeper than {tol:g} ({desc}); "
                                         "move the bodies apart before the run")
         return c
+
+
+    # ---- the swept test (tunnelling)
+    def body_sizes(self):
+        """Per dynamic body: the radius R of a ball about its origin holding its contactors, and its thickness w (the
+        smallest of its contactors' :meth:`~nsopt.mechanics.Shape.thickness`, a lower bound of its width)."""
+        key = len(self._objects)
+        if getattr(self, "_sizes", (None,))[0] != key:
+            R = np.array([max(float(np.linalg.norm(c.translation)) + c.shape.bounding_radius() for c in cs)
+                          for cs in self.bodies])
+            w = np.array([min(c.shape.thickness() for c in cs) for cs in self.bodies])
+            self._sizes = (key, R, w)
+        return self._sizes[1], self._sizes[2]
+
+    def moved(self, Q0, Q1):
+        r"""How far each body's points moved from poses Q0 to Q1 at most (n,): :math:`\|\Delta x\| + \theta R`, θ the
+        rotation's angle, R the body's radius."""
+        Q0, Q1 = np.asarray(Q0, dtype=float), np.asarray(Q1, dtype=float)
+        R, _ = self.body_sizes()
+        return np.linalg.norm(Q1[:, :3] - Q0[:, :3], axis=1) + _angle(Q0[:, 3:7], Q1[:, 3:7]) * R
+
+    def swept(self, Q0, Q1, *, fast=None) -> list[dict]:
+        r"""The bodies that passed through another object, or ended deep inside one, over a step from the poses Q0 to
+        Q1 (n, 7): what a contact detection at Q0 and at Q1 alone misses when a body moves farther than its own size
+        in one step (tunnelling).
+
+        A body whose points moved by more than half its thickness w (:meth:`moved`, :meth:`body_sizes`) is swept:
+        its motion, and that of each object within reach (bounding balls, margin added), is sampled at poses linearly
+        interpolated (positions; rotations about a fixed axis) at most :math:`\max(w_b, w_o)/2` apart relative to
+        each other, so that the copies of the thicker of the two overlap along the way; coal measures the signed
+        distance of each pair of contactors at each sample. A pair that interpenetrates deeper than :math:`\tau =
+        \min(\max(m, w/100), w/4)` (m the margin, w the thinner) at a sample was passed through when at Q1 it is
+        farther apart than the margin or on the other side (the normal between the closest contactors turned by more
+        than 90° from Q0's: a body that sank through a thin object by the scheme's :math:`h|v|/2` at an impact); a
+        pair deeper than w_b/2 at Q1 ended inside (the normal of that contact is not to be trusted). Half-spaces are not swept (the distance to a
+        plane is linear along a translation: a crossing shows at Q1, where the contact is detected).
+
+        Parameters
+        ----------
+        Q0, Q1 : (n, 7) array_like
+            The poses at the start and at the end of the step.
+        fast : (k,) int array_like, optional
+            The bodies to sweep; default those that moved more than half their thickness.
+
+        Returns
+        -------
+        list of dict
+            One per event: ``body``, ``other`` (a body index or None), ``static`` (a static index or None), ``kind``
+            ("passed through" or "ended inside"), ``depth`` (the deepest interpenetration met), ``at`` (the fraction
+            of the step where it was met), ``moved`` (the body's motion bound).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nsopt import mechanics as mc
+        >>> cm = mc.CollisionManager()
+        >>> _ = cm.add_static(mc.Contactor(mc.Box([10, 10, 1])), pose=[0, 0, -0.5, 1, 0, 0, 0])
+        >>> _ = cm.add_body(mc.Contactor(mc.Box([1, 1, 1])), pose=[0, 0, 1, 1, 0, 0, 0])
+        >>> Q0, Q1 = np.array([[0, 0, 1.0, 1, 0, 0, 0]]), np.array([[0, 0, -99.0, 1, 0, 0, 0]])
+        >>> len(cm.detect(Q1))                                  # at the end of the step: nothing near
+        0
+        >>> [(e["kind"], e["static"], round(e["moved"], 3)) for e in cm.swept(Q0, Q1)]
+        [('passed through', 0, 100.0)]
+        """
+        Q0, Q1 = np.asarray(Q0, dtype=float), np.asarray(Q1, dtype=float)
+        R, w = self.body_sizes()
+        move = self.moved(Q0, Q1)
+        fast = np.flatnonzero(move > 0.5 * w) if fast is None else np.asarray(fast, dtype=np.int64)
+        owner, static, _ = self._owner_arrays
+        events = []
+        swept = set()
+        for b in fast.tolist():
+            mine = np.asarray(self._body_objects[b], dtype=np.int64)
+            # the obstacles: each bounded static object, each other body (a pair swept once)
+            obstacles = [("static", int(i)) for i in np.flatnonzero(static & np.isfinite(self._radius))]
+            obstacles += [("body", B) for B in range(len(self.bodies)) if B != b and (B, b) not in swept]
+            for kind, o in obstacles:
+                theirs = np.array([o]) if kind == "static" else np.asarray(self._body_objects[o], dtype=np.int64)
+                I, J = np.repeat(mine, theirs.size), np.tile(theirs, mine.size)
+                ok = self._collide_filter(np.minimum(I, J), np.maximum(I, J))
+                if not ok.any():
+                    continue
+                I, J = I[ok], J[ok]
+                other = o if kind == "body" else None
+                if kind == "static":
+                    c0 = c1 = self._obj_x[o]
+                    Ro, wo, ango = self._radius[o], self._objects[o].shape.thickness(), 0.0
+                else:
+                    c0, c1 = Q0[o, :3], Q1[o, :3]
+                    Ro, wo, ango = R[o], w[o], float(_angle(Q0[o:o + 1, 3:7], Q1[o:o + 1, 3:7])[0])
+                d0, e = Q0[b, :3] - c0, (Q1[b, :3] - c1) - (Q0[b, :3] - c0)
+                span = _within(d0, e, R[b] + Ro + self.margin)
+                if span is None:
+                    continue
+                angb = float(_angle(Q0[b:b + 1, 3:7], Q1[b:b + 1, 3:7])[0])
+                rel = float(np.linalg.norm(e)) + angb * R[b] + ango * Ro
+                step = 0.5 * max(w[b], wo)
+                n = int(min(np.ceil(rel * (span[1] - span[0]) / step), 100_000)) + 1
+                ts = np.linspace(span[0], span[1], n + 1)
+                ts = ts[(ts > 0.0) & (ts < 1.0)]
+                tau = min(max(self.margin, 0.01 * min(w[b], wo)), 0.25 * min(w[b], wo))
+                deepest, at = 0.0, None
+                for t in ts.tolist():
+                    dist, _ = self._closest_at(b, other, I, J, Q0, Q1, t)
+                    if -dist > deepest:
+                        deepest, at = -dist, t
+                ev = None
+                if deepest > tau:
+                    dist0, n0 = self._closest_at(b, other, I, J, Q0, Q1, 0.0)
+                    dist1, n1 = self._closest_at(b, other, I, J, Q0, Q1, 1.0)
+                    if dist1 > self.margin or float(n0 @ n1) < 0:        # away, or on the other side
+                        ev = "passed through"
+                    elif -dist1 > 0.5 * w[b]:
+                        ev, deepest, at = "ended inside", -dist1, 1.0
+                else:
+                    dist1, _ = self._closest_at(b, other, I, J, Q0, Q1, 1.0)
+                    if -dist1 > 0.5 * w[b]:
+                        ev, deepest, at = "ended inside", -dist1, 1.0
+                if ev is not None:
+                    events.append({"body": b, "other": other, "static": int(owner[o]) if kind == "static" else None,
+                                   "kind": ev, "depth": float(deepest), "at": float(at), "moved": float(move[b])})
+            swept.update((b, B) for B in range(len(self.bodies)))     # each pair of bodies swept once
+        return events
+
+    def _closest_at(self, b, other, I, J, Q0, Q1, t):
+        """The signed distance of the closest of the object pairs (I: body b's, J: body ``other``'s or a static one)
+        at the fraction t of the step (negative: interpenetrating), and its unit normal from I's object to J's."""
+        coal = self._coal
+        poses = {b: _interpolate(Q0[b], Q1[b], t)}
+        if other is not None:
+            poses[other] = _interpolate(Q0[other], Q1[other], t)
+        req = coal.DistanceRequest()
+        best, normal = np.inf, np.zeros(3)
+        for i, j in zip(I.tolist(), J.tolist()):
+            tf = []
+            for k in (i, j):
+                B = int(self._obj_body[k])
+                if B < 0:
+                    tf.append(coal.Transform3s(self._obj_R[k], self._obj_x[k]))
+                else:
+                    q = poses[B]
+                    Rb = rot.rotation_matrix(q[3:7])
+                    tf.append(coal.Transform3s(Rb @ self._lR[k], q[:3] + Rb @ self._lt[k]))
+            res = coal.DistanceResult()
+            d = float(coal.distance(self._objects[i].obj.collisionGeometry(), tf[0],
+                                    self._objects[j].obj.collisionGeometry(), tf[1], req, res))
+            if d < best:
+                best, normal = d, np.asarray(res.normal, dtype=float)
+        return best, normal
+
+
+def _pose(pose, what) -> np.ndarray:
+    """A pose (7,): finite, its quaternion not zero (``CollisionManager.<what> pose``)."""
+    p = vector(pose, "CollisionManager", f"{what} pose", 7)
+    if not np.linalg.norm(p[3:7]) > 0:
+        raise ModelingError("CollisionManager", f"{what} pose", "the quaternion is zero")
+    return p
+
+
+def _angle(qa, qb) -> np.ndarray:
+    """The angles (k,) of the rotations taking the unit quaternions qa (k, 4) to qb."""
+    c = np.abs(np.einsum("ki,ki->k", qa, qb))
+    return 2.0 * np.arccos(np.clip(c, 0.0, 1.0))
+
+
+def _interpolate(q0, q1, t) -> np.ndarray:
+    """The pose at the fraction t between q0 and q1 (7,): the position linearly, the rotation about its fixed axis."""
+    r = rot.quat_mul(rot.quat_conj(q0[3:7]), q1[3:7])
+    if r[0] < 0:
+        r = -r
+    v = np.linalg.norm(r[1:])
+    phi = 2.0 * np.arctan2(v, r[0]) * (r[1:] / v) if v > 0 else np.zeros(3)
+    return np.r_[(1 - t) * q0[:3] + t * q1[:3], rot.quat_mul(q0[3:7], rot.quat_exp(t * phi))]
+
+
+def _within(d0, e, rho):
+    """The fractions [t0, t1] of [0, 1] where |d0 + t e| <= rho, or None."""
+    a, bq, c = float(e @ e), float(d0 @ e), float(d0 @ d0) - rho * rho
+    if a <= 1e-300:
+        return (0.0, 1.0) if c <= 0 else None
+    disc = bq * bq - a * c
+    if disc < 0:
+        return None
+    r = np.sqrt(disc)
+    t0, t1 = max((-bq - r) / a, 0.0), min((-bq + r) / a, 1.0)
+    return (t0, t1) if t0 <= t1 else None
 
 
 def _spans(starts, lengths):

@@ -43,6 +43,8 @@ start from the last recorded state (``Record.scene(step=-1)``), so that a run co
 from __future__ import annotations
 
 import json
+import numbers
+import os
 from pathlib import Path
 
 import numpy as np
@@ -53,14 +55,16 @@ from ..modeling import EqualityConditionNSL, Interaction, NewtonEulerDS, NewtonI
 from ..modeling import NonSmoothDynamicalSystem
 from ..modeling import joints as _joints
 from ..modeling import _rotation as rot
+from ..modeling._check import matrix, scalar, vector
 from ..modeling.newton_euler import ContactTable
 from .collision import CollisionManager, Contacts
-from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere
+from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere, group_index, quaternion
 
 __all__ = ["Scene", "SceneModel", "SceneRun", "Recorder", "Record", "load_record", "FORMAT", "VERSION"]
 
 FORMAT, VERSION = "nsopt-mechanics", 1
 _PRIMITIVES = {"Sphere": Sphere, "Box": Box, "Capsule": Capsule, "Cylinder": Cylinder, "Cone": Cone}
+_N_PARAMS = {"Sphere": 1, "Box": 3, "Capsule": 2, "Cylinder": 2, "Cone": 2}
 _JOINTS = {"KneeJointR": _joints.KneeJointR, "PivotJointR": _joints.PivotJointR,
            "PrismaticJointR": _joints.PrismaticJointR, "FixedJointR": _joints.FixedJointR}
 
@@ -79,24 +83,53 @@ def _shape_from_spec(spec):
         return ConvexMesh(params)
     if kind == "HalfSpace":
         return HalfSpace(params[:3], params[3])
-    if kind not in _PRIMITIVES:
+    if not isinstance(kind, str) or kind not in _PRIMITIVES:
         raise ModelingError("Scene", "shape", f"unknown primitive {kind!r}; known: {sorted(_PRIMITIVES)}")
+    if not isinstance(params, (list, tuple)) or len(params) != _N_PARAMS[kind]:
+        raise ModelingError("Scene", "params", f"a {kind} takes {_N_PARAMS[kind]} parameter(s), got {params!r}")
     cls = _PRIMITIVES[kind]
     return cls(params) if cls is Box else cls(*params)
+
+
+def _name(name, owner, field="name") -> str:
+    if not isinstance(name, str):
+        raise ModelingError(owner, field, f"must be a str, got {name!r} ({type(name).__name__})")
+    return name
+
+
+def _body_size(contactors) -> float:
+    """L: the largest coordinate of a body's contactors (their offsets and their shapes' sizes), computed without
+    squares (no overflow)."""
+    def size(shape):
+        return float(np.abs(shape.vertices).max()) if isinstance(shape, ConvexMesh) else float(max(shape.params()))
+    return max(max(float(np.abs(c.translation).max()), size(c.shape)) for c in contactors)
+
+
+def _scaled(shape, f):
+    """The shape scaled by f."""
+    if isinstance(shape, ConvexMesh):
+        return ConvexMesh(shape.vertices * f)
+    if isinstance(shape, Box):
+        return Box([e * f for e in shape.extents])
+    return type(shape)(*[p * f for p in shape.params()])
 
 
 def mass_properties(contactors, mass):
     """The centre of mass c (3,) of a body's contactors' solids, of uniform density and total ``mass``, and their
     inertia (3, 3) about c (from their triangle meshes: exact for boxes and convex meshes, within a few % for
-    curved shapes): I_c = Σ_parts [I_part + m_part (|d|² 1 − d dᵀ)], d the part's centre minus c."""
+    curved shapes): I_c = Σ_parts [I_part + m_part (|d|² 1 − d dᵀ)], d the part's centre minus c.
+
+    The solids are measured in units of the body's size L (:func:`_body_size`): c = L c₁ and I = m L² I₁ / V₁
+    from the solids scaled to unit size (volume V₁), so that neither a large body (V ~ L³) nor a small one
+    (trimesh merges vertices closer than 1e-8) loses its inertia; I is not finite when m L² overflows."""
     import trimesh
 
     from .viewer import shape_mesh
+    L = _body_size(contactors)
     parts = []
     for c in contactors:
-        V, F = shape_mesh(c.shape)
-        m = trimesh.Trimesh(V @ rot.rotation_matrix(c.orientation).T + c.translation, F)
-        parts.append(m)
+        V, F = shape_mesh(_scaled(c.shape, 1.0 / L))
+        parts.append(trimesh.Trimesh(V @ rot.rotation_matrix(c.orientation).T + c.translation / L, F, process=False))
     vol = sum(p.volume for p in parts)
     centre = sum(p.volume * p.center_mass for p in parts) / vol
     I = np.zeros((3, 3))
@@ -104,7 +137,59 @@ def mass_properties(contactors, mass):
         # trimesh's inertia about the part's centre of mass at density 1, moved to the body's (parallel axes)
         d = p.center_mass - centre
         I += p.moment_inertia + p.volume * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
-    return centre, I * (mass / vol)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        return centre * L, (I / vol) * (mass * L * L)
+
+
+def _first_difference(a, b, path):
+    """The first place (path, a's value, b's value) where two descriptions differ (numbers to a relative 1e-9,
+    lists by length and items, dicts by keys and values), None when they agree."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if sorted(a) != sorted(b):
+            return (path or "keys", sorted(a), sorted(b))
+        for k in a:
+            d = _first_difference(a[k], b[k], f"{path}.{k}" if path else k)
+            if d is not None:
+                return d
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return (f"{path} (length)", len(a), len(b))
+        for k, (x, y) in enumerate(zip(a, b)):
+            d = _first_difference(x, y, f"{path}[{k}]")
+            if d is not None:
+                return d
+        return None
+    num = (int, float)
+    if isinstance(a, num) and isinstance(b, num) and not isinstance(a, bool) and not isinstance(b, bool):
+        return None if abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-300) or a == b else (path, a, b)
+    return None if a == b else (path, a, b)
+
+
+def _orientation(orientation, owner) -> np.ndarray:
+    """A unit quaternion from a quaternion (w, x, y, z) or an (axis, angle) pair, checked (``owner.orientation``)."""
+    if isinstance(orientation, (list, tuple)) and len(orientation) == 2:
+        axis = vector(orientation[0], owner, "orientation axis", 3)
+        if not np.linalg.norm(axis) > 0:
+            raise ModelingError(owner, "orientation axis", "is the zero vector")
+        angle = scalar(orientation[1], owner, "orientation angle")
+        return rot.quat_exp(angle * axis / np.linalg.norm(axis))
+    return quaternion(orientation, owner, "orientation")
+
+
+def _check_computed_inertia(owner, contactors, mass, centre, I):
+    """The inertia computed from a body's shapes (:func:`mass_properties`: no ``inertia`` given), checked: finite and
+    positive definite, else an error saying that it was computed, from what, and why it is not usable."""
+    L = _body_size(contactors)
+    why = None
+    if not (np.isfinite(I).all() and np.isfinite(centre).all()):
+        why = f"m L² = {mass:.3g} x ({L:.3g})² overflows the floating-point range"
+    elif np.linalg.eigvalsh(0.5 * (I + I.T)).min() <= 0:
+        why = f"m L² = {mass:.3g} x ({L:.3g})² underflows: the inertia is not positive definite"
+    if why is not None:
+        raise ModelingError(owner, "inertia", f"was not given, so it was computed from the shapes (uniform density, "
+                                              f"mass {mass:g}, size L = {L:.3g}): {why}; give inertia= or use units "
+                                              f"in which the body's size and mass are moderate")
 
 
 def mesh_inertia(contactors, mass):
@@ -144,8 +229,8 @@ class Scene:
     """
 
     def __init__(self, *, gravity=(0.0, 0.0, -9.81), margin: float = 0.05):
-        self.gravity = np.asarray(gravity, dtype=float).reshape(3)
-        self.margin = float(margin)
+        self.gravity = vector(gravity, "Scene", "gravity", 3)
+        self.margin = scalar(margin, "Scene", "margin", low=0.0)
         self._shapes: dict = {}
         self.objects: list[dict] = []          # name, contactors, pose, twist, mass (None: static), inertia
         self.joints: list[dict] = []
@@ -178,7 +263,10 @@ class Scene:
         >>> sc.shape("Rod")
         Capsule(0.05, 1.0)
         """
-        self._shapes[name] = _shape_from_spec([primitive, list(np.atleast_1d(params).tolist())])
+        _name(name, "Scene", "shape name")
+        if isinstance(params, np.ndarray):
+            params = params.tolist()
+        self._shapes[name] = _shape_from_spec([primitive, list(params) if isinstance(params, (list, tuple)) else [params]])
 
     def add_convex_shape(self, name: str, points):
         """A named :class:`ConvexMesh`: the convex hull of ``points`` (n, 3) (Siconos' ``add_convex_shape``).
@@ -196,7 +284,7 @@ class Scene:
         >>> sc.shape("Tet")
         ConvexMesh(4,)
         """
-        self._shapes[name] = ConvexMesh(points)
+        self._shapes[_name(name, "Scene", "shape name")] = ConvexMesh(points)
 
     def add_shape(self, name: str, shape: Shape):
         """A named shape object (any :class:`Shape`: one built by hand, or read by :meth:`ConvexMesh.from_file`).
@@ -271,7 +359,9 @@ class Scene:
         (0.5, 0.8)
         """
         law = NewtonImpactFrictionNSL(e, 0.0, mu, 3, name=name)
-        g = (min(collision_group1, collision_group2), max(collision_group1, collision_group2))
+        g1 = group_index(collision_group1, f"Scene law {name!r}", "collision_group1")
+        g2 = group_index(collision_group2, f"Scene law {name!r}", "collision_group2")
+        g = (min(g1, g2), max(g1, g2))
         self.laws[g] = law
 
     def add_object(self, name: str, contactors, translation, orientation=(1.0, 0.0, 0.0, 0.0), velocity=(0.0,) * 6,
@@ -312,7 +402,10 @@ class Scene:
         Raises
         ------
         ModelingError
-            When the name is taken, a shape name is not defined, or a static object is given a force or moment.
+            When the name is taken, a shape name is not defined, a static object is given a force or moment, a value
+            has the wrong type, shape or is not finite (a static object at x = inf), the quaternion is zero, the
+            mass is not > 0, or the inertia computed from the shapes is not finite (the message says it was
+            computed); each message names the object and the argument.
 
         Examples
         --------
@@ -324,31 +417,41 @@ class Scene:
         >>> np.diag(sc.objects[0]["inertia"]).round(5).tolist()          # m (b² + c²) / 12, ...
         [0.08354, 0.08354, 0.00042]
         """
+        _name(name, "Scene", "object name")
         if any(o["name"] == name for o in self.objects):
             raise ModelingError("Scene", "name", f"an object named {name!r} exists")
-        cts = [Contactor(self.shape(c)) if isinstance(c, str) else c for c in
-               ([contactors] if isinstance(contactors, (Contactor, str)) else contactors)]
-        if len(orientation) == 2:
-            axis, angle = orientation
-            orientation = rot.quat_exp(float(angle) * np.asarray(axis, dtype=float) / np.linalg.norm(axis))
-        pose = np.r_[np.asarray(translation, dtype=float).reshape(3), np.asarray(orientation, dtype=float).reshape(4)]
-        pose = rot.normalize_q(pose)
+        o = f"Scene object {name!r}"
+        given = [contactors] if isinstance(contactors, (Contactor, str)) else contactors
+        if not isinstance(given, (list, tuple)) or not given:
+            raise ModelingError(o, "contactors", f"must be a non-empty list of Contactor objects or shape names, got "
+                                                 f"{contactors!r}")
+        for k, c in enumerate(given):
+            if not isinstance(c, (Contactor, str)):
+                raise ModelingError(o, f"contactors[{k}]", f"is a {type(c).__name__}, expected a Contactor or a shape name")
+        cts = [Contactor(self.shape(c)) if isinstance(c, str) else c for c in given]
+        pose = np.r_[vector(translation, o, "translation", 3), _orientation(orientation, o)]
+        twist = vector(velocity, o, "velocity", 6)
+        if mass is not None:
+            mass = scalar(mass, o, "mass", low=0.0, low_open=True)
+        if inertia is not None:
+            I = np.asarray(inertia, dtype=object)
+            inertia = vector(inertia, o, "inertia", 3) if I.ndim == 1 else matrix(inertia, o, "inertia", (3, 3))
+        if mass is None and (force is not None or moment is not None):
+            raise ModelingError("Scene", f"object {name!r}", "a static object takes no force or moment")
+        force = None if force is None else vector(force, o, "force", 3)
+        moment = None if moment is None else vector(moment, o, "moment", 3)
         com = np.zeros(3)
         if mass is not None and inertia is None:
-            com, inertia = mass_properties(cts, float(mass))
+            com, inertia = mass_properties(cts, mass)
+            _check_computed_inertia(o, cts, mass, com, inertia)
             if np.linalg.norm(com) > 1e-12 * max(c.shape.bounding_radius() + np.linalg.norm(c.translation) for c in cts):
                 cts = [Contactor(c.shape, c.translation - com, c.orientation, c.group) for c in cts]
                 pose[:3] += rot.rotation_matrix(pose[3:]) @ com
             else:
                 com = np.zeros(3)
-        if mass is None and (force is not None or moment is not None):
-            raise ModelingError("Scene", f"object {name!r}", "a static object takes no force or moment")
-        self.objects.append(dict(name=name, contactors=cts, pose=pose, twist=np.asarray(velocity, dtype=float).reshape(6),
-                                 mass=None if mass is None else float(mass),
+        self.objects.append(dict(name=name, contactors=cts, pose=pose, twist=twist, mass=mass,
                                  inertia=None if inertia is None else np.asarray(inertia, dtype=float),
-                                 force=None if force is None else np.asarray(force, dtype=float).reshape(3),
-                                 moment=None if moment is None else np.asarray(moment, dtype=float).reshape(3),
-                                 com_offset=com))
+                                 force=force, moment=moment, com_offset=com))
 
     def add_joint(self, name: str, object1: str, object2: str | None = None, points=((0.0, 0.0, 0.0),),
                   axes=((0.0, 1.0, 0.0),), joint_class: str = "PivotJointR", absolute: bool = True,
@@ -378,7 +481,9 @@ class Scene:
         Raises
         ------
         ModelingError
-            When ``joint_class`` is unknown; at :meth:`build`, when an object is not a dynamic object of the scene.
+            When ``joint_class`` is unknown, the points or axes are not finite (k, 3) arrays, the joint's point
+            or axis is missing, or its axis is zero (the message names the joint and the field); at :meth:`build`,
+            when an object is not a dynamic object of the scene.
 
         Examples
         --------
@@ -395,11 +500,25 @@ class Scene:
         >>> np.linalg.norm(run.q[:, 0, :3], axis=1).round(4).tolist()   # the centre stays 0.5 from the pivot
         [0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
         """
-        if joint_class not in _JOINTS:
+        if not isinstance(joint_class, str) or joint_class not in _JOINTS:
             raise ModelingError("Scene", "joint_class", f"unknown joint {joint_class!r}; known: {sorted(_JOINTS)}")
-        self.joints.append(dict(name=name, object1=object1, object2=object2, points=np.asarray(points, dtype=float).tolist(),
-                                axes=np.asarray(axes, dtype=float).tolist(), joint_class=joint_class,
-                                absolute=bool(absolute), allow_self_collide=bool(allow_self_collide)))
+        _name(name, "Scene", "joint name")
+        o = f"Scene joint {name!r}"
+        _name(object1, o, "object1")
+        if object2 is not None:
+            _name(object2, o, "object2")
+        P = matrix(points, o, "points", (None, 3))
+        A = matrix(axes, o, "axes", (None, 3))
+        if joint_class in ("KneeJointR", "PivotJointR") and not P.shape[0]:
+            raise ModelingError(o, "points", f"is empty: a {joint_class} needs its joint point")
+        if joint_class in ("PivotJointR", "PrismaticJointR"):
+            if not A.shape[0]:
+                raise ModelingError(o, "axes", f"is empty: a {joint_class} needs its axis")
+            if not np.linalg.norm(A[0]) > 0:
+                raise ModelingError(o, "axes", "the axis is the zero vector")
+        self.joints.append(dict(name=name, object1=object1, object2=object2, points=P.tolist(), axes=A.tolist(),
+                                joint_class=joint_class, absolute=bool(absolute),
+                                allow_self_collide=bool(allow_self_collide)))
 
     # ---- description (the record's "scene" attribute)
     def describe(self) -> dict:
@@ -445,6 +564,53 @@ class Scene:
         for j in d["joints"]:
             sc.add_joint(**j)
         return sc
+
+    # ---- the checks of a run
+    def _check_run(self, T, h, osns, on_step, check, record, write_problems, continue_from, **flags):
+        """:meth:`run`'s own arguments, checked before anything is built (the solver's are checked by
+        :class:`~nsopt.modeling.TimeStepping` before the first step); returns T and h as floats."""
+        from ..modeling.simulation import _HOLDS, OSNS_BUILDERS, OSNS_KINDS, infer_osns
+        T = scalar(T, "Scene", "T")
+        h = scalar(h, "Scene", "h", low=0.0, low_open=True)
+        if osns is not None:
+            if not isinstance(osns, str) or (osns not in OSNS_KINDS and osns not in OSNS_BUILDERS):
+                raise ModelingError("Scene", "osns", f"unknown one-step problem kind {osns!r}; expected one of "
+                                                     f"{OSNS_KINDS}")
+            blocks = {law.block for law in self.laws.values()} | ({"equality"} if self.joints else set())
+            if blocks - _HOLDS[osns]:
+                raise ModelingError("Scene", "osns", f"a {osns!r} problem cannot hold the scene's laws (block kinds "
+                                                     f"{sorted(blocks)}: friction would be dropped from every contact); "
+                                                     f"use osns={infer_osns(blocks)!r}")
+        if on_step is not None and not callable(on_step):
+            raise ModelingError("Scene", "on_step", f"must be a callable on_step(run) or None, got {on_step!r}")
+        if check is not None:
+            scalar(check, "Scene", "check", low=0.0)
+        for field, v in (("record", record), ("write_problems", write_problems)):
+            if v is not None and not isinstance(v, (str, os.PathLike)):
+                raise ModelingError("Scene", field, f"must be a path or None, got {type(v).__name__}")
+        if continue_from is not None and not isinstance(continue_from, (str, os.PathLike, Record)):
+            raise ModelingError("Scene", "continue_from", f"must be a record (a path or a Record), got "
+                                                          f"{type(continue_from).__name__}")
+        for field, v in flags.items():
+            if not isinstance(v, (bool, np.bool_)):
+                raise ModelingError("Scene", field, f"must be True or False, got {v!r}")
+        return T, h
+
+    def _check_same_scene(self, rec: "Record"):
+        """A record continued by :meth:`run` must be of this scene: the same gravity, margin, laws, joints and objects
+        (names, shapes, contactors, masses, inertias, forces, static poses; the bodies' poses and twists are the
+        record's to give), to round-off; a :class:`ModelingError` naming the first difference otherwise."""
+        mine, theirs = self.describe(), rec.description
+        for d in (mine, theirs):
+            for o in d.get("objects", ()):
+                if isinstance(o, dict) and o.get("mass") is not None:
+                    o.pop("pose", None)
+                    o.pop("twist", None)
+        where = _first_difference(json.loads(json.dumps(mine)), theirs, "")
+        if where is not None:
+            path, a, b = where
+            raise ModelingError("Scene", "continue_from", f"the record {Path(rec.path).name} is of another scene: its "
+                                                          f"{path or 'description'} is {b!r}, this scene's {a!r}")
 
     # ---- the model
     def build(self, t0: float = 0.0, T: float = 1.0) -> "SceneModel":
@@ -496,8 +662,9 @@ class Scene:
             d1 = bodies[index[j["object1"]]]
             d2 = None if j["object2"] is None else bodies[index[j["object2"]]]
             cls = _JOINTS[j["joint_class"]]
-            P, A = j["points"][0], j["axes"][0]
-            if not j["absolute"]:              # a point in object1's frame as given: its frame is at its centre of mass
+            P = j["points"][0] if j["points"] else None          # (checked by add_joint where the class needs it)
+            A = j["axes"][0] if j["axes"] else None
+            if not j["absolute"] and P is not None:   # a point in object1's frame as given: its frame is at its centre of mass
                 P = np.asarray(P, dtype=float) - self.objects[[o["name"] for o in self.objects].index(j["object1"])].get(
                     "com_offset", np.zeros(3))
             if cls is _joints.KneeJointR:
@@ -577,13 +744,20 @@ class Scene:
         Returns
         -------
         SceneRun
-            The run, step by step.
+            The run, step by step. A body that moved more than half its thickness in a step is swept
+            (:meth:`CollisionManager.swept`): one that passed through an object, or ended deep inside one, is a
+            :class:`~nsopt.mechanics.TunnellingWarning` naming it, the object and the step (``run.tunnelling``).
 
         Raises
         ------
         ModelingError
-            When ``T`` is not after the start time, the scene has no dynamic body, or the record to continue from
-            holds no step.
+            When an argument has the wrong type or value (``T``, ``h``, ``osns``, ``on_step``, ``check``, the
+            flags), ``T`` is not after the start time, [t0, T] is not a whole number of steps of ``h`` (the last
+            step ends at T: :data:`nsopt.modeling.simulation.STEP_RULE`), ``osns`` cannot hold the scene's laws
+            (``"lcp"`` would drop their friction), the scene has no dynamic body, or the record to continue from
+            holds no step or is of another scene (its laws, shapes, masses or static objects differ). All of
+            them, and the solver's options (``MethodNotFound``, ``OptionError``), are checked before the first
+            step.
         InterpenetrationError
             When shapes interpenetrate deeper than ``check`` at the start.
         FormatError
@@ -609,15 +783,20 @@ class Scene:
         ([0.01, 0.02], [0.03, 0.04])
         """
         from ..modeling import MoreauJeanOSI, TimeStepping
+        from ..modeling.simulation import whole_steps
 
+        T, h = self._check_run(T, h, osns, on_step, check, record, write_problems, continue_from,
+                               progress=progress, keep_states=keep_states, overwrite=overwrite)
         scene, t0, resume = self, 0.0, None
         if continue_from is not None:
             rec = continue_from if isinstance(continue_from, Record) else load_record(continue_from)
             if not len(rec):
                 raise ModelingError("Scene", "continue_from", f"the record {rec.path} holds no step")
+            self._check_same_scene(rec)
             scene, t0, resume = rec.scene(-1), float(rec.t[-1]), rec.resume
         if not T > t0:
             raise ModelingError("Scene", "T", f"must be after the start time {t0:g}, got {T!r}")
+        whole_steps(t0, T, h, "Scene")
         model = scene.build(t0, T)
         if check is not None and model.bodies and resume is None:
             model.collision.check_interpenetration(check, model.poses())
@@ -844,6 +1023,7 @@ class SceneRun:
         self.forces = None        # the contact forces of the last step (k, 3), contact frame, rows of model.last
         self.active_mask = None   # which of them were in the last step's one-step problem
         self.solution = None      # the last step's Solution (None: no contact)
+        self.tunnelling = []      # the swept test's events: step, t, body, other, kind, depth, moved
         self._lam = None
         sim.on_step = self._on_step
 
@@ -856,6 +1036,7 @@ class SceneRun:
         from ..modeling.newton_euler import contact_outputs
         model, sim = self.model, self.sim
         c0, w0 = time.process_time(), time.perf_counter()
+        Q0 = model.poses()
         model.update_contacts()
         w1 = time.perf_counter()
         sim.update_outputs()
@@ -928,6 +1109,36 @@ class SceneRun:
         tm["record"].append(w4 - w3)
         tm["total"].append(w4 - w0)
         tm["cpu"].append(cpu3 - c0)
+        self._check_tunnelling(Q0, Q)          # after the step is recorded: a warning made an error keeps it
+
+    def _check_tunnelling(self, Q0, Q):
+        """The swept test of the step (:meth:`CollisionManager.swept`) for the bodies that moved more than half their
+        thickness: each body that passed through an object (or ended deep inside one) is a
+        :class:`~nsopt.mechanics.TunnellingWarning` naming it, the object and the step, kept in ``tunnelling``."""
+        cm = self.model.collision
+        _, w = cm.body_sizes()
+        fast = np.flatnonzero(cm.moved(Q0, Q) > 0.5 * w)
+        if not fast.size:
+            return
+        import warnings
+
+        from .collision import TunnellingWarning
+        names = self.model.names
+        statics = [o["name"] for o in self.model.scene.objects if o["mass"] is None]
+        sim = self.sim
+        for e in cm.swept(Q0, Q, fast=fast):
+            other = names[e["other"]] if e["other"] is not None else statics[e["static"]]
+            row = dict(step=sim.k, t=sim.t, body=names[e["body"]], other=other, kind=e["kind"], depth=e["depth"],
+                       moved=e["moved"])
+            self.tunnelling.append(row)
+            t0 = sim.t - sim.h
+            why = ("the contact detection at the ends of the step missed the contact" if e["kind"] == "passed through"
+                   else "the contact detected at the end is deeper than half its thickness: its normal may push it "
+                        "through")
+            warnings.warn(f"step {sim.k} (t = {t0:.6g} to {sim.t:.6g}): body {row['body']!r} {e['kind']} {other!r} "
+                          f"(interpenetrating by {e['depth']:.3g} at t = {t0 + e['at'] * sim.h:.6g}): it moved "
+                          f"{e['moved']:.3g} in one step, more than its thickness {w[e['body']]:.3g}, and {why}; "
+                          f"choose a smaller h", TunnellingWarning, stacklevel=4)
 
     def _restore_warm(self, resume):
         """The warm starts of a continued run's first step: the contacts' (by id) and the joints' λ."""
@@ -1030,6 +1241,8 @@ class Recorder:
     OutputError
         When the file exists and ``overwrite`` is False, the path is a folder, its folder does not exist, or
         it cannot be written (the message names the file).
+    ModelingError
+        When the scene has no dynamic body.
 
     Examples
     --------
@@ -1049,10 +1262,14 @@ class Recorder:
 
     def __init__(self, path, scene: Scene, *, overwrite: bool = False, **settings):
         import h5py
+        if not isinstance(scene, Scene):
+            raise ModelingError("Recorder", "scene", f"expected a Scene, got {type(scene).__name__}")
+        self.n = sum(o["mass"] is not None for o in scene.objects)
+        if not self.n:
+            raise ModelingError("Recorder", "scene", "has no dynamic body: nothing to record")
         path = check_file(path, overwrite=overwrite, what="record")
         self.path = Path(path)
         self.f = h5py.File(path, "w")
-        self.n = sum(o["mass"] is not None for o in scene.objects)
         f = self.f
         f.attrs["format"], f.attrs["version"] = FORMAT, VERSION
         f.attrs["scene"] = json.dumps(scene.describe())
@@ -1196,6 +1413,15 @@ class Record:
     def __len__(self):
         return int(self.t.shape[0])
 
+    def _step(self, step) -> int:
+        """``step`` (0-based, negative from the end) as an index into the record's steps, checked."""
+        if isinstance(step, (bool, np.bool_)) or not isinstance(step, (numbers.Integral, np.integer)):
+            raise ModelingError("Record", "step", f"must be an integer (0-based, negative from the end), got {step!r}")
+        if not -len(self) <= step < len(self):
+            raise ModelingError("Record", "step", f"is {step}, out of range: the record {Path(self.path).name} holds "
+                                                  f"{len(self)} step(s)")
+        return int(step) % len(self)
+
     def contacts(self, step: int) -> dict:
         """The contact rows of a step: body1, body2, static2, id, distance, pc1, pc2, normal, force (and active).
 
@@ -1211,10 +1437,10 @@ class Record:
 
         Raises
         ------
-        IndexError
-            When the step is out of range.
+        ModelingError
+            When the step is not an integer or is out of range.
         """
-        step = range(len(self))[step]
+        step = self._step(step)
         lo, hi = int(self._offsets[step]), int(self._offsets[step + 1])
         return {k: v[lo:hi] for k, v in self._contacts.items()}
 
@@ -1242,8 +1468,18 @@ class Record:
         -------
         Path
             The file written (see the class example).
+
+        Raises
+        ------
+        ModelingError
+            When the record holds no step or no dynamic body, or ``max_frames`` is not an integer >= 1 (nothing is
+            written: a page never shows nothing).
+        OutputError
+            When the file exists and not ``overwrite``.
         """
         from .viewer import write_html
+        if not len(self):
+            raise ModelingError("Record", "steps", f"the record {Path(self.path).name} holds no step: nothing to show")
         bodies, statics = self._bodies_statics()
         return write_html(path, bodies, self.q, self.t, statics, title=title or Path(self.path).stem,
                           max_frames=max_frames, overwrite=overwrite)
@@ -1268,10 +1504,17 @@ class Record:
         -------
         Path
             The file written (see the class example).
+
+        Raises
+        ------
+        ModelingError
+            When ``step`` is not an integer in range, or the record has no dynamic body.
+        OutputError
+            When the file exists (and not ``overwrite``) or its suffix is not an image format matplotlib writes.
         """
         from .viewer import still
+        step = self._step(step)
         bodies, statics = self._bodies_statics()
-        step = range(len(self))[step]
         return still(path, bodies, self.q[step], statics, title=title or f"t = {self.t[step]:.3f} s",
                      overwrite=overwrite, **kw)
 
@@ -1291,7 +1534,7 @@ class Record:
         """
         d = json.loads(json.dumps(self.description))
         if step is not None and len(self):
-            step = range(len(self))[step]
+            step = self._step(step)
             dyn = [o for o in d["objects"] if o["mass"] is not None]
             for b, o in enumerate(dyn):
                 o["pose"], o["twist"] = self.q[step, b].tolist(), self.v[step, b].tolist()
@@ -1316,8 +1559,11 @@ def load_record(path) -> Record:
     Raises
     ------
     FormatError
-        When the file cannot be opened as HDF5, is not an nsopt-mechanics record, is of a newer version, or
-        misses a dataset.
+        When the file cannot be opened as HDF5, is not an nsopt-mechanics record, is of a newer version (or its
+        version is not an integer), misses its scene description or a dataset, its description is not JSON or not a
+        valid scene, its datasets have the wrong shapes, declare more rows than the file holds (a dataset resized
+        without data: the sizes are checked before anything is read), or its contact offsets are not
+        non-decreasing offsets into the contact rows. The message names the file and what is wrong.
 
     Examples
     --------
@@ -1342,24 +1588,114 @@ def load_record(path) -> Record:
     except OSError as e:
         raise FormatError(path, f"cannot be opened as HDF5 ({e})") from None
     with f:
-        if f.attrs.get("format") != FORMAT:
-            raise FormatError(path, f"not an {FORMAT} record (format attribute {f.attrs.get('format')!r})")
-        if int(f.attrs.get("version", -1)) > VERSION:
-            raise FormatError(path, f"record version {f.attrs['version']} is newer than this reader's {VERSION}")
         try:
-            s, c = f["steps"], f["contacts"]
-            arrays = (s["t"][:], s["q"][:], s["v"][:], np.array([x.decode() if isinstance(x, bytes) else x for x in s["status"][:]]),
-                      s["nit"][:], s["error"][:])
-            offsets = s["contacts"][:]
-            contacts = {k: c[k][:] for k in c}
-        except KeyError as e:
-            raise FormatError(path, f"missing dataset {e}") from None
-        # a run cut short inside a step: keep the complete steps
-        m = min(min(a.shape[0] for a in arrays), offsets.shape[0] - 1)
-        arrays = tuple(a[:m] for a in arrays)
-        settings = {k: f.attrs[k] for k in f.attrs if k not in ("format", "version", "scene", "bodies")}
-        resume = None
-        if "resume" in f and int(f["resume"].attrs.get("step", -1)) == m:
-            resume = {k: f["resume"][k][()] for k in f["resume"]}
-        return Record(str(path), json.loads(f.attrs["scene"]), json.loads(f.attrs["bodies"]), settings, arrays,
-                      contacts, offsets[:m + 1], resume)
+            return _read_record(f, path)
+        except FormatError:
+            raise
+        except (KeyError, ValueError, TypeError, AttributeError, OSError) as e:   # h5py's own faults of a damaged file
+            raise FormatError(path, f"damaged record ({type(e).__name__}: {e})") from None
+
+
+#: The step datasets of a record: (name, trailing shape (n: the number of bodies), dtype kind).
+_STEP_FIELDS = (("t", (), "f"), ("q", ("n", 7), "f"), ("v", ("n", 6), "f"), ("status", (), "OSU"), ("nit", (), "iu"),
+                ("error", (), "f"))
+_CONTACT_FIELDS = {"body1": (), "body2": (), "static2": (), "id": (), "distance": (), "pc1": (3,), "pc2": (3,),
+                   "normal": (3,), "force": (3,), "active": ()}
+
+
+def _rows_held(d) -> int:
+    """The rows of dataset d backed by data in the file: a chunked dataset holds its allocated chunks' rows (a dataset
+    resized without writing declares rows it does not hold), a contiguous one all or none."""
+    if d.chunks is not None:
+        return int(d.id.get_num_chunks()) * int(d.chunks[0])
+    return d.shape[0] if d.id.get_storage_size() else 0
+
+
+def _dataset(group, name, tail, kinds, path, where):
+    """``group[name]``, checked: a dataset of shape (rows, *tail), dtype of one of ``kinds``, and rows held by the file."""
+    import h5py
+    if name not in group or not isinstance(group[name], h5py.Dataset):
+        raise FormatError(path, f"missing dataset {where}/{name}")
+    d = group[name]
+    if d.ndim != 1 + len(tail) or tuple(d.shape[1:]) != tuple(tail):
+        raise FormatError(path, f"dataset {where}/{name} has shape {d.shape}, expected (rows, {', '.join(map(str, tail))})"
+                          if tail else f"dataset {where}/{name} has shape {d.shape}, expected (rows,)")
+    if d.dtype.kind not in kinds and not (kinds == "OSU" and h5py.check_string_dtype(d.dtype)):
+        raise FormatError(path, f"dataset {where}/{name} has dtype {d.dtype}, expected kind {kinds!r}")
+    held = _rows_held(d)
+    if d.shape[0] > held + 1:            # one row may be declared by a step interrupted between resize and write
+        raise FormatError(path, f"dataset {where}/{name} declares {d.shape[0]} rows but the file holds data for at most "
+                                f"{held}: the record is damaged (resized without data)")
+    return d
+
+
+def _read_record(f, path) -> Record:
+    """The checks and reads of :func:`load_record` (sizes before data)."""
+    import h5py
+    fmt = f.attrs.get("format")
+    if fmt != FORMAT:
+        raise FormatError(path, f"not an {FORMAT} record (format attribute {fmt!r})")
+    version = f.attrs.get("version")
+    if isinstance(version, (bool, np.bool_)) or not isinstance(version, (numbers.Integral, np.integer)):
+        raise FormatError(path, f"its version attribute {version!r} is not an integer")
+    if int(version) > VERSION:
+        raise FormatError(path, f"record version {version} is newer than this reader's {VERSION}")
+    for key in ("scene", "bodies"):
+        if key not in f.attrs:
+            raise FormatError(path, f"has no {key!r} attribute (the {'scene description' if key == 'scene' else 'names of its bodies'})")
+        if not isinstance(f.attrs[key], str):
+            raise FormatError(path, f"its {key!r} attribute is a {type(f.attrs[key]).__name__}, expected JSON text")
+    try:
+        description, names = json.loads(f.attrs["scene"]), json.loads(f.attrs["bodies"])
+    except json.JSONDecodeError as e:
+        raise FormatError(path, f"its scene or bodies attribute is not JSON ({e})") from None
+    try:
+        scene = Scene.from_description(description)
+    except (ModelingError, KeyError, TypeError, ValueError, AttributeError) as e:
+        raise FormatError(path, f"its scene description is not a valid scene ({type(e).__name__}: {e})") from None
+    dynamic = [o["name"] for o in scene.objects if o["mass"] is not None]
+    if names != dynamic:
+        raise FormatError(path, f"its bodies attribute {names!r} does not name the scene's dynamic objects {dynamic!r}")
+    n = len(names)
+    for g in ("steps", "contacts"):
+        if g not in f or not isinstance(f[g], h5py.Group):
+            raise FormatError(path, f"missing group {g!r}")
+    s, c = f["steps"], f["contacts"]
+    steps = {name: _dataset(s, name, tuple(n if x == "n" else x for x in tail), kinds, path, "steps")
+             for name, tail, kinds in _STEP_FIELDS}
+    offsets_d = _dataset(s, "contacts", (), "iu", path, "steps")
+    cds = {name: _dataset(c, name, tail, "fiub" if name != "active" else "b", path, "contacts")
+           for name, tail in _CONTACT_FIELDS.items()}
+    # a run cut short inside a step: keep the complete steps (the sizes are checked; now read)
+    m = min(min(d.shape[0] for d in steps.values()), offsets_d.shape[0] - 1)
+    if m < 0:
+        raise FormatError(path, "dataset steps/contacts is empty (it starts with the offset 0)")
+    offsets = offsets_d[:m + 1].astype(np.int64)
+    K = min(d.shape[0] for d in cds.values())
+    if offsets[0] != 0 or np.any(np.diff(offsets) < 0) or offsets[-1] > K:
+        raise FormatError(path, f"its contact offsets (steps/contacts) are corrupt: they must start at 0 and not "
+                                f"decrease up to the {K} contact rows, got {_brief(offsets)}")
+    resume = None
+    if "resume" in f:
+        g = f["resume"]
+        step = g.attrs.get("step", -1)
+        if isinstance(step, (numbers.Integral, np.integer)) and int(step) == m:
+            if offsets[-1] != K:
+                raise FormatError(path, f"its contact offsets (steps/contacts) are corrupt: the complete record holds "
+                                        f"{K} contact rows but its offsets end at {int(offsets[-1])}")
+            for k in g:
+                d = g[k]
+                if d.ndim and (d.shape[0] > _rows_held(d) + 1 or d.size > 1e8):
+                    raise FormatError(path, f"dataset resume/{k} declares {d.shape} but the file does not hold it")
+            resume = {k: g[k][()] for k in g}
+    arrays = tuple(steps[name][:m] for name, _, _ in _STEP_FIELDS)
+    status = np.array([x.decode() if isinstance(x, bytes) else str(x) for x in arrays[3]])
+    arrays = arrays[:3] + (status,) + arrays[4:]
+    contacts = {k: d[:K] for k, d in cds.items()}
+    settings = {k: f.attrs[k] for k in f.attrs if k not in ("format", "version", "scene", "bodies")}
+    return Record(str(path), description, names, settings, arrays, contacts, offsets, resume)
+
+
+def _brief(a) -> str:
+    a = np.asarray(a)
+    return np.array2string(a if a.size <= 8 else np.r_[a[:4], a[-4:]], separator=", ") + (" (ends shown)" if a.size > 8 else "")

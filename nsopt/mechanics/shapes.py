@@ -8,11 +8,14 @@ have their axis along the body's y axis, centred on the origin (the cone's apex 
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .._doc import insert_section
 from ..exceptions import ModelingError
 from ..modeling import _rotation as rot
+from ..modeling._check import matrix, scalar, vector
 
 __all__ = ["Shape", "Sphere", "Box", "Capsule", "Cylinder", "Cone", "ConvexMesh", "HalfSpace", "Contactor"]
 
@@ -20,11 +23,39 @@ __all__ = ["Shape", "Sphere", "Box", "Capsule", "Cylinder", "Cone", "ConvexMesh"
 _Z_TO_Y = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
 
 
+#: A convex mesh is refused when its hull is thinner than this times its size (the larger of its extent and its
+#: largest coordinate, which sets Qhull's round-off): coal's hull of such points crashes the process (below ~1e-8).
+DEGENERATE_RTOL = 1e-6
+#: The largest coordinate of a convex mesh: Qhull (scipy's and coal's) computes with products of three coordinates.
+MAX_COORDINATE = 1e100
+
+
 def _positive(value, owner, field):
+    """``value`` as a float after checking that it is a finite real number > 0 (strings, complex numbers, arrays and
+    booleans refused), a :class:`ModelingError` naming ``owner.field`` otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ModelingError(owner, field, f"must be a finite positive number, got {value!r} ({type(value).__name__})")
     v = float(value)
     if not np.isfinite(v) or v <= 0:
         raise ModelingError(owner, field, f"must be a finite positive number, got {value!r}")
     return v
+
+
+def group_index(g, owner, field) -> int:
+    """A collision group: an integer (a bool, a float or a string refused), a :class:`ModelingError` otherwise."""
+    if isinstance(g, (bool, np.bool_)) or not isinstance(g, numbers.Integral):
+        raise ModelingError(owner, field, f"must be an integer (a collision group), got {g!r} ({type(g).__name__})")
+    return int(g)
+
+
+def quaternion(q, owner, field) -> np.ndarray:
+    """A unit quaternion (w, x, y, z) from ``q``: 4 finite numbers, not all zero (normalised here); a
+    :class:`ModelingError` naming ``owner.field`` otherwise ("the quaternion is zero": it has no direction)."""
+    q = vector(q, owner, field, 4)
+    n = float(np.linalg.norm(q))
+    if not n > 0:
+        raise ModelingError(owner, field, "the quaternion is zero; give a unit quaternion, (1, 0, 0, 0) for no rotation")
+    return q / n
 
 
 class Shape:
@@ -75,6 +106,11 @@ class Shape:
     def bounding_radius(self) -> float:
         raise NotImplementedError
 
+    def thickness(self) -> float:
+        """The diameter of the largest ball inside the shape: a lower bound of its width in every direction (the
+        spacing of the poses at which a run's swept test looks for a body passing through another)."""
+        raise NotImplementedError
+
     def __repr__(self):
         return f"{type(self).__name__}{self.params()}"
 
@@ -116,6 +152,9 @@ class Sphere(Shape):
     def bounding_radius(self):
         return self.radius
 
+    def thickness(self):
+        return 2.0 * self.radius
+
 
 class Box(Shape):
     """A box of full extents (lx, ly, lz) (Siconos' ``Box``), centred on the body's origin.
@@ -144,10 +183,8 @@ class Box(Shape):
     kind = "Box"
 
     def __init__(self, extents):
-        e = np.asarray(extents, dtype=float).reshape(-1)
-        if e.shape != (3,):
-            raise ModelingError("Box", "extents", f"must be 3 lengths, got {extents!r}")
-        self.extents = tuple(_positive(x, "Box", "extents") for x in e)
+        e = vector(extents, "Box", "extents", 3)
+        self.extents = tuple(_positive(x, "Box", "extents") for x in e.tolist())
 
     def geometry(self):
         import coal
@@ -162,6 +199,9 @@ class Box(Shape):
 
     def bounding_radius(self):
         return 0.5 * float(np.linalg.norm(self.extents))
+
+    def thickness(self):
+        return float(min(self.extents))
 
 
 class _Axial(Shape):
@@ -184,6 +224,9 @@ class _Axial(Shape):
 
     def bounding_radius(self):
         return float(np.hypot(self.radius, 0.5 * getattr(self, self._second)))
+
+    def thickness(self):
+        return float(min(2.0 * self.radius, getattr(self, self._second)))
 
 
 #: The sections the axial shapes' docstrings share (``{axial_sections}``; ``second`` is the length or height).
@@ -219,6 +262,9 @@ class Capsule(_Axial):
 
     def bounding_radius(self):
         return self.radius + 0.5 * self.length
+
+    def thickness(self):
+        return 2.0 * self.radius
 
 
 class Cylinder(_Axial):
@@ -264,6 +310,10 @@ class Cone(_Axial):
     def __init__(self, radius, height):
         super().__init__(radius, height)
 
+    def thickness(self):
+        r, h = self.radius, self.height        # the inscribed sphere: radius r h / (r + slant)
+        return float(2.0 * r * h / (r + np.hypot(r, h)))
+
     def edge_points(self, d):
         """The apex and four points of the base's rim (coal's frame: axis z, apex at +height/2): the rim point
         farthest along d, the opposite one and the two between. A cone lying on its side touches a face along a
@@ -294,12 +344,16 @@ class ConvexMesh(Shape):
     Parameters
     ----------
     vertices : (n, 3) array_like
-        The points, n >= 4, not coplanar; the shape is their convex hull.
+        The points, n >= 4, spanning a volume; the shape is their convex hull.
 
     Raises
     ------
     ModelingError
-        When ``vertices`` is not a finite (n >= 4, 3) array or the points are coplanar.
+        When ``vertices`` is not a finite (n >= 4, 3) array of numbers, has a coordinate beyond
+        ``MAX_COORDINATE`` (1e100), or the points are degenerate: coplanar, collinear or coincident relative to
+        the mesh's size (the hull, computed by scipy's Qhull, thinner than ``DEGENERATE_RTOL`` = 1e-6 times the
+        larger of its extent and its largest coordinate). Such points are refused here, before coal's hull
+        (which crashes the process on them) sees them.
 
     Examples
     --------
@@ -313,12 +367,42 @@ class ConvexMesh(Shape):
     kind = "Convex"
 
     def __init__(self, vertices):
-        V = np.asarray(vertices, dtype=float)
-        if V.ndim != 2 or V.shape[1] != 3 or V.shape[0] < 4 or not np.isfinite(V).all():
+        V = matrix(vertices, "ConvexMesh", "vertices", (None, 3))
+        if V.shape[0] < 4:
             raise ModelingError("ConvexMesh", "vertices", f"must be a finite (n >= 4, 3) array, got shape {V.shape}")
-        if np.linalg.matrix_rank(V[1:] - V[0], tol=1e-12 * max(1.0, np.abs(V).max())) < 3:
-            raise ModelingError("ConvexMesh", "vertices", "are coplanar: a convex mesh needs a volume")
+        size = float(np.abs(V).max())
+        if size > MAX_COORDINATE:
+            raise ModelingError("ConvexMesh", "vertices", f"has a coordinate of magnitude {size:.3g}, above "
+                                                          f"{MAX_COORDINATE:g} (Qhull computes with their cubes)")
         self.vertices = V
+        self._hull_of(V, max(size, float(np.ptp(V, axis=0).max())))
+
+    def _hull_of(self, V, size):
+        """The hull of V, checked before any C++ library sees the points: Qhull (scipy's) on the points centred and
+        scaled to unit extent, its thickness (the smallest over its facets of the farthest vertex behind the facet)
+        at least ``DEGENERATE_RTOL`` times ``size``; keeps the hull's vertices and its facets {x : A x <= b}."""
+        from scipy.spatial import ConvexHull, QhullError
+        c = V.mean(axis=0)
+        ext = float(np.ptp(V, axis=0).max())
+        flat = ("are degenerate (coplanar, collinear or coincident, relative to the mesh's size {size:.3g}): the hull "
+                "is {thick} thick, less than {rtol:g} of its size; a convex mesh needs a volume")
+        if not ext > 0:
+            raise ModelingError("ConvexMesh", "vertices", flat.format(size=size, thick="0", rtol=DEGENERATE_RTOL))
+        U = (V - c) / ext
+        try:
+            hull = ConvexHull(U)
+        except QhullError:
+            raise ModelingError("ConvexMesh", "vertices", flat.format(size=size, thick="0 (Qhull finds no volume)",
+                                                                      rtol=DEGENERATE_RTOL)) from None
+        eq = hull.equations                                    # n·u + d <= 0 inside, unit n
+        depth = -(U[hull.vertices] @ eq[:, :3].T + eq[:, 3])   # (vertices, facets): how far behind each facet
+        thick = float(depth.max(axis=0).min()) * ext
+        if not thick >= DEGENERATE_RTOL * size:
+            raise ModelingError("ConvexMesh", "vertices", flat.format(size=size, thick=f"{thick:.3g}",
+                                                                      rtol=DEGENERATE_RTOL))
+        self._hull_vertices = V[hull.vertices]
+        self._hs = (eq[:, :3].copy(), eq[:, :3] @ c - eq[:, 3] * ext)     # n·x <= n·c - d ext
+        self._thickness = thick
 
     @classmethod
     def from_file(cls, path, scale=1.0, hull=False):
@@ -366,12 +450,12 @@ class ConvexMesh(Shape):
         if not mesh.is_convex and not hull:
             raise ModelingError("ConvexMesh", "path", f"{path}: the mesh is not convex; pass hull=True to use its convex "
                                                       "hull, or split it into convex pieces (a compound of contactors)")
-        return cls(np.asarray(mesh.vertices, dtype=float) * float(scale))
+        return cls(np.asarray(mesh.vertices, dtype=float) * _positive(scale, "ConvexMesh", "scale"))
 
     def geometry(self):
         import coal
         pts = coal.StdVec_Vec3s()
-        for p in self.vertices:
+        for p in self._hull_vertices:          # checked by _hull_of: coal's Qhull never sees degenerate points
             pts.append(np.ascontiguousarray(p))
         return coal.Convex.convexHull(pts, False, "")
 
@@ -379,14 +463,22 @@ class ConvexMesh(Shape):
         return (len(self.vertices),)
 
     def halfspaces(self):
-        if not hasattr(self, "_hs"):
-            from scipy.spatial import ConvexHull
-            eq = ConvexHull(self.vertices).equations           # n·x + d <= 0 inside, unit n
-            self._hs = (eq[:, :3].copy(), -eq[:, 3].copy())
         return self._hs
 
     def bounding_radius(self):
         return float(np.linalg.norm(self.vertices, axis=1).max())
+
+    def thickness(self):
+        """The diameter of the hull's largest inscribed ball (its Chebyshev centre, a linear program)."""
+        if not hasattr(self, "_ball"):
+            from scipy.optimize import linprog
+            A, b = self._hs
+            ext = float(np.ptp(self.vertices, axis=0).max())
+            c = self.vertices.mean(axis=0)     # max r : A (c + ext u) + r |a| <= b, in units of the extent
+            res = linprog([0, 0, 0, -1.0], A_ub=np.c_[A, np.ones(len(b))], b_ub=(b - A @ c) / ext,
+                          bounds=[(None, None)] * 3 + [(0, None)], method="highs")
+            self._ball = 2.0 * float(res.x[3]) * ext if res.status == 0 else self._thickness
+        return self._ball
 
 
 class HalfSpace(Shape):
@@ -403,7 +495,7 @@ class HalfSpace(Shape):
     Raises
     ------
     ModelingError
-        When ``normal`` is the zero vector.
+        When ``normal`` is not 3 finite numbers or is the zero vector, or ``offset`` is not a finite number.
 
     Examples
     --------
@@ -416,11 +508,11 @@ class HalfSpace(Shape):
     kind = "HalfSpace"
 
     def __init__(self, normal=(0.0, 0.0, 1.0), offset=0.0):
-        n = np.asarray(normal, dtype=float).reshape(3)
+        n = vector(normal, "HalfSpace", "normal", 3)
         if not np.linalg.norm(n) > 0:
             raise ModelingError("HalfSpace", "normal", "is the zero vector")
         self.normal = n / np.linalg.norm(n)
-        self.offset = float(offset)
+        self.offset = scalar(offset, "HalfSpace", "offset")
 
     def geometry(self):
         import coal
@@ -433,6 +525,9 @@ class HalfSpace(Shape):
         return self.normal[None, :].copy(), np.array([self.offset])
 
     def bounding_radius(self):
+        return np.inf
+
+    def thickness(self):
         return np.inf
 
 
@@ -454,7 +549,8 @@ class Contactor:
     Raises
     ------
     ModelingError
-        When ``shape`` is not an nsopt.mechanics shape or ``orientation`` is the zero quaternion.
+        When ``shape`` is not an nsopt.mechanics shape, ``translation`` is not 3 finite numbers, ``orientation`` not 4
+        (or the quaternion is zero) or ``group`` not an integer.
 
     Examples
     --------
@@ -468,12 +564,9 @@ class Contactor:
         if not isinstance(shape, Shape):
             raise ModelingError("Contactor", "shape", f"expected an nsopt.mechanics shape, got {type(shape).__name__}")
         self.shape = shape
-        self.translation = np.asarray(translation, dtype=float).reshape(3)
-        q = np.asarray(orientation, dtype=float).reshape(4)
-        if not np.linalg.norm(q) > 0:
-            raise ModelingError("Contactor", "orientation", "is the zero quaternion")
-        self.orientation = q / np.linalg.norm(q)
-        self.group = int(group)
+        self.translation = vector(translation, "Contactor", "translation", 3)
+        self.orientation = quaternion(orientation, "Contactor", "orientation")
+        self.group = group_index(group, "Contactor", "group")
 
     def offset_pose(self) -> np.ndarray:
         """The pose (7,) ``(translation, orientation)`` of the contactor in the body frame (see the class example)."""

@@ -10,13 +10,17 @@ The page keeps the poses as float32 (base64), at most ``max_frames`` frames of t
 from __future__ import annotations
 
 import base64
+import errno
+import html
 import json
+import numbers
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 
-from ..exceptions import ModelingError
+from ..exceptions import ModelingError, OutputError
 from ..io._target import check_file, temporary_beside
 from ..modeling import _rotation as rot
 from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere
@@ -86,18 +90,79 @@ def _scene_data(bodies, statics, extent):
     return shapes, out_b, out_s
 
 
+def _numbers(a, field):
+    """``a`` as a float array, a :class:`ModelingError` naming ``field`` for strings, complex numbers or ragged input."""
+    if np.iscomplexobj(a):
+        raise ModelingError("viewer", field, "has complex entries")
+    try:
+        return np.asarray(a, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise ModelingError("viewer", field, f"is not numeric ({e})") from None
+
+
+def _check_poses(poses, field):
+    """Non-finite poses and zero quaternions, refused (a page of them would show nothing: JSON has no NaN)."""
+    bad = ~np.isfinite(poses).all(axis=-1)
+    if bad.any():
+        raise ModelingError("viewer", field, f"has non-finite entries (nan or inf) at {_where(bad)}")
+    zero = ~(np.linalg.norm(poses[..., 3:7], axis=-1) > 0)
+    if zero.any():
+        raise ModelingError("viewer", field, f"the quaternion is zero at {_where(zero)}")
+
+
+def _where(mask) -> str:
+    if not np.ndim(mask):
+        return "its entries"
+    first = tuple(int(i) for i in np.argwhere(mask)[0])
+    return f"index {first if len(first) > 1 else first[0]} ({int(mask.sum())} pose(s))"
+
+
 def _check(bodies, poses, times):
-    poses = np.asarray(poses, dtype=float)
+    """The bodies (a non-empty list of contactor lists), poses (steps, n, 7) and times (steps,), checked."""
+    bodies = list(bodies) if isinstance(bodies, (list, tuple)) else None
+    if not bodies:
+        raise ModelingError("viewer", "bodies", "is empty: there is no dynamic body to show (a page or an image of "
+                                                "nothing moving)")
+    for b, cs in enumerate(bodies):
+        cs = _contactors(cs) if isinstance(cs, (Contactor, list, tuple)) else None
+        if not cs or not all(isinstance(c, Contactor) for c in cs):
+            raise ModelingError("viewer", f"bodies[{b}]", "must be a Contactor or a non-empty list of Contactor")
+    poses = _numbers(poses, "poses")
     if poses.ndim == 2:
         poses = poses[None]
-    if poses.ndim != 3 or poses.shape[1:] != (len(bodies), 7):
-        raise ModelingError("viewer", "poses", f"has shape {poses.shape}, expected (steps, {len(bodies)}, 7)")
-    if not np.isfinite(poses).all():
-        raise ModelingError("viewer", "poses", "has non-finite entries")
-    times = np.arange(poses.shape[0], dtype=float) if times is None else np.asarray(times, dtype=float).reshape(-1)
+    if poses.ndim != 3 or poses.shape[1:] != (len(bodies), 7) or not poses.shape[0]:
+        raise ModelingError("viewer", "poses", f"has shape {poses.shape}, expected (steps >= 1, {len(bodies)}, 7)")
+    _check_poses(poses, "poses")
+    times = np.arange(poses.shape[0], dtype=float) if times is None else _numbers(times, "times").reshape(-1)
     if times.shape[0] != poses.shape[0]:
         raise ModelingError("viewer", "times", f"has {times.shape[0]} entries for {poses.shape[0]} frames")
-    return poses, times
+    if not np.isfinite(times).all():
+        raise ModelingError("viewer", "times", "has non-finite entries (nan or inf)")
+    return bodies, poses, times
+
+
+def _check_statics(statics):
+    """The static objects: (contactor(s), pose (7,)) pairs, each pose finite with a nonzero quaternion."""
+    out = []
+    for k, item in enumerate(statics):
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise ModelingError("viewer", f"statics[{k}]", "must be a (contactors, pose) pair")
+        cs, pose = item
+        cs = _contactors(cs) if isinstance(cs, (Contactor, list, tuple)) else None
+        if not cs or not all(isinstance(c, Contactor) for c in cs):
+            raise ModelingError("viewer", f"statics[{k}]", "its contactors must be a Contactor or a non-empty list of them")
+        pose = _numbers(pose, f"statics[{k}].pose").reshape(-1)
+        if pose.shape != (7,):
+            raise ModelingError("viewer", f"statics[{k}].pose", f"has {pose.shape[0]} entries, expected 7")
+        _check_poses(pose, f"statics[{k}].pose")
+        out.append((cs, pose))
+    return out
+
+
+def _check_max_frames(max_frames) -> int:
+    if isinstance(max_frames, (bool, np.bool_)) or not isinstance(max_frames, numbers.Integral) or max_frames < 1:
+        raise ModelingError("viewer", "max_frames", f"must be an integer >= 1, got {max_frames!r}")
+    return int(max_frames)
 
 
 def _extent(poses, statics):
@@ -110,12 +175,21 @@ def _extent(poses, statics):
 def html_page(bodies, poses, times=None, statics=(), *, title: str = "nsopt", max_frames: int = 400) -> str:
     """The page's HTML text. ``bodies``: for each dynamic body its contactor(s); ``poses`` (steps, n, 7);
     ``times`` (steps,); ``statics``: (contactor(s), pose) pairs."""
-    poses, times = _check(bodies, poses, times)
-    statics = list(statics)
+    bodies, poses, times = _check(bodies, poses, times)
+    statics = _check_statics(statics)
+    max_frames = _check_max_frames(max_frames)
+    if not isinstance(title, str):
+        raise ModelingError("viewer", "title", f"must be a str, got {type(title).__name__}")
     if poses.shape[0] > max_frames:
         keep = np.unique(np.linspace(0, poses.shape[0] - 1, max_frames).round().astype(int))
         poses, times = poses[keep], times[keep]
+    big = float(np.abs(poses[..., :3]).max())
+    if not big < 1e30:                                      # the page keeps float32 poses; the camera spans them
+        raise ModelingError("viewer", "poses", f"has a position of magnitude {big:.3g}, too far to draw (the page keeps "
+                                               "float32 poses, up to 1e30)")
     extent = _extent(poses, statics)
+    if not np.isfinite(extent):
+        raise ModelingError("viewer", "statics", "the static objects are too far from the bodies to draw")
     shapes, bdata, sdata = _scene_data(bodies, statics, extent)
     data = {"title": title, "shapes": shapes, "bodies": bdata, "statics": sdata, "times": times.tolist(),
             "frames": int(poses.shape[0]), "n": len(bodies), "extent": extent,
@@ -123,8 +197,11 @@ def html_page(bodies, poses, times=None, statics=(), *, title: str = "nsopt", ma
     three = _VENDOR.read_text(encoding="utf-8")
     if "</script" in three.lower():                         # never in r160; guard the embedding anyway
         raise ModelingError("viewer", "three.js", "the vendored file contains '</script'")
-    payload = json.dumps(data).replace("</", "<\\/")
-    return _TEMPLATE.replace("%TITLE%", _html_escape(title)).replace("%THREE%", three).replace("%DATA%", payload)
+    # inside <script>: no "<", ">" or "&" at all (JSON's \u escapes; JSON.parse gives them back)
+    payload = json.dumps(data, allow_nan=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    fill = {"TITLE": html.escape(title), "THREE": three, "DATA": payload}
+    # one pass over the template: a value is never searched for placeholders (a title "%THREE%" stays text)
+    return _SLOT.sub(lambda m: fill[m.group(1)], _TEMPLATE)
 
 
 def write_html(path, bodies, poses, times=None, statics=(), *, title: str = "nsopt", max_frames: int = 400,
@@ -153,9 +230,16 @@ def still(path, bodies, pose, statics=(), *, title=None, elev=25.0, azim=-60.0, 
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
     path = check_file(path, overwrite=overwrite, what="image")
-    poses, _ = _check(bodies, pose, None)
+    from matplotlib.backend_bases import FigureCanvasBase
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    if path.suffix.lower().lstrip(".") not in kinds:
+        raise OutputError(errno.EINVAL, f"unsupported image format {path.suffix!r}; the suffix picks one of "
+                                        f"{', '.join('.' + k for k in sorted(kinds))}", path)
+    bodies, poses, _ = _check(bodies, pose, None)
+    if poses.shape[0] != 1:
+        raise ModelingError("viewer", "pose", f"has shape {poses.shape}, expected ({len(bodies)}, 7): one pose per body")
     pose = poses[0]
-    statics = list(statics)
+    statics = _check_statics(statics)
     lo, hi = pose[:, :3].min(axis=0), pose[:, :3].max(axis=0)
     pad = max(1.0, 0.2 * float(np.ptp(pose[:, :3], axis=0).max()))
     extent = float(np.ptp(pose[:, :3], axis=0).max() + 4 * pad)
@@ -212,9 +296,7 @@ def still(path, bodies, pose, statics=(), *, title=None, elev=25.0, azim=-60.0, 
     return path
 
 
-def _html_escape(s):
-    return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
+_SLOT = re.compile(r"%(TITLE|THREE|DATA)%")
 
 _TEMPLATE = r"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>%TITLE%</title>

@@ -40,6 +40,20 @@ __all__ = ["NewtonEulerJointR", "KneeJointR", "PivotJointR", "PrismaticJointR", 
 _IDENTITY = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
 
 
+def _owner(cls, name) -> str:
+    """How errors name a joint before its relation is built (``label``'s form: the class and the name)."""
+    return f"{cls.__name__} {name!r}" if name else cls.__name__
+
+
+def _axis(a, cls, name, field) -> np.ndarray:
+    """A unit axis: 3 finite numbers (else "not finite", named), not the zero vector."""
+    a = vector(a, _owner(cls, name), field, 3)
+    n = float(np.linalg.norm(a))
+    if not n > 0:
+        raise ModelingError(_owner(cls, name), field, "the axis is the zero vector")
+    return a / n
+
+
 # ---------------------------------------------------------------------------- stacked kernels
 def knee_rows(Q1, Q2, P1, P2):
     r"""Point coincidence, k joints: h = x1 + R1 P1 - x2 - R2 P2 (k, 3) and the twist Jacobians (k, 3, 12):
@@ -177,11 +191,18 @@ class NewtonEulerJointR(NewtonEulerR):
         >>> (weld.h([0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0]) + 0.0).tolist()
         [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
         """
-        q1 = rot.normalize_q(vector(q1, self._owner, "q1", 7))
-        q2 = _IDENTITY.copy() if q2 is None else rot.normalize_q(vector(q2, self._owner, "q2", 7))
+        q1 = self._unit_pose(q1, "q1")
+        q2 = _IDENTITY.copy() if q2 is None else self._unit_pose(q2, "q2")
         self._c = rot.quat_mul(rot.quat_conj(q2[3:7]), q1[3:7])       # Siconos' cq2q10
         self._base = (q1, q2)
         self._set_base(q1, q2)
+
+    def _unit_pose(self, q, field):
+        q = vector(q, self._owner, field, 7)
+        if not np.linalg.norm(q[3:7]) > 0:
+            raise ModelingError(self._owner, field, "the quaternion is zero; give a unit quaternion, (1, 0, 0, 0) for "
+                                                    "no rotation")
+        return rot.normalize_q(q)
 
     def _set_base(self, q1, q2):
         pass
@@ -258,7 +279,8 @@ class KneeJointR(NewtonEulerJointR):
     Raises
     ------
     ModelingError
-        When ``d2`` is given without ``d1``, a pose has the wrong shape, the law's size is not 3, or the
+        When ``P`` is not 3 finite numbers, ``d2`` is given without ``d1``, a pose has the wrong shape, the
+        law's size is not 3, or the
         relation is evaluated before its base positions are set.
 
     Examples
@@ -277,7 +299,7 @@ class KneeJointR(NewtonEulerJointR):
     nb_constraints = 3
 
     def __init__(self, P, absolute_ref=True, d1=None, d2=None, *, name=None):
-        self.P = np.asarray(P, dtype=float).reshape(3)
+        self.P = vector(P, _owner(type(self), name), "P", 3)
         super().__init__(d1, d2, absolute_ref=absolute_ref, name=name)
 
     def _set_base(self, q1, q2):
@@ -308,7 +330,7 @@ class PivotJointR(KneeJointR):
     Raises
     ------
     ModelingError
-        When ``A`` is the zero vector, ``d2`` is given without ``d1``, the law's size is not 5, or the
+        When ``P`` or ``A`` is not 3 finite numbers, ``A`` is the zero vector, ``d2`` is given without ``d1``, the law's size is not 5, or the
         relation is evaluated before its base positions are set.
 
     Examples
@@ -327,10 +349,7 @@ class PivotJointR(KneeJointR):
     nb_constraints = 5
 
     def __init__(self, P, A, absolute_ref=True, d1=None, d2=None, *, name=None):
-        A = np.asarray(A, dtype=float).reshape(3)
-        if not np.linalg.norm(A) > 0:
-            raise ModelingError(type(self).__name__, "A", "the axis is the zero vector")
-        self.A = A / np.linalg.norm(A)
+        self.A = _axis(A, type(self), name, "A")
         super().__init__(P, absolute_ref, d1, d2, name=name)
 
     def _set_base(self, q1, q2):
@@ -384,7 +403,7 @@ class PrismaticJointR(NewtonEulerJointR):
     Raises
     ------
     ModelingError
-        When ``axis`` is the zero vector, ``d2`` is given without ``d1``, the law's size is not 5, or the
+        When ``axis`` is not 3 finite numbers or is the zero vector, ``d2`` is given without ``d1``, the law's size is not 5, or the
         relation is evaluated before its base positions are set.
 
     Examples
@@ -403,10 +422,7 @@ class PrismaticJointR(NewtonEulerJointR):
     nb_constraints = 5
 
     def __init__(self, axis, absolute_ref=True, d1=None, d2=None, *, name=None):
-        axis = np.asarray(axis, dtype=float).reshape(3)
-        if not np.linalg.norm(axis) > 0:
-            raise ModelingError(type(self).__name__, "axis", "is the zero vector")
-        self.axis = axis / np.linalg.norm(axis)
+        self.axis = _axis(axis, type(self), name, "axis")
         super().__init__(d1, d2, absolute_ref=absolute_ref, name=name)
 
     def _set_base(self, q1, q2):

@@ -99,7 +99,8 @@ class NewtonEulerDS(DynamicalSystem):
         q0 = vector(q0, o, "q0", 7)
         nq = np.linalg.norm(q0[3:7])
         if nq < 1e-12:
-            raise ModelingError(o, "q0", "the quaternion q0[3:7] is zero; give a unit quaternion (1, 0, 0, 0) for no rotation")
+            raise ModelingError(o, "q0", "the quaternion is zero (q0[3:7] = 0); give a unit quaternion, (1, 0, 0, 0) "
+                                        "for no rotation")
         q0[3:7] /= nq
         self.q0 = q0
         self.v0 = vector(v0, o, "v0", 6)

@@ -67,6 +67,43 @@ STEP_METHODS = {
 OSNS_BUILDERS: dict = {}
 
 
+def check_solver_options(osns: str, method, fallback, tol, options: dict) -> float:
+    """Check, before the first step, what every step hands to :func:`nsopt.solve`, as it would check it: ``method``
+    and each ``fallback`` registered for the one-step problem's kind (:class:`~nsopt.exceptions.MethodNotFound`),
+    ``tol``, the common options and the method's own (:class:`~nsopt.exceptions.OptionError` for an unknown one or a
+    bad value). A kind added by :func:`register_osns` whose problems are not of a registered kind is left to the
+    first solve. Returns ``tol`` as a float."""
+    from .. import registry
+    from ..exceptions import MethodNotFound, OptionError
+    from ..monitor import Workspace, check_max_iter, check_time_limit, check_tol
+    from ..solve import methods
+
+    tol = check_tol(tol)
+    if len(methods(osns)) == 1:         # only "auto": no method registered for problems of that kind
+        return tol
+    for m in (method, *fallback):
+        if not isinstance(m, str):
+            raise MethodNotFound(f"method must be a name (str), got {type(m).__name__}")
+        registry.get(osns, m)           # MethodNotFound listing the methods of the kind
+    if "warm_start" in options:
+        raise OptionError("warm_start is the simulation's (TimeStepping(warm_start=True): the previous step's "
+                          "multipliers), not an option of the solver")
+    own = {k: v for k, v in options.items() if k not in registry.COMMON and k not in registry.ALIASES and k != "select"}
+    check_max_iter(options.get("max_iter"))
+    check_time_limit(options.get("time_limit"))
+    cb = options.get("callback")
+    if cb is not None and not callable(cb):
+        raise OptionError(f"callback must be a callable callback(intermediate) or None, got {type(cb).__name__}")
+    ws = options.get("workspace")
+    if ws is not None and not isinstance(ws, Workspace):
+        raise OptionError(f"workspace must be an nsopt.Workspace or None, got {type(ws).__name__}")
+    if options.get("select") is not None:
+        from ..sensitivity.select import check_select
+        check_select(options["select"])
+    registry.get(osns, method).call_options(own)      # OptionError for an unknown option or a bad value
+    return tol
+
+
 def infer_osns(blocks: set) -> str:
     """The smallest OSNS kind that holds every block kind in ``blocks``."""
     for kind in ("lcp", "equality", "relay", "fc2d", "fc3d", "mlcp", "avi", "gmp", *OSNS_BUILDERS):
@@ -91,6 +128,37 @@ FALLBACK_OPTIONS = ("select", "time_limit")
 
 MAX_STEPS = 2 ** 53       # a run counts its steps exactly (t_k = t0 + k h) up to this many
 
+#: The rule of the number of steps (TimeStepping and Scene.run alike): a run takes N = (T - t0) / h steps and its last
+#: step ends at T; an interval that is not a whole number of steps (to STEP_RTOL N) is refused, h > T included
+#: (Siconos would stop at the last whole step before T, t0 + floor((T - t0)/h) h, without a word).
+STEP_RULE = "the last step ends at T: (T - t0) / h must be a whole number of steps"
+STEP_RTOL = 1e-9
+
+
+def whole_steps(t0: float, T: float, h: float, owner="TimeStepping") -> int:
+    """N = (T - t0) / h, the number of steps of a run (``STEP_RULE``); a :class:`ModelingError` naming T and
+    h, with the nearest T and h that fit, when it is not a whole number (to ``STEP_RTOL`` N).
+
+    Examples
+    --------
+    >>> from nsopt.modeling.simulation import whole_steps
+    >>> whole_steps(0.0, 1.0, 1e-3)
+    1000
+    >>> whole_steps(0.0, 0.105, 0.01)
+    Traceback (most recent call last):
+    ...
+    nsopt.exceptions.ModelingError: TimeStepping.T: [t0, T] = [0, 0.105] is 10.5 steps of h = 0.01, not a whole number (the last step ends at T): give T = 0.1 or 0.11, or h = 0.00954545 (11 steps)
+    """
+    span = T - t0
+    n = span / h if span > 0 else 0.0
+    N = round(n)
+    if abs(n - N) <= STEP_RTOL * max(1.0, n):
+        return int(N)
+    lo, hi = math.floor(n), math.floor(n) + 1
+    raise ModelingError(owner, "T", f"[t0, T] = [{t0:g}, {T:g}] is {n:.6g} steps of h = {h:g}, not a whole number (the "
+                                    f"last step ends at T): give T = " + (f"{t0 + lo * h:.6g} or " if lo else "") +
+                        f"{t0 + hi * h:.6g}, or h = {span / hi:.6g} ({hi} step{'s' if hi > 1 else ''})")
+
 
 class TimeStepping:
     """Time-stepping simulation of a :class:`NonSmoothDynamicalSystem` (Siconos ``TimeStepping``).
@@ -98,14 +166,20 @@ class TimeStepping:
     Parameters
     ----------
     nsds : the systems and interactions, over [t0, T].
-    h : time step (> 0).
+    h : time step (> 0); the run takes whole steps, its last ending at T (``STEP_RULE``): (T - t0) / h must
+        be a whole number (to 1e-9 of it), else a :class:`~nsopt.exceptions.ModelingError` gives the T and h
+        that fit (h > T included).
     integrator : :class:`MoreauJeanOSI` (Lagrangian systems) or :class:`EulerMoreauOSI` (first
         order); None: the one that fits, with θ = 1/2.
     osns : the one-step problem kind: ``"lcp"``, ``"mlcp"``, ``"relay"``, ``"avi"``, ``"equality"``,
-        ``"fc2d"``, ``"fc3d"``, ``"gfc3d"``, ``"gmp"``; None: the smallest kind that holds the laws.
-    method, tol, **options : handed to :func:`nsopt.solve` at every step. ``method="auto"`` names one
-        method per kind (``STEP_METHODS``: Lemke for LCP/MLCP/Relay/AVI, Newton (nsn-ac) for friction,
-        nsgs for GenericMechanical) with the others of that list as fallback.
+        ``"fc2d"``, ``"fc3d"``, ``"gfc3d"``, ``"gmp"``; None: the smallest kind that holds the laws. A law
+        it cannot hold is refused, at construction and when it is linked during the run (a friction law
+        in an ``"lcp"`` run would lose its friction).
+    method, tol, **options : handed to :func:`nsopt.solve` at every step, and checked here as it checks
+        them (:func:`check_solver_options`: ``MethodNotFound``, ``OptionError`` before the first step, not
+        at the first contact). ``method="auto"`` names one method per kind (``STEP_METHODS``: Lemke for
+        LCP/MLCP/Relay/AVI, Newton (nsn-ac) for friction, nsgs for GenericMechanical) with the others of
+        that list as fallback.
     fallback : methods tried in order when ``method`` does not reach ``tol`` on a step; they get the
         options that are not ``method``'s own (``FALLBACK_OPTIONS``: ``select``, ``time_limit``), so
         ``select="min-norm"`` reaches every step's solve, whichever method solved it.
@@ -195,9 +269,12 @@ class TimeStepping:
             raise ModelingError(o, "on_step", f"must be a callable on_step(record), got {type(on_step).__name__}")
         self.osns_kind = osns
         self.custom_osns = OSNS_BUILDERS
+        if isinstance(fallback, str) or not isinstance(fallback, (list, tuple)):
+            raise ModelingError(o, "fallback", f"must be a sequence of method names, got {fallback!r}")
         if method == "auto":
             method, *rest = STEP_METHODS[osns]
             fallback = tuple(fallback) or tuple(rest)
+        tol = check_solver_options(osns, method, fallback, tol, options)
         self.method, self.tol, self.options = method, tol, dict(options)
         self.fallback = tuple(fallback)
         self.on_failure = on_failure
@@ -245,8 +322,8 @@ class TimeStepping:
         return sim
 
     def _count(self, o) -> int:
-        """The number of steps in [t0, T], checked: finite, countable exactly, and h above the
-        resolution of t (so that t_k = t0 + k h advances)."""
+        """The number of steps in [t0, T], checked: finite, countable exactly, h above the resolution of t
+        (so that t_k = t0 + k h advances), and a whole number (``STEP_RULE``): the last step ends at T."""
         span = self.T - self.t0
         n = span / self.h if span > 0 else 0.0
         if not math.isfinite(n) or n > MAX_STEPS:
@@ -255,7 +332,7 @@ class TimeStepping:
         if span > 0 and (self.t0 + self.h == self.t0 or self.T - self.h == self.T):
             raise ModelingError(o, "h", f"h = {self.h:g} is below the resolution of the times around t0 = {self.t0:g}, "
                                         f"T = {self.T:g} (t0 + h == t0): the steps would not advance")
-        return math.floor(n + 1e-9)
+        return whole_steps(self.t0, self.T, self.h, o)
 
     def _check_initial_state(self):
         for ds in self.nsds.dynamical_systems:
@@ -265,6 +342,21 @@ class TimeStepping:
                 if val.shape != want or not np.all(np.isfinite(val)):
                     raise ModelingError(label(ds), fld, "initial state has non-finite entries (nan or inf)"
                                         if val.shape == want else f"initial state has shape {val.shape}, expected {want}")
+
+    def _check_linked(self, changes):
+        """Interactions linked since the last step (all of them when the log no longer holds the changes) whose law
+        the one-step problem cannot hold are refused, as at construction: an ``osns="lcp"`` run would drop a
+        friction law linked during the run (as a Scene links its contacts) without a word."""
+        holds = _HOLDS[self.osns_kind]
+        new = self.nsds.interactions if changes is None else [x for w, x in changes if w == "link" and x.systems]
+        for inter in new:
+            block = inter.nslaw.block
+            if block not in holds:
+                blocks = {i.nslaw.block for i in self.nsds.interactions}
+                raise ModelingError(label(self), "osns", f"{label(inter)}, linked at step {self.k}, has a law of block "
+                                                         f"kind {block!r} ({label(inter.nslaw)}), which a {self.osns_kind!r} "
+                                                         f"problem cannot hold (it would be dropped); use "
+                                                         f"osns={infer_osns(blocks)!r}")
 
     # ------------------------------------------------------------------ the OSNS problem
     def _build(self, asm):
@@ -353,6 +445,7 @@ class TimeStepping:
         nsds = self.nsds
         if nsds._version != st.version:
             changes = nsds.changes_since(st.version)
+            self._check_linked(changes)
             if not (changes and st.follow(changes)):
                 st.park_all()
                 st = self._stepper = self.integrator.start(self, prev=st)
