@@ -77,6 +77,7 @@ class State:
     box_dlb: np.ndarray            # de_i / dlb_i per box row
     box_dub: np.ndarray            # de_i / dub_i per box row
     smoothing: float = 0.0
+    fc_edge: dict = field(default_factory=dict)   # dim -> bool per contact: degenerate on the cone's edge
 
 
 def scales(x, y, q=None):
@@ -121,7 +122,7 @@ def linearise(laws: Laws, x, y, sx, sy, tol=TOL_DEGENERATE) -> State:
     dlb = np.where(st == LOWER, -1.0, 0.0)
     dub = np.where(st == UPPER, -1.0, 0.0)
     # ---- friction contacts
-    fstate, fdegen, fmu = {}, {}, {}
+    fstate, fdegen, fmu, fedge = {}, {}, {}, {}
     for dim, (starts, mu) in laws.fc.items():
         idx = starts[:, None] + np.arange(dim)[None, :]
         R, U = x[idx], y[idx]
@@ -138,7 +139,7 @@ def linearise(laws: Laws, x, y, sx, sy, tol=TOL_DEGENERATE) -> State:
         slide &= ~edge
         stick = closed & ~slide
         s = np.where(slide, SLIDE, np.where(stick, STICK, TAKEOFF)).astype(np.int64)
-        fstate[dim], fdegen[dim] = s, ndeg | edge
+        fstate[dim], fdegen[dim], fedge[dim] = s, ndeg | edge, edge
         col = np.zeros((nc, dim))
         blockA = np.zeros((nc, dim, dim))
         blockB = np.zeros((nc, dim, dim))
@@ -171,7 +172,7 @@ def linearise(laws: Laws, x, y, sx, sy, tol=TOL_DEGENERATE) -> State:
             vl.append(v[nz])
     A = _block_csr(n, np.concatenate(Ar), np.concatenate(Ac), np.concatenate(Av))
     B = _block_csr(n, np.concatenate(Br), np.concatenate(Bc), np.concatenate(Bv))
-    return State(A, B, st, deg, fstate, fdegen, fmu, dlb, dub)
+    return State(A, B, st, deg, fstate, fdegen, fmu, dlb, dub, fc_edge=fedge)
 
 
 # ------------------------------------------------------------------------------- smoothing
