@@ -175,6 +175,36 @@ def linearise(laws: Laws, x, y, sx, sy, tol=TOL_DEGENERATE) -> State:
     return State(A, B, st, deg, fstate, fdegen, fmu, dlb, dub, fc_edge=fedge)
 
 
+def law_residual(laws: Laws, st: State, x, y):
+    """The equations F(x, y) = 0 of every law in its state ``st`` (the table of
+    ``formulations/sensitivity.md``; :func:`linearise`'s blocks are their derivatives, A dx + B dy):
+    at a bound x_i - bound, free y_i; take-off r, stick u, frictionless closed (u_N, r_T), slide
+    (u_N, r_T + mu r_N u_T / ||u_T||)."""
+    F = np.zeros(laws.n)
+    i = laws.box
+    if i.size:
+        lo, up = st.box_state == LOWER, st.box_state == UPPER
+        fr = ~(lo | up)
+        F[i[lo]] = x[i[lo]] - laws.lb[lo]
+        F[i[up]] = x[i[up]] - laws.ub[up]
+        F[i[fr]] = y[i[fr]]
+    for dim, (starts, mu) in laws.fc.items():
+        s = st.fc_state[dim]
+        for a, s0 in enumerate(starts):
+            idx = s0 + np.arange(dim)
+            if s[a] == TAKEOFF:
+                F[idx] = x[idx]
+            elif s[a] == STICK and mu[a] > 0:
+                F[idx] = y[idx]
+            elif s[a] == STICK:
+                F[s0], F[idx[1:]] = y[s0], x[idx[1:]]
+            else:
+                uT = y[idx[1:]]
+                F[s0] = y[s0]
+                F[idx[1:]] = x[idx[1:]] + mu[a] * x[s0] * uT / max(float(np.linalg.norm(uT)), 1e-300)
+    return F
+
+
 # ------------------------------------------------------------------------------- smoothing
 def _splus(t, eps):
     """The Chen–Harker–Kanzow–Smale smoothing of max(0, t): (t + sqrt(t^2 + 4 eps^2)) / 2."""

@@ -60,6 +60,7 @@ class Piece:
     states: dict
     dimension: int
     span: np.ndarray
+    cones: list = None            # [(span, G)]: the cone(s) {span y : G span y >= 0} of the piece
 
 
 def _dense(A):
@@ -208,7 +209,8 @@ def pieces(m, st, K, sx, sy, tol, rtol=RANK_RTOL, limit=BRANCH_MAX):
             pc = seen[key]
             pc.dimension = max(pc.dimension, dim)
             pc.span = np.hstack([pc.span, span])
+            pc.cones.append((span, Ga))
             continue
-        seen[key] = Piece(states, dim, span)
+        seen[key] = Piece(states, dim, span, [(span, Ga)])
         out.append(seen[key])
     return out
