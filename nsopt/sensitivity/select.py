@@ -60,6 +60,7 @@ SELECT_RULES = {"min-norm": "the solution of least norm of the primal variable (
 RANK_DENSE_MAX = 5000      # S = L L^T by a dense eigendecomposition up to this size (else Sx = S x̄ itself)
 DESCENT_MAX = 3000         # the descent along the solution set (dense SVDs) up to this many unknowns
 DESCENT_ITER = 100
+POLISH_MAX = 1000          # a selection of up to this many unknowns is polished to round-off (else to tol)
 
 
 def check_select(select):
@@ -267,8 +268,9 @@ def _accurate(problem, x, tol, solution):
     """x polished by least-norm Newton corrections until its error meets tol (they move x across the
     solution set, not along it); _Failed when it cannot (the method's solution is then kept)."""
     err = float(problem.error_of(problem.complete({problem.primal: x})))
+    goal = min(tol, 1e-15) if x.shape[0] <= POLISH_MAX else tol     # (small: to round-off, for reproducibility)
     for _ in range(8):
-        if err <= tol:
+        if err <= goal:
             return x
         xn = _newton(problem, x)
         if xn is None:
@@ -337,7 +339,7 @@ def _descend(problem, x, tol):
         F = L.law_residual(m.laws, st, m.x, m.y)
         corr = -_pinv_solve(K, F)
         pcs = local_pieces(m, st, K, sx, sy, TOL_DEGENERATE, limit=256) or []
-        best, gain = None, 0.0
+        best, gain, bstates = None, 0.0, {}
         for pc in pcs:
             for span, G in pc.cones:
                 if not span.shape[1]:
@@ -347,13 +349,15 @@ def _descend(problem, x, tol):
                 except _Failed:
                     continue
                 d = span @ yv
-                g_ = nrm - float(np.linalg.norm(m.x + d))
+                g_ = -float(2 * m.x @ d + d @ d) / (nrm + float(np.linalg.norm(m.x + d)) + 1e-300)  # |x| - |x + d|
                 if g_ > gain:
-                    best, gain = d, g_
-        if best is None or gain <= 1e-15 * max(nrm, 1e-300):
+                    best, gain, bstates = d, g_, pc.states
+        if best is None or float(np.linalg.norm(best)) <= 1e-13 * max(nrm, 1e-300):
             break
-        t, moved = min(1.0, _room(m, st, best)), False
-        while t >= 1e-6:
+        near = gain <= 1e-10 * nrm          # near a stationary point the norm is flat: Gauss-Newton steps
+        t0 = min(1.0, _room(m, _with_states(m, st, bstates), best))
+        t, moved = t0, False
+        while t >= 1e-6 * t0 and t > 0:
             y = m.x + corr + t * best
             for _ in range(2):
                 yn = _newton(problem, y[:problem.size])
@@ -363,7 +367,7 @@ def _descend(problem, x, tol):
             y = y[:problem.size]
             e = float(problem.error_of(problem.complete({problem.primal: y})))
             ny = float(np.linalg.norm(y))
-            if e <= target and ny < nrm * (1 - 1e-15):
+            if e <= target and (ny < nrm * (1 - 1e-15) or near and ny <= nrm * (1 + 1e-14)):
                 moved = True
                 break
             t *= 0.5
@@ -410,10 +414,32 @@ def _room(m, st, d):
                 B = 2 * (mu[a] ** 2 * rN * dN - rT @ dT)
                 C = (mu[a] * rN) ** 2 - rT @ rT
                 roots = np.roots([A, B, C]) if abs(A) > 1e-300 else ([-C / B] if B else [])
-                for r_ in roots:
-                    if np.isreal(r_) and 0 < r_.real < t and rN + r_.real * dN >= 0:
+                for r_ in roots:                  # (a root ~0: on the edge already, moving inwards)
+                    if np.isreal(r_) and 1e-9 < r_.real < t and rN + r_.real * dN >= 0:
                         t = float(r_.real)
     return t
+
+
+_STATE_OF = {"at lower bound": ("box", L.LOWER), "at upper bound": ("box", L.UPPER), "free": ("box", L.FREE),
+             "take-off": ("fc", L.TAKEOFF), "stick": ("fc", L.STICK), "closed": ("fc", L.STICK),
+             "slide": ("fc", L.SLIDE)}
+
+
+def _with_states(m, st, states):
+    """A copy of the state ``st`` with the degenerate laws in the states of one piece (``states`` as
+    in :class:`nsopt.sensitivity._local.Piece`)."""
+    if not states:
+        return st
+    box_state = st.box_state.copy()
+    fc_state = {k: v.copy() for k, v in st.fc_state.items()}
+    for (kind, key), name in states.items():
+        group, code = _STATE_OF[name]
+        if kind == "row":
+            box_state[np.flatnonzero(m.laws.box == key)] = code
+        else:
+            dim, a = key if isinstance(key, tuple) else (next(iter(m.laws.fc)), key)
+            fc_state[dim][a] = code
+    return dataclasses.replace(st, box_state=box_state, fc_state=fc_state)
 
 
 def _convex(problem, m, x_bar, frozen_shift, tol=1e-10):
