@@ -124,6 +124,25 @@ class Model:
     def sizes(self):
         return {k: v.shape[0] for k, v in self.point().items()}
 
+    def scales(self):
+        """(sx, sy): the sizes against which a force, a gap or a velocity counts as zero: the largest
+        |y| and |q| of the law rows, and the largest |x| of them or, when that is below 1e-6 of the
+        size sy / max|M| the data give x, that size (a solution whose constrained part is all near 0,
+        1e-18 say, is not its own scale)."""
+        rows = self.law_rows
+        from ._laws import scales
+
+        sx, sy = scales(self.x[rows], self.y[rows], self.qext[rows])
+        if not rows.size:
+            return sx, sy
+        M = self.Mext
+        Mr = M.tocsr()[rows] if sp.issparse(M) else np.asarray(M)[rows]
+        top = float(abs(Mr).max()) if sp.issparse(Mr) else float(np.max(np.abs(Mr), initial=0.0))
+        xs = float(np.max(np.abs(self.x[rows]), initial=0.0))
+        if top > 0 and xs < 1e-6 * sy / top:
+            sx = sy / top
+        return sx, sy
+
     def at(self, x):
         """The same model at another point (the smoothed solution)."""
         new = object.__new__(type(self))

@@ -473,8 +473,7 @@ class Sensitivity:
         """
         eps = check_eps(eps)
         m = self.model
-        rows = m.law_rows
-        sx, sy = L.scales(m.x[rows], m.y[rows], m.qext[rows])
+        sx, sy = m.scales()
         gamma, ea = sx / sy, eps * sx
         x = m.x.copy()
         st, phi = L.smoothed_state(m.laws, x, matvec(m.Mext, x) + m.qext, gamma, ea)
@@ -636,8 +635,7 @@ def sensitivity(problem, solution, *, tol_degenerate: float = L.TOL_DEGENERATE, 
         raise ProblemError("solution", f"is not a solution of this problem: its error is {err:.3g} (> max_error = "
                                        f"{max_error:g}); pass max_error=np.inf for the derivative of the laws' "
                                        f"states at this point anyway", type(problem).__name__)
-    rows = model.law_rows
-    sx, sy = L.scales(model.x[rows], model.y[rows], model.qext[rows])
+    sx, sy = model.scales()
     state = L.linearise(model.laws, model.x, model.y, sx, sy, tol_degenerate)
     sel = isinstance(solution, Solution) and bool(solution.info.get("select", {}).get("guaranteed"))
     s = Sensitivity(model, state, tol_degenerate, singular=singular, selected=sel)

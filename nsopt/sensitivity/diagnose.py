@@ -217,6 +217,11 @@ def diagnose(problem, solution, *, tol_degenerate: float = TOL_DEGENERATE, rank_
     from ._local import pieces as local_pieces
     from .core import sensitivity
 
+    from ..problems._base import Problem
+
+    if not isinstance(problem, Problem):
+        raise ProblemError("problem", f"must be an nsopt problem (LCP, FrictionContact, ...), got "
+                                      f"{type(problem).__name__}", "diagnose")
     tol_degenerate = _check_number(tol_degenerate, "tol_degenerate", 0.0, 1.0)
     rank_tol = _check_number(rank_tol, "rank_tol", 0.0, 1.0)
     max_error = _check_number(max_error, "max_error", 0.0, np.inf)
@@ -235,8 +240,7 @@ def diagnose(problem, solution, *, tol_degenerate: float = TOL_DEGENERATE, rank_
     n = m.x.shape[0]
     names = m.variables
     K = s._K
-    rows = m.law_rows
-    sx, sy = L.scales(m.x[rows], m.y[rows], m.qext[rows])
+    sx, sy = m.scales()
     pcs = local_pieces(m, s.state, K, sx, sy, tol_degenerate, rank_tol) if n <= DIAGNOSE_DENSE_MAX else None
     if pcs is None and n > DIAGNOSE_DENSE_MAX and not s.singular and not s.degenerate:
         from ._local import Piece

@@ -252,8 +252,7 @@ def _velocities_unique(problem, x):
     m = model_of(problem, {problem.primal: x}, TOL_DEGENERATE)
     if m.x.shape[0] > DESCENT_MAX:
         return False
-    rows = m.law_rows
-    sx, sy = L.scales(m.x[rows], m.y[rows], m.qext[rows])
+    sx, sy = m.scales()
     st = L.linearise(m.laws, m.x, m.y, sx, sy, TOL_DEGENERATE)
     pcs = pieces(m, st, _k_matrix(st, m.Mext), sx, sy, TOL_DEGENERATE)
     if pcs is None:
@@ -287,8 +286,7 @@ def _accurate(problem, x, tol, solution):
 
 def _state_at(problem, x):
     m = model_of(problem, {problem.primal: x}, TOL_DEGENERATE)
-    rows = m.law_rows
-    sx, sy = L.scales(m.x[rows], m.y[rows], m.qext[rows])
+    sx, sy = m.scales()
     st = L.linearise(m.laws, m.x, m.y, sx, sy, TOL_DEGENERATE)
     Md = m.Mext.toarray() if sp.issparse(m.Mext) else np.asarray(m.Mext, float)
     K = st.A.toarray() + st.B.toarray() @ Md
@@ -331,8 +329,7 @@ def _descend(problem, x, tol):
     nrm = float(np.linalg.norm(x))
     for _ in range(DESCENT_ITER):
         m = model_of(problem, {problem.primal: x}, TOL_DEGENERATE)
-        rows = m.law_rows
-        sx, sy = L.scales(m.x[rows], m.y[rows], m.qext[rows])
+        sx, sy = m.scales()
         st = L.linearise(m.laws, m.x, m.y, sx, sy, TOL_DEGENERATE)
         K = _k_matrix(st, m.Mext)
         K = np.asarray(K.toarray() if sp.issparse(K) else K)
