@@ -9,12 +9,13 @@ K is then *singular* (the solution is not locally unique, or not differentiable 
 direction), its rank is the number of the others and its null space N is spanned by their
 complement. Dense K: LU with LAPACK's condition estimate as a screen (an estimated reciprocal
 condition number above ``n * RANK_RTOL`` proves the ratio above ``RANK_RTOL``), the SVD otherwise. A
-sparse K (never densified): SuperLU, singular when its smallest pivot is below ``RANK_RTOL`` times
-the largest (a proxy for the singular values, which a large sparse matrix does not give cheaply).
+sparse K: SuperLU, singular when its smallest pivot is below ``RANK_RTOL`` times the largest (a
+proxy for the singular values, which a large sparse matrix does not give cheaply); a singular one
+of up to ``SINGULAR_DENSE_MAX`` rows is then decided and solved by the dense SVD like a dense K.
 
 **A singular K** gives the minimum-norm least-squares solutions (dense: the truncated SVD) or those of
 the proximally regularised system :math:`K + \delta B = A + B(\mathcal M + \delta I)`,
-:math:`\delta` = ``PROX_REL`` x the largest entry of :math:`\mathcal M` (sparse: the derivative of the
+:math:`\delta` = ``PROX_REL`` x the largest entry of :math:`\mathcal M` (larger sparse: the derivative of the
 problem with :math:`\mathcal M + \delta I`, which tends to the minimum-norm one as
 :math:`\delta \to 0` where :math:`\mathcal M` is symmetric positive semidefinite); :meth:`Factor.residual`
 says whether a right-hand side was in the range of K (the linearised system then has solutions)."""
@@ -26,6 +27,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 DENSE_MAX = 2000          # a K with at most this many rows is factorised dense when it is dense anyway
+SINGULAR_DENSE_MAX = 3000  # a singular sparse K with at most this many rows: the dense SVD (its null space)
 RANK_RTOL = 1e-9          # THE singularity threshold (sensitivity and diagnose): relative singular value
 PROX_REL = 1e-10          # the proximal shift of a singular sparse K, relative to the largest entry of M
 CONSISTENT_RTOL = 1e-7    # a right-hand side whose residual exceeds this (relative) is not in K's range
@@ -97,6 +99,9 @@ class Factor:
 
     def _sparse(self, K, B, mscale):
         lu = self._splu_ok(K)
+        if lu is None and self.n <= SINGULAR_DENSE_MAX:     # singular, not too large: the dense SVD path
+            self._dense(K.toarray())
+            return
         if lu is None and B is not None:          # singular: the proximal shift, still sparse
             self.singular, self.rank, self.rcond, self.null = True, -1, 0.0, None
             self.shift = PROX_REL * mscale

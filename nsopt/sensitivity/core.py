@@ -84,7 +84,8 @@ class Sensitivity:
         exact) or "min-norm" (the minimum-norm least-squares solution of the linearised system,
         silently: what the time-stepping derivative uses, where only the unique velocities matter).
     selection : True when the solution is ``select="min-norm"``'s least-norm point of its piece: the
-        free entries then have the derivative of that selection (``formulations/sensitivity.md``).
+        free entries then have the derivative of that selection along the right-hand side (q, the
+        bounds, mu; ``formulations/sensitivity.md``), not along the matrix.
     smoothing : 0, or the parameter ε of :meth:`smoothed`.
 
     Examples
@@ -160,11 +161,11 @@ class Sensitivity:
         return out
 
     def _selection_data(self, selected):
-        """K^{+T} x (the term of the selection's derivative, formulations/sensitivity.md) when the
-        solution is a least-norm selection that this derivative follows: a singular dense K, box laws
-        or contacts that stick or are open (A and B constant on the piece), no degenerate law, the
-        primal variable the unknown, and x orthogonal to K's null space (the least-norm point of its
-        piece); None otherwise."""
+        """True when the solution is a least-norm selection whose derivative this gives along the
+        right-hand side (formulations/sensitivity.md): a singular dense K, box laws or contacts that
+        stick or are open (A and B constant on the piece), strict complementarity (at a degenerate law
+        the face the selection lies on may change), the primal variable the unknown, and x orthogonal
+        to K's null space (the least-norm point of its piece); None otherwise."""
         from ._kinds import DirectModel
 
         m, st = self.model, self.state
@@ -176,7 +177,7 @@ class Sensitivity:
         x = m.x
         if np.max(np.abs(self.null_space.T @ x), initial=0.0) > SELECT_STATIONARY_RTOL * max(np.max(np.abs(x)), 1e-300):
             return None
-        return self.factor.solve_t(x)
+        return True
 
     def _free_units(self, mov):
         from .diagnose import _free_units
@@ -302,8 +303,6 @@ class Sensitivity:
         rhs = -(self.state.B @ dy0 + self._law_e(law))
         dx = self.factor.solve(rhs)
         leaves = self.singular and self.factor.residual(dx, rhs) > CONSISTENT_RTOL
-        if self._sel is not None and not leaves:
-            dx = dx + self._selection_jvp(d)
         dy = matvec(m.Mext, dx) + dy0
         out = m.outputs(dx, dy, d)
         if not self.singular:
@@ -313,22 +312,14 @@ class Sensitivity:
                                 f"this direction leaves the solution's piece (the linearised system has no "
                                 f"solution for it: relative residual {self.factor.residual(dx, rhs):.2g}): the "
                                 f"solution may jump, and no variable has a derivative along it here")
-        if self._sel is not None:
-            return out
         free = {v: msk for v, msk in self.free.items() if msk is None or msk.any()}
+        if self._sel is not None:
+            if d.get(m.matrix) is None:
+                return out                 # the selection's derivative along the right-hand side: K^+ rhs
+            return self._refuse(out, "jvp", free, _free_message(free, "the solution set") + "; the least-norm "
+                                "selection's derivative is given along the right-hand side only (q, bounds, mu), not "
+                                f"along {m.matrix}, which turns the solution set")
         return self._refuse(out, "jvp", free, _free_message(free, "the solution set"))
-
-    def _selection_jvp(self, d):
-        """N c with c_j = w^T B dM N_j (w = K^{+T} x): the motion of the least-norm point along the
-        null space when the matrix field moves (formulations/sensitivity.md)."""
-        m = self.model
-        mats = {k: v for k, v in d.items() if k == m.matrix and v is not None}
-        if not mats:
-            return 0.0
-        N = self.null_space
-        Bw = self.state.B.T @ self._sel
-        c = np.array([Bw @ m.at(N[:, j]).forward(mats) for j in range(N.shape[1])])
-        return N @ c
 
     def vjp(self, **g) -> dict:
         """Gradients of :math:`\\sum_v g_v \\cdot v` with respect to every datum (the adjoint; see the
@@ -364,12 +355,8 @@ class Sensitivity:
         grads.update(m.law_gradients(law))
         for k, v in direct.items():
             grads[k] = grads[k] + v
-        if self._sel is not None:          # the selection's motion along the null space
-            N = self.null_space
-            v = N @ (N.T @ gp)
-            grads[m.matrix] = grads[m.matrix] + m.at(v).backward(self.state.B.T @ self._sel)[m.matrix]
         out = {k: grads[k] for k in m.fields}
-        if not self.singular or self._sel is not None:
+        if not self.singular:
             return out
         N = self.null_space
         gscale = max(float(np.max(np.abs(gp), initial=0.0)), 1e-300)
@@ -380,6 +367,11 @@ class Sensitivity:
         if not touched:
             return out
         named = [k for k in g if np.any(g[k]) and (self.free[k] is None or np.any(self.free[k] & (g[k] != 0)))]
+        if self._sel is not None:          # the selection: the gradients of the right-hand side only
+            return self._refuse(out, "vjp", {m.matrix: None},
+                                f"the cotangent weighs entries that move along the solution set ({', '.join(named)}): "
+                                f"the least-norm selection's gradient is given for the right-hand side (q, bounds, mu), "
+                                f"not for {m.matrix}, which turns the solution set")
         return self._refuse(out, "vjp", {k: None for k in out},
                             f"the cotangent weighs entries that move along the solution set "
                             f"({', '.join(named) or 'through the coupling of the variables'}): the loss is not "
