@@ -100,7 +100,7 @@ class NotDifferentiable(NotApplicable):
     >>> try:
     ...     s.jvp(q=[-1.0, -1.0])
     ... except nsopt.NotDifferentiable as e:
-    ...     print(str(e)[:50])
+    ...     print(str(e)[:49])
     z is not unique here: it moves along the solution
     """
 

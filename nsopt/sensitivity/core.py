@@ -321,7 +321,7 @@ class Sensitivity:
                                 f"along {m.matrix}, which turns the solution set")
         return self._refuse(out, "jvp", free, _free_message(free, "the solution set"))
 
-    def vjp(self, **g) -> dict:
+    def vjp(self, _only=None, **g) -> dict:
         """Gradients of :math:`\\sum_v g_v \\cdot v` with respect to every datum (the adjoint; see the
         example of :class:`Sensitivity`).
 
@@ -368,6 +368,8 @@ class Sensitivity:
             return out
         named = [k for k in g if np.any(g[k]) and (self.free[k] is None or np.any(self.free[k] & (g[k] != 0)))]
         if self._sel is not None:          # the selection: the gradients of the right-hand side only
+            if _only is not None and m.matrix not in _only:
+                return out
             return self._refuse(out, "vjp", {m.matrix: None},
                                 f"the cotangent weighs entries that move along the solution set ({', '.join(named)}): "
                                 f"the least-norm selection's gradient is given for the right-hand side (q, bounds, mu), "
@@ -421,7 +423,7 @@ class Sensitivity:
         if not isinstance(wrt, str) or wrt not in m.fields or wrt == "blocks":
             raise ProblemError("wrt", f"jacobian needs one of {', '.join(f for f in m.fields if f != 'blocks')}, "
                                       f"got {wrt!r}", m.owner)
-        return jacobian_by_vjp(self.vjp, m.sizes(), getattr(self.problem, wrt), wrt)
+        return jacobian_by_vjp(lambda **g: self.vjp(_only=(wrt,), **g), m.sizes(), getattr(self.problem, wrt), wrt)
 
     # ---------------------------------------------------------------- smoothing
     def smoothed(self, eps: float = 1e-6) -> "Sensitivity":
@@ -597,7 +599,7 @@ def sensitivity(problem, solution, *, tol_degenerate: float = L.TOL_DEGENERATE, 
     >>> p = nsopt.LCP([[1.0, 1.0], [1.0, 1.0]], [-1.0, -1.0])
     >>> s = nsopt.sensitivity(p, {"z": [0.3, 0.7]}, singular="warn")
     >>> import warnings; warnings.simplefilter("ignore")
-    >>> s.jvp(q=[-1.0, -1.0])
+    >>> {k: v.round(12) + 0.0 for k, v in s.jvp(q=[-1.0, -1.0]).items()}
     {'z': array([nan, nan]), 'w': array([0., 0.])}
     >>> sel = nsopt.solve(p, method="lemke", select="min-norm")
     >>> nsopt.sensitivity(p, sel).jvp(q=[-1.0, -1.0])["z"]      # z = (-q1/2, -q1/2) along q1 = q2
