@@ -22,7 +22,6 @@ import argparse
 import csv
 import os
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -32,10 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import nsopt  # noqa: E402
-from nsopt import generate  # noqa: E402
+import ground_truth as gt
 
-import ground_truth as gt  # noqa: E402
+import nsopt
+from nsopt import generate
 
 METHODS = {"lcp": ("lemke", "pgs", "newton-fb"), "mlcp": ("lemke", "pgs", "newton-fb"), "relay": ("lemke", "pgs"),
            "fc2d": ("nsgs", "nsn-ac", "nsn-fb", "lemke"), "fc3d": ("nsgs", "nsn-ac", "nsn-fb", "prox")}
@@ -49,7 +48,6 @@ def family_row(family, seeds, tol):
         p, _ = generate.degenerate(family, seed)
         sols = []
         for m in METHODS[p.kind]:
-            t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 s = nsopt.solve(p, method=m, tol=tol, max_iter=200 if m == "newton-fb" else 20000, select="min-norm")

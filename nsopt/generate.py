@@ -439,7 +439,7 @@ def degenerate(family: str, seed=0):
         nc = int(rng.integers(3, 6))
         mu = np.full(nc, rng.uniform(0.2, 0.6))
         W = spd_matrix(3 * nc, rng)
-        r, u, st = coulomb_pair(nc, 3, mu, rng, rng.integers(0, 3, nc))
+        r, u, _ = coulomb_pair(nc, 3, mu, rng, rng.integers(0, 3, nc))
         g = 0
         r[3 * g:3 * g + 3] = 0.0                   # grazing: r = 0, u_N = 0, u_T != 0
         u[3 * g] = 0.0

@@ -356,7 +356,7 @@ def all_pieces(p, limit=4096):
         eq, ub = [], []
         for u in units[k:]:
             if p.kind in ("lcp", "mlcp", "relay"):
-                M, q, lb, ub_ = box_data(p)
+                _, _, lb, ub_ = box_data(p)
                 e = np.zeros(n)
                 e[u] = 1.0
                 if np.isfinite(lb[u]):
@@ -374,7 +374,7 @@ def all_pieces(p, limit=4096):
         if len(out) > limit:
             raise RuntimeError("too many pieces")
         Aeq, beq, Aub, bub = _assemble(rows_of, units[:k], chosen, n)
-        req, rub = relax_rows(k)
+        _, rub = relax_rows(k)
         if rub:
             Aub = np.vstack([Aub, np.array([a for a, _ in rub])])
             bub = np.concatenate([bub, [b for _, b in rub]])
@@ -570,7 +570,7 @@ def _confirm(p, F, H, y0, N, d, G, active, rng, n):
                 c = -c if np.all(GN @ -c >= 0) else c
             c = eps * scale * c
 
-            def R(y):
+            def R(y, c=c):
                 return np.concatenate([F(y), N.T @ (y - y0) - c])
 
             y = least_squares(R, y0 + N @ c, xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200).x
@@ -600,7 +600,7 @@ def _local_pieces_fc3d(p, r, seed=0):
         active = np.flatnonzero(np.abs(h0) <= 1e-7 * sc)
         hstep = 1e-7 * sc
         J = _jac(F, y0, hstep)
-        G = _jac(lambda y: H(y)[active], y0, hstep) if active.size else np.zeros((0, y0.shape[0]))
+        G = _jac(lambda y, H=H, active=active: H(y)[active], y0, hstep) if active.size else np.zeros((0, y0.shape[0]))
         dim, N, d = _cone(J, G)
         conf = dim if (dim == 0 or _confirm(p, F, H, y0, N, d, G, active, rng, n)) else None
         key = tuple((("contact", a), "slide" if pattern[a] == "slide-edge" else pattern[a]) for a in deg)

@@ -10,14 +10,13 @@ from __future__ import annotations
 import collections
 import warnings
 
+import ground_truth as gt
 import numpy as np
 import pytest
 
 import nsopt
 from nsopt import generate
 from nsopt.exceptions import NotApplicable, OptionError, ProblemError
-
-import ground_truth as gt
 
 SEEDS = 20
 METHOD = {"lcp": ("lemke", "pgs"), "mlcp": ("lemke", "pgs"), "relay": ("lemke", "pgs"), "fc2d": ("nsn-ac", "nsgs"),

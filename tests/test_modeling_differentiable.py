@@ -363,7 +363,7 @@ def test_landing_box_with_unique_velocities_is_not_flagged():
     assert rep.is_the_runs and not rep.not_unique
     dv = np.array([0, 0, 0, 1e-7, 0, 0])
     other, b2 = landing_box(v0 + dv, diff=False)
-    tQ, tV = traj.jvp({"v0": dv / 1e-7})
+    _, tV = traj.jvp({"v0": dv / 1e-7})
     fd = other.v(b2)[103] - traj.v(box)[103]                   # linear, 5e-8 (flagged case: a 1e-2 jump)
     assert np.abs(tV[103] * 1e-7 - fd).max() <= 5e-3 * np.abs(fd).max()   # (a degenerate contact: one-sided)
 

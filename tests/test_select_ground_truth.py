@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import warnings
 
+import ground_truth as gt
 import numpy as np
 import pytest
 
 import nsopt
 from nsopt import generate
-
-import ground_truth as gt
 
 METHODS = {"lcp": ("lemke", "pgs", "newton-fb"), "mlcp": ("lemke", "pgs"), "relay": ("lemke", "pgs"),
            "fc2d": ("nsgs", "nsn-ac", "nsn-fb", "lemke"), "fc3d": ("nsgs", "nsn-ac", "nsn-fb", "prox")}

@@ -491,7 +491,7 @@ def test_derivative_of_the_selection_against_finite_differences_of_the_selection
     for seed in range(8):
         p, _ = generate.degenerate(family, seed)
 
-        def sel(q):
+        def sel(q, p=p):
             return nsopt.solve(p.replace(q=q), method=method[p.kind], tol=1e-13, max_iter=1000, select="min-norm")
 
         s0 = sel(p.q)

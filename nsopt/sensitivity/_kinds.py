@@ -86,6 +86,15 @@ def vector_direction(d, size, name, owner, what="direction"):
     return a
 
 
+def check_eps(eps):
+    """The smoothing parameter: a real number in (0, 1] (numpy scalars accepted, bools refused)."""
+    ok = isinstance(eps, (int, float, np.integer, np.floating)) and not isinstance(eps, (bool, np.bool_))
+    if not ok or not np.isfinite(eps) or not 0 < float(eps) <= 1:
+        raise ProblemError("eps", f"must be a real number in (0, 1] (relative to the solution's size), got {eps!r}",
+                           "Sensitivity.smoothed")
+    return float(eps)
+
+
 def _stack(blocks):
     if any(sp.issparse(b) for row in blocks for b in row if b is not None):
         return sp.bmat(blocks, format="csr")

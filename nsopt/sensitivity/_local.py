@@ -214,3 +214,21 @@ def pieces(m, st, K, sx, sy, tol, rtol=RANK_RTOL, limit=BRANCH_MAX):
         seen[key] = Piece(states, dim, span, [(span, Ga)])
         out.append(seen[key])
     return out
+
+
+def free_units(m, kind, mov):
+    """The rows / contacts / constraints / blocks touched by the null space."""
+    out = {}
+    if kind in ("lcp", "mlcp", "relay", "equality"):
+        out["rows"] = np.flatnonzero(mov)
+    elif kind == "avi":
+        out["rows"] = np.flatnonzero(mov[:m.n])
+        out["multipliers"] = np.flatnonzero(mov[m.n:])
+    elif kind in ("fc2d", "fc3d", "gfc2d", "gfc3d"):
+        (dim, (starts, _)), = m.laws.fc.items()
+        out["contacts"] = np.flatnonzero(mov[starts[:, None] + np.arange(dim)].any(axis=1))
+        if kind.startswith("gfc"):
+            out["velocities"] = np.flatnonzero(mov[:m.nd])
+    elif kind == "gmp":
+        out["blocks"] = np.asarray([k for k, rows in enumerate(m.block_rows) if mov[rows].any()], dtype=np.int64)
+    return out

@@ -28,7 +28,7 @@ def _states(model):
         lo, hi = laws.lb[k], laws.ub[k]
         st = (["lo"] if np.isfinite(lo) else []) + (["hi"] if np.isfinite(hi) else []) + ["free"]
         out.append((("row", int(i), k), st))
-    for dim, (starts, mu) in laws.fc.items():
+    for starts, mu in laws.fc.values():
         for a, s0 in enumerate(starts):
             st = ["off", "closed"] if mu[a] == 0 else ["off", "stick", "slide+", "slide-"]
             out.append((("contact", int(s0), float(mu[a])), st))

@@ -24,7 +24,7 @@ from ..problems._base import matvec
 from . import _laws as L
 from ._factor import CONSISTENT_RTOL, RANK_RTOL, Factor
 from ._jacobian import jacobian_by_vjp
-from ._kinds import Model, model_of, outer_on
+from ._kinds import Model, check_eps, model_of, outer_on
 
 SMOOTH_NEWTON_ITER = 60
 SINGULAR_RULES = ("raise", "warn", "min-norm")     # what jvp / vjp do with a derivative that is not determined
@@ -180,9 +180,9 @@ class Sensitivity:
         return True
 
     def _free_units(self, mov):
-        from .diagnose import _free_units
+        from ._local import free_units
 
-        return {k: v for k, v in _free_units(self, mov).items() if len(v)}
+        return {k: v for k, v in free_units(self.model, self.kind, mov).items() if len(v)}
 
     def _refuse(self, out, where, undetermined, why):
         """Apply ``on_singular`` to the result ``out`` of ``where`` (jvp / vjp) whose entries
@@ -426,7 +426,7 @@ class Sensitivity:
         return jacobian_by_vjp(lambda **g: self.vjp(_only=(wrt,), **g), m.sizes(), getattr(self.problem, wrt), wrt)
 
     # ---------------------------------------------------------------- smoothing
-    def smoothed(self, eps: float = 1e-6) -> "Sensitivity":
+    def smoothed(self, eps: float = 1e-6) -> Sensitivity:
         r"""The derivative of the solution of the *smoothed* problem :math:`\Phi_\varepsilon = 0`
         (``formulations/sensitivity.md``: the natural maps with :math:`\max(0, t)` replaced by
         :math:`(t + \sqrt{t^2 + 4\varepsilon^2})/2`), at its solution :math:`x_\varepsilon` found by
@@ -638,15 +638,6 @@ def sensitivity(problem, solution, *, tol_degenerate: float = L.TOL_DEGENERATE, 
         warnings.warn(f"sensitivity: the solution's error is {err:.3g}; the derivative is that of the laws' "
                       f"states at this point, which may not be those of a solution", NsoptWarning, stacklevel=2)
     return s
-
-
-def check_eps(eps):
-    """The smoothing parameter: a real number in (0, 1] (numpy scalars accepted, bools refused)."""
-    ok = isinstance(eps, (int, float, np.integer, np.floating)) and not isinstance(eps, (bool, np.bool_))
-    if not ok or not np.isfinite(eps) or not 0 < float(eps) <= 1:
-        raise ProblemError("eps", f"must be a real number in (0, 1] (relative to the solution's size), got {eps!r}",
-                           "Sensitivity.smoothed")
-    return float(eps)
 
 
 def variables_for_error(problem, model):

@@ -21,6 +21,7 @@ from ..problems._base import matvec
 from ._factor import RANK_RTOL
 from ._laws import TOL_DEGENERATE
 from ._local import BRANCH_MAX as BRANCH_LIMIT
+from ._local import free_units
 
 DIAGNOSE_DENSE_MAX = 3000   # the null space is computed (dense SVD) up to this many unknowns
 
@@ -213,11 +214,9 @@ def diagnose(problem, solution, *, tol_degenerate: float = TOL_DEGENERATE, rank_
     ({'z': False, 'w': True}, 1, [0, 1])
     """
     from ..exceptions import NotApplicable, ProblemError
-    from . import _laws as L
+    from ..problems._base import Problem
     from ._local import pieces as local_pieces
     from .core import sensitivity
-
-    from ..problems._base import Problem
 
     if not isinstance(problem, Problem):
         raise ProblemError("problem", f"must be an nsopt problem (LCP, FrictionContact, ...), got "
@@ -272,7 +271,7 @@ def diagnose(problem, solution, *, tol_degenerate: float = TOL_DEGENERATE, rank_
             scale = 1.0 if v in ("z", "r", "v") else max(_norm(m.Mext), 1e-300)
             unique[v] = bool(np.max(np.abs(M_v), initial=0.0) <= 1e3 * rank_tol * scale)
         mov = np.max(np.abs(N), axis=1) > 1e3 * rank_tol if N.shape[1] else np.zeros(n, bool)
-        free = _free_units(s, mov)
+        free = free_units(s.model, s.kind, mov)
     what = _what(problem)
     if pcs is None:
         advice = ("the solution set could not be computed here (too large and singular, or more than "
@@ -301,26 +300,6 @@ def _what(p):
     if p.kind == "gmp":
         return f"{len(p.blocks)} blocks"
     return f"n = {p.size}"
-
-
-def _free_units(s, mov):
-    """The rows / contacts / constraints / blocks touched by the null space."""
-    m = s.model
-    kind = s.kind
-    out = {}
-    if kind in ("lcp", "mlcp", "relay", "equality"):
-        out["rows"] = np.flatnonzero(mov)
-    elif kind == "avi":
-        out["rows"] = np.flatnonzero(mov[:m.n])
-        out["multipliers"] = np.flatnonzero(mov[m.n:])
-    elif kind in ("fc2d", "fc3d", "gfc2d", "gfc3d"):
-        (dim, (starts, _)), = m.laws.fc.items()
-        out["contacts"] = np.flatnonzero(mov[starts[:, None] + np.arange(dim)].any(axis=1))
-        if kind.startswith("gfc"):
-            out["velocities"] = np.flatnonzero(mov[:m.nd])
-    elif kind == "gmp":
-        out["blocks"] = np.asarray([k for k, rows in enumerate(m.block_rows) if mov[rows].any()], dtype=np.int64)
-    return out
 
 
 __all__ = ["Diagnosis", "diagnose"]

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import NotApplicable, NsoptWarning, ProblemError
-from ._kinds import _check, _check_g, matrix_direction, variables_of, vector_direction
+from ._kinds import _check, _check_g, check_eps, matrix_direction, variables_of, vector_direction
 
 FIELDS = ("M", "H", "v", "restitution", "stiffness", "elasticity")
 
@@ -148,8 +148,6 @@ class ImpactSensitivity:
         return jacobian_by_vjp(self.vjp, {"v": self.M.shape[0], "p": self.Hd.shape[0]}, getattr(self.problem, wrt), wrt)
 
     def smoothed(self, eps=1e-6):
-        from .core import check_eps
-
         return ImpactSensitivity(self.problem, check_eps(eps))
 
     def __repr__(self):

@@ -430,7 +430,7 @@ def _with_states(m, st, states):
     box_state = st.box_state.copy()
     fc_state = {k: v.copy() for k, v in st.fc_state.items()}
     for (kind, key), name in states.items():
-        group, code = _STATE_OF[name]
+        _, code = _STATE_OF[name]
         if kind == "row":
             box_state[np.flatnonzero(m.laws.box == key)] = code
         else:
@@ -476,7 +476,6 @@ def _convex_dense(problem, m, x_bar, tol):
     Ad = np.asarray(A.toarray() if sp.issparse(A) else A, float)
     q = np.asarray(problem.q, float)
     yb = Ad @ x_bar + q
-    sx = max(float(np.max(np.abs(x_bar), initial=0.0)), 1e-300)
     sy = max(float(np.max(np.abs(yb), initial=0.0)), float(np.max(np.abs(q), initial=0.0)), 1e-300)
     zero_y = np.abs(yb) <= max(TOL_DEGENERATE, 100 * tol) * sy
     symmetric = np.allclose(Ad, Ad.T, rtol=0, atol=1e-12 * max(np.max(np.abs(Ad)), 1e-300))
@@ -541,8 +540,6 @@ def _least_norm_in(x0, N, eq, ub, socs):
     that hold with equality everywhere found by LPs and eliminated too (an interior-point method
     needs a set with interior), then Clarabel."""
     import clarabel
-
-    from ._factor import null_space
 
     k = N.shape[1]
     if k == 0:
