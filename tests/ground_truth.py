@@ -153,35 +153,18 @@ def distance(Aeq, beq, Aub, bub, x):
 
 def least_norm(Aeq, beq, Aub, bub, soc=()):
     """argmin ||x|| over {Aeq x = beq, Aub x <= bub, (mu_a x_N, x_T) in the second-order cone for
-    each (start, dim, mu) in soc} (Clarabel, called directly)."""
-    import clarabel
+    each (start, dim, mu) in soc} (Clarabel, called directly by a thin wrapper: no nsopt solver)."""
+    from nsopt.sensitivity._pieces import quadratic_program
 
     n = Aeq.shape[1] if Aeq.shape[0] else Aub.shape[1]
-    blocks, rhs, cones = [], [], []
-    if Aeq.shape[0]:
-        blocks.append(Aeq)
-        rhs.append(beq)
-        cones.append(clarabel.ZeroConeT(Aeq.shape[0]))
-    if Aub.shape[0]:
-        blocks.append(Aub)
-        rhs.append(bub)
-        cones.append(clarabel.NonnegativeConeT(Aub.shape[0]))
-    for s0, dim, mu in soc:              # s = b - A x in SOC: -(mu x_N, x_T)
-        A = np.zeros((dim, n))
-        A[0, s0] = -mu
+    cones = []
+    for s0, dim, mu in soc:
+        C = np.zeros((dim, n))
+        C[0, s0] = mu
         for k in range(1, dim):
-            A[k, s0 + k] = -1.0
-        blocks.append(A)
-        rhs.append(np.zeros(dim))
-        cones.append(clarabel.SecondOrderConeT(dim))
-    st = clarabel.DefaultSettings()
-    st.verbose = False
-    st.tol_gap_abs = st.tol_gap_rel = st.tol_feas = 1e-12
-    st.tol_ktratio = 1e-10
-    st.max_iter = 400
-    sol = clarabel.DefaultSolver(sp.csc_matrix(2 * np.eye(n)), np.zeros(n), sp.csc_matrix(np.vstack(blocks)),
-                                 np.concatenate(rhs), cones, st).solve()
-    return np.asarray(sol.x) if str(sol.status) in ("Solved", "AlmostSolved") else None
+            C[k, s0 + k] = 1.0
+        cones.append((C, np.zeros(dim)))
+    return quadratic_program(2 * np.eye(n), np.zeros(n), (Aeq, beq), (Aub, bub), cones)
 
 
 # ====================================================================== box laws and 2D friction

@@ -104,28 +104,41 @@ def _feasible(Aeq, beq, Aub, bub, n):
     return res.status != 2
 
 
-def _least_norm(Aeq, beq, Aub, bub, n):
+def quadratic_program(P, c, eq=None, ub=None, socs=()):
+    """argmin ½ yᵀPy + cᵀy over {E y = e} (``eq = (E, e)``), {G y <= h} (``ub = (G, h)``) and
+    {C y + c0 in the second-order cone} (each ``(C, c0)`` of ``socs``), by Clarabel called directly,
+    at tolerances 1e-12, then 1e-10 and 1e-9 if it does not converge (the last digits come from the
+    polish that follows it in :mod:`.select`); None when it does not solve."""
     import clarabel
 
+    k = P.shape[0]
     blocks, rhs, cones = [], [], []
-    if Aeq.shape[0]:
-        blocks.append(Aeq)
-        rhs.append(beq)
-        cones.append(clarabel.ZeroConeT(Aeq.shape[0]))
-    if Aub.shape[0]:
-        blocks.append(Aub)
-        rhs.append(bub)
-        cones.append(clarabel.NonnegativeConeT(Aub.shape[0]))
+    for block, cone in ((eq, clarabel.ZeroConeT), (ub, clarabel.NonnegativeConeT)):
+        if block is not None and np.shape(block[0])[0]:
+            blocks.append(np.asarray(block[0], float).reshape(-1, k))
+            rhs.append(np.asarray(block[1], float))
+            cones.append(cone(blocks[-1].shape[0]))
+    for C, c0 in socs:
+        blocks.append(-np.asarray(C, float))
+        rhs.append(np.asarray(c0, float))
+        cones.append(clarabel.SecondOrderConeT(blocks[-1].shape[0]))
     if not blocks:
-        return np.zeros(n)
-    st = clarabel.DefaultSettings()
-    st.verbose = False
-    st.tol_gap_abs = st.tol_gap_rel = st.tol_feas = 1e-12
-    st.tol_ktratio = 1e-10
-    st.max_iter = 400
-    sol = clarabel.DefaultSolver(sp.csc_matrix(2 * np.eye(n)), np.zeros(n), sp.csc_matrix(np.vstack(blocks)),
-                                 np.concatenate(rhs), cones, st).solve()
-    return np.asarray(sol.x, float) if str(sol.status) in ("Solved", "AlmostSolved") else None
+        return np.linalg.lstsq(P, -c, rcond=None)[0]
+    A, b = sp.csc_matrix(np.vstack(blocks)), np.concatenate(rhs)
+    for tol in (1e-12, 1e-10, 1e-9):
+        st = clarabel.DefaultSettings()
+        st.verbose = False
+        st.tol_gap_abs = st.tol_gap_rel = st.tol_feas = tol
+        st.tol_ktratio = 1e-10 if tol == 1e-12 else 1e-8
+        st.max_iter = 400
+        sol = clarabel.DefaultSolver(sp.csc_matrix(P), np.asarray(c, float), A, b, cones, st).solve()
+        if str(sol.status) in ("Solved", "AlmostSolved"):
+            return np.asarray(sol.x, float)
+    return None
+
+
+def _least_norm(Aeq, beq, Aub, bub, n):
+    return quadratic_program(2 * np.eye(n), np.zeros(n), (Aeq, beq), (Aub, bub))
 
 
 def least_norm_solution(model):

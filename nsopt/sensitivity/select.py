@@ -55,6 +55,7 @@ from . import _laws as L
 from ._factor import RANK_RTOL, null_space
 from ._kinds import model_of
 from ._laws import TOL_DEGENERATE
+from ._pieces import quadratic_program
 
 SELECT_RULES = {"min-norm": "the solution of least norm of the primal variable (z or r): see formulations/select.md"}
 RANK_DENSE_MAX = 5000      # S = L L^T by a dense eigendecomposition up to this size (else Sx = S x̄ itself)
@@ -539,8 +540,6 @@ def _least_norm_in(x0, N, eq, ub, socs):
     second-order cone ((C, c0) in socs)}: the equations eliminated (null space), the inequalities
     that hold with equality everywhere found by LPs and eliminated too (an interior-point method
     needs a set with interior), then Clarabel."""
-    import clarabel
-
     k = N.shape[1]
     if k == 0:
         return np.zeros(0)
@@ -572,31 +571,11 @@ def _least_norm_in(x0, N, eq, ub, socs):
         G, h = np.delete(G, tight, axis=0), np.delete(h, tight)
     NP = N @ P
     kk = P.shape[1]
-    Pm = sp.csc_matrix(2 * (NP.T @ NP) + 1e-14 * np.eye(kk))
-    qv = 2 * (NP.T @ x0)
-    blocks, rhs, cones = [], [], []
-    if G.shape[0]:
-        blocks.append(G @ P)
-        rhs.append(h)
-        cones.append(clarabel.NonnegativeConeT(G.shape[0]))
-    for C, c0 in socs:
-        blocks.append(-(C @ P))
-        rhs.append(c0)
-        cones.append(clarabel.SecondOrderConeT(C.shape[0]))
-    if not blocks:
-        w = np.linalg.lstsq(NP, -x0, rcond=None)[0]
-        return P @ w
-    Am, bm = sp.csc_matrix(np.vstack(blocks)), np.concatenate(rhs)
-    for tol in (1e-12, 1e-10, 1e-9):      # (the last digits come from the face polish that follows)
-        st = clarabel.DefaultSettings()
-        st.verbose = False
-        st.tol_gap_abs = st.tol_gap_rel = st.tol_feas = tol
-        st.tol_ktratio = 1e-10 if tol == 1e-12 else 1e-8
-        st.max_iter = 400
-        sol = clarabel.DefaultSolver(Pm, qv, Am, bm, cones, st).solve()
-        if str(sol.status) in ("Solved", "AlmostSolved"):
-            return P @ np.asarray(sol.x, float)
-    raise _Failed(f"the least-norm program ended {sol.status}")
+    w = quadratic_program(2 * (NP.T @ NP) + 1e-14 * np.eye(kk), 2 * (NP.T @ x0), None, (G @ P, h),
+                          [(C @ P, c0) for C, c0 in socs])
+    if w is None:
+        raise _Failed("the least-norm program did not solve")
+    return P @ w
 
 
 def _strict(G, h):
