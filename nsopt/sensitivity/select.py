@@ -59,7 +59,8 @@ from ._pieces import quadratic_program
 
 SELECT_RULES = {"min-norm": "the solution of least norm of the primal variable (z or r): see formulations/select.md"}
 RANK_DENSE_MAX = 5000      # S = L L^T by a dense eigendecomposition up to this size (else Sx = S x̄ itself)
-DESCENT_MAX = 3000         # the descent along the solution set (dense SVDs) up to this many unknowns
+DESCENT_MAX = 600          # the descent along the solution set (dense SVDs at every step) up to this many unknowns
+CHECK_MAX = 3000           # whether the velocities are unique near a selection: checked up to this many unknowns
 DESCENT_ITER = 100
 POLISH_MAX = 1000          # a selection of up to this many unknowns is polished to round-off (else to tol)
 
@@ -202,10 +203,18 @@ def _min_norm(problem, solution):
     if why is None:
         x1 = _convex(problem, m, x_bar, frozen_shift=True, tol=tol)
         x1 = _accurate(problem, x1, tol, solution)
-        if _velocities_unique(problem, x1):
+        how = "convex view at the frozen De Saxcé shift, Clarabel, face polish"
+        unique = _velocities_unique(problem, x1)
+        if unique:
             return x1, {"set": "the solutions with the returned local velocities (convex), which are the solution "
                                "set near the selection (the velocities are unique there)", "guaranteed": True,
-                        "how": "convex view at the frozen De Saxcé shift, Clarabel, face polish"}
+                        "how": how}
+        if unique is None or x1.shape[0] > DESCENT_MAX:
+            what = (f"not checked (more than {CHECK_MAX} unknowns, or too many pieces through the selection)"
+                    if unique is None else f"not unique there, and no descent along the set above {DESCENT_MAX} "
+                                           f"unknowns")
+            return x1, {"set": f"the solutions with the returned local velocities (convex); whether the velocities are "
+                               f"unique near it: {what}", "guaranteed": False, "how": how}
         return _nonconvex(problem, m, x1, tol, solution,
                           "the velocities are not unique near the solutions with the returned velocities (sliding "
                           "contacts, indeterminate forces): the solution set is not convex there")
@@ -246,18 +255,19 @@ def _data_scale(m):
 
 def _velocities_unique(problem, x):
     """True when no piece of the solution set through x moves the velocities (first order, every
-    piece through x: nsopt.sensitivity._local)."""
+    piece through x: nsopt.sensitivity._local); None when not checked (more than CHECK_MAX unknowns,
+    or too many pieces)."""
     from ._local import pieces
     from .core import _k_matrix
 
     m = model_of(problem, {problem.primal: x}, TOL_DEGENERATE)
-    if m.x.shape[0] > DESCENT_MAX:
-        return False
+    if m.x.shape[0] > CHECK_MAX:
+        return None
     sx, sy = m.scales()
     st = L.linearise(m.laws, m.x, m.y, sx, sy, TOL_DEGENERATE)
     pcs = pieces(m, st, _k_matrix(st, m.Mext), sx, sy, TOL_DEGENERATE)
     if pcs is None:
-        return False
+        return None
     Md = m.Mext.toarray() if sp.issparse(m.Mext) else np.asarray(m.Mext)
     scale = max(float(np.max(np.abs(Md), initial=0.0)), 1e-300)
     return all(not pc.span.shape[1] or np.max(np.abs(Md @ pc.span)) <= 1e3 * RANK_RTOL * scale * np.sqrt(Md.shape[0])
@@ -307,7 +317,7 @@ def _pinv_solve(K, b):
 
 def _newton(problem, x):
     """One least-norm Newton correction x - K^+ F(x) of the laws in their states at x."""
-    if x.shape[0] > DESCENT_MAX:
+    if x.shape[0] > CHECK_MAX:
         return None
     m, K, F = _state_at(problem, x)
     xn = m.x - _pinv_solve(K, F)
