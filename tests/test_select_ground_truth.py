@@ -97,3 +97,19 @@ def test_a_selection_that_cannot_meet_tol_keeps_the_methods_solution(monkeypatch
     assert s.success and s.error <= 1e-12 and s.info["select"]["guaranteed"] is False
     assert "could not be brought within tol" in s.info["select"]["why"]
     np.testing.assert_array_equal(s.z, nsopt.solve(p, method="lemke", tol=1e-12).z)
+
+
+def test_size_limits_say_what_was_not_checked(monkeypatch):
+    """Above the size limits a friction problem gets the least-norm point of the solutions with its
+    velocities, not guaranteed, and says what was not checked."""
+    from nsopt.sensitivity import select as S
+
+    p = generate.rigid_friction_problem(np.array([(-0.5, -0.3), (0.5, -0.3), (0.5, 0.3), (-0.5, 0.3)]),
+                                        [1.0, 0.3, 0.0, 0.0, 0.0, 0.5], mu=0.5)
+    monkeypatch.setattr(S, "DESCENT_MAX", 6)
+    s = nsopt.solve(p, method="nsn-ac", tol=1e-12, select="min-norm")
+    assert s.success and s.info["select"]["guaranteed"] is False
+    assert "no descent along the set above 6 unknowns" in s.info["select"]["set"]
+    monkeypatch.setattr(S, "CHECK_MAX", 6)
+    s = nsopt.solve(p, method="nsn-ac", tol=1e-12, select="min-norm")
+    assert s.success and "not checked (more than 6 unknowns" in s.info["select"]["set"]
