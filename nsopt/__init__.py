@@ -17,6 +17,7 @@ from .solve import methods, solve
 
 from .problems import MultipleImpact  # noqa: E402  (the multiple-impact problem, issue 12)
 from .sensitivity import diagnose, sensitivity  # noqa: E402  (issue 21: derivatives, uniqueness)
+from .exceptions import NotDifferentiable  # noqa: E402  (issue 30: a derivative that is not determined)
 
 __version__ = "0.1.0"
 
@@ -25,7 +26,7 @@ __all__ = ["solve", "methods", "Workspace", "Solution", "Status", "Iterate", "LC
            "ProblemError", "MethodNotFound", "OptionError", "NotApplicable", "SolverError",
            "FormatError", "NsoptWarning"]
 __all__ += ["MultipleImpact"]
-__all__ += ["sensitivity", "diagnose"]
+__all__ += ["sensitivity", "diagnose", "NotDifferentiable"]
 
 
 # Subpackages loaded on first attribute access (PEP 562): ``import nsopt`` then ``nsopt.modeling`` works

@@ -87,6 +87,24 @@ class NotApplicable(NsoptError, ValueError):
     """
 
 
+class NotDifferentiable(NotApplicable):
+    """A derivative that does not exist or is not determined where it was asked: the solution is not
+    unique there and the requested variable moves along the solution set, or the direction leaves
+    the solution's piece (``nsopt.sensitivity``; the message names the free rows or contacts).
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> p = nsopt.LCP([[1.0, 1.0], [1.0, 1.0]], [-1.0, -1.0])      # z1 + z2 = 1: a segment
+    >>> s = nsopt.sensitivity(p, {"z": [0.5, 0.5]})
+    >>> try:
+    ...     s.jvp(q=[-1.0, -1.0])
+    ... except nsopt.NotDifferentiable as e:
+    ...     print(str(e)[:49])
+    z is not unique here: it moves along the solution
+    """
+
+
 class SolverError(NsoptError, RuntimeError):
     """A backend (CVXPY, a conic solver, a factorisation) crashed; wraps the original error."""
 

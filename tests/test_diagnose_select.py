@@ -163,12 +163,24 @@ def test_select_global_relay_and_equality():
 
 
 def test_select_says_where_no_guarantee_holds():
-    p, _ = generate.lcp(5, seed=0, matrix="p")         # nonsymmetric M: no convex view
-    s = nsopt.solve(p, method="lemke", select="min-norm")
-    assert s.success and s.info["select"]["guaranteed"] is False
-    assert "no convex view" in s.info["select"]["why"] and "not guaranteed" in s.message
-    plain = nsopt.solve(p, method="lemke")
-    np.testing.assert_array_equal(s.z, plain.z)
+    """A nonsymmetric LCP whose symmetric part is indefinite (no convex view) and too large for the
+    enumeration of its pieces (2^12 > ENUM_MAX): the descent along the solution set, guaranteed False,
+    the set named; here the solution found is isolated, so the descent keeps it."""
+    rng = np.random.default_rng(0)
+    n = 12
+    A, B = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    B = 0.5 * (B + B.T)
+    np.fill_diagonal(B, 0.0)
+    M = np.diag(np.linspace(1.0, 3.0, n)) + 0.9 * (A - A.T) + 0.6 * B
+    assert np.linalg.eigvalsh(0.5 * (M + M.T)).min() < -0.2
+    z, w = generate.complementary_pair(n, rng)
+    p = nsopt.LCP(M, w - M @ z)
+    plain = nsopt.solve(p, method="lemke", tol=1e-12)
+    s = nsopt.solve(p, method="lemke", tol=1e-12, select="min-norm")
+    assert s.success and s.error <= 1e-12 and s.info["select"]["guaranteed"] is False
+    assert "not convex" in s.info["select"]["set"] and "no convex view" in s.info["select"]["set"]
+    assert "descent along the solution set" in s.info["select"]["how"] and "descent" in s.message
+    np.testing.assert_allclose(s.z, plain.z, rtol=0, atol=1e-12)
     with pytest.raises(OptionError, match="select must be None or one of"):
         nsopt.solve(p, method="lemke", select="smallest")
 

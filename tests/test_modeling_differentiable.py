@@ -308,3 +308,74 @@ def test_impact_times_give_the_continuous_trajectory_derivative():
     dQ, dV = traj.jvp({"q0": [1.0]}, impact_times=True)
     _, V = traj.states()
     assert rel(dQ[APEX_STEP, 0] + V[APEX_STEP, 0] * dV[APEX_STEP, 0] / G, timed["q0"][0]) <= MODES_RTOL
+
+
+# ------------------------------------------------------------------------------------ non-unique velocities (issue 30)
+def landing_box(v0, e=0.5, T=0.15, h=1e-3, diff=True):
+    """A box (1 x 0.6 x 0.4) dropped flat from 5 cm onto its four bottom corners (mu = 0.5), moving
+    sideways at v0: it lands at step 102."""
+    from nsopt import generate
+
+    pts = np.array([(-0.5, -0.3), (0.5, -0.3), (0.5, 0.3), (-0.5, 0.3)])
+    M, H = generate.rigid_body_contacts(pts)
+    box = nm.LagrangianLinearTIDS(q0=[0, 0, 0.25, 0, 0, 0], v0=v0, M=M, fext=[0, 0, -G, 0, 0, 0])
+    nsds = nm.NonSmoothDynamicalSystem(t0=0.0, T=T)
+    for k in range(4):
+        nsds.link(nm.Interaction(nm.NewtonImpactFrictionNSL(e, 0.0, 0.5, 3),
+                                 nm.LagrangianLinearTIR(H=H[3 * k:3 * k + 3], b=[-0.2, 0, 0])), box)
+    traj = nm.TimeStepping(nsds, h=h, integrator=nm.MoreauJeanOSI(theta=0.5), osns="fc3d", method="nsn-ac",
+                           tol=1e-12, differentiable=diff).run()
+    return traj, box
+
+
+def test_landing_box_whose_velocities_are_not_unique_is_flagged():
+    """Landing flat while sliding and turning: the impact step's solution set moves the velocities
+    (the normal impulses split among the corners change the yaw the friction gives), and a change of
+    v0 by 1e-7 moves the run onto another solution: the velocities after the step jump by 1e-2. The
+    report says so for step 102 and flags the whole-run derivative; the gradient warns. Before: 'no
+    activation decision near threshold' and a silently wrong derivative."""
+    v0 = np.array([1.0, 0.3, 0.0, 0.0, 0.0, 0.5])
+    traj, box = landing_box(v0)
+    k = 102
+    V = traj.v(box)
+    jumps = []
+    for d in (1e-7, -1e-7):
+        other, b2 = landing_box(v0 + np.array([0, 0, 0, d, 0, 0]), diff=False)
+        jumps.append(np.abs(other.v(b2)[k] - V[k]).max())
+    assert max(jumps) > 1e-3                                   # a jump, not a derivative
+    rep = traj.derivative_report()
+    assert rep.not_unique == [(k, 1)] and not rep.is_the_runs
+    assert "NOT THE RUN'S DERIVATIVE" in str(rep) and "step 102 (dimension 1)" in str(rep)
+    final = lambda Q, V: (V[-1, 0], None, np.eye(len(V))[-1][:, None] * np.eye(6)[0])
+    with pytest.warns(Warning, match="the derivative is not the run's: the velocities after step"):
+        g = traj.gradient(final, wrt=["v0"])
+    assert not g.report.is_the_runs
+    with pytest.warns(Warning, match="not the run's"):
+        traj.jvp({"v0": np.eye(6)[3]})
+
+
+def test_landing_box_with_unique_velocities_is_not_flagged():
+    """Without the turn the impact's normal impulses are indeterminate but the velocities are not:
+    the derivative is the run's (a change of v0 moves the run linearly), nothing is flagged."""
+    v0 = np.array([1.0, 0.3, 0.0, 0.0, 0.0, 0.0])
+    traj, box = landing_box(v0)
+    rep = traj.derivative_report()
+    assert rep.is_the_runs and not rep.not_unique
+    dv = np.array([0, 0, 0, 1e-7, 0, 0])
+    other, b2 = landing_box(v0 + dv, diff=False)
+    _, tV = traj.jvp({"v0": dv / 1e-7})
+    fd = other.v(b2)[103] - traj.v(box)[103]                   # linear, 5e-8 (flagged case: a 1e-2 jump)
+    assert np.abs(tV[103] * 1e-7 - fd).max() <= 5e-3 * np.abs(fd).max()   # (a degenerate contact: one-sided)
+
+
+def test_weak_requests_are_refused():
+    traj, _, _ = ball_run(T=0.7)
+    with pytest.raises(ModelingError, match="no interaction of this simulation has a friction coefficient"):
+        traj.vjp(wrt=["mu"])
+    with pytest.raises(ModelingError, match="real numbers"):
+        traj.jvp({"v0": ["a"]})
+    with pytest.raises(ModelingError, match="expected a number"):
+        traj.jvp({"e": [1.0, 2.0]})
+    nan_loss = lambda Q, V: (0.0, np.full(Q.shape, np.nan), None)
+    with pytest.raises(ModelingError, match="dQ: has non-finite entries .*the loss returned"):
+        traj.gradient(nan_loss, wrt=["e"])

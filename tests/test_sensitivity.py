@@ -8,6 +8,8 @@ O(tol / h) (the re-solves, ~1e-8), so the relative difference with jvp must be b
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -417,3 +419,165 @@ def test_cvxpy_derivative_friction_at_a_fixed_shift():
     dq = np.random.default_rng(0).standard_normal(n)
     dr = np.linalg.solve(np.eye(n) - S @ D @ W, S @ (dq + D @ dq))
     np.testing.assert_allclose(dr, nsopt.sensitivity(p, base).jvp(q=dq)["r"], atol=1e-4 * np.abs(dr).max())
+
+
+# ---- where the solution is not unique (issue 30, items 5 and 6)
+def _box(v0=(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)):
+    """A box resting on its four bottom corners (W = H M^-1 H^T of rank 6 of 12), and H."""
+    pts = np.array([(-0.5, -0.3), (0.5, -0.3), (0.5, 0.3), (-0.5, 0.3)])
+    _, H = generate.rigid_body_contacts(pts)
+    return generate.rigid_friction_problem(pts, v0, mu=0.5), H
+
+
+def test_singular_box_refuses_what_is_not_determined_and_returns_what_is():
+    """The static box: r is not unique (its normal and tangential forces split among the corners);
+    u is. A generic dq leaves the piece (no u = 0 stick solution nearby with these forces): refused.
+    A dq = H dv (a change of the box's free velocity) keeps it: u's derivative is returned (exact,
+    against a one-sided difference), r's refused, naming the free contacts, or NaN with a warning.
+    Before: a least-squares answer for both, without a word (68-76 % off on u for a generic dq)."""
+    p, H = _box()
+    s0 = nsopt.solve(p, method="nsn-ac", tol=1e-14)
+    s = nsopt.sensitivity(p, s0)
+    assert s.singular and s.null_space.shape[1] == 6 and s.free["r"].all() and not s.free["u"].any()
+    rng = np.random.default_rng(0)
+    with pytest.raises(nsopt.NotDifferentiable, match="leaves the solution's piece"):
+        s.jvp(q=rng.standard_normal(12))
+    dq = H @ rng.standard_normal(6) * 1e-3
+    with pytest.raises(nsopt.NotDifferentiable, match=r"r is not unique here.*free contacts: 0, 1, 2, 3"):
+        s.jvp(q=dq)
+    w = nsopt.sensitivity(p, s0, singular="warn")
+    with pytest.warns(nsopt.NsoptWarning, match="r is not unique"):
+        J = w.jvp(q=dq)
+    assert np.all(np.isnan(J["r"])) and np.all(np.isfinite(J["u"]))
+    h = 1e-6
+    plus = nsopt.solve(p.replace(q=p.q + h * dq), method="nsn-ac", tol=1e-15, warm_start=s0.r)
+    np.testing.assert_allclose(J["u"], (plus.u - s0.u) / h, atol=1e-8)        # (0: the corners keep sticking)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # min-norm: the old answer, asked for, no warning
+        assert np.all(np.isfinite(nsopt.sensitivity(p, s0, singular="min-norm").jvp(q=dq)["r"]))
+    # the adjoint: a loss of u, or of the total force sum(r) (unique), is differentiable; one of r_0 is not
+    assert np.all(np.isfinite(s.vjp(u=rng.standard_normal(12))["q"]))
+    assert np.all(np.isfinite(s.vjp(r=np.ones(12))["q"]))
+    with pytest.raises(nsopt.NotDifferentiable, match="cotangent weighs entries that move"):
+        s.vjp(r=np.eye(12)[0])
+
+
+def test_sliding_particle_on_duplicated_contacts_velocity_derivative():
+    """A point sliding on two identical 2D contacts: the split of the normal force is free, the
+    velocity is not: du against central differences along a change of the free velocity."""
+    H = np.vstack([np.array([[0.0, 1.0], [1.0, 0.0]])] * 2)
+    vfree = np.array([1.0, -0.1])
+    p = nsopt.FrictionContact(2, H @ H.T, H @ vfree, 0.4)
+    s0 = nsopt.solve(p, method="nsn-ac", tol=1e-14)
+    s = nsopt.sensitivity(p, s0, singular="warn")
+    assert s.singular and s.free["r"][[0, 2]].all() and not s.free["u"].any()
+    dq = H @ np.array([0.3, -0.2])
+    with pytest.warns(nsopt.NsoptWarning):
+        J = s.jvp(q=dq)
+    h = 1e-6
+    a = nsopt.solve(p.replace(q=p.q + h * dq), method="nsn-ac", tol=1e-15)
+    b = nsopt.solve(p.replace(q=p.q - h * dq), method="nsn-ac", tol=1e-15)
+    np.testing.assert_allclose(J["u"], (a.u - b.u) / (2 * h), atol=1e-8)
+
+
+@pytest.mark.parametrize("family", ["mlcp-dependent-eq", "fc2d-block-stick", "fc3d-box-stick", "lcp-repeated-rows"])
+def test_derivative_of_the_selection_against_finite_differences_of_the_selection(family):
+    """At the solution select='min-norm' returns (strict complementarity, every contact sticking or
+    open), the free entries have the selection's derivative along the right-hand side: against
+    central differences of nsopt.solve(..., select='min-norm') to 1e-6. At a degenerate selection
+    (its face may change) they are refused; along the matrix too."""
+    method = {"mlcp": "lemke", "lcp": "lemke", "fc2d": "nsn-ac", "fc3d": "nsn-ac"}
+    checked = refused = 0
+    for seed in range(8):
+        p, _ = generate.degenerate(family, seed)
+
+        def sel(q, p=p):
+            return nsopt.solve(p.replace(q=q), method=method[p.kind], tol=1e-13, max_iter=1000, select="min-norm")
+
+        s0 = sel(p.q)
+        s = nsopt.sensitivity(p, s0)
+        if not s.singular:
+            continue
+        A = np.asarray(p.M if p.kind in ("lcp", "mlcp") else p.W)
+        dq = A @ np.random.default_rng(seed).standard_normal(p.size)        # keeps the piece
+        if not s.selection:
+            with pytest.raises(nsopt.NotDifferentiable):
+                s.jvp(q=dq)
+            refused += 1
+            continue
+        h = 1e-6 * np.abs(p.q).max() / np.abs(dq).max()
+        fd = (getattr(sel(p.q + h * dq), p.primal) - getattr(sel(p.q - h * dq), p.primal)) / (2 * h)
+        J = s.jvp(q=dq)[p.primal]
+        assert np.abs(J - fd).max() <= 1e-6 * np.abs(fd).max(), (family, seed)
+        matrix = "M" if p.kind in ("lcp", "mlcp") else "W"
+        with pytest.raises(nsopt.NotDifferentiable, match="along the right-hand side only"):
+            s.jvp(**{matrix: np.eye(p.size)})
+        checked += 1
+    assert checked >= 1 and checked + refused >= 2
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["fc3d/OneObject-i1028-138.hdf5.dat", "fc3d/Capsules-i101-404.dat"])
+def test_singular_corpus_problems_say_what_is_determined(corpus, name):
+    """Siconos' OneObject and Capsules (redundant contacts, W singular): a generic dq is refused
+    (before: a least-squares answer 47-100 % off); for dq in the range of W, u's derivative agrees
+    with a one-sided difference to 1e-4 of its size (Capsules has degenerate contacts: one-sided)."""
+    p = nsopt.io.load(corpus / name)
+    s0 = nsopt.solve(p, method="nsn-ac", tol=1e-13, max_iter=500)
+    s = nsopt.sensitivity(p, s0, singular="warn")
+    assert s.singular and s.free["u"] is not None and not s.free["u"].any() and s.free["r"].any()
+    rng = np.random.default_rng(0)
+    with pytest.raises(nsopt.NotDifferentiable, match="leaves the solution's piece"):
+        nsopt.sensitivity(p, s0).jvp(q=rng.standard_normal(p.size))
+    W = p.W.toarray() if sp.issparse(p.W) else np.asarray(p.W)
+    dq = W @ rng.standard_normal(p.size)
+    dq *= 1e-6 * np.abs(p.q).max() / np.abs(dq).max()
+    with pytest.warns(nsopt.NsoptWarning, match="r is not unique"):
+        J = s.jvp(q=dq)
+    plus = nsopt.solve(p.replace(q=p.q + dq), method="nsn-ac", tol=1e-14, max_iter=500, warm_start=s0.r)
+    fd = plus.u - s0.u
+    assert np.abs(J["u"] - fd).max() <= 1e-4 * np.abs(fd).max()
+
+
+# ---- inputs (issue 29 §3-§4, issue 30's weak inputs)
+def test_bad_inputs_are_typed_errors_naming_them():
+    p = generate.lcp(4, seed=0)[0]
+    s = nsopt.sensitivity(p, solve_tight(p))
+    for bad, match in ((["a", "b", "c", "d"], "real numbers"), (np.ones(4) * (1 + 1j), "complex numbers"),
+                       (np.ones((4, 1)), r"shape \(4, 1\), expected \(4,\)"), ([1.0, None, 2.0, 3.0], "real numbers")):
+        with pytest.raises(ProblemError, match=match):
+            s.jvp(q=bad)
+    with pytest.raises(ProblemError, match="real numbers"):
+        s.jvp(M=[["a"] * 4] * 4)
+    with pytest.raises(ProblemError, match=r"cotangent has non-finite entries"):
+        s.vjp(z=[np.nan, 0.0, 0.0, 0.0])
+    with pytest.raises(ProblemError, match="must be an nsopt problem"):
+        nsopt.sensitivity(np.eye(2), {"z": [1.0, 2.0]})
+    with pytest.raises(ProblemError, match="real numbers"):
+        nsopt.sensitivity(p, {"z": ["1", "2", "3", "4"]})
+    with pytest.raises(ProblemError, match=r"wrt.*got 3"):
+        s.jacobian(3)
+    with pytest.raises(nsopt.OptionError, match="singular must be one of"):
+        nsopt.sensitivity(p, solve_tight(p), singular="ignore")
+
+
+@pytest.mark.parametrize("eps, ok", [(True, False), (1e300, False), (0.0, False), (-1e-6, False), ("1e-6", False),
+                                     (np.float32(1e-6), True), (np.float64(1e-8), True), (1, True)])
+def test_smoothed_eps_is_checked(eps, ok):
+    p = nsopt.LCP([[1.0, 0.0], [0.0, 1.0]], [-1.0, 0.0])
+    s = nsopt.sensitivity(p, {"z": [1.0, 0.0]})
+    if ok:
+        assert s.smoothed(eps).smoothing == pytest.approx(float(eps))
+    else:
+        with pytest.raises(ProblemError, match=r"eps.*\(0, 1\]"):
+            s.smoothed(eps)
+
+
+def test_a_solution_of_another_problem_is_refused():
+    p, _ = generate.friction_contact(2, 3, seed=0)
+    other, _ = generate.friction_contact(2, 3, seed=1)
+    wrong = nsopt.solve(other, method="nsn-ac", tol=1e-12)
+    with pytest.raises(ProblemError, match="is not a solution of this problem"):
+        nsopt.sensitivity(p, wrong)
+    with pytest.warns(nsopt.NsoptWarning, match="the solution's error is"):
+        nsopt.sensitivity(p, wrong, max_error=np.inf, singular="min-norm")

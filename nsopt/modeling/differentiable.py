@@ -16,7 +16,8 @@ Parameters (``wrt`` items; a name alone means one parameter shared by every syst
 that has it, i.e. all moved together; ``(name, obj)`` that of one system or interaction):
 ``"q0"``, ``"v0"`` (initial state), ``"fext"`` (a constant force added to the system's F_ext),
 ``("M", ds)`` (the mass matrix, an (n, n) gradient), ``"mass"`` (the scalar mass m of a system whose
-M is proportional to it, m = M[0, 0]), ``"e"`` (restitution: ``NewtonImpactNSL.e``,
+M is proportional to it, m = M[0, 0]: it scales M only, not the weight m g, which is part of F_ext;
+differentiate with respect to ``"fext"`` too for a change of mass that changes the weight), ``"e"`` (restitution: ``NewtonImpactNSL.e``,
 ``NewtonImpactFrictionNSL.en``), ``"et"`` (tangential restitution), ``"mu"`` (friction).
 
 What is differentiated, step by step (at each step its own linearisation, the chain rule between):
@@ -283,6 +284,7 @@ class _Step:
     mu_of: np.ndarray | None     # per active interaction, its contact index (friction) or -1
     index: set = field(default_factory=set)
     timing: list = field(default_factory=list)   # impacts: (M̂⁻¹Hᵢᵀλᵢ, its response to a, ∂τ/∂q_k, ∂τ/∂v_k)
+    free_v: int = 0              # the dimension along which the velocities after the step move (0: unique)
 
 
 class _Replay:
@@ -408,12 +410,14 @@ class _Replay:
             problem = LCP(W, q) if kind == "lcp" else FrictionContact(int(kind[2]), W, q, mus)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")   # an inexact step is reported (failed steps), not warned per step
-                s = sensitivity(problem, lam)
+                s = sensitivity(problem, lam, singular="min-norm", max_error=np.inf)
             if self.smoothing:
                 s = s.smoothed(self.smoothing)
+            s.free_v = _velocity_freedom(s, U)
             self._last_sens = ((W, q, mus, lam), s)
         st = _Step(j, list(active), rows, cols, H, U, lam, c, np.concatenate(e_l), np.concatenate(et_l), ydot,
                    yfrom, Gy, Ta, Ty, s, primal, Wname, np.array(mu_of), {id(i) for i in active})
+        st.free_v = s.free_v
         st.timing = self._impacts(st, rec)
         return st
 
@@ -610,6 +614,32 @@ class _Replay:
         return dQ, dV
 
 
+def _velocity_freedom(s, U):
+    r"""The dimension of the set the velocities after a step move in: the largest over the pieces of
+    the step's solution set through its impulses (:func:`nsopt.sensitivity._local.pieces`: the null
+    space of the linearised problem, and the pieces leaving through its degenerate contacts) of the
+    rank of :math:`\hat M^{-1}H^\top` on the piece (0: the velocities are unique, even where the
+    impulses are not, e.g. redundant contacts that stick)."""
+    from ..sensitivity._factor import RANK_RTOL
+    from ..sensitivity._local import pieces
+
+    if not (s.singular or s.degenerate) or s.smoothing:
+        return 0
+    m = s.model
+    sx, sy = m.scales()
+    pcs = pieces(m, s.state, s._K, sx, sy, s.tol, limit=256)
+    if pcs is None:
+        return -1                        # not decided (too many pieces): reported as not unique
+    top = max(float(np.max(np.abs(U), initial=0.0)), 1e-300)
+    out = 0
+    for pc in pcs:
+        if pc.span.shape[1]:
+            V = U @ pc.span
+            sv = np.linalg.svd(V, compute_uv=False)
+            out = max(out, int(np.sum(sv > 1e3 * RANK_RTOL * top)))
+    return out
+
+
 # ============================================================================ parameters
 def _owner_of(item):
     return f"wrt item {item!r}"
@@ -634,6 +664,11 @@ def _parse(item, L, laws):
         return name, k
     if name in LAW_PARAMS:
         if obj is None:
+            if name in ("mu", "et") and not any(isinstance(law, NewtonImpactFrictionNSL) for law in laws.values()):
+                what = "friction coefficient" if name == "mu" else "tangential restitution"
+                raise ModelingError("Trajectory", "wrt", f"{name!r}: no interaction of this simulation has a {what} "
+                                                         "(no NewtonImpactFrictionNSL): its derivative would be 0 "
+                                                         "for a parameter the model does not have")
             return name, None
         law = getattr(obj, "nslaw", obj)
         if id(law) not in laws:
@@ -704,6 +739,25 @@ class _Wanted:
         return out
 
 
+def _direction_value(item, val):
+    """A direction's value as real numbers (ModelingError naming the item otherwise)."""
+    try:
+        a = np.asarray(val)
+    except (TypeError, ValueError):
+        raise ModelingError("Trajectory", "direction", f"{item!r}: is not a numeric array") from None
+    if a.dtype.kind not in "fiub":
+        got = "complex numbers" if a.dtype.kind == "c" else f"dtype {a.dtype}"
+        raise ModelingError("Trajectory", "direction", f"{item!r}: must be real numbers, got {got}")
+    if not np.all(np.isfinite(a.astype(float))):
+        raise ModelingError("Trajectory", "direction", f"{item!r}: has non-finite entries")
+    name = item[0] if isinstance(item, tuple) else item
+    if name in ("mass", "e", "et", "mu"):
+        if a.size != 1:
+            raise ModelingError("Trajectory", "direction", f"{item!r}: expected a number, got shape {a.shape}")
+        return float(a.reshape(-1)[0])
+    return a.astype(float)
+
+
 class _Direction:
     """A direction of the parameters (forward mode), from ``{item: value}``."""
 
@@ -715,6 +769,7 @@ class _Direction:
         self._law, self._shared = {}, {}
         for item, val in direction.items():
             name, tgt = _parse(item, L, laws)
+            val = _direction_value(item, val)
             if name in ("q0", "v0", "fext"):
                 s = slice(0, L.n) if tgt is None else slice(L.off[tgt], L.off[tgt + 1])
                 v = np.asarray(val, dtype=float)
@@ -783,8 +838,14 @@ class DerivativeReport:
     does not see. A contact resting at zero gap is there at every step (its decision is taken on
     round-off): give it a small ``MoreauJeanOSI(activation_threshold=...)``. ``degenerate``: (step, the contacts or
     rows without strict complementarity, their states), differentiated by ``Sensitivity.rule``.
-    ``singular``: steps whose linearised problem is singular (impulses not unique; minimum-norm
-    derivative). ``failed``: steps whose problem was not solved to the tolerance.
+    ``singular``: steps whose linearised problem is singular (impulses not unique; the minimum-norm
+    derivative of the impulses, which is the run's as long as the velocities are unique).
+    ``not_unique``: (step, dimension) of the steps after which the **velocities** are not unique
+    (the step's solution set moves them, e.g. contacts sliding with indeterminate normal forces, or a
+    contact that may start sliding): a change of the parameters may move the run onto another of
+    those solutions, so the derivative is not the run's (a finite difference jumps); when one such
+    step lies on the path, ``is_the_runs`` is False and the derivative methods warn. ``failed``:
+    steps whose problem was not solved to the tolerance.
 
     Made by ``Trajectory.derivative_report()`` (and attached to every ``Trajectory.gradient``);
     ``print`` it for a summary.
@@ -793,8 +854,10 @@ class DerivativeReport:
     ----------
     steps, contact_steps : int
         The steps of the run, and those with contact.
-    near_switches, degenerate, singular, failed : list
+    near_switches, degenerate, singular, not_unique, failed : list
         As above.
+    is_the_runs : bool
+        False when a step with non-unique velocities lies on the path.
     smoothing : float or None
         The smoothing of the laws the derivative used.
 
@@ -811,6 +874,12 @@ class DerivativeReport:
     failed: list
     smoothing: float | None = None
     names: dict = field(default_factory=dict, repr=False)      # id(interaction) -> how __str__ names it
+    not_unique: list = field(default_factory=list)
+
+    @property
+    def is_the_runs(self) -> bool:
+        """False when the velocities after a step on the path are not unique (``not_unique``)."""
+        return not self.not_unique
 
     def __str__(self):
         lines = [f"Derivative of a run of {self.steps} steps ({self.contact_steps} with contact); the index set "
@@ -828,9 +897,16 @@ class DerivativeReport:
                          f"by the documented rule): steps {', '.join(str(k) for k, *_ in self.degenerate[:10])}")
         else:
             lines.append("  strict complementarity at every contact step")
+        if self.not_unique:
+            lines.append(f"  NOT THE RUN'S DERIVATIVE: {len(self.not_unique)} step(s) after which the velocities are not "
+                         f"unique (a small change of the parameters may move the run onto another solution of the "
+                         f"step: a jump the derivative does not see): "
+                         + ", ".join(f"step {k} (dimension {d if d >= 0 else '?'})" for k, d in self.not_unique[:10]))
         if self.singular:
-            lines.append(f"  {len(self.singular)} step(s) with a singular linearised problem (minimum-norm "
-                         f"derivative): steps {', '.join(map(str, self.singular[:10]))}")
+            uniq = len(self.singular) - len([k for k, _ in self.not_unique if k in set(self.singular)])
+            lines.append(f"  {len(self.singular)} step(s) with a singular linearised problem (impulses not unique; "
+                         f"{uniq} of them with unique velocities, where the minimum-norm derivative of the impulses "
+                         f"gives the run's): steps {', '.join(map(str, self.singular[:10]))}")
         if self.failed:
             lines.append(f"  {len(self.failed)} step(s) not solved to the tolerance: steps "
                          f"{', '.join(map(str, self.failed[:10]))}")
@@ -865,7 +941,7 @@ def report(tape, traj, smoothing=None) -> DerivativeReport:
             hit = np.flatnonzero(np.isfinite(mg) & (rel <= MARGIN_RTOL))
         near += [(int(j) + 1, inter, float(mg[j]), float(rel[j])) for j in hit]
     near.sort(key=lambda x: x[0])
-    deg, sing, failed, n_contact = [], [], [], 0
+    deg, sing, failed, n_contact, free_v = [], [], [], 0, []
     for st in R.steps:
         if st is None:
             continue
@@ -874,6 +950,8 @@ def report(tape, traj, smoothing=None) -> DerivativeReport:
             deg.append((st.j + 1, dict(st.sens.degenerate), dict(st.sens.states)))
         if st.sens.singular:
             sing.append(st.j + 1)
+        if st.free_v:
+            free_v.append((st.j + 1, st.free_v))
         sol = tape.records[st.j + 1].solution
         if sol is not None and not sol.success:
             failed.append(st.j + 1)
@@ -881,7 +959,18 @@ def report(tape, traj, smoothing=None) -> DerivativeReport:
     for i, inter in enumerate(tape.sim.nsds.interactions):
         names[id(inter)] = inter.name if inter.name else f"interaction #{i}"
     return DerivativeReport(R.N, n_contact, near, deg, sing, failed, smoothing,
-                            {k: names.get(k, label(v)) for k, v in inters.items()})
+                            {k: names.get(k, label(v)) for k, v in inters.items()}, free_v)
+
+
+def _warn_not_the_runs(R):
+    """The whole-run flag: a warning when a step with non-unique velocities lies on the path."""
+    bad = [st.j + 1 for st in R.steps if st is not None and st.free_v]
+    if bad:
+        from ..exceptions import NsoptWarning
+
+        warnings.warn(f"the derivative is not the run's: the velocities after step(s) {', '.join(map(str, bad[:10]))}"
+                      f"{' ...' if len(bad) > 10 else ''} are not unique (a small change of the parameters may move the run "
+                      f"onto another solution of that step); see derivative_report()", NsoptWarning, stacklevel=3)
 
 
 class Gradient(dict):
@@ -980,6 +1069,7 @@ class Derivatives:
         R = self._tape().replay(self, smoothing)
         gQ = np.zeros_like(R.Q) if dQ is None else _cot(dQ, R.Q.shape, "dQ")
         gV = np.zeros_like(R.V) if dV is None else _cot(dV, R.V.shape, "dV")
+        _warn_not_the_runs(R)
         w = _Wanted(wrt, R.L, _laws_of(self._tape()))
         return w.results(R.vjp(gQ, gV, w, impact_times), R.L)
 
@@ -1085,6 +1175,7 @@ class Derivatives:
         gradient : an example of every derivative method on one run.
         """
         R = self._tape().replay(self, smoothing)
+        _warn_not_the_runs(R)
         return R.jvp(_Direction(direction, R.L, _laws_of(self._tape())), impact_times)
 
     def jacobian(self, wrt, *, smoothing=None, impact_times=False) -> dict:
@@ -1109,6 +1200,7 @@ class Derivatives:
         gradient : an example of every derivative method on one run.
         """
         R = self._tape().replay(self, smoothing)
+        _warn_not_the_runs(R)
         laws = _laws_of(self._tape())
         w = _Wanted(wrt, R.L, laws)
         out = {}
@@ -1154,8 +1246,17 @@ class Derivatives:
 
 
 def _cot(a, shape, name):
-    a = np.asarray(a, dtype=float)
+    try:
+        a = np.asarray(a)
+    except (TypeError, ValueError):
+        raise ModelingError("Trajectory", name, "is not a numeric array") from None
+    if a.dtype.kind not in "fiub":
+        raise ModelingError("Trajectory", name, f"must be real numbers, got dtype {a.dtype}")
+    a = a.astype(float)
     if a.shape != shape:
         raise ModelingError("Trajectory", name, f"expected shape {shape} (rows: the N+1 recorded states; columns: "
                                                 f"the stacked degrees of freedom), got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ModelingError("Trajectory", name, "has non-finite entries (the cotangent of the states that the loss "
+                                                "returned, or that was given, holds NaN or inf)")
     return a

@@ -1,11 +1,24 @@
 r"""One factorisation of the linearised system :math:`K = A + B\mathcal M`, reused for every direction
-(``solve``) and for the adjoint (``solve_t``): dense LAPACK LU for small dense systems, SuperLU for
-sparse ones. Where K is singular (the solution set is then not a point: see :func:`nsopt.diagnose`):
-a dense K gives the minimum-norm least-squares solutions (SVD); a sparse K is never densified, it
-gives those of the proximally regularised system :math:`K + \delta B = A + B(\mathcal M + \delta I)`,
-:math:`\delta` = ``PROX_REL`` x the largest entry of :math:`\mathcal M` (the derivative of the problem
-with :math:`\mathcal M + \delta I`, which tends to the minimum-norm one as :math:`\delta \to 0` where
-:math:`\mathcal M` is symmetric positive semidefinite)."""
+(``solve``) and for the adjoint (``solve_t``), and the one decision of whether K is singular, shared by
+:func:`nsopt.sensitivity` and :func:`nsopt.diagnose`.
+
+**The singularity threshold** (:data:`RANK_RTOL`). K's rows are first equilibrated (each divided by
+its largest entry: the laws' rows, :math:`dx_i` or :math:`(B\mathcal M\,dx)_i`, have the units of x or
+of y). A singular value of the equilibrated K below ``RANK_RTOL`` times the largest counts as zero:
+K is then *singular* (the solution is not locally unique, or not differentiable along every
+direction), its rank is the number of the others and its null space N is spanned by their
+complement. Dense K: LU with LAPACK's condition estimate as a screen (an estimated reciprocal
+condition number above ``n * RANK_RTOL`` proves the ratio above ``RANK_RTOL``), the SVD otherwise. A
+sparse K: SuperLU, singular when its smallest pivot is below ``RANK_RTOL`` times the largest (a
+proxy for the singular values, which a large sparse matrix does not give cheaply); a singular one
+of up to ``SINGULAR_DENSE_MAX`` rows is then decided and solved by the dense SVD like a dense K.
+
+**A singular K** gives the minimum-norm least-squares solutions (dense: the truncated SVD) or those of
+the proximally regularised system :math:`K + \delta B = A + B(\mathcal M + \delta I)`,
+:math:`\delta` = ``PROX_REL`` x the largest entry of :math:`\mathcal M` (larger sparse: the derivative of the
+problem with :math:`\mathcal M + \delta I`, which tends to the minimum-norm one as
+:math:`\delta \to 0` where :math:`\mathcal M` is symmetric positive semidefinite); :meth:`Factor.residual`
+says whether a right-hand side was in the range of K (the linearised system then has solutions)."""
 
 from __future__ import annotations
 
@@ -14,18 +27,46 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 DENSE_MAX = 2000          # a K with at most this many rows is factorised dense when it is dense anyway
-RCOND_MIN = 1e-13         # below this reciprocal condition number K is taken as singular
+SINGULAR_DENSE_MAX = 3000  # a singular sparse K with at most this many rows: the dense SVD (its null space)
+RANK_RTOL = 1e-9          # THE singularity threshold (sensitivity and diagnose): relative singular value
 PROX_REL = 1e-10          # the proximal shift of a singular sparse K, relative to the largest entry of M
+CONSISTENT_RTOL = 1e-7    # a right-hand side whose residual exceeds this (relative) is not in K's range
+
+
+def row_scales(K):
+    """1 / the largest absolute entry of each row of K (1 for a zero row)."""
+    if sp.issparse(K):
+        m = np.asarray(abs(K).max(axis=1).todense()).reshape(-1)
+    else:
+        m = np.max(np.abs(K), axis=1, initial=0.0)
+    return 1.0 / np.where(m > 0, m, 1.0)
+
+
+def null_space(K, rtol=RANK_RTOL):
+    """(rank, N): the numerical rank of the row-equilibrated dense ``K`` and an orthonormal basis N of
+    its null space (columns), singular values below ``rtol`` times the largest counting as zero."""
+    Kd = np.asarray(K.toarray() if sp.issparse(K) else K, float)
+    n = Kd.shape[1]
+    if Kd.size == 0:
+        return 0, np.eye(n)
+    Ks = Kd * row_scales(Kd)[:, None]
+    _, s, Vt = np.linalg.svd(Ks)
+    rank = int(np.sum(s > rtol * s[0])) if s.size and s[0] > 0 else 0
+    return rank, Vt[rank:].T.copy()
 
 
 class Factor:
-    """``solve(b)`` = K⁻¹b, ``solve_t(b)`` = K⁻ᵀb (matrices b: one column per direction); K singular:
-    the minimum-norm least-squares solutions (``singular`` is True, ``rank`` its numerical rank)."""
+    """``solve(b)`` = K⁻¹b, ``solve_t(b)`` = K⁻ᵀb (matrices b: one column per direction); K singular
+    (module docstring): the minimum-norm least-squares solutions, ``singular`` True, ``rank`` its
+    numerical rank, ``null`` an orthonormal basis of its null space (dense K; None for a sparse one)."""
 
     def __init__(self, K, B=None, mscale=1.0):
         self.n = K.shape[0]
+        self.K = K
         self.singular, self.rank, self.rcond, self.shift = False, self.n, 1.0, 0.0
+        self.null = np.zeros((self.n, 0))
         self._lu = self._splu = self._pinv = None
+        self._d = np.ones(self.n)
         if self.n == 0:
             return
         if not sp.issparse(K) or self.n <= DENSE_MAX and K.nnz > 0.05 * self.n * self.n:
@@ -35,32 +76,34 @@ class Factor:
             self._sparse(sp.csc_matrix(K), B, mscale)
 
     def _dense(self, Kd):
+        self._d = d = row_scales(Kd)
+        Ks = Kd * d[:, None]
         with np.errstate(all="ignore"):
-            lu, piv, info = sla.lapack.dgetrf(Kd)
+            lu, piv, info = sla.lapack.dgetrf(Ks)
         if info == 0:
-            anorm = np.linalg.norm(Kd, 1)
-            rc, _ = sla.lapack.dgecon(lu, anorm, norm="1")
+            rc, _ = sla.lapack.dgecon(lu, np.linalg.norm(Ks, 1), norm="1")
             self.rcond = float(rc)
-        if info != 0 or not self.rcond > RCOND_MIN:
-            self._least_squares(Kd)
-            return
-        self._lu = (lu, piv)
-
-    def _least_squares(self, Kd):
-        U, s, Vt = np.linalg.svd(Kd)
-        tol = max(Kd.shape) * np.finfo(float).eps * (s[0] if s.size else 0.0) * 1e3
-        keep = s > tol
+            if self.rcond > self.n * RANK_RTOL:          # proves sigma_min / sigma_max > RANK_RTOL
+                self._lu = (lu, piv)
+                return
+        U, s, Vt = np.linalg.svd(Ks)
+        keep = s > RANK_RTOL * s[0] if s.size and s[0] > 0 else np.zeros(s.shape, bool)
         self.rank = int(keep.sum())
-        self.singular = True
         self.rcond = float(s[-1] / s[0]) if s.size and s[0] > 0 else 0.0
+        if self.rank == self.n and info == 0:
+            self._lu = (lu, piv)
+            return
+        self.singular = True
+        self.null = Vt[self.rank:].T.copy()
         self._pinv = (U[:, keep], s[keep], Vt[keep])
 
     def _sparse(self, K, B, mscale):
-        from scipy.sparse.linalg import splu
-
         lu = self._splu_ok(K)
+        if lu is None and self.n <= SINGULAR_DENSE_MAX:     # singular, not too large: the dense SVD path
+            self._dense(K.toarray())
+            return
         if lu is None and B is not None:          # singular: the proximal shift, still sparse
-            self.singular, self.rank, self.rcond = True, -1, 0.0
+            self.singular, self.rank, self.rcond, self.null = True, -1, 0.0, None
             self.shift = PROX_REL * mscale
             lu = self._splu_ok(sp.csc_matrix(K + self.shift * B), check=False)
         if lu is None:
@@ -76,7 +119,7 @@ class Factor:
             return None
         d = np.abs(lu.U.diagonal())
         if check:
-            if not (d.size and d.min() > 1e-14 * d.max()):
+            if not (d.size and d.min() > RANK_RTOL * d.max()):
                 return None
             self.rcond = float(d.min() / d.max())      # a pivot ratio, not LAPACK's estimate
         return lu
@@ -85,15 +128,18 @@ class Factor:
         b = np.asarray(b, float)
         if self.n == 0:
             return np.zeros(b.shape)
+        d = self._d if b.ndim == 1 else self._d[:, None]
         if self._lu is not None:
-            return sla.lu_solve(self._lu, b, trans=1 if trans else 0, check_finite=False)
+            if trans:
+                return d * sla.lu_solve(self._lu, b, trans=1, check_finite=False)
+            return sla.lu_solve(self._lu, d * b, check_finite=False)
         if self._splu is not None:
             return self._splu.solve(np.ascontiguousarray(b), trans="T" if trans else "N")
         if self._pinv is not None:
             U, s, Vt = self._pinv
             if trans:
-                return U @ ((Vt @ b).T / s).T
-            return Vt.T @ ((U.T @ b).T / s).T
+                return d * (U @ ((Vt @ b).T / s).T)
+            return Vt.T @ ((U.T @ (d * b)).T / s).T
         raise AssertionError("no factorisation")
 
     def solve(self, b):
@@ -101,3 +147,16 @@ class Factor:
 
     def solve_t(self, b):
         return self._apply(b, True)
+
+    def residual(self, x, b, trans=False):
+        """The relative residual of ``K x = b`` (``Kᵀ x = b``): the part of b outside K's range, relative
+        to the size of b (0 when K is nonsingular, up to round-off)."""
+        K = self.K
+        b = np.asarray(b, float)
+        if trans:
+            r = np.asarray(K.T @ x) - b
+        else:                                   # in the equilibrated rows (each row in its own units)
+            d = self._d if b.ndim == 1 else self._d[:, None]
+            r, b = d * (np.asarray(K @ x) - b), d * b
+        scale = max(float(np.max(np.abs(b), initial=0.0)), 1e-300)
+        return float(np.max(np.abs(r), initial=0.0)) / scale

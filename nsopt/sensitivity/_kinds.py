@@ -42,15 +42,27 @@ def _zero_like(A):
     return np.zeros(np.shape(A))
 
 
+def real_array(d, name, owner, what="direction"):
+    """``d`` as a float array, or ProblemError naming ``name`` when it is not made of real numbers
+    (strings, complex numbers, None, ragged lists)."""
+    try:
+        a = np.asarray(d)
+    except (TypeError, ValueError):
+        raise ProblemError(name, f"{what} is not a numeric array", owner) from None
+    if a.dtype.kind not in "fiub":
+        got = "complex numbers" if a.dtype.kind == "c" else f"dtype {a.dtype}"
+        raise ProblemError(name, f"{what} must be real numbers, got {got}", owner)
+    return a.astype(float)
+
+
 def matrix_direction(d, A, name, owner):
     """A direction of the matrix field ``name`` (dense or sparse, A's shape), checked."""
     if sp.issparse(d):
+        if d.dtype.kind not in "fiub":
+            raise ProblemError(name, f"direction must be real numbers, got dtype {d.dtype}", owner)
         D = sp.csr_matrix(d, dtype=float)
     else:
-        try:
-            D = np.asarray(d, dtype=float)
-        except (TypeError, ValueError):
-            raise ProblemError(name, "direction is not a numeric matrix", owner) from None
+        D = real_array(d, name, owner)
     if D.shape != A.shape:
         raise ProblemError(name, f"direction has shape {D.shape}, expected {A.shape}", owner)
     data = D.data if sp.issparse(D) else D
@@ -59,15 +71,28 @@ def matrix_direction(d, A, name, owner):
     return D
 
 
-def vector_direction(d, size, name, owner):
-    a = np.asarray(d, dtype=float).reshape(-1)
-    if a.shape[0] == 1 and size != 1:
-        a = np.full(size, a[0])
+def vector_direction(d, size, name, owner, what="direction"):
+    """A vector of ``size`` entries (a number: the same for every entry), checked: real, finite,
+    one-dimensional (a (size, 1) column is refused: it is not the field's shape)."""
+    a = real_array(d, name, owner, what)
+    if a.ndim == 0:
+        a = np.full(size, float(a))
+    elif a.ndim != 1:
+        raise ProblemError(name, f"{what} has shape {a.shape}, expected ({size},)", owner)
     if a.shape[0] != size:
-        raise ProblemError(name, f"direction has {a.shape[0]} entries, expected {size}", owner)
+        raise ProblemError(name, f"{what} has {a.shape[0]} entries, expected {size}", owner)
     if not np.all(np.isfinite(a)):
-        raise ProblemError(name, "direction has non-finite entries", owner)
+        raise ProblemError(name, f"{what} has non-finite entries", owner)
     return a
+
+
+def check_eps(eps):
+    """The smoothing parameter: a real number in (0, 1] (numpy scalars accepted, bools refused)."""
+    ok = isinstance(eps, (int, float, np.integer, np.floating)) and not isinstance(eps, (bool, np.bool_))
+    if not ok or not np.isfinite(eps) or not 0 < float(eps) <= 1:
+        raise ProblemError("eps", f"must be a real number in (0, 1] (relative to the solution's size), got {eps!r}",
+                           "Sensitivity.smoothed")
+    return float(eps)
 
 
 def _stack(blocks):
@@ -87,7 +112,7 @@ def _check_g(g, variables, sizes, owner):
     for k, v in g.items():
         if k not in variables:
             raise ProblemError(k, f"is not a variable of a {owner} solution; variables: {', '.join(variables)}", owner)
-        out[k] = vector_direction(v, sizes[k], k, owner)
+        out[k] = vector_direction(v, sizes[k], k, owner, what="cotangent")
     return out
 
 
@@ -107,6 +132,25 @@ class Model:
 
     def sizes(self):
         return {k: v.shape[0] for k, v in self.point().items()}
+
+    def scales(self):
+        """(sx, sy): the sizes against which a force, a gap or a velocity counts as zero: the largest
+        |y| and |q| of the law rows, and the largest |x| of them or, when that is below 1e-6 of the
+        size sy / max|M| the data give x, that size (a solution whose constrained part is all near 0,
+        1e-18 say, is not its own scale)."""
+        rows = self.law_rows
+        from ._laws import scales
+
+        sx, sy = scales(self.x[rows], self.y[rows], self.qext[rows])
+        if not rows.size:
+            return sx, sy
+        M = self.Mext
+        Mr = M.tocsr()[rows] if sp.issparse(M) else np.asarray(M)[rows]
+        top = float(abs(Mr).max()) if sp.issparse(Mr) else float(np.max(np.abs(Mr), initial=0.0))
+        xs = float(np.max(np.abs(self.x[rows]), initial=0.0))
+        if top > 0 and xs < 1e-6 * sy / top:
+            sx = sy / top
+        return sx, sy
 
     def at(self, x):
         """The same model at another point (the smoothed solution)."""
@@ -471,8 +515,9 @@ def variables_of(problem, solution) -> dict:
     sizes = problem.variable_sizes()
     for k, v in x.items():
         if k in sizes and v is not None:
-            a = np.asarray(v, dtype=float).reshape(-1)
-            if a.shape[0] != sizes[k] or not np.all(np.isfinite(a)):
+            a = real_array(v, k, type(problem).__name__, what="solution variable")
+            a = a.reshape(-1) if a.ndim == 0 else a
+            if a.ndim != 1 or a.shape[0] != sizes[k] or not np.all(np.isfinite(a)):
                 raise ProblemError(k, f"solution variable must be a finite vector of size {sizes[k]}",
                                    type(problem).__name__)
             out[k] = a

@@ -77,6 +77,7 @@ class State:
     box_dlb: np.ndarray            # de_i / dlb_i per box row
     box_dub: np.ndarray            # de_i / dub_i per box row
     smoothing: float = 0.0
+    fc_edge: dict = field(default_factory=dict)   # dim -> bool per contact: degenerate on the cone's edge
 
 
 def scales(x, y, q=None):
@@ -121,7 +122,7 @@ def linearise(laws: Laws, x, y, sx, sy, tol=TOL_DEGENERATE) -> State:
     dlb = np.where(st == LOWER, -1.0, 0.0)
     dub = np.where(st == UPPER, -1.0, 0.0)
     # ---- friction contacts
-    fstate, fdegen, fmu = {}, {}, {}
+    fstate, fdegen, fmu, fedge = {}, {}, {}, {}
     for dim, (starts, mu) in laws.fc.items():
         idx = starts[:, None] + np.arange(dim)[None, :]
         R, U = x[idx], y[idx]
@@ -138,7 +139,7 @@ def linearise(laws: Laws, x, y, sx, sy, tol=TOL_DEGENERATE) -> State:
         slide &= ~edge
         stick = closed & ~slide
         s = np.where(slide, SLIDE, np.where(stick, STICK, TAKEOFF)).astype(np.int64)
-        fstate[dim], fdegen[dim] = s, ndeg | edge
+        fstate[dim], fdegen[dim], fedge[dim] = s, ndeg | edge, edge
         col = np.zeros((nc, dim))
         blockA = np.zeros((nc, dim, dim))
         blockB = np.zeros((nc, dim, dim))
@@ -171,7 +172,37 @@ def linearise(laws: Laws, x, y, sx, sy, tol=TOL_DEGENERATE) -> State:
             vl.append(v[nz])
     A = _block_csr(n, np.concatenate(Ar), np.concatenate(Ac), np.concatenate(Av))
     B = _block_csr(n, np.concatenate(Br), np.concatenate(Bc), np.concatenate(Bv))
-    return State(A, B, st, deg, fstate, fdegen, fmu, dlb, dub)
+    return State(A, B, st, deg, fstate, fdegen, fmu, dlb, dub, fc_edge=fedge)
+
+
+def law_residual(laws: Laws, st: State, x, y):
+    """The equations F(x, y) = 0 of every law in its state ``st`` (the table of
+    ``formulations/sensitivity.md``; :func:`linearise`'s blocks are their derivatives, A dx + B dy):
+    at a bound x_i - bound, free y_i; take-off r, stick u, frictionless closed (u_N, r_T), slide
+    (u_N, r_T + mu r_N u_T / ||u_T||)."""
+    F = np.zeros(laws.n)
+    i = laws.box
+    if i.size:
+        lo, up = st.box_state == LOWER, st.box_state == UPPER
+        fr = ~(lo | up)
+        F[i[lo]] = x[i[lo]] - laws.lb[lo]
+        F[i[up]] = x[i[up]] - laws.ub[up]
+        F[i[fr]] = y[i[fr]]
+    for dim, (starts, mu) in laws.fc.items():
+        s = st.fc_state[dim]
+        for a, s0 in enumerate(starts):
+            idx = s0 + np.arange(dim)
+            if s[a] == TAKEOFF:
+                F[idx] = x[idx]
+            elif s[a] == STICK and mu[a] > 0:
+                F[idx] = y[idx]
+            elif s[a] == STICK:
+                F[s0], F[idx[1:]] = y[s0], x[idx[1:]]
+            else:
+                uT = y[idx[1:]]
+                F[s0] = y[s0]
+                F[idx[1:]] = x[idx[1:]] + mu[a] * x[s0] * uT / max(float(np.linalg.norm(uT)), 1e-300)
+    return F
 
 
 # ------------------------------------------------------------------------------- smoothing

@@ -19,14 +19,28 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import NsoptWarning, ProblemError
+from ..exceptions import NotDifferentiable, NsoptWarning, OptionError, ProblemError
 from ..problems._base import matvec
 from . import _laws as L
-from ._factor import Factor
+from ._factor import CONSISTENT_RTOL, RANK_RTOL, Factor
 from ._jacobian import jacobian_by_vjp
-from ._kinds import Model, model_of, outer_on
+from ._kinds import Model, check_eps, model_of, outer_on
 
 SMOOTH_NEWTON_ITER = 60
+SINGULAR_RULES = ("raise", "warn", "min-norm")     # what jvp / vjp do with a derivative that is not determined
+SELECT_STATIONARY_RTOL = 1e-8    # a selection is the least-norm point of its piece when |N^T x| <= this * |x|
+
+
+def _short(idx) -> str:
+    idx = [int(i) for i in idx]
+    return ", ".join(map(str, idx[:12])) + (f", ... ({len(idx)} in all)" if len(idx) > 12 else "")
+
+
+def _free_message(free, where):
+    names = ", ".join(free)
+    verb = "is" if len(free) == 1 else "are"
+    return (f"{names} {verb} not unique here: {'it moves' if len(free) == 1 else 'they move'} along {where} "
+            f"through this solution, so {'its' if len(free) == 1 else 'their'} derivative is not determined")
 
 
 def _max_abs(A):
@@ -56,10 +70,22 @@ class Sensitivity:
     states : the same keys, the state of every row / contact (``"at lower bound"``, ``"free"``,
         ``"take-off"``, ``"stick"``, ``"slide"``...).
     rule : how the generalized Jacobian element is chosen at degenerate rows and contacts.
-    singular : True when the linearised system is singular (the solution is not locally unique; see
-        ``nsopt.diagnose``): ``jvp``/``vjp`` then return the minimum-norm least-squares solutions
-        (dense systems) or those of the proximally regularised one (sparse systems, never densified:
-        ``factor.shift``, see :mod:`nsopt.sensitivity._factor`).
+    singular : True when the linearised system K is singular (singular values below
+        ``RANK_RTOL`` = 1e-9 of the largest, the threshold ``nsopt.diagnose`` uses too): the solution
+        is not locally unique (see ``nsopt.diagnose``), or not differentiable along every direction.
+    null_space : an orthonormal basis (n x k) of K's null space: the directions the solution can move
+        in at first order (None for a large sparse singular K, whose null space is not computed).
+    free : dict variable -> boolean mask of the entries the null space moves (their derivative is
+        not determined; None: not known, every entry counts as free).
+    on_singular : what :meth:`jvp` and :meth:`vjp` do where a derivative is not determined (a free
+        entry, a direction that leaves the solution's piece, a cotangent on free entries): "raise"
+        (:class:`~nsopt.exceptions.NotDifferentiable`, naming the free rows or contacts), "warn"
+        (an :class:`~nsopt.exceptions.NsoptWarning` and NaN in those entries, the determined ones
+        exact) or "min-norm" (the minimum-norm least-squares solution of the linearised system,
+        silently: what the time-stepping derivative uses, where only the unique velocities matter).
+    selection : True when the solution is ``select="min-norm"``'s least-norm point of its piece: the
+        free entries then have the derivative of that selection along the right-hand side (q, the
+        bounds, mu; ``formulations/sensitivity.md``), not along the matrix.
     smoothing : 0, or the parameter ε of :meth:`smoothed`.
 
     Examples
@@ -89,18 +115,107 @@ class Sensitivity:
            [ 0.333333, -0.666667]])
     """
 
-    def __init__(self, model: Model, state, tol, smoothing=0.0, rel_eps=0.0):
+    def __init__(self, model: Model, state, tol, smoothing=0.0, rel_eps=0.0, singular="raise", selected=False):
         self.model, self.state, self.tol = model, state, tol
         self.kind = model.problem.kind
         self.fields, self.variables = model.fields, model.variables
         self.problem = model.problem
         self.smoothing = rel_eps
+        self.on_singular = singular
         self.rule = L.RULE if not smoothing else (f"smoothed laws (eps = {rel_eps:g} relative, "
                                                   f"{smoothing:.3g} absolute): no branch is chosen")
         self._K = _k_matrix(state, model.Mext)
         self.factor = Factor(self._K, state.B, _max_abs(model.Mext))
         self.singular = self.factor.singular
+        self.null_space = self.factor.null
         self.degenerate, self.states = self._describe()
+        self.free = self._free()
+        self._sel = self._selection_data(selected)
+        self.selection = self._sel is not None
+
+    # ---------------------------------------------------------------- where the derivative is determined
+    def _moves(self, N):
+        """{variable: (size, k)} the motion of each variable along the columns of N."""
+        m = self.model
+        cols = {v: [] for v in m.variables}
+        for j in range(N.shape[1]):
+            o = m.outputs(N[:, j], matvec(m.Mext, N[:, j]), {})
+            for v in m.variables:
+                cols[v].append(o[v])
+        sizes = m.sizes()
+        return {v: np.column_stack(c) if c else np.zeros((sizes[v], 0)) for v, c in cols.items()}
+
+    def _free(self):
+        m = self.model
+        sizes = m.sizes()
+        if not self.singular:
+            return {v: np.zeros(sizes[v], bool) for v in m.variables}
+        N = self.null_space
+        if N is None:
+            return {v: None for v in m.variables}
+        ym = max(_max_abs(m.Mext), 1e-300)
+        out = {}
+        for v, mv in self._moves(N).items():
+            scale = 1.0 if v in ("z", "r", "v") else ym
+            out[v] = np.max(np.abs(mv), axis=1, initial=0.0) > 1e3 * RANK_RTOL * scale
+        return out
+
+    def _selection_data(self, selected):
+        """True when the solution is a least-norm selection whose derivative this gives along the
+        right-hand side (formulations/sensitivity.md): a singular dense K, box laws or contacts that
+        stick or are open (A and B constant on the piece), strict complementarity (at a degenerate law
+        the face the selection lies on may change), the primal variable the unknown, and x orthogonal
+        to K's null space (the least-norm point of its piece); None otherwise."""
+        from ._kinds import DirectModel
+
+        m, st = self.model, self.state
+        if not (selected and self.singular and self.null_space is not None and isinstance(m, DirectModel)
+                and not self.degenerate and not st.smoothing):
+            return None
+        if any(np.any(s == L.SLIDE) for s in st.fc_state.values()):
+            return None
+        x = m.x
+        if np.max(np.abs(self.null_space.T @ x), initial=0.0) > SELECT_STATIONARY_RTOL * max(np.max(np.abs(x)), 1e-300):
+            return None
+        return True
+
+    def _free_units(self, mov):
+        from ._local import free_units
+
+        return {k: v for k, v in free_units(self.model, self.kind, mov).items() if len(v)}
+
+    def _refuse(self, out, where, undetermined, why):
+        """Apply ``on_singular`` to the result ``out`` of ``where`` (jvp / vjp) whose entries
+        ``undetermined`` ({name: mask or None = all}) are not determined, for the reason ``why``."""
+        bad = {k: (np.ones(np.shape(out[k])[:1] or (1,), bool) if msk is None else msk)
+               for k, msk in undetermined.items() if msk is None or np.any(msk)}
+        if not bad or self.on_singular == "min-norm":
+            return out
+        N = self.null_space
+        mov = (np.max(np.abs(N), axis=1) > 1e3 * RANK_RTOL) if N is not None and N.shape[1] else None
+        units = self._free_units(mov) if mov is not None else {}
+        where_free = "; ".join(f"free {k}: {_short(v)}" for k, v in units.items()) or \
+            "free rows or contacts not computed (a large sparse system)"
+        k = "?" if N is None else N.shape[1]
+        msg = (f"{why} (the linearised system is singular, a null space of dimension {k}; {where_free}). "
+               f"{where}: pass singular='warn' for the determined entries (NaN elsewhere), singular='min-norm' "
+               f"for the minimum-norm solution of the linearised system, or differentiate the solution of "
+               f"nsopt.solve(..., select='min-norm'); see nsopt.diagnose")
+        if self.on_singular == "raise":
+            raise NotDifferentiable(msg)
+        warnings.warn(msg, NsoptWarning, stacklevel=3)
+        res = dict(out)
+        for name, msk in bad.items():
+            a = res[name]
+            if sp.issparse(a):
+                a = a.toarray()
+            a = np.array(a, dtype=float, copy=True)
+            if a.ndim and msk.shape[0] == a.shape[0]:
+                a[msk] = np.nan
+            else:
+                a[...] = np.nan
+            res[name] = a
+        return res
 
     # ---------------------------------------------------------------- what the solution is
     def _describe(self):
@@ -187,10 +302,26 @@ class Sensitivity:
         law = m.law_directions(d)
         rhs = -(self.state.B @ dy0 + self._law_e(law))
         dx = self.factor.solve(rhs)
+        leaves = self.singular and self.factor.residual(dx, rhs) > CONSISTENT_RTOL
         dy = matvec(m.Mext, dx) + dy0
-        return m.outputs(dx, dy, d)
+        out = m.outputs(dx, dy, d)
+        if not self.singular:
+            return out
+        if leaves:
+            return self._refuse(out, "jvp", {v: None for v in out},
+                                f"this direction leaves the solution's piece (the linearised system has no "
+                                f"solution for it: relative residual {self.factor.residual(dx, rhs):.2g}): the "
+                                f"solution may jump, and no variable has a derivative along it here")
+        free = {v: msk for v, msk in self.free.items() if msk is None or msk.any()}
+        if self._sel is not None:
+            if d.get(m.matrix) is None:
+                return out                 # the selection's derivative along the right-hand side: K^+ rhs
+            return self._refuse(out, "jvp", free, _free_message(free, "the solution set") + "; the least-norm "
+                                "selection's derivative is given along the right-hand side only (q, bounds, mu), not "
+                                f"along {m.matrix}, which turns the solution set")
+        return self._refuse(out, "jvp", free, _free_message(free, "the solution set"))
 
-    def vjp(self, **g) -> dict:
+    def vjp(self, _only=None, **g) -> dict:
         """Gradients of :math:`\\sum_v g_v \\cdot v` with respect to every datum (the adjoint; see the
         example of :class:`Sensitivity`).
 
@@ -216,14 +347,37 @@ class Sensitivity:
         m = self.model
         g = _check_g(g, m.variables, m.sizes(), m.owner)
         gx, gy, direct = m.outputs_t(g)
-        lam = self.factor.solve_t(gx + matvec(m.Mext.T, gy))
+        gp = gx + matvec(m.Mext.T, gy)
+        lam = self.factor.solve_t(gp)
         p = gy - self.state.B.T @ lam
         grads = m.backward(p)
         law = self._law_grads(lam)
         grads.update(m.law_gradients(law))
         for k, v in direct.items():
             grads[k] = grads[k] + v
-        return {k: grads[k] for k in m.fields}
+        out = {k: grads[k] for k in m.fields}
+        if not self.singular:
+            return out
+        N = self.null_space
+        gscale = max(float(np.max(np.abs(gp), initial=0.0)), 1e-300)
+        if N is not None:
+            touched = float(np.max(np.abs(N.T @ gp), initial=0.0)) / gscale > CONSISTENT_RTOL
+        else:
+            touched = self.factor.residual(lam, gp, trans=True) > CONSISTENT_RTOL
+        if not touched:
+            return out
+        named = [k for k in g if np.any(g[k]) and (self.free[k] is None or np.any(self.free[k] & (g[k] != 0)))]
+        if self._sel is not None:          # the selection: the gradients of the right-hand side only
+            if _only is not None and m.matrix not in _only:
+                return out
+            return self._refuse(out, "vjp", {m.matrix: None},
+                                f"the cotangent weighs entries that move along the solution set ({', '.join(named)}): "
+                                f"the least-norm selection's gradient is given for the right-hand side (q, bounds, mu), "
+                                f"not for {m.matrix}, which turns the solution set")
+        return self._refuse(out, "vjp", {k: None for k in out},
+                            f"the cotangent weighs entries that move along the solution set "
+                            f"({', '.join(named) or 'through the coupling of the variables'}): the loss is not "
+                            f"differentiable here")
 
     def _law_grads(self, lam):
         m, st = self.model, self.state
@@ -266,13 +420,13 @@ class Sensitivity:
             When ``wrt`` is not a field of the problem.
         """
         m = self.model
-        if wrt not in m.fields or wrt == "blocks":
-            raise ProblemError(wrt, f"jacobian needs one of {', '.join(f for f in m.fields if f != 'blocks')}",
-                               m.owner)
-        return jacobian_by_vjp(self.vjp, m.sizes(), getattr(self.problem, wrt), wrt)
+        if not isinstance(wrt, str) or wrt not in m.fields or wrt == "blocks":
+            raise ProblemError("wrt", f"jacobian needs one of {', '.join(f for f in m.fields if f != 'blocks')}, "
+                                      f"got {wrt!r}", m.owner)
+        return jacobian_by_vjp(lambda **g: self.vjp(_only=(wrt,), **g), m.sizes(), getattr(self.problem, wrt), wrt)
 
     # ---------------------------------------------------------------- smoothing
-    def smoothed(self, eps: float = 1e-6) -> "Sensitivity":
+    def smoothed(self, eps: float = 1e-6) -> Sensitivity:
         r"""The derivative of the solution of the *smoothed* problem :math:`\Phi_\varepsilon = 0`
         (``formulations/sensitivity.md``: the natural maps with :math:`\max(0, t)` replaced by
         :math:`(t + \sqrt{t^2 + 4\varepsilon^2})/2`), at its solution :math:`x_\varepsilon` found by
@@ -296,7 +450,8 @@ class Sensitivity:
         Raises
         ------
         ProblemError
-            When ``eps`` is not a positive number.
+            When ``eps`` is not a real number in (0, 1] (a bool is not a number here), or the smoothed
+            Newton loop meets a singular system.
 
         Examples
         --------
@@ -310,11 +465,9 @@ class Sensitivity:
         >>> float(s.smoothed(1e-8).jvp(q=[0.0, -1.0])["z"][1].round(4))
         0.5
         """
-        if not (isinstance(eps, (int, float)) and np.isfinite(eps) and eps > 0):
-            raise ProblemError("eps", f"must be a positive number, got {eps!r}", "Sensitivity.smoothed")
+        eps = check_eps(eps)
         m = self.model
-        rows = m.law_rows
-        sx, sy = L.scales(m.x[rows], m.y[rows], m.qext[rows])
+        sx, sy = m.scales()
         gamma, ea = sx / sy, eps * sx
         x = m.x.copy()
         st, phi = L.smoothed_state(m.laws, x, matvec(m.Mext, x) + m.qext, gamma, ea)
@@ -322,8 +475,12 @@ class Sensitivity:
         for _ in range(SMOOTH_NEWTON_ITER):
             if nrm <= 1e-14 * sx * max(1.0, np.sqrt(x.shape[0])):
                 break
-            f = Factor(_k_matrix(st, m.Mext), st.B, _max_abs(m.Mext))
-            dx = f.solve(-phi)
+            try:
+                f = Factor(_k_matrix(st, m.Mext), st.B, _max_abs(m.Mext))
+                dx = f.solve(-phi)
+            except np.linalg.LinAlgError as e:
+                raise ProblemError("eps", f"the smoothed system at eps = {eps:g} cannot be solved ({e})",
+                                   "Sensitivity.smoothed") from None
             t = 1.0
             while t > 1e-8:
                 xt = x + t * dx
@@ -337,8 +494,9 @@ class Sensitivity:
             x = xt
             st, phi = L.smoothed_state(m.laws, x, matvec(m.Mext, x) + m.qext, gamma, ea)
             nrm = float(np.linalg.norm(phi))
-        s = Sensitivity(m.at(x), st, self.tol, smoothing=ea, rel_eps=eps)
+        s = Sensitivity(m.at(x), st, self.tol, smoothing=ea, rel_eps=eps, singular=self.on_singular)
         s.smoothed_residual = nrm
+        s.error = getattr(self, "error", np.nan)
         return s
 
     def point(self) -> dict:
@@ -357,7 +515,8 @@ class Sensitivity:
                 f"singular={self.singular}" + (f", smoothing={self.smoothing:g}" if self.smoothing else "") + ")")
 
 
-def sensitivity(problem, solution, *, tol_degenerate: float = L.TOL_DEGENERATE) -> Sensitivity:
+def sensitivity(problem, solution, *, tol_degenerate: float = L.TOL_DEGENERATE, singular: str = "raise",
+                max_error: float = 1e-6) -> Sensitivity:
     r"""Derivatives of ``solution`` (a :class:`nsopt.Solution`, a dict of the problem's variables,
     or an array of its primal variable) with respect to ``problem``'s data.
 
@@ -366,8 +525,17 @@ def sensitivity(problem, solution, *, tol_degenerate: float = L.TOL_DEGENERATE) 
     the kind's semismooth system at the solution, one factorisation for every direction and the
     adjoint. Rows or contacts without strict complementarity are listed in ``.degenerate`` and
     differentiated by the documented branch (``.rule``); ``.smoothed(eps)`` gives the derivative of
-    a smoothed problem instead. ``tol_degenerate``: the relative size below which a force, a gap or a
-    velocity counts as zero when the states are classified.
+    a smoothed problem instead.
+
+    **Where the solution is not unique** (the linearised system is singular: ``.singular``, the same
+    threshold as :func:`nsopt.diagnose`) a derivative is returned only where it is determined: the
+    entries the solution set does not move (``.free``: u for a symmetric PSD W, w for a symmetric PSD
+    M), along directions that keep the solution's piece (the linearised system has a solution). The
+    other entries have no derivative, unless the solution is ``select="min-norm"``'s least-norm point
+    (pass the Solution that ``nsopt.solve(..., select="min-norm")`` returned): they then have the
+    derivative of that selection (``.selection``). What happens where a derivative is not
+    determined is ``singular`` (module docstring of ``formulations/sensitivity.md``, "Where the
+    solution is not unique").
 
     Kinds: LCP, MLCP, Relay, Equality, AVI, FrictionContact (2D/3D), GlobalFrictionContact (2D/3D),
     GenericMechanical, MultipleImpact (see :mod:`nsopt.sensitivity.impact` for what is
@@ -381,23 +549,36 @@ def sensitivity(problem, solution, *, tol_degenerate: float = L.TOL_DEGENERATE) 
         Its solution: a Solution, ``{variable: array}``, or the primal variable (z, r, ...).
     tol_degenerate : float, default ``TOL_DEGENERATE``
         In (0, 1): the relative size below which a force, a gap or a velocity counts as zero.
+    singular : {"raise", "warn", "min-norm"}, default "raise"
+        Where a derivative is not determined: raise :class:`~nsopt.exceptions.NotDifferentiable`
+        naming the free rows or contacts; warn and return NaN in those entries (the determined
+        ones exact); or return the minimum-norm least-squares solution of the linearised system
+        without a word (one element of the set of derivatives of the piece, e.g. for a quantity the
+        caller knows to be unique).
+    max_error : float, default 1e-6
+        Positive (``np.inf`` accepted): the largest error measure of a point accepted as a solution.
 
     Returns
     -------
     Sensitivity
         ``jvp``, ``vjp``, ``jacobian``, ``smoothed``; ``degenerate``, ``states``, ``rule``,
-        ``singular``, and ``error`` (the solution's error measure, recomputed).
+        ``singular``, ``free``, ``selection``, and ``error`` (the solution's error measure, recomputed).
 
     Raises
     ------
     ProblemError
-        When ``tol_degenerate`` is out of range, or the solution's variables have the wrong sizes.
+        When ``problem`` is not an nsopt problem, ``tol_degenerate`` is out of range, the solution's
+        variables have the wrong sizes or are not real numbers, or its error exceeds ``max_error``
+        (it is not a solution of this problem: pass ``max_error=np.inf`` for the derivative of the
+        laws' states at that point anyway).
+    OptionError
+        When ``singular`` or ``max_error`` is not one of its values.
 
     Warns
     -----
     NsoptWarning
-        When the solution's error exceeds 1e-6: the derivative is then that of the laws' states at
-        that point, which may not be those of a solution.
+        With ``max_error`` raised above 1e-6, when the solution's error exceeds 1e-6: the derivative
+        is then that of the laws' states at that point, which may not be those of a solution.
 
     See Also
     --------
@@ -411,21 +592,49 @@ def sensitivity(problem, solution, *, tol_degenerate: float = L.TOL_DEGENERATE) 
     >>> s = nsopt.sensitivity(p, nsopt.solve(p, method="lemke"))
     >>> np.round(s.jvp(q=[1.0, 0.0])["z"], 6)          # dz = -M^-1 dq
     array([-0.666667,  0.333333])
+
+    Where the solution is not unique (z1 + z2 = 1): w's derivative exists, z's only for the
+    least-norm selection.
+
+    >>> p = nsopt.LCP([[1.0, 1.0], [1.0, 1.0]], [-1.0, -1.0])
+    >>> s = nsopt.sensitivity(p, {"z": [0.3, 0.7]}, singular="warn")
+    >>> import warnings; warnings.simplefilter("ignore")
+    >>> {k: v.round(12) + 0.0 for k, v in s.jvp(q=[-1.0, -1.0]).items()}
+    {'z': array([nan, nan]), 'w': array([0., 0.])}
+    >>> sel = nsopt.solve(p, method="lemke", select="min-norm")
+    >>> nsopt.sensitivity(p, sel).jvp(q=[-1.0, -1.0])["z"]      # z = (-q1/2, -q1/2) along q1 = q2
+    array([0.5, 0.5])
     """
+    from ..problems._base import Problem
+    from ..result import Solution
+
+    if not isinstance(problem, Problem):
+        raise ProblemError("problem", f"must be an nsopt problem (LCP, FrictionContact, ...), got "
+                                      f"{type(problem).__name__}", "sensitivity")
+    if singular not in SINGULAR_RULES:
+        raise OptionError(f"sensitivity: singular must be one of {list(SINGULAR_RULES)}, got {singular!r}")
+    if not (isinstance(max_error, (int, float, np.integer, np.floating)) and not isinstance(max_error, bool)
+            and max_error > 0):
+        raise OptionError(f"sensitivity: max_error must be a positive number, got {max_error!r}")
     if problem.kind == "multiple-impact":
         from .impact import impact_sensitivity
 
         return impact_sensitivity(problem, solution)
-    if not (isinstance(tol_degenerate, (int, float)) and 0 < tol_degenerate < 1):
+    if not (isinstance(tol_degenerate, (int, float, np.integer, np.floating)) and not isinstance(tol_degenerate, bool)
+            and 0 < tol_degenerate < 1):
         raise ProblemError("tol_degenerate", f"must be a number in (0, 1), got {tol_degenerate!r}", "sensitivity")
     model = model_of(problem, solution, tol_degenerate)
-    rows = model.law_rows
-    sx, sy = L.scales(model.x[rows], model.y[rows], model.qext[rows])
-    state = L.linearise(model.laws, model.x, model.y, sx, sy, tol_degenerate)
-    s = Sensitivity(model, state, tol_degenerate)
     err = float(problem.error_of(problem.complete(variables_for_error(problem, model))))
+    if not np.isfinite(err) or err > max_error:
+        raise ProblemError("solution", f"is not a solution of this problem: its error is {err:.3g} (> max_error = "
+                                       f"{max_error:g}); pass max_error=np.inf for the derivative of the laws' "
+                                       f"states at this point anyway", type(problem).__name__)
+    sx, sy = model.scales()
+    state = L.linearise(model.laws, model.x, model.y, sx, sy, tol_degenerate)
+    sel = isinstance(solution, Solution) and bool(solution.info.get("select", {}).get("guaranteed"))
+    s = Sensitivity(model, state, tol_degenerate, singular=singular, selected=sel)
     s.error = err
-    if not np.isfinite(err) or err > 1e-6:
+    if err > 1e-6:
         warnings.warn(f"sensitivity: the solution's error is {err:.3g}; the derivative is that of the laws' "
                       f"states at this point, which may not be those of a solution", NsoptWarning, stacklevel=2)
     return s

@@ -11,11 +11,17 @@ positive semidefinite and the null directions are those of W)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 
+from ..exceptions import NsoptWarning
 from ..problems._base import matvec
+from ._factor import RANK_RTOL
 from ._laws import TOL_DEGENERATE
+from ._local import BRANCH_MAX as BRANCH_LIMIT
+from ._local import free_units
 
 DIAGNOSE_DENSE_MAX = 3000   # the null space is computed (dense SVD) up to this many unknowns
 
@@ -27,9 +33,13 @@ class Diagnosis:
     ----------
     kind, n : the problem's kind and the size of the linearised system.
     unique : dict variable -> True / False (None: not computed), e.g. ``{"r": False, "u": True}``.
-    dimension : the dimension of the solution set near the solution (None when not computed:
-        larger than ``DIAGNOSE_DENSE_MAX`` unknowns and singular).
-    rank : the rank of the linearised system.
+    dimension : the dimension of the solution set near the solution, the largest of its pieces
+        through it (None when not computed: larger than ``DIAGNOSE_DENSE_MAX`` unknowns and
+        singular, or more than ``BRANCH_MAX`` pieces).
+    rank : the rank of the linearised system (of the branch ``nsopt.sensitivity`` takes).
+    pieces : the pieces through the solution (:class:`nsopt.sensitivity._local.Piece`: the state of
+        each degenerate law, the piece's dimension and span); one piece when no law is degenerate.
+    error : the solution's error measure.
     free : the rows (``"rows"``), contacts (``"contacts"``), blocks or constraints whose values can
         move along the solution set (empty when unique).
     states : counts of the states of the rows and contacts.
@@ -79,8 +89,18 @@ class Diagnosis:
             else:
                 lines.append(f"  {var}: NOT unique: it moves along the solution set (dimension {self.dimension})")
         if self.dimension is not None:
-            lines.append(f"  solution set near this solution: dimension {self.dimension} "
-                         f"(linearised system of rank {self.rank} of {self.n})")
+            pcs = self.pieces or []
+            if len(pcs) > 1:
+                lines.append(f"  solution set near this solution: dimension {self.dimension} (the largest of the "
+                             f"{len(pcs)} pieces through it, one per choice of state at the degenerate laws)")
+                for pc in pcs[:8]:
+                    lines.append("    piece " + ", ".join(f"{k[0]} {k[1]} {v}" for k, v in pc.states.items())
+                                 + f": dimension {pc.dimension}")
+                if len(pcs) > 8:
+                    lines.append(f"    ... ({len(pcs)} pieces in all)")
+            else:
+                lines.append(f"  solution set near this solution: dimension {self.dimension} "
+                             f"(linearised system of rank {self.rank} of {self.n})")
         for k, v in self.free.items():
             if len(v):
                 lines.append(f"  free {k} (their values are not determined): {_ranges(v)}")
@@ -112,13 +132,35 @@ def _counts(states):
     return out
 
 
-def diagnose(problem, solution, *, tol_degenerate: float = TOL_DEGENERATE, rank_tol: float = 1e-9) -> Diagnosis:
-    r"""Whether ``solution`` is the only solution of ``problem`` (for each of its variables), the
-    dimension of the solution set near it, and which rows or contacts are free.
+def _check_number(value, name, lo, hi, owner="diagnose"):
+    """``value`` as a float in (lo, hi), else OptionError naming it."""
+    from ..exceptions import OptionError
 
-    ``rank_tol``: singular values of the linearised system below ``rank_tol`` times the largest are
-    taken as zero (and a variable is unique when the null space moves it by less than that,
-    relatively). Kinds: every kind :func:`nsopt.sensitivity` differentiates, except MultipleImpact.
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    if not ok or not np.isfinite(value) or not lo < float(value) < hi:
+        raise OptionError(f"{owner}: {name} must be a real number in ({lo:g}, {hi:g}), got {value!r}")
+    return float(value)
+
+
+def diagnose(problem, solution, *, tol_degenerate: float = TOL_DEGENERATE, rank_tol: float = RANK_RTOL,
+             max_error: float = 1e-6) -> Diagnosis:
+    r"""Whether ``solution`` is the only solution of ``problem`` near it (for each of its variables),
+    the dimension of the solution set near it counting every piece through it, and which rows or
+    contacts are free.
+
+    Every law in a strict state keeps it near the solution; a *degenerate* law (no strict
+    complementarity: z = w = 0 in an LCP row, a contact with zero force and zero normal velocity, a
+    contact on the cone's edge with zero velocity) may leave it in several states, each a piece of
+    the solution set through the solution. ``diagnose`` enumerates those pieces (up to
+    ``nsopt.sensitivity._local.BRANCH_MAX``), computes each one's dimension to first order (the cone
+    of its linearised equations and inequalities, :mod:`nsopt.sensitivity._local`) and reports the
+    largest: exact for the box laws (LCP, MLCP, Relay, AVI, GMP's box blocks), never under-counted
+    for friction. A variable is unique when no piece moves it.
+
+    ``rank_tol``: singular values of the row-equilibrated linearised system below ``rank_tol`` times
+    the largest count as zero; its default is the threshold :func:`nsopt.sensitivity` uses to call
+    the system singular (``nsopt.sensitivity._factor.RANK_RTOL`` = 1e-9), so that both agree. Kinds:
+    every kind :func:`nsopt.sensitivity` differentiates, except MultipleImpact.
 
     Parameters
     ----------
@@ -127,20 +169,31 @@ def diagnose(problem, solution, *, tol_degenerate: float = TOL_DEGENERATE, rank_
     solution : nsopt.Solution, dict or array_like
         Its solution (as for :func:`nsopt.sensitivity`).
     tol_degenerate : float, default ``TOL_DEGENERATE``
-        The relative size below which a force, a gap or a velocity counts as zero.
+        In (0, 1): the relative size below which a force, a gap or a velocity counts as zero.
     rank_tol : float, default 1e-9
-        The relative size below which a singular value of the linearised system counts as zero.
+        In (0, 1): the relative size below which a singular value of the linearised system counts as
+        zero.
+    max_error : float, default 1e-6
+        Positive: the largest error measure (the kind's own, ``problem.error``) of a point accepted
+        as a solution; above it the point is not a solution and nothing can be said of its
+        uniqueness.
 
     Returns
     -------
     Diagnosis
-        ``unique`` per variable, ``dimension``, ``rank``, ``free``, ``states``, ``degenerate``,
-        ``null_space``; ``print`` it for a report with advice.
+        ``unique`` per variable, ``dimension``, ``rank``, ``free``, ``pieces``, ``states``,
+        ``degenerate``, ``null_space``, ``error``; ``print`` it for a report with advice.
 
     Raises
     ------
+    OptionError
+        When ``tol_degenerate``, ``rank_tol`` or ``max_error`` is not a real number in its range.
     ProblemError
-        When the problem's kind is not supported or the solution's variables have the wrong sizes.
+        When the solution's variables have the wrong sizes or types, or its error exceeds
+        ``max_error`` (it is not a solution of this problem).
+    NotApplicable
+        For a MultipleImpact (its outcome is the end of the LZB process, not a point of a solution
+        set) or a kind nsopt does not differentiate.
 
     See Also
     --------
@@ -153,35 +206,58 @@ def diagnose(problem, solution, *, tol_degenerate: float = TOL_DEGENERATE, rank_
     >>> d = nsopt.diagnose(p, {"z": [0.5, 0.5]})
     >>> d.unique, d.dimension
     ({'z': False, 'w': True}, 1)
+
+    At an end of the segment (Lemke's answer) the piece leaving through the degenerate row counts:
+
+    >>> d = nsopt.diagnose(p, nsopt.solve(p, method="lemke"))
+    >>> d.unique, d.dimension, [pc.dimension for pc in d.pieces]
+    ({'z': False, 'w': True}, 1, [0, 1])
     """
+    from ..exceptions import NotApplicable, ProblemError
+    from ..problems._base import Problem
+    from ._local import pieces as local_pieces
     from .core import sensitivity
 
-    s = sensitivity(problem, solution, tol_degenerate=tol_degenerate)
+    if not isinstance(problem, Problem):
+        raise ProblemError("problem", f"must be an nsopt problem (LCP, FrictionContact, ...), got "
+                                      f"{type(problem).__name__}", "diagnose")
+    tol_degenerate = _check_number(tol_degenerate, "tol_degenerate", 0.0, 1.0)
+    rank_tol = _check_number(rank_tol, "rank_tol", 0.0, 1.0)
+    max_error = _check_number(max_error, "max_error", 0.0, np.inf)
+    if problem.kind == "multiple-impact":
+        raise NotApplicable("diagnose: a MultipleImpact's outcome is the end point of the LZB process (an ODE in "
+                            "the impulse, one outcome for given data), not a point of a solution set; nothing to "
+                            "diagnose (nsopt.sensitivity differentiates it where it has a closed form)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NsoptWarning)
+        s = sensitivity(problem, solution, tol_degenerate=tol_degenerate, max_error=np.inf)
+    if not np.isfinite(s.error) or s.error > max_error:
+        raise ProblemError("solution", f"is not a solution of this problem: its error is {s.error:.3g} "
+                                       f"(> max_error = {max_error:g}); diagnose says nothing of a point that is "
+                                       f"not a solution", type(problem).__name__)
     m = s.model
     n = m.x.shape[0]
     names = m.variables
     K = s._K
-    N = None
-    if n <= DIAGNOSE_DENSE_MAX:
-        Kd = K.toarray() if sp.issparse(K) else np.asarray(K)
-        if n:
-            _, sv, Vt = np.linalg.svd(Kd)
-            top = sv[0] if sv.size else 0.0
-            keep = sv > rank_tol * top if top > 0 else np.zeros(sv.shape, bool)
-            rank = int(keep.sum())
-            N = Vt[rank:].T
-        else:
-            rank, N = 0, np.zeros((0, 0))
-        dimension = n - rank
-    else:
-        rank = s.factor.rank if s.factor.rank >= 0 else None
-        dimension = (n - rank) if (rank is not None and not s.singular) else None
-        if not s.singular:
-            N = np.zeros((n, 0))
+    sx, sy = m.scales()
+    pcs = local_pieces(m, s.state, K, sx, sy, tol_degenerate, rank_tol) if n <= DIAGNOSE_DENSE_MAX else None
+    if pcs is None and n > DIAGNOSE_DENSE_MAX and not s.singular and not s.degenerate:
+        from ._local import Piece
+
+        pcs = [Piece({}, 0, np.zeros((n, 0)))]      # nonsingular, strict: the only solution near here
+    rank = s.factor.rank if s.factor.rank >= 0 else None
     unique, free = {}, {}
-    if N is None:
+    N = None
+    if pcs is None:
         unique = {v: None for v in names}
+        dimension = None
     else:
+        dimension = max(pc.dimension for pc in pcs)
+        spans = [pc.span for pc in pcs if pc.dimension]
+        N = np.linalg.svd(np.hstack(spans), full_matrices=False)[0] if spans else np.zeros((n, 0))
+        if spans:
+            r = np.linalg.matrix_rank(np.hstack(spans), tol=1e-8)
+            N = N[:, :r]
         dy = np.column_stack([matvec(m.Mext, N[:, j]) for j in range(N.shape[1])]) if N.shape[1] else np.zeros((n, 0))
         moves = {v: [] for v in names}
         for j in range(N.shape[1]):
@@ -195,18 +271,20 @@ def diagnose(problem, solution, *, tol_degenerate: float = TOL_DEGENERATE, rank_
             scale = 1.0 if v in ("z", "r", "v") else max(_norm(m.Mext), 1e-300)
             unique[v] = bool(np.max(np.abs(M_v), initial=0.0) <= 1e3 * rank_tol * scale)
         mov = np.max(np.abs(N), axis=1) > 1e3 * rank_tol if N.shape[1] else np.zeros(n, bool)
-        free = _free_units(s, mov)
+        free = free_units(s.model, s.kind, mov)
     what = _what(problem)
-    if N is None:
-        advice = "the solution set could not be computed here (too large and singular)"
+    if pcs is None:
+        advice = ("the solution set could not be computed here (too large and singular, or more than "
+                  f"{BRANCH_LIMIT} pieces through the point)")
     elif all(unique.values()):
-        advice = "this is the only solution near here (the linearised system is nonsingular)"
+        advice = ("this is the only solution near here (every piece through it is the point itself)" if s.degenerate
+                  else "this is the only solution near here (the linearised system is nonsingular)")
     else:
         advice = ("several solutions: nsopt.solve(..., select='min-norm') returns the one of least norm "
-                  "(a reproducible choice)")
+                  "(see Solution.info['select'] for the set it selects over and whether it is guaranteed)")
     return Diagnosis(kind=problem.kind, what=what, n=n, unique=unique, dimension=dimension, rank=rank, free=free,
                      states=_counts(s.states), degenerate=s.degenerate, null_space=N, advice=advice,
-                     sensitivity=s)
+                     pieces=pcs, error=s.error, sensitivity=s)
 
 
 def _norm(A):
@@ -222,26 +300,6 @@ def _what(p):
     if p.kind == "gmp":
         return f"{len(p.blocks)} blocks"
     return f"n = {p.size}"
-
-
-def _free_units(s, mov):
-    """The rows / contacts / constraints / blocks touched by the null space."""
-    m = s.model
-    kind = s.kind
-    out = {}
-    if kind in ("lcp", "mlcp", "relay", "equality"):
-        out["rows"] = np.flatnonzero(mov)
-    elif kind == "avi":
-        out["rows"] = np.flatnonzero(mov[:m.n])
-        out["multipliers"] = np.flatnonzero(mov[m.n:])
-    elif kind in ("fc2d", "fc3d", "gfc2d", "gfc3d"):
-        (dim, (starts, _)), = m.laws.fc.items()
-        out["contacts"] = np.flatnonzero(mov[starts[:, None] + np.arange(dim)].any(axis=1))
-        if kind.startswith("gfc"):
-            out["velocities"] = np.flatnonzero(mov[:m.nd])
-    elif kind == "gmp":
-        out["blocks"] = np.asarray([k for k, rows in enumerate(m.block_rows) if mov[rows].any()], dtype=np.int64)
-    return out
 
 
 __all__ = ["Diagnosis", "diagnose"]

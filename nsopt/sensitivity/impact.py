@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import NotApplicable, NsoptWarning, ProblemError
-from ._kinds import _check, _check_g, matrix_direction, variables_of, vector_direction
+from ._kinds import _check, _check_g, check_eps, matrix_direction, variables_of, vector_direction
 
 FIELDS = ("M", "H", "v", "restitution", "stiffness", "elasticity")
 
@@ -141,16 +141,14 @@ class ImpactSensitivity:
         return out
 
     def jacobian(self, wrt):
-        if wrt not in FIELDS:
-            raise ProblemError(wrt, f"jacobian needs one of {', '.join(FIELDS)}", "MultipleImpact")
+        if not isinstance(wrt, str) or wrt not in FIELDS:
+            raise ProblemError("wrt", f"jacobian needs one of {', '.join(FIELDS)}, got {wrt!r}", "MultipleImpact")
         from ._jacobian import jacobian_by_vjp
 
         return jacobian_by_vjp(self.vjp, {"v": self.M.shape[0], "p": self.Hd.shape[0]}, getattr(self.problem, wrt), wrt)
 
     def smoothed(self, eps=1e-6):
-        if not (isinstance(eps, (int, float)) and np.isfinite(eps) and eps > 0):
-            raise ProblemError("eps", f"must be a positive number, got {eps!r}", "Sensitivity.smoothed")
-        return ImpactSensitivity(self.problem, eps)
+        return ImpactSensitivity(self.problem, check_eps(eps))
 
     def __repr__(self):
         deg = ", ".join(f"{len(v)} {k}" for k, v in self.degenerate.items()) or "none"
