@@ -19,7 +19,11 @@ from ._check import label, scalar, vector
 from ._kernels import STATE_LIMIT as _LIMIT
 from ._stepper import SPARSE_DOFS, Assembly, Factor, MoreauJeanStepper, StepRecord
 
-__all__ = ["SPARSE_DOFS", "Assembly", "EulerMoreauOSI", "Factor", "MoreauJeanOSI", "OneStepIntegrator", "StepRecord"]
+#: The activation rules of :class:`MoreauJeanOSI` (``activation=``); None: "lookahead" for the unilateral
+#: contacts of rigid bodies, "siconos" for the others.
+ACTIVATION_RULES = (None, "siconos", "lookahead")
+
+__all__ = ["ACTIVATION_RULES", "SPARSE_DOFS", "Assembly", "EulerMoreauOSI", "Factor", "MoreauJeanOSI", "OneStepIntegrator", "StepRecord"]
 
 
 class OneStepIntegrator:
@@ -141,10 +145,13 @@ class MoreauJeanOSI(OneStepIntegrator):
 
     order = 2
 
-    def __init__(self, theta=0.5, gamma=None, *, activation_threshold=0.0, projection=None, projection_tol=1e-8,
-                 projection_max_iter=5, projection_activation=1e-7, batch=True, name=None):
+    def __init__(self, theta=0.5, gamma=None, *, activation=None, activation_threshold=0.0, projection=None,
+                 projection_tol=1e-8, projection_max_iter=5, projection_activation=1e-7, batch=True, name=None):
         super().__init__(theta, name=name)
         self.batch = bool(batch)
+        if not (activation is None or (isinstance(activation, str) and activation in ACTIVATION_RULES)):
+            raise ModelingError(label(self), "activation", f"must be one of {ACTIVATION_RULES}, got {activation!r}")
+        self.activation = activation
         if projection not in (None, True, False):
             raise ModelingError(label(self), "projection", f"must be None, True or False, got {projection!r}")
         self.projection = projection
@@ -154,8 +161,19 @@ class MoreauJeanOSI(OneStepIntegrator):
             raise ModelingError(label(self), "projection_max_iter", f"must be an integer >= 1, got {projection_max_iter!r}")
         self.projection_max_iter = int(projection_max_iter)
         self.projection_activation = scalar(projection_activation, label(self), "projection_activation", low=0.0)
-        self.gamma = 0.5 if gamma is None else scalar(gamma, label(self), "gamma", low=0.0, high=1.0)
+        self.gamma_given = None if gamma is None else scalar(gamma, label(self), "gamma", low=0.0, high=1.0)
         self.activation_threshold = scalar(activation_threshold, label(self), "activation_threshold")
+
+    @property
+    def gamma(self) -> float:
+        r"""The γ of Siconos' rule :math:`y_k + \gamma h\dot y_k`: the one given, else 1/2."""
+        return 0.5 if self.gamma_given is None else self.gamma_given
+
+    @property
+    def lookahead_gamma(self) -> float:
+        r"""The γ of the look-ahead rule :math:`y_k + \gamma h[(1-\theta)\dot y_k + \theta\dot y_{free}]`: the
+        one given, else 1 (the whole step)."""
+        return 1.0 if self.gamma_given is None else self.gamma_given
 
     def start(self, sim, prev=None, source=None) -> MoreauJeanStepper:
         """The stepper of ``sim``: from the systems' initial conditions, from ``source`` (a stepper whose
