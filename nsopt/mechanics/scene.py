@@ -36,6 +36,10 @@ datasets grown step by step (a run cut short keeps every complete step):
   ``next_id``) and the warm starts (``contact_ids``, ``contact_lambda``, ``joint_lambda``), what
   :meth:`Scene.run` needs to continue the run exactly (``continue_from=``).
 
+The same file holds the run in Siconos' mechanics layout (group ``data`` and the root attribute ``dimension``:
+:mod:`nsopt.mechanics.siconos_hdf5`), which Siconos' ``MechanicsHdf5Runner`` reads (and continues) and
+``siconos_vview`` shows; :func:`~nsopt.mechanics.load_siconos_record` reads a record that Siconos wrote.
+
 A record reloads (:func:`load_record`) into its arrays and its scene (:meth:`Record.scene`), whose bodies
 start from the last recorded state (``Record.scene(step=-1)``), so that a run continues where it stopped.
 """
@@ -1088,6 +1092,9 @@ class Recorder:
                                 ("force", 3, "f8"), ("active", None, "?")):
             shape, maxshape = ((0,), (None,)) if width is None else ((0, width), (None, width))
             c.create_dataset(name, shape, maxshape=maxshape, chunks=(1024,) + shape[1:], dtype=dt)
+        from .siconos_hdf5 import SiconosLayout      # the same run in Siconos' layout (group data/)
+        self._t = float(settings.get("t0", 0.0))
+        self.siconos = SiconosLayout(f, scene, t0=self._t)
 
     def append(self, t, q, v, *, status="", nit=0, error=0.0, contacts: Contacts | None = None, forces=None,
                active=None):
@@ -1143,6 +1150,9 @@ class Recorder:
             d[m] = val
         s["contacts"].resize(m + 2, axis=0)
         s["contacts"][m + 1] = k0 + k
+        self.siconos.append(float(t), q, v, h=float(t) - self._t, contacts=contacts if k else None,
+                            forces=F if k else None, active=act if k else None, nit=int(nit), error=float(error))
+        self._t = float(t)
         self.f.flush()
 
     def resume(self, state: dict):
