@@ -63,27 +63,40 @@ class MoreauJeanOSI(OneStepIntegrator):
     :math:`\dot y_{k+1} = G_0 v_{k+1} (+\partial_t h)` and the impulse :math:`\lambda_{k+1}` (Newton's
     impact law: :math:`0 \le \dot y_{k+1} + e\dot y_k \perp \lambda_{k+1} \ge 0`). An interaction
     is active when its predicted gap :math:`y_k + \gamma h \dot y_k \le` ``activation_threshold``
-    (γ = 1/2), Siconos 4.4's ``MoreauJeanOSI::addInteractionInIndexSet``.
+    (γ = 1/2), Siconos 4.4's ``MoreauJeanOSI::addInteractionInIndexSet`` (``activation="siconos"``).
 
     Rigid bodies (:class:`~nsopt.modeling.NewtonEulerDS`) move by :math:`q_{k+1} = q_k + T(q_k)[h(1-\theta)v_k
-    + h\theta v_{k+1}]` (quaternion normalised), and, by default, their positions are then projected as in
-    Siconos' ``MoreauJeanDirectProjectionOSI``: the velocity-level law stops a body landing at speed
-    :math:`|v|` within the step but leaves it up to :math:`h|v|/2` below the surface. When a unilateral
-    contact's gap :math:`y_n(q_{k+1})` is below ``-projection_tol``, with :math:`H_n` the normal rows of the
-    contacts' twist Jacobians at :math:`q_{k+1}` (the contacts of the step's index set and the penetrating
-    ones) and :math:`M = \mathrm{diag}(mI_3, I)` the bodies' mass matrices,
+    + h\theta v_{k+1}]` (quaternion normalised), and by default their unilateral contacts are kept exact
+    (``formulations/time_stepping.md`` §4, "Rigid contact that stays exact"):
 
-    .. math::
-        0 \le \mu \perp y_n + H_n M^{-1} H_n^\top \mu \ge 0,\qquad
-        \Delta = M^{-1}H_n^\top\mu,\qquad q_{k+1} \leftarrow q_{k+1} + T(q_{k+1})\,\Delta \ \text{(normalised)},
+    - *the look-ahead rule* (``activation="lookahead"``): a contact is active when the gap at the end of the step
+      without its impulse closes, :math:`y_k + \gamma h[(1-\theta)\dot y_k + \theta\dot y_{free}] \le`
+      ``activation_threshold`` with :math:`\dot y_{free} = G_0(q_k)v_{free}` (γ = 1; minus
+      :math:`|G_0||v_{free} - v_k|` on plastic contacts, for stacks), and a contact the step leaves out but puts
+      into penetration joins the index set and the step is solved again. Siconos' rule looks half a step ahead
+      with the current velocity: a body arriving fast passes through the surface in the step it misses, and at
+      a gap of exactly 0 its decision follows the sign of round-off;
+    - *the gap term*: a contact without restitution active while still open, :math:`b = [y_k +
+      h(1-\theta)\dot y_k]^+/(h\theta) > 0`, has the law :math:`0 \le \dot y_{k+1} + b \perp \lambda \ge 0`
+      (the step may close the gap, never stop short of it); after an impact at normal speed :math:`|\dot y|` a
+      contact is then at most :math:`h(1-\theta)|\dot y|` deep before the projection (:math:`h|\dot y|` with
+      Siconos' rule);
+    - *the rows at* :math:`q_k`: the look-ahead contacts' Jacobians are taken where the contact was found, not at
+      the Newton iterate :math:`q_k + hv_k` (where a rolling body's material contact point has turned behind
+      the contact: a driving torque);
+    - *the position projection* (Siconos' ``MoreauJeanDirectProjectionOSI``): when a unilateral contact's gap
+      :math:`y_n(q_{k+1})` is below ``-projection_tol``, with :math:`H_n` the normal rows of the contacts' twist
+      Jacobians at :math:`q_{k+1}` (the step's and the penetrating ones) and :math:`M = \mathrm{diag}(mI_3, I)`,
 
-    (an LCP solved by :func:`nsopt.solve`: ``lemke`` up to 100 rows, ``pgs`` above), repeated with the gaps
-    re-evaluated until none is below ``-projection_tol`` (at most ``projection_max_iter`` times). The
-    velocities are not changed (the kinetic energy is the velocity step's), but a body *rolling* on a curved
-    surface speeds up under it (the scheme's sinking, which the projection undoes, balanced a driving torque of
-    the velocity-level law: ``formulations/time_stepping.md`` §4; use ``projection=False`` for such scenes).
-    Joints (equality relations) are left to the velocity level: the projection moves only through the
-    unilateral rows.
+      .. math::
+          \Delta = \arg\min \tfrac12 \Delta^\top M \Delta \ \text{s.t.}\ y_n + H_n\Delta \ge 0,\qquad
+          q_{k+1} \leftarrow q_{k+1} + T(q_{k+1})\,\Delta \ \text{(normalised)},
+
+      (its LCP on an active set of rows, by :func:`nsopt.solve`), repeated with the gaps re-evaluated until none
+      is below ``-projection_tol`` (at most ``projection_max_iter`` times). The velocities are not changed.
+
+    ``activation="siconos", projection=False`` is Siconos' ``MoreauJeanOSI`` on rigid bodies too. Joints (equality
+    relations) are left to the velocity level; Lagrangian systems keep Siconos' rule and are not projected.
 
     Parameters
     ----------
@@ -91,15 +104,21 @@ class MoreauJeanOSI(OneStepIntegrator):
         The θ of the scheme, in [0, 1] (1/2: second order in free flight, energy-conserving for a
         linear spring; 1: backward Euler).
     gamma : float, optional
-        The γ of the activation rule, in [0, 1] (None: 1/2, as Siconos).
+        The γ of the activation rule, in [0, 1]: the fraction of the step it looks ahead (None: 1/2 for Siconos'
+        rule, as Siconos; 1 for the look-ahead rule).
+    activation : {None, "lookahead", "siconos"}, default None
+        The activation rule of the unilateral interactions: "siconos" (:math:`y_k + \gamma h\dot y_k`),
+        "lookahead" (with the gap term and the rows at :math:`q_k`, above); None: "lookahead" for the contacts
+        whose systems are all :class:`~nsopt.modeling.NewtonEulerDS`, "siconos" for the others (every Lagrangian
+        step is Siconos').
     activation_threshold : float, default 0
         An interaction enters the index set when its predicted gap is at most this.
     projection : {None, True, False}, default None
         The position projection of rigid-body contacts (Siconos ``MoreauJeanDirectProjectionOSI``).
         None: on for the unilateral contacts between :class:`~nsopt.modeling.NewtonEulerDS` bodies (and
         the world), never for Lagrangian systems, whose steps are exactly Siconos' ``MoreauJeanOSI`` ones;
-        False: off (rigid bodies too: Siconos' ``MoreauJeanOSI``, whose bodies landing at speed :math:`|v|` sink by
-        up to :math:`h|v|/2` and stay there); True: on, and a :class:`~nsopt.exceptions.ModelingError` when a
+        False: off (a body stopped at normal speed :math:`|\dot y|` stays up to :math:`h(1-\theta)|\dot y|` deep;
+        :math:`h|\dot y|` with Siconos' rule); True: on, and a :class:`~nsopt.exceptions.ModelingError` when a
         unilateral interaction joins a system that is not a NewtonEulerDS.
     projection_tol : float, default 1e-8
         The penetration tolerated after a step (in the model's length unit): the projection runs when a
@@ -107,7 +126,7 @@ class MoreauJeanOSI(OneStepIntegrator):
     projection_max_iter : int, default 5
         At most this many projections per step; the gaps left are in the stepper's ``projection_info``.
     projection_activation : float, default 1e-7
-        With the projection on, the activation rule of a model with rigid bodies reads
+        With the projection on, Siconos' activation rule in a model with rigid bodies reads
         :math:`y_k + \gamma h\dot y_k \le` ``activation_threshold + projection_activation``: a projected
         contact ends at y = 0 up to the linearisation's and the contact detection's errors (~1e-8) and must
         stay in the index set. Siconos' ``MoreauJeanDirectProjectionOSI`` activation threshold
@@ -122,8 +141,9 @@ class MoreauJeanOSI(OneStepIntegrator):
     Raises
     ------
     ModelingError
-        When ``theta`` or ``gamma`` is outside [0, 1], a value is not a finite number, ``projection`` is not
-        None, True or False, or ``projection=True`` meets a unilateral interaction on a non-rigid system.
+        When ``theta`` or ``gamma`` is outside [0, 1], a value is not a finite number, ``activation`` or
+        ``projection`` is not one of its values, or ``projection=True`` meets a unilateral interaction on a
+        non-rigid system.
 
     See Also
     --------
@@ -135,8 +155,8 @@ class MoreauJeanOSI(OneStepIntegrator):
     >>> osi = nm.MoreauJeanOSI(theta=0.5)
     >>> osi
     MoreauJeanOSI(theta=0.5)
-    >>> osi.gamma, osi.activation_threshold, osi.projection, osi.projection_tol
-    (0.5, 0.0, None, 1e-08)
+    >>> osi.gamma, osi.lookahead_gamma, osi.activation, osi.activation_threshold, osi.projection, osi.projection_tol
+    (0.5, 1.0, None, 0.0, None, 1e-08)
     >>> nm.MoreauJeanOSI(theta=1.5)
     Traceback (most recent call last):
     ...
