@@ -1284,8 +1284,8 @@ class MoreauJeanStepper:
                 Y1f[lo:hi] = rel.velocity(Q, V, t0, np.zeros(hi - lo), Z, None)
                 if close is not None:
                     allow[lo:hi] = np.abs(rel.G0(Q, t0, None, Z)) @ dv[sg.cols[k]]
-        if close is not None:
-            Y1f[close] -= allow[close]
+        if close is not None:       # the plastic rows look over the step and the stop of the next one (the gap term)
+            Y1f[close] = (Y1f[close] - allow[close]) / self.theta
         return Y1f
 
     def _group_rows(self, gi, grp, on, q_it, qk):
@@ -1329,8 +1329,11 @@ class MoreauJeanStepper:
             if not self.lookahead:
                 break
             # a look-ahead contact left out that the step's end puts into penetration: in the index set, the step again
-            Y0n = out[4]
-            miss = self.look & self.alive & ~act & (Y0n[self.first] < -self.osi.projection_tol)
+            y = out[4][self.first]
+            if self.close_rows is not None:     # a plastic contact: where the stop of the next step would take it
+                c = self.close_rows[self.first]
+                y = np.where(c, y + self.h * (1 - self.theta) * out[5][self.first], y)
+            miss = self.look & self.alive & ~act & (y < -self.osi.projection_tol)
             if not miss.any():
                 break
             act = act | miss
@@ -1647,7 +1650,7 @@ class MoreauJeanStepper:
 
     def _close_gaps(self, qo, act_rows):
         r"""The gap term of the look-ahead contacts without restitution (``close_rows``): on their normal row,
-        :math:`q \mathrel{+}= [y_k + h(1-\theta)\dot y_k]^+ / (h\theta)`, so that a contact still open when the
+        :math:`q \mathrel{+}= [y_k + h(1-\theta)\dot y_k]^+ / h`, so that a contact still open when the
         step stops it may close within the step (:math:`y_{k+1} \ge 0` instead of :math:`\dot y_{k+1} \ge 0`
         while the gap is open; ``formulations/time_stepping.md`` §6)."""
         cr = self.close_rows[act_rows]
@@ -1660,7 +1663,7 @@ class MoreauJeanStepper:
         if not pos.any():
             return qo
         qo = qo.copy()
-        qo[np.flatnonzero(cr)[pos]] += b[pos] / (h * th)
+        qo[np.flatnonzero(cr)[pos]] += b[pos] / h
         return qo
 
     def _minv_diag(self):
