@@ -45,6 +45,7 @@ class Trace:
 
     def __init__(self):
         self.t, self.ke, self.pen, self.x, self.cpu = [], [], [], [], []
+        self.parts = []           # nsopt: (Newton iterations, detection, step, solve wall seconds, contacts, active)
 
     def add(self, t, ke, pen, x, cpu):
         self.t.append(t), self.ke.append(ke), self.pen.append(pen), self.x.append(np.array(x, dtype=float)), \
@@ -70,6 +71,9 @@ def run_nsopt(sc, T, tol):
         k = len(run) - 1
         tr.add(run._rows["t"][k], run._rows["kinetic_energy"][k], run._rows["penetration"][k],
                run.model.bodies[0].q[:3], run._times["cpu"][k])
+        tm = run._times
+        tr.parts.append((run._rows["nit"][k], tm["detect"][k], tm["step"][k], tm["solve"][k], run._rows["contacts"][k],
+                         run._rows["active"][k]))
 
     scene.run(T, sc["h"], method="nsn-ac", tol=tol, keep_states=False, on_step=hook)
     return tr
@@ -193,6 +197,17 @@ def summary(tr, sc):
     for s in (2.0, 3.0):
         if t[-1] >= s - 1e-9:
             out[f"ke_{s:g}s"] = float(ke[np.searchsorted(t, s - 1e-9)])
+    if tr.parts:            # nsopt: where the time goes (wall-time shares applied to the CPU time)
+        P = np.array(tr.parts, dtype=float)
+        nit, det, step, solve = P[:, 0], P[:, 1], P[:, 2], P[:, 3]
+        wall = det + step
+        share = cpu / np.maximum(wall, 1e-12)
+        out["breakdown"] = {"newton_iterations_mean": float(nit.mean()), "newton_iterations_max": int(nit.max()),
+                            "detect_ms": 1e3 * float((det * share).mean()),
+                            "solve_ms": 1e3 * float((solve * share).mean()),
+                            "rest_of_step_ms": 1e3 * float(((step - solve) * share).mean()),
+                            "ms_per_newton_iteration": 1e3 * float((solve * share).sum() / max(nit.sum(), 1)),
+                            "contacts_mean": float(P[:, 4].mean()), "active_mean": float(P[:, 5].mean())}
     if "downhill" in sc:
         d = np.asarray(sc["downhill"])
         x0 = np.asarray(sc["bodies"][0][4][:3])
@@ -297,6 +312,13 @@ def main(argv=None):
             extra = "".join(f" {k} {s[k]:.3g}" for k in ("slip", "acceleration_error", "ke_2s", "ke_3s") if k in s)
             print(f"{key:9s} {e:17s} {s['ms_per_step']:9.3f} ms/step  pen max {s['pen_max']:.2e} rest "
                   f"{s['pen_rest']:.2e}{extra}  ({s['wall']:.0f} s)", flush=True)
+    for key, _, _, _ in scenes:
+        b = res.get("nsopt", {}).get(key, {}).get("breakdown")
+        if b and key.startswith("cubes"):
+            print(f"nsopt {key}: {b['newton_iterations_mean']:.1f} Newton iterations a step (at most "
+                  f"{b['newton_iterations_max']}), {b['ms_per_newton_iteration']:.2f} ms an iteration; a step: detection "
+                  f"{b['detect_ms']:.1f} ms, solve {b['solve_ms']:.1f} ms, the rest {b['rest_of_step_ms']:.1f} ms; "
+                  f"{b['active_mean']:.0f} of {b['contacts_mean']:.0f} contacts in the problem")
     load1 = os.getloadavg()
     print(f"load average at the end: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
     print(table(res, args.engines, args.sizes))
