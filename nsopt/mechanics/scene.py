@@ -572,9 +572,9 @@ class Scene:
         projection : bool or None, default None
             The position projection of the contacts after each step (``MoreauJeanOSI(projection=)``). None (True
             here: every body is a NewtonEulerDS): the bodies are projected out of the floor and of each other after
-            each step, to ``projection_tol`` = 1e-8, their velocities unchanged; False: Siconos' MoreauJeanOSI,
-            a body stopped by an impact at speed :math:`|v|` sinks by up to :math:`h(1-\theta)|v|` (and by up to
-            :math:`h|v|` with ``activation="siconos"``) and stays there.
+            each step, to ``projection_tol`` = 1e-8, their velocities unchanged; False: no projection (a plastic
+            impact still ends on the surface, to the linearisation's error; with ``activation="siconos"`` too,
+            Siconos' MoreauJeanOSI: a body stopped at speed :math:`|v|` sinks by up to :math:`h|v|` and stays there).
         gamma : float, optional
             The γ of the activation rule (``MoreauJeanOSI(gamma=)``): the fraction of the step it looks ahead
             (default 1 for the look-ahead rule, 1/2 for Siconos').

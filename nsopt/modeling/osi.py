@@ -72,15 +72,15 @@ class MoreauJeanOSI(OneStepIntegrator):
     - *the look-ahead rule* (``activation="lookahead"``): a contact is active when the gap at the end of the step
       without its impulse closes, :math:`y_k + \gamma h[(1-\theta)\dot y_k + \theta\dot y_{free}] \le`
       ``activation_threshold`` with :math:`\dot y_{free} = G_0(q_k)v_{free}` (γ = 1; minus
-      :math:`|G_0||v_{free} - v_k|` on plastic contacts, for stacks), and a contact the step leaves out but puts
+      :math:`|G_0||v_{free} - v_k|` on plastic contacts, for stacks, which also look over the next step's stop),
+      and a contact the step leaves out but puts
       into penetration joins the index set and the step is solved again. Siconos' rule looks half a step ahead
       with the current velocity: a body arriving fast passes through the surface in the step it misses, and at
       a gap of exactly 0 its decision follows the sign of round-off;
-    - *the gap term*: a contact without restitution active while still open, :math:`b = [y_k +
-      h(1-\theta)\dot y_k]^+/(h\theta) > 0`, has the law :math:`0 \le \dot y_{k+1} + b \perp \lambda \ge 0`
-      (the step may close the gap, never stop short of it); after an impact at normal speed :math:`|\dot y|` a
-      contact is then at most :math:`h(1-\theta)|\dot y|` deep before the projection (:math:`h|\dot y|` with
-      Siconos' rule);
+    - *the gap term*: a contact without restitution has the law :math:`0 \le \dot y_{k+1} + b \perp \lambda \ge 0`,
+      :math:`b = [y_k + h(1-\theta)\dot y_k]^+/h`: the step brings an arriving contact to the speed from which
+      the next step's stop ends on the surface (it neither hovers nor sinks; :math:`b = 0` at rest: Newton's
+      law). Siconos' rule leaves a body stopped at normal speed :math:`|\dot y|` up to :math:`h|\dot y|` deep;
     - *the rows at* :math:`q_k`: the look-ahead contacts' Jacobians are taken where the contact was found, not at
       the Newton iterate :math:`q_k + hv_k` (where a rolling body's material contact point has turned behind
       the contact: a driving torque);
@@ -117,9 +117,10 @@ class MoreauJeanOSI(OneStepIntegrator):
         The position projection of rigid-body contacts (Siconos ``MoreauJeanDirectProjectionOSI``).
         None: on for the unilateral contacts between :class:`~nsopt.modeling.NewtonEulerDS` bodies (and
         the world), never for Lagrangian systems, whose steps are exactly Siconos' ``MoreauJeanOSI`` ones;
-        False: off (a body stopped at normal speed :math:`|\dot y|` stays up to :math:`h(1-\theta)|\dot y|` deep;
-        :math:`h|\dot y|` with Siconos' rule); True: on, and a :class:`~nsopt.exceptions.ModelingError` when a
-        unilateral interaction joins a system that is not a NewtonEulerDS.
+        False: off (the gap term alone: a plastic impact ends on the surface to the linearisation's error; with
+        Siconos' rule a body stopped at normal speed :math:`|\dot y|` stays up to :math:`h|\dot y|` deep); True: on,
+        and a :class:`~nsopt.exceptions.ModelingError` when a unilateral interaction joins a system that is not a
+        NewtonEulerDS.
     projection_tol : float, default 1e-8
         The penetration tolerated after a step (in the model's length unit): the projection runs when a
         gap is below ``-projection_tol``, and iterates until none is.
