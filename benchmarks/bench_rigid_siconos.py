@@ -174,8 +174,8 @@ def main(argv=None):
                 print(f"{s}: Siconos' recorded run kept ({out / f'siconos_{s}.npz'})")
             corpus = (["--record", str(out / f"nsopt_{s}.h5"), "--write-problems", str(out / f"corpus_{s}")]
                       if s in args.corpus else [])
-            run([sys.executable, str(HERE / "nsopt_rigid.py"), s, str(out / f"nsopt_{s}"), "--tol", str(args.tol)] + budget
-                + corpus, env)
+            run([sys.executable, str(HERE / "nsopt_rigid.py"), s, str(out / f"nsopt_{s}"), "--tol", str(args.tol),
+                 "--projection", "off", "--activation", "siconos"] + budget + corpus, env)   # Siconos' scheme on both sides
     sic, nso = summarize(out, "siconos"), summarize(out, "nsopt")
     print_side(sic, "Siconos")
     print_side(nso, "nsopt")

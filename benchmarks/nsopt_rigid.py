@@ -5,7 +5,7 @@ files and columns, so that ``bench_rigid_siconos.py`` summarises both sides with
 
     python benchmarks/nsopt_rigid.py SCENE OUT_PREFIX [--h 5e-3] [--theta 0.50001] [--method nsn-ac]
         [--tol 1e-6] [--max-iter N] [--T T] [--time-budget SECONDS] [--record RUN.h5] [--write-problems DIR]
-        [--projection off|on]
+        [--projection on|off] [--activation lookahead|siconos]
 
 Writes OUT_PREFIX.csv (one row per step: t, kinetic energy, contacts detected, contacts in the one-step problem
 (``osns_size``: rows), solver iterations and error (nsopt's measure, Siconos' definition), failure (error > tol),
@@ -13,9 +13,10 @@ the deepest penetration over the contacts after the step, the highest body, the 
 of the whole step (the process's CPU time from the detection to the end of the recording), peak RSS) and OUT_PREFIX.npz (final poses, the
 per-step arrays, the run's parameters, and the split of each step's wall time: detection, step, solve).
 ``--record`` also writes the scene's HDF5 record (viewer page and stills from it); ``--write-problems`` each
-step's FCLIB problem (a corpus for ``nsopt compare``). ``--projection``: Moreau–Jean's position projection
-(``Scene.run(projection=)``): off by default here, Siconos' MoreauJeanOSI, the scheme the side-by-side numbers of
-benchmarks/README.md were measured with; ``on`` is nsopt's default.
+step's FCLIB problem (a corpus for ``nsopt compare``). ``--projection`` and ``--activation``: Moreau–Jean's
+position projection and activation rule (``Scene.run(projection=, activation=)``); the defaults are nsopt's
+(``Scene.run``'s: the look-ahead rule and the projection); ``--projection off --activation siconos`` is Siconos'
+MoreauJeanOSI, the scheme the side-by-side numbers of benchmarks/README.md before issue 32 were measured with.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def main(argv=None):
     ap.add_argument("--time-budget", type=float, default=None)
     ap.add_argument("--record", default=None)
     ap.add_argument("--write-problems", default=None)
-    ap.add_argument("--projection", choices=("off", "on"), default="off")
+    ap.add_argument("--projection", choices=("off", "on"), default="on")
+    ap.add_argument("--activation", choices=("lookahead", "siconos"), default="lookahead")
     args = ap.parse_args(argv)
 
     sc = rigid_scenes.scene(args.scene)
@@ -76,7 +78,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     run = scene.run(T, h, theta=args.theta, method=method, tol=args.tol, keep_states=False, record=args.record,
                     overwrite=True, write_problems=args.write_problems, on_step=hook,
-                    projection=None if args.projection == "on" else False, **opts)
+                    projection=None if args.projection == "on" else False, activation=args.activation, **opts)
     wall = time.perf_counter() - t0
     final = run.model.poses()
     keys = list(rows[0]) if rows else []
@@ -85,7 +87,7 @@ def main(argv=None):
         w.writeheader()
         w.writerows(rows)
     meta = dict(scene=args.scene, bodies=len(names), h=h, theta=args.theta, solver=method, tol=args.tol,
-                projection=args.projection,
+                projection=args.projection, activation=args.activation,
                 max_iter=args.max_iter, T=T, steps=len(rows), completed=not state["stopped"], wall_time=wall,
                 osns=run.sim.osns_kind, collision="coal (nsopt.mechanics)", side="nsopt")
     np.savez(args.out + ".npz", final_q=final, names=np.array(names), **{k: np.array([r[k] for r in rows]) for k in keys},

@@ -123,8 +123,83 @@ def chain(n=8, height=2.0):
                 T=3.0, h=5e-3)
 
 
+# ---------------------------------------------------------------------------- issue 32: small cubes, slopes
+SIDE = 0.2          # the side of issue 32's cubes [m] (m = 1 kg, I = m a²/6, μ = 0.5, e = 0, h = 5 ms)
+
+
+def cubes(n, side=SIDE, seed=0):
+    """Issue 32's piles: n cubes of side ``side`` (mass 1) on a lattice of pitch 1.5 side, each jittered by up to
+    0.1 side in x, y and z and turned by at most 0.15 rad about a random axis, falling into an open box (a floor
+    and four walls) of inner width k·1.5 side + side, k = ceil(n^(1/3)) cubes a row, the lowest layer's centres
+    1.5 side above the floor."""
+    rng = np.random.default_rng(seed)
+    k = math.ceil(round(n ** (1.0 / 3.0), 9))
+    layers = math.ceil(n / (k * k))
+    s = 1.5 * side
+    L = k * s + side
+    H = (layers + 1) * s + 2 * side
+    wall = side
+    shapes = {"Floor": ("Box", (L + 2 * wall, L + 2 * wall, wall)), "WallX": ("Box", (wall, L + 2 * wall, H)),
+              "WallY": ("Box", (L + 2 * wall, wall, H)), "Cube": ("Box", (side, side, side))}
+    statics = [("floor", "Floor", [0, 0, -wall / 2, 1, 0, 0, 0]),
+               ("wall_x-", "WallX", [-(L + wall) / 2, 0, H / 2, 1, 0, 0, 0]),
+               ("wall_x+", "WallX", [(L + wall) / 2, 0, H / 2, 1, 0, 0, 0]),
+               ("wall_y-", "WallY", [0, -(L + wall) / 2, H / 2, 1, 0, 0, 0]),
+               ("wall_y+", "WallY", [0, (L + wall) / 2, H / 2, 1, 0, 0, 0])]
+    bodies = []
+    for j in range(n):
+        layer, r = divmod(j, k * k)
+        iy, ix = divmod(r, k)
+        jit = rng.uniform(-0.1 * side, 0.1 * side, 3)
+        x = (ix - (k - 1) / 2) * s + jit[0]
+        y = (iy - (k - 1) / 2) * s + jit[1]
+        z = s + layer * s + jit[2]
+        quat = quat_axis_angle(rng.normal(size=3), 0.15 * rng.random())
+        bodies.append((f"cube{j}", "Cube", 1.0, cube_inertia(1.0, side), np.r_[x, y, z, quat].tolist(), [0.0] * 6))
+    return dict(name=f"cubes{n}", shapes=shapes, bodies=bodies, statics=statics, joints=[], mu=0.5, e=0.0,
+                T=3.0, h=5e-3, box_inner=L)
+
+
+def drop(z=1.086, side=SIDE):
+    """Issue 32's fast approach: a cube of side ``side`` (mass 1) released flat with its centre at height z: it
+    reaches the floor at 4.36 m/s (from 1.086 m), the step before with a gap of 15 mm."""
+    shapes, statics = _ground(4.0)
+    shapes["Cube"] = ("Box", (side, side, side))
+    bodies = [("cube", "Cube", 1.0, cube_inertia(1.0, side), [0, 0, z, 1, 0, 0, 0], [0.0] * 6)]
+    return dict(name="drop", shapes=shapes, bodies=bodies, statics=statics, joints=[], mu=0.5, e=0.0, T=1.0,
+                h=5e-3)
+
+
+def slope(alpha_deg, side=SIDE, mu=0.5, T=2.0):
+    """A cube of side ``side`` (mass 1) resting on a ramp tilted by α about the y axis (a static box of 4 x 2,
+    0.2 thick, its top face through the origin), released at rest flat on it: with μ = 0.5 it sticks below
+    atan(μ) = 26.57° and slides above with the acceleration g(sin α − μ cos α) down the slope
+    (``downhill``: the unit vector (cos α, 0, −sin α))."""
+    a = math.radians(alpha_deg)
+    n = np.array([math.sin(a), 0.0, math.cos(a)])
+    quat = quat_axis_angle([0, 1, 0], a)
+    shapes = {"Ramp": ("Box", (4.0, 2.0, 0.2)), "Cube": ("Box", (side, side, side))}
+    statics = [("ramp", "Ramp", np.r_[-0.1 * n, quat].tolist())]
+    bodies = [("cube", "Cube", 1.0, cube_inertia(1.0, side), np.r_[0.5 * side * n, quat].tolist(), [0.0] * 6)]
+    return dict(name=f"slope{alpha_deg:g}", shapes=shapes, bodies=bodies, statics=statics, joints=[], mu=mu, e=0.0,
+                T=T, h=5e-3, downhill=[math.cos(a), 0.0, -math.sin(a)], alpha=alpha_deg,
+                acceleration=GRAVITY * max(0.0, math.sin(a) - mu * math.cos(a)))
+
+
+def push(side=SIDE, mu=0.5, T=2.0, ratio=1.0):
+    """A cube of side ``side`` (mass 1) resting on the floor pushed along x by ``ratio`` μ m g (``forces``): at
+    ratio 1 exactly the threshold of Coulomb's law, where it must stay."""
+    shapes, statics = _ground(4.0)
+    shapes["Cube"] = ("Box", (side, side, side))
+    bodies = [("cube", "Cube", 1.0, cube_inertia(1.0, side), [0, 0, side / 2, 1, 0, 0, 0], [0.0] * 6)]
+    return dict(name="push", shapes=shapes, bodies=bodies, statics=statics, joints=[], mu=mu, e=0.0, T=T, h=5e-3,
+                forces={"cube": [ratio * mu * GRAVITY, 0.0, 0.0]})
+
+
 SCENES = {"cube": cube_drop, "pile10": lambda: pile(10), "pile100": lambda: pile(100),
-          "pile1000": lambda: pile(1000), "spheres": spheres, "chain": chain}
+          "pile1000": lambda: pile(1000), "spheres": spheres, "chain": chain,
+          "cubes10": lambda: cubes(10), "cubes100": lambda: cubes(100), "cubes1000": lambda: cubes(1000),
+          "drop": drop, "slope25": lambda: slope(25.0), "slope28": lambda: slope(28.0), "push": push}
 
 
 def arguments(description: str):
@@ -143,6 +218,8 @@ def arguments(description: str):
 def scene(name: str) -> dict:
     if name.startswith("pile") and name not in SCENES:
         return pile(int(name[4:]))
+    if name.startswith("cubes") and name not in SCENES:
+        return cubes(int(name[5:]))
     return SCENES[name]()
 
 
@@ -161,9 +238,10 @@ def nsopt_scene(sc: dict, margin: float = 0.05):
     for name, (kind, params) in sc["shapes"].items():
         s.add_primitive_shape(name, kind, params)
     s.add_Newton_impact_friction_nsl("contact", mu=sc["mu"], e=sc["e"])
+    forces = sc.get("forces", {})
     for name, shape, mass, inertia, pose, twist in sc["bodies"]:
         s.add_object(name, [mc.Contactor(s.shape(shape))], translation=pose[:3], orientation=pose[3:], velocity=twist,
-                     mass=mass, inertia=inertia)
+                     mass=mass, inertia=inertia, force=forces.get(name))
     for name, shape, pose in sc["statics"]:
         s.add_object(name, [mc.Contactor(s.shape(shape))], translation=pose[:3], orientation=pose[3:])
     for name, kind, b1, b2, points, axes in sc["joints"]:

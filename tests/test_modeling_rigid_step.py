@@ -85,7 +85,8 @@ A, M = 0.1, 2.0
 CORNERS = [(sx * A, sy * A, sz * A) for sx in (1, -1) for sy in (1, -1) for sz in (1, -1)]
 
 
-def _cube(q0, v0, T, h=1e-3, mu=0.5, tol=1e-12, theta=0.5, method="nsn-ac", corners=CORNERS, projection=False, batch=True):
+def _cube(q0, v0, T, h=1e-3, mu=0.5, tol=1e-12, theta=0.5, method="nsn-ac", corners=CORNERS, projection=False, batch=True,
+          activation="siconos"):
     cube = nm.NewtonEulerDS(q0, v0, M, np.eye(3) * M * (2 * A) ** 2 / 6, fext=[0, 0, -G * M])
     nsds = nm.NonSmoothDynamicalSystem(0.0, T)
     inters = []
@@ -93,7 +94,8 @@ def _cube(q0, v0, T, h=1e-3, mu=0.5, tol=1e-12, theta=0.5, method="nsn-ac", corn
         inter = nm.Interaction(nm.NewtonImpactFrictionNSL(0.0, 0.0, mu, 3), nm.NewtonEuler3DR(point=c, normal=[0, 0, 1]))
         nsds.link(inter, cube)
         inters.append(inter)
-    traj = nm.TimeStepping(nsds, h, nm.MoreauJeanOSI(theta, projection=projection, batch=batch), osns="fc3d",
+    traj = nm.TimeStepping(nsds, h, nm.MoreauJeanOSI(theta, projection=projection, batch=batch, activation=activation),
+                           osns="fc3d",
                            method=method, tol=tol).run()
     return cube, inters, traj
 

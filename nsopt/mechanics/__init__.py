@@ -14,4 +14,6 @@ __all__ = ["Shape", "Sphere", "Box", "Capsule", "Cylinder", "Cone", "ConvexMesh"
            "CollisionManager", "Contacts", "InterpenetrationError", "TunnellingWarning"]
 from .scene import Record, Recorder, Scene, SceneModel, SceneRun, load_record  # noqa: E402
 
-__all__ += ["Scene", "SceneModel", "SceneRun", "Recorder", "Record", "load_record"]
+from .siconos_hdf5 import load_siconos_record  # noqa: E402
+
+__all__ += ["Scene", "SceneModel", "SceneRun", "Recorder", "Record", "load_record", "load_siconos_record"]

@@ -286,6 +286,7 @@ class CollisionManager:
         self._inf = np.array([x[2] for x in L], dtype=bool)
         self._lR, self._lt = np.array([x[3] for x in L]), np.array([x[4] for x in L])
         self._radius = np.array([x[5] for x in L])
+        self._curved = np.array([o.shape.curved for o in self._objects], dtype=bool)
         self._group = np.array([x[6] for x in L], dtype=np.int64)
         self._stale = np.concatenate([self._stale, np.zeros(len(idx), dtype=bool)])
         self._cache = None
@@ -580,8 +581,10 @@ class CollisionManager:
 
         The broad phase (:meth:`candidate_pairs`) runs every call; coal's narrow phase only for the pairs new to
         it or whose relative pose moved by more than ``reuse`` since their last narrow phase (translation plus
-        rotation times the smaller object's radius). The others keep the points found then, fixed in their
-        objects (Bullet's persistent manifold in spirit): their distances and normals follow the bodies.
+        rotation times the smaller object's radius), or, for a pair with a curved shape, turned at all (by more than
+        1e-9 at its radius: a kept material point of a rolling body would lag behind the contact). The others keep
+        the points found then, fixed in their objects (Bullet's persistent manifold in spirit): their distances and
+        normals follow the bodies.
 
         Parameters
         ----------
@@ -632,6 +635,9 @@ class CollisionManager:
             dR = np.linalg.norm(relR - cache["R"][pos], axis=(1, 2)) / np.sqrt(2.0)
             move = np.linalg.norm(relt - cache["t"][pos], axis=1) + rho * dR
             need = ~hit | ~(move <= self.reuse)
+            # a curved shape turned: its kept material point is no longer where it touches (a rolling body's lags
+            # behind the contact, and the normal force there drives the rolling): its narrow phase again
+            need |= (self._curved[ci] | self._curved[cj]) & (rho * dR > 1e-9)
         todo = np.flatnonzero(need)
         self.stats = {"pairs": int(key.shape[0]), "narrow": int(todo.size)}
         if todo.size:

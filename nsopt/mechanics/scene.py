@@ -36,6 +36,10 @@ datasets grown step by step (a run cut short keeps every complete step):
   ``next_id``) and the warm starts (``contact_ids``, ``contact_lambda``, ``joint_lambda``), what
   :meth:`Scene.run` needs to continue the run exactly (``continue_from=``).
 
+The same file holds the run in Siconos' mechanics layout (group ``data`` and the root attribute ``dimension``:
+:mod:`nsopt.mechanics.siconos_hdf5`), which Siconos' ``MechanicsHdf5Runner`` reads (and continues) and
+``siconos_vview`` shows; :func:`~nsopt.mechanics.load_siconos_record` reads a record that Siconos wrote.
+
 A record reloads (:func:`load_record`) into its arrays and its scene (:meth:`Record.scene`), whose bodies
 start from the last recorded state (``Record.scene(step=-1)``), so that a run continues where it stopped.
 """
@@ -686,8 +690,9 @@ class Scene:
     def run(self, T: float, h: float = 5e-3, *, theta: float = 0.50001, osns: str | None = None,
             method: str | None = None, tol: float = 1e-6, record=None, overwrite: bool = False, write_problems=None,
             continue_from=None, progress: bool = False, keep_states: bool = True, check: float | None = 1e-3,
-            fallback=(), on_step=None, projection=False, **options) -> "SceneRun":
-        """Simulate the scene to time ``T``: at each step the contacts are detected at the current poses
+            fallback=(), on_step=None, projection=None, gamma=None, activation=None, activation_threshold=0.0,
+            **options) -> "SceneRun":
+        r"""Simulate the scene to time ``T``: at each step the contacts are detected at the current poses
         (:meth:`SceneModel.update_contacts`: new points linked, vanished ones removed, the others moved), their
         outputs updated (:meth:`~nsopt.modeling.TimeStepping.update_outputs`), then one Moreau–Jean step
         (:class:`~nsopt.modeling.MoreauJeanOSI` with ``theta``; one-step problem ``osns``: "fc3d", or "gmp" when
@@ -731,13 +736,23 @@ class Scene:
         on_step : callable, optional
             ``on_step(run)``, called after each step with the :class:`SceneRun`; raising ``StopIteration`` ends the
             run there (the record keeps every step and what a continued run needs).
-        projection : bool or None, default False
-            The position projection of the contacts after each step (``MoreauJeanOSI(projection=)``). False:
-            Siconos' MoreauJeanOSI, bodies landing at speed :math:`|v|` sink by up to :math:`h|v|/2` and stay
-            there; True/None: the bodies are projected out of the floor and of each other, to ``projection_tol`` =
-            1e-8 (resting piles keep their heights), but detected contacts of rolling bodies then gain energy
-            (``formulations/time_stepping.md`` §4: the contact point is fixed in the body frame over the step),
-            so scenes with rolling spheres or capsules should keep the default.
+        projection : bool or None, default None
+            The position projection of the contacts after each step (``MoreauJeanOSI(projection=)``). None (True
+            here: every body is a NewtonEulerDS): the bodies are projected out of the floor and of each other after
+            each step, to ``projection_tol`` = 1e-8, their velocities unchanged; False: no projection (a plastic
+            impact still ends on the surface, to the linearisation's error; with ``activation="siconos"`` too,
+            Siconos' MoreauJeanOSI: a body stopped at speed :math:`|v|` sinks by up to :math:`h|v|` and stays there).
+        gamma : float, optional
+            The γ of the activation rule (``MoreauJeanOSI(gamma=)``): the fraction of the step it looks ahead
+            (default 1 for the look-ahead rule, 1/2 for Siconos').
+        activation : {None, "lookahead", "siconos"}, default None
+            The activation rule (``MoreauJeanOSI(activation=)``). None ("lookahead" here): a contact enters the
+            step's problem when the gap at the end of the step without its impulse,
+            :math:`y_k + \gamma h[(1-\theta)\dot y_k + \theta\dot y_{free}]`, closes, and one that the step
+            puts into penetration after all is added and the step solved again; "siconos": Siconos 4.4's
+            :math:`y_k + \gamma h\dot y_k \le 0`. ``formulations/time_stepping.md`` §6.
+        activation_threshold : float, default 0.0
+            A contact enters the problem when its predicted gap is at most this.
         **options
             Passed to :func:`nsopt.solve`.
 
@@ -807,13 +822,16 @@ class Scene:
         method = method if method is not None else RUN_METHODS.get(osns, "auto")
         if not model.bodies:
             raise ModelingError("Scene", "objects", "the scene has no dynamic body")
-        sim = TimeStepping(model.nsds, h, MoreauJeanOSI(theta, projection=projection), osns=osns, method=method, tol=tol, fallback=fallback,
-                           **options)
+        osi = MoreauJeanOSI(theta, gamma, projection=projection, activation=activation,
+                            activation_threshold=activation_threshold)
+        sim = TimeStepping(model.nsds, h, osi, osns=osns, method=method, tol=tol, fallback=fallback, **options)
         out = SceneRun(model, sim, keep_states)
         rec = None
         if record is not None:
             rec = Recorder(record, scene, overwrite=overwrite, h=h, theta=theta, osns=osns, method=method, tol=tol,
-                           t0=t0)
+                           t0=t0, gamma=osi.gamma_given if osi.gamma_given is not None else "default",
+                           activation=str(activation), projection=str(projection),
+                           activation_threshold=activation_threshold)
         try:
             if write_problems is not None:
                 sim.write_problems_to(write_problems, overwrite=overwrite)
@@ -1291,6 +1309,9 @@ class Recorder:
                                 ("force", 3, "f8"), ("active", None, "?")):
             shape, maxshape = ((0,), (None,)) if width is None else ((0, width), (None, width))
             c.create_dataset(name, shape, maxshape=maxshape, chunks=(1024,) + shape[1:], dtype=dt)
+        from .siconos_hdf5 import SiconosLayout      # the same run in Siconos' layout (group data/)
+        self._t = float(settings.get("t0", 0.0))
+        self.siconos = SiconosLayout(f, scene, t0=self._t)
 
     def append(self, t, q, v, *, status="", nit=0, error=0.0, contacts: Contacts | None = None, forces=None,
                active=None):
@@ -1346,6 +1367,9 @@ class Recorder:
             d[m] = val
         s["contacts"].resize(m + 2, axis=0)
         s["contacts"][m + 1] = k0 + k
+        self.siconos.append(float(t), q, v, h=float(t) - self._t, contacts=contacts if k else None,
+                            forces=F if k else None, active=act if k else None, nit=int(nit), error=float(error))
+        self._t = float(t)
         self.f.flush()
 
     def resume(self, state: dict):

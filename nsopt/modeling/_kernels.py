@@ -1,7 +1,7 @@
 """Compiled inner loops of the Moreau–Jean step (:mod:`nsopt.modeling._stepper`).
 
 The step's formulas that a compiled loop needs are written once here, as small inlined functions
-(:func:`closes`: the index-set rule; :func:`position`: the position update), and called both by the
+(:func:`closes` and :func:`reaches`: the index-set rules; :func:`position`: the position update), and called both by the
 step's NumPy-level phases (through :func:`index_set`, :func:`positions`) and by the fused loops of
 linear time-invariant models (:func:`free_flight`, :func:`lean_pre`, :func:`lean_post`).
 """
@@ -23,24 +23,42 @@ def closes(y0, y1, gh, thr):  # pragma: no cover  (compiled)
 
 
 @njit(inline="always")
+def reaches(y0, y1, y1f, c1, c2, thr):  # pragma: no cover  (compiled)
+    r"""The look-ahead index-set rule: a unilateral interaction is active when the gap at the end of the
+    step without its impulse, :math:`y_k + \gamma h[(1-\theta)\dot y_k + \theta\dot y_{free}]`, is at most
+    ``thr`` (``c1`` = γh(1-θ), ``c2`` = γhθ; :math:`\dot y_{free} = G_0 v_{free}`, the rate the free
+    velocity gives it)."""
+    return y0 + c1 * y1 + c2 * y1f <= thr
+
+
+@njit(inline="always")
 def position(qk, vk, v, c1, c2):  # pragma: no cover  (compiled)
     r"""The position update :math:`q_{k+1} = q_k + h(1-\theta) v_k + h\theta v_{k+1}` (c1 = h(1-θ), c2 = hθ)."""
     return qk + c1 * vk + c2 * v
 
 
 @njit(cache=True)
-def index_set(Y0, Y1, first, gap_at, gap, unil_off, alive, gh, thr, act):  # pragma: no cover  (compiled)
+def index_set(Y0, Y1, first, gap_at, gap, unil_off, alive, gh, thr, act, look, Y1f, c1, c2):  # pragma: no cover
     """The index set into ``act`` (one flag per interaction); returns its size. Interaction i is active
-    when ``unil_off[i]`` (not unilateral) or :func:`closes` on its first row (``first[i]``), and
-    ``alive[i]``; the interactions ``gap_at`` (compliant relations) use ``gap`` (y at λ = 0) for y0."""
+    when ``unil_off[i]`` (not unilateral) or its rule holds on its first row (``first[i]``), and
+    ``alive[i]``: :func:`reaches` (with ``Y1f``, ``c1``, ``c2``) where ``look[i]``, :func:`closes` (``gh``)
+    elsewhere; the interactions ``gap_at`` (compliant relations) use ``gap`` (y at λ = 0) for y0."""
     c = 0
     for i in range(first.shape[0]):
         f = first[i]
-        a = unil_off[i] or closes(Y0[f], Y1[f], gh, thr)
+        if look[i]:
+            a = unil_off[i] or reaches(Y0[f], Y1[f], Y1f[f], c1, c2, thr)
+        else:
+            a = unil_off[i] or closes(Y0[f], Y1[f], gh, thr)
         act[i] = a and alive[i]
     for k in range(gap_at.shape[0]):
         i = gap_at[k]
-        act[i] = (unil_off[i] or closes(gap[k], Y1[first[i]], gh, thr)) and alive[i]
+        f = first[i]
+        if look[i]:
+            a = unil_off[i] or reaches(gap[k], Y1[f], Y1f[f], c1, c2, thr)
+        else:
+            a = unil_off[i] or closes(gap[k], Y1[f], gh, thr)
+        act[i] = a and alive[i]
     for i in range(first.shape[0]):
         c += act[i]
     return c

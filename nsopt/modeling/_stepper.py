@@ -79,6 +79,9 @@ from .relations import LagrangianLinearTIR, LagrangianScleronomousR
 
 SPARSE_DOFS = 300        # above this many degrees of freedom, the rows and W are assembled sparse
 LAWS = (NewtonImpactNSL, ComplementarityConditionNSL, NewtonImpactFrictionNSL, EqualityConditionNSL, RelayNSL)
+ACTIVATION_PASSES = 3    # a step is solved again (at most this many times in all) with the look-ahead contacts it missed
+PROJECTION_DENSE = 300   # the position projection's LCPs up to this many rows by dense lemke, newton-fb above
+PROJECTION_ROUNDS = 20   # rows added to a projection's active set at most this many times
 PARKED = 4096            # removed interactions whose multipliers and warm starts are kept for a re-link
 _NOZ = np.zeros(0)
 
@@ -547,15 +550,16 @@ class _Singles:
         self.std = std                          # erow valid (a standard law) per member
         self.compliant = [i.relation.compliant for i in self.inters]
 
-    def rows(self, act, t1, q, qk, vk, vfree, y1k, lam0k, h, th, erow):
+    def rows(self, act, t1, q, qk, vk, vfree, y1k, lam0k, h, th, erow, look):
         """Per active member: (j, G0, row scale, extra diagonal block or None, q part, G0 for the output
-        or None): the per-interaction rows of the one-step problem (``formulations/time_stepping.md``)."""
+        or None): the per-interaction rows of the one-step problem (``formulations/time_stepping.md``), at
+        the iterate q (the look-ahead members ``look``: at q_k)."""
         out = []
         for s, j in enumerate(self.index):
             if not act[j]:
                 continue
             inter, rel, (lo, hi) = self.inters[s], self.inters[s].relation, self.bounds[s]
-            Q, Z, c = q[self.qcols[s]], self.Z[s], self.cols[s]
+            Q, Z, c = (qk if look[j] else q)[self.qcols[s]], self.Z[s], self.cols[s]
             if rel.compliant:
                 lam0 = lam0k[lo:hi]
                 G0 = rel.G0(Q, t1, lam0, Z)
@@ -770,6 +774,7 @@ class MoreauJeanStepper:
         two = (np.cumsum(nsys) - nsys)[nsys == 2]
         self.unique_entries = not np.any(body[two] == body[two + 1])
         self.bounds = list(zip(first.tolist(), (first + sizes).tolist()))
+        self._activation_rules(first, nsys, body)
         # groups of scleronomous relations (one evaluation per group)
         nonlin = np.flatnonzero(kinds == 1)
         ids: dict = {}
@@ -827,7 +832,8 @@ class MoreauJeanStepper:
         self._blocks = (self._block_plan() if self.batch and self.sparse and S.all_diag and not S.iterate and not self.D
                         and self.singles is None and self.builtin and not self.gfc else None)
         # the fused compiled phases (nsopt.modeling._kernels) of linear time-invariant models
-        self.lean = (self.batch and not self.groups and self.singles is None and not self.D and S.K is None
+        self.lean = (self.batch and not self.lookahead and not self.groups and self.singles is None and not self.D
+                     and S.K is None
                      and S.C is None and S.const_fext and S.all_diag and not S.iterate and not self.gfc
                      and S.nq == S.nv)
         if self.lean:
@@ -844,6 +850,32 @@ class MoreauJeanStepper:
             self._no_rows, self._no_Ha, self._no_lam = np.zeros(0, dtype=np.intp), np.zeros((0, S.nv)), np.zeros(0)
             self._act = np.empty(n_i, dtype=np.bool_)
             self._cur = (np.zeros(0, dtype=np.bool_), self._no_rows, self._no_Ha, np.zeros(0), None, [], [], None)
+
+    def _activation_rules(self, first, nsys, body):
+        r"""Which unilateral interactions take the look-ahead rule (``look``: :func:`~nsopt.modeling._kernels.reaches`,
+        their Jacobians at :math:`q_k`; the others Siconos' :func:`~nsopt.modeling._kernels.closes`), per
+        ``MoreauJeanOSI(activation=)``: "lookahead" all, "siconos" none, None those whose systems are all
+        :class:`~nsopt.modeling.NewtonEulerDS`; and ``close_rows`` (mask over the stacked rows): the normal rows
+        of those whose law has no restitution (e = 0) and whose relation is not compliant, which the step may
+        close (the gap term of ``formulations/time_stepping.md`` §6)."""
+        rule, n_i = self.osi.activation, first.shape[0]
+        if rule == "siconos" or not n_i:
+            look = np.zeros(n_i, dtype=bool)
+        elif rule == "lookahead":
+            look = self.unilateral.copy()
+        else:
+            ne = np.array([isinstance(ds, NewtonEulerDS) for ds in self.sys.systems], dtype=bool)
+            look = self.unilateral & np.logical_and.reduceat(ne[body], np.cumsum(nsys) - nsys)
+        self.look = look
+        self.lookahead = bool(look.any())
+        self.close_rows = None
+        if self.lookahead and self.theta > 0:
+            rows = first[look & ~self.P["compliant"]]
+            rows = rows[self.erow[rows] == 0.0]
+            if rows.size:
+                self.close_rows = np.zeros(self.mtot, dtype=bool)
+                self.close_rows[rows] = True
+        self._Gk = None          # the look-ahead members' Jacobians at q_k, per group, of the coming step
 
     def _block_plan(self):
         r"""The block form of :math:`W = G\hat M^{-1}G^\top` when every interaction has the same size m and
@@ -1202,12 +1234,74 @@ class MoreauJeanStepper:
         out.setflags(write=False)
         return out
 
-    def _index_set(self):
-        """The index set of the coming step (:func:`~nsopt.modeling._kernels.index_set`)."""
+    def _index_set(self, Y1f=None):
+        """The index set of the coming step (:func:`~nsopt.modeling._kernels.index_set`); ``Y1f``: the rates
+        :math:`G_0(q_k)v_{free}` of the look-ahead interactions (:meth:`_free_rates`)."""
         act = np.empty(len(self.inters), dtype=np.bool_)
+        g, h, th = self.osi.lookahead_gamma, self.h, self.theta
         K.index_set(self.Y0, self.Y1, self.first, self.gap_at, self.gap, self.unil_off, self.alive,
-                    self.gamma * self.h, self.thr, act)
+                    self.gamma * self.h, self.thr, act, self.look, self.Y1 if Y1f is None else Y1f,
+                    g * h * (1 - th), g * h * th)
         return act
+
+    def _free_rates(self, t0, qk, vk, vfree):
+        r"""The rates that the look-ahead rule reads (stacked rows; zero off the look-ahead interactions):
+        :math:`\dot y_{free} = G_0(q_k)v_{free}`, and on the rows the step may close (``close_rows``)
+        :math:`\dot y_{free} - |G_0|\,|v_{free} - v_k|`: a contact between two bodies that fall together (a
+        stack) has :math:`\dot y_{free} = \dot y_k`, though the lower one's support stops it within the step; the
+        allowance covers either body's free change of velocity being stopped. The groups' Jacobians at
+        :math:`q_k` are kept in ``_Gk`` for the step's problem (:meth:`_contact`: the look-ahead contacts' rows
+        are taken at :math:`q_k`)."""
+        Y1f = np.zeros(self.mtot)
+        sel = self.look & self.alive
+        close = self.close_rows
+        allow = np.zeros(self.mtot) if close is not None else None
+        dv = np.abs(vfree - vk) if close is not None else None
+        if self.lin_rows is not None:
+            Y1f[self.lin_rows] = self.H_lin @ vfree
+            if close is not None:
+                allow[self.lin_rows] = abs(self.H_lin) @ dv
+        self._Gk = {}
+        for gi, grp in enumerate(self.groups):
+            s = np.flatnonzero(sel[grp.index])
+            if s.size:
+                G = grp.G0(qk[grp.qcols[s]], s)
+                rows = grp.rows.reshape(-1, grp.rel.m)[s].ravel()
+                K.rows_velocity(G, vfree, grp.cols[s], rows, Y1f)
+                if close is not None:
+                    K.rows_velocity(np.abs(G), dv, grp.cols[s], rows, allow)
+                self._Gk[gi] = (s, G)
+        sg = self.singles
+        if sg is not None:
+            for k, j in enumerate(sg.index):
+                if not sel[j]:
+                    continue
+                rel, (lo, hi) = sg.inters[k].relation, sg.bounds[k]
+                Q, V, Z = qk[sg.qcols[k]], vfree[sg.cols[k]], sg.Z[k]
+                if rel.compliant:
+                    Y1f[lo:hi] = rel.G0(Q, t0, self.L0[lo:hi], Z) @ V
+                    continue
+                Y1f[lo:hi] = rel.velocity(Q, V, t0, np.zeros(hi - lo), Z, None)
+                if close is not None:
+                    allow[lo:hi] = np.abs(rel.G0(Q, t0, None, Z)) @ dv[sg.cols[k]]
+        if close is not None:       # the plastic rows look over the step and the stop of the next one (the gap term)
+            Y1f[close] = (Y1f[close] - allow[close]) / self.theta
+        return Y1f
+
+    def _group_rows(self, gi, grp, on, q_it, qk):
+        """The Jacobians G0 of the active members ``on`` of group ``gi``: the look-ahead ones at q_k (kept by
+        :meth:`_free_rates`), the others at the Newton iterate ``q_it``."""
+        lk = self.look[grp.index[on]]
+        if not lk.any():
+            return grp.G0(q_it[grp.qcols[on]], on)
+        kept = self._Gk.get(gi) if self._Gk is not None else None
+        Gl = kept[1][np.searchsorted(kept[0], on[lk])] if kept is not None else grp.G0(qk[grp.qcols[on[lk]]], on[lk])
+        if lk.all():
+            return Gl
+        G = np.empty((on.size,) + Gl.shape[1:])
+        G[lk] = Gl
+        G[~lk] = grp.G0(q_it[grp.qcols[on[~lk]]], on[~lk])
+        return G
 
     def step(self, sim):
         """One step from sim.t to sim.t + h (module docstring); the new state is left in
@@ -1217,13 +1311,44 @@ class MoreauJeanStepper:
         S, h = self.sys, self.h
         t0, t1 = sim.t, sim.t + h
         qk, vk, y1k, lam0k = self.q, self.v, self.Y1, self.L0
-        act = self._index_set()
-        idx = np.flatnonzero(act)
         Fk = S.begin(t0, qk, vk) if S.iterate else None
         # the Newton iterate (Siconos computeInitialNewtonState): q = q_k + h v_k, v = v_k
-        q_it = None
-        if idx.size or S.iterate:
+        q_it = vfree0 = None
+        self._Gk = None
+        if self.lookahead:     # the look-ahead rule reads the free velocity (at the first iterate)
+            if S.iterate:
+                q_it = qk + h * vk if S.ne is None else S.positions(qk, vk, vk)[0]
+            vfree0 = S.free_velocity(t0, t1, qk, vk, q_it, vk, Fk)
+            act = self._index_set(self._free_rates(t0, qk, vk, vfree0))
+        else:
+            act = self._index_set()
+        if q_it is None and (act.any() or S.iterate):
             q_it = qk + h * vk if S.ne is None else S.positions(qk, vk, vk)[0]
+        for passes in range(ACTIVATION_PASSES):
+            out = self._newton(sim, act, t0, t1, qk, vk, y1k, lam0k, q_it, vfree0, Fk)
+            if not self.lookahead:
+                break
+            # a look-ahead contact left out that the step's end puts into penetration: in the index set, the step again
+            y = out[4][self.first]
+            if self.close_rows is not None:     # a plastic contact: where the stop of the next step would take it
+                c = self.close_rows[self.first]
+                y = np.where(c, y + self.h * (1 - self.theta) * out[5][self.first], y)
+            miss = self.look & self.alive & ~act & (y < -self.osi.projection_tol)
+            if not miss.any():
+                break
+            act = act | miss
+        (it, res, converged), qn, vn, p, Y0n, Y1n, L0, L1, gapn, warm = out
+        if self.projection and (S.ne is not None or self.osi.projection is True):
+            qn = self._project(t1, qn, vn, L0, L1, Y0n, Y1n, gapn, act)
+        self.pending = (np.concatenate([qn, vn, p, Y0n, Y1n, L0, L1]), warm, gapn)
+        return it, res, converged
+
+    def _newton(self, sim, act, t0, t1, qk, vk, y1k, lam0k, q_it, vfree0, Fk):
+        """The step's (Newton) loop on the index set ``act`` from the iterate ``q_it`` (``vfree0``: the free
+        velocity there, when computed): returns ((iterations, residual, converged), q, v, p, Y0, Y1, λ0, λ1,
+        compliant gaps, warm starts) at the step's end."""
+        S, h = self.sys, self.h
+        idx = np.flatnonzero(act)
         v_it = vk
         m = self.mtot
         max_it = sim.newton_max_iter if S.iterate else 1
@@ -1231,7 +1356,7 @@ class MoreauJeanStepper:
         warm = self.warm
         while it < max_it:
             it += 1
-            vfree = S.free_velocity(t0, t1, qk, vk, q_it, v_it, Fk)
+            vfree = vfree0 if it == 1 and vfree0 is not None else S.free_velocity(t0, t1, qk, vk, q_it, v_it, Fk)
             L1, L0 = np.zeros(m), np.zeros(m)
             G0p, used = None, None
             if idx.size:
@@ -1264,34 +1389,30 @@ class MoreauJeanStepper:
             if res <= sim.newton_tol:
                 converged = True
                 break
-        if self.projection and (S.ne is not None or self.osi.projection is True):
-            qn = self._project(t1, qn, vn, L0, L1, Y0n, Y1n, gapn, act)
-        self.pending = (np.concatenate([qn, vn, p, Y0n, Y1n, L0, L1]), warm, gapn)
-        return it, res, converged
+        return (it, res, converged), qn, vn, p, Y0n, Y1n, L0, L1, gapn, warm
 
     # ------------------------------------------------------------------ position projection (rigid bodies)
     def _projectable(self):
-        """(mask of the interactions the projection acts on: unilateral laws on Newton–Euler relations, the
+        """(mask of the interactions the projection acts on: unilateral laws on Newton–Euler bodies, the
         stacked normal rows of those (mask over all rows)), per topology. A unilateral interaction on another
         system with ``projection=True``: a :class:`ModelingError`."""
         pr = self.__dict__.get("_proj")
         if pr is None:
             n_i = len(self.inters)
-            on = np.zeros(n_i, dtype=bool)
-            normal = np.zeros(self.mtot, dtype=bool)
-            for j, inter in enumerate(self.inters):
-                law = inter.nslaw
-                if not law.unilateral:
-                    continue
-                if not all(isinstance(ds, NewtonEulerDS) for ds in inter.systems):
-                    if self.osi.projection is True:
-                        raise ModelingError(label(self.osi), "projection", f"is for NewtonEulerDS bodies; "
-                                            f"{label(inter)} is a unilateral interaction on another system "
-                                            "(use projection=None: on for rigid bodies only)")
-                    continue
-                on[j] = True
-                lo, hi = self.bounds[j]
-                normal[lo:lo + 1 if isinstance(law, NewtonImpactFrictionNSL) else hi] = True
+            ne = np.array([isinstance(ds, NewtonEulerDS) for ds in self.sys.systems], dtype=bool)
+            all_ne = np.logical_and.reduceat(ne[self.slot_body], np.cumsum(self.nsys) - self.nsys) if n_i else \
+                np.zeros(0, dtype=bool)
+            on = self.unilateral & all_ne
+            bad = np.flatnonzero(self.unilateral & ~all_ne)
+            if bad.size and self.osi.projection is True:
+                raise ModelingError(label(self.osi), "projection", f"is for NewtonEulerDS bodies; "
+                                    f"{label(self.inters[bad[0]])} is a unilateral interaction on another system "
+                                    "(use projection=None: on for rigid bodies only)")
+            # the normal rows: the first of a friction contact, every row of the others
+            fric = np.fromiter((type(law) is NewtonImpactFrictionNSL or isinstance(law, NewtonImpactFrictionNSL)
+                                for law in self.law_arr), dtype=bool, count=n_i)
+            normal = np.repeat(on & ~fric, self.sizes)
+            normal[self.first[on & fric]] = True
             pr = self._proj = (on, normal)
         return pr
 
@@ -1333,10 +1454,15 @@ class MoreauJeanStepper:
         return Mi
 
     def _project(self, t1, qn, vn, L0, L1, Y0n, Y1n, gapn, act):
-        """The position projection of :class:`~nsopt.modeling.MoreauJeanOSI` (its docstring): the positions of
+        r"""The position projection of :class:`~nsopt.modeling.MoreauJeanOSI` (its docstring): the positions of
         the rigid bodies moved until no projectable gap at q_{k+1} is below ``-projection_tol``; Y0n, Y1n
         re-evaluated in place for the interactions of the moved bodies. Returns q_{k+1}. ``projection_info``:
-        (projections, deepest gap before, deepest gap after, rows of the last LCP)."""
+        (projections, deepest gap before, deepest gap after, rows of the last LCP).
+
+        Each projection is the M-metric projection of the linearised gaps,
+        :math:`\min \tfrac12\Delta^\top M\Delta` s.t. :math:`y + H\Delta \ge 0` over the normal rows of the step's
+        contacts and the penetrating ones, solved by an active set on those rows (:meth:`_project_rows`): only the
+        rows it needs enter its LCP."""
         on, normal = self._projectable()
         tol = self.osi.projection_tol
         cand_rows = normal & on[self.row_inter] & self.alive[self.row_inter]
@@ -1361,19 +1487,10 @@ class MoreauJeanStepper:
             keep = normal[r]
             r, c, v = r[keep], c[keep], v[keep]
             rows = np.unique(r)
-            nr = rows.shape[0]
-            H = sp.csr_matrix((v, (np.searchsorted(rows, r), c)), shape=(nr, self.nv))
-            HM = H @ Mi
-            W = (HM @ H.T).tocsr()
-            y = Y0n[rows].copy()
-            if nr <= 100:
-                res = solve(LCP(W.toarray(), y), method="lemke", tol=1e-12)
-            else:
-                res = solve(LCP(W, y), method="pgs", tol=1e-10, max_iter=1000)
-            mu = np.asarray(res.z, dtype=float)
-            if not np.all(np.isfinite(mu)):
+            H = sp.csr_matrix((v, (np.searchsorted(rows, r), c)), shape=(rows.shape[0], self.nv))
+            delta, nr = self._project_rows(H, Mi, Y0n[rows], tol)
+            if delta is None:
                 break
-            delta = np.asarray(HM.T @ mu).reshape(-1)                   # M⁻¹ H_nᵀ μ (M⁻¹ symmetric)
             moved = np.zeros(len(S.systems), dtype=bool)
             moved[ne_sys] = np.any(delta[S.voff[ne_sys][:, None] + np.arange(6)] != 0.0, axis=1)
             mk = np.flatnonzero(moved)
@@ -1388,6 +1505,36 @@ class MoreauJeanStepper:
             deepest = float(Y0n[cand_rows].min())
         self.projection_info = (it, before, deepest, nr)
         return qn
+
+    @staticmethod
+    def _project_rows(H, Mi, y, tol):
+        r"""One linearised projection: :math:`\Delta = M^{-1}H_S^\top\mu` with
+        :math:`0 \le \mu \perp y_S + H_S M^{-1}H_S^\top\mu \ge 0` on a set S of rows grown from the penetrating
+        ones (:math:`y < -`tol) by those whose linearised gap :math:`y + H\Delta` the last :math:`\Delta` left below
+        -tol/2 (the KKT conditions of :math:`\min\tfrac12\Delta^\top M\Delta` s.t. :math:`y + H\Delta \ge 0` hold
+        once no row is added: a row outside S has :math:`\mu = 0` and a non-negative gap up to tol/2). Each LCP by
+        ``lemke`` (dense) up to ``PROJECTION_DENSE`` rows, ``newton-fb`` above. Returns (Δ, rows of the last LCP),
+        or (None, rows) when a solve does not give a finite μ."""
+        S = y < -tol
+        HM = (H @ Mi).tocsr()
+        delta = None
+        for _ in range(PROJECTION_ROUNDS):
+            idx = np.flatnonzero(S)
+            Hs, HMs = H[idx], HM[idx]
+            W = (HMs @ Hs.T).tocsr()
+            if idx.shape[0] <= PROJECTION_DENSE:
+                res = solve(LCP(W.toarray(), y[idx]), method="lemke", tol=1e-12)
+            else:
+                res = solve(LCP(W, y[idx]), method="newton-fb", tol=1e-12, max_iter=200)
+            mu = np.asarray(res.z, dtype=float)
+            if not np.all(np.isfinite(mu)):
+                return None, idx.shape[0]
+            delta = np.asarray(HMs.T @ mu).reshape(-1)
+            add = ~S & (y + H @ delta < -0.5 * tol)
+            if not add.any():
+                break
+            S |= add
+        return delta, int(np.count_nonzero(S))
 
     def _blow_up(self, sim, q, v):
         """A non-finite or exploding state: the run stops (typed), the last committed state kept."""
@@ -1408,10 +1555,10 @@ class MoreauJeanStepper:
         groups' Jacobians used, the one-by-one members' G0 used, the rows (a callable for the blocks))."""
         S, h, th = self.sys, self.h, self.theta
         G0p = {}
-        for gi, grp in enumerate(self.groups):       # G0 at the iterate for the active members
+        for gi, grp in enumerate(self.groups):       # G0 at the iterate (look-ahead contacts: at q_k) for the active members
             on = np.flatnonzero(act[grp.index])
-            G0p[gi] = (on, grp.G0(q_it[grp.qcols[on]], on) if on.size else None)
-        single = self.singles.rows(act, t1, q_it, qk, vk, vfree, y1k, lam0k, h, th, self.erow) \
+            G0p[gi] = (on, self._group_rows(gi, grp, on, q_it, qk) if on.size else None)
+        single = self.singles.rows(act, t1, q_it, qk, vk, vfree, y1k, lam0k, h, th, self.erow, self.look) \
             if self.singles is not None else []
         used = {s[0]: s[5] for s in single if s[5] is not None}
         key = (id(self), act.tobytes())
@@ -1459,6 +1606,8 @@ class MoreauJeanStepper:
                     extras.append((lo, np.asarray(extra, dtype=float)))
             extras = [(int(newrow[self.first[j]]), D) for j, D in self.D if act[j]] + extras
             sig = (Ha, extras)
+        if self.close_rows is not None:
+            qo = self._close_gaps(qo, act_rows)
         constant = self.constant_relations and not S.iterate
         if self.gfc:
             Mhat = S.iteration_matrix()
@@ -1498,6 +1647,24 @@ class MoreauJeanStepper:
             p = np.asarray(Ha.T @ lam).reshape(-1)
             rows_of = Ha
         return lam, p, G0p, used, rows_of
+
+    def _close_gaps(self, qo, act_rows):
+        r"""The gap term of the look-ahead contacts without restitution (``close_rows``): on their normal row,
+        :math:`q \mathrel{+}= [y_k + h(1-\theta)\dot y_k]^+ / h`, so that a contact still open when the
+        step stops it may close within the step (:math:`y_{k+1} \ge 0` instead of :math:`\dot y_{k+1} \ge 0`
+        while the gap is open; ``formulations/time_stepping.md`` §6)."""
+        cr = self.close_rows[act_rows]
+        if not cr.any():
+            return qo
+        h, th = self.h, self.theta
+        rows = np.flatnonzero(act_rows)[cr]
+        b = self.Y0[rows] + h * (1 - th) * self.Y1[rows]
+        pos = b > 0.0
+        if not pos.any():
+            return qo
+        qo = qo.copy()
+        qo[np.flatnonzero(cr)[pos]] += b[pos] / h
+        return qo
 
     def _minv_diag(self):
         """1 / the diagonal of the stacked M̂ (W's factors), computed once per M̂."""

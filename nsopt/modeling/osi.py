@@ -19,7 +19,11 @@ from ._check import label, scalar, vector
 from ._kernels import STATE_LIMIT as _LIMIT
 from ._stepper import SPARSE_DOFS, Assembly, Factor, MoreauJeanStepper, StepRecord
 
-__all__ = ["SPARSE_DOFS", "Assembly", "EulerMoreauOSI", "Factor", "MoreauJeanOSI", "OneStepIntegrator", "StepRecord"]
+#: The activation rules of :class:`MoreauJeanOSI` (``activation=``); None: "lookahead" for the unilateral
+#: contacts of rigid bodies, "siconos" for the others.
+ACTIVATION_RULES = (None, "siconos", "lookahead")
+
+__all__ = ["ACTIVATION_RULES", "SPARSE_DOFS", "Assembly", "EulerMoreauOSI", "Factor", "MoreauJeanOSI", "OneStepIntegrator", "StepRecord"]
 
 
 class OneStepIntegrator:
@@ -59,30 +63,42 @@ class MoreauJeanOSI(OneStepIntegrator):
     :math:`\dot y_{k+1} = G_0 v_{k+1} (+\partial_t h)` and the impulse :math:`\lambda_{k+1}` (Newton's
     impact law: :math:`0 \le \dot y_{k+1} + e\dot y_k \perp \lambda_{k+1} \ge 0`). An interaction
     is active when its predicted gap :math:`y_k + \gamma h \dot y_k \le` ``activation_threshold``
-    (γ = 1/2), Siconos 4.4's ``MoreauJeanOSI::addInteractionInIndexSet``.
+    (γ = 1/2), Siconos 4.4's ``MoreauJeanOSI::addInteractionInIndexSet`` (``activation="siconos"``).
 
     Rigid bodies (:class:`~nsopt.modeling.NewtonEulerDS`) move by :math:`Δ = h(1-\theta)v_k + h\theta v_{k+1}`:
     the position by :math:`Δ_{0:3}`, the quaternion by the exponential map of the rotation vector
     :math:`φ = Δ_{3:6}` (body frame), :math:`\mathbf q_{k+1} = \mathbf q_k \otimes (\cos\frac{|φ|}2,
-    \sin\frac{|φ|}2\frac{φ}{|φ|})` (Siconos 4.4's ``updatePosition``), and, by default, their positions are then
-    projected as in
-    Siconos' ``MoreauJeanDirectProjectionOSI``: the velocity-level law stops a body landing at speed
-    :math:`|v|` within the step but leaves it up to :math:`h|v|/2` below the surface. When a unilateral
-    contact's gap :math:`y_n(q_{k+1})` is below ``-projection_tol``, with :math:`H_n` the normal rows of the
-    contacts' twist Jacobians at :math:`q_{k+1}` (the contacts of the step's index set and the penetrating
-    ones) and :math:`M = \mathrm{diag}(mI_3, I)` the bodies' mass matrices,
+    \sin\frac{|φ|}2\frac{φ}{|φ|})` (Siconos 4.4's ``updatePosition``), and by default their unilateral contacts
+    are kept exact (``formulations/time_stepping.md`` §4, "Rigid contact that stays exact"):
 
-    .. math::
-        0 \le \mu \perp y_n + H_n M^{-1} H_n^\top \mu \ge 0,\qquad
-        \Delta = M^{-1}H_n^\top\mu,\qquad q_{k+1} \leftarrow q_{k+1} + T(q_{k+1})\,\Delta \ \text{(normalised)},
+    - *the look-ahead rule* (``activation="lookahead"``): a contact is active when the gap at the end of the step
+      without its impulse closes, :math:`y_k + \gamma h[(1-\theta)\dot y_k + \theta\dot y_{free}] \le`
+      ``activation_threshold`` with :math:`\dot y_{free} = G_0(q_k)v_{free}` (γ = 1; minus
+      :math:`|G_0||v_{free} - v_k|` on plastic contacts, for stacks, which also look over the next step's stop),
+      and a contact the step leaves out but puts
+      into penetration joins the index set and the step is solved again. Siconos' rule looks half a step ahead
+      with the current velocity: a body arriving fast passes through the surface in the step it misses, and at
+      a gap of exactly 0 its decision follows the sign of round-off;
+    - *the gap term*: a contact without restitution has the law :math:`0 \le \dot y_{k+1} + b \perp \lambda \ge 0`,
+      :math:`b = [y_k + h(1-\theta)\dot y_k]^+/h`: the step brings an arriving contact to the speed from which
+      the next step's stop ends on the surface (it neither hovers nor sinks; :math:`b = 0` at rest: Newton's
+      law). Siconos' rule leaves a body stopped at normal speed :math:`|\dot y|` up to :math:`h|\dot y|` deep;
+    - *the rows at* :math:`q_k`: the look-ahead contacts' Jacobians are taken where the contact was found, not at
+      the Newton iterate :math:`q_k + hv_k` (where a rolling body's material contact point has turned behind
+      the contact: a driving torque);
+    - *the position projection* (Siconos' ``MoreauJeanDirectProjectionOSI``): when a unilateral contact's gap
+      :math:`y_n(q_{k+1})` is below ``-projection_tol``, with :math:`H_n` the normal rows of the contacts' twist
+      Jacobians at :math:`q_{k+1}` (the step's and the penetrating ones) and :math:`M = \mathrm{diag}(mI_3, I)`,
 
-    (an LCP solved by :func:`nsopt.solve`: ``lemke`` up to 100 rows, ``pgs`` above), repeated with the gaps
-    re-evaluated until none is below ``-projection_tol`` (at most ``projection_max_iter`` times). The
-    velocities are not changed (the kinetic energy is the velocity step's), but a body *rolling* on a curved
-    surface speeds up under it (the scheme's sinking, which the projection undoes, balanced a driving torque of
-    the velocity-level law: ``formulations/time_stepping.md`` §4; use ``projection=False`` for such scenes).
-    Joints (equality relations) are left to the velocity level: the projection moves only through the
-    unilateral rows.
+      .. math::
+          \Delta = \arg\min \tfrac12 \Delta^\top M \Delta \ \text{s.t.}\ y_n + H_n\Delta \ge 0,\qquad
+          q_{k+1} \leftarrow q_{k+1} + T(q_{k+1})\,\Delta \ \text{(normalised)},
+
+      (its LCP on an active set of rows, by :func:`nsopt.solve`), repeated with the gaps re-evaluated until none
+      is below ``-projection_tol`` (at most ``projection_max_iter`` times). The velocities are not changed.
+
+    ``activation="siconos", projection=False`` is Siconos' ``MoreauJeanOSI`` on rigid bodies too. Joints (equality
+    relations) are left to the velocity level; Lagrangian systems keep Siconos' rule and are not projected.
 
     Parameters
     ----------
@@ -90,23 +106,30 @@ class MoreauJeanOSI(OneStepIntegrator):
         The θ of the scheme, in [0, 1] (1/2: second order in free flight, energy-conserving for a
         linear spring; 1: backward Euler).
     gamma : float, optional
-        The γ of the activation rule, in [0, 1] (None: 1/2, as Siconos).
+        The γ of the activation rule, in [0, 1]: the fraction of the step it looks ahead (None: 1/2 for Siconos'
+        rule, as Siconos; 1 for the look-ahead rule).
+    activation : {None, "lookahead", "siconos"}, default None
+        The activation rule of the unilateral interactions: "siconos" (:math:`y_k + \gamma h\dot y_k`),
+        "lookahead" (with the gap term and the rows at :math:`q_k`, above); None: "lookahead" for the contacts
+        whose systems are all :class:`~nsopt.modeling.NewtonEulerDS`, "siconos" for the others (every Lagrangian
+        step is Siconos').
     activation_threshold : float, default 0
         An interaction enters the index set when its predicted gap is at most this.
     projection : {None, True, False}, default None
         The position projection of rigid-body contacts (Siconos ``MoreauJeanDirectProjectionOSI``).
         None: on for the unilateral contacts between :class:`~nsopt.modeling.NewtonEulerDS` bodies (and
         the world), never for Lagrangian systems, whose steps are exactly Siconos' ``MoreauJeanOSI`` ones;
-        False: off (rigid bodies too: Siconos' ``MoreauJeanOSI``, whose bodies landing at speed :math:`|v|` sink by
-        up to :math:`h|v|/2` and stay there); True: on, and a :class:`~nsopt.exceptions.ModelingError` when a
-        unilateral interaction joins a system that is not a NewtonEulerDS.
+        False: off (the gap term alone: a plastic impact ends on the surface to the linearisation's error; with
+        Siconos' rule a body stopped at normal speed :math:`|\dot y|` stays up to :math:`h|\dot y|` deep); True: on,
+        and a :class:`~nsopt.exceptions.ModelingError` when a unilateral interaction joins a system that is not a
+        NewtonEulerDS.
     projection_tol : float, default 1e-8
         The penetration tolerated after a step (in the model's length unit): the projection runs when a
         gap is below ``-projection_tol``, and iterates until none is.
     projection_max_iter : int, default 5
         At most this many projections per step; the gaps left are in the stepper's ``projection_info``.
     projection_activation : float, default 1e-7
-        With the projection on, the activation rule of a model with rigid bodies reads
+        With the projection on, Siconos' activation rule in a model with rigid bodies reads
         :math:`y_k + \gamma h\dot y_k \le` ``activation_threshold + projection_activation``: a projected
         contact ends at y = 0 up to the linearisation's and the contact detection's errors (~1e-8) and must
         stay in the index set. Siconos' ``MoreauJeanDirectProjectionOSI`` activation threshold
@@ -121,8 +144,9 @@ class MoreauJeanOSI(OneStepIntegrator):
     Raises
     ------
     ModelingError
-        When ``theta`` or ``gamma`` is outside [0, 1], a value is not a finite number, ``projection`` is not
-        None, True or False, or ``projection=True`` meets a unilateral interaction on a non-rigid system.
+        When ``theta`` or ``gamma`` is outside [0, 1], a value is not a finite number, ``activation`` or
+        ``projection`` is not one of its values, or ``projection=True`` meets a unilateral interaction on a
+        non-rigid system.
 
     See Also
     --------
@@ -134,8 +158,8 @@ class MoreauJeanOSI(OneStepIntegrator):
     >>> osi = nm.MoreauJeanOSI(theta=0.5)
     >>> osi
     MoreauJeanOSI(theta=0.5)
-    >>> osi.gamma, osi.activation_threshold, osi.projection, osi.projection_tol
-    (0.5, 0.0, None, 1e-08)
+    >>> osi.gamma, osi.lookahead_gamma, osi.activation, osi.activation_threshold, osi.projection, osi.projection_tol
+    (0.5, 1.0, None, 0.0, None, 1e-08)
     >>> nm.MoreauJeanOSI(theta=1.5)
     Traceback (most recent call last):
     ...
@@ -144,10 +168,13 @@ class MoreauJeanOSI(OneStepIntegrator):
 
     order = 2
 
-    def __init__(self, theta=0.5, gamma=None, *, activation_threshold=0.0, projection=None, projection_tol=1e-8,
-                 projection_max_iter=5, projection_activation=1e-7, batch=True, name=None):
+    def __init__(self, theta=0.5, gamma=None, *, activation=None, activation_threshold=0.0, projection=None,
+                 projection_tol=1e-8, projection_max_iter=5, projection_activation=1e-7, batch=True, name=None):
         super().__init__(theta, name=name)
         self.batch = bool(batch)
+        if not (activation is None or (isinstance(activation, str) and activation in ACTIVATION_RULES)):
+            raise ModelingError(label(self), "activation", f"must be one of {ACTIVATION_RULES}, got {activation!r}")
+        self.activation = activation
         if projection not in (None, True, False):
             raise ModelingError(label(self), "projection", f"must be None, True or False, got {projection!r}")
         self.projection = projection
@@ -157,8 +184,19 @@ class MoreauJeanOSI(OneStepIntegrator):
             raise ModelingError(label(self), "projection_max_iter", f"must be an integer >= 1, got {projection_max_iter!r}")
         self.projection_max_iter = int(projection_max_iter)
         self.projection_activation = scalar(projection_activation, label(self), "projection_activation", low=0.0)
-        self.gamma = 0.5 if gamma is None else scalar(gamma, label(self), "gamma", low=0.0, high=1.0)
+        self.gamma_given = None if gamma is None else scalar(gamma, label(self), "gamma", low=0.0, high=1.0)
         self.activation_threshold = scalar(activation_threshold, label(self), "activation_threshold")
+
+    @property
+    def gamma(self) -> float:
+        r"""The γ of Siconos' rule :math:`y_k + \gamma h\dot y_k`: the one given, else 1/2."""
+        return 0.5 if self.gamma_given is None else self.gamma_given
+
+    @property
+    def lookahead_gamma(self) -> float:
+        r"""The γ of the look-ahead rule :math:`y_k + \gamma h[(1-\theta)\dot y_k + \theta\dot y_{free}]`: the
+        one given, else 1 (the whole step)."""
+        return 1.0 if self.gamma_given is None else self.gamma_given
 
     def start(self, sim, prev=None, source=None) -> MoreauJeanStepper:
         """The stepper of ``sim``: from the systems' initial conditions, from ``source`` (a stepper whose
