@@ -216,7 +216,9 @@ def _sliding(mu=0.5):
 
 
 @pytest.mark.parametrize("kw, error, match", [
-    (dict(gamma=1.0), "OptionError", r"unknown option\(s\) \['gamma'\]"),
+    (dict(omega=1.0), "OptionError", r"unknown option\(s\) \['omega'\]"),
+    (dict(gamma=1.5), "ModelingError", "gamma"),
+    (dict(activation="soon"), "ModelingError", "activation"),
     (dict(method="bogus"), "MethodNotFound", "unknown method 'bogus'"),
     (dict(tol=-1), "OptionError", "tol must be a finite positive number"),
     (dict(fallback=["nope"]), "MethodNotFound", "unknown method 'nope'"),
@@ -329,7 +331,21 @@ def test_sinking_through_a_thin_floor_at_an_impact_is_caught():
     sc.add_object("ball", ["Ball"], translation=[0, 0, 0.5], velocity=[0, 0, -5, 0, 0, 0], mass=0.01)
     sc.add_object("plate", ["Plate"], translation=[0, 0, 0])
     with pytest.warns(mc.TunnellingWarning, match="body 'ball' passed through 'plate'"):
-        sc.run(T=0.2, h=0.01)
+        sc.run(T=0.2, h=0.01, activation="siconos", projection=False)
+
+
+def test_the_look_ahead_rule_stops_the_ball_on_the_thin_floor(recwarn):
+    """The same landing under the default (look-ahead) rule: the contact is in the step that would carry the
+    ball through, the ball ends on the plate's top face, and no TunnellingWarning is given."""
+    sc = mc.Scene()
+    sc.add_primitive_shape("Ball", "Sphere", 0.01)
+    sc.add_primitive_shape("Plate", "Box", (2.0, 2.0, 0.005))
+    sc.add_Newton_impact_friction_nsl("c", mu=0.0)
+    sc.add_object("ball", ["Ball"], translation=[0, 0, 0.5], velocity=[0, 0, -5, 0, 0, 0], mass=0.01)
+    sc.add_object("plate", ["Plate"], translation=[0, 0, 0])
+    run = sc.run(T=0.2, h=0.01)
+    assert not [w for w in recwarn if issubclass(w.category, mc.TunnellingWarning)]
+    assert run.q[-1, 0, 2] == pytest.approx(0.0025 + 0.01, abs=1e-6)
 
 
 def test_no_tunnelling_warning_for_fast_bodies_that_do_not_pass_through(recwarn):

@@ -180,7 +180,8 @@ class TimeStepping:
         at the first contact). ``method="auto"`` names one method per kind (``STEP_METHODS``: Lemke for
         LCP/MLCP/Relay/AVI, Newton (nsn-ac) for friction, nsgs for GenericMechanical) with the others of
         that list as fallback.
-    fallback : methods tried in order when ``method`` does not reach ``tol`` on a step; they get the
+    fallback : methods tried in order when ``method`` does not reach ``tol`` on a step (after ``method``
+        itself from a cold start, when the warm-started solve did not reach it); they get the
         options that are not ``method``'s own (``FALLBACK_OPTIONS``: ``select``, ``time_limit``), so
         ``select="min-norm"`` reaches every step's solve, whichever method solved it.
     on_failure : ``"continue"`` (record the step as failed and go on) or ``"raise"``
@@ -404,6 +405,12 @@ class TimeStepping:
         clock = SOLVE_CLOCK
         t = clock()
         sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
+        if warm is not None and not sol.success:
+            # the previous step's impulses can start the method in a region it does not leave (a hyperstatic pile
+            # of cubes whose warm-started Newton creeps at 1.4e-9 while the cold start reaches 1e-9): once cold
+            cold = solve(problem, method=self.method, tol=self.tol, warm_start=None, **opts)
+            if cold.success or cold.error < sol.error:
+                sol = cold
         if self.fallback and not sol.success:
             common = {k: v for k, v in self.options.items() if k in FALLBACK_OPTIONS}
             for m in self.fallback:
