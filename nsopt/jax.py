@@ -27,11 +27,11 @@ from .exceptions import ProblemError
 from .sensitivity import sensitivity
 from .solve import solve as _nsopt_solve
 
-try:
-    import jax
-    import jax.numpy as jnp
-except ImportError as e:       # the optional extra
-    raise ImportError("nsopt.jax needs JAX, the optional extra: pip install 'nsopt[jax]'") from e
+from ._extras import require
+
+require("jax", "nsopt.jax")     # pip install "nsopt[jax]"
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 
 _CACHE: OrderedDict = OrderedDict()     # (problem id, inputs' bytes) -> (Sensitivity, variables); the last few
 _CACHE_SIZE = 8

@@ -1,19 +1,40 @@
-"""Shared test fixtures: the Siconos corpus through one setting (NSOPT_DATA)."""
+"""Shared test fixtures: the Siconos corpus through one setting (NSOPT_DATA), the optional extras
+(a part whose extra is absent skips, naming it), and the caches kept out of the source tree."""
 
 from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
-from nsopt.data import ENV, corpus_files, data_dir, has_data
+# numba's on-disk cache of nsopt's kernels goes to a user cache folder, not beside the sources
+# (numba's default, ``__pycache__`` in the tree): the suite writes nothing into the checkout. Set
+# before nsopt (and numba) is imported; a NUMBA_CACHE_DIR given by the caller is kept.
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nsopt"
+os.environ.setdefault("NUMBA_CACHE_DIR", str(CACHE / "numba"))
+
+from nsopt._extras import missing  # noqa: E402
+from nsopt.data import ENV, corpus_files, data_dir, has_data  # noqa: E402
 
 REQUIRE = os.environ.get("NSOPT_REQUIRE_DATA") == "1"   # .ci/run sets it: a missing corpus is a failure
+# .ci/run sets it for the README's test command (the [test] extra installs every part): a test that
+# would skip for a missing extra fails instead
+REQUIRE_EXTRAS = os.environ.get("NSOPT_REQUIRE_EXTRAS") == "1"
 
-# The suite uses both cores through pytest-xdist (`-n auto`): the demo's compile-ahead process
-# (nsopt._ahead) would only add a third; its own tests (test_first_run.py) switch it on.
-os.environ.setdefault("NSOPT_COMPILE_AHEAD", "0")
+
+def need_extra(extra, modules=None):
+    """Skip the calling test or module when a module of nsopt's ``extra`` (or only ``modules`` of
+    it) is not installed, with a reason that names the extra to install; a failure under
+    NSOPT_REQUIRE_EXTRAS=1."""
+    absent = missing(extra, modules)
+    if not absent:
+        return
+    msg = f'needs nsopt[{extra}] ({", ".join(absent)} not installed): pip install "nsopt[{extra}]"'
+    if REQUIRE_EXTRAS:
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg, allow_module_level=True)
 
 # pytest-xdist's workers run with SIGINT ignored, and an ignored signal stays ignored in every process
 # they start: the Ctrl-C tests (a KeyboardInterrupt in a solve, a campaign stopped by SIGINT, a
@@ -60,11 +81,15 @@ def reference_entries(kind=None):
 
 # Property tests: random exploration on a developer's machine, a fixed example set under CI
 # (CI=true), so that a CI run is reproducible and a failure found locally is kept by hypothesis' database.
-from hypothesis import settings as _hsettings  # noqa: E402
+# hypothesis' example database lives in the user cache folder too (not ``.hypothesis/`` in the checkout).
+if not missing("test", ["hypothesis"]):
+    from hypothesis import settings as _hsettings
+    from hypothesis.database import DirectoryBasedExampleDatabase
 
-_hsettings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
-if os.environ.get("CI"):
-    _hsettings.load_profile("ci")
+    _db = DirectoryBasedExampleDatabase(str(CACHE / "hypothesis"))
+    _hsettings.register_profile("nsopt", database=_db)
+    _hsettings.register_profile("ci", derandomize=True, deadline=None, print_blob=True, database=None)
+    _hsettings.load_profile("ci" if os.environ.get("CI") else "nsopt")
 
 
 # tests/site (the built documentation site in a browser) is collected only when NSOPT_SITE names the
