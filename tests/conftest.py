@@ -61,6 +61,28 @@ def corpus():
     return data_dir()
 
 
+# Corpus files that nsopt refuses on purpose, with the error it must give: a test that walks the
+# corpus checks that error for these (load_corpus_file) and fails on a FormatError of any other file.
+EXPECTED_INVALID = {
+    "mlcp/Rectangular_mlcp.dat": r"line 7: invalid problem data: MLCP\.M: must be square, got shape \(3, 2\)",
+}
+
+
+def load_corpus_file(path):
+    """The problem of a corpus file (a FormatError fails the test: nsopt should load it), or None for
+    a file of EXPECTED_INVALID, once checked that loading it raises its FormatError."""
+    from nsopt import io
+    from nsopt.exceptions import FormatError
+
+    key = f"{path.parent.name}/{path.name}"
+    if key in EXPECTED_INVALID:
+        with pytest.raises(FormatError, match=EXPECTED_INVALID[key]) as e:
+            io.load(path)
+        assert e.value.path == str(path), e.value
+        return None
+    return io.load(path)
+
+
 def corpus_params(*folders):
     """pytest params over the corpus files of some folders (ids 'folder/file'); one skipping param when absent."""
     files = [f for fo in folders for f in corpus_files(fo)]
@@ -82,14 +104,45 @@ def reference_entries(kind=None):
 # Property tests: random exploration on a developer's machine, a fixed example set under CI
 # (CI=true), so that a CI run is reproducible and a failure found locally is kept by hypothesis' database.
 # hypothesis' example database lives in the user cache folder too (not ``.hypothesis/`` in the checkout).
+# The property tests import hypothesis' names from here (``from conftest import given, settings, st``):
+# without hypothesis (a tool of nsopt[test], e.g. the core with pytest alone) each property test
+# skips naming the extra and the other tests of its module run.
 if not missing("test", ["hypothesis"]):
-    from hypothesis import settings as _hsettings
+    from hypothesis import HealthCheck, example, given, settings
+    from hypothesis import strategies as st
     from hypothesis.database import DirectoryBasedExampleDatabase
 
-    _db = DirectoryBasedExampleDatabase(str(CACHE / "hypothesis"))
-    _hsettings.register_profile("nsopt", database=_db)
-    _hsettings.register_profile("ci", derandomize=True, deadline=None, print_blob=True, database=None)
-    _hsettings.load_profile("ci" if os.environ.get("CI") else "nsopt")
+    settings.register_profile("nsopt", database=DirectoryBasedExampleDatabase(str(CACHE / "hypothesis")))
+    settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True, database=None)
+    settings.load_profile("ci" if os.environ.get("CI") else "nsopt")
+else:
+    class _Absent:
+        """Stands for hypothesis' strategies and settings when it is not installed."""
+
+        def __getattr__(self, name):
+            return self
+
+        def __call__(self, *args, **kwargs):
+            return self
+
+        def __iter__(self):
+            return iter(())
+
+    st = HealthCheck = _Absent()
+
+    def settings(*args, **kwargs):
+        return lambda test: test
+
+    example = settings
+
+    def given(*args, **kwargs):
+        def skipped_test(test):
+            def property_test():
+                need_extra("test", ["hypothesis"])
+            property_test.__name__, property_test.__qualname__ = test.__name__, test.__qualname__
+            property_test.__module__, property_test.__doc__ = test.__module__, test.__doc__
+            return property_test
+        return skipped_test
 
 
 # tests/site (the built documentation site in a browser) is collected only when NSOPT_SITE names the

@@ -57,6 +57,7 @@ import importlib  # noqa: E402
 import numpy as np  # noqa: E402
 
 from nsopt import Status  # noqa: E402
+from conftest import need_extra
 
 
 def _example(name):
@@ -150,7 +151,6 @@ def test_example_compliant_contact_rests_on_the_spring():
 
 
 def test_example_spheres_box_fclib_round_trip(tmp_path):
-    pytest.importorskip("h5py")
     from nsopt import io, solve
 
     r = _example("modeling_spheres_box").simulate(6, T=0.2, write_problems=tmp_path)
@@ -177,7 +177,6 @@ def test_example_spheres_box_fclib_round_trip(tmp_path):
 def test_example_spheres_box_script_writes_the_corpus(tmp_path, capsys):
     """``python examples/modeling_spheres_box.py --fclib DIR``: the README's way to the FCLIB corpus (the
     test used a private attribute of TimeStepping, the script wrote none)."""
-    pytest.importorskip("h5py")
     from nsopt import io
 
     _example("modeling_spheres_box").main(["--fclib", str(tmp_path / "corpus")])
@@ -242,7 +241,7 @@ def test_example_rigid_ramp_slides_at_the_coulomb_acceleration_and_rests_flat():
     """On the ramp the box slides flat at g(sin α - μ cos α) (Coulomb, μ < tan α): the fitted acceleration to 1e-3
     relative, its centre at half a side above the ramp to the scheme's penetration; it ends at rest on the floor,
     flat, every step solved."""
-    pytest.importorskip("coal")
+    need_extra("mechanics")
     import math
 
     ex = _example("rigid_ramp")
@@ -259,7 +258,7 @@ def test_example_rigid_ramp_slides_at_the_coulomb_acceleration_and_rests_flat():
 
 
 def test_example_rigid_bin_comes_to_rest_inside_with_the_floor_carrying_the_weight():
-    pytest.importorskip("coal")
+    need_extra("mechanics")
     ex = _example("rigid_bin")
     run, masses = ex.simulate(6, 1.5)
     assert not run.failed_steps
@@ -273,7 +272,7 @@ def test_example_rigid_bin_comes_to_rest_inside_with_the_floor_carrying_the_weig
 def test_example_rigid_gripper_holds_or_slips_as_coulomb_says():
     """Fingers on prismatic rails pushed by F: the cube is held (no acceleration) when 2μF ≥ mg, and slides at
     g - 2μF/m otherwise (to 1e-3 relative); the fingers stay on their rails (the joints hold to 1e-6)."""
-    pytest.importorskip("coal")
+    need_extra("mechanics")
     ex = _example("rigid_gripper")
     held, weak = ex.simulate(20.0), ex.simulate(3.0)
     for run in (held, weak):

@@ -248,7 +248,6 @@ def test_first_order_jacobian_by_finite_differences():
 
 
 def test_to_fclib_from_kept_problems(tmp_path):
-    pytest.importorskip("h5py")
     from nsopt import io
 
     sim, ball, ground = bouncing_ball(e=0.5, T=0.6)
