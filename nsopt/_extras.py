@@ -24,6 +24,8 @@ EXTRAS = {
     "mechanics": ("coal", "trimesh", "matplotlib", "tqdm"),
     "studies": ("pandas", "pyarrow", "matplotlib", "tqdm", "distributed"),
     "jax": ("jax",),
+    # nsopt[all]: every part above
+    "all": ("sympy", "mpmath", "coal", "trimesh", "matplotlib", "tqdm", "pandas", "pyarrow", "distributed", "jax"),
     # the tools of the test suite (``nsopt[test]`` also installs every extra above)
     "test": ("pytest", "xdist", "hypothesis", "diffcp", "playwright"),
 }

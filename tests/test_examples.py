@@ -1,19 +1,37 @@
 """Every script in examples/ runs to completion (they are teaching and validation cases)."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import need_extra
+
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
+
+
+_PARTS = re.compile(r"\bnsopt\.(mechanics|symbolic|studies|jax)\b|^from nsopt import [^\n]*\b(mechanics|symbolic|studies|jax)\b",
+                    re.M)
+
+
+def need_extras_of(script):
+    """Skip (naming the extra) when a part the example uses is not installed; the gallery's
+    figures need matplotlib (in nsopt[all])."""
+    text = script.read_text(encoding="utf-8")
+    for m in _PARTS.finditer(text):
+        need_extra(m.group(1) or m.group(2))
+    if "matplotlib" in text or "_plotting" in text:
+        need_extra("all", ["matplotlib"])
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_example_runs(script, tmp_path):
     """Runs to completion, writes its figures to $NSOPT_FIGURES (here a temporary folder) and
     nothing into the repository's examples/ folder."""
+    need_extras_of(script)
     root = str(script.parent.parent)
     env = dict(os.environ, MPLBACKEND="Agg", NSOPT_FIGURES=str(tmp_path),
                PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
@@ -39,6 +57,22 @@ def test_example_has_a_gallery_title(script):
     assert len(lines[1].strip()) >= len(lines[0].strip()), "the underline is shorter than the title"
 
 
+STILL_THUMBNAILS = {"rigid_ramp.py", "rigid_gripper.py"}     # a rigid-body scene's still as the thumbnail
+
+
+@pytest.mark.parametrize("script", [p for p in EXAMPLES if not p.name.startswith("_")],
+                         ids=[p.name for p in EXAMPLES if not p.name.startswith("_")])
+def test_example_draws_the_figure_of_its_gallery_page(script):
+    """Every gallery example draws a figure (its page's picture and thumbnail; a script without one
+    shows the placeholder thumbnail, issue 29 §1); the rigid-body examples show their scene's still
+    as the first figure and take it as the thumbnail."""
+    text = script.read_text(encoding="utf-8")
+    assert "savefig(" in text, "no figure: the gallery shows a placeholder thumbnail"
+    if script.name in STILL_THUMBNAILS:
+        assert "show_still(" in text and "# sphinx_gallery_thumbnail_number = 1" in text
+        assert text.index("show_still(") < text.index("savefig("), "the still is not the first figure"
+
+
 def _tracked(folder):
     """Files of examples/ with their modification times (not caches, not the figures folder)."""
     return {(p.name, p.stat().st_mtime_ns) for p in folder.iterdir()
@@ -57,7 +91,6 @@ import importlib  # noqa: E402
 import numpy as np  # noqa: E402
 
 from nsopt import Status  # noqa: E402
-from conftest import need_extra
 
 
 def _example(name):
