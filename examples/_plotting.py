@@ -40,3 +40,15 @@ def show_still(plt, path):
     ax.imshow(plt.imread(path))
     ax.set_axis_off()
     return fig
+
+
+def convergence_axes(ax_nit, ax_time, tol, iteration="iteration"):
+    """Label the two axes of :func:`convergence` (error against ``iteration`` and against time),
+    with the target ``tol`` as a dashed line."""
+    for ax in (ax_nit, ax_time):
+        ax.axhline(tol, color="0.5", lw=0.8, ls="--")
+        ax.set_ylabel("error (Siconos' measure)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+    ax_nit.set_xlabel(iteration)
+    ax_time.set_xlabel("time [s]")

@@ -27,7 +27,7 @@ import numpy as np
 import nsopt
 from nsopt import data, generate
 
-from _plotting import convergence, figure_path, pyplot
+from _plotting import convergence, convergence_axes, figure_path, pyplot
 
 # NSOPT_QUICK=1 (the site's build): shorter time budgets on a hard problem, the same calls
 LONG, SHORT = (8, 2) if os.environ.get("NSOPT_QUICK") == "1" else (60, 10)
@@ -74,14 +74,8 @@ def main():
     for i, (m, s) in enumerate(runs.items()):
         style = dict(color=f"C{i}", marker="o" if m != "nsgs" else None, ms=3, lw=1.4)
         convergence(ax1 if m != "nsgs" else None, ax2, s, f"{m}: {s.nit} it, {s.solve_time:.3g} s", **style)
-    for ax in (ax1, ax2):
-        ax.axhline(1e-8, color="0.5", lw=0.8, ls="--")
-        ax.set_ylabel("error (Siconos' fc3d measure)")
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8)
-    ax1.set_xlabel("Newton iteration")
+    convergence_axes(ax1, ax2, 1e-8, "Newton iteration")
     ax1.set_title(f"{path.name} ({p.nc} contacts): the Newton methods", fontsize=10)
-    ax2.set_xlabel("time [s]")
     ax2.set_title("against time, with Gauss–Seidel (nsgs) for contrast", fontsize=10)
     out = figure_path("fc3d_newton.png")
     fig.savefig(out, dpi=100)

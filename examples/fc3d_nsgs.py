@@ -20,7 +20,7 @@ import numpy as np
 import nsopt
 from nsopt import data, generate
 
-from _plotting import convergence, figure_path, pyplot
+from _plotting import convergence, convergence_axes, figure_path, pyplot
 
 # 1. a random problem with a known solution (W symmetric positive definite)
 problem, known = generate.friction_contact(nc=40, dim=3, seed=1, mu=0.5)
@@ -68,14 +68,9 @@ plt = pyplot()
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.4), layout="constrained")
 for i, (label, s) in enumerate(runs.items()):
     convergence(ax1, ax2, s, f"{label}: {s.nit} sweeps", color=f"C{i}", lw=1.3)
-for ax in (ax1, ax2):
-    ax.axhline(1e-8, color="0.5", lw=0.8, ls="--")
-    ax.set_ylabel("error (Siconos' fc3d measure)")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-ax1.set_xlabel("sweep"); ax1.set_xscale("log")
+convergence_axes(ax1, ax2, 1e-8, "sweep")
+ax1.set_xscale("log")
 ax1.set_title(f"NSGS on Capsules-i101-404 ({p.nc} contacts)", fontsize=10)
-ax2.set_xlabel("time [s]")
 ax2.set_title("against time", fontsize=10)
 out = figure_path("fc3d_nsgs.png")
 fig.savefig(out, dpi=100)
