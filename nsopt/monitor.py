@@ -288,11 +288,12 @@ class Monitor:
         (chunk sizes doubling from 1 up to ``cap``, the deterministic one of :meth:`chunk`):
         ``turn`` iterations per call between which the monitor judges (``time_limit``, Ctrl-C), and
         ``first`` for the first call. A callback wants every iteration (``cap = turn = 1``); a time
-        limit has the starting point judged alone first (``first = 0``)."""
+        limit has the starting point judged alone first (``first = 0``) and the deadline read after
+        every chunk (``turn = cap``: a quarter of the turn without one)."""
         if self.callback is not None:
             return 1, 1, 0 if self.deadline is not None else 1
         cap, turn = plain_schedule(work)
-        return cap, turn, turn if self.deadline is None else 0
+        return (cap, turn, turn) if self.deadline is None else (cap, cap, 0)
 
     def steps(self, errors, x: dict, best=None):
         """Record a chunk of ``len(errors)`` iterations run by a kernel (``x`` at the chunk's end;

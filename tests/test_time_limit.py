@@ -29,17 +29,36 @@ def _rockpile(corpus):
     return load(path)
 
 
+class TickingClock:
+    """``time.perf_counter`` for a test: each read advances it by ``tick`` seconds. The monitor reads
+    the clock between two turns of a compiled kernel (and at the start): a time limit of a few ticks
+    runs out after a few turns, whatever the machine's load, and a kernel that ignored it would run
+    its whole budget."""
+
+    def __init__(self, tick):
+        self.now, self.tick = 1000.0, tick
+
+    def __call__(self):
+        self.now += self.tick
+        return self.now
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize("method", MINE)
-def test_time_limit_on_rockpile(method, corpus):
-    """time_limit=0.05: back within 0.2 s plus the reported one-off build, TIME_LIMIT, best iterate."""
+def test_time_limit_on_rockpile(method, corpus, monkeypatch):
+    """time_limit=0.05 (five ticks of 10 ms of a ticking clock) on a problem none of them solves:
+    TIME_LIMIT after a few turns of the compiled loop (not its budget of 10^12 iterations), with
+    the best iterate (issue 7 §4: the deadline used to be read only when the kernel returned). The
+    wall time is printed, not asserted (it depends on the machine's load)."""
     p = _rockpile(corpus)
     nsopt.solve(p, method=method, max_iter=1)      # first use: numba's cache load, outside the measure
     t0 = time.perf_counter()
+    monkeypatch.setattr(time, "perf_counter", TickingClock(0.01))
     s = nsopt.solve(p, method=method, time_limit=0.05, history=True, max_iter=10**12)
-    dt = time.perf_counter() - t0
+    monkeypatch.undo()
+    print(f"{method}: {s.nit} iterations, {time.perf_counter() - t0:.3f} s of wall time")
     assert s.status is Status.TIME_LIMIT, s
-    assert dt <= 0.2 + s.build_time, (dt, s.build_time)
+    assert 1 <= s.nit <= 5000, s
     assert s.error == pytest.approx(min(s.history), rel=1e-6)
     assert s.error == pytest.approx(p.error(s.r), rel=1e-6)
 
