@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 # numba's on-disk cache of nsopt's kernels goes to a user cache folder, not beside the sources
-# (numba's default, ``__pycache__`` in the tree): the suite writes nothing into the checkout. Set
-# before nsopt (and numba) is imported; a NUMBA_CACHE_DIR given by the caller is kept.
+# (numba's default, ``__pycache__`` in the tree): the suite writes no cache of its own into the
+# checkout (Python's bytecode and pytest's cache aside). Set before nsopt (and numba) is imported;
+# a NUMBA_CACHE_DIR given by the caller is kept.
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nsopt"
 os.environ.setdefault("NUMBA_CACHE_DIR", str(CACHE / "numba"))
+# hypothesis' folder (its example database, its constants cache) likewise, not ``.hypothesis/``
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(CACHE / "hypothesis"))
 
 from nsopt._extras import missing  # noqa: E402
 from nsopt.data import ENV, corpus_files, data_dir, has_data  # noqa: E402
@@ -103,18 +106,16 @@ def reference_entries(kind=None):
 
 # Property tests: random exploration on a developer's machine, a fixed example set under CI
 # (CI=true), so that a CI run is reproducible and a failure found locally is kept by hypothesis' database.
-# hypothesis' example database lives in the user cache folder too (not ``.hypothesis/`` in the checkout).
 # The property tests import hypothesis' names from here (``from conftest import given, settings, st``):
 # without hypothesis (a tool of nsopt[test], e.g. the core with pytest alone) each property test
 # skips naming the extra and the other tests of its module run.
 if not missing("test", ["hypothesis"]):
     from hypothesis import HealthCheck, example, given, settings
     from hypothesis import strategies as st
-    from hypothesis.database import DirectoryBasedExampleDatabase
 
-    settings.register_profile("nsopt", database=DirectoryBasedExampleDatabase(str(CACHE / "hypothesis")))
-    settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True, database=None)
-    settings.load_profile("ci" if os.environ.get("CI") else "nsopt")
+    settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+    if os.environ.get("CI"):
+        settings.load_profile("ci")
 else:
     class _Absent:
         """Stands for hypothesis' strategies and settings when it is not installed."""
