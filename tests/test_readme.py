@@ -2,7 +2,7 @@
 
 Each block runs in a fresh namespace from a temporary working directory (so a path that only
 resolves from the author's checkout fails here, as it would in a user's clone), and without the
-shared corpus (``NSOPT_DATA`` names an empty folder): the README's examples run for a user who has
+shared corpus (``NSOPT_DATA`` names a folder that does not exist): the README's examples run for a user who has
 only nsopt (problems nsopt generates, and the sample it ships: ``nsopt.data.sample``). A block uses
 the part of nsopt that its extra installs (``nsopt.mechanics``: ``nsopt[mechanics]``): without the
 extra it skips naming it.
@@ -36,9 +36,7 @@ def test_readme_has_python_blocks():
 @pytest.mark.parametrize("k", range(len(python_blocks())))
 def test_readme_block_runs(k, tmp_path, monkeypatch):
     code = python_blocks()[k]
-    nowhere = tmp_path / "no-corpus"
-    nowhere.mkdir()
-    monkeypatch.setenv("NSOPT_DATA", str(nowhere))          # a user's machine: no shared corpus
+    monkeypatch.setenv("NSOPT_DATA", str(tmp_path / "no-corpus"))   # a user's machine: no shared corpus
     solutions = []
     real_solve = nsopt.solve
 
