@@ -128,7 +128,8 @@ class VirtualClock:
 @pytest.mark.parametrize("kind,method", ALL, ids=IDS)
 def test_contract_time_limit_returns_the_best_iterate(kind, method, monkeypatch):
     """A callback that takes 20 ms (of a virtual clock) per iteration makes a 50 ms time limit run
-    out after the third iteration: TIME_LIMIT with the best iterate, 3 iterations."""
+    out after the third iteration: TIME_LIMIT with the best iterate, 3 iterations at most (a conic
+    backend that gets the time left, socp-fp's, counts it on the real clock and may stop first)."""
     _on_contract(kind, method)
     import time
 
@@ -141,7 +142,7 @@ def test_contract_time_limit_returns_the_best_iterate(kind, method, monkeypatch)
                             Status.INACCURATE), s     # INACCURATE: a one-step method that finished
         assert s.error == pytest.approx(min(s.history), rel=1e-6, abs=1e-14)
     if s.status is Status.TIME_LIMIT:     # 0.02, 0.04, 0.06 > 0.05: the third iteration is the last
-        assert s.nit == 3, s
+        assert 1 <= s.nit <= 3, s         # (fewer: a backend given the time left, on its own clock, used it)
     monkeypatch.undo()          # time_limit=0 on the real clock: the start is judged, then the time is up
     _, s0 = _call(kind, method, tol=1e-300, time_limit=0.0)
     assert s0.status in (Status.TIME_LIMIT, Status.SOLVED, Status.INFEASIBLE, Status.NUMERICAL_ERROR)

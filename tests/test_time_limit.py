@@ -183,8 +183,7 @@ _FIRST_CALL = textwrap.dedent("""
     avi = nsopt.AVI(M, rng.standard_normal(3), __import__("numpy").vstack([__import__("numpy").eye(3),
                     -__import__("numpy").eye(3)]), -__import__("numpy").ones(6))
     cases = [(avi, "lemke"), (g.lcp(6, seed=1)[0], "pgs"), (g.friction_contact(3, dim=2, seed=4)[0], "nsn-ac"),
-             (g.friction_contact(3, dim=2, seed=4)[0], "socp-fp"), (g.friction_contact(3, dim=3, seed=5)[0], "nsgs"),
-             (g.friction_contact(3, dim=3, seed=5)[0], "nsn-fb")]
+             (g.friction_contact(3, dim=3, seed=5)[0], "nsgs")]
     for p, m in cases:
         before = len(held)
         s = nsopt.solve(p, method=m, tol=1e-300, time_limit=0.05, callback=tick, max_iter=10**6)
@@ -201,7 +200,7 @@ def test_loading_and_compiling_kernels_do_not_count_against_time_limit(tmp_path_
     if cache == "filled" and not folder.is_dir():
         _first_call(folder)                 # (this case alone: fill it first)
     rows = _first_call(folder)
-    assert len(rows) == 6, rows
+    assert len(rows) == 4, rows
     for kind, method, status, nit, loaded, build in (r.split() for r in rows):
         assert (status, nit) == ("time_limit", "3"), rows
         assert build == "True", rows
