@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,23 @@ def need_corpus():
 def corpus():
     need_corpus()
     return data_dir()
+
+
+_PARTS = re.compile(r"\bnsopt\.(mechanics|symbolic|studies|jax)\b|^from nsopt import [^\n]*\b(mechanics|symbolic|studies|jax)\b"
+                    r"|^\s*(?:import|from) (sympy|matplotlib|jax)\b", re.M)
+_EXTRA_OF_MODULE = {"sympy": ("symbolic", None), "matplotlib": ("all", ["matplotlib"]), "jax": ("jax", None)}
+
+
+def need_extras_of(code):
+    """:func:`need_extra` for each part of nsopt (and each optional library) that a piece of code
+    (an example script, a README block) uses: read from its imports."""
+    for m in _PARTS.finditer(code):
+        if m.group(3):
+            need_extra(*_EXTRA_OF_MODULE[m.group(3)])
+        else:
+            need_extra(m.group(1) or m.group(2))
+    if "_plotting" in code:                       # the examples' figures (matplotlib)
+        need_extra("all", ["matplotlib"])
 
 
 # Corpus files that nsopt refuses on purpose, with the error it must give: a test that walks the

@@ -1,37 +1,22 @@
 """Every script in examples/ runs to completion (they are teaching and validation cases)."""
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import need_extra
+from conftest import need_extra, need_extras_of
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
-
-
-_PARTS = re.compile(r"\bnsopt\.(mechanics|symbolic|studies|jax)\b|^from nsopt import [^\n]*\b(mechanics|symbolic|studies|jax)\b",
-                    re.M)
-
-
-def need_extras_of(script):
-    """Skip (naming the extra) when a part the example uses is not installed; the gallery's
-    figures need matplotlib (in nsopt[all])."""
-    text = script.read_text(encoding="utf-8")
-    for m in _PARTS.finditer(text):
-        need_extra(m.group(1) or m.group(2))
-    if "matplotlib" in text or "_plotting" in text:
-        need_extra("all", ["matplotlib"])
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_example_runs(script, tmp_path):
     """Runs to completion, writes its figures to $NSOPT_FIGURES (here a temporary folder) and
     nothing into the repository's examples/ folder."""
-    need_extras_of(script)
+    need_extras_of(script.read_text(encoding="utf-8"))
     root = str(script.parent.parent)
     env = dict(os.environ, MPLBACKEND="Agg", NSOPT_FIGURES=str(tmp_path),
                PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
@@ -210,6 +195,7 @@ def test_example_spheres_box_fclib_round_trip(tmp_path):
 def test_example_spheres_box_script_writes_the_corpus(tmp_path, capsys):
     """``python examples/modeling_spheres_box.py --fclib DIR``: the README's way to the FCLIB corpus (the
     test used a private attribute of TimeStepping, the script wrote none)."""
+    need_extra("all", ["matplotlib"])     # (the script draws its figure)
     from nsopt import io
 
     _example("modeling_spheres_box").main(["--fclib", str(tmp_path / "corpus")])

@@ -19,7 +19,7 @@ import nsopt
 
 from nsopt.exceptions import MissingExtra
 
-from conftest import need_extra
+from conftest import need_extra, need_extras_of
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 _BLOCK = re.compile(r"^```python[^\n]*\n(.*?)^```", re.S | re.M)
@@ -36,6 +36,7 @@ def test_readme_has_python_blocks():
 @pytest.mark.parametrize("k", range(len(python_blocks())))
 def test_readme_block_runs(k, tmp_path, monkeypatch):
     code = python_blocks()[k]
+    need_extras_of(code)              # (a block of nsopt.symbolic needs nsopt[symbolic], ...)
     monkeypatch.setenv("NSOPT_DATA", str(tmp_path / "no-corpus"))   # a user's machine: no shared corpus
     solutions = []
     real_solve = nsopt.solve

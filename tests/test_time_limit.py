@@ -16,6 +16,8 @@ import nsopt
 from nsopt import registry
 from nsopt.result import Status
 
+from conftest import need_extra
+
 ROCKPILE = "fc3d/RockPile_tob1.dat"
 MINE = ("nsgs", "nsn-ac", "nsn-fb", "prox")   # the fc3d methods of the Gauss–Seidel and Newton families
 
@@ -114,6 +116,7 @@ def test_time_limit_and_timeout_follow_one_rule(tmp_path):
     """``solve(time_limit=)``, ``compare(timeout=)`` and the command line's ``--timeout`` /
     ``--time-limit`` accept the same values (a number >= 0, 0 included; None or inf: no limit) and
     refuse the same (negative, nan, not a number, bool)."""
+    need_extra("studies")                # (compare and the command line's campaigns)
     from nsopt.cli import main as cli_main
     from nsopt.exceptions import OptionError
     from nsopt.monitor import check_time_limit
