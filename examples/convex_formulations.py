@@ -12,6 +12,11 @@ The convex view of the one-step problems, as a lesson: LCP = QP (and when not), 
    (formulations/fc3d.md), then ``socp-fp`` with its history and its timings (CVXPY vs solver).
 4. The same SOCP re-solved with new data: compiled once, data updated in place, against rebuilding.
 5. An empty polyhedron: the backend's certificate gives ``Status.INFEASIBLE``, never "solved".
+
+The figure draws the two views: the QP's level sets over the quadrant z >= 0, whose minimiser is the
+LCP's solution (the gradient there is w, the multiplier of z >= 0); and the fixed point of friction,
+the map s -> mu ||u_T(s)|| of the SOCP with s frozen, iterated to its fixed point (cobweb).
+Writes ``convex_formulations.png``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import nsopt
 from nsopt import generate
 from nsopt.formulations import FCasSOCP, LCPasQP
 from nsopt.solvers.socp_fp import SOCPMap
+
+from _plotting import figure_path, pyplot
 
 
 def lesson_lcp():
@@ -59,11 +66,13 @@ def lesson_friction():
     print(f.explain())
     fmap = SOCPMap(f)           # the fixed-point map on the compiled program (nsopt.solvers.socp_fp)
     x = fmap.start()
+    iterates = [x[0]]
     print("plain fixed point (formulations/fc3d.md: s_{k+1} = 0.2 + 0.2 s_k):")
     for k in range(5):
         g, sol, _ = fmap.image(x)
         print(f"  s_{k} = {x[0]:.5f}  ->  r = {np.round(sol['r'], 5)},  error {p.error(sol['r']):.2e}")
         x = g
+        iterates.append(x[0])
     s = nsopt.solve(p, method="socp-fp", history=True)
     print(f"socp-fp (Anderson + polish): r = {np.round(s.r, 12)}, u = {np.round(s.u, 12)}, "
           f"{s.nit} iterations, error {s.error:.1e}\n  history {[f'{e:.1e}' for e in s.history]}\n"
@@ -76,6 +85,7 @@ def lesson_friction():
         print(f"  {m:12s} {s.status.value:8s} error {s.error:.1e}, {s.nit} iterations, "
               f"{s.solve_time:.3f} s, {s.info['solver_share'] * 100:.0f}% of the solve time in {s.info['solver']}"
               f"  | max |r - r_known| = {np.abs(s.r - ref['r']).max():.1e}")
+    return fmap, np.array(iterates)
 
 
 def lesson_resolve():
@@ -113,9 +123,48 @@ def lesson_infeasible():
               f"certificate: {s.info.get('certificate')}")
 
 
+def figure(fmap, iterates):
+    """The two convex views: the LCP's QP and the friction fixed point (cobweb of the SOCP map)."""
+    plt = pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
+    M, q = np.array([[2.0, 1.0], [1.0, 2.0]]), np.array([-1.0, 1.0])
+    sol = nsopt.solve(nsopt.LCP(M, q), method="qp")
+    (x0, x1), (y0, y1) = (-0.7, 1.5), (-1.3, 1.1)
+    z1, z2 = np.meshgrid(np.linspace(x0, x1, 221), np.linspace(y0, y1, 241))
+    f = 0.5 * (M[0, 0] * z1**2 + 2 * M[0, 1] * z1 * z2 + M[1, 1] * z2**2) + q[0] * z1 + q[1] * z2
+    ax1.contour(z1, z2, f, levels=np.linspace(-1.0, 3.0, 21), cmap="viridis", linewidths=0.8)
+    ax1.fill_between([x0, x1], y0, 0.0, color="0.88", zorder=0)          # z2 < 0
+    ax1.fill_betweenx([0.0, y1], x0, 0.0, color="0.88", zorder=0)        # z1 < 0
+    free = np.linalg.solve(M, -q)
+    ax1.plot(*free, "x", color="0.3", ms=9, label=f"unconstrained minimum ({free[0]:g}, {free[1]:g})")
+    ax1.plot(*sol.z, "o", color="C3", ms=8, label=f"z* = ({sol.z[0]:.3g}, {sol.z[1]:.3g}): the LCP's solution")
+    ax1.annotate("", xy=sol.z + 0.3 * sol.w / np.linalg.norm(sol.w), xytext=sol.z,
+                 arrowprops=dict(arrowstyle="->", color="C3", lw=1.6))
+    ax1.text(sol.z[0] + 0.06, sol.z[1] + 0.38, f"∇f(z*) = w = ({sol.w[0]:.3g}, {sol.w[1]:.3g})\nw ≥ 0, z*·w = 0",
+             color="C3", fontsize=9, bbox=dict(facecolor="white", edgecolor="none", alpha=0.85))
+    ax1.set_xlim(x0, x1); ax1.set_ylim(y0, y1)
+    ax1.set_xlabel("$z_1$"); ax1.set_ylabel("$z_2$"); ax1.set_aspect("equal")
+    ax1.set_title("LCP as a QP: min ½zᵀMz + qᵀz, z ≥ 0\n(level sets; grey: z ≱ 0)", fontsize=10)
+    ax1.legend(loc="lower left", fontsize=8)
+    s = np.linspace(0.0, 0.8, 41)
+    g = [fmap.image(np.array([v, 0.0, 0.0]))[0][0] for v in s]
+    ax2.plot(s, g, color="C0", label="g(s) = μ‖u_T‖ at the SOCP's solution, s frozen")
+    ax2.plot(s, s, color="0.5", lw=0.8, ls="--", label="g(s) = s")
+    ax2.plot(np.repeat(iterates[:-1], 2), np.column_stack([iterates[:-1], iterates[1:]]).ravel(),
+             color="C3", lw=1.2, marker=".", label="$s_{k+1} = g(s_k)$ from $s_0$ = μ‖q_T‖ (cobweb)")
+    ax2.plot([iterates[-1]], [iterates[-1]], "o", color="C3")
+    ax2.set_xlabel("s (the frozen term μ‖u_T‖)"); ax2.set_ylabel("g(s)")
+    ax2.set_title("Coulomb's law = SOCP + fixed point\n(one contact, μ = 0.5)", fontsize=10)
+    ax2.legend(loc="upper left", fontsize=8); ax2.grid(alpha=0.3)
+    out = figure_path("convex_formulations.png")
+    fig.savefig(out, dpi=100)
+    print(f"figure: {out}")
+
+
 if __name__ == "__main__":
     lesson_lcp()
     lesson_nonsymmetric()
-    lesson_friction()
+    fmap, iterates = lesson_friction()
     lesson_resolve()
     lesson_infeasible()
+    figure(fmap, iterates)

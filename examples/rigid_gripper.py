@@ -21,8 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from _plotting import figure_path, pyplot
+from _plotting import figure_path, pyplot, show_still
 from nsopt import mechanics as mc
+
+# sphinx_gallery_thumbnail_number = 1
 
 G, H, MU = 9.81, 5e-3, 0.5
 CUBE, M_CUBE = 0.1, 0.5                         # side, mass
@@ -83,6 +85,7 @@ def main():
         page = rec.write_html(figure_path("rigid_gripper.html"), title="a gripper closing on a cube", overwrite=True)
         still = rec.still(figure_path("rigid_gripper_still.png"), title=f"held by friction, t = {rec.t[-1]:.2f} s",
                           overwrite=True, elev=15.0, azim=-75.0)
+        show_still(plt, still)          # the scene: figure 1, the gallery's thumbnail
     fig, ax = plt.subplots(figsize=(6.4, 4.4), layout="constrained")
     lines = []
     for F, run in runs.items():

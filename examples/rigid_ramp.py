@@ -12,7 +12,7 @@ recorded to HDF5 (``Scene.run(record=...)``) and the viewer page (offline three.
 are written from the record (``load_record(...).write_html``, ``.still``).
 
 Writes ``rigid_ramp.png`` (the path along the ramp against the closed form, the energy), ``rigid_ramp.html`` and
-``rigid_ramp_still.png``. ``NSOPT_QUICK=1`` (the site's build) runs the same scene for a shorter time.
+``rigid_ramp_still.png`` (the box halfway down the ramp: the gallery's thumbnail). ``NSOPT_QUICK=1`` (the site's build) runs the same scene for a shorter time.
 """
 import math
 import os
@@ -21,8 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from _plotting import figure_path, pyplot
+from _plotting import figure_path, pyplot, show_still
 from nsopt import mechanics as mc
+
+# sphinx_gallery_thumbnail_number = 1
 
 G, ALPHA, MU, SIDE, MASS = 9.81, math.radians(30.0), 0.3, 0.25, 1.0
 RAMP_LENGTH, RAMP_THICK = 2.0, 0.1
@@ -83,8 +85,10 @@ def main():
         run, start, down, normal = simulate(T=1.6 if quick else 2.5, record=rec_path)
         rec = mc.load_record(rec_path)
         page = rec.write_html(figure_path("rigid_ramp.html"), title="box down a ramp", overwrite=True)
-        still = rec.still(figure_path("rigid_ramp_still.png"), title=f"box at rest, t = {rec.t[-1]:.2f} s",
-                          overwrite=True, elev=20.0, azim=-70.0)
+        k = int(np.searchsorted(rec.t, 0.6))           # halfway through the slide
+        still = rec.still(figure_path("rigid_ramp_still.png"), step=k, overwrite=True, elev=20.0, azim=-70.0,
+                          title=f"sliding down the ramp at g(sin α − μ cos α), t = {rec.t[k]:.2f} s")
+        show_still(plt, still)          # the scene: figure 1, the gallery's thumbnail
     t, s, s_exact, lift = sliding_phase(run, start, down, normal)
     a_fit = 2 * np.polyfit(t, s, 2)[0]
     a = G * (math.sin(ALPHA) - MU * math.cos(ALPHA))

@@ -7,7 +7,7 @@
 solved [1.333333 2.333333]
 """
 
-from .exceptions import (FormatError, MethodNotFound, NotApplicable, NsoptError, NsoptWarning,
+from .exceptions import (FormatError, MethodNotFound, MissingExtra, NotApplicable, NsoptError, NsoptWarning,
                          OptionError, ProblemError, SolverError)
 from .problems import (AVI, LCP, MLCP, Block, Equality, FrictionContact, GenericMechanical,
                        GlobalFrictionContact, Relay)
@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 __all__ = ["solve", "methods", "Workspace", "Solution", "Status", "Iterate", "LCP", "MLCP", "Relay", "Equality", "AVI",
            "FrictionContact", "GlobalFrictionContact", "GenericMechanical", "Block", "NsoptError",
            "ProblemError", "MethodNotFound", "OptionError", "NotApplicable", "SolverError",
-           "FormatError", "NsoptWarning"]
+           "FormatError", "MissingExtra", "NsoptWarning"]
 __all__ += ["MultipleImpact"]
 __all__ += ["sensitivity", "diagnose", "NotDifferentiable"]
 

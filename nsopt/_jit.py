@@ -1,16 +1,18 @@
-"""numba for nsopt's kernels: :func:`njit` (compiled once, cached on disk), one compilation of a
-kernel across processes, and the guard of their compilation against Ctrl-C.
+"""numba for nsopt's kernels: :func:`njit` (compiled once, cached on disk by numba's own
+``cache=True``), the time spent loading and compiling kernels (:func:`compile_seconds`: it does not
+count against a solve's ``time_limit``), and the guard of their compilation against Ctrl-C.
 
-**One compilation across processes.** Processes that share numba's cache (pytest-xdist's workers,
-a campaign's workers, the demo and its compile-ahead helper, :mod:`nsopt._ahead`) and miss the
-same nsopt kernel at the same time would each compile it. On a cache miss of an nsopt kernel a
-process takes an exclusive lock (``flock``) on a file beside the kernel's cache index: the first
-compiles and saves (the lock is released once the kernel is in the cache, or when the compilation
-fails, or when the process ends: the kernel releases a dead process's ``flock``); the others wait
-for the lock, then load the saved kernel. A process holds only the locks of the kernels on its own
-compile stack, callers before callees, and nsopt's call graph has no cycle: no deadlock; a wait
-longer than ``LOCK_WAIT`` seconds gives up and compiles. Installed on numba's ``FunctionCache``
-for functions of nsopt's modules only (POSIX; elsewhere each process compiles on its own).
+**numba is used as it comes.** Nothing of numba is patched: each process loads a kernel from
+numba's cache (``__pycache__`` beside the sources, or ``NUMBA_CACHE_DIR``) or compiles and saves it,
+as numba does; processes that miss the same kernel at the same moment both compile it (wasted
+work, never a wrong result: numba writes its cache files under a temporary name and renames them).
+
+**Loading and compiling are not solving.** The first call of a kernel in a process loads it from
+numba's cache (tens to hundreds of milliseconds for the large ones) or compiles it (seconds). numba
+announces both under its ``numba:compiler_lock`` event; a listener adds up their wall time
+(:func:`compile_seconds`), and :class:`nsopt.monitor.Monitor` counts it as ``build_time``, not
+against ``time_limit`` (a first solve with ``time_limit=0.05`` runs its iterations as a later one
+does).
 
 A Ctrl-C (SIGINT) that arrives while numba compiles one of nsopt's kernels is held until that
 compilation (with the compilations of the kernels it calls) has ended, then delivered: the user
@@ -24,20 +26,14 @@ compilation takes a few seconds at most, a kernel call returns within tens of mi
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
 
 from numba import njit as _njit
-from numba.core import caching, event
+from numba.core import event
 
-try:
-    import fcntl
-except ImportError:         # (not POSIX: no lock, each process compiles what it misses)
-    fcntl = None
-
-__all__ = ["entry_point", "njit"]
+__all__ = ["compile_seconds", "entry_point", "njit"]
 
 
 def njit(*args, **options):
@@ -106,96 +102,34 @@ _GUARD = _HoldInterrupt()
 event.register("numba:compile", _GUARD)
 
 
-# ------------------------------------------------------------ one compilation across processes
-LOCK_WAIT = 300.0           # seconds a process waits for another's compilation before compiling
-_HELD = {}                  # id(cache) -> (the cache, {signature: lock file descriptor})
+class _CompileClock(event.Listener):
+    """Adds up the wall time of numba's compiler lock (a kernel loaded from the cache or compiled,
+    with the kernels it calls), outermost holds only, per thread."""
 
-
-def _ours(cache) -> bool:
-    return (getattr(getattr(cache, "_py_func", None), "__module__", "") or "").startswith("nsopt.")
-
-
-def _lock(cache):
-    """An exclusive flock on the kernel's lock file (waiting for another process's compilation),
-    or None (no lock to be had: compile without)."""
-    try:
-        cache._impl.locator.ensure_cache_path()
-        fd = os.open(os.path.join(cache._cache_path, cache._cache_file._index_name + ".lock"),
-                     os.O_RDWR | os.O_CREAT, 0o666)
-    except (OSError, AttributeError):
-        return None
-    end = time.monotonic() + LOCK_WAIT
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > end:
-                os.close(fd)
-                return None
-            time.sleep(0.02)
-        except OSError:
-            os.close(fd)
-            return None
-
-
-def _release(fd) -> None:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-# numba's cache class, wrapped below where this numba has the two methods (else each process compiles alone)
-_load_overload = getattr(caching.Cache, "load_overload", None)
-_save_overload = getattr(caching.Cache, "save_overload", None)
-
-
-def _load_once(self, sig, target_context):
-    data = _load_overload(self, sig, target_context)
-    if data is not None or not _ours(self):
-        return data
-    held = _HELD.setdefault(id(self), (self, {}))[1]
-    if sig in held:                 # (this process holds it already: it compiles)
-        return None
-    fd = _lock(self)
-    if fd is None:
-        return None
-    data = _load_overload(self, sig, target_context)    # another process saved it while we waited
-    if data is not None:
-        _release(fd)
-        return data
-    held[sig] = fd                  # this process compiles it: released once saved (or failed)
-    return None
-
-
-def _save_once(self, sig, data):
-    try:
-        _save_overload(self, sig, data)
-    finally:
-        entry = _HELD.get(id(self))
-        fd = entry[1].pop(sig, None) if entry else None
-        if fd is not None:
-            _release(fd)
-
-
-class _ReleaseOnFailure(event.Listener):
-    """A compilation that raised is never saved: release its dispatcher's locks at its end."""
+    def __init__(self):
+        self.total = 0.0
+        self._local = threading.local()
 
     def on_start(self, ev):
-        pass
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        if depth == 0:
+            local.start = time.perf_counter()
+        local.depth = depth + 1
 
     def on_end(self, ev):
-        exc = getattr(ev, "_exc_details", None)     # (numba's Event.is_failed reads it inverted)
-        if not exc or exc[0] is None:
-            return
-        cache = getattr((ev.data or {}).get("dispatcher"), "_cache", None)
-        entry = _HELD.pop(id(cache), None) if cache is not None else None
-        for fd in (entry[1].values() if entry else ()):
-            _release(fd)
+        local = self._local
+        local.depth -= 1
+        if local.depth == 0:
+            self.total += time.perf_counter() - local.start
 
 
-if fcntl is not None and _load_overload is not None and _save_overload is not None:
-    caching.Cache.load_overload = _load_once
-    caching.Cache.save_overload = _save_once
-    event.register("numba:compile", _ReleaseOnFailure())
+_CLOCK = _CompileClock()
+event.register("numba:compiler_lock", _CLOCK)
+
+
+def compile_seconds() -> float:
+    """Seconds spent so far in this process loading kernels from numba's cache or compiling them
+    (every thread; a kernel already loaded costs nothing). :class:`nsopt.monitor.Monitor` moves a
+    solve's deadline by what this grows during the solve."""
+    return _CLOCK.total

@@ -185,50 +185,9 @@ def _file_problems(paths, warn):
         warn(w)
     for f in found:
         try:
-            yield printable(Path(f).name), io.load(f), ("file", str(Path(f).resolve()))
+            yield printable(Path(f).name), io.load(f)
         except Exception as e:  # noqa: BLE001  a bad file is reported as a row, the run goes on
-            yield printable(Path(f).name), e, None
-
-
-_AHEAD = {}         # the compile-ahead helper's problems, by source
-
-
-def _warm_row(source, method, tol) -> None:
-    """A job of the compile-ahead helper (:mod:`nsopt._ahead`): the warm-up of the table's first row
-    of a (kind, method, storage), on the row's problem rebuilt from ``source`` (``("demo", i)``: the
-    i-th of :func:`demo_problems`; ``("file", path)``)."""
-    from . import io
-    from .studies.worker import warm_up
-
-    if source not in _AHEAD:
-        _AHEAD[source] = demo_problems()[source[1]][1] if source[0] == "demo" else io.load(source[1])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        warm_up(_AHEAD[source], {"method": method, "tol": tol, "options_key": "{}"})
-
-
-def _ahead_jobs(rows, tol):
-    """The compile-ahead jobs of the table's rows ``(problem, method, source)``: one per first row of a
-    warm-up key, and each row's job number (None: nothing new to warm). The helper's order: the
-    Newton kernels of friction contact first (``newton_dense`` and its callees, the largest compile,
-    which the table reaches late), then from the last row back."""
-    from .studies.worker import _warm_key
-
-    jobs, first, numbers = [], {}, []
-    for prob, m, source in rows:
-        key = _warm_key(prob, {"method": m, "options_key": "{}"})
-        if key in first or source is None:
-            numbers.append(None)
-            continue
-        first[key] = len(jobs)
-        numbers.append(len(jobs))
-        jobs.append((_warm_row, (source, m, tol)))
-    order = list(range(len(jobs) - 1, -1, -1))
-    newton = [first[k] for k in first if k[0] in ("fc2d", "fc3d") and k[1].startswith("nsn")]
-    if newton:
-        order.remove(newton[0])
-        order.insert(0, newton[0])
-    return jobs, order, numbers
+            yield printable(Path(f).name), e
 
 
 def _warn(msg):
@@ -237,7 +196,6 @@ def _warn(msg):
 
 def demo(argv) -> int:
     from . import methods, solve
-    from ._ahead import compile_ahead
     from .studies.worker import warm_up
 
     ap = argparse.ArgumentParser(
@@ -271,20 +229,15 @@ def demo(argv) -> int:
         except OSError as e:
             raise UsageError(f"cannot write --csv {args.csv}: {e.strerror or e}") from None
 
-    items = ([] if args.no_demo else [(n, p, ("demo", i)) for i, (n, p) in enumerate(demo_problems())])
+    items = [] if args.no_demo else demo_problems()
     items += list(_file_problems(args.paths, _warn))
-    rows = [(prob, m, source) for _, prob, source in items if not isinstance(prob, Exception)
-            for m in methods(prob) if not args.methods or m in args.methods]
-    jobs, order, numbers = _ahead_jobs(rows, tol)
-    ahead = compile_ahead(jobs, order)      # a first run: a second process compiles later rows' kernels
-    numbers = iter(numbers)
-    w = min(max([len(n) for n, _, _ in items] + [7]), 40)
+    w = min(max([len(n) for n, _ in items] + [7]), 40)
     head = f"{'problem':<{w}} {'kind':<8} {'method':<14} {'status':<15} {'error':>10} {'nit':>7} {'time':>11}"
     print(head)
     print("-" * len(head), flush=True)
     n_ok = n_all = n_bad = 0
     try:
-        for name, prob, _ in items:
+        for name, prob in items:
             shown = _fit(name, w)
             if isinstance(prob, Exception):
                 n_bad += 1
@@ -294,9 +247,6 @@ def demo(argv) -> int:
             for m in methods(prob):
                 if args.methods and m not in args.methods:
                     continue
-                job = next(numbers)
-                if job is not None:
-                    ahead.reached(job)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     warm_up(prob, {"method": m, "tol": tol, "options_key": "{}"})
@@ -318,7 +268,6 @@ def demo(argv) -> int:
                                         row[2].strip(), f"{dt:.6g}", msg.strip().replace(",", ";")]) + "\n")
                     out.flush()
     finally:
-        ahead.close()
         if out:
             out.close()
     if n_all == 0 and n_bad == 0:

@@ -1,4 +1,5 @@
-"""Where the shared Siconos corpus lives: one setting, ``NSOPT_DATA``."""
+"""Problem files: the shared Siconos corpus (one setting, ``NSOPT_DATA``: :func:`path`, :func:`corpus_files`)
+and the small sample of it that ships with nsopt (:func:`sample`, :func:`samples`)."""
 
 from __future__ import annotations
 
@@ -84,3 +85,55 @@ def corpus_files(folder: str) -> list[Path]:
     if not d.is_dir():
         return []
     return sorted(p for p in d.iterdir() if p.suffix in (".dat", ".hdf5"))
+
+
+# ------------------------------------------------------------------ the sample shipped with nsopt
+SAMPLES = Path(__file__).resolve().parent / "siconos_samples"
+
+
+def sample(relative: str) -> Path:
+    """A file of the sample of Siconos' test problems that ships with nsopt (package data, 19 files,
+    370 kB, Apache-2.0: ``nsopt/siconos_samples/README.md``), e.g. ``sample("fc3d/Capsules-i101-404.dat")``:
+    it runs where the shared corpus is absent.
+
+    Parameters
+    ----------
+    relative : str
+        ``"folder/name"``, one of :func:`samples`.
+
+    Returns
+    -------
+    pathlib.Path
+        The file, to give to :func:`nsopt.io.load`.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the sample has no such file (the message lists those it has).
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> from nsopt import data
+    >>> nsopt.io.load(data.sample("fc3d/Capsules-i101-404.dat"))
+    FrictionContact(dim=3, nc=225, sparse)
+    """
+    names = samples()
+    if relative not in names:
+        raise FileNotFoundError(2, f"not in nsopt's sample of Siconos' test problems (it has: "
+                                   f"{', '.join(names)}; the full corpus: path())", str(relative))
+    return SAMPLES / relative
+
+
+def samples(folder: str | None = None) -> list[str]:
+    """The files of the shipped sample (:func:`sample`), as ``"folder/name"``, sorted; only those of
+    ``folder`` (``"lcp"``, ``"fc3d"``, ...) when given.
+
+    Examples
+    --------
+    >>> from nsopt import data
+    >>> data.samples("mlcp")
+    ['mlcp/RCD_mlcp.dat', 'mlcp/deudeu_mlcp.dat']
+    """
+    found = sorted(p.relative_to(SAMPLES).as_posix() for p in SAMPLES.glob("*/*.dat"))
+    return [n for n in found if folder is None or n.split("/")[0] == folder]

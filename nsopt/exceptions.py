@@ -179,3 +179,26 @@ class OutputError(NsoptError, OSError):
 
     def __init__(self, errno_: int, message: str, path):
         super().__init__(errno_, message, str(path))
+
+
+class MissingExtra(NsoptError, ImportError):
+    """A part of nsopt was used whose optional dependencies are not installed; names the extra to
+    install (``pip install "nsopt[mechanics]"``), the missing modules and the part. Raised where the
+    part is first used (its import, or the call that needs it), never from deep inside a run.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> e = nsopt.MissingExtra("mechanics", ["coal"], "nsopt.mechanics")
+    >>> print(e)
+    nsopt.mechanics needs coal, which is not installed: pip install "nsopt[mechanics]"
+    >>> isinstance(e, ImportError), e.extra, e.missing
+    (True, 'mechanics', ('coal',))
+    """
+
+    def __init__(self, extra: str, missing, feature: str):
+        self.extra, self.missing, self.feature = extra, tuple(missing), feature
+        names = ", ".join(self.missing)
+        verb = "is" if len(self.missing) == 1 else "are"
+        super().__init__(f'{feature} needs {names}, which {verb} not installed: pip install "nsopt[{extra}]"',
+                         name=self.missing[0] if self.missing else None)

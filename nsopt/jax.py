@@ -44,11 +44,11 @@ from .exceptions import NotDifferentiable, OptionError, ProblemError
 from .sensitivity import sensitivity
 from .solve import solve as _nsopt_solve
 
-try:
-    import jax
-    import jax.numpy as jnp
-except ImportError as e:       # the optional extra
-    raise ImportError("nsopt.jax needs JAX, the optional extra: pip install 'nsopt[jax]'") from e
+from ._extras import require
+
+require("jax", "nsopt.jax")     # pip install "nsopt[jax]"
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 
 FORWARD_MAX = 20_000_000       # "auto": forward mode when the Jacobians have at most this many entries
 MODES = ("auto", "forward", "reverse")

@@ -30,7 +30,10 @@ What a method builds and can reuse on the next solve of a problem with the same 
 split, work arrays, a Newton system) goes through ``mon.state(problem, key, make, ("W",))``: kept in
 the caller's :class:`Workspace` (``solve(..., workspace=ws)``) when there is one, else in the
 problem's cache, which ``problem.replace(q=...)`` shares. One-off builds end with ``mon.built()``:
-their time is ``Solution.build_time`` and does not count against ``time_limit``.
+their time is ``Solution.build_time`` and does not count against ``time_limit``. Nor does the time
+numba spends loading a compiled kernel from its cache or compiling it, on the kernel's first call
+in a process (:func:`nsopt._jit.compile_seconds`; 0.1 to several seconds): it is build time too, so
+a first solve and a later one get the same iterations for the same ``time_limit``.
 
 Compiled kernels run several iterations per call: ``n = mon.chunk()`` says how many (1 when a
 callback wants every iteration; otherwise a number that keeps each call to a few tens of
@@ -60,6 +63,7 @@ from ._contract import NON_FINITE as _NON_FINITE
 from ._contract import RUN as _RUN
 from ._contract import SOLVED as _CODE_SOLVED
 from ._contract import MAX_ITER as _CODE_MAX_ITER
+from ._jit import compile_seconds
 from .exceptions import OptionError
 from .problems._base import FLOAT64, all_finite
 from .registry import Outcome
@@ -67,7 +71,6 @@ from .result import _INFEASIBLE, _MAX_ITER, _SOLVED, Iterate, Solution, Status, 
 
 _SOLVED_MESSAGE = "error %.3g <= tol after %d iteration(s)"
 _INF = math.inf
-_now = time.perf_counter
 CHUNK_SECONDS = 0.02     # target duration of one compiled chunk (time_limit and Ctrl-C act between chunks)
 WORK_PER_CHUNK = 10**7   # flops of one chunk on the deterministic schedule (a few ms to a few tens)
 
@@ -117,7 +120,8 @@ class Monitor:
         self.method = method
         if options is not None:
             self.options = options
-        self._t0 = t0 = _now()
+        self._t0 = t0 = time.perf_counter()
+        self._jit = compile_seconds()     # (kernels loaded or compiled from here on: build time)
         if max_iter is not None:
             self.max_iter = max_iter
         if time_limit is not None:
@@ -170,19 +174,38 @@ class Monitor:
         """Mark the end of a one-off build (factorisation, compiled program): its time is reported as
         ``Solution.build_time`` and the deadline moves by as much (a build is not interruptible)."""
         now = time.perf_counter()
+        self._jit = compile_seconds()     # (a kernel loaded or compiled in the build is part of it)
         dt = now - self._t0 - self.build_time
         self.build_time += dt
         if self.deadline is not None:
             self.deadline += dt
 
+    def _compiled(self):
+        """Count the time numba spent loading or compiling kernels since the last look as build
+        time: ``build_time`` grows and the deadline moves by as much."""
+        j = compile_seconds()
+        if j != self._jit:
+            dt, self._jit = j - self._jit, j
+            self.build_time += dt
+            if self.deadline is not None:
+                self.deadline += dt
+
+    def _late(self) -> bool:
+        """The deadline has passed (numba's loading and compiling excluded)."""
+        self._compiled()
+        return time.perf_counter() > self.deadline
+
     def expired(self) -> bool:
         """True when the time limit has run out (for inner loops that want to give up early)."""
-        return self.deadline is not None and time.perf_counter() > self.deadline
+        return self.deadline is not None and self._late()
 
     def time_left(self):
         """Seconds left of ``time_limit`` (>= 0), or None without one: the budget to hand to a
         backend or an inner solve that takes its own time limit."""
-        return None if self.deadline is None else max(self.deadline - time.perf_counter(), 0.0)
+        if self.deadline is None:
+            return None
+        self._compiled()
+        return max(self.deadline - time.perf_counter(), 0.0)
 
     # -- the contract --------------------------------------------------------------------------
     def _keep(self, x, err):
@@ -209,7 +232,7 @@ class Monitor:
             else:
                 code = _RUN
         if code == _RUN:
-            if self.deadline is not None and time.perf_counter() > self.deadline:
+            if self.deadline is not None and self._late():
                 return self.stop(Status.TIME_LIMIT, ("time limit reached after %d iteration(s) (best error %.3g)",
                                                      (self.k, self.best_err)))
             return None
@@ -299,11 +322,12 @@ class Monitor:
         (chunk sizes doubling from 1 up to ``cap``, the deterministic one of :meth:`chunk`):
         ``turn`` iterations per call between which the monitor judges (``time_limit``, Ctrl-C), and
         ``first`` for the first call. A callback wants every iteration (``cap = turn = 1``); a time
-        limit has the starting point judged alone first (``first = 0``)."""
+        limit has the starting point judged alone first (``first = 0``) and the deadline read after
+        every chunk (``turn = cap``: a quarter of the turn without one)."""
         if self.callback is not None:
             return 1, 1, 0 if self.deadline is not None else 1
         cap, turn = plain_schedule(work)
-        return cap, turn, turn if self.deadline is None else 0
+        return (cap, turn, turn) if self.deadline is None else (cap, cap, 0)
 
     def record(self, start, n: int, last: float, errors, x: dict, best: dict, best_err: float, code=None):
         """Record one call of a kernel that runs a whole solve and keeps its best iterate itself:
@@ -384,7 +408,8 @@ class Monitor:
         s.error = error
         s.tol = tol
         s.nit = self.k
-        s.solve_time = _now() - self._t0
+        s.solve_time = time.perf_counter() - self._t0
+        self._compiled()
         s.info = info
         s.trace = []
         s.options = {} if self.options is None else self.options

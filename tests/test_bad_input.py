@@ -215,7 +215,6 @@ def _fclib_with_declared_size(path, size):
 
 @pytest.mark.parametrize("size", [10 ** 9, 10 ** 12])
 def test_fclib_absurd_declared_sizes_fail_before_allocating(tmp_path, size):
-    pytest.importorskip("h5py")
     f = tmp_path / "huge.hdf5"
     _fclib_with_declared_size(f, size)
     t0 = time.perf_counter()
@@ -225,7 +224,6 @@ def test_fclib_absurd_declared_sizes_fail_before_allocating(tmp_path, size):
 
 
 def test_fclib_consistent_sizes_still_load(tmp_path):
-    pytest.importorskip("h5py")
     f = tmp_path / "ok.hdf5"
     _fclib_with_declared_size(f, 3)
     p = io.load(f)
@@ -239,7 +237,6 @@ def test_fclib_consistent_sizes_still_load(tmp_path):
 
 @pytest.fixture
 def fc():
-    pytest.importorskip("h5py")
     return g.friction_contact(nc=2, dim=3, seed=1)[0]
 
 
@@ -427,7 +424,6 @@ def _fclib_declaring(path, where, entries, *, nz=5, size=3, compressed=False, q_
 def test_fclib_datasets_declaring_billions_of_entries(tmp_path, where, entries, compressed, message):
     """The issue's few-kB files whose datasets declare 2e9-3e9 entries made the reader ask for 15-22 GiB:
     each dataset's declared size is checked against the problem's sizes before it is read."""
-    pytest.importorskip("h5py")
     import tracemalloc
 
     f = tmp_path / "huge.hdf5"
@@ -447,7 +443,6 @@ def test_fclib_datasets_declaring_billions_of_entries(tmp_path, where, entries, 
 
 def test_fclib_arrays_longer_than_nz_read_no_further(tmp_path):
     """Triplet arrays may be longer than nz (FCLIB's nzmax): only nz entries are read."""
-    pytest.importorskip("h5py")
     f = tmp_path / "long.hdf5"
     _fclib_declaring(f, "W/x", 9)
     p = io.load(f)
@@ -457,7 +452,6 @@ def test_fclib_arrays_longer_than_nz_read_no_further(tmp_path):
 def test_fclib_consistent_but_absurd_sizes_are_refused_by_the_file_size(tmp_path):
     """Sizes that all agree (q, W and mu of 1e9 contacts) in a few-kB file: the last guard compares the
     bytes to read with the file's size."""
-    pytest.importorskip("h5py")
     import h5py
 
     n = 3 * 10 ** 8

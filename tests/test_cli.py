@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import nsopt
@@ -17,8 +16,19 @@ from nsopt import generate
 from nsopt.cli import main
 from nsopt.io import write_fclib, write_siconos_dat
 
+from conftest import need_extra
+
 ROOT = Path(nsopt.__file__).resolve().parent.parent
 MURTY = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])   # z* = (4/3, 7/3)
+
+
+@pytest.fixture
+def pd():
+    """pandas, for the tests of ``nsopt compare``, ``report`` and ``merge`` (the extra nsopt[studies])."""
+    need_extra("studies")
+    import pandas
+
+    return pandas
 
 
 @pytest.fixture
@@ -132,7 +142,7 @@ def test_solve_writes_npz_and_fclib(capsys, folder, tmp_path):
     assert rc == 2 and "omega" in err
 
 
-def test_compare_report_merge(capsys, folder, tmp_path):
+def test_compare_report_merge(capsys, folder, tmp_path, pd):
     a, b, both = tmp_path / "a", tmp_path / "b", tmp_path / "both"
     rc, out, err = run(capsys, "compare", str(folder / "lcp"), "--methods", "lemke,newton-fb",
                        "--out", str(a), "--no-progress", "--timeout", "60", "--history", "murty")
@@ -162,7 +172,7 @@ def test_compare_report_merge(capsys, folder, tmp_path):
     assert rc == 2
 
 
-def test_compare_without_siconos_says_why(capsys, folder, tmp_path):
+def test_compare_without_siconos_says_why(capsys, folder, tmp_path, pd):
     rc, out, err = run(capsys, "compare", str(folder / "fc4.h5"), "--methods", "nsgs", "--out",
                        str(tmp_path / "c"), "--no-progress", "--siconos", "NSGS",
                        "--siconos-bench", str(tmp_path / "nowhere.py"))
@@ -171,7 +181,7 @@ def test_compare_without_siconos_says_why(capsys, folder, tmp_path):
     assert list(pd.read_csv(tmp_path / "c" / "results.csv")["method"]) == ["nsgs"]
 
 
-def test_command_exit_codes_and_output_with_the_fast_exit(folder, tmp_path):
+def test_command_exit_codes_and_output_with_the_fast_exit(folder, tmp_path, pd):
     """``python -m nsopt`` ends with os._exit after flushing its output and running the exit
     handlers: the exit codes and the printed summary are those of main()."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
@@ -192,7 +202,7 @@ def test_command_exit_codes_and_output_with_the_fast_exit(folder, tmp_path):
 
 # ------------------------------------------------------------------------------------ bad inputs (issue 20)
 
-def test_compare_on_a_file_name_that_is_not_utf8(capsys, tmp_path):
+def test_compare_on_a_file_name_that_is_not_utf8(capsys, tmp_path, pd):
     """A Latin-1 file name (bytes that are not UTF-8): the campaign ran it, wrote its row (the name with
     \\xNN escapes) and resumes without redoing it; it crashed with UnicodeEncodeError and left results.csv
     with its header only."""
@@ -219,7 +229,7 @@ def test_compare_on_a_file_name_that_is_not_utf8(capsys, tmp_path):
     ("lemke,psor[omega=abc]", r"--methods psor\[omega='abc'\]: psor: omega must be a number"),
     ("nsgs[omeg=1.2]", r"unknown option\(s\) \['omeg'\] for nsgs \(its options: .*omega"),
 ])
-def test_compare_bad_option_value_is_a_usage_error(capsys, folder, tmp_path, spec, message):
+def test_compare_bad_option_value_is_a_usage_error(capsys, folder, tmp_path, spec, message, pd):
     """Exit 2 before the campaign (it exited 1 with a row of errors per problem)."""
     rc, out, err = run(capsys, "compare", str(folder), "--methods", spec, "--out", str(tmp_path / "c"),
                        "--no-progress")
@@ -227,7 +237,7 @@ def test_compare_bad_option_value_is_a_usage_error(capsys, folder, tmp_path, spe
     assert not (tmp_path / "c" / "records.jsonl").exists()
 
 
-def test_compare_good_options_still_run(capsys, folder, tmp_path):
+def test_compare_good_options_still_run(capsys, folder, tmp_path, pd):
     rc, out, err = run(capsys, "compare", str(folder), "--methods", "nsgs[omega=1.2],lemke", "--out",
                        str(tmp_path / "c"), "--no-progress")
     assert rc == 0, err
@@ -251,7 +261,7 @@ def test_info_on_a_missing_file_is_one_error(capsys, tmp_path):
     assert err.strip().splitlines() == [f"nsopt info: error: no such file or folder: {tmp_path / 'missing.dat'}"]
 
 
-def test_summary_timeout_counts_the_time_limit(capsys, tmp_path):
+def test_summary_timeout_counts_the_time_limit(capsys, tmp_path, pd):
     """A run stopped at its (soft) time limit has status time_limit: the summary's timeout column counted
     only the hard kills (status timeout) and showed 0."""
     from nsopt.studies import summary

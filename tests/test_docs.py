@@ -23,6 +23,9 @@ import numpy as np
 import pytest
 
 import nsopt
+from nsopt.exceptions import MissingExtra
+
+from conftest import need_extra
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = ["nsopt"] + sorted(m.name for m in pkgutil.walk_packages(nsopt.__path__, "nsopt."))
@@ -40,14 +43,34 @@ def _params():
     return out
 
 
+def _import(modname):
+    """The module; a module of an extra that is not installed (nsopt.jax without JAX: MissingExtra)
+    skips naming the extra; any other ImportError (of nsopt's own code) fails the test."""
+    try:
+        return importlib.import_module(modname)
+    except MissingExtra as e:
+        need_extra(e.extra)
+        raise
+
+
+def test_an_import_error_of_nsopt_fails_and_a_missing_extra_skips(monkeypatch):
+    """issue 31 §9: only a missing extra is a skip (it used to be any ImportError)."""
+    with pytest.raises(ModuleNotFoundError):
+        _import("nsopt._no_such_module")
+    import conftest
+
+    monkeypatch.setattr(conftest, "REQUIRE_EXTRAS", False)
+    monkeypatch.setitem(__import__("sys").modules, "jax", None)       # (as if JAX were not installed)
+    monkeypatch.delitem(__import__("sys").modules, "nsopt.jax", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r'needs nsopt\[jax\].*pip install "nsopt\[jax\]"'):
+        _import("nsopt.jax")
+
+
 @pytest.mark.parametrize("modname", _params())
 def test_docstring_examples(modname):
     if modname.startswith("nsopt.studies") or modname == "nsopt.cli":
-        pytest.importorskip("pandas")
-    try:
-        mod = importlib.import_module(modname)
-    except ImportError as e:          # a module of an optional extra (nsopt.jax without JAX)
-        pytest.skip(f"{modname}: {e}")
+        need_extra("studies")         # (their examples make DataFrames and campaigns)
+    mod = _import(modname)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     report = []

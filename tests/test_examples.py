@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import need_extra, need_extras_of
+
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
 
 
@@ -14,6 +16,7 @@ EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.
 def test_example_runs(script, tmp_path):
     """Runs to completion, writes its figures to $NSOPT_FIGURES (here a temporary folder) and
     nothing into the repository's examples/ folder."""
+    need_extras_of(script.read_text(encoding="utf-8"))
     root = str(script.parent.parent)
     env = dict(os.environ, MPLBACKEND="Agg", NSOPT_FIGURES=str(tmp_path),
                PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
@@ -38,6 +41,22 @@ def test_example_has_a_gallery_title(script):
     lines = doc.splitlines()
     assert len(lines) >= 2 and lines[0].strip() and set(lines[1].strip()) == {"="}, lines[:2]
     assert len(lines[1].strip()) >= len(lines[0].strip()), "the underline is shorter than the title"
+
+
+STILL_THUMBNAILS = {"rigid_ramp.py", "rigid_gripper.py"}     # a rigid-body scene's still as the thumbnail
+
+
+@pytest.mark.parametrize("script", [p for p in EXAMPLES if not p.name.startswith("_")],
+                         ids=[p.name for p in EXAMPLES if not p.name.startswith("_")])
+def test_example_draws_the_figure_of_its_gallery_page(script):
+    """Every gallery example draws a figure (its page's picture and thumbnail; a script without one
+    shows the placeholder thumbnail, issue 29 §1); the rigid-body examples show their scene's still
+    as the first figure and take it as the thumbnail."""
+    text = script.read_text(encoding="utf-8")
+    assert "savefig(" in text, "no figure: the gallery shows a placeholder thumbnail"
+    if script.name in STILL_THUMBNAILS:
+        assert "show_still(" in text and "# sphinx_gallery_thumbnail_number = 1" in text
+        assert text.index("show_still(") < text.index("savefig("), "the still is not the first figure"
 
 
 def _tracked(folder):
@@ -151,7 +170,6 @@ def test_example_compliant_contact_rests_on_the_spring():
 
 
 def test_example_spheres_box_fclib_round_trip(tmp_path):
-    pytest.importorskip("h5py")
     from nsopt import io, solve
 
     r = _example("modeling_spheres_box").simulate(6, T=0.2, write_problems=tmp_path)
@@ -178,7 +196,7 @@ def test_example_spheres_box_fclib_round_trip(tmp_path):
 def test_example_spheres_box_script_writes_the_corpus(tmp_path, capsys):
     """``python examples/modeling_spheres_box.py --fclib DIR``: the README's way to the FCLIB corpus (the
     test used a private attribute of TimeStepping, the script wrote none)."""
-    pytest.importorskip("h5py")
+    need_extra("all", ["matplotlib"])     # (the script draws its figure)
     from nsopt import io
 
     _example("modeling_spheres_box").main(["--fclib", str(tmp_path / "corpus")])
@@ -243,7 +261,7 @@ def test_example_rigid_ramp_slides_at_the_coulomb_acceleration_and_rests_flat():
     """On the ramp the box slides flat at g(sin α - μ cos α) (Coulomb, μ < tan α): the fitted acceleration to 1e-3
     relative, its centre at half a side above the ramp to the scheme's penetration; it ends at rest on the floor,
     flat, every step solved."""
-    pytest.importorskip("coal")
+    need_extra("mechanics")
     import math
 
     ex = _example("rigid_ramp")
@@ -260,7 +278,7 @@ def test_example_rigid_ramp_slides_at_the_coulomb_acceleration_and_rests_flat():
 
 
 def test_example_rigid_bin_comes_to_rest_inside_with_the_floor_carrying_the_weight():
-    pytest.importorskip("coal")
+    need_extra("mechanics")
     ex = _example("rigid_bin")
     run, masses = ex.simulate(6, 1.5)
     assert not run.failed_steps
@@ -274,7 +292,7 @@ def test_example_rigid_bin_comes_to_rest_inside_with_the_floor_carrying_the_weig
 def test_example_rigid_gripper_holds_or_slips_as_coulomb_says():
     """Fingers on prismatic rails pushed by F: the cube is held (no acceleration) when 2μF ≥ mg, and slides at
     g - 2μF/m otherwise (to 1e-3 relative); the fingers stay on their rails (the joints hold to 1e-6)."""
-    pytest.importorskip("coal")
+    need_extra("mechanics")
     ex = _example("rigid_gripper")
     held, weak = ex.simulate(20.0), ex.simulate(3.0)
     for run in (held, weak):

@@ -4,11 +4,15 @@ different kinds, error histories), Siconos' solver in the colour of the nsopt me
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from nsopt.exceptions import OptionError
-from nsopt.studies.profiles import history_figure, method_colour, profile_panels
+from conftest import need_extra
+
+need_extra("studies")
+import pandas as pd  # noqa: E402
+
+from nsopt.exceptions import OptionError  # noqa: E402
+from nsopt.studies.profiles import history_figure, method_colour, profile_panels  # noqa: E402
 
 
 def _results():

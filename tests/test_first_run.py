@@ -1,5 +1,6 @@
 """The first run: Ctrl-C while a kernel compiles for the first time (issue 20 §3), and one compiled
-specialisation per kernel (issue 19 §6)."""
+specialisation per kernel (issue 19 §6). numba is used unpatched (its own ``cache=True``, no helper
+process: issue 31 §5): ``test_numba_is_not_patched``."""
 
 from __future__ import annotations
 
@@ -58,16 +59,6 @@ def _run(tmp_path, *args, cache="cache"):
     return r.stdout.splitlines()
 
 
-def _run_env(tmp_path, extra, *args, mkdir=None):
-    """:func:`_run` with ``extra`` in the environment (a new numba cache folder)."""
-    if mkdir:
-        (tmp_path / mkdir).mkdir()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(tmp_path / "cache"), **extra)
-    r = subprocess.run([sys.executable, "-c", *args], capture_output=True, text=True, env=env, timeout=600)
-    assert r.returncode == 0, r.stderr[-2000:]
-    return r.stdout.splitlines()
-
-
 def test_ctrl_c_while_a_kernel_compiles_leaves_nothing_broken(tmp_path):
     """The interrupt reaches the caller as a KeyboardInterrupt once the compilation has ended, the
     next call works, and the kernels written to the cache load in a new process. Without the guard
@@ -121,151 +112,29 @@ def test_one_specialisation_per_kernel(tmp_path):
     assert out == ["{}"], out[-1]
 
 
-# ------------------------------------------------------------------ compiling ahead (nsopt._ahead)
-_AHEAD_FILLS = textwrap.dedent("""
-    import sys
-    from nsopt import _ahead, cli
-    a = _ahead.compile_ahead([(cli._warm_row, (("demo", 0), "lemke", 1e-8))])
-    print("active", a.active)
-    print("exit", a.process.wait(timeout=300))
-""")
+_UNPATCHED = textwrap.dedent("""
+    import subprocess
+    from numba.core import caching, dispatcher
+    classes = (caching.Cache, caching.FunctionCache, caching.IndexDataCacheFile, dispatcher.Dispatcher)
+    before = {(c, n): f for c in classes for n, f in vars(c).items()}
 
-_LOADS = textwrap.dedent("""
-    from numba.core import event
-    import nsopt
-    from nsopt.cli import demo_problems
-    compiled = []
-    class L(event.Listener):
-        def on_start(self, ev):
-            compiled.append(ev.data["dispatcher"].py_func.__module__)
-        def on_end(self, ev):
-            pass
-    event.register("numba:compile", L())
-    print(nsopt.solve(demo_problems()[0][1], "lemke").status, [m for m in compiled if m.startswith("nsopt")])
+    def no_process(*args, **kwargs):
+        raise RuntimeError(f"a process was started: {args[:1]}")
+
+    subprocess.Popen.__init__ = no_process
+    from nsopt.cli import main
+    rc = main(["--methods", "lemke"])
+    changed = [f"{c.__name__}.{n}" for (c, n), f in before.items() if vars(c).get(n) is not f]
+    changed += [f"{c.__name__}.{n}" for c in classes for n in vars(c) if (c, n) not in before]
+    print("result:", rc, changed)
 """)
 
 
-def test_compile_ahead_fills_the_cache_the_run_loads(tmp_path):
-    """A helper started on a first run (empty cache) runs its job to the end and exits; a new
-    process then finds lemke's kernels in numba's cache: it compiles no nsopt kernel."""
-    out = _run_env(tmp_path, {"NSOPT_COMPILE_AHEAD": "1"}, _AHEAD_FILLS)
-    assert out == ["active True", "exit 0"], out
-    assert _run(tmp_path, _LOADS) == ["solved []"]
-    control = _run(tmp_path, _LOADS, cache="control")       # the control: an empty cache compiles
-    assert control[0].startswith("solved [") and "nsopt" in control[0], control
-
-
-_SKIPS = textwrap.dedent("""
-    import sys, time
-    from pathlib import Path
-    from nsopt import _ahead
-    d = Path(sys.argv[1])
-    jobs = [(Path.touch, (d / f"job{i}",)) for i in range(4)] + [(time.sleep, (2.0,))]
-    a = _ahead.compile_ahead(jobs)              # the helper takes 4 (a 2 s sleep), then 3, 2, 1, 0
-    a.reached(1)                                # ... but the run has reached job 1
-    print("exit", a.process.wait(timeout=60), sorted(p.name for p in d.iterdir()))
-""")
-
-
-def test_compile_ahead_skips_the_jobs_the_run_reached(tmp_path):
-    """Jobs at or before the run's position are not run by the helper; the others are."""
-    env = {"NSOPT_COMPILE_AHEAD": "1"}
-    out = _run_env(tmp_path, env, _SKIPS, str(tmp_path / "marks"), mkdir="marks")
-    assert out == ["exit 0 ['job2', 'job3']"], out
-
-
-_DIES = textwrap.dedent("""
-    import os, signal, sys, time
-    from nsopt import _ahead
-    a = _ahead.compile_ahead([(time.sleep, (60.0,))])
-    print(a.process.pid, flush=True)
-    time.sleep(1.0)                             # the helper is in its job
-    if sys.argv[1] == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)    # the run dies without running anything
-    signal.raise_signal(signal.SIGINT)           # a Ctrl-C: a KeyboardInterrupt ends the run
-""")
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def test_compile_ahead_helper_dies_with_the_run(tmp_path):
-    """Ctrl-C (SIGINT to the run and the helper, as a terminal sends it to the process group) or
-    SIGKILL of the run: the helper ends within a few seconds; no stray process is left."""
-    import signal as _signal
-    import time
-
-    for how in ("int", "kill"):
-        env = dict(os.environ, PYTHONPATH=str(ROOT), NSOPT_COMPILE_AHEAD="1",
-                   NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-        p = subprocess.Popen([sys.executable, "-c", _DIES, how], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
-        pid = int(p.stdout.readline())
-        if how == "int":
-            time.sleep(0.5)
-            os.killpg(p.pid, _signal.SIGINT)        # the terminal's Ctrl-C: the whole group
-        p.wait(timeout=60)
-        end = time.monotonic() + 10
-        while _alive(pid) and time.monotonic() < end:
-            time.sleep(0.1)
-        assert not _alive(pid), (how, p.stderr.read()[-500:])
-        if how == "int":
-            assert "KeyboardInterrupt" in p.stderr.read()
-
-
-def test_compile_ahead_does_nothing_on_one_core_or_when_switched_off(tmp_path):
-    script = ("import os, time; from nsopt import _ahead; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
-              "print(_ahead.compile_ahead([(time.sleep, (0.0,))]).active)")
-    assert _run_env(tmp_path, {"NSOPT_COMPILE_AHEAD": "1"}, script) == ["False"]
-    script = "import time; from nsopt import _ahead; print(_ahead.compile_ahead([(time.sleep, (0.0,))]).active)"
-    assert _run_env(tmp_path, {"NSOPT_COMPILE_AHEAD": "0"}, script) == ["False"]
-    assert _run_env(tmp_path, {"NSOPT_COMPILE_AHEAD": "1"}, script) == ["True"]     # the control
-
-
-_COMPILES = textwrap.dedent("""
-    import sys, time
-    from pathlib import Path
-    from numba.core import event
-    import nsopt
-    from nsopt import generate as g
-    mine = []
-
-    class L(event.Listener):
-        def on_start(self, ev):
-            f = ev.data["dispatcher"].py_func
-            if f.__module__.startswith("nsopt."):
-                mine.append(f.__qualname__)
-
-        def on_end(self, ev):
-            pass
-
-    event.register("numba:compile", L())
-    go = Path(sys.argv[1])
-    while not go.exists():          # both processes start compiling at the same moment
-        time.sleep(0.01)
-    print(nsopt.solve(g.lcp(6, seed=1)[0], "lemke").status, " ".join(sorted(mine)))
-""")
-
-
-def test_two_processes_compile_each_kernel_once(tmp_path):
-    """Two processes that share an empty cache and need the same kernels at the same moment: each
-    kernel is compiled by one of them (the other waits on its lock and loads it), both solve."""
-    import time
-
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-    go = tmp_path / "go"
-    ps = [subprocess.Popen([sys.executable, "-c", _COMPILES, str(go)], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
-    time.sleep(3.0)                 # both have imported nsopt
-    go.touch()
-    outs = [p.communicate(timeout=600) for p in ps]
-    assert all(p.returncode == 0 for p in ps), [e[-1000:] for _, e in outs]
-    lines = [o.strip().split(" ") for o, _ in outs]
-    assert [ln[0] for ln in lines] == ["solved", "solved"], lines
-    a, b = set(lines[0][1:]), set(lines[1][1:])
-    assert "lemke_run" in a | b and not a & b, (a, b)
+def test_numba_is_not_patched_and_the_demo_starts_no_process(tmp_path):
+    """issue 31 §5: numba's cache classes and dispatcher are numba's own after nsopt is imported and
+    has solved (no process-wide patch), and ``python -m nsopt`` starts no helper process (the
+    former compile-ahead helper started one on a first run whenever two cores were there)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NSOPT_COMPILE_AHEAD="1")
+    r = subprocess.run([sys.executable, "-c", _UNPATCHED], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "result: 0 []" in r.stdout.splitlines(), r.stdout[-2000:]

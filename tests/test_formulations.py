@@ -5,8 +5,6 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import nsopt
 import nsopt.generate as gen
@@ -22,6 +20,7 @@ from nsopt.formulations import (
     RelayAsQP,
     check_symmetric_psd,
 )
+from conftest import given, HealthCheck, settings, st  # hypothesis' names (property tests skip without it)
 
 FAST = settings(max_examples=int(__import__("os").environ.get("NSOPT_HYP_EXAMPLES", 25)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -11,8 +11,6 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import nsopt.io as io
 from nsopt import generate as g
@@ -22,6 +20,7 @@ from nsopt.problems import FrictionContact
 
 from conftest import need_corpus
 from nsopt.data import data_dir, has_data
+from conftest import given, HealthCheck, settings, st  # hypothesis' names (property tests skip without it)
 
 # small corpus files covering every reader and storage: dense, SBM, CSparse triplet and CSC
 SAMPLES = [

@@ -10,10 +10,13 @@ import pytest
 import nsopt
 from nsopt import generate
 
-jax = pytest.importorskip("jax")
-jnp = pytest.importorskip("jax.numpy")
+from conftest import need_extra
+
+need_extra("jax")
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 jax.config.update("jax_enable_x64", True)
-nj = pytest.importorskip("nsopt.jax")
+import nsopt.jax as nj  # noqa: E402
 
 
 def test_grad_lcp_wrt_q_and_M():

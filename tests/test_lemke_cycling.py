@@ -24,8 +24,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
 import nsopt
 from nsopt import LCP
@@ -35,6 +33,7 @@ from nsopt.solvers import lemke as L
 from nsopt.solvers._tableau import Tableau
 
 from conftest import REQUIRE, need_corpus
+from conftest import example, given, settings, st  # hypothesis' names (property tests skip without it)
 
 
 # ------------------------------------------------------------------ an exact reference Lemke

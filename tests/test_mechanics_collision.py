@@ -6,7 +6,10 @@ import itertools
 import numpy as np
 import pytest
 
-coal = pytest.importorskip("coal")
+from conftest import need_extra
+
+need_extra("mechanics")
+import coal  # noqa: E402
 
 from nsopt import mechanics as mc  # noqa: E402
 from nsopt import modeling as nm  # noqa: E402
@@ -240,7 +243,7 @@ def test_interpenetration_is_an_error_at_the_start():
 
 
 def test_convex_meshes_from_vertices_and_files(tmp_path):
-    trimesh = pytest.importorskip("trimesh")
+    import trimesh
     box = trimesh.creation.box(extents=[1.0, 1.0, 1.0])
     box.export(tmp_path / "cube.obj")
     mesh = mc.ConvexMesh.from_file(tmp_path / "cube.obj")

@@ -6,8 +6,10 @@ import doctest
 import numpy as np
 import pytest
 
-pytest.importorskip("coal")
-h5py = pytest.importorskip("h5py")
+from conftest import need_extra
+
+need_extra("mechanics")
+import h5py  # noqa: E402
 
 from nsopt import mechanics as mc  # noqa: E402
 from nsopt import modeling as nm  # noqa: E402
@@ -320,7 +322,6 @@ def test_run_writes_each_step_problem_to_fclib(tmp_path):
 
 
 def test_viewer_page_and_still_from_a_record(tmp_path):
-    pytest.importorskip("trimesh")
     sc = small_pile(3, seed=4)
     sc.run(0.3, 5e-3, record=tmp_path / "run.h5")
     rec = mc.load_record(tmp_path / "run.h5")

@@ -7,7 +7,9 @@ import shutil
 import numpy as np
 import pytest
 
-pytest.importorskip("trimesh")
+from conftest import need_extra
+
+need_extra("mechanics")
 
 from nsopt import mechanics as mc  # noqa: E402
 from nsopt.exceptions import ModelingError, OutputError  # noqa: E402
@@ -42,7 +44,8 @@ def _pixels(png_bytes):
 
 @pytest.mark.skipif(not shutil.which(CHROMIUM), reason="chromium absent")
 def test_page_in_headless_chromium(tmp_path):
-    playwright = pytest.importorskip("playwright.sync_api")
+    need_extra("test", ["playwright"])
+    import playwright.sync_api as playwright
     bodies, poses, t, statics = _scene()
     page_path = viewer.write_html(tmp_path / "scene.html", bodies, poses, t, statics, title="test scene")
     text = page_path.read_text()
@@ -102,7 +105,7 @@ def test_still_image(tmp_path):
 
 
 def test_shape_meshes_are_closed_and_sized():
-    trimesh = pytest.importorskip("trimesh")
+    import trimesh
     for shape, volume in ((mc.Box([1, 2, 3]), 6.0), (mc.Sphere(0.5), 4 / 3 * np.pi * 0.125),
                           (mc.Capsule(0.2, 1.0), np.pi * 0.04 * 1.0 + 4 / 3 * np.pi * 0.008),
                           (mc.Cylinder(0.3, 0.8), np.pi * 0.09 * 0.8), (mc.Cone(0.3, 0.6), np.pi * 0.09 * 0.6 / 3)):

@@ -17,6 +17,8 @@ from nsopt import modeling as nm
 from nsopt.exceptions import ModelingError, StepFailed
 from nsopt.modeling._check import fd_jacobian_central
 
+from conftest import need_extra
+
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACTS = Path("/work/shared/contracts")
 
@@ -203,6 +205,7 @@ def test_nonlinear_first_order_system_with_relay_newton():
 
 
 def test_progress_bar_and_step_api():
+    need_extra("mechanics", ["tqdm"])     # (progress=True draws a tqdm bar)
     sim, ball, ground = bouncing_ball(T=0.05)
     s = sim.step()
     assert s is None and sim.k == 1 and sim.t == pytest.approx(0.005)
@@ -249,7 +252,6 @@ def test_first_order_jacobian_by_finite_differences():
 
 
 def test_to_fclib_from_kept_problems(tmp_path):
-    pytest.importorskip("h5py")
     from nsopt import io
 
     sim, ball, ground = bouncing_ball(e=0.5, T=0.6)

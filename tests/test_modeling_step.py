@@ -13,7 +13,10 @@ import pytest
 from nsopt import modeling as nm
 from nsopt.exceptions import ModelingError, StepFailed
 
-hypothesis = pytest.importorskip("hypothesis")
+from conftest import need_extra  # noqa: E402
+
+need_extra("test", ["hypothesis"])
+import hypothesis  # noqa: E402
 st = hypothesis.strategies
 TOL = 1e-12
 

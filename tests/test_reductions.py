@@ -4,14 +4,13 @@ problem's own error measure; Chain; wrong kinds."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import nsopt
 from nsopt import generate as g
 from nsopt.exceptions import NotApplicable, OptionError
 from nsopt.reductions import (TO_LCP, AVIToLCP, AVIToMLCP, Chain, FC2DToLCP, MLCPToLCP, Reduction, RelayToLCP,
                               box_of, lcp_size)
+from conftest import given, settings, st  # hypothesis' names (property tests skip without it)
 
 FAST = settings(max_examples=15, deadline=None)
 

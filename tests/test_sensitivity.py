@@ -17,6 +17,7 @@ import scipy.sparse as sp
 import nsopt
 from nsopt import generate
 from nsopt.exceptions import NotApplicable, ProblemError
+from conftest import need_extra
 
 FD_RTOL = 1e-5
 H_STEP = 1e-6
@@ -367,8 +368,8 @@ def _cvxpy_qp(cp, p):
 def test_cvxpy_derivative_of_the_convex_view(case):
     """CVXPY's own derivative (diffcp, through SCS) of the QP whose KKT system is the problem, in the
     data it holds as parameters, against nsopt's jvp (to SCS' accuracy, 1e-5)."""
-    cp = pytest.importorskip("cvxpy")
-    pytest.importorskip("diffcp")
+    import cvxpy as cp
+    need_extra("test", ["diffcp"])
     p = GENERATED[case](3)
     prog, z, params = _cvxpy_qp(cp, p)
     prog.solve(solver="SCS", requires_grad=True, eps=1e-12, max_iters=100000)
@@ -387,8 +388,8 @@ def test_cvxpy_derivative_of_the_convex_view(case):
 def test_cvxpy_derivative_friction_at_a_fixed_shift():
     r"""The SOCP of a frozen De Saxcé shift s gives S = dr/d(q + s~) (CVXPY); Coulomb's derivative is
     then the fixed point dr = S (dq + ds~), ds~_a = mu_a g_a . du_T,a, du = W dr + dq."""
-    cp = pytest.importorskip("cvxpy")
-    pytest.importorskip("diffcp")
+    import cvxpy as cp
+    need_extra("test", ["diffcp"])
     p = generate.friction_contact(4, 3, seed=5, mu=0.4)[0]
     n, nc, mu = p.size, p.nc, np.asarray(p.mu)
     base = solve_tight(p)

@@ -9,6 +9,8 @@ from nsopt.exceptions import MethodNotFound, OptionError
 from nsopt.policy import POLICY
 from nsopt.result import Solution, Status
 
+from conftest import need_extra
+
 
 @pytest.fixture
 def murty():
@@ -112,6 +114,7 @@ def test_a_mistyped_solution_attribute_lists_the_names_and_suggests_the_nearest(
 def test_subpackages_load_on_first_attribute_access():
     """``import nsopt`` then ``nsopt.modeling`` (and the others) works without importing them first,
     and ``import nsopt`` alone does not import them (PEP 562)."""
+    need_extra("symbolic")                # (it touches nsopt.symbolic)
     import subprocess
     import sys
 

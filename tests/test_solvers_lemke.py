@@ -3,8 +3,6 @@ and its reductions for Relay, MLCP, AVI and FC2D; corpus counts against Siconos'
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import nsopt
 from nsopt import generate as g
@@ -12,7 +10,8 @@ from nsopt.exceptions import OptionError
 from nsopt.result import Status
 from nsopt.solvers.lemke import farkas_certificate
 
-from conftest import corpus_params
+from conftest import corpus_params, load_corpus_file, need_corpus
+from conftest import given, settings, st  # hypothesis' names (property tests skip without it)
 
 FAST = settings(max_examples=25, deadline=None)
 
@@ -230,11 +229,8 @@ TOO_BIG = {"fc2d_granularflowonwall_02020_00213.dat"}   # 6060 x 6060 LCP: bench
 
 def _load(path):
     if path is None:
-        pytest.skip("shared Siconos corpus not found")
-    try:
-        return nsopt.io.load(path)
-    except nsopt.FormatError as e:    # e.g. Rectangular_mlcp (non-square M): not an nsopt problem
-        pytest.skip(f"not loadable: {e}")
+        need_corpus()
+    return load_corpus_file(path)       # None: refused on purpose, with its error (conftest.EXPECTED_INVALID)
 
 
 @pytest.mark.parametrize("path", corpus_params("lcp", "relay", "mlcp", "fc2d"))
@@ -242,6 +238,8 @@ def test_corpus_lemke(path):
     if path is not None and path.name in TOO_BIG:
         pytest.skip("large: run benchmarks/bench_lemke.py")
     p = _load(path)
+    if p is None:
+        return
     s = nsopt.solve(p, method="lemke")
     if path.name in SICONOS_LEMKE_FAILS:
         if not s.success:   # allowed, but then the path ended without a false certificate

@@ -8,14 +8,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from conftest import corpus_params, reference_entries
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import nsopt
 from nsopt import generate
 from nsopt.exceptions import OptionError
 from nsopt.problems import FrictionContact, GlobalFrictionContact
 from nsopt.result import Status
+from conftest import given, settings, st  # hypothesis' names (property tests skip without it)
 
 TOL = 1e-10
 

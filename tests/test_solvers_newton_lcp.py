@@ -3,15 +3,14 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import nsopt
 from nsopt import generate as g
 from nsopt.exceptions import OptionError
 from nsopt.result import Status
 
-from conftest import corpus_params
+from conftest import corpus_params, load_corpus_file, need_corpus
+from conftest import given, settings, st  # hypothesis' names (property tests skip without it)
 
 FAST = settings(max_examples=20, deadline=None)
 
@@ -73,11 +72,10 @@ NEWTON_FB_FAILS = {"deltasigma2_mlcp.dat", "lcp_tobenna.dat"}
 @pytest.mark.parametrize("path", corpus_params("lcp", "mlcp"))
 def test_corpus_newton_fb(path):
     if path is None:
-        pytest.skip("shared Siconos corpus not found")
-    try:
-        p = nsopt.io.load(path)
-    except nsopt.FormatError as e:
-        pytest.skip(f"not loadable: {e}")
+        need_corpus()
+    p = load_corpus_file(path)
+    if p is None:                       # refused on purpose, with its error (conftest.EXPECTED_INVALID)
+        return
     s = nsopt.solve(p, method="newton-fb", max_iter=100 if path.name not in NEWTON_FB_FAILS else 20)
     if path.name in NEWTON_FB_FAILS:
         return

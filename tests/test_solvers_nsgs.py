@@ -18,9 +18,7 @@ TOL = 1e-8
 
 
 def _load(path):
-    io = pytest.importorskip("nsopt.io")
-    if not hasattr(io, "load"):
-        pytest.skip("nsopt.io.load not available yet")
+    from nsopt import io
     return io.load(path)
 
 

@@ -7,11 +7,15 @@ import math
 import os
 
 import numpy as np
-import pandas as pd
 import pytest
 
-import nsopt
-from nsopt.io import write_siconos_dat
+from conftest import need_extra
+
+need_extra("studies")
+import pandas as pd  # noqa: E402
+
+import nsopt  # noqa: E402
+from nsopt.io import write_siconos_dat  # noqa: E402
 from nsopt.studies import (
     builtin_problems,
     find_problems,
@@ -20,10 +24,10 @@ from nsopt.studies import (
     parse_methods,
     performance_profile,
     summary,
-)
-from nsopt.studies import load_results
-from nsopt.studies import records as rec_mod
-from nsopt.studies.profiles import measure_table, profile_curves
+)  # noqa: E402
+from nsopt.studies import load_results  # noqa: E402
+from nsopt.studies import records as rec_mod  # noqa: E402
+from nsopt.studies.profiles import measure_table, profile_curves  # noqa: E402
 
 MURTY = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0])   # z* = (4/3, 7/3)
 

@@ -7,7 +7,9 @@ import pytest
 
 import nsopt.studies as st
 
-pytest.importorskip("distributed")
+from conftest import need_extra
+
+need_extra("studies")
 
 PROBLEMS = ["nsopt:generated/lcp-spd-10", "nsopt:generated/lcp-p-30", "nsopt:generated/relay-20",
             "nsopt:generated/fc3d-5c", "nsopt:generated/fc3d-20c"]

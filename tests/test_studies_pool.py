@@ -9,6 +9,10 @@ import json
 import numpy as np
 import pytest
 
+from conftest import need_extra
+
+need_extra("studies")
+
 import nsopt
 import nsopt.studies as st
 from nsopt import registry

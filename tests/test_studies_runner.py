@@ -16,6 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import need_extra
+
+need_extra("studies")
+
 import nsopt
 from nsopt import registry
 from nsopt.io import write_siconos_dat

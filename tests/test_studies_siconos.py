@@ -6,6 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import need_extra
+
+need_extra("studies")
+
 import nsopt.studies as st
 from nsopt.studies import siconos
 

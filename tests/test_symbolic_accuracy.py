@@ -21,9 +21,12 @@ import warnings
 import numpy as np
 import pytest
 
-sm = pytest.importorskip("sympy")
-me = pytest.importorskip("sympy.physics.mechanics")
-mpmath = pytest.importorskip("mpmath")
+from conftest import need_extra
+
+need_extra("symbolic")
+import mpmath  # noqa: E402
+import sympy as sm  # noqa: E402
+import sympy.physics.mechanics as me  # noqa: E402
 
 from nsopt import NsoptWarning  # noqa: E402
 from nsopt import symbolic  # noqa: E402

@@ -5,8 +5,11 @@ import warnings
 import numpy as np
 import pytest
 
-sm = pytest.importorskip("sympy")
-me = pytest.importorskip("sympy.physics.mechanics")
+from conftest import need_extra
+
+need_extra("symbolic")
+import sympy as sm  # noqa: E402
+import sympy.physics.mechanics as me  # noqa: E402
 
 from nsopt import NsoptWarning, OptionError, ProblemError  # noqa: E402
 from nsopt import symbolic  # noqa: E402

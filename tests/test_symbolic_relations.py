@@ -3,7 +3,10 @@
 import numpy as np
 import pytest
 
-sm = pytest.importorskip("sympy")
+from conftest import need_extra
+
+need_extra("symbolic")
+import sympy as sm  # noqa: E402
 
 from nsopt import OptionError, ProblemError  # noqa: E402
 from nsopt.symbolic import compile_plugin, relation_plugins  # noqa: E402
@@ -88,7 +91,7 @@ def test_bad_input():
 
 
 def test_dynamicsymbols_and_cse():
-    me = pytest.importorskip("sympy.physics.mechanics")
+    import sympy.physics.mechanics as me
     a, b = me.dynamicsymbols("a b")
     s = sm.sin(a + b) ** 2
     p = relation_plugins("LagrangianScleronomousR", h=[s + sm.cos(a), s * b], q=[a, b])
@@ -97,7 +100,6 @@ def test_dynamicsymbols_and_cse():
 
 
 def test_numba_plugin_matches():
-    pytest.importorskip("numba")
     f = compile_plugin(sm.Matrix([[sm.sin(q1) * q2, q2 ** 2]]), [("q", [q1, q2]), ("z", [])], (1, 2), jit=True)
     g = compile_plugin(sm.Matrix([[sm.sin(q1) * q2, q2 ** 2]]), [("q", [q1, q2]), ("z", [])], (1, 2))
     x = np.array([0.3, -1.2])
@@ -107,7 +109,7 @@ def test_numba_plugin_matches():
 def test_relation_in_time_stepping():
     """A ball on the ground: the gap written symbolically as a nonlinear scleronomous relation,
     (x + 1)^2 - x^2 - x - 1 (which is x), simulates like the hand-written LagrangianLinearTIR."""
-    nm = pytest.importorskip("nsopt.modeling")
+    from nsopt import modeling as nm
     from nsopt.symbolic import relation
 
     x, y, th = sm.symbols("x y theta")
@@ -191,7 +193,7 @@ def test_slider_crank_plugins_match_handwritten():
 def test_slider_crank_simulation_matches_handwritten():
     """Siconos' slider-crank (Moreau–Jean, impacts on the guide) with the symbolic relations
     reproduces the run with the hand-written ones, step by step."""
-    nm = pytest.importorskip("nsopt.modeling")
+    from nsopt import modeling as nm
     from nsopt.symbolic import relation
 
     l1, l2, m1, m2, m3, J1, J2, J3, g = (SC[k] for k in ("l1", "l2", "m1", "m2", "m3", "J1", "J2", "J3", "g"))
@@ -231,7 +233,7 @@ def test_modeling_slider_crank_written_symbolically():
     """examples/modeling_slider_crank.py (hand-written plug-ins) written with SymPy: the mass, the
     gyroscopic force and the stop derived from x(θ) = l1 cos θ + sqrt(l2² - l1² sin² θ), compiled by
     nsopt.symbolic, reproduce the hand-written simulation step by step."""
-    nm = pytest.importorskip("nsopt.modeling")
+    from nsopt import modeling as nm
     from pathlib import Path
 
     from nsopt.symbolic import relation

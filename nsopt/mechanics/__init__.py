@@ -7,8 +7,12 @@ The bodies, contact relations and joints are :mod:`nsopt.modeling`'s (``NewtonEu
 ``NewtonEuler3DR``, ``PivotJointR``, ...).
 """
 
-from .collision import CollisionManager, Contacts, InterpenetrationError, TunnellingWarning
-from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere
+from .._extras import require
+
+require("mechanics", "nsopt.mechanics")    # coal, trimesh, ...: pip install "nsopt[mechanics]"
+
+from .collision import CollisionManager, Contacts, InterpenetrationError, TunnellingWarning  # noqa: E402
+from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere  # noqa: E402
 
 __all__ = ["Shape", "Sphere", "Box", "Capsule", "Cylinder", "Cone", "ConvexMesh", "HalfSpace", "Contactor",
            "CollisionManager", "Contacts", "InterpenetrationError", "TunnellingWarning"]

@@ -599,6 +599,9 @@ class TimeStepping:
         show = self.progress if progress is None else progress
         bar = None
         if show:
+            from .._extras import require
+
+            require("mechanics", "progress=True", ["tqdm"])
             from tqdm import tqdm
 
             bar = tqdm(total=self.n_steps - self.k, desc="time stepping", unit="step")

@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .._extras import require
 from . import files, records
 from .profiles import method_label, performance_profile, summary  # noqa: F401  (re-exported)
 from .report import write_report  # noqa: F401  (compare writes it; nsopt.studies exports it from here)
@@ -253,6 +254,7 @@ def compare(problems=None, methods=("auto",), *, tol: float = 1e-8, max_iter: in
      lemke solved
        pgs solved
     """
+    require("studies", "nsopt.studies.compare()")
     from ..monitor import check_max_iter, check_time_limit, check_tol
 
     clock = _Clock()

@@ -39,6 +39,8 @@ import json
 
 import numpy as np
 
+from .._extras import require
+
 MEASURES = {"time": ("time", 1e-6, "time"), "nit": ("nit", 1.0, "iterations (nit)")}
 
 
@@ -125,6 +127,7 @@ def performance_profile(results, measure: str = "time", kinds=None, title: str |
     >>> [ax.get_title() for ax in fig.axes][:1]                      # doctest: +ELLIPSIS
     ['...lcp...']
     """
+    require("studies", "nsopt.studies.performance_profile()")
     _measure(measure)
     return draw_profile(profile_panels(results, measure, kinds, title), measure)
 
@@ -271,6 +274,7 @@ def summary(results):
     0  lemke       1         3.0                1.0
     1   psor       0         NaN               10.0
     """
+    require("studies", "nsopt.studies.summary()")
     import pandas as pd
 
     df = _prepare(results)

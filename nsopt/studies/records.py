@@ -23,6 +23,8 @@ import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .._extras import require
+
 COLUMNS = ["problem", "problem_hash", "kind", "size", "nc", "method", "source", "options", "tol",
            "max_iter", "timeout", "status", "error", "nit", "time", "build_time",
            "load_time", "warmup_time", "peak_rss_mb", "message", "nsopt_version", "versions", "host",
@@ -335,6 +337,7 @@ def load_results(*folders):
     >>> written
     ['summary.csv', 'profile_time.png', 'profile_time.svg', 'profile_nit.png', 'profile_nit.svg']
     """
+    require("studies", "nsopt.studies.load_results()")
     recs, seen = [], set()
     for d in folders:
         if not (Path(d) / STORE).is_file():
@@ -383,6 +386,7 @@ def merge(out, *folders) -> int:
     ...     print(merge(out, a, b), list(load_results(out)["method"]))
     2 ['lemke', 'psor']
     """
+    require("studies", "nsopt.studies.merge()")
     added = 0
     with Store(out) as store:
         for d in folders:

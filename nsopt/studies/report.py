@@ -10,6 +10,7 @@ import signal
 import warnings
 from pathlib import Path
 
+from .._extras import require
 from . import files, records
 from .profiles import history_figure, summary
 from .runner import fork, on_shutdown, start_method
@@ -171,6 +172,7 @@ def write_report(folder, df=None, drawer=None) -> list[Path]:
     --------
     See the example of :func:`~nsopt.studies.load_results` (a folder of one record and its report).
     """
+    require("studies", "nsopt.studies.write_report()")
     folder = Path(folder)
     if df is None:
         df = records.load_results(folder)

@@ -20,8 +20,9 @@ page (every ``.html`` file but ``_static/``):
 * where the page has math (Sphinx's ``.math`` elements), MathJax typeset it: at least as many
   ``mjx-container`` elements as math elements, and no MathJax error element.
 
-Then the search page finds "Lemke", "Coulomb", "sensitivity" and "NewtonEulerDS", and screenshots of
-the start page, tutorial 3, a gallery page and the rigid-bodies page are saved to ``$NSOPT_SCREENSHOTS`` (default: ``<site>/../screenshots``), with the
+Then the search page finds "Lemke", "Coulomb", "sensitivity" and "NewtonEulerDS", every gallery
+example has a figure (no placeholder thumbnail), and screenshots of the start page, tutorial 3, the
+gallery's index and two of its pages, the rigid-bodies and sensitivity pages are saved to ``$NSOPT_SCREENSHOTS`` (default: ``<site>/../screenshots``), with the
 counts checked in ``checked.json`` there.
 """
 
@@ -45,7 +46,8 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 SHOTS = Path(os.environ.get("NSOPT_SCREENSHOTS", SITE.parent / "screenshots"))
 SCREENSHOTS = {"start": "index.html", "tutorial_3": "tutorials/03_coulomb_cone.html",
                "gallery": "auto_examples/modeling_spheres_box.html", "rigid_bodies": "guide/rigid_bodies.html",
-               "sensitivity": "guide/sensitivity.html"}
+               "sensitivity": "guide/sensitivity.html", "gallery_index": "auto_examples/index.html",
+               "gallery_lemke": "auto_examples/lcp_lemke.html"}
 
 
 def pages() -> list[str]:
@@ -221,3 +223,14 @@ def test_screenshots(server, browser):
         assert out.stat().st_size > 10_000, f"{out} looks empty"
         assert not tab.problems, tab.problems
     tab.close()
+
+
+def test_every_gallery_example_shows_a_figure():
+    """Each example of the gallery draws a figure, its page's picture and its thumbnail (an example
+    without one gets sphinx-gallery's placeholder thumbnail, issue 29 §1; the rigid-body examples
+    take their scene's still, their first figure, as thumbnail: tests/test_examples.py)."""
+    examples = sorted(p.stem for p in (SITE / "auto_examples").glob("*.html") if p.stem != "index")
+    assert len(examples) >= 10, examples
+    images = SITE / "_images"
+    missing = [e for e in examples if not list(images.glob(f"sphx_glr_{e}_001.png"))]
+    assert not missing, f"gallery examples without a figure (placeholder thumbnail): {missing}"
