@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from nsopt import mechanics as mc
+from nsopt.mechanics import siconos_hdf5
 from nsopt.exceptions import FormatError
 
 SICONOS_PY = "/usr/bin/python3"
@@ -29,7 +30,7 @@ needs_siconos = pytest.mark.skipif(not _siconos_available(),
 
 def _scene():
     """A cube and a ball dropped on a box (Siconos' gravity, so that both codes run the same scene)."""
-    sc = mc.Scene(gravity=(0, 0, -mc.siconos_hdf5.SICONOS_GRAVITY), margin=0.02)
+    sc = mc.Scene(gravity=(0, 0, -siconos_hdf5.SICONOS_GRAVITY), margin=0.02)
     sc.add_primitive_shape("Cube", "Box", (0.2, 0.2, 0.2))
     sc.add_primitive_shape("Ball", "Sphere", 0.1)
     sc.add_primitive_shape("Ground", "Box", (2.0, 2.0, 0.2))
@@ -63,7 +64,7 @@ def test_record_holds_siconos_layout(tmp_path):
         np.testing.assert_allclose(a["force"], b["force"][on], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(a["pc1"], b["pc1"][on], rtol=0, atol=0)
     # at rest: the floor carries the weights
-    assert rec.contacts(-1)["force"][:, 0].sum() == pytest.approx(3.0 * mc.siconos_hdf5.SICONOS_GRAVITY, rel=1e-6)
+    assert rec.contacts(-1)["force"][:, 0].sum() == pytest.approx(3.0 * siconos_hdf5.SICONOS_GRAVITY, rel=1e-6)
 
 
 def test_siconos_record_errors_name_the_field(tmp_path):
@@ -189,7 +190,7 @@ def test_nsopt_reads_and_continues_a_siconos_record(tmp_path):
     np.testing.assert_allclose(np.diag(sc.objects[1]["inertia"]), [0.008] * 3)
     c = rec.contacts(-1)
     assert (c["body2"] == -1).all()
-    assert c["force"][:, 0].sum() == pytest.approx(3.0 * mc.siconos_hdf5.SICONOS_GRAVITY, rel=1e-4)
+    assert c["force"][:, 0].sum() == pytest.approx(3.0 * siconos_hdf5.SICONOS_GRAVITY, rel=1e-4)
     run = sc.run(0.4, 5e-3, continue_from=rec)
     assert run.t[0] == pytest.approx(0.305, abs=1e-6)
     assert np.abs(run.q[-1, :, 2] - 0.1).max() < 1e-6

@@ -1565,6 +1565,55 @@ class Record:
         return Scene.from_description(d)
 
 
+def load_siconos_record(path) -> "Record":
+    """A record in Siconos' mechanics layout (one that ``MechanicsHdf5Runner`` wrote, or the ``data`` group of an
+    nsopt record) as a :class:`~nsopt.mechanics.Record`: its scene (shapes, objects, laws, joints; Siconos' gravity
+    unless the file holds nsopt's description), and per output time with velocities (the steps) the poses, twists,
+    the solver's iterations and error, and the contacts of ``data/cf`` (those of each step's one-step problem: body
+    indices, the static object unknown (-1), forces in the contact frame = impulse / h).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The HDF5 file.
+
+    Returns
+    -------
+    Record
+        Its ``settings`` hold ``h`` (the output interval) and ``source`` = "siconos".
+
+    Raises
+    ------
+    FormatError
+        When the file cannot be opened, has no ``data`` group of Siconos' layout, is a 2D record, or holds a shape,
+        law or dataset nsopt does not read (named in the message).
+
+    Examples
+    --------
+    nsopt's records carry the layout: read back through it, the trajectory is the run's.
+
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from nsopt import mechanics as mc
+    >>> sc = mc.Scene()
+    >>> sc.add_primitive_shape("Cube", "Box", (0.2, 0.2, 0.2))
+    >>> sc.add_primitive_shape("Ground", "Box", (2.0, 2.0, 0.2))
+    >>> sc.add_Newton_impact_friction_nsl("contact", mu=0.5)
+    >>> sc.add_object("cube", ["Cube"], translation=[0, 0, 0.15], mass=1.0)
+    >>> sc.add_object("ground", ["Ground"], translation=[0, 0, -0.1])
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     run = sc.run(T=0.2, h=0.01, record=os.path.join(tmp, "cube.h5"))
+    ...     rec = mc.load_siconos_record(os.path.join(tmp, "cube.h5"))
+    >>> len(rec), bool(np.array_equal(rec.q, run.q[1:])), rec.names, rec.settings["source"]
+    (20, True, ['cube'], 'siconos')
+    >>> sorted(rec.contacts(-1))[:4], len(rec.contacts(-1)["id"])
+    (['active', 'body1', 'body2', 'distance'], 4)
+    """
+    from .siconos_hdf5 import read_siconos_layout
+
+    return Record(*read_siconos_layout(path))
+
+
 def load_record(path) -> Record:
     """Read a record written by :class:`Recorder`; :class:`~nsopt.exceptions.FormatError` if it is not one.
 

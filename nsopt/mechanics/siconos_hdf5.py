@@ -321,53 +321,20 @@ def _description(path, f) -> dict:
                 laws=laws)
 
 
-def load_siconos_record(path):
-    """A record in Siconos' mechanics layout (one that ``MechanicsHdf5Runner`` wrote, or the ``data`` group of an
-    nsopt record) as a :class:`~nsopt.mechanics.Record`: its scene (shapes, objects, laws, joints; Siconos' gravity
-    unless the file holds nsopt's description), and per output time with velocities (the steps) the poses, twists,
-    the solver's iterations and error, and the contacts of ``data/cf`` (those of each step's one-step problem: body
-    indices, the static object unknown (-1), forces in the contact frame = impulse / h).
+def _timed(ds, width: int) -> np.ndarray:
+    """A dataset of rows (time, ...) as float64, (-1, width); a single-precision dataset (Siconos' runner can write
+    float32) has its times read as the shortest decimals that round to them (0.30000001192092896 -> 0.3), so that
+    the record's times are on its step grid and a run continued from it has a whole number of steps."""
+    a = np.asarray(ds[()], dtype=float).reshape(-1, width)
+    if ds.dtype == np.float32 and a.shape[0]:
+        a[:, 0] = [float(np.format_float_positional(np.float32(t), unique=True)) for t in a[:, 0]]
+    return a
 
-    Parameters
-    ----------
-    path : str or path-like
-        The HDF5 file.
 
-    Returns
-    -------
-    Record
-        Its ``settings`` hold ``h`` (the output interval) and ``source`` = "siconos".
-
-    Raises
-    ------
-    FormatError
-        When the file cannot be opened, has no ``data`` group of Siconos' layout, is a 2D record, or holds a shape,
-        law or dataset nsopt does not read (named in the message).
-
-    Examples
-    --------
-    nsopt's records carry the layout: read back through it, the trajectory is the run's.
-
-    >>> import os, tempfile
-    >>> import numpy as np
-    >>> from nsopt import mechanics as mc
-    >>> sc = mc.Scene()
-    >>> sc.add_primitive_shape("Cube", "Box", (0.2, 0.2, 0.2))
-    >>> sc.add_primitive_shape("Ground", "Box", (2.0, 2.0, 0.2))
-    >>> sc.add_Newton_impact_friction_nsl("contact", mu=0.5)
-    >>> sc.add_object("cube", ["Cube"], translation=[0, 0, 0.15], mass=1.0)
-    >>> sc.add_object("ground", ["Ground"], translation=[0, 0, -0.1])
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     run = sc.run(T=0.2, h=0.01, record=os.path.join(tmp, "cube.h5"))
-    ...     rec = mc.load_siconos_record(os.path.join(tmp, "cube.h5"))
-    >>> len(rec), bool(np.array_equal(rec.q, run.q[1:])), rec.names, rec.settings["source"]
-    (20, True, ['cube'], 'siconos')
-    >>> sorted(rec.contacts(-1))[:4], len(rec.contacts(-1)["id"])
-    (['active', 'body1', 'body2', 'distance'], 4)
-    """
+def read_siconos_layout(path) -> tuple:
+    """The arguments of a :class:`~nsopt.mechanics.Record` read from a file in Siconos' mechanics layout (see
+    :func:`~nsopt.mechanics.load_siconos_record`, which makes the Record; this module does not import the scene's)."""
     import h5py
-
-    from .scene import Record
 
     try:
         f = h5py.File(path, "r")
@@ -389,8 +356,8 @@ def load_siconos_record(path):
         names = [o["name"] for o in dyn_objs]
         n = len(names)
         ids = {int(data["input"][nm].attrs["id"]): k for k, nm in enumerate(names)}
-        D = np.asarray(data["dynamic"][()], dtype=float).reshape(-1, 9)
-        V = np.asarray(data["velocities"][()], dtype=float).reshape(-1, 8) if "velocities" in data else np.zeros((0, 8))
+        D = _timed(data["dynamic"], 9)
+        V = _timed(data["velocities"], 8) if "velocities" in data else np.zeros((0, 8))
         V = V[V[:, 1] != 0]                     # (Siconos' runner leaves zero rows at the start of the dataset)
         times = np.unique(V[:, 0])
         S = times.shape[0]
@@ -404,7 +371,7 @@ def load_siconos_record(path):
             ok = body >= 0
             out[step[ok], body[ok]] = rows[ok, 2:2 + width]
         h = float(np.diff(np.r_[D[0, 0] if D.shape[0] else 0.0, times]).min()) if S else 0.0
-        C = np.asarray(data["cf"][()], dtype=float).reshape(-1, 26) if "cf" in data else np.zeros((0, 26))
+        C = _timed(data["cf"], 26) if "cf" in data else np.zeros((0, 26))
         C = C[np.isin(C[:, 0], times)]
         C = C[np.argsort(C[:, 0], kind="stable")]
         offsets = np.searchsorted(C[:, 0], times, side="left")
@@ -418,10 +385,10 @@ def load_siconos_record(path):
                     "force": C[:, 20:23] / h if h > 0 else C[:, 20:23].copy(), "active": np.ones(C.shape[0], dtype=bool)}
         nit, err = np.zeros(S, dtype=np.int64), np.full(S, np.nan)
         if "solv" in data:
-            Sv = np.asarray(data["solv"][()], dtype=float).reshape(-1, 4)
+            Sv = _timed(data["solv"], 4)
             k = np.searchsorted(times, Sv[:, 0])
             ok = (k < S) & (times[np.minimum(k, S - 1)] == Sv[:, 0])
             nit[k[ok]], err[k[ok]] = Sv[ok, 1].astype(np.int64), Sv[ok, 2]
         status = np.array(["siconos"] * S)
         settings = {"h": h, "source": "siconos", "t0": float(D[0, 0]) if D.shape[0] else 0.0}
-        return Record(str(Path(path)), desc, names, settings, (times, q, v, status, nit, err), contacts, offsets)
+        return str(Path(path)), desc, names, settings, (times, q, v, status, nit, err), contacts, offsets
