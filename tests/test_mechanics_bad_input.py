@@ -237,7 +237,7 @@ def test_scene_run_checks_every_option_before_the_first_step(tmp_path, kw, error
     (it failed at step 1, or at step 21 after 20 steps were computed, or ran on with friction dropped)."""
     import nsopt.exceptions as ex
     steps = []
-    args = dict(T=0.1, h=0.01, record=tmp_path / "r.h5", on_step=lambda run: steps.append(len(run)))
+    args = dict(T=0.1, h=0.01, record=tmp_path / "r.h5", on_step=lambda step: steps.append(step.k))
     args.update(kw)
     with pytest.raises(getattr(ex, error), match=match):
         _sliding().run(**args)
