@@ -18,7 +18,9 @@ the collision manager detects the contacts at the bodies' poses; :meth:`SceneMod
 an interaction (a :class:`~nsopt.modeling.NewtonEuler3DR` with the law of the pair of groups) for each
 new contact point through ``nsds.link``, moves the points of the persisting ones (the same Interaction
 object, so its multiplier and warm start survive) and removes those that vanished through
-``nsds.remove_interaction``; the integrator then steps the model and the record takes the step.
+``nsds.remove_interaction``; the integrator then steps the model. A step of :meth:`Scene.run` is that pipeline,
+detect → assemble and solve → update → record, filling one :class:`SceneStep` (the step's figures) that the
+observers (the :class:`Recorder`, the problem writer, ``Scene.run(observers=)``) and ``on_step`` get.
 
 Record (HDF5, :class:`Recorder` writes, :func:`load_record` reads): attributes ``format`` =
 "nsopt-mechanics", ``version`` = 1, ``scene`` (the scene's description as JSON: shapes, objects, joints,
