@@ -726,7 +726,7 @@ class Scene:
             Replace an existing record (and problem files).
         write_problems : str or path-like, optional
             A folder receiving each step's one-step problem (FCLIB for friction contact: a corpus for
-            ``nsopt compare``; ``TimeStepping.write_problems_to``).
+            ``nsopt compare``; an observer of the steps, :class:`~nsopt.modeling.simulation.ProblemWriter`).
         continue_from : str, path-like or Record, optional
             A record of this scene: the run starts from its last step (poses, twists, the contact ids and the
             warm starts of the contacts and joints) and goes to ``T``.
@@ -1068,12 +1068,10 @@ class SceneStep:
     Examples
     --------
     >>> from nsopt import mechanics as mc
-    >>> sc = mc.Scene()
-    >>> sc.add_primitive_shape("Ball", "Sphere", 0.1)
-    >>> sc.add_primitive_shape("Ground", "Box", (2.0, 2.0, 0.2))
+    >>> sc = mc.Scene()                                        # a ball resting on a static slab
     >>> sc.add_Newton_impact_friction_nsl("contact", mu=0.3)
-    >>> sc.add_object("ball", ["Ball"], translation=[0, 0, 0.1], mass=1.0)     # resting on the ground
-    >>> sc.add_object("ground", ["Ground"], translation=[0, 0, -0.1])          # static (no mass)
+    >>> sc.add_object("ball", mc.Contactor(mc.Sphere(0.1)), translation=[0, 0, 0.1], mass=1.0)
+    >>> sc.add_object("slab", mc.Contactor(mc.Box((2.0, 2.0, 0.2))), translation=[0, 0, -0.1])
     >>> seen = []
     >>> run = sc.run(T=0.02, h=0.01, on_step=seen.append)
     >>> [(s.k, s.contacts, s.active, s.status.value, s.problem.kind) for s in seen]
