@@ -67,13 +67,10 @@ def run_nsopt(sc, T, tol):
     scene = rs.nsopt_scene(sc)
     tr = Trace()
 
-    def hook(run):
-        k = len(run) - 1
-        tr.add(run._rows["t"][k], run._rows["kinetic_energy"][k], run._rows["penetration"][k],
-               run.model.bodies[0].q[:3], run._times["cpu"][k])
-        tm = run._times
-        tr.parts.append((run._rows["nit"][k], tm["detect"][k], tm["step"][k], tm["solve"][k], run._rows["contacts"][k],
-                         run._rows["active"][k]))
+    def hook(step):
+        tm = step.times
+        tr.add(step.t, step.kinetic_energy, step.penetration, step.q[0, :3], tm["cpu"])
+        tr.parts.append((step.nit, tm["detect"], tm["step"], tm["solve"], step.contacts, step.active))
 
     scene.run(T, sc["h"], method="nsn-ac", tol=tol, keep_states=False, on_step=hook)
     return tr

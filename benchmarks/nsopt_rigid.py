@@ -57,19 +57,17 @@ def main(argv=None):
     rows = []
     state = {"start": time.perf_counter(), "stopped": False}
 
-    def hook(run):
-        k = len(run) - 1
-        tm = run._times
-        rows.append(dict(step=k + 1, t=float(run._rows["t"][k]), kinetic_energy=run._rows["kinetic_energy"][k],
-                         contacts_detected=int(run._rows["contacts"][k]), osns_size=3 * int(run._rows["active"][k]),
-                         nit=int(run._rows["nit"][k]),
-                         residual=0.0 if run._rows["status"][k] is None else float(run._rows["error"][k]),
-                         failed=int(run._rows["status"][k] is not None and not run._rows["error"][k] <= args.tol),
-                         penetration=run._rows["penetration"][k], top_z=run._rows["top"][k],
-                         com_x=run._rows["com"][k][0], com_y=run._rows["com"][k][1], com_z=run._rows["com"][k][2],
-                         step_time=tm["total"][k], step_cpu=tm["cpu"][k],
-                         detect_time=tm["detect"][k], integrate_time=tm["step"][k] - tm["solve"][k],
-                         solve_time=tm["solve"][k],
+    def hook(step):
+        tm = step.times
+        rows.append(dict(step=step.k, t=step.t, kinetic_energy=step.kinetic_energy,
+                         contacts_detected=step.contacts, osns_size=3 * step.active, nit=step.nit,
+                         residual=0.0 if step.status is None else float(step.error),
+                         failed=int(step.status is not None and not step.error <= args.tol),
+                         penetration=step.penetration, top_z=step.top,
+                         com_x=step.com[0], com_y=step.com[1], com_z=step.com[2],
+                         step_time=tm["total"], step_cpu=tm["cpu"],
+                         detect_time=tm["detect"], integrate_time=tm["step"] - tm["solve"],
+                         solve_time=tm["solve"],
                          peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
         if args.time_budget is not None and time.perf_counter() - state["start"] > args.time_budget:
             state["stopped"] = True

@@ -225,6 +225,8 @@ def _sliding(mu=0.5):
     (dict(fallback="nsgs"), "ModelingError", "fallback: must be a sequence"),
     (dict(max_iter=-3), "OptionError", "max_iter"),
     (dict(on_step=5), "ModelingError", "Scene.on_step: must be a callable"),
+    (dict(observers=print), "ModelingError", "Scene.observers: must be a sequence of callables"),
+    (dict(observers=[3]), "ModelingError", "Scene.observers: must be a sequence of callables"),
     (dict(check="x"), "ModelingError", "Scene.check"),
     (dict(keep_states="yes"), "ModelingError", "Scene.keep_states"),
     (dict(osns="bogus"), "ModelingError", "Scene.osns: unknown one-step problem kind"),
@@ -237,7 +239,7 @@ def test_scene_run_checks_every_option_before_the_first_step(tmp_path, kw, error
     (it failed at step 1, or at step 21 after 20 steps were computed, or ran on with friction dropped)."""
     import nsopt.exceptions as ex
     steps = []
-    args = dict(T=0.1, h=0.01, record=tmp_path / "r.h5", on_step=lambda run: steps.append(len(run)))
+    args = dict(T=0.1, h=0.01, record=tmp_path / "r.h5", on_step=lambda step: steps.append(step.k))
     args.update(kw)
     with pytest.raises(getattr(ex, error), match=match):
         _sliding().run(**args)

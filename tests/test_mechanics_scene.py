@@ -364,3 +364,110 @@ def test_a_scene_with_joints_runs_with_the_default_method():
     assert set(run.method) <= {RUN_METHODS["gmp"]} and not run.failed_steps
     # on its pivot (the joint holds at the velocity level: the position drifts by O(h^2) per step)
     np.testing.assert_allclose(np.linalg.norm(run.q[:, 0, :3], axis=1), 0.5, atol=1e-4)
+
+
+def _reference_penetration(step, Q0):
+    """max(0, -y) over the step's detected contacts at its end poses, evaluated from scratch: the body-frame
+    points of the detection at Q0 (what SceneModel.update_contacts writes into the contact table) and the one
+    home of the contact formulas."""
+    from nsopt.modeling.newton_euler import contact_outputs
+    c = step.detected
+    if c is None:
+        return 0.0
+    rp1, rp2, rn = c.relative(Q0)
+    Q, two = step.q, c.body2 >= 0
+    Q2 = np.zeros((len(c), 7))
+    Q2[two] = Q[c.body2[two]]
+    y = contact_outputs(Q[c.body1], Q2, two, rp1, rp2, rn, 1)[0]
+    return max(0.0, -float(y.min()))
+
+
+def test_on_step_gets_the_step_with_the_runs_figures():
+    """Issue 31 item 6: on_step gets a public SceneStep whose fields are the figures of the step (before, it got
+    the SceneRun and a hook read them from the private run._rows / run._times): each step's figures equal the
+    run's arrays; its penetration (read from the step's own gaps, no second evaluation) equals the contact
+    formula evaluated from scratch; its forces solve its problem; its times are the run's."""
+    sc = small_pile(4, seed=2)
+    steps = []
+    run = sc.run(0.6, 5e-3, tol=1e-10, on_step=steps.append)
+    assert len(steps) == len(run) == 120 and all(isinstance(s, mc.SceneStep) for s in steps)
+    assert [s.k for s in steps] == list(range(1, 121))
+    for f in ("t", "error", "nit", "contacts", "active", "penetration", "kinetic_energy", "top"):
+        np.testing.assert_array_equal(np.array([getattr(s, f) for s in steps], dtype=float),
+                                      np.asarray(getattr(run, f), dtype=float), err_msg=f)
+    assert [s.status for s in steps] == run.status and [s.method for s in steps] == run.method
+    np.testing.assert_array_equal(np.array([s.com for s in steps]), run.com)
+    np.testing.assert_array_equal(np.array([s.q for s in steps]), run.q[1:])
+    np.testing.assert_array_equal(np.array([s.v for s in steps]), run.v[1:])
+    for ph, col in run.times.items():
+        np.testing.assert_array_equal(np.array([s.times[ph] for s in steps]), col, err_msg=ph)
+    assert sorted(run.times) == ["cpu", "detect", "record", "solve", "step", "total", "update"]
+    solved = [s for s in steps if s.status is not None]
+    assert len(solved) > 20 and sum(s.penetration > 0 for s in steps) > 10
+    Q0 = run.q[:-1]
+    for j, s in enumerate(steps):
+        assert s.penetration == pytest.approx(_reference_penetration(s, Q0[j]), rel=0, abs=1e-15)
+        assert s.forces.shape == (s.contacts, 3) and int(s.active_mask.sum()) == s.active
+        if s.status is None:
+            assert s.problem is None and s.solution is None and s.active == 0
+            continue
+        assert s.problem.kind == "fc3d" and s.problem.nc == s.active and s.solution.problem is s.problem
+        assert s.problem.error(s.solution.r) <= 1e-10
+        # the forces of the contacts in the problem are its impulses over h (the problem's rows in another order)
+        np.testing.assert_allclose(np.sort(s.forces[s.active_mask, 0]), np.sort(s.solution.r[0::3] / 5e-3),
+                                   rtol=0, atol=1e-9)
+    assert run.last_step is steps[-1] and run.forces is steps[-1].forces and run.active_mask is steps[-1].active_mask
+
+
+def test_observers_see_every_step_before_on_step_and_finish(tmp_path):
+    """Scene.run(observers=): each observer is called with every SceneStep, after the record and the problem writer
+    (observers too) and before on_step, and its finish(run) once at the end, also when on_step stops the run; the
+    record then holds the steps taken and what a continued run needs."""
+    seen, order = [], []
+
+    class Watch:
+        def __call__(self, step):
+            assert np.isnan(step.times["record"])            # the record phase is under way
+            seen.append(step.k)
+            order.append("observer")
+
+        def finish(self, run):
+            order.append(("finish", len(run)))
+
+    def stop(step):
+        order.append("on_step")
+        assert not np.isnan(step.times["record"]) and step.times["total"] >= step.times["record"]
+        if step.k == 90:
+            raise StopIteration
+
+    sc = small_pile(3, seed=4)
+    run = sc.run(0.5, 5e-3, tol=1e-10, observers=[Watch()], on_step=stop, record=tmp_path / "r.h5",
+                 write_problems=tmp_path / "pb")
+    assert len(run) == 90 and seen == list(range(1, 91))
+    assert order == ["observer", "on_step"] * 90 + [("finish", 90)]
+    rec = mc.load_record(tmp_path / "r.h5")
+    assert len(rec) == 90 and rec.resume is not None
+    np.testing.assert_array_equal(rec.q, run.q[1:])
+    assert [s or None for s in rec.status.tolist()] == [None if s is None else s.value for s in run.status]
+    files = sorted(int(f.stem[5:]) for f in (tmp_path / "pb").glob("step_*.hdf5"))
+    assert files == [k + 1 for k, s in enumerate(run.status) if s is not None] and files
+
+
+def test_the_problem_writer_is_an_observer_of_a_time_stepping_run(tmp_path):
+    """ProblemWriter, the one writer of the step problems (TimeStepping.write_problems_to and
+    Scene.run(write_problems=)), observes a TimeStepping step as it does a SceneStep: the same files."""
+    from nsopt.modeling.simulation import ProblemWriter
+
+    def ball():
+        b = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+        nsds = nm.NonSmoothDynamicalSystem(0.0, 1.5)
+        nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), b)
+        return nsds
+
+    nm.TimeStepping(ball(), h=0.01, on_step=ProblemWriter(tmp_path / "a", 1, 150)).run()
+    nm.TimeStepping(ball(), h=0.01).run(write_problems=tmp_path / "b")
+    a, b = sorted(p.name for p in (tmp_path / "a").iterdir()), sorted(p.name for p in (tmp_path / "b").iterdir())
+    assert a == b and len(a) > 3 and all(n.endswith("_lcp.dat") for n in a)
+    assert all((tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes() for n in a)
+    with pytest.raises(OutputError):                        # the folder is checked when the writer is made
+        ProblemWriter(tmp_path / "a", 1, 150)

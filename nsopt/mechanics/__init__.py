@@ -16,6 +16,6 @@ from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpa
 
 __all__ = ["Shape", "Sphere", "Box", "Capsule", "Cylinder", "Cone", "ConvexMesh", "HalfSpace", "Contactor",
            "CollisionManager", "Contacts", "InterpenetrationError", "TunnellingWarning"]
-from .scene import Record, Recorder, Scene, SceneModel, SceneRun, load_record, load_siconos_record  # noqa: E402
+from .scene import Record, Recorder, Scene, SceneModel, SceneRun, SceneStep, load_record, load_siconos_record  # noqa: E402
 
-__all__ += ["Scene", "SceneModel", "SceneRun", "Recorder", "Record", "load_record", "load_siconos_record"]
+__all__ += ["Scene", "SceneModel", "SceneRun", "SceneStep", "Recorder", "Record", "load_record", "load_siconos_record"]

@@ -18,7 +18,9 @@ the collision manager detects the contacts at the bodies' poses; :meth:`SceneMod
 an interaction (a :class:`~nsopt.modeling.NewtonEuler3DR` with the law of the pair of groups) for each
 new contact point through ``nsds.link``, moves the points of the persisting ones (the same Interaction
 object, so its multiplier and warm start survive) and removes those that vanished through
-``nsds.remove_interaction``; the integrator then steps the model and the record takes the step.
+``nsds.remove_interaction``; the integrator then steps the model. A step of :meth:`Scene.run` is that pipeline,
+detect → assemble and solve → update → record, filling one :class:`SceneStep` (the step's figures) that the
+observers (the :class:`Recorder`, the problem writer, ``Scene.run(observers=)``) and ``on_step`` get.
 
 Record (HDF5, :class:`Recorder` writes, :func:`load_record` reads): attributes ``format`` =
 "nsopt-mechanics", ``version`` = 1, ``scene`` (the scene's description as JSON: shapes, objects, joints,
@@ -49,6 +51,7 @@ from __future__ import annotations
 import json
 import numbers
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +67,7 @@ from ..modeling.newton_euler import ContactTable
 from .collision import CollisionManager, Contacts
 from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere, group_index, quaternion
 
-__all__ = ["Scene", "SceneModel", "SceneRun", "Recorder", "Record", "load_record", "FORMAT", "VERSION"]
+__all__ = ["Scene", "SceneModel", "SceneRun", "SceneStep", "Recorder", "Record", "load_record", "FORMAT", "VERSION"]
 
 FORMAT, VERSION = "nsopt-mechanics", 1
 _PRIMITIVES = {"Sphere": Sphere, "Box": Box, "Capsule": Capsule, "Cylinder": Cylinder, "Cone": Cone}
@@ -570,7 +573,7 @@ class Scene:
         return sc
 
     # ---- the checks of a run
-    def _check_run(self, T, h, osns, on_step, check, record, write_problems, continue_from, **flags):
+    def _check_run(self, T, h, osns, on_step, check, record, write_problems, continue_from, observers, **flags):
         """:meth:`run`'s own arguments, checked before anything is built (the solver's are checked by
         :class:`~nsopt.modeling.TimeStepping` before the first step); returns T and h as floats."""
         from ..modeling.simulation import _HOLDS, OSNS_BUILDERS, OSNS_KINDS, infer_osns
@@ -586,7 +589,11 @@ class Scene:
                                                      f"{sorted(blocks)}: friction would be dropped from every contact); "
                                                      f"use osns={infer_osns(blocks)!r}")
         if on_step is not None and not callable(on_step):
-            raise ModelingError("Scene", "on_step", f"must be a callable on_step(run) or None, got {on_step!r}")
+            raise ModelingError("Scene", "on_step", f"must be a callable on_step(step) or None, got {on_step!r}")
+        if isinstance(observers, (str, bytes)) or not isinstance(observers, (list, tuple)) \
+                or not all(callable(o) for o in observers):
+            raise ModelingError("Scene", "observers", f"must be a sequence of callables observer(step), got "
+                                                      f"{observers!r}")
         if check is not None:
             scalar(check, "Scene", "check", low=0.0)
         for field, v in (("record", record), ("write_problems", write_problems)):
@@ -690,8 +697,8 @@ class Scene:
     def run(self, T: float, h: float = 5e-3, *, theta: float = 0.50001, osns: str | None = None,
             method: str | None = None, tol: float = 1e-6, record=None, overwrite: bool = False, write_problems=None,
             continue_from=None, progress: bool = False, keep_states: bool = True, check: float | None = 1e-3,
-            fallback=(), on_step=None, projection=None, gamma=None, activation=None, activation_threshold=0.0,
-            **options) -> "SceneRun":
+            fallback=(), on_step=None, observers=(), projection=None, gamma=None, activation=None,
+            activation_threshold=0.0, **options) -> "SceneRun":
         r"""Simulate the scene to time ``T``: at each step the contacts are detected at the current poses
         (:meth:`SceneModel.update_contacts`: new points linked, vanished ones removed, the others moved), their
         outputs updated (:meth:`~nsopt.modeling.TimeStepping.update_outputs`), then one Moreau–Jean step
@@ -719,7 +726,7 @@ class Scene:
             Replace an existing record (and problem files).
         write_problems : str or path-like, optional
             A folder receiving each step's one-step problem (FCLIB for friction contact: a corpus for
-            ``nsopt compare``; ``TimeStepping.write_problems_to``).
+            ``nsopt compare``; an observer of the steps, :class:`~nsopt.modeling.simulation.ProblemWriter`).
         continue_from : str, path-like or Record, optional
             A record of this scene: the run starts from its last step (poses, twists, the contact ids and the
             warm starts of the contacts and joints) and goes to ``T``.
@@ -734,8 +741,13 @@ class Scene:
         fallback : sequence of str, default ()
             Methods tried when ``method`` fails (:class:`~nsopt.modeling.TimeStepping`).
         on_step : callable, optional
-            ``on_step(run)``, called after each step with the :class:`SceneRun`; raising ``StopIteration`` ends the
-            run there (the record keeps every step and what a continued run needs).
+            ``on_step(step)``, called after each step with its :class:`SceneStep` (the step's figures, forces,
+            problem, solution and times per phase), after the observers; raising ``StopIteration`` ends the run
+            there (the record keeps every step and what a continued run needs).
+        observers : sequence of callables, default ()
+            Each is called with every :class:`SceneStep` (the record phase, after the record and the problem
+            writer, which are observers too); one with a ``finish(run)`` method has it called when the run ends
+            (also when it stops on an error). A writer of the steps' figures, for example.
         projection : bool or None, default None
             The position projection of the contacts after each step (``MoreauJeanOSI(projection=)``). None (True
             here: every body is a NewtonEulerDS): the bodies are projected out of the floor and of each other after
@@ -766,10 +778,10 @@ class Scene:
         Raises
         ------
         ModelingError
-            When an argument has the wrong type or value (``T``, ``h``, ``osns``, ``on_step``, ``check``, the
-            flags), ``T`` is not after the start time, [t0, T] is not a whole number of steps of ``h`` (the last
-            step ends at T: :data:`nsopt.modeling.simulation.STEP_RULE`), ``osns`` cannot hold the scene's laws
-            (``"lcp"`` would drop their friction), the scene has no dynamic body, or the record to continue from
+            When an argument has the wrong type or value (``T``, ``h``, ``osns``, ``on_step``, ``observers``,
+            ``check``, the flags), ``T`` is not after the start time, [t0, T] is not a whole number of steps of
+            ``h`` (the last step ends at T: :data:`nsopt.modeling.simulation.STEP_RULE`), ``osns`` cannot hold the
+            scene's laws (``"lcp"`` would drop their friction), the scene has no dynamic body, or the record to continue from
             holds no step or is of another scene (its laws, shapes, masses or static objects differ). All of
             them, and the solver's options (``MethodNotFound``, ``OptionError``), are checked before the first
             step.
@@ -798,9 +810,9 @@ class Scene:
         ([0.01, 0.02], [0.03, 0.04])
         """
         from ..modeling import MoreauJeanOSI, TimeStepping
-        from ..modeling.simulation import whole_steps
+        from ..modeling.simulation import ProblemWriter, whole_steps
 
-        T, h = self._check_run(T, h, osns, on_step, check, record, write_problems, continue_from,
+        T, h = self._check_run(T, h, osns, on_step, check, record, write_problems, continue_from, observers,
                                progress=progress, keep_states=keep_states, overwrite=overwrite)
         scene, t0, resume = self, 0.0, None
         if continue_from is not None:
@@ -825,38 +837,41 @@ class Scene:
         osi = MoreauJeanOSI(theta, gamma, projection=projection, activation=activation,
                             activation_threshold=activation_threshold)
         sim = TimeStepping(model.nsds, h, osi, osns=osns, method=method, tol=tol, fallback=fallback, **options)
-        out = SceneRun(model, sim, keep_states)
         rec = None
         if record is not None:
             rec = Recorder(record, scene, overwrite=overwrite, h=h, theta=theta, osns=osns, method=method, tol=tol,
                            t0=t0, gamma=osi.gamma_given if osi.gamma_given is not None else "default",
                            activation=str(activation), projection=str(projection),
                            activation_threshold=activation_threshold)
+        out = SceneRun(model, sim, keep_states)
         try:
+            if rec is not None:
+                out.observers.append(rec)
             if write_problems is not None:
-                sim.write_problems_to(write_problems, overwrite=overwrite)
+                out.observers.append(ProblemWriter(write_problems, sim.k + 1, sim.n_steps, overwrite=overwrite))
+            out.observers.extend(observers)
             bar = None
             if progress:
                 from tqdm import tqdm
                 bar = tqdm(total=sim.n_steps, desc="scene", unit="step")
             first = True
             while sim.has_next_step():
-                out._step(rec, resume if first else None)
+                step = out._step(resume if first else None)
                 first = False
                 if bar is not None:
                     bar.update(1)
                 if on_step is not None:
                     try:
-                        on_step(out)
+                        on_step(step)
                     except StopIteration:
                         break
             if bar is not None:
                 bar.close()
         finally:
-            sim.write_problems_to(None)
-            if rec is not None:
-                rec.resume(out.resume_state())
-                rec.close()
+            for o in out.observers:
+                finish = getattr(o, "finish", None)
+                if finish is not None:
+                    finish(out)
         return out
 
 
@@ -989,20 +1004,122 @@ class SceneModel:
                                         np.asarray(mem["loc"], dtype=float))
 
 
+def _penetration(st) -> float:
+    """max(0, -y) over the live contacts' gaps y at the end of the step the stepper ``st`` took: the outputs it
+    computed at q_{k+1} (after the projection), their normal rows (the first row of each unilateral interaction)."""
+    on = st.unilateral & st.alive
+    return max(0.0, -float(st.Y0[st.first[on]].min())) if on.any() else 0.0
+
+
+@dataclass(eq=False)
+class SceneStep:
+    r"""One step of a :class:`Scene` run, as its pipeline filled it once: detect (the contacts at the poses
+    :math:`q_k`) → assemble and solve (one Moreau–Jean step of :class:`~nsopt.modeling.TimeStepping`: its
+    one-step problem, solved) → update (the step's figures below, read from what the step computed: the
+    penetration from the step's own gaps at :math:`q_{k+1}`, not evaluated again) → record (the observers:
+    the HDF5 :class:`Recorder`, the problem writer, those of ``Scene.run(observers=)``) → ``on_step``.
+
+    What ``Scene.run(on_step=f)`` and each observer get; :class:`SceneRun`'s per-step arrays are its rows.
+
+    Attributes
+    ----------
+    k : int
+        The step, 1-based (the run's step count after it).
+    t : float
+        Its end time.
+    status : nsopt.Status or None
+        The one-step problem's status (None: no contact, no problem solved).
+    error : float
+        Its error measure (NaN without a problem).
+    nit : int
+        The solver's iterations (0 without a problem).
+    method : str or None
+        The method that gave the solution.
+    contacts : int
+        The contact points detected at the start of the step.
+    active : int
+        Those in the step's one-step problem.
+    penetration : float
+        The deepest penetration after the step, max(0, -y) over the contacts' gaps at :math:`q_{k+1}`.
+    kinetic_energy : float
+        The bodies' kinetic energy after the step.
+    top : float
+        The highest body centre (z).
+    com : (3,) ndarray
+        The centre of mass of the bodies.
+    q, v : (n, 7) and (n, 6) ndarray
+        The poses and twists after the step.
+    detected : Contacts or None
+        The contact points detected at the start of the step (None: none).
+    forces : (contacts, 3) ndarray
+        Their forces (the step's impulse over h, contact frame: normal, t1, t2).
+    active_mask : (contacts,) bool ndarray
+        Which of them were in the step's one-step problem.
+    problem : Problem or None
+        The step's one-step problem (None without contact).
+    solution : nsopt.Solution or None
+        Its solution.
+    times : dict
+        Seconds per phase: "detect" (collision detection and the contacts' update), "step" (assembly, solve and
+        integration), "solve" (the solver alone), "update" (the figures above), "record" (the observers),
+        "total"; "cpu": the process's CPU time of the step but the record. "record" and "total" are known
+        after the observers ran (NaN while they run; ``on_step`` sees them).
+
+    Examples
+    --------
+    >>> from nsopt import mechanics as mc
+    >>> sc = mc.Scene()                                        # a ball resting on a static slab
+    >>> sc.add_Newton_impact_friction_nsl("contact", mu=0.3)
+    >>> sc.add_object("ball", mc.Contactor(mc.Sphere(0.1)), translation=[0, 0, 0.1], mass=1.0)
+    >>> sc.add_object("slab", mc.Contactor(mc.Box((2.0, 2.0, 0.2))), translation=[0, 0, -0.1])
+    >>> seen = []
+    >>> run = sc.run(T=0.02, h=0.01, on_step=seen.append)
+    >>> [(s.k, s.contacts, s.active, s.status.value, s.problem.kind) for s in seen]
+    [(1, 1, 1, 'solved', 'fc3d'), (2, 1, 1, 'solved', 'fc3d')]
+    >>> (seen[-1].forces.round(3) + 0.0).tolist(), sorted(seen[-1].times)
+    ([[9.81, 0.0, 0.0]], ['cpu', 'detect', 'record', 'solve', 'step', 'total', 'update'])
+    """
+
+    k: int
+    t: float
+    status: object
+    error: float
+    nit: int
+    method: object
+    contacts: int
+    active: int
+    penetration: float
+    kinetic_energy: float
+    top: float
+    com: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    detected: object
+    forces: np.ndarray
+    active_mask: np.ndarray
+    problem: object
+    solution: object
+    times: dict
+
+
+_COLUMNS = ("t", "status", "error", "nit", "method", "contacts", "active", "penetration", "kinetic_energy", "top",
+            "com")
+_PHASES = ("detect", "step", "solve", "update", "record", "total", "cpu")
+
+
 class SceneRun:
     """A run of a :class:`Scene` (:meth:`Scene.run`): ``model`` (:class:`SceneModel`), ``sim`` (its
-    :class:`~nsopt.modeling.TimeStepping`) and, one entry per step: ``t``, ``status`` (the one-step problem's
-    :class:`nsopt.Status`, None for a step without contact), ``error``, ``nit``, ``method``, ``contacts`` (points
-    detected), ``active`` (contacts in the one-step problem), ``penetration`` (the deepest, max(0, -y0) over the
-    contacts after the step), ``kinetic_energy``, ``top`` (the highest body centre), ``com`` (k, 3), and the times
-    of each step in seconds (``times``: a dict of arrays "detect", "step" (integrator and solver), "solve" (the
-    solver alone), "record" (the HDF5 record and the FCLIB problem), "total"; "cpu": the process's CPU time of the
-    whole step but the writing); with ``keep_states``,
-    ``q`` (k+1, n, 7) and ``v`` (k+1, n, 6) (row 0: the start).
+    :class:`~nsopt.modeling.TimeStepping`) and, one entry per step (the rows of its :class:`SceneStep`\\ s):
+    ``t``, ``status`` (the one-step problem's :class:`nsopt.Status`, None for a step without contact),
+    ``error``, ``nit``, ``method``, ``contacts`` (points detected), ``active`` (contacts in the one-step
+    problem), ``penetration`` (the deepest, max(0, -y0) over the contacts after the step), ``kinetic_energy``,
+    ``top`` (the highest body centre), ``com`` (k, 3), and the times of each step in seconds (``times``: a dict
+    of arrays, :attr:`SceneStep.times`' phases "detect", "step", "solve", "update", "record", "total", "cpu");
+    with ``keep_states``, ``q`` (k+1, n, 7) and ``v`` (k+1, n, 6) (row 0: the start).
 
-    Returned by :meth:`Scene.run` (not built by hand). ``forces`` (k, 3) (contact frame) and ``active_mask`` are
-    the last step's contact forces and which contacts were in its one-step problem; ``solution`` its
-    :class:`~nsopt.result.Result`.
+    Returned by :meth:`Scene.run` (not built by hand). ``last_step`` is the last :class:`SceneStep`;
+    ``forces`` (k, 3) (contact frame) and ``active_mask`` are its contact forces and which contacts were in
+    its one-step problem; ``solution`` the last step's :class:`~nsopt.result.Result` that solved a problem.
 
     Raises
     ------
@@ -1026,108 +1143,112 @@ class SceneRun:
     >>> (run.forces.round(3) + 0.0).tolist()                  # the weight, carried by the contact (N, contact frame)
     [[9.81, 0.0, 0.0]]
     >>> sorted(run.times)
-    ['cpu', 'detect', 'record', 'solve', 'step', 'total']
+    ['cpu', 'detect', 'record', 'solve', 'step', 'total', 'update']
     """
 
-    def __init__(self, model, sim, keep_states):
+    def __init__(self, model, sim, keep_states, observers=()):
         self.model, self.sim, self.keep_states = model, sim, keep_states
+        self.observers = list(observers)     # called with each SceneStep, in order (the record phase)
         b = model.bodies
         self._mass = np.array([x.scalar_mass for x in b])
         self._inertia = np.array([x.inertia for x in b]).reshape(len(b), 3, 3)
-        self._rows: dict = {f: [] for f in ("t", "status", "error", "nit", "method", "contacts", "active", "penetration",
-                                            "kinetic_energy", "top", "com")}
-        self._times: dict = {f: [] for f in ("detect", "step", "solve", "record", "total", "cpu")}
+        self._rows: dict = {f: [] for f in _COLUMNS}
+        self._times: dict = {f: [] for f in _PHASES}
         self._q, self._v = ([model.poses()], [model.twists()]) if keep_states else (None, None)
-        self.forces = None        # the contact forces of the last step (k, 3), contact frame, rows of model.last
-        self.active_mask = None   # which of them were in the last step's one-step problem
-        self.solution = None      # the last step's Solution (None: no contact)
+        self.last_step = None     # the last SceneStep
+        self.solution = None      # the last step's Solution that solved a problem (None: none yet)
         self.tunnelling = []      # the swept test's events: step, t, body, other, kind, depth, moved
-        self._lam = None
+        self._solved = None       # the StepRecord of the step being taken (TimeStepping's on_step)
         sim.on_step = self._on_step
 
     def _on_step(self, record):
-        self._lam = (record.active, record.lam)
+        self._solved = record
 
-    def _step(self, rec, resume):
+    @property
+    def forces(self):
+        """The contact forces of the last step (k, 3), contact frame, rows of ``model.last`` (None before a step)."""
+        return None if self.last_step is None else self.last_step.forces
+
+    @property
+    def active_mask(self):
+        """Which contacts of the last step were in its one-step problem (None before a step)."""
+        return None if self.last_step is None else self.last_step.active_mask
+
+    # ---- the pipeline of one step: detect -> assemble and solve -> update -> record
+    def _step(self, resume) -> SceneStep:
         import time
 
-        from ..modeling.newton_euler import contact_outputs
-        model, sim = self.model, self.sim
         c0, w0 = time.process_time(), time.perf_counter()
-        Q0 = model.poses()
-        model.update_contacts()
+        Q0 = self._detect(resume)
         w1 = time.perf_counter()
-        sim.update_outputs()
+        sim = self.sim
+        s0 = sim.trajectory.solve_time
+        self._solved = None
+        sol = sim.step()
+        w2 = time.perf_counter()
+        step = self._update(sol)
+        w3, cpu3 = time.perf_counter(), time.process_time()
+        step.times = tm = {"detect": w1 - w0, "step": w2 - w1, "solve": sim.trajectory.solve_time - s0,
+                           "update": w3 - w2, "record": np.nan, "total": np.nan, "cpu": cpu3 - c0}
+        for observe in self.observers:
+            observe(step)
+        w4 = time.perf_counter()
+        tm["record"], tm["total"] = w4 - w3, w4 - w0
+        self._take(step)
+        self._check_tunnelling(Q0, step.q)       # after the step is recorded: a warning made an error keeps it
+        return step
+
+    def _detect(self, resume):
+        """Detect: the contacts at the current poses (:meth:`SceneModel.update_contacts`), their outputs updated,
+        the warm starts of a continued run's first step; returns the poses."""
+        model = self.model
+        Q0 = model.poses()
+        model.update_contacts(Q0)
+        self.sim.update_outputs()
         if resume is not None:
             self._restore_warm(resume)
-        s0 = sim.trajectory.solve_time
-        self._lam = None
-        write, sim._write = sim._write, None     # the step's problem is written below, timed with the record
-        try:
-            sol = sim.step()
-        finally:
-            sim._write = write
-        w2 = time.perf_counter()
+        return Q0
+
+    def _update(self, sol) -> SceneStep:
+        """Update: the step's figures, from what the step computed (its impulses, its gaps at q_{k+1})."""
+        from ..modeling.newton_euler import kinetic_energy
+        model, sim = self.model, self.sim
         Q, V = model.poses(), model.twists()
         c = model.last
         k = len(c)
         F = np.zeros((k, 3))
         on = np.zeros(k, dtype=bool)
-        if self._lam is not None and self._lam[1] is not None and k:
-            inters, lam = self._lam
+        rec = self._solved
+        if rec is not None and rec.lam is not None and k:
             where = {id(i): j for j, i in enumerate(model.current.tolist())}
-            off = 0
-            h = sim.h
-            for i in inters:
+            off, h = 0, sim.h
+            for i in rec.active:
                 j = where.get(id(i))
                 if j is not None:
-                    F[j] = lam[off:off + 3] / h
+                    F[j] = rec.lam[off:off + 3] / h
                     on[j] = True
                 off += i.size
-        active = int(on.sum())
-        self.forces, self.active_mask = F, on
         if sol is not None:
             self.solution = sol
-        pen = 0.0
-        if k:
-            rows = np.fromiter((i.relation._row for i in model.current), dtype=np.intp, count=k)
-            D = model.table.data[rows]
-            two = c.body2 >= 0
-            Q2 = np.zeros((k, 7))
-            Q2[two] = Q[c.body2[two]]
-            y = contact_outputs(Q[c.body1], Q2, two, D[:, 0:3], D[:, 3:6], D[:, 6:9], 1)[0]
-            pen = max(0.0, -float(y.min()))
-        r = self._rows
-        r["t"].append(sim.t)
-        r["status"].append(None if sol is None else sol.status)
-        r["error"].append(np.nan if sol is None else sol.error)
-        r["nit"].append(0 if sol is None else sol.nit)
-        r["method"].append(None if sol is None else sol.method)
-        r["contacts"].append(k)
-        r["active"].append(active)
-        r["penetration"].append(pen)
-        from ..modeling.newton_euler import kinetic_energy
-        r["kinetic_energy"].append(float(kinetic_energy(V, self._mass, self._inertia).sum()))
-        r["top"].append(float(Q[:, 2].max()))
-        r["com"].append(self._mass @ Q[:, :3] / self._mass.sum())
+        m = self._mass
+        return SceneStep(k=sim.k, t=sim.t, status=None if sol is None else sol.status,
+                         error=np.nan if sol is None else sol.error, nit=0 if sol is None else sol.nit,
+                         method=None if sol is None else sol.method, contacts=k, active=int(on.sum()),
+                         penetration=_penetration(sim._stepper) if k else 0.0,
+                         kinetic_energy=float(kinetic_energy(V, m, self._inertia).sum()), top=float(Q[:, 2].max()),
+                         com=m @ Q[:, :3] / m.sum(), q=Q, v=V, detected=c if k else None, forces=F, active_mask=on,
+                         problem=None if rec is None else rec.problem, solution=sol, times={})
+
+    def _take(self, step: SceneStep):
+        """The run's row of the step (and its state with ``keep_states``)."""
+        for f, col in self._rows.items():
+            col.append(getattr(step, f))
+        for f, col in self._times.items():
+            col.append(step.times[f])
         if self.keep_states:
-            self._q.append(Q)
-            self._v.append(V)
-        w3, cpu3 = time.perf_counter(), time.process_time()
-        if write is not None and sol is not None:
-            sim._write_problem(sol.problem, sim.k)
-        if rec is not None:
-            rec.append(sim.t, Q, V, status="" if sol is None else sol.status.value, nit=r["nit"][-1],
-                       error=r["error"][-1], contacts=c if k else None, forces=F, active=on)
-        w4 = time.perf_counter()
-        tm = self._times
-        tm["detect"].append(w1 - w0)
-        tm["step"].append(w2 - w1)
-        tm["solve"].append(sim.trajectory.solve_time - s0)
-        tm["record"].append(w4 - w3)
-        tm["total"].append(w4 - w0)
-        tm["cpu"].append(cpu3 - c0)
-        self._check_tunnelling(Q0, Q)          # after the step is recorded: a warning made an error keeps it
+            self._q.append(step.q)
+            self._v.append(step.v)
+        self.last_step = step
 
     def _check_tunnelling(self, Q0, Q):
         """The swept test of the step (:meth:`CollisionManager.swept`) for the bodies that moved more than half their
@@ -1241,7 +1362,8 @@ class SceneRun:
 class Recorder:
     """Writes a run to HDF5, step by step (see the module docstring for the layout).
 
-    :meth:`Scene.run` makes one when given ``record=``; a context manager (closes the file).
+    :meth:`Scene.run` makes one when given ``record=``, an observer of the run's steps (``recorder(step)``
+    appends a :class:`SceneStep`, ``recorder.finish(run)`` ends the record); a context manager (closes the file).
 
     Parameters
     ----------
@@ -1371,6 +1493,18 @@ class Recorder:
                             forces=F if k else None, active=act if k else None, nit=int(nit), error=float(error))
         self._t = float(t)
         self.f.flush()
+
+    def __call__(self, step: SceneStep):
+        """Observe a step of a run (:class:`SceneStep`): append it (:meth:`append`)."""
+        self.append(step.t, step.q, step.v, status="" if step.status is None else step.status.value, nit=step.nit,
+                    error=step.error, contacts=step.detected, forces=step.forces, active=step.active_mask)
+
+    def finish(self, run: SceneRun):
+        """At the end of a run: write what a continued run needs (:meth:`resume`) and close the file."""
+        try:
+            self.resume(run.resume_state())
+        finally:
+            self.close()
 
     def resume(self, state: dict):
         """Write (or replace) what a continued run needs at the end of the record (group ``resume``: the collision

@@ -299,7 +299,7 @@ class TimeStepping:
             self._check_initial_state()
         self.t, self.k = self.t0, 0
         self._problem = None       # (key, problem) of the last assembly
-        self._write, self._overwrite = None, False
+        self._write = None          # the ProblemWriter of write_problems_to
         self._solve_time = 0.0
         self._last = None
         self._opts = (None, None)  # (self.options, the options handed to nsopt.solve with the run's Workspace)
@@ -428,16 +428,6 @@ class TimeStepping:
         self._last = (problem, sol)
         return lam
 
-    def _write_problem(self, problem, k):
-        from .. import io
-
-        d = self._write
-        if problem.kind in ("fc2d", "fc3d", "gfc3d"):
-            fn, path, kw = io.write_fclib, d / f"step_{k:06d}.hdf5", {"title": f"{problem.kind} step {k}"}
-        else:
-            fn, path, kw = io.write_siconos_dat, d / f"step_{k:06d}_{problem.kind}.dat", {}
-        fn(problem, path, **kw, **_overwrite_kw(fn, self._overwrite))
-
     # ------------------------------------------------------------------ stepping
     def has_next_step(self) -> bool:
         return self.k < self.n_steps
@@ -513,7 +503,7 @@ class TimeStepping:
             problem = self._last[0] if self._last is not None else None
             if problem is not None:
                 if self._write is not None:
-                    self._write_problem(problem, self.k)
+                    self._write.write(problem, self.k)
                 if self.keep_problems:
                     tr.problems[self.k] = problem
             if self.on_step is not None or self._tape is not None:
@@ -648,18 +638,7 @@ class TimeStepping:
         loop of :meth:`step`); None stops writing. The folder is checked now: a file of the names of
         this run's remaining steps already there is an :class:`~nsopt.exceptions.OutputError` unless
         ``overwrite``."""
-        if folder is None:
-            self._write = None
-            return
-        first, last = self.k + 1, self.n_steps
-        pat = re.compile(r"step_(\d+)(?:_[A-Za-z0-9-]+)?\.(?:hdf5|dat)$")
-
-        def clash(name):
-            mt = pat.fullmatch(name)
-            return mt is not None and first <= int(mt.group(1)) <= last
-
-        self._write = check_folder(folder, clash, overwrite=overwrite)
-        self._overwrite = overwrite
+        self._write = None if folder is None else ProblemWriter(folder, self.k + 1, self.n_steps, overwrite=overwrite)
 
     def _install_sigint(self):
         """A Ctrl-C handler that delivers the interrupt at once, except inside a step's commit (then at
@@ -692,6 +671,54 @@ def _caller_level() -> int:
     while f is not None and f.f_code.co_filename == __file__:
         f, n = f.f_back, n + 1
     return n
+
+
+class ProblemWriter:
+    """Writes the one-step problems of steps ``first``..``last`` into ``folder``: FCLIB HDF5 for friction
+    problems (``step_<k>.hdf5``), Siconos ``.dat`` otherwise (``step_<k>_<kind>.dat``).
+
+    The folder is checked when the writer is made (``nsopt.io._target.check_folder``): a file of those steps'
+    names already there is an :class:`~nsopt.exceptions.OutputError` unless ``overwrite``. What
+    :meth:`TimeStepping.write_problems_to` and ``Scene.run(write_problems=)`` use; a writer is an observer of
+    a step (``writer(step)``: any object with ``k`` and ``problem``, a :class:`~nsopt.modeling.osi.StepRecord`
+    or a :class:`~nsopt.mechanics.SceneStep`).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from nsopt import LCP
+    >>> from nsopt.modeling.simulation import ProblemWriter
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     w = ProblemWriter(tmp, 1, 10)
+    ...     w.write(LCP(np.eye(2), [-1.0, 1.0]), 3)
+    ...     sorted(os.listdir(tmp))
+    ['step_000003_lcp.dat']
+    """
+
+    _NAME = re.compile(r"step_(\d+)(?:_[A-Za-z0-9-]+)?\.(?:hdf5|dat)$")
+
+    def __init__(self, folder, first: int, last: int, *, overwrite: bool = False):
+        def clash(name):
+            mt = self._NAME.fullmatch(name)
+            return mt is not None and first <= int(mt.group(1)) <= last
+
+        self.folder, self.overwrite = check_folder(folder, clash, overwrite=overwrite), overwrite
+
+    def write(self, problem, k: int):
+        """Write ``problem`` as the one-step problem of step ``k``."""
+        from .. import io
+
+        if problem.kind in ("fc2d", "fc3d", "gfc3d"):
+            fn, path, kw = io.write_fclib, self.folder / f"step_{k:06d}.hdf5", {"title": f"{problem.kind} step {k}"}
+        else:
+            fn, path, kw = io.write_siconos_dat, self.folder / f"step_{k:06d}_{problem.kind}.dat", {}
+        fn(problem, path, **kw, **_overwrite_kw(fn, self.overwrite))
+
+    def __call__(self, step):
+        """Observe a step: write its problem (a step without one writes nothing)."""
+        if step.problem is not None:
+            self.write(step.problem, step.k)
 
 
 def _overwrite_kw(fn, overwrite) -> dict:
