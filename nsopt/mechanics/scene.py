@@ -203,8 +203,6 @@ def mesh_inertia(contactors, mass):
     return I + mass * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
 
 
-#: The method :meth:`Scene.run` uses for each one-step problem kind when none is given.
-RUN_METHODS = {"fc3d": "nsn-ac", "gmp": "nsn"}
 
 class Scene:
     """Shapes, objects, joints and laws (Siconos ``MechanicsHdf5Runner``'s ``add_*`` methods, same names).
@@ -709,7 +707,9 @@ class Scene:
         osns : {"fc3d", "gmp"}, optional
             The one-step problem; default "fc3d", or "gmp" when the scene has joints.
         method : str, optional
-            The :func:`nsopt.solve` method; default "nsn-ac" for "fc3d", "nsn" for "gmp" (``RUN_METHODS``).
+            The :func:`nsopt.solve` method; default: the first method of the one-step problem's run order in
+            :data:`nsopt.policy.POLICY` ("nsn-ac" for "fc3d", "nsn" for "gmp"), with that order's fallbacks
+            when ``fallback`` is empty (:meth:`nsopt.policy.MethodPolicy.attempt`, the rule of every step).
         tol : float, default 1e-6
             The solver's tolerance.
         record : str or path-like, optional
@@ -732,7 +732,8 @@ class Scene:
             :class:`~nsopt.mechanics.InterpenetrationError` (None: no check); not for a run continued from a record
             (its poses are the recorded run's, with the scheme's penetration of bodies at rest).
         fallback : sequence of str, default ()
-            Methods tried when ``method`` fails (:class:`~nsopt.modeling.TimeStepping`).
+            Methods tried when ``method`` fails (:class:`~nsopt.modeling.TimeStepping`); default: the policy's
+            fallbacks when ``method`` is not given, none when it is.
         on_step : callable, optional
             ``on_step(run)``, called after each step with the :class:`SceneRun`; raising ``StopIteration`` ends the
             run there (the record keeps every step and what a continued run needs).
@@ -819,7 +820,7 @@ class Scene:
         if resume is not None:
             model.restore_memory(resume)
         osns = osns if osns is not None else ("gmp" if model.joints else "fc3d")
-        method = method if method is not None else RUN_METHODS.get(osns, "auto")
+        method = method if method is not None else "auto"        # the policy's run order of osns
         if not model.bodies:
             raise ModelingError("Scene", "objects", "the scene has no dynamic body")
         osi = MoreauJeanOSI(theta, gamma, projection=projection, activation=activation,
@@ -828,7 +829,7 @@ class Scene:
         out = SceneRun(model, sim, keep_states)
         rec = None
         if record is not None:
-            rec = Recorder(record, scene, overwrite=overwrite, h=h, theta=theta, osns=osns, method=method, tol=tol,
+            rec = Recorder(record, scene, overwrite=overwrite, h=h, theta=theta, osns=osns, method=sim.method, tol=tol,
                            t0=t0, gamma=osi.gamma_given if osi.gamma_given is not None else "default",
                            activation=str(activation), projection=str(projection),
                            activation_threshold=activation_threshold)
