@@ -900,13 +900,19 @@ class SceneModel:
         self._groups = [[c.group for c in o["contactors"]] for o in scene.objects if o["mass"] is not None]
         self._static_groups = [[c.group for c in o["contactors"]] for o in scene.objects if o["mass"] is None]
 
-    def poses(self) -> np.ndarray:
-        """The bodies' current poses (n, 7) (see the class example)."""
-        return np.array([b.q for b in self.bodies]) if self.bodies else np.zeros((0, 7))
+    def poses(self, run=None) -> np.ndarray:
+        """The bodies' poses (n, 7): their current ones in the run ``run`` (a
+        :class:`~nsopt.modeling.TimeStepping` of this model, :meth:`~nsopt.modeling.TimeStepping.state_of`),
+        else their own (``body.q``: see the class example)."""
+        if not self.bodies:
+            return np.zeros((0, 7))
+        return np.array([b.q for b in self.bodies] if run is None else [run.state_of(b, "q") for b in self.bodies])
 
-    def twists(self) -> np.ndarray:
-        """The bodies' current twists (n, 6)."""
-        return np.array([b.v for b in self.bodies]) if self.bodies else np.zeros((0, 6))
+    def twists(self, run=None) -> np.ndarray:
+        """The bodies' twists (n, 6): in the run ``run``, else their own (as :meth:`poses`)."""
+        if not self.bodies:
+            return np.zeros((0, 6))
+        return np.array([b.v for b in self.bodies] if run is None else [run.state_of(b, "v") for b in self.bodies])
 
     def _law(self, c: Contacts, k: int):
         g1 = self._groups[c.body1[k]][c.contactor1[k]]
@@ -1038,7 +1044,7 @@ class SceneRun:
         self._rows: dict = {f: [] for f in ("t", "status", "error", "nit", "method", "contacts", "active", "penetration",
                                             "kinetic_energy", "top", "com")}
         self._times: dict = {f: [] for f in ("detect", "step", "solve", "record", "total", "cpu")}
-        self._q, self._v = ([model.poses()], [model.twists()]) if keep_states else (None, None)
+        self._q, self._v = ([model.poses(sim)], [model.twists(sim)]) if keep_states else (None, None)
         self.forces = None        # the contact forces of the last step (k, 3), contact frame, rows of model.last
         self.active_mask = None   # which of them were in the last step's one-step problem
         self.solution = None      # the last step's Solution (None: no contact)
@@ -1055,8 +1061,8 @@ class SceneRun:
         from ..modeling.newton_euler import contact_outputs
         model, sim = self.model, self.sim
         c0, w0 = time.process_time(), time.perf_counter()
-        Q0 = model.poses()
-        model.update_contacts()
+        Q0 = model.poses(sim)
+        model.update_contacts(Q0)
         w1 = time.perf_counter()
         sim.update_outputs()
         if resume is not None:
@@ -1069,7 +1075,7 @@ class SceneRun:
         finally:
             sim._write = write
         w2 = time.perf_counter()
-        Q, V = model.poses(), model.twists()
+        Q, V = model.poses(sim), model.twists(sim)
         c = model.last
         k = len(c)
         F = np.zeros((k, 3))
@@ -1166,10 +1172,18 @@ class SceneRun:
             for pid, lm in zip(ids.tolist(), lam):
                 inter = self.model.contacts.get(pid)
                 if inter is not None:
-                    inter.lambda_ = [np.zeros(inter.size), lm]
+                    self._set_lambda(inter, lm)
         if "joint_lambda" in resume:
             for inter, lm in zip(self.model.joints, resume["joint_lambda"]):
-                inter.lambda_ = [np.zeros(inter.size), np.asarray(lm)[:inter.size]]
+                self._set_lambda(inter, np.asarray(lm)[:inter.size])
+
+    def _set_lambda(self, inter, lm):
+        """λ at level 1 (the warm start of its next solve) of an interaction of the run, else its own."""
+        lam = [np.zeros(inter.size), lm]
+        if self.sim._stepper.index_of(inter) is not None:
+            self.sim.set_state(inter, lambda_=lam)
+        else:
+            inter.lambda_ = lam
 
     def resume_state(self) -> dict:
         """What a continued run needs beyond the poses and twists (:meth:`Scene.run` with ``continue_from``): the

@@ -434,8 +434,6 @@ class TimeStepping:
                 st.park_all()
                 st = self._stepper = self.integrator.start(self, prev=st)
             self.trajectory._seg_key = None          # a new row layout: a new segment
-        if st.epoch != _state.EPOCH[0]:
-            st.bind()
         st.pending = None
         tr = self.trajectory
         if tr._k != self.k:                 # an interrupt after the row was recorded, before the commit
@@ -477,7 +475,6 @@ class TimeStepping:
             self._critical = False
         if self.k >= self.n_steps:
             st.release()
-            st.epoch = -1
         if self._interrupted:
             self._interrupted = False
             raise KeyboardInterrupt
@@ -608,8 +605,69 @@ class TimeStepping:
                 bar.close()
             self._write = None
             self._stepper.release()
-            self._stepper.epoch = -1
         return self.trajectory
+
+    # ------------------------------------------------------------------ the run's state
+    def _locate(self, obj):
+        where = self._stepper.index_of(obj)
+        if where is None:
+            raise ModelingError(label(self), "state_of", f"{label(obj)} is not a system or a linked interaction of "
+                                                         f"this run's model")
+        return where
+
+    def state_of(self, obj, field: str | None = None):
+        """The current state of a system or interaction **in this run**: after its last step (its initial
+        state before the first). ``ds.q`` is the object's own state, written by a run only when it stops
+        (:mod:`nsopt.modeling._state`); this reads the run's, so two runs of one model each read their own.
+
+        Parameters
+        ----------
+        obj : a dynamical system or a linked interaction of the run's model.
+        field : str, optional
+            One of the object's fields (``"q"``, ``"v"``, ``"p"``; ``"x"``, ``"r"``; ``"y"``, ``"lambda_"``).
+
+        Returns
+        -------
+        types.SimpleNamespace or numpy.ndarray
+            The object's fields (``.q``, ``.v``, ``.p`` of a Lagrangian system, ``.x``, ``.r`` of a
+            first-order one, ``.y``, ``.lambda_`` of an interaction: [level 0, level 1]), or the one named:
+            read-only views of the run's arrays now (copy them to keep them past the next step).
+
+        Raises
+        ------
+        ModelingError
+            When ``obj`` is not in the run, or has no field ``field``.
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 1.0)
+        >>> ground = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+        >>> sim = nm.TimeStepping(nsds, h=0.1, osns="lcp")
+        >>> _ = sim.step()
+        >>> sim.state_of(ball).q, sim.state_of(ball, "v"), ball.q      # the run's, and the object's own
+        (array([0.95095]), array([-0.981]), array([1.]))
+        """
+        k, names = self._locate(obj)
+        if field is None:
+            return _state.state_view(self._stepper, k, names)
+        if field not in names:
+            raise ModelingError(label(self), "state_of", f"{label(obj)} has the fields {names}, not {field!r}")
+        return self._stepper.read(k, field)
+
+    def set_state(self, obj, **fields):
+        """Set the state of a system or interaction in this run, between steps: the run continues from it (an
+        interaction's ``lambda_`` at level 1 is also the warm start of its next solve). ``fields``: ``q=``,
+        ``v=``, ``p=``; ``x=``, ``r=``; ``y=``, ``lambda_=`` ([level 0, level 1]). The object's own state
+        (``ds.q``) is not changed. A value of the wrong size or with non-finite entries is a
+        :class:`~nsopt.exceptions.ModelingError` naming the object and the field."""
+        k, names = self._locate(obj)
+        bad = [f for f in fields if f not in names]
+        if bad:
+            raise ModelingError(label(self), "set_state", f"{label(obj)} has the fields {names}, not {bad}")
+        for f, value in fields.items():
+            self._stepper.write(k, f, value)
 
     def update_outputs(self):
         """Recompute every interaction's outputs y at the current state (Siconos ``updateOutput``). Call it
