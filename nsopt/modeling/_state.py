@@ -16,10 +16,10 @@ A run implements ``read(k, name)`` and ``write(k, name, value)`` for its k-th sy
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 
 #: the state fields of a system of each order and of an interaction
-FIELDS = {1: ("x", "r"), 2: ("q", "v", "p"), "interaction": ("y", "lambda_")}
+FIELDS = MappingProxyType({1: ("x", "r"), 2: ("q", "v", "p"), "interaction": ("y", "lambda_")})
 
 
 class StateField:
