@@ -49,7 +49,9 @@ problem; or a size above :attr:`MethodPolicy.max_size`) is skipped. ``time_limit
 the attempts. A certificate stops the rule: a method that returns ``Status.INFEASIBLE`` with
 ``Solution.info["certificate"]`` (a conic backend proved the QP primal or dual infeasible) is returned,
 since no error measure of another method can contradict a proof. Every attempt is recorded in
-``Solution.trace`` as ``(method, status, error, seconds, note)``. The options: with ``auto`` they are
+``Solution.trace`` as ``(method, status, error, seconds, note)`` (a run's step solved by its first attempt
+keeps the method's own, empty, trace: the rule costs nothing on the steps that need no fallback). The
+options: with ``auto`` they are
 the policy's, and each method gets those it accepts; with a named method (a run's ``method=...,
 **options``) they are that method's, and the fallbacks get only :data:`FALLBACK_OPTIONS` (``select``:
 which solution, ``time_limit``).
@@ -160,6 +162,21 @@ class MethodPolicy:
             When no method applies.
         """
         options = options or {}
+        if not shared and not common and time_limit is None and not self.max_size and "time_limit" not in options:
+            # a named method (a run's step): its first attempt as a plain solve; its trace stays the method's
+            # (empty) when it reaches tol, the rule's cost being paid only when it does not
+            try:
+                sol = solve(problem, methods[0], tol, warm_start=warm, **options)
+            except NotApplicable:
+                sol = None
+            else:
+                if sol.success:
+                    return sol
+            return self._rest(problem, methods, solve, tol, warm, options, sol)
+        return self._rest(problem, methods, solve, tol, warm, options, None, shared, time_limit, common or {})
+
+    def _rest(self, problem, methods, solve, tol, warm, options, done, shared=False, time_limit=None, common=None):
+        """The rule of :meth:`attempt`, ``done`` the first method's warm-started attempt when it was made."""
         common = common or {}
         if "time_limit" in options:
             time_limit = options["time_limit"]
@@ -187,18 +204,21 @@ class MethodPolicy:
             else:
                 starts = [(best, f"warm start from {best.method}")]
             for start, note in starts:
-                left = None
-                if deadline is not None:
-                    left = deadline - time.perf_counter()
-                    if left <= 0:
-                        trace.append((name, "skipped", math.nan, 0.0, "time limit of the policy reached"))
+                if done is not None:        # the first attempt, made by attempt()
+                    sol, done = done, None
+                else:
+                    left = None
+                    if deadline is not None:
+                        left = deadline - time.perf_counter()
+                        if left <= 0:
+                            trace.append((name, "skipped", math.nan, 0.0, "time limit of the policy reached"))
+                            break
+                    t0 = time.perf_counter()
+                    try:
+                        sol = solve(problem, name, tol, time_limit=left, warm_start=start, **common, **opts)
+                    except NotApplicable as e:
+                        trace.append((name, "skipped", math.nan, time.perf_counter() - t0, str(e)))
                         break
-                t0 = time.perf_counter()
-                try:
-                    sol = solve(problem, name, tol, time_limit=left, warm_start=start, **common, **opts)
-                except NotApplicable as e:
-                    trace.append((name, "skipped", math.nan, time.perf_counter() - t0, str(e)))
-                    break
                 first = False
                 trace.append((name, sol.status.value, sol.error, sol.solve_time, note or sol.message))
                 if best is None or sol.success or sol.error < best.error:
