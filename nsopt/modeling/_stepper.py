@@ -3,8 +3,9 @@ r"""The Moreau–Jean step, once, on stacked arrays (``formulations/time_steppin
 A :class:`MoreauJeanStepper` is what a :class:`~nsopt.modeling.TimeStepping` with a
 :class:`~nsopt.modeling.MoreauJeanOSI` runs: it owns the run's state (positions, velocities,
 impulses of all systems; outputs, multipliers and warm starts of all interactions) as stacked arrays
-indexed by position, and nothing of it is written onto the user's systems and interactions (they read
-it through :mod:`nsopt.modeling._state`). One step, for every model:
+indexed by position, and nothing of it is written onto the user's systems and interactions while it
+steps (``sim.state_of(ds)`` reads it; the run writes it onto them when it stops:
+:mod:`nsopt.modeling._state`). One step, for every model:
 
 1. the index set from the outputs of the last step (:func:`~nsopt.modeling._kernels.closes`);
 2. (Newton loop when a system is nonlinear) the free velocity of each system group at the iterate,
