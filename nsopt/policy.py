@@ -210,9 +210,10 @@ class MethodPolicy:
                     left = None
                     if deadline is not None:
                         left = deadline - time.perf_counter()
-                        if left <= 0:
+                        if left <= 0 and best is not None:
                             trace.append((name, "skipped", math.nan, 0.0, "time limit of the policy reached"))
                             break
+                        left = max(left, 0.0)   # the first attempt judges its start at least: a status to return
                     t0 = time.perf_counter()
                     try:
                         sol = solve(problem, name, tol, time_limit=left, warm_start=start, **common, **opts)

@@ -100,3 +100,11 @@ def test_scene_run_takes_the_policy_run_order():
     assert (run.sim.method, *run.sim.fallback) == POLICY.run("fc3d")
     run = sc.run(T=0.02, h=0.01, method="nsgs")
     assert (run.sim.method, run.sim.fallback) == ("nsgs", ())
+
+
+def test_time_limit_is_the_budget_of_all_the_attempts(lcp):
+    """A spent budget: the first attempt still judges its start (a status comes back), the fallbacks are
+    skipped."""
+    s = POLICY.attempt(lcp, ("pgs", "lemke"), nsopt.solve, tol=1e-300, options={"time_limit": 0.0})
+    assert s.method == "pgs" and s.status.value == "time_limit"
+    assert s.trace[-1][:2] == ("lemke", "skipped") and "time limit" in s.trace[-1][4]
