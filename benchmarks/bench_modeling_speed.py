@@ -108,7 +108,7 @@ def spheres(n, steps, h=H_SPHERES, batch=True, clearance=CLEARANCE, gap=0.0):
     while sim.has_next_step():
         if sim.k % EVERY == 0 and sim.k > 0:
             t = CLOCK()
-            box.detect()
+            box.detect(sim)
             detect += CLOCK() - t
         s = sim.step()
         if s is not None:

@@ -142,9 +142,13 @@ class Box:
     def law(self):
         return nm.NewtonImpactFrictionNSL(self.en, 0.0, self.mu, 3)
 
-    def detect(self):
+    def centres(self, sim=None):
+        """The spheres' centres: in the run ``sim`` (``sim.state_of``), else their own (initial) positions."""
+        return np.array([(s.q if sim is None else sim.state_of(s, "q"))[:3] for s in self.spheres])
+
+    def detect(self, sim=None):
         """Link the walls and pairs within the margin, unlink the far ones."""
-        X = np.array([s.q[:3] for s in self.spheres])
+        X = self.centres(sim)
         want = set()
         for i, x in enumerate(X):
             for w, (n, d) in enumerate(self.walls):
@@ -164,8 +168,8 @@ class Box:
                 self.nsds.link(inter, self.spheres[key[1]], self.spheres[key[2]])
             self.links[key] = inter
 
-    def gaps(self):
-        X = np.array([s.q[:3] for s in self.spheres])
+    def gaps(self, sim=None):
+        X = self.centres(sim)
         g = [X[:, 2] - R, X[:, 0] - R, self.L - X[:, 0] - R, X[:, 1] - R, self.L - X[:, 1] - R]
         if len(X) > 1:
             for i, j in cKDTree(X).query_pairs(2 * R):
@@ -186,7 +190,7 @@ def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, m
     sols = []
     while sim.has_next_step():
         if sim.k % detect_every == 0 and sim.k > 0:
-            box.detect()
+            box.detect(sim)
         sol = sim.step()
         statuses.append(None if sol is None else sol.status)
         if sol is not None:
@@ -194,11 +198,12 @@ def simulate(n_spheres=10, h=2e-3, T=0.5, detect_every=5, write_problems=None, m
             mu = sol.problem.mu
             cone.append(float(np.max(np.linalg.norm(r[:, 1:], axis=1) - mu * r[:, 0] - 1e-6 * (1 + np.abs(r[:, 0])))))
             sols.append((sim.k, sol.problem, sol.r))
-        X = np.array([s.q[:3] for s in box.spheres])
+        X = box.centres(sim)
         positions.append(X)
         zc.append(X[:, 2].mean())
-        min_gap.append(box.gaps().min())
-        kinetic.append(sum(0.5 * MASS * s.v[:3] @ s.v[:3] + 0.5 * INERTIA * s.v[3:] @ s.v[3:] for s in box.spheres))
+        min_gap.append(box.gaps(sim).min())
+        V = [sim.state_of(s, "v") for s in box.spheres]
+        kinetic.append(sum(0.5 * MASS * v[:3] @ v[:3] + 0.5 * INERTIA * v[3:] @ v[3:] for v in V))
         t.append(sim.t)
     sim.write_problems_to(None)
     return {"t": np.array(t[1:]), "z_mean": np.array(zc), "min_gap": np.array(min_gap), "kinetic": np.array(kinetic),

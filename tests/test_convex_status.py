@@ -124,12 +124,12 @@ def test_auto_skips_an_inapplicable_socp_fp():
     from nsopt import policy
 
     p = nsopt.FrictionContact(3, np.diag([1.0, -1.0, 1.0]), [-1.0, 1.0, 0.0], 0.5)
-    old = policy.POLICY["fc3d"]
+    old = policy.POLICY.auto("fc3d")
     try:
-        policy.POLICY["fc3d"] = ("socp-fp", "nsgs")
+        policy.POLICY.set("fc3d", auto=("socp-fp", "nsgs"))
         s = nsopt.solve(p)
     finally:
-        policy.POLICY["fc3d"] = old
+        policy.POLICY.set("fc3d", auto=old)
     assert s.trace[0][0] == "socp-fp" and s.trace[0][1] == "skipped"
     assert "positive semidefinite" in s.trace[0][4] and s.method == "auto:nsgs"
 
@@ -138,12 +138,12 @@ def test_auto_size_limit():
     from nsopt import policy
 
     p, _ = gen.lcp(6, seed=2)
-    policy.MAX_SIZE[("lcp", "qp")] = 5
+    policy.POLICY.max_size[("lcp", "qp")] = 5
     try:
         s = nsopt.solve(p)
     finally:
-        del policy.MAX_SIZE[("lcp", "qp")]
-    assert s.trace[0][:2] == ("qp", "skipped") and "MAX_SIZE" in s.trace[0][4] and s.success
+        del policy.POLICY.max_size[("lcp", "qp")]
+    assert s.trace[0][:2] == ("qp", "skipped") and "max_size" in s.trace[0][4] and s.success
 
 
 # ---------------------------------------------------------------------------------------------

@@ -165,7 +165,7 @@ def test_a_step_hands_over_the_factors_of_its_W(monkeypatch, batch):
                 f = sol.problem.delassus_factors
                 assert f is not None and abs(f.W() - sol.problem.W).max() <= 1e-12 * abs(sol.problem.W).max()
                 seen += 1
-            states.append(np.concatenate([s.q for s in box.spheres] + [s.v for s in box.spheres]))
+            states.append(np.concatenate([sim.state_of(s, "q") for s in box.spheres] + [sim.state_of(s, "v") for s in box.spheres]))
         assert not with_factors or seen > 0
         assert (sim._stepper._blocks is not None) == batch
         runs.append(np.array(states))

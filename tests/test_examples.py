@@ -240,7 +240,7 @@ def test_example_spheres_box_is_differentiable_through_contact_detection():
                           differentiable=True)
     while sim.has_next_step():
         if sim.k % 5 == 0 and sim.k > 0:
-            box.detect()
+            box.detect(sim)
         sim.step()
     traj = sim.trajectory
     sl = traj.dofs(box.spheres[0])

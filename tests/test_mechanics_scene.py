@@ -353,15 +353,15 @@ def test_run_bad_input(tmp_path):
 
 def test_a_scene_with_joints_runs_with_the_default_method():
     """Joints make the one-step problem a GenericMechanical one; the default method follows the kind
-    (Scene.run's RUN_METHODS) instead of fc3d's nsn-ac, which gmp does not have."""
-    from nsopt.mechanics.scene import RUN_METHODS
+    (the run order of nsopt.policy.POLICY) instead of fc3d's nsn-ac, which gmp does not have."""
+    from nsopt.policy import POLICY
 
     sc = mc.Scene()
     sc.add_primitive_shape("Rod", "Box", (0.05, 0.05, 1.0))
     sc.add_object("rod", ["Rod"], translation=[0.5, 0, 0], orientation=([0, 1, 0], np.pi / 2), mass=1.0)
     sc.add_joint("hinge", "rod", points=[[0, 0, 0]], axes=[[0, 1, 0]], joint_class="PivotJointR")
     run = sc.run(T=0.1, h=0.01)
-    assert set(run.method) <= {RUN_METHODS["gmp"]} and not run.failed_steps
+    assert set(run.method) <= {POLICY.run("gmp")[0]} == {"nsn"} and not run.failed_steps
     # on its pivot (the joint holds at the velocity level: the position drifts by O(h^2) per step)
     np.testing.assert_allclose(np.linalg.norm(run.q[:, 0, :3], axis=1), 0.5, atol=1e-4)
 

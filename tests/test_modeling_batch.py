@@ -187,12 +187,12 @@ def test_spheres_vectorized_batched_match_the_per_interaction_path(gap, n, steps
         states, W, reused = [], None, 0
         while sim.has_next_step():
             if sim.k % 5 == 0 and sim.k > 0:
-                box.detect()          # links and unlinks between steps
+                box.detect(sim)          # links and unlinks between steps
             sol = sim.step()
             if sol is not None:
                 reused += sol.problem.W is W
                 W = sol.problem.W
-            states.append(np.concatenate([s.q for s in box.spheres] + [s.v for s in box.spheres]))
+            states.append(np.concatenate([sim.state_of(s, "q") for s in box.spheres] + [sim.state_of(s, "v") for s in box.spheres]))
         assert sim._stepper.batch == batch and (sim._stepper.singles is None) == batch
         if batch and gap == 0.0:      # a lattice at rest: W repeats, the last problem is re-solved with the new q
             assert reused > 0
@@ -268,7 +268,7 @@ def test_interactions_linked_mid_run_are_recorded_from_their_step(batch):
             sim.nsds.remove_interaction(ceiling)
         sim.step()
         if 50 < sim.k <= 120:
-            seen[sim.k] = ceiling.y[0].copy()
+            seen[sim.k] = sim.state_of(ceiling).y[0].copy()
     traj = sim.trajectory
     y = traj.y(ceiling, 0)[:, 0]
     assert np.isnan(y[:51]).all() and np.isnan(y[121:]).all()
@@ -304,7 +304,7 @@ def _churn(follow, monkeypatch, n=14, steps=45, mass_removal=None):
     while sim.has_next_step():
         k = sim.k
         if k % 3 == 0 and k > 0:
-            box.detect()
+            box.detect(sim)
         if k % 4 == 1 and box.links:              # unlink one, link the same object again at k + 2
             key = sorted(box.links)[rng.integers(len(box.links))]
             parked[k + 2] = (key, box.links.pop(key))
@@ -322,7 +322,7 @@ def _churn(follow, monkeypatch, n=14, steps=45, mass_removal=None):
                 box.nsds.remove_interaction(box.links.pop(key))
         ever += [i for i in box.links.values() if all(i is not e for e in ever)]
         sim.step()
-        states.append(np.concatenate([s.q for s in box.spheres] + [s.v for s in box.spheres]))
+        states.append(np.concatenate([sim.state_of(s, "q") for s in box.spheres] + [sim.state_of(s, "v") for s in box.spheres]))
     return np.array(states), sim.trajectory, ever, seen
 
 
@@ -373,11 +373,11 @@ def test_a_link_the_batch_does_not_take_switches_paths_mid_run():
             if sim.k == 40:
                 box.nsds.remove_interaction(plate)
             if sim.k % 5 == 0 and sim.k > 0:
-                box.detect()
+                box.detect(sim)
             sim.step()
             st = sim._stepper
             paths.append(st.singles is not None and any(st.alive[j] for j in st.singles.index))
-            states.append(np.concatenate([s.q for s in box.spheres] + [s.v for s in box.spheres]))
+            states.append(np.concatenate([sim.state_of(s, "q") for s in box.spheres] + [sim.state_of(s, "v") for s in box.spheres]))
         runs.append((np.array(states), paths))
     (sa, pa), (sb, pb) = runs
     assert not any(pa[:20]) and all(pa[20:40]) and not pa[40] and all(pb)

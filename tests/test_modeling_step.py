@@ -210,33 +210,84 @@ def test_two_runs_of_one_model_give_the_same_trajectory():
 
 
 def test_reading_the_state_during_and_after_a_run():
+    """During a run its state is read from the run (sim.state_of); the object's own (ds.q) stays its initial
+    state until the run stops, then holds a plain copy of the run's final state."""
     nsds, ball, ground = _ball(T=0.5)
     sim = nm.TimeStepping(nsds, 5e-3, osns="lcp", method="lemke", tol=1e-12)
     seen = []
     while sim.has_next_step():
         sim.step()
-        seen.append((ball.q.copy(), ground.y[0].copy()))
-        assert ball.q.flags.writeable == (not sim.has_next_step())   # a read-only view, a copy at the end
+        st, g = sim.state_of(ball), sim.state_of(ground)
+        seen.append((st.q.copy(), g.y[0].copy()))
+        assert not st.q.flags.writeable and st.q is not ball.q          # a read-only view of the run's array
+        if sim.has_next_step():
+            assert ball.q[0] == 1.0                                      # the object's own: q0 until the run stops
     traj = sim.trajectory
     np.testing.assert_array_equal(np.array([q for q, _ in seen])[:, 0], traj.q(ball)[1:, 0])
     np.testing.assert_array_equal(np.array([y for _, y in seen])[:, 0], traj.y(ground, 0)[1:, 0])
+    np.testing.assert_array_equal(sim.state_of(ground, "lambda_")[1], traj.lambda_(ground, 1)[-1])
     q_end = ball.q
     assert q_end.flags.writeable and q_end[0] == traj.q(ball)[-1, 0]   # after the run: a plain copy
     q_end[0] = 123.0                                    # the user's array now: changes nothing in the run
-    assert traj.q(ball)[-1, 0] != 123.0
+    assert traj.q(ball)[-1, 0] != 123.0 and sim.state_of(ball, "q")[0] != 123.0
+    with pytest.raises(ModelingError, match="not a system or a linked interaction"):
+        sim.state_of(nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]]))
+    with pytest.raises(ModelingError, match="not 'x'"):
+        sim.state_of(ball, "x")
+
+
+def test_two_simulations_of_one_model_stepped_alternately_read_their_own_state():
+    """Fails with a process-wide registry of the objects' states: there ball.q (and what a run read
+    through it) was whichever run stepped last."""
+    nsds, ball, ground = _ball(T=0.5)
+    a = nm.TimeStepping(nsds, 5e-3, osns="lcp", method="lemke", tol=1e-12)
+    b = nm.TimeStepping(nsds, 1e-2, osns="lcp", method="lemke", tol=1e-12)
+    for _ in range(20):
+        a.step()
+        a.step()
+        b.step()
+        assert ball.q[0] == 1.0                        # neither run wrote onto the object while stepping
+        assert a.state_of(ball, "q")[0] == a.trajectory.q(ball)[-1, 0]
+        assert b.state_of(ball, "q")[0] == b.trajectory.q(ball)[-1, 0]
+        assert a.t == b.t and a.state_of(ball, "q")[0] != b.state_of(ball, "q")[0]   # h differs: so do the states
+    ref = nm.TimeStepping(nsds, 5e-3, osns="lcp", method="lemke", tol=1e-12)
+    for _ in range(40):
+        ref.step()
+    np.testing.assert_array_equal(a.trajectory.q(ball), ref.trajectory.q(ball))   # b did not disturb a
+
+
+def test_a_deleted_simulation_leaves_nothing_held():
+    import gc
+    import weakref
+
+    nsds, ball, ground = _ball(T=0.1)
+    sim = nm.TimeStepping(nsds, 5e-3, osns="lcp", method="lemke", tol=1e-12)
+    for _ in range(5):
+        sim.step()
+    gone = weakref.ref(sim)
+    stepper = weakref.ref(sim._stepper)
+    q_mid = sim.trajectory.q(ball)[-1].copy()
+    del sim
+    gc.collect()
+    assert gone() is None and stepper() is None            # nothing outside the run refers to it
+    assert ball.q[0] == 1.0 and q_mid[0] != 1.0            # the object keeps its own state
 
 
 def test_setting_the_state_between_steps_moves_the_run():
     nsds, ball, ground = _ball(T=0.1)
     sim = nm.TimeStepping(nsds, 5e-3, osns="lcp", method="lemke", tol=1e-12)
     sim.step()
-    ball.q = [2.0]
-    ball.v = [0.0]
+    sim.set_state(ball, q=[2.0], v=[0.0])
     sim.step()
     q = sim.trajectory.q(ball)[:, 0]
     assert q[2] == pytest.approx(2.0 - 9.81 * 5e-3 ** 2 / 2, abs=1e-14)
     with pytest.raises(ModelingError, match=r"LagrangianLinearTIDS 'ball'\.q: has non-finite"):
-        ball.q = [np.nan]
+        sim.set_state(ball, q=[np.nan])
+    with pytest.raises(ModelingError, match=r"not \['x'\]"):
+        sim.set_state(ball, x=[0.0])
+    ball.q = [5.0]                                      # the object's own state: the run does not move
+    sim.step()
+    assert sim.trajectory.q(ball)[-1, 0] < 2.0
 
 
 def test_continue_from_gives_the_uninterrupted_run():
@@ -342,7 +393,7 @@ def test_a_step_that_fails_leaves_the_last_good_state():
     sim, ds, inter = _plate(np.array([-9.81, 0.0]))
     for _ in range(5):
         sim.step()
-    ds.v = [1e120, 0.0]
+    sim.set_state(ds, v=[1e120, 0.0])
     with pytest.raises(StepFailed, match=r"state q of LagrangianLinearTIDS 'm' exploded"):
         sim.step()
     assert sim.k == 5 and sim.trajectory.q(ds).shape[0] == 6

@@ -288,3 +288,22 @@ def test_diag_blocks_sparse_equals_dense():
             got = diag_blocks(Ws, nc, dim)
             np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
             assert got.shape == (nc, dim, dim)
+
+
+def test_trust_travels_with_the_argument_not_a_global_list():
+    """replace() and assembled() mark the arrays they pass on (problems._base.Trusted) instead of listing
+    them in a module-level list that every validation in the process consulted."""
+    import nsopt.problems._base as base
+    from nsopt.problems._base import Trusted, as_matrix, as_vector
+
+    assert not hasattr(base, "_TRUSTED")
+    p = nsopt.FrictionContact(3, np.eye(6), np.ones(6), [0.3, 0.5])
+    r = p.replace(q=-np.ones(6))
+    assert r.W is p.W and r.mu is p.mu and r.q is not p.q
+    W = sp.eye(6, format="csr")
+    a = nsopt.FrictionContact.assembled(("W",), dim=3, W=W, q=np.ones(6), mu=[0.3, 0.5])
+    assert a.W is W
+    bad = np.array([np.nan, 1.0])
+    assert as_vector(Trusted(bad), "q", "X", size=2) is bad and as_matrix(Trusted(W), "W", "X") is W
+    with pytest.raises(ProblemError, match="non-finite"):
+        as_vector(bad, "q", "X")           # the same array, untrusted, is checked

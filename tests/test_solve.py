@@ -94,12 +94,12 @@ def test_auto_records_the_path(murty):
     assert s.success and s.method.startswith("auto:")
     assert s.trace and s.trace[-1][1] == "solved"
     names = [t[0] for t in s.trace]
-    assert names == [m for m in POLICY["lcp"] if m in names]
+    assert names == [m for m in POLICY.auto("lcp") if m in names]
 
 
 def test_policy_covers_every_kind():
     for kind in ("lcp", "mlcp", "relay", "equality", "avi", "fc2d", "fc3d", "gfc2d", "gfc3d", "gmp"):
-        assert POLICY[kind]
+        assert POLICY.auto(kind)
 
 
 def test_a_mistyped_solution_attribute_lists_the_names_and_suggests_the_nearest():

@@ -84,7 +84,7 @@ class MethodsTable(Directive):
         kinds = self.arguments or registry.kinds()
         rows = []
         for kind in kinds:
-            order = policy.POLICY.get(kind, ())
+            order = policy.POLICY.auto(kind)
             for info in registry.for_kind(kind):
                 place = f"{order.index(info.name) + 1}" if info.name in order else "–"
                 opts = _literal_list(info.options) if info.options else "–"
@@ -95,13 +95,15 @@ class MethodsTable(Directive):
 
 
 class PolicyTable(Directive):
-    """``{nsopt-policy}``: the order in which ``method="auto"`` tries the methods, per kind."""
+    """``{nsopt-policy}``: the methods of ``nsopt.policy.POLICY`` per kind: the order in which
+    ``method="auto"`` tries them, and the first method and fallbacks of each step of a run."""
 
     def run(self):
         from nsopt import policy
 
-        rows = [[nodes.literal(text=k), " → ".join(v)] for k, v in policy.POLICY.items()]
-        return [_table(["kind", "auto tries, in order"], rows, [15, 85])]
+        P = policy.POLICY
+        rows = [[nodes.literal(text=k), " → ".join(P.auto(k)), " → ".join(P.run(k)) or "–"] for k in P.plans]
+        return [_table(["kind", "auto tries, in order", "a run's step: first → fallbacks"], rows, [15, 50, 35])]
 
 
 # ============================================================================ derivations

@@ -206,8 +206,6 @@ def mesh_inertia(contactors, mass):
     return I + mass * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
 
 
-#: The method :meth:`Scene.run` uses for each one-step problem kind when none is given.
-RUN_METHODS = {"fc3d": "nsn-ac", "gmp": "nsn"}
 
 class Scene:
     """Shapes, objects, joints and laws (Siconos ``MechanicsHdf5Runner``'s ``add_*`` methods, same names).
@@ -716,7 +714,9 @@ class Scene:
         osns : {"fc3d", "gmp"}, optional
             The one-step problem; default "fc3d", or "gmp" when the scene has joints.
         method : str, optional
-            The :func:`nsopt.solve` method; default "nsn-ac" for "fc3d", "nsn" for "gmp" (``RUN_METHODS``).
+            The :func:`nsopt.solve` method; default: the first method of the one-step problem's run order in
+            :data:`nsopt.policy.POLICY` ("nsn-ac" for "fc3d", "nsn" for "gmp"), with that order's fallbacks
+            when ``fallback`` is empty (:meth:`nsopt.policy.MethodPolicy.attempt`, the rule of every step).
         tol : float, default 1e-6
             The solver's tolerance.
         record : str or path-like, optional
@@ -739,7 +739,8 @@ class Scene:
             :class:`~nsopt.mechanics.InterpenetrationError` (None: no check); not for a run continued from a record
             (its poses are the recorded run's, with the scheme's penetration of bodies at rest).
         fallback : sequence of str, default ()
-            Methods tried when ``method`` fails (:class:`~nsopt.modeling.TimeStepping`).
+            Methods tried when ``method`` fails (:class:`~nsopt.modeling.TimeStepping`); default: the policy's
+            fallbacks when ``method`` is not given, none when it is.
         on_step : callable, optional
             ``on_step(step)``, called after each step with its :class:`SceneStep` (the step's figures, forces,
             problem, solution and times per phase), after the observers; raising ``StopIteration`` ends the run
@@ -831,7 +832,7 @@ class Scene:
         if resume is not None:
             model.restore_memory(resume)
         osns = osns if osns is not None else ("gmp" if model.joints else "fc3d")
-        method = method if method is not None else RUN_METHODS.get(osns, "auto")
+        method = method if method is not None else "auto"        # the policy's run order of osns
         if not model.bodies:
             raise ModelingError("Scene", "objects", "the scene has no dynamic body")
         osi = MoreauJeanOSI(theta, gamma, projection=projection, activation=activation,
@@ -839,7 +840,7 @@ class Scene:
         sim = TimeStepping(model.nsds, h, osi, osns=osns, method=method, tol=tol, fallback=fallback, **options)
         rec = None
         if record is not None:
-            rec = Recorder(record, scene, overwrite=overwrite, h=h, theta=theta, osns=osns, method=method, tol=tol,
+            rec = Recorder(record, scene, overwrite=overwrite, h=h, theta=theta, osns=osns, method=sim.method, tol=tol,
                            t0=t0, gamma=osi.gamma_given if osi.gamma_given is not None else "default",
                            activation=str(activation), projection=str(projection),
                            activation_threshold=activation_threshold)
@@ -914,13 +915,19 @@ class SceneModel:
         self._groups = [[c.group for c in o["contactors"]] for o in scene.objects if o["mass"] is not None]
         self._static_groups = [[c.group for c in o["contactors"]] for o in scene.objects if o["mass"] is None]
 
-    def poses(self) -> np.ndarray:
-        """The bodies' current poses (n, 7) (see the class example)."""
-        return np.array([b.q for b in self.bodies]) if self.bodies else np.zeros((0, 7))
+    def poses(self, run=None) -> np.ndarray:
+        """The bodies' poses (n, 7): their current ones in the run ``run`` (a
+        :class:`~nsopt.modeling.TimeStepping` of this model, :meth:`~nsopt.modeling.TimeStepping.state_of`),
+        else their own (``body.q``: see the class example)."""
+        if not self.bodies:
+            return np.zeros((0, 7))
+        return np.array([b.q for b in self.bodies] if run is None else [run.state_of(b, "q") for b in self.bodies])
 
-    def twists(self) -> np.ndarray:
-        """The bodies' current twists (n, 6)."""
-        return np.array([b.v for b in self.bodies]) if self.bodies else np.zeros((0, 6))
+    def twists(self, run=None) -> np.ndarray:
+        """The bodies' twists (n, 6): in the run ``run``, else their own (as :meth:`poses`)."""
+        if not self.bodies:
+            return np.zeros((0, 6))
+        return np.array([b.v for b in self.bodies] if run is None else [run.state_of(b, "v") for b in self.bodies])
 
     def _law(self, c: Contacts, k: int):
         g1 = self._groups[c.body1[k]][c.contactor1[k]]
@@ -1154,7 +1161,7 @@ class SceneRun:
         self._inertia = np.array([x.inertia for x in b]).reshape(len(b), 3, 3)
         self._rows: dict = {f: [] for f in _COLUMNS}
         self._times: dict = {f: [] for f in _PHASES}
-        self._q, self._v = ([model.poses()], [model.twists()]) if keep_states else (None, None)
+        self._q, self._v = ([model.poses(sim)], [model.twists(sim)]) if keep_states else (None, None)
         self.last_step = None     # the last SceneStep
         self.solution = None      # the last step's Solution that solved a problem (None: none yet)
         self.tunnelling = []      # the swept test's events: step, t, body, other, kind, depth, moved
@@ -1202,7 +1209,7 @@ class SceneRun:
         """Detect: the contacts at the current poses (:meth:`SceneModel.update_contacts`), their outputs updated,
         the warm starts of a continued run's first step; returns the poses."""
         model = self.model
-        Q0 = model.poses()
+        Q0 = model.poses(self.sim)
         model.update_contacts(Q0)
         self.sim.update_outputs()
         if resume is not None:
@@ -1213,7 +1220,7 @@ class SceneRun:
         """Update: the step's figures, from what the step computed (its impulses, its gaps at q_{k+1})."""
         from ..modeling.newton_euler import kinetic_energy
         model, sim = self.model, self.sim
-        Q, V = model.poses(), model.twists()
+        Q, V = model.poses(sim), model.twists(sim)
         c = model.last
         k = len(c)
         F = np.zeros((k, 3))
@@ -1286,10 +1293,18 @@ class SceneRun:
             for pid, lm in zip(ids.tolist(), lam):
                 inter = self.model.contacts.get(pid)
                 if inter is not None:
-                    inter.lambda_ = [np.zeros(inter.size), lm]
+                    self._set_lambda(inter, lm)
         if "joint_lambda" in resume:
             for inter, lm in zip(self.model.joints, resume["joint_lambda"]):
-                inter.lambda_ = [np.zeros(inter.size), np.asarray(lm)[:inter.size]]
+                self._set_lambda(inter, np.asarray(lm)[:inter.size])
+
+    def _set_lambda(self, inter, lm):
+        """λ at level 1 (the warm start of its next solve) of an interaction of the run, else its own."""
+        lam = [np.zeros(inter.size), lm]
+        if self.sim._stepper.index_of(inter) is not None:
+            self.sim.set_state(inter, lambda_=lam)
+        else:
+            inter.lambda_ = lam
 
     def resume_state(self) -> dict:
         """What a continued run needs beyond the poses and twists (:meth:`Scene.run` with ``continue_from``): the

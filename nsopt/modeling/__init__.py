@@ -18,7 +18,7 @@ from .laws import (ComplementarityConditionNSL, EqualityConditionNSL, NewtonImpa
 from .osi import Assembly, EulerMoreauOSI, MoreauJeanOSI, OneStepIntegrator, StepRecord
 from .relations import (FirstOrderLinearR, FirstOrderLinearTIR, FirstOrderR, LagrangianCompliantR, LagrangianLinearTIR,
                         LagrangianR, LagrangianRheonomousR, LagrangianScleronomousR, Relation)
-from .simulation import OSNS_BUILDERS, OSNS_KINDS, STEP_METHODS, TimeStepping, Trajectory, register_osns
+from .simulation import OSNS_BUILDERS, OSNS_KINDS, TimeStepping, Trajectory, register_osns
 from .systems import (DynamicalSystem, FirstOrderLinearDS, FirstOrderLinearTIDS, FirstOrderNonLinearDS, LagrangianDS,
                       LagrangianLinearTIDS)
 
@@ -31,7 +31,7 @@ __all__ = [
     "EqualityConditionNSL", "NormalConeNSL",
     "Interaction", "NonSmoothDynamicalSystem",
     "OneStepIntegrator", "MoreauJeanOSI", "EulerMoreauOSI", "Assembly", "StepRecord",
-    "TimeStepping", "Trajectory", "OSNS_KINDS", "OSNS_BUILDERS", "STEP_METHODS", "register_osns",
+    "TimeStepping", "Trajectory", "OSNS_KINDS", "OSNS_BUILDERS", "register_osns",
 ]
 from .impact import MultipleImpactNSL  # noqa: E402  (osns="multiple-impact", issue 12)
 

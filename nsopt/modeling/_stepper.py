@@ -3,8 +3,9 @@ r"""The Moreau–Jean step, once, on stacked arrays (``formulations/time_steppin
 A :class:`MoreauJeanStepper` is what a :class:`~nsopt.modeling.TimeStepping` with a
 :class:`~nsopt.modeling.MoreauJeanOSI` runs: it owns the run's state (positions, velocities,
 impulses of all systems; outputs, multipliers and warm starts of all interactions) as stacked arrays
-indexed by position, and nothing of it is written onto the user's systems and interactions (they read
-it through :mod:`nsopt.modeling._state`). One step, for every model:
+indexed by position, and nothing of it is written onto the user's systems and interactions while it
+steps (``sim.state_of(ds)`` reads it; the run writes it onto them when it stops:
+:mod:`nsopt.modeling._state`). One step, for every model:
 
 1. the index set from the outputs of the last step (:func:`~nsopt.modeling._kernels.closes`);
 2. (Newton loop when a system is nonlinear) the free velocity of each system group at the iterate,
@@ -659,8 +660,7 @@ class MoreauJeanStepper:
         self.pending = None
         self.count = sim.k                               # the steps taken to this state
         self.last = None                                 # (active, λ, vfree, rows) of the last step, for on_step
-        self.epoch = -1
-        self.bind()
+        self._sys_at = None                              # id(system) -> its position (state_of), built when asked
 
     # ------------------------------------------------------------------ facts and layout
     def _facts(self, inter) -> tuple:
@@ -1043,12 +1043,17 @@ class MoreauJeanStepper:
         if self.singles is not None:
             self.singles.outputs(t, q, v, L0, L1, Y0, Y1, gap, sel, used, lam0_prev, self.h)
 
-    # ------------------------------------------------------------------ binding (what ds.q reads)
-    def bind(self):
-        """This run holds its systems' and live interactions' state (:mod:`nsopt.modeling._state`)."""
-        _state.bind(self, self.sys.systems)
-        _state.bind_at(self, ((i, j) for j, i in enumerate(self.inters) if self.alive[j]))
-        self.epoch = _state.new_epoch()
+    # ------------------------------------------------------------------ the run's state (sim.state_of)
+    def index_of(self, obj):
+        """(position, state fields) of a system or a live interaction of this run, or None."""
+        systems = self.sys.systems
+        if self._sys_at is None:
+            self._sys_at = {id(ds): k for k, ds in enumerate(systems)}
+        k = self._sys_at.get(id(obj))
+        if k is not None and systems[k] is obj:
+            return k, _state.FIELDS[obj.order]
+        j = self.position(obj)
+        return None if j < 0 else (j, _state.FIELDS["interaction"])
 
     def read(self, k, name):
         S = self.sys
@@ -1100,14 +1105,13 @@ class MoreauJeanStepper:
                       self.alive if self.n_dead else None)
 
     def release(self):
-        """Hand the final state to the objects (plain copies) and stop holding them."""
+        """Write the run's state onto the objects (plain copies: :mod:`nsopt.modeling._state`)."""
         S = self.sys
         for k, ds in enumerate(S.systems):
-            if _state.unbind(self, ds):
-                for f in ("q", "v", "p"):
-                    getattr(type(ds), f).keep(ds, self.read(k, f).copy())
+            for f in ("q", "v", "p"):
+                getattr(type(ds), f).keep(ds, self.read(k, f).copy())
         for j, inter in enumerate(self.inters):
-            if self.alive[j] and _state.unbind(self, inter):
+            if self.alive[j]:
                 self._keep(inter, j)
 
     def _keep(self, inter, j):
@@ -1166,8 +1170,7 @@ class MoreauJeanStepper:
         """A removed interaction: its state handed to the object, its multipliers and warm start kept
         for a re-link (the last ``PARKED``)."""
         lo, hi = self.bounds[j]
-        if _state.unbind(self, inter):
-            self._keep(inter, j)
+        self._keep(inter, j)
         self.parked[id(inter)] = (inter, self.L0[lo:hi].copy(), self.L1[lo:hi].copy(), self.warm[lo:hi].copy())
         self.memo.pop(id(inter), None)
         while len(self.parked) > PARKED:
@@ -1202,7 +1205,6 @@ class MoreauJeanStepper:
         fresh = np.zeros(len(self.inters), dtype=bool)
         fresh[n0:] = True
         self._fill_new(fresh, self.sim.t)
-        _state.bind_at(self, ((i, j) for j, i in enumerate(added, n0)))
 
     def row_layout(self):
         """(the systems' field widths {q, v, p}, the linked interactions, their first rows, their last rows

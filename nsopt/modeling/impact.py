@@ -78,5 +78,4 @@ def _build(asm, laws, previous):
 
 
 simulation._HOLDS["multiple-impact"] = {"multiple-impact"}
-simulation.STEP_METHODS["multiple-impact"] = ("lzb",)
 simulation.OSNS_BUILDERS["multiple-impact"] = _build

@@ -78,8 +78,8 @@ class Interaction:
         self.lambda_ = [np.zeros(m), np.zeros(m)]
         self.systems: tuple = ()
 
-    y = StateField("y", "[y0, y1]: the output at levels 0 and 1 (the current state: see "
-                        ":class:`~nsopt.modeling.DynamicalSystem`).")
+    y = StateField("y", "[y0, y1]: the output at levels 0 and 1 (the object's own state: see "
+                        ":class:`~nsopt.modeling.DynamicalSystem`; a run's: ``sim.state_of(inter).y``).")
     lambda_ = StateField("lambda_", "[λ0, λ1]: the multiplier at levels 0 and 1 (Lagrangian impulses at level 1).")
 
     @property

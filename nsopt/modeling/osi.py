@@ -312,7 +312,7 @@ class EulerMoreauStepper:
         self.pending = None
         self.count = sim.k
         self.last = None
-        self.bind()
+        self._sys_at = None
 
     def part(self, f, buf=None):
         """Field f of the stacked row: 0 x, 1 r, 2 y0, 3 y1, 4 λ0, 5 λ1."""
@@ -337,11 +337,19 @@ class EulerMoreauStepper:
             out[a:b] = f.solve(X[a:b])
         return out
 
-    # ---- binding (what ds.x reads)
-    def bind(self):
-        _state.bind(self, self.systems)
-        _state.bind(self, self.inters)
-        self.epoch = _state.new_epoch()
+    # ---- the run's state (sim.state_of)
+    def index_of(self, obj):
+        """(position, state fields) of a system or an interaction of this run, or None."""
+        if self._sys_at is None:
+            self._sys_at = ({id(ds): k for k, ds in enumerate(self.systems)},
+                            {id(i): j for j, i in enumerate(self.inters)})
+        k = self._sys_at[0].get(id(obj))
+        if k is not None and self.systems[k] is obj:
+            return k, _state.FIELDS[1]
+        j = self._sys_at[1].get(id(obj))
+        if j is not None and self.inters[j] is obj:
+            return j, _state.FIELDS["interaction"]
+        return None
 
     def read(self, k, name):
         if name in ("x", "r"):
@@ -376,21 +384,20 @@ class EulerMoreauStepper:
         self.buf = buf
 
     def release(self):
+        """Write the run's state onto the objects (plain copies: :mod:`nsopt.modeling._state`)."""
         for k, ds in enumerate(self.systems):
-            if _state.unbind(self, ds):
-                for f in ("x", "r"):
-                    getattr(type(ds), f).keep(ds, self.read(k, f).copy())
+            for f in ("x", "r"):
+                getattr(type(ds), f).keep(ds, self.read(k, f).copy())
         for j, inter in enumerate(self.inters):
-            if _state.unbind(self, inter):
-                lo, hi = self.bounds[j]
-                type(inter).y.keep(inter, [self.part(2)[lo:hi].copy(), self.part(3)[lo:hi].copy()])
-                type(inter).lambda_.keep(inter, [self.part(4)[lo:hi].copy(), self.part(5)[lo:hi].copy()])
+            lo, hi = self.bounds[j]
+            type(inter).y.keep(inter, [self.part(2)[lo:hi].copy(), self.part(3)[lo:hi].copy()])
+            type(inter).lambda_.keep(inter, [self.part(4)[lo:hi].copy(), self.part(5)[lo:hi].copy()])
 
     def park_all(self):
         """Before a rebuild: hand the removed interactions their state."""
         live = {id(i) for i in self.sim.nsds.interactions}
         for j, inter in enumerate(self.inters):
-            if id(inter) not in live and _state.unbind(self, inter):
+            if id(inter) not in live:
                 lo, hi = self.bounds[j]
                 type(inter).y.keep(inter, [self.part(2)[lo:hi].copy(), self.part(3)[lo:hi].copy()])
                 type(inter).lambda_.keep(inter, [self.part(4)[lo:hi].copy(), self.part(5)[lo:hi].copy()])

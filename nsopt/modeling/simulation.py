@@ -30,6 +30,7 @@ from ..problems import (
     Relay,
 )
 from ..result import Status
+from ..policy import POLICY
 from ..solve import solve
 from . import _state
 from ._check import label, scalar
@@ -52,18 +53,10 @@ _HOLDS = {
 }
 
 
-# method="auto" inside the loop: one named method per kind and a fallback list (the policy's "auto"
-# may build a CVXPY program per call, too slow for thousands of small steps)
-STEP_METHODS = {
-    "lcp": ("lemke", "newton-fb", "pgs"), "mlcp": ("lemke", "newton-fb", "pgs"), "relay": ("lemke", "pgs", "qp"),
-    "avi": ("lemke", "qp"), "equality": ("linear",), "fc2d": ("nsn-ac", "nsgs", "lemke"),
-    "fc3d": ("nsn-ac", "nsgs", "prox"), "gfc3d": ("nsn-ac", "nsgs"), "gmp": ("nsgs",),
-}
-
-
 # one-step problem kinds added by other modeling modules (nsopt.modeling.impact adds "multiple-impact"):
 # kind -> builder(asm, laws, previous) -> problem (previous: the last step's problem when asm.W is None,
-# i.e. same active set and constant operators); the module also fills _HOLDS[kind] and STEP_METHODS[kind]
+# i.e. same active set and constant operators); the module also fills _HOLDS[kind] and the policy's run order
+# (nsopt.policy.POLICY.set(kind, run=...))
 OSNS_BUILDERS: dict = {}
 
 
@@ -122,10 +115,6 @@ def _new_workspace():
     return Workspace()
 
 
-# the options of TimeStepping(**options) that are not the method's own: the fallback methods get them too
-# (select: which solution, issue 21; the others are the first method's and may not exist for a fallback)
-FALLBACK_OPTIONS = ("select", "time_limit")
-
 MAX_STEPS = 2 ** 53       # a run counts its steps exactly (t_k = t0 + k h) up to this many
 
 #: The rule of the number of steps (TimeStepping and Scene.run alike): a run takes N = (T - t0) / h steps and its last
@@ -177,13 +166,15 @@ class TimeStepping:
         in an ``"lcp"`` run would lose its friction).
     method, tol, **options : handed to :func:`nsopt.solve` at every step, and checked here as it checks
         them (:func:`check_solver_options`: ``MethodNotFound``, ``OptionError`` before the first step, not
-        at the first contact). ``method="auto"`` names one method per kind (``STEP_METHODS``: Lemke for
-        LCP/MLCP/Relay/AVI, Newton (nsn-ac) for friction, nsgs for GenericMechanical) with the others of
-        that list as fallback.
-    fallback : methods tried in order when ``method`` does not reach ``tol`` on a step (after ``method``
-        itself from a cold start, when the warm-started solve did not reach it); they get the
-        options that are not ``method``'s own (``FALLBACK_OPTIONS``: ``select``, ``time_limit``), so
-        ``select="min-norm"`` reaches every step's solve, whichever method solved it.
+        at the first contact). ``method="auto"`` takes the first method and the fallbacks of the kind's
+        run order in :data:`nsopt.policy.POLICY` (Lemke for LCP/MLCP/Relay/AVI, Newton (nsn-ac) for
+        friction, nsn for GenericMechanical, each with its fallbacks).
+    fallback : methods tried in order when ``method`` does not reach ``tol`` on a step, by the policy's one
+        fallback rule (:meth:`nsopt.policy.MethodPolicy.attempt`: ``method`` warm-started, ``method``
+        cold when that failed, then each fallback from the best iterate so far, keeping the smallest
+        error); they get the options that are not ``method``'s own (:data:`nsopt.policy.FALLBACK_OPTIONS`:
+        ``select``, ``time_limit``, the budget of the step's attempts), so ``select="min-norm"`` reaches
+        every step's solve, whichever method solved it.
     on_failure : ``"continue"`` (record the step as failed and go on) or ``"raise"``
         (:class:`~nsopt.exceptions.StepFailed`). A step fails when its OSNS problem is not solved to
         ``tol`` or its Newton loop does not reach ``newton_tol``; a state that is not finite or beyond
@@ -273,7 +264,7 @@ class TimeStepping:
         if isinstance(fallback, str) or not isinstance(fallback, (list, tuple)):
             raise ModelingError(o, "fallback", f"must be a sequence of method names, got {fallback!r}")
         if method == "auto":
-            method, *rest = STEP_METHODS[osns]
+            method, *rest = POLICY.run(osns)
             fallback = tuple(fallback) or tuple(rest)
         tol = check_solver_options(osns, method, fallback, tol, options)
         self.method, self.tol, self.options = method, tol, dict(options)
@@ -404,21 +395,7 @@ class TimeStepping:
             self._opts = (src, opts)
         clock = SOLVE_CLOCK
         t = clock()
-        sol = solve(problem, method=self.method, tol=self.tol, warm_start=warm, **opts)
-        if warm is not None and not sol.success:
-            # the previous step's impulses can start the method in a region it does not leave (a hyperstatic pile
-            # of cubes whose warm-started Newton creeps at 1.4e-9 while the cold start reaches 1e-9): once cold
-            cold = solve(problem, method=self.method, tol=self.tol, warm_start=None, **opts)
-            if cold.success or cold.error < sol.error:
-                sol = cold
-        if self.fallback and not sol.success:
-            common = {k: v for k, v in self.options.items() if k in FALLBACK_OPTIONS}
-            for m in self.fallback:
-                alt = solve(problem, method=m, tol=self.tol, warm_start=warm, **common)
-                if alt.error < sol.error or alt.success:
-                    sol = alt
-                if sol.success:
-                    break
+        sol = POLICY.attempt(problem, (self.method, *self.fallback), solve, tol=self.tol, warm=warm, options=opts)
         self._solve_time += clock() - t
         lam = getattr(sol, problem.primal)
         if lam.dtype != np.float64:
@@ -447,8 +424,6 @@ class TimeStepping:
                 st.park_all()
                 st = self._stepper = self.integrator.start(self, prev=st)
             self.trajectory._seg_key = None          # a new row layout: a new segment
-        if st.epoch != _state.EPOCH[0]:
-            st.bind()
         st.pending = None
         tr = self.trajectory
         if tr._k != self.k:                 # an interrupt after the row was recorded, before the commit
@@ -490,7 +465,6 @@ class TimeStepping:
             self._critical = False
         if self.k >= self.n_steps:
             st.release()
-            st.epoch = -1
         if self._interrupted:
             self._interrupted = False
             raise KeyboardInterrupt
@@ -621,8 +595,69 @@ class TimeStepping:
                 bar.close()
             self._write = None
             self._stepper.release()
-            self._stepper.epoch = -1
         return self.trajectory
+
+    # ------------------------------------------------------------------ the run's state
+    def _locate(self, obj):
+        where = self._stepper.index_of(obj)
+        if where is None:
+            raise ModelingError(label(self), "state_of", f"{label(obj)} is not a system or a linked interaction of "
+                                                         f"this run's model")
+        return where
+
+    def state_of(self, obj, field: str | None = None):
+        """The current state of a system or interaction **in this run**: after its last step (its initial
+        state before the first). ``ds.q`` is the object's own state, written by a run only when it stops
+        (:mod:`nsopt.modeling._state`); this reads the run's, so two runs of one model each read their own.
+
+        Parameters
+        ----------
+        obj : a dynamical system or a linked interaction of the run's model.
+        field : str, optional
+            One of the object's fields (``"q"``, ``"v"``, ``"p"``; ``"x"``, ``"r"``; ``"y"``, ``"lambda_"``).
+
+        Returns
+        -------
+        types.SimpleNamespace or numpy.ndarray
+            The object's fields (``.q``, ``.v``, ``.p`` of a Lagrangian system, ``.x``, ``.r`` of a
+            first-order one, ``.y``, ``.lambda_`` of an interaction: [level 0, level 1]), or the one named:
+            read-only views of the run's arrays now (copy them to keep them past the next step).
+
+        Raises
+        ------
+        ModelingError
+            When ``obj`` is not in the run, or has no field ``field``.
+
+        Examples
+        --------
+        >>> from nsopt import modeling as nm
+        >>> ball = nm.LagrangianLinearTIDS(q0=[1.0], v0=[0.0], M=[[1.0]], fext=[-9.81])
+        >>> nsds = nm.NonSmoothDynamicalSystem(0.0, 1.0)
+        >>> ground = nsds.link(nm.Interaction(nm.NewtonImpactNSL(0.5), nm.LagrangianLinearTIR([[1.0]])), ball)
+        >>> sim = nm.TimeStepping(nsds, h=0.1, osns="lcp")
+        >>> _ = sim.step()
+        >>> sim.state_of(ball).q, sim.state_of(ball, "v"), ball.q      # the run's, and the object's own
+        (array([0.95095]), array([-0.981]), array([1.]))
+        """
+        k, names = self._locate(obj)
+        if field is None:
+            return _state.state_view(self._stepper, k, names)
+        if field not in names:
+            raise ModelingError(label(self), "state_of", f"{label(obj)} has the fields {names}, not {field!r}")
+        return self._stepper.read(k, field)
+
+    def set_state(self, obj, **fields):
+        """Set the state of a system or interaction in this run, between steps: the run continues from it (an
+        interaction's ``lambda_`` at level 1 is also the warm start of its next solve). ``fields``: ``q=``,
+        ``v=``, ``p=``; ``x=``, ``r=``; ``y=``, ``lambda_=`` ([level 0, level 1]). The object's own state
+        (``ds.q``) is not changed. A value of the wrong size or with non-finite entries is a
+        :class:`~nsopt.exceptions.ModelingError` naming the object and the field."""
+        k, names = self._locate(obj)
+        bad = [f for f in fields if f not in names]
+        if bad:
+            raise ModelingError(label(self), "set_state", f"{label(obj)} has the fields {names}, not {bad}")
+        for f, value in fields.items():
+            self._stepper.write(k, f, value)
 
     def update_outputs(self):
         """Recompute every interaction's outputs y at the current state (Siconos ``updateOutput``). Call it
@@ -1298,4 +1333,4 @@ def register_osns(kind: str, build, *, holds, methods):
     """
     OSNS_BUILDERS[kind] = build
     _HOLDS[kind] = set(holds)
-    STEP_METHODS[kind] = tuple(methods)
+    POLICY.set(kind, run=methods)

@@ -19,12 +19,13 @@ class DynamicalSystem:
     """Base class: a state, an input slot (``r`` or ``p``) summed over the system's interactions, and
     a free vector ``z`` for user data. ``order`` is 1 (first order) or 2 (Lagrangian).
 
-    The current state (``q``, ``v``, ``p`` of a Lagrangian system, ``x``, ``r`` of a first-order one)
-    is the initial condition until a :class:`~nsopt.modeling.TimeStepping` is built on the system;
-    then it is that simulation's current state (read-only arrays, read when asked; the simulation
-    keeps it, not the object) and, after the run, its final state (plain copies). Every run starts
-    from the initial conditions ``q0, v0`` (``x0``), unless it continues another one
-    (``TimeStepping(..., continue_from=...)``); setting ``q`` during a run changes that run's state.
+    The object's own state (``q``, ``v``, ``p`` of a Lagrangian system, ``x``, ``r`` of a first-order
+    one) is its initial condition until a run stops; a :class:`~nsopt.modeling.TimeStepping` keeps its
+    state itself while it steps (``sim.state_of(ds)`` reads it, ``sim.set_state(ds, ...)`` sets it), and
+    writes it onto the object, as plain copies, when it stops (``run()`` returning or interrupted, a step
+    reaching T): after a run, ``ds.q`` is where the last run to stop stopped. Every run starts from the
+    initial conditions ``q0, v0`` (``x0``), unless it continues another one
+    (``TimeStepping(..., continue_from=...)``); setting ``ds.q`` changes the object's own state only.
 
     Parameters
     ----------
@@ -59,7 +60,7 @@ class DynamicalSystem:
 
     order = 0
 
-    q = StateField("q", "Position (n,) (Lagrangian): the current state (see the class docstring).")
+    q = StateField("q", "Position (n,) (Lagrangian): the object's own state (see the class docstring).")
     v = StateField("v", "Velocity (n,) (Lagrangian).")
     p = StateField("p", "Input impulse p = Σ G0ᵀλ over the last step (n,) (Lagrangian).")
     x = StateField("x", "State (n,) (first order).")

@@ -15,13 +15,17 @@ ORDERED_ROWS = 64          # the ordered products of affine() below this many ro
 EPS = np.finfo(float).eps  # DBL_EPSILON, Siconos' threshold for dividing by a norm
 FLOAT64 = np.dtype(np.float64)
 
-# Fields of an existing (validated, read-only) problem that ``Problem.replace`` passes on unchanged:
-# the validators return them as they are instead of converting and checking them again.
-_TRUSTED: list = []
 
+class Trusted:
+    """An array handed to a problem constructor as it is, unchecked and uncopied: what validation would
+    return (float64, finite, read-only; CSR with canonical indices) because it is a field of an existing
+    problem (:meth:`Problem.replace`) or an assembler built it so (:meth:`Problem.assembled`). The trust
+    travels with the argument: :func:`as_matrix` and :func:`as_vector` return ``value`` for it."""
 
-def _trusted(x) -> bool:
-    return any(x is t for t in _TRUSTED)
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
 
 
 class Checked:
@@ -82,8 +86,8 @@ def _no_complex_or_none(x, field: str, owner: str, what: str):
 def as_matrix(M, field: str, owner: str, *, shape=None, square=False):
     """Return ``M`` as a read-only float64 ndarray (dense input) or a CSR matrix (sparse input, kept
     sparse), always a copy: a problem never shares memory the caller can still change."""
-    if _TRUSTED and _trusted(M):
-        return M
+    if type(M) is Trusted:
+        return M.value
     if type(M) is np.ndarray and M.ndim == 2 and M.dtype == FLOAT64:    # the common case, checked cheaply
         if M in MATRICES:         # another problem's own matrix: read-only, checked
             if (square and M.shape[0] != M.shape[1]) or shape is not None:
@@ -135,8 +139,10 @@ def _check_shape(A, field, owner, shape, square):
 def as_vector(v, field: str, owner: str, *, size=None, allow_inf=False):
     """Return ``v`` as a read-only float64 1-D array of the given size (a copy); ``allow_inf``
     admits +-inf entries (bounds), never nan."""
-    if _TRUSTED and _trusted(v) and (size is None or v.shape[0] == size):
-        return v
+    if type(v) is Trusted:
+        v = v.value
+        if size is None or v.shape[0] == size:
+            return v
     if type(v) is np.ndarray and v.dtype == FLOAT64 and v.ndim == 1:   # the common case, checked cheaply
         if size is not None and v.shape[0] != size:
             raise ProblemError(field, f"has {v.shape[0]} entries, expected {size}", owner)
@@ -319,6 +325,8 @@ class Problem:
 
     kind: str = ""
     _fields: tuple[str, ...] = ()
+    _arrays = frozenset(("M", "q", "W", "H", "mu", "b", "lb", "ub", "k", "v", "restitution", "stiffness",
+                         "elasticity"))     # the fields validated by as_matrix / as_vector
     primal: str = "z"
     _frozen = False
     _norms: dict = {}     # vector field -> the attribute that keeps its norm (a kept_norm), set by replace
@@ -370,13 +378,8 @@ class Problem:
         if unknown:
             raise ProblemError(unknown[0], f"is not a field of {type(self).__name__}; fields: "
                                            f"{', '.join(self._fields)}", type(self).__name__)
-        kept = [getattr(self, f) for f in self._fields if f not in changes]
-        values = {f: changes[f] if f in changes else getattr(self, f) for f in self._fields}
-        _TRUSTED[:] = kept
-        try:
-            new = type(self)._from_fields(**values)
-        finally:
-            _TRUSTED.clear()
+        values = {f: changes[f] if f in changes else self._trust(f, getattr(self, f)) for f in self._fields}
+        new = type(self)._from_fields(**values)
         object.__setattr__(new, "_store", self._store)
         return new
 
@@ -386,11 +389,15 @@ class Problem:
         uncopied: matrices an assembler built itself (the W of a time-stepping step) that are already
         what validation would return (float64, finite, read-only; CSR with canonical indices). Every
         other field is validated as by the constructor. Not for user input."""
-        _TRUSTED[:] = [fields[f] for f in trusted]
-        try:
-            return cls._from_fields(**fields)
-        finally:
-            _TRUSTED.clear()
+        return cls._from_fields(**{f: cls._trust(f, v) if f in trusted else v for f, v in fields.items()})
+
+    @classmethod
+    def _trust(cls, field, value):
+        """``value`` of ``field`` marked :class:`Trusted` when the constructor validates it as an array
+        (``_arrays``: the fields it hands to :func:`as_matrix` / :func:`as_vector`)."""
+        if field in cls._arrays and (type(value) is np.ndarray or sp.issparse(value)):
+            return Trusted(value)
+        return value
 
     def _with_vector(self, name: str, value, owner: str):
         """The short path of ``replace(name=value)`` for a vector field whose only constraint is its
