@@ -131,6 +131,9 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         if method == "auto":
             from .policy import solve_auto
 
+            options = registry.renamed(options, {o for m in registry.for_kind(kind) for o in m.options},
+                                       f"method 'auto' on {kind}", stacklevel=2)
+
             return solve_auto(problem, kind, check_tol(tol), check_max_iter(max_iter), options, solve,
                               time_limit=check_time_limit(time_limit), history=history, callback=callback,
                               x0=warm_start_of(problem, warm_start))
