@@ -1,5 +1,6 @@
 """The nsopt site's own Sphinx extension: what is generated at build time, never copied by hand.
 
+* ``{nsopt-options}``: the glossary of option names (``nsopt.registry.OPTIONS``, one meaning each).
 * ``{nsopt-methods}``: the table of methods, one row per registered (kind, method), with its summary,
   its own options and its place in the ``auto`` policy (``nsopt.registry``, ``nsopt.policy``).
 * ``derivations/``: the notes of ``formulations/*.md`` rendered as executed MyST-NB pages, every
@@ -92,6 +93,32 @@ class MethodsTable(Directive):
                              info.summary, opts])
         return [_table(["kind", "method", "auto", "what it does", "its own options"], rows,
                        [8, 10, 5, 50, 27])]
+
+
+class OptionsTable(Directive):
+    """``{nsopt-options}``: the glossary of option names (``nsopt.registry.OPTIONS``), each with the
+    methods that take it, then nsopt 0.1's names still accepted (``nsopt.registry.RENAMED``)."""
+
+    option_spec = {"renamed": directives.flag}
+
+    def run(self):
+        from nsopt import registry, solvers  # noqa: F401  (solvers fills the registry)
+
+        if "renamed" in self.options:
+            rows = []
+            for old, new in registry.RENAMED.items():
+                takers = sorted({m.name for (_, _), m in registry._REGISTRY.items()
+                                 if new in m.options and old not in m.options})
+                rows.append([nodes.literal(text=old), nodes.literal(text=new), _literal_list(takers)])
+            return [_table(["nsopt 0.1", "now", "the old name still accepted by"], rows, [20, 20, 60])]
+        rows = []
+        for name, meaning in registry.OPTIONS.items():
+            takers = sorted({m.name for (_, _), m in registry._REGISTRY.items() if name in m.options})
+            where = "every method (solve's own keyword)" if name in registry.COMMON + registry.ALIASES \
+                else (_literal_list(takers) if takers else "–")
+            rows.append([nodes.literal(text=name), meaning, where])
+        return [_table(["option", "what it means (the one meaning in every method)", "taken by"], rows,
+                       [15, 55, 30])]
 
 
 class PolicyTable(Directive):
@@ -481,6 +508,7 @@ def setup(app):
     app.connect("build-finished", offline_players)
     app.connect("build-finished", viewcode_backlinks)
     app.add_directive("nsopt-policy", PolicyTable)
+    app.add_directive("nsopt-options", OptionsTable)
     # at config-inited: before Sphinx lists the source files (autosummary and MyST-NB then see them)
     app.connect("config-inited", lambda app, config: (generate_derivations(app), generate_api(app),
                                                       draw_pictures(app)))
