@@ -11,8 +11,10 @@ import pytest
 
 import nsopt
 from nsopt import generate as g
-from nsopt import registry
-from nsopt import solvers  # noqa: F401  (fills the registry)
+from nsopt import (
+    registry,
+    solvers,  # noqa: F401  (fills the registry)
+)
 from nsopt.exceptions import OptionError
 
 ALL = sorted(registry._REGISTRY.items())
@@ -107,9 +109,9 @@ def test_an_old_name_a_method_still_means_otherwise_is_not_renamed():
         nsopt.solve(LCP, method="lemke", rho=1.0)
 
 
-@pytest.mark.parametrize("bad", [dict(armijo=0.0), dict(armijo=1.0), dict(backtrack_factor=1.5),
-                                 dict(descent_coef=-1.0), dict(descent_exp="x"), dict(max_backtracks=0),
-                                 dict(max_backtracks=True)])
+@pytest.mark.parametrize("bad", [{"armijo": 0.0}, {"armijo": 1.0}, {"backtrack_factor": 1.5},
+                                 {"descent_coef": -1.0}, {"descent_exp": "x"}, {"max_backtracks": 0},
+                                 {"max_backtracks": True}])
 def test_newton_fb_options_are_checked(bad):
     with pytest.raises(OptionError, match=f"newton-fb: {next(iter(bad))}"):
         nsopt.solve(LCP, method="newton-fb", **bad)

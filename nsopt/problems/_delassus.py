@@ -134,7 +134,7 @@ class DelassusFactors:
            [0.5, 1. , 1. ]])
     """
 
-    __slots__ = ("rows", "minv")
+    __slots__ = ("minv", "rows")
 
     def __init__(self, H, minv, n: int | None = None):
         from ..exceptions import ProblemError

@@ -158,7 +158,7 @@ _SMALL_LAZY = frozenset(("rhoN", "rhoT", "rho_pgs", "gamma_c", "gamma", "csr", "
                          "search_work"))
 
 
-class _Local:
+class _LocalFrictionSystem:
     """One local friction-contact system u = W r + q + sigma (r - rc) and its Newton machinery.
 
     Built once per (W, mu, formulation, rho, scale) and kept in the problem's cache or the caller's
@@ -395,7 +395,7 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
 
 
 class _LocalNewton:
-    """A :class:`_Local` system as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = r, with
+    """A :class:`_LocalFrictionSystem` as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = r, with
     u = W r + q (+ the proximal term) kept from the last :meth:`error`."""
 
     polish = None
@@ -441,7 +441,7 @@ class _LocalNewton:
 
 def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0,
                   reg_step=REG_STEP, started=False):
-    """Globalised semismooth Newton on a _Local system under the monitor ``mon``: the one Newton loop
+    """Globalised semismooth Newton on a _LocalFrictionSystem under the monitor ``mon``: the one Newton loop
     (:func:`~nsopt.solvers.newton_loop.newton_loop`; its :meth:`~Monitor.start` unless ``started``).
     Returns (last r, stalled, info); the best iterate is the monitor's. ``stalled``: the best error
     has not halved over the last ``stall`` iterations, or (``stall`` given) over the last CREEP_N
@@ -463,11 +463,11 @@ _KEYED = frozenset((str, float, int))
 
 
 def _local_system(problem, mon, formulation, rho, scale=1.0, dense_max=DENSE_MAX):
-    """The _Local system of ``problem`` (built once per W and mu and these options, and kept: see
+    """The _LocalFrictionSystem of ``problem`` (built once per W and mu and these options, and kept: see
     :meth:`Monitor.state`), reset to its q; a new one's build time is the solve's build_time."""
     # rho "auto" (the default) or a number as it is; anything else (a pair, a list) by its text
     key = ("newton_local", formulation, rho if type(rho) in _KEYED else repr(rho), scale, dense_max)
-    return mon.state(problem, key, _Local, ("W", "mu"), (formulation, rho, scale, dense_max)).reset(problem)
+    return mon.state(problem, key, _LocalFrictionSystem, ("W", "mu"), (formulation, rho, scale, dense_max)).reset(problem)
 
 
 def _local_checked(*, line_search, reg_step, dense_max, **options):
@@ -537,7 +537,7 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
 # ============================================================================ global problems
 
 
-class _Global:
+class _GlobalFrictionSystem:
     """Newton on the global system (v, r): F = (M v - H r - q, phi(r, H^T v + b))."""
 
     def __init__(self, problem, formulation, rho):
@@ -590,7 +590,7 @@ class _Global:
 
 
 class _GlobalNewton:
-    r"""A :class:`_Global` system as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = (r, v),
+    r"""A :class:`_GlobalFrictionSystem` as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = (r, v),
     merit :math:`\tfrac12\|\phi\|^2 + \tfrac12\|Mv - Hr - q\|^2`; a failed line search takes a
     projected step on the condensed problem, then v from r."""
 
@@ -646,7 +646,7 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
     _check_line_search(line_search)
     mon.budget(DEFAULT_MAX_ITER)
     key = f"newton_global:{formulation}:{rho!r}"
-    g = mon.state(problem, key, _Global, ("M", "H", "mu"), (formulation, rho)).reset(problem)
+    g = mon.state(problem, key, _GlobalFrictionSystem, ("M", "H", "mu"), (formulation, rho)).reset(problem)
     mon.built()
     r = mon.start_vector("r", problem.size)
     v = mon.start_vector("v", problem.ndof) if (mon.x0 or {}).get("v") is not None else problem.v(r)
@@ -756,7 +756,7 @@ def gnsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0):
 
 
 def _prox_loop(sys, r, mon, *, sigma, local_max_iter, line_search, shrink=3.0, grow=10.0, fast=8, guarded=False):
-    """Proximal point iterations on a _Local system, one contract iteration each (the caller has
+    """Proximal point iterations on a _LocalFrictionSystem, one contract iteration each (the caller has
     started ``mon``). ``sigma`` is divided by ``shrink`` after an inner solve of at most ``fast``
     Newton steps and multiplied by ``grow`` after one that neither converged nor decreased the
     error. ``guarded`` (the continuation of the AC Newton): an inner Newton gives up when it stalls

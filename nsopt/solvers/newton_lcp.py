@@ -228,10 +228,10 @@ def _checked(*, linear_solver, armijo, backtrack_factor, descent_coef, descent_e
 
     if isinstance(max_backtracks, bool) or not isinstance(max_backtracks, (int, np.integer)) or max_backtracks < 1:
         raise OptionError(f"newton-fb: max_backtracks must be a positive integer, got {max_backtracks!r}")
-    return dict(linear_solver=linear_solver, armijo=number("armijo", armijo, 0.0, 1.0),
-                backtrack_factor=number("backtrack_factor", backtrack_factor, 0.0, 1.0),
-                descent_coef=number("descent_coef", descent_coef, 0.0, np.inf),
-                descent_exp=number("descent_exp", descent_exp, 0.0, np.inf), max_backtracks=int(max_backtracks))
+    return {"linear_solver": linear_solver, "armijo": number("armijo", armijo, 0.0, 1.0),
+            "backtrack_factor": number("backtrack_factor", backtrack_factor, 0.0, 1.0),
+            "descent_coef": number("descent_coef", descent_coef, 0.0, np.inf),
+            "descent_exp": number("descent_exp", descent_exp, 0.0, np.inf), "max_backtracks": int(max_backtracks)}
 
 
 @register("lcp", "newton-fb", "semismooth Newton on the Fischer-Burmeister function, Armijo line search",
