@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import os
+import sys
 import warnings
 from collections.abc import Callable, Collection
 
@@ -67,7 +69,7 @@ class MethodInfo:
         else:
             bad = [k for k in options if k not in self.options]
             if bad:
-                options = renamed(options, self.options, f"method {self.name!r}", stacklevel=3)
+                options = renamed(options, self.options, f"method {self.name!r}")
                 bad = [k for k in options if k not in self.options]
             if bad:
                 raise OptionError(f"unknown option(s) {bad} for method {self.name!r} on {self.kind}; "
@@ -97,6 +99,7 @@ def option_key(options: dict):
     return k
 
 
+_HERE = os.path.dirname(os.path.abspath(__file__))      # nsopt's directory (renamed's warnings skip it)
 _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
 COMMON = ("tol", "max_iter", "time_limit", "history", "callback", "warm_start", "workspace")
 ALIASES = ("z0", "r0", "v0")    # the per-method initial-guess options of nsopt 0.1, now warm_start
@@ -187,21 +190,24 @@ RENAMED: dict[str, str] = {
 }
 
 
-def renamed(options: dict, accepted: Collection[str], where: str, stacklevel: int = 3) -> dict:
+def renamed(options: dict, accepted: Collection[str], where: str) -> dict:
     """``options`` with each old name of :data:`RENAMED` that ``accepted`` lacks but whose new name it
-    has replaced by the new name, with a DeprecationWarning naming it (the one place where renamed
-    options are translated: the methods, ``method="auto"``, the formulation classes). ``stacklevel``
-    as :func:`warnings.warn`'s, counted from the caller of this function."""
+    has replaced by the new name, with a DeprecationWarning naming it that points at the first caller
+    outside nsopt (the one place where renamed options are translated: the methods, ``method="auto"``,
+    the formulation classes)."""
     old = [k for k in options if k in RENAMED and k not in accepted and RENAMED[k] in accepted]
     if not old:
         return options
     out = dict(options)
+    stacklevel, frame = 1, sys._getframe(0)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_HERE):
+        frame, stacklevel = frame.f_back, stacklevel + 1
     for k in old:
         new = RENAMED[k]
         if new in options:
             raise OptionError(f"{where}: {k!r} is the old name of {new!r}; give {new!r} only")
         warnings.warn(f"{where}: option {k!r} is renamed {new!r} (the old name is accepted until the next "
-                      f"release)", DeprecationWarning, stacklevel=stacklevel + 1)
+                      f"release)", DeprecationWarning, stacklevel=stacklevel)
         out[new] = out.pop(k)
     return out
 

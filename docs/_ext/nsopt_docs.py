@@ -383,7 +383,7 @@ def api_modules() -> list[tuple[str, str]]:
         # vars(), not getattr(): nsopt's lazy __getattr__ would import what it names
         top = vars(nsopt).get(name.rsplit(".", 1)[1])
         if not info.ispkg and top is not None and not inspect.ismodule(top):
-            continue                   # a module shadowed by a function of its name (nsopt.solve)
+            continue                   # a module shadowed by a function of its name
         if not (info.ispkg or hasattr(mod, "__all__")) or not public_names(name):
             continue
         doc = (mod.__doc__ or name).strip().splitlines()[0]
@@ -402,6 +402,9 @@ def generate_api(app) -> None:
         for name in public_names(modname):
             obj = getattr(mod, name)
             if inspect.ismodule(obj):
+                entry = getattr(obj, "__entry__", None)    # nsopt.solve: a module called as its function,
+                if entry is not None:                      # documented on the module's page
+                    linked.append(f"{obj.__name__}.{entry.__name__}")
                 continue
             if not (inspect.isclass(obj) or callable(obj)):   # data (a constant, a table): in place
                 data.append((name, obj))
@@ -419,7 +422,7 @@ def generate_api(app) -> None:
         shadowed = bool(parent) and not inspect.ismodule(vars(importlib.import_module(parent)).get(leaf, mod))
         lines = [f".. _api-{modname}:", "", head, "=" * len(head), "",
                  f".. automodule:: {modname}", "   :no-members:"]
-        if shadowed:      # nsopt.sensitivity: a package and, at the top, a function of the same name
+        if shadowed:      # a module and, in its parent, a function of the same name
             lines += ["   :no-index:"]
         lines += ["", f".. currentmodule:: {modname}", ""]
         if own:

@@ -249,7 +249,7 @@ class Formulation:
 
         @functools.wraps(init)
         def __init__(self, *args, **options):
-            init(self, *args, **renamed(options, accepted, type(self).__name__, stacklevel=2))
+            init(self, *args, **renamed(options, accepted, type(self).__name__))
 
         cls.__init__ = __init__
 
