@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import OptionError
+from ..exceptions import OptionError, SolverError
 from ..linalg import solve_or_lstsq
 from ..problems._base import matvec
 from ..result import Status
@@ -48,6 +48,24 @@ _OSQP_PRIMAL_INF, _SCS_PRIMAL_INF = {3, 4}, {-2, -7}
 _TOL_OPTS = {"tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio", "eps_abs", "eps_rel", "abstol",
              "reltol", "feastol"}
 _TIME_KEY = {"CLARABEL": "time_limit", "OSQP": "time_limit", "SCS": "time_limit_secs"}
+
+
+def clarabel_cones(dims) -> list:
+    """Clarabel's cones (its public ``ZeroConeT``, ``NonnegativeConeT``, ``SecondOrderConeT``) of the rows
+    of a program's data for Clarabel, from the documented fields of the ``dims`` that
+    ``cvxpy.Problem.get_problem_data("CLARABEL")`` returns (``zero``, ``nonneg``, ``soc``: the rows come in
+    that order). nsopt's programs have no other cone; one would be refused here rather than mis-read."""
+    import clarabel
+
+    other = [k for k in ("exp", "psd", "p3d", "pnd") if getattr(dims, k, 0)]
+    if other:
+        raise SolverError(f"the direct Clarabel path handles zero, nonnegative and second-order cones; this "
+                          f"program has {other} cones")
+    cones = [clarabel.ZeroConeT(int(dims.zero))] if dims.zero else []
+    if dims.nonneg:
+        cones.append(clarabel.NonnegativeConeT(int(dims.nonneg)))
+    cones += [clarabel.SecondOrderConeT(int(k)) for k in dims.soc]
+    return cones
 
 
 def backend_status(solver: str, raw) -> tuple[Status, str, str | None]:
@@ -207,7 +225,6 @@ class Compiled:
 
     def _solve_clarabel(self, linear, head, opts):
         import clarabel
-        from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import dims_to_solver_cones
 
         t0 = time.perf_counter()
         q, b = self._vectors(linear, head)
@@ -223,7 +240,7 @@ class Compiled:
             if not hasattr(self, "_Pd"):
                 self._Pd = sp.triu(sp.csc_matrix(self.data["P"])).tocsc()
                 self._Ad = sp.csc_matrix(self.data["A"])
-                self._cones = dims_to_solver_cones(self.data["dims"])
+                self._cones = clarabel_cones(self.data["dims"])
             self._clar = clarabel.DefaultSolver(self._Pd, q, self._Ad, b, self._cones, settings)
         sol = self._clar.solve()
         wall = time.perf_counter() - t0
