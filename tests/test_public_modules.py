@@ -16,7 +16,7 @@ def test_the_calls_and_the_modules():
     s = nsopt.solve(p, method="lemke")
     np.testing.assert_allclose(s.z, [4 / 3, 7 / 3], rtol=1e-12)
     assert nsopt.sensitivity(p, s).kind == "lcp"
-    import nsopt.sensitivity.core as core
+    import nsopt.sensitivity.core as core  # noqa: PLR0402  (the spelling that failed)
     import nsopt.solve as solve_module
 
     assert core is sys.modules["nsopt.sensitivity.core"] is importlib.import_module("nsopt.sensitivity.core")

@@ -165,7 +165,7 @@ def _form_kane(KM) -> _Form:
         raise ProblemError("system", "equations of motion not formed: call KanesMethod.kanes_equations("
                            "bodies, loads) first", "linearize") from None
     try:
-        KM.auxiliary_eqs        # (SymPy raises when no auxiliary speed was declared)
+        _ = KM.auxiliary_eqs    # (SymPy raises when no auxiliary speed was declared)
     except ValueError:
         pass
     else:
