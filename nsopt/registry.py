@@ -190,11 +190,11 @@ RENAMED: dict[str, str] = {
 }
 
 
-def renamed(options: dict, accepted: Collection[str], where: str) -> dict:
+def renamed(options: dict, accepted: Collection[str], where: str, *, warn: bool = True) -> dict:
     """``options`` with each old name of :data:`RENAMED` that ``accepted`` lacks but whose new name it
     has replaced by the new name, with a DeprecationWarning naming it that points at the first caller
     outside nsopt (the one place where renamed options are translated: the methods, ``method="auto"``,
-    the formulation classes)."""
+    the formulation classes; ``warn=False``: a check of a campaign's method specs, before the solves)."""
     old = [k for k in options if k in RENAMED and k not in accepted and RENAMED[k] in accepted]
     if not old:
         return options
@@ -206,8 +206,9 @@ def renamed(options: dict, accepted: Collection[str], where: str) -> dict:
         new = RENAMED[k]
         if new in options:
             raise OptionError(f"{where}: {k!r} is the old name of {new!r}; give {new!r} only")
-        warnings.warn(f"{where}: option {k!r} is renamed {new!r} (the old name is accepted until the next "
-                      f"release)", DeprecationWarning, stacklevel=stacklevel)
+        if warn:
+            warnings.warn(f"{where}: option {k!r} is renamed {new!r} (the old name is accepted until the next "
+                          f"release)", DeprecationWarning, stacklevel=stacklevel)
         out[new] = out.pop(k)
     return out
 

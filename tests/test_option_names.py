@@ -115,3 +115,13 @@ def test_an_old_name_a_method_still_means_otherwise_is_not_renamed():
 def test_newton_fb_options_are_checked(bad):
     with pytest.raises(OptionError, match=f"newton-fb: {next(iter(bad))}"):
         nsopt.solve(LCP, method="newton-fb", **bad)
+
+
+def test_a_campaign_spec_with_an_old_name_passes_the_cli_check():
+    """``nsopt compare --methods "qp[solver=SCS]"`` (nsopt 0.1's spelling) is checked as ``backend``; an
+    unknown name is still a usage error."""
+    from nsopt import cli
+
+    cli._check_method_options([("qp", {"solver": "SCS"}), ("newton-fb", {"max_ls": 5})])
+    with pytest.raises(cli.UsageError, match="unknown option"):
+        cli._check_method_options([("qp", {"no_such_option": 1})])
