@@ -439,7 +439,8 @@ def generate_api(app) -> None:
         if linked:
             lines += ["Also here (documented where first exported):", "", ".. autosummary::",
                       "   :nosignatures:", ""]
-            lines += [f"   ~{full}" for full in linked] + [""]
+            lines += [f"   ~{full.removeprefix(modname + '.')}" for full in linked] + [""]   # (relative
+            # inside this module: autosummary refuses the current module's own name)
         _write(out / f"{slug}.rst", "\n".join(lines))
     documented = set(seen.values())
     for stub in (out / "generated").glob("*.rst"):      # stubs of names no longer public
