@@ -6,7 +6,7 @@
 Part 1 (the fc3d table): one campaign (:func:`nsopt.studies.compare`, folder
 ``benchmarks/results/bench_convex_campaign``, made afresh: results table, summary, profiles) on the
 shared fc3d folder: ``socp-fp`` (SOCP + the Anderson-accelerated fixed point on s = mu ||u_T||) with
-each conic solver (``socp-fp[solver=CLARABEL]``, ...), and Siconos' ACLMFP (its convex-relaxation fixed
+each conic solver (``socp-fp[backend=CLARABEL]``, ...), and Siconos' ACLMFP (its convex-relaxation fixed
 point) through ``siconos_bench.py`` (skipped cleanly when unavailable), ``--time-limit`` seconds per
 solve for both. Printed: contacts, error reached (nsopt's Siconos error measure), fixed-point
 iterations, time inside the conic solver (the ``timings.solver`` entry of the ``info`` column),
@@ -52,13 +52,13 @@ def fc3d_table(args):
         return
     out = ROOT / "benchmarks" / "results" / "bench_convex_campaign"
     shutil.rmtree(out, ignore_errors=True)
-    methods = [("socp-fp", {"solver": s}) for s in args.solvers]
+    methods = [("socp-fp", {"backend": s}) for s in args.solvers]
     df = st.compare(files, methods, tol=1e-8, max_iter=args.max_iter, timeout=args.time_limit, out=out,
                     siconos=None if args.no_siconos else "ACLMFP")
     df["solver_s"] = [json.loads(i).get("timings.solver", np.nan) if isinstance(i, str) else np.nan
                       for i in df["info"]]
     wide = by_problem(df, ("status", "error", "nit", "solver_s", "time"))
-    labels = {s: f"socp-fp solver={s}" for s in args.solvers}
+    labels = {s: f"socp-fp backend={s}" for s in args.solvers}
     has_sic = ("time", SICONOS) in wide.columns
     head = f"{'problem':44s} {'nc':>4s}"
     for s in args.solvers:
@@ -111,7 +111,7 @@ def resolve_benchmark(args):
           f"solver {args.resolve_solver}:")
     # (a) compiled once, the linear term updated in the compiled data, CVXPY's solving chain (direct=False)
     t_first = time.perf_counter()
-    form = FCasSOCP(p, solver=args.resolve_solver)
+    form = FCasSOCP(p, backend=args.resolve_solver)
     fmap = SOCPMap(form, direct=False)
     x = np.zeros(p.size)
     g, _, _ = fmap.image(x)              # build, compile and first solve
@@ -126,8 +126,8 @@ def resolve_benchmark(args):
     share = fmap.time_share()
     # (a') the default path: one Clarabel solver, its linear term updated in place per iteration
     t_direct = share_d = float("nan")
-    if form.solver == "CLARABEL":
-        fd = SOCPMap(FCasSOCP(p, solver=args.resolve_solver), direct=True)
+    if form.backend == "CLARABEL":
+        fd = SOCPMap(FCasSOCP(p, backend=args.resolve_solver), direct=True)
         fd.image(xs[0])
         fd.timings.update(cvxpy=0.0, solver=0.0, solves=0)
         t0 = time.perf_counter()
@@ -147,7 +147,7 @@ def resolve_benchmark(args):
         prob = cp.Problem(cp.Minimize(0.5 * cp.quad_form(r, cp.psd_wrap(P)) + c @ r),
                           [cp.SOC(cp.multiply(mu, R[:, 0]), R[:, 1:], axis=1)])
         try:
-            prob.solve(solver=form.solver, **form.solver_options)
+            prob.solve(solver=form.backend, **form.backend_options)
         except cp.error.SolverError:
             pass
         st = prob.solver_stats
@@ -155,7 +155,7 @@ def resolve_benchmark(args):
     t_rebuild = (time.perf_counter() - t0) / n_it
     print(f"  first solve (builds and compiles)  : {t_first * 1e3:8.1f} ms")
     print(f"  re-solve, CVXPY chain on new data  : {t_param * 1e3:8.1f} ms / iteration "
-          f"({share * 100:.0f}% of it inside {form.solver}, "
+          f"({share * 100:.0f}% of it inside {form.backend}, "
           f"{(1 - share) * 100:.0f}% in CVXPY: data conversion and unpacking)")
     print(f"  same, Clarabel updated in place    : {t_direct * 1e3:8.1f} ms / iteration "
           f"({share_d * 100:.0f}% inside the solver; nsopt's default path, direct=True)")

@@ -83,7 +83,7 @@ def lesson_friction():
     for m in ("socp-fp", "socp-tresca"):
         s = nsopt.solve(q, method=m)
         print(f"  {m:12s} {s.status.value:8s} error {s.error:.1e}, {s.nit} iterations, "
-              f"{s.solve_time:.3f} s, {s.info['solver_share'] * 100:.0f}% of the solve time in {s.info['solver']}"
+              f"{s.solve_time:.3f} s, {s.info['solver_share'] * 100:.0f}% of the solve time in {s.info['backend']}"
               f"  | max |r - r_known| = {np.abs(s.r - ref['r']).max():.1e}")
     return fmap, np.array(iterates)
 

@@ -13,10 +13,12 @@ from .problems import (AVI, LCP, MLCP, Block, Equality, FrictionContact, Generic
                        GlobalFrictionContact, Relay)
 from .monitor import Workspace
 from .result import Iterate, Solution, Status
-from .solve import methods, solve
+from .solve import methods
+from . import solve  # the module, called as its function: nsopt.solve(problem, ...) (nsopt._callable)
 
 from .problems import MultipleImpact  # noqa: E402  (the multiple-impact problem, issue 12)
-from .sensitivity import diagnose, sensitivity  # noqa: E402  (issue 21: derivatives, uniqueness)
+from .sensitivity import diagnose  # noqa: E402  (issue 21: derivatives, uniqueness)
+from . import sensitivity  # noqa: E402  (the package, called as its function: nsopt.sensitivity(...))
 from .exceptions import NotDifferentiable  # noqa: E402  (issue 30: a derivative that is not determined)
 
 __version__ = "0.1.0"
@@ -31,7 +33,7 @@ __all__ += ["sensitivity", "diagnose", "NotDifferentiable"]
 
 # Subpackages loaded on first attribute access (PEP 562): ``import nsopt`` then ``nsopt.modeling`` works
 # without importing them (and cvxpy, sympy, h5py, pandas behind them) with nsopt itself.
-# (nsopt.sensitivity is the function of that name, imported above with diagnose)
+# (nsopt.solve and nsopt.sensitivity are the module and the package, each called as its function)
 _SUBPACKAGES = ("data", "formulations", "generate", "io", "jax", "modeling", "reductions", "studies", "symbolic")
 
 

@@ -55,7 +55,7 @@ def entry_point(kernel, args):
     itself and a problem's vectors (read-only, float64, 1-D, contiguous: the invariant of every
     problem, ``tests/test_contract.py``), whose types are fixed when its state is built: the state
     keeps the entry point (:class:`nsopt.solvers.nsgs._Sweeper`, the small dense Newton's
-    ``_Local``). Arguments of other types must go through the dispatcher: the entry point does not
+    ``_LocalFrictionSystem``). Arguments of other types must go through the dispatcher: the entry point does not
     check them."""
     if not hasattr(kernel, "compile"):     # (NUMBA_DISABLE_JIT=1: the Python function itself)
         return kernel

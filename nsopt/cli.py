@@ -128,8 +128,11 @@ def _check_method_options(methods):
             continue
         spec = f"{name}[{','.join(f'{k}={v!r}' for k, v in opts.items())}]"
         kinds = [k for (k, n) in registry._REGISTRY if n == name] if name != "auto" else list(problems)
-        known = [k for k in kinds if name == "auto" or set(opts) <= set(registry._REGISTRY[(k, name)].options)
-                 | set(registry.COMMON)]
+        def takes(k, name=name, opts=opts):     # (nsopt 0.1's names of renamed options count: registry.renamed)
+            own = registry._REGISTRY[(k, name)].options
+            return set(registry.renamed(opts, own, name, warn=False)) <= set(own) | set(registry.COMMON)
+
+        known = [k for k in kinds if name == "auto" or takes(k)]
         if not known:
             valid = sorted({o for k in kinds for o in registry._REGISTRY[(k, name)].options})
             raise UsageError(f"--methods {spec}: unknown option(s) {sorted(opts)} for {name} (its options: "

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import os
+import sys
+import warnings
+from collections.abc import Callable, Collection
 
 from ._doc import insert_section
 from .exceptions import MethodNotFound, OptionError
@@ -66,6 +69,9 @@ class MethodInfo:
         else:
             bad = [k for k in options if k not in self.options]
             if bad:
+                options = renamed(options, self.options, f"method {self.name!r}")
+                bad = [k for k in options if k not in self.options]
+            if bad:
                 raise OptionError(f"unknown option(s) {bad} for method {self.name!r} on {self.kind}; "
                                   f"valid options: {list(self.options) + list(COMMON)}")
             if self.check is None:
@@ -93,9 +99,118 @@ def option_key(options: dict):
     return k
 
 
+_HERE = os.path.dirname(os.path.abspath(__file__))      # nsopt's directory (renamed's warnings skip it)
 _REGISTRY: dict[tuple[str, str], MethodInfo] = {}
 COMMON = ("tol", "max_iter", "time_limit", "history", "callback", "warm_start", "workspace")
 ALIASES = ("z0", "r0", "v0")    # the per-method initial-guess options of nsopt 0.1, now warm_start
+
+#: The glossary of option names: each name means one thing in every method that takes it
+#: (:func:`register` refuses a method whose option is not here). The common options first, then the
+#: methods' own, alphabetically. Shown on the docs page of :func:`nsopt.solve` (``{nsopt-options}``).
+OPTIONS: dict[str, str] = {
+    # the common options (nsopt.solve's own keywords, handled by the monitor)
+    "tol": "target of the problem's Siconos error measure; SOLVED iff error <= tol",
+    "max_iter": "the method's budget of main iterations (sweeps, pivots, Newton or outer steps)",
+    "time_limit": "wall-clock budget in seconds",
+    "history": "record the error after every iteration",
+    "callback": "called after every iteration with an nsopt.Iterate; StopIteration stops",
+    "warm_start": "where to start: a Solution, a dict of the problem's variables or an array",
+    "workspace": "an nsopt.Workspace reused across the solves of a loop",
+    "z0": "alias of warm_start (the primal z of an LCP, MLCP, Relay, AVI)",
+    "r0": "alias of warm_start (the reaction r of a friction problem)",
+    "v0": "alias of warm_start (the velocity v of a global friction problem)",
+    # the methods' own options
+    "anderson": "memory of the Anderson acceleration of a fixed point (0: plain iteration)",
+    "armijo": "sufficient-decrease constant c of the Armijo line search: f(x + t d) <= f(x) + c t slope",
+    "backend": "the CVXPY backend of a convex method (\"CLARABEL\", \"SCS\", \"OSQP\", ...)",
+    "backend_options": "the backend's own settings (a dict), merged over nsopt.formulations.ACCURATE",
+    "backtrack_factor": "the factor a rejected line-search step t is multiplied by (0 < factor < 1)",
+    "compliance": "the compliance model of the LZB impact law (\"bi\" or \"mono\" stiffness)",
+    "cover": "Lemke's covering vector d (the column of the artificial variable)",
+    "dense_max": "largest number of unknowns solved with dense LAPACK (else the sparse LU)",
+    "descent_coef": "a Newton direction d is replaced by the gradient's when grad.d > -descent_coef "
+                    "||d||^descent_exp",
+    "descent_exp": "the exponent of ||d|| in the descent test (see descent_coef)",
+    "direct": "update the conic backend in place (Clarabel) instead of CVXPY's solving chain",
+    "end_energy": "as tol_energy, in the LZB termination rule (Siconos' ZeroEner_EndIm)",
+    "end_velocity": "as tol_velocity, in the LZB termination rule (Siconos' ZeroVel_EndIm)",
+    "equalities": "how the equality blocks of a generic mechanical problem are treated",
+    "fb_scale": "the factor s of the Fischer-Burmeister function taken on (r, s u) (same zeros)",
+    "formulation": "an already built formulation object of this problem, reused",
+    "grow": "factor the proximal weight sigma is multiplied by after an inner solve that failed",
+    "hybrid": "continue a stalled Newton with proximal-point iterations from its best iterate",
+    "impulse_step": "the step on the primary contact's impulse of the LZB integration (Siconos' DelP)",
+    "inexact": "the backend's tolerances follow the fixed point's error",
+    "inner": "the inner Newton of each proximal step (\"ac\" Alart-Curnier or \"fb\" Fischer-Burmeister)",
+    "lcp": "the complementarity function of the LCP blocks (\"fb\" or \"nm\")",
+    "line_search": "the line search of a Newton method (\"nonmonotone\", \"armijo\", \"none\")",
+    "linear_solver": "how the Newton system is solved (\"auto\", \"dense\" LAPACK, \"sparse\" LU)",
+    "local_max_iter": "iteration budget of each inner solve (nsgs: the per-contact local solver; prox: the "
+                      "inner Newton of one proximal step)",
+    "local_tol": "tolerance of nsgs' per-contact local solver",
+    "max_backtracks": "the most steps a line search shortens before it gives up (or falls back)",
+    "omega": "relaxation parameter of a Gauss-Seidel sweep, in (0, 2)",
+    "piv_tol": "relative size below which a pivot column entry does not block",
+    "polish": "refine the method's last iterate (an active-set solve or Newton steps)",
+    "polish_at": "error below which the Newton polish starts",
+    "polish_steps": "Newton iterations per polish",
+    "prox": "weight of the proximal term prox/2 ||r - r_k||^2 in socp-fp's programs (a singular W)",
+    "record_bases": "record the basis of every pivot",
+    "reduction": "how the problem is reduced to an LCP before pivoting",
+    "reg": "the Levenberg-Marquardt regularisation constant of the Newton matrix",
+    "reg_step": "a plain Newton step cut below this by the line search is retried regularised",
+    "restarts": "pivoting restarts with a new covering vector after a ray termination",
+    "resync": "sweeps between recomputations of the local velocities from scratch",
+    "reuse_solver": "keep one backend solver updated in place across the fixed point's solves",
+    "rho": "the Alart-Curnier parameters (rho_N, rho_T): a number, a pair or \"auto\"",
+    "safeguard": "the merit of the Anderson safeguard (\"residual\" or \"error\")",
+    "scale": "scale each contact's block diagonally in the conic program",
+    "seed": "seed of the random contact order (with shuffle)",
+    "shrink": "factor the proximal weight sigma is divided by after a fast inner solve",
+    "shuffle": "sweep the contacts in a random order",
+    "sigma": "weight of the proximal term sigma (r - r_k) (prox: its initial value, then adapted)",
+    "stall_window": "iterations without a new best error before STALLED",
+    "tie_tol": "relative tolerance under which two ratios of the ratio test tie",
+    "tol_energy": "stored energy below which it counts as zero when LZB classifies contacts (Siconos' "
+                  "Tol_Ener)",
+    "tol_velocity": "threshold below which a relative velocity counts as non-negative when LZB classifies "
+                    "contacts (Siconos' Tol_Vel)",
+}
+
+#: Option names of nsopt 0.1 renamed so that a name means one thing everywhere (:data:`OPTIONS`):
+#: old name -> new name. An old name given to a method that takes the new name (and not the old)
+#: still works for one release, with a DeprecationWarning naming the new one (:func:`renamed`).
+RENAMED: dict[str, str] = {
+    "solver": "backend", "solver_options": "backend_options",       # the convex methods (STYLE §5)
+    "max_ls": "max_backtracks",                                     # newton-fb: as gmp's nsn
+    "inner_iter": "local_max_iter",                                 # prox: as nsgs
+    "sigma": "armijo", "beta": "backtrack_factor",                  # newton-fb's line search
+    "rho": "descent_coef", "p_exp": "descent_exp",                  # newton-fb's descent test
+    "scale": "fb_scale",                                            # nsn-fb
+}
+
+
+def renamed(options: dict, accepted: Collection[str], where: str, *, warn: bool = True) -> dict:
+    """``options`` with each old name of :data:`RENAMED` that ``accepted`` lacks but whose new name it
+    has replaced by the new name, with a DeprecationWarning naming it that points at the first caller
+    outside nsopt (the one place where renamed options are translated: the methods, ``method="auto"``,
+    the formulation classes; ``warn=False``: a check of a campaign's method specs, before the solves)."""
+    old = [k for k in options if k in RENAMED and k not in accepted and RENAMED[k] in accepted]
+    if not old:
+        return options
+    out = dict(options)
+    stacklevel, frame = 1, sys._getframe(0)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_HERE):
+        frame, stacklevel = frame.f_back, stacklevel + 1
+    for k in old:
+        new = RENAMED[k]
+        if new in options:
+            raise OptionError(f"{where}: {k!r} is the old name of {new!r}; give {new!r} only")
+        if warn:
+            warnings.warn(f"{where}: option {k!r} is renamed {new!r} (the old name is accepted until the next "
+                          f"release)", DeprecationWarning, stacklevel=stacklevel)
+        out[new] = out.pop(k)
+    return out
 
 
 #: The class of each kind's problem, for the ``problem`` parameter of the registered methods' docstrings.
@@ -156,6 +271,10 @@ def register(kinds, name: str, summary: str, *, applies: Callable | None = None,
         clash = [o for o in opts if o in COMMON]
         if clash:
             raise TypeError(f"method {name!r}: {clash} are common options, handled by the monitor")
+        unnamed = [o for o in opts if o not in OPTIONS]
+        if unnamed:
+            raise TypeError(f"method {name!r}: option(s) {unnamed} are not in the glossary "
+                            f"(nsopt.registry.OPTIONS): name them there, with the one thing they mean")
         for k in kinds:
             if (k, name) in _REGISTRY:
                 raise ValueError(f"method {name!r} registered twice for kind {k!r}")

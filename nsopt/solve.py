@@ -131,6 +131,9 @@ def solve(problem, method: str = "auto", tol: float = 1e-8, max_iter: int | None
         if method == "auto":
             from .policy import solve_auto
 
+            options = registry.renamed(options, {o for m in registry.for_kind(kind) for o in m.options},
+                                       f"method 'auto' on {kind}")
+
             return solve_auto(problem, kind, check_tol(tol), check_max_iter(max_iter), options, solve,
                               time_limit=check_time_limit(time_limit), history=history, callback=callback,
                               x0=warm_start_of(problem, warm_start))
@@ -191,3 +194,10 @@ def _trivial(problem, mon, why):
         out = Outcome(x, Status.INFEASIBLE, 0, message=why, info={"certificate": "problem"},
                       history=None if mon.history is None else [float(problem.error_of(problem.complete(x)))])
     return mon.finish(out)
+
+
+# nsopt.solve is this module, called as its function (nsopt.solve(problem, ...)); nsopt.solve.methods
+# and the module's other names stay reachable
+from ._callable import make_callable  # noqa: E402
+
+make_callable(__name__, solve)

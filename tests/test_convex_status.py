@@ -35,13 +35,13 @@ def _empty_polyhedron_avi():
 @pytest.mark.parametrize("solver", QP_SOLVERS)
 def test_empty_polyhedron_is_infeasible(solver):
     """Issue 7 §4: `qp` used to return 'solved, error 0.0' while Clarabel said infeasible."""
-    s = nsopt.solve(_empty_polyhedron_avi(), method="qp", solver=solver)
+    s = nsopt.solve(_empty_polyhedron_avi(), method="qp", backend=solver)
     assert s.status is Status.INFEASIBLE and not s.success
     assert "empty" in s.message                     # solve() checks K before any method runs
     # the backend's own certificate, mapped by its status map (the method called directly)
     from nsopt.monitor import Monitor
 
-    out = registry.get("avi", "qp").func(_empty_polyhedron_avi(), Monitor(tol=1e-8), solver=solver)
+    out = registry.get("avi", "qp").func(_empty_polyhedron_avi(), Monitor(tol=1e-8), backend=solver)
     assert out.status is Status.INFEASIBLE and out.info["certificate"] == "primal infeasible"
     assert "infeasible" in out.message.lower() and "empty" in out.message
 
@@ -61,7 +61,7 @@ def test_auto_reports_the_certificate_and_stops():
 def test_unbounded_qp_proves_the_psd_lcp_infeasible(solver):
     """M = 0 (PSD), q = (-1, 1): w_1 = -1 < 0 for every z, no solution; the QP is unbounded below."""
     p = nsopt.LCP(np.zeros((2, 2)), [-1.0, 1.0])
-    s = nsopt.solve(p, method="qp", solver=solver)
+    s = nsopt.solve(p, method="qp", backend=solver)
     assert s.status is Status.INFEASIBLE and s.info["certificate"] == "dual infeasible"
     assert nsopt.solve(p).status is Status.INFEASIBLE
     lem = nsopt.solve(p, method="lemke")      # Lemke's secondary ray agrees
@@ -91,13 +91,13 @@ def test_status_maps_cover_every_backend_status():
 def test_qp_status_follows_the_backend(solver):
     """A solvable problem: the backend's status is in the message, the error judges SOLVED."""
     p, known = gen.lcp(8, seed=4)
-    s = nsopt.solve(p, method="qp", solver=solver)
+    s = nsopt.solve(p, method="qp", backend=solver)
     assert s.success and s.error <= 1e-8
     assert s.info["backend_status"].lower().startswith("solved")
     np.testing.assert_allclose(s.z, known["z"], atol=1e-7)
     # a one-iteration budget of the backend: its MAX_ITER status, never "solved" with a wrong z
     key = {"SCS": "max_iters"}.get(solver, "max_iter")
-    t = nsopt.solve(p, method="qp", solver=solver, solver_options={key: 1}, polish=False)
+    t = nsopt.solve(p, method="qp", backend=solver, backend_options={key: 1}, polish=False)
     assert t.status in (Status.MAX_ITER, Status.INACCURATE) and t.error > 1e-8
 
 

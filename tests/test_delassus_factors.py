@@ -1,4 +1,4 @@
-"""W given by its factors (W = H diag(minv) Hᵀ): the problem's record of them, the Newton systems solved in
+"""W given by its factors (W = Hᵀ diag(minv) H, H of nv x n as GlobalFrictionContact's): the problem's record of them, the Newton systems solved in
 the dofs' space (nsopt.solvers.newton_system.BodySystem) against a dense solve and against the contacts' space, and
 the factors a Moreau–Jean step hands over with its W."""
 
@@ -38,30 +38,47 @@ def bodies_and_contacts(nb, nc, dim=3, seed=0):
 def test_factors_validated_and_checked_against_W():
     H, minv = bodies_and_contacts(5, 8)
     W = (H @ sp.diags(minv) @ H.T).tocsr()
-    f = DelassusFactors(H, minv)
+    f = DelassusFactors(H.T, minv)
     assert abs(f.W() - W).max() < 1e-12
     p = nsopt.FrictionContact(3, W, np.ones(24), 0.5)
     assert p.delassus_factors is None
-    assert p.with_delassus_factors(H, minv) is p and p.delassus_factors.H.shape == (24, 30)
+    assert p.with_delassus_factors(H.T, minv) is p and p.delassus_factors.H.shape == (30, 24)
     # replace(q=) keeps W: the factors go with it; a new W: none
     assert p.replace(q=np.zeros(24)).delassus_factors is p.delassus_factors
     assert p.replace(W=W.toarray()).delassus_factors is None
     with pytest.raises(ProblemError, match="H.*shape"):
-        p.with_delassus_factors(H[:-3], minv)
+        p.with_delassus_factors(H[:-3].T, minv)
     with pytest.raises(ProblemError, match="minv.*shape"):
-        p.with_delassus_factors(H, minv[:-1])
+        p.with_delassus_factors(H.T, minv[:-1])
     with pytest.raises(ProblemError, match="minv.*> 0"):
-        p.with_delassus_factors(H, -minv)
+        p.with_delassus_factors(H.T, -minv)
     with pytest.raises(ProblemError, match="minv.*> 0"):
-        p.with_delassus_factors(H, np.full(30, np.nan))
+        p.with_delassus_factors(H.T, np.full(30, np.nan))
     bad = H.copy()
     bad.data[0] = np.inf
     with pytest.raises(ProblemError, match="H.*non-finite"):
-        p.with_delassus_factors(bad, minv)
+        p.with_delassus_factors(bad.T, minv)
     with pytest.raises(ProblemError, match="not the problem's W"):
-        p.with_delassus_factors(H, 2 * minv)
+        p.with_delassus_factors(H.T, 2 * minv)
     with pytest.raises(ProblemError, match="H"):
         p.with_delassus_factors("abc", minv)
+
+
+def test_factors_take_global_friction_contacts_H():
+    """One orientation of H in nsopt (issue 31 §8): DelassusFactors takes GlobalFrictionContact's H
+    (nv x n: M v = H r + q, u = Hᵀ v + b), so the factors of a GFC problem with a diagonal M are its H
+    and diag(M)⁻¹, and their product is the W of its local problem (1e-12)."""
+    Hrows, minv = bodies_and_contacts(5, 8, seed=3)
+    H = Hrows.T.tocsc()                                   # (30 dofs, 24 contact unknowns)
+    M = sp.diags(1.0 / minv).tocsr()
+    g = nsopt.GlobalFrictionContact(M, H, np.ones(30), np.zeros(24), np.full(8, 0.5))
+    f = DelassusFactors(g.H, minv)
+    assert f.H.shape == g.H.shape == (30, 24) and f.nv == 30
+    local = g.local()
+    assert abs(f.W() - sp.csr_matrix(local.W)).max() <= 1e-12 * abs(f.W()).max()
+    assert local.with_delassus_factors(g.H, minv) is local and local.delassus_factors.H.shape == (30, 24)
+    with pytest.raises(ProblemError, match=r"H.*shape.*\(nv, 24\)"):
+        local.with_delassus_factors(Hrows, minv)         # the contact rows: the other orientation
 
 
 def _blocks(nc, dim, rng, open_frac=0.3, stick_frac=0.3):
@@ -86,7 +103,7 @@ def test_body_solve_is_the_newton_system(dim):
     nc, nb = 40, 12
     H, minv = bodies_and_contacts(nb, nc, dim, seed=dim)
     W = (H @ sp.diags(minv) @ H.T).toarray()
-    body = BodySystem(DelassusFactors(H, minv), nc, dim)
+    body = BodySystem(DelassusFactors(H.T, minv), nc, dim)
     n = nc * dim
     for shift in (0.0, 1e-3, 0.0):
         A, B = _blocks(nc, dim, rng)
@@ -103,7 +120,7 @@ def test_body_solve_singular_blocks():
     rng = np.random.default_rng(7)
     nc, nb, dim = 30, 4, 3              # 90 unknowns, 24 dofs: W singular
     H, minv = bodies_and_contacts(nb, nc, dim, seed=7)
-    body = BodySystem(DelassusFactors(H, minv), nc, dim)
+    body = BodySystem(DelassusFactors(H.T, minv), nc, dim)
     A, B = _blocks(nc, dim, rng)
     phi = rng.standard_normal(nc * dim)
     A[0] = 0.0                          # one sticking contact (A_a = 0): 3 zero rows <= 24
@@ -126,7 +143,7 @@ def test_newton_with_factors_matches_the_contacts_space(method):
     q[::3] = -np.abs(q[::3])
     mu = rng.uniform(0.2, 0.8, nc)
     plain = nsopt.solve(nsopt.FrictionContact(3, W, q, mu), method=method, tol=1e-10)
-    p = nsopt.FrictionContact(3, W, q, mu).with_delassus_factors(H, minv)
+    p = nsopt.FrictionContact(3, W, q, mu).with_delassus_factors(H.T, minv)
     fact = nsopt.solve(p, method=method, tol=1e-10)
     assert plain.status.value == fact.status.value == "solved" and fact.error <= 1e-10
     if method != "nsn-fb":
@@ -211,7 +228,7 @@ def test_body_solve_falls_back_to_pivoting():
     rng = np.random.default_rng(5)
     nc, nb, dim = 20, 6, 3
     H, minv = bodies_and_contacts(nb, nc, dim, seed=5)
-    body = BodySystem(DelassusFactors(H, minv), nc, dim)
+    body = BodySystem(DelassusFactors(H.T, minv), nc, dim)
     W = (H @ sp.diags(minv) @ H.T).toarray()
     A, B = _blocks(nc, dim, rng)
     phi = rng.standard_normal(nc * dim)

@@ -177,20 +177,20 @@ def test_explain_program_history_and_info():
         assert "KKT" in cls(prob).explain()
 
 
-def test_solver_options():
+def test_backend_options():
     p, _ = gen.lcp(6, seed=5)
     for solver in ("CLARABEL", "OSQP", "SCS"):
-        s = nsopt.solve(p, method="qp", solver=solver)
-        assert s.success and s.info["solver"] == solver
+        s = nsopt.solve(p, method="qp", backend=solver)
+        assert s.success and s.info["backend"] == solver
     with pytest.raises(OptionError, match="not installed"):
-        nsopt.solve(p, method="qp", solver="NO_SUCH_SOLVER")
+        nsopt.solve(p, method="qp", backend="NO_SUCH_SOLVER")
     fc, _ = gen.friction_contact(2, seed=1)
     with pytest.raises(OptionError, match="OSQP"):
-        nsopt.solve(fc, method="socp-fp", solver="OSQP")
+        nsopt.solve(fc, method="socp-fp", backend="OSQP")
     with pytest.raises(OptionError):
-        nsopt.solve(p, method="qp", solver_options=[1])
+        nsopt.solve(p, method="qp", backend_options=[1])
     with pytest.raises(OptionError, match="Clarabel setting"):
-        nsopt.solve(fc, method="socp-fp", solver_options={"no_such_setting": 1})
+        nsopt.solve(fc, method="socp-fp", backend_options={"no_such_setting": 1})
     # the direct path and CVXPY's own solve agree
     a = nsopt.solve(fc, method="socp-fp", direct=True)
     b = nsopt.solve(fc, method="socp-fp", direct=False)

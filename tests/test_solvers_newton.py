@@ -130,11 +130,11 @@ def test_options_rho_and_line_search():
     with pytest.raises(OptionError):
         nsopt.solve(p, method="nsn-fb", line_search="wolfe")
     with pytest.raises(OptionError):
-        nsopt.solve(p, method="nsn-fb", scale=0.0)
+        nsopt.solve(p, method="nsn-fb", fb_scale=0.0)
     with pytest.raises(OptionError):
         nsopt.solve(p, method="nsn-ac", reg=-1.0)
     for scale in ("auto", 10.0):
-        assert nsopt.solve(p, method="nsn-fb", tol=TOL, scale=scale).success
+        assert nsopt.solve(p, method="nsn-fb", tol=TOL, fb_scale=scale).success
     assert nsopt.solve(p, method="nsn-ac", tol=TOL, reg=0.0).success
     assert nsopt.solve(p, method="prox", tol=TOL, inner="fb").success
     with pytest.raises(OptionError):

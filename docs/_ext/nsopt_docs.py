@@ -1,5 +1,6 @@
 """The nsopt site's own Sphinx extension: what is generated at build time, never copied by hand.
 
+* ``{nsopt-options}``: the glossary of option names (``nsopt.registry.OPTIONS``, one meaning each).
 * ``{nsopt-methods}``: the table of methods, one row per registered (kind, method), with its summary,
   its own options and its place in the ``auto`` policy (``nsopt.registry``, ``nsopt.policy``).
 * ``derivations/``: the notes of ``formulations/*.md`` rendered as executed MyST-NB pages, every
@@ -92,6 +93,32 @@ class MethodsTable(Directive):
                              info.summary, opts])
         return [_table(["kind", "method", "auto", "what it does", "its own options"], rows,
                        [8, 10, 5, 50, 27])]
+
+
+class OptionsTable(Directive):
+    """``{nsopt-options}``: the glossary of option names (``nsopt.registry.OPTIONS``), each with the
+    methods that take it, then nsopt 0.1's names still accepted (``nsopt.registry.RENAMED``)."""
+
+    option_spec = {"renamed": directives.flag}
+
+    def run(self):
+        from nsopt import registry, solvers  # noqa: F401  (solvers fills the registry)
+
+        if "renamed" in self.options:
+            rows = []
+            for old, new in registry.RENAMED.items():
+                takers = sorted({m.name for (_, _), m in registry._REGISTRY.items()
+                                 if new in m.options and old not in m.options})
+                rows.append([nodes.literal(text=old), nodes.literal(text=new), _literal_list(takers)])
+            return [_table(["nsopt 0.1", "now", "the old name still accepted by"], rows, [20, 20, 60])]
+        rows = []
+        for name, meaning in registry.OPTIONS.items():
+            takers = sorted({m.name for (_, _), m in registry._REGISTRY.items() if name in m.options})
+            where = "every method (solve's own keyword)" if name in registry.COMMON + registry.ALIASES \
+                else (_literal_list(takers) if takers else "–")
+            rows.append([nodes.literal(text=name), meaning, where])
+        return [_table(["option", "what it means (the one meaning in every method)", "taken by"], rows,
+                       [15, 55, 30])]
 
 
 class PolicyTable(Directive):
@@ -358,7 +385,7 @@ def api_modules() -> list[tuple[str, str]]:
         # vars(), not getattr(): nsopt's lazy __getattr__ would import what it names
         top = vars(nsopt).get(name.rsplit(".", 1)[1])
         if not info.ispkg and top is not None and not inspect.ismodule(top):
-            continue                   # a module shadowed by a function of its name (nsopt.solve)
+            continue                   # a module shadowed by a function of its name
         if not (info.ispkg or hasattr(mod, "__all__")) or not public_names(name):
             continue
         doc = (mod.__doc__ or name).strip().splitlines()[0]
@@ -377,6 +404,9 @@ def generate_api(app) -> None:
         for name in public_names(modname):
             obj = getattr(mod, name)
             if inspect.ismodule(obj):
+                entry = getattr(obj, "__entry__", None)    # nsopt.solve: a module called as its function,
+                if entry is not None:                      # documented on the module's page
+                    linked.append(f"{obj.__name__}.{entry.__name__}")
                 continue
             if not (inspect.isclass(obj) or callable(obj)):   # data (a constant, a table): in place
                 data.append((name, obj))
@@ -394,7 +424,7 @@ def generate_api(app) -> None:
         shadowed = bool(parent) and not inspect.ismodule(vars(importlib.import_module(parent)).get(leaf, mod))
         lines = [f".. _api-{modname}:", "", head, "=" * len(head), "",
                  f".. automodule:: {modname}", "   :no-members:"]
-        if shadowed:      # nsopt.sensitivity: a package and, at the top, a function of the same name
+        if shadowed:      # a module and, in its parent, a function of the same name
             lines += ["   :no-index:"]
         lines += ["", f".. currentmodule:: {modname}", ""]
         if own:
@@ -411,7 +441,8 @@ def generate_api(app) -> None:
         if linked:
             lines += ["Also here (documented where first exported):", "", ".. autosummary::",
                       "   :nosignatures:", ""]
-            lines += [f"   ~{full}" for full in linked] + [""]
+            lines += [f"   ~{full.removeprefix(modname + '.')}" for full in linked] + [""]   # (relative
+            # inside this module: autosummary refuses the current module's own name)
         _write(out / f"{slug}.rst", "\n".join(lines))
     documented = set(seen.values())
     for stub in (out / "generated").glob("*.rst"):      # stubs of names no longer public
@@ -483,6 +514,7 @@ def setup(app):
     app.connect("build-finished", offline_players)
     app.connect("build-finished", viewcode_backlinks)
     app.add_directive("nsopt-policy", PolicyTable)
+    app.add_directive("nsopt-options", OptionsTable)
     # at config-inited: before Sphinx lists the source files (autosummary and MyST-NB then see them)
     app.connect("config-inited", lambda app, config: (generate_derivations(app), generate_api(app),
                                                       draw_pictures(app)))

@@ -35,7 +35,7 @@ sparse matrix stays sparse in CVXPY); the methods that solve them (status maps, 
 the Newton polish) are ``nsopt/solvers/convex.py`` and ``nsopt/solvers/socp_fp.py``.
 """
 
-from ._base import ACCURATE, DEFAULT_SOLVER, Formulation, check_symmetric_psd
+from ._base import ACCURATE, DEFAULT_BACKEND, Formulation, check_symmetric_psd
 from .avi import AVIasQP
 from .fc import FCasSOCP, FCTresca
 from .gfc import GFCPrimalSOCP
@@ -45,7 +45,7 @@ from .relay import RelayAsQP
 
 __all__ = [
     "ACCURATE",
-    "DEFAULT_SOLVER",
+    "DEFAULT_BACKEND",
     "AVIasQP",
     "BoxQP",
     "FCTresca",

@@ -17,16 +17,21 @@ Solve one with ``nsopt.solve(problem, method=f.method, formulation=f)``.
 
 from __future__ import annotations
 
+import functools
+import inspect
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg  # noqa: F401  (sp.linalg.norm)
 
 from ..exceptions import OptionError
+from ..registry import renamed
 
-DEFAULT_SOLVER = "CLARABEL"
+DEFAULT_BACKEND = "CLARABEL"
 
 # Settings chosen for accuracy at tol 1e-8 on the problem's own error measure. The user's
-# ``solver_options`` are merged over these (pass {} to keep them, or any key to override).
+# ``backend_options`` are merged over these (pass {} to keep them, or any key to override).
 ACCURATE = {
     "CLARABEL": {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12, "tol_ktratio": 1e-10,
                  "max_iter": 400},
@@ -55,20 +60,20 @@ def _installed(cp):
     return _INSTALLED
 
 
-def solver_setup(solver, solver_options, *, conic=True):
-    """Normalise the ``solver`` / ``solver_options`` options: (NAME, merged options)."""
+def backend_setup(backend, backend_options, *, conic=True):
+    """Normalise the ``backend`` / ``backend_options`` options: (NAME, merged options)."""
     import cvxpy as cp
 
-    name = DEFAULT_SOLVER if solver is None else str(solver).upper()
+    name = DEFAULT_BACKEND if backend is None else str(backend).upper()
     installed = _installed(cp)
     if name not in installed:
-        raise OptionError(f"solver {solver!r} is not installed for CVXPY; installed: {installed}")
+        raise OptionError(f"backend {backend!r} is not installed for CVXPY; installed: {installed}")
     if conic and name == "OSQP":
         raise OptionError("OSQP solves QPs only; a second-order-cone program needs CLARABEL, SCS or ECOS")
-    if solver_options is not None and not isinstance(solver_options, dict):
-        raise OptionError(f"solver_options must be a dict, got {type(solver_options).__name__}")
+    if backend_options is not None and not isinstance(backend_options, dict):
+        raise OptionError(f"backend_options must be a dict, got {type(backend_options).__name__}")
     opts = dict(ACCURATE.get(name, {}))
-    opts.update(solver_options or {})
+    opts.update(backend_options or {})
     return name, opts
 
 
@@ -193,9 +198,9 @@ class Formulation:
     ----------
     problem : Problem
         The problem the program is built for.
-    solver : str, optional
+    backend : str, optional
         The CVXPY backend (default ``"CLARABEL"``).
-    solver_options : dict, optional
+    backend_options : dict, optional
         Merged over nsopt's accurate defaults (:data:`ACCURATE`).
     conic : bool, default True
         Whether the program is conic (OSQP, a QP-only solver, is then refused).
@@ -208,9 +213,9 @@ class Formulation:
         The program's title in :meth:`explain`.
     problem : Problem
         The ``problem`` argument.
-    solver : str
+    backend : str
         The backend's upper-case name.
-    solver_options : dict
+    backend_options : dict
         The merged options.
     user_options : dict
         The options the user gave.
@@ -222,7 +227,7 @@ class Formulation:
     Raises
     ------
     OptionError
-        For a solver that is not installed, OSQP on a conic program, or ``solver_options`` not a dict.
+        For a solver that is not installed, OSQP on a conic program, or ``backend_options`` not a dict.
 
     See Also
     --------
@@ -232,10 +237,39 @@ class Formulation:
     method: str = ""          # the nsopt.solve method name that runs this formulation
     title: str = ""
 
-    def __init__(self, problem, *, solver=None, solver_options=None, conic=True):
+    def __init_subclass__(cls, **kwargs):
+        """Each formulation's constructor takes nsopt 0.1's ``solver`` / ``solver_options`` for one more
+        release, with a DeprecationWarning naming ``backend`` / ``backend_options``
+        (:func:`nsopt.registry.renamed`, the one place renamed options are translated)."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+        accepted = tuple(inspect.signature(init).parameters)
+
+        @functools.wraps(init)
+        def __init__(self, *args, **options):
+            init(self, *args, **renamed(options, accepted, type(self).__name__))
+
+        cls.__init__ = __init__
+
+    @property
+    def solver(self) -> str:
+        """nsopt 0.1's name of :attr:`backend` (DeprecationWarning)."""
+        warnings.warn("Formulation.solver is renamed Formulation.backend", DeprecationWarning, stacklevel=2)
+        return self.backend
+
+    @property
+    def solver_options(self) -> dict:
+        """nsopt 0.1's name of :attr:`backend_options` (DeprecationWarning)."""
+        warnings.warn("Formulation.solver_options is renamed Formulation.backend_options", DeprecationWarning,
+                      stacklevel=2)
+        return self.backend_options
+
+    def __init__(self, problem, *, backend=None, backend_options=None, conic=True):
         self.problem = problem
-        self.solver, self.solver_options = solver_setup(solver, solver_options, conic=conic)
-        self.user_options = dict(solver_options or {})
+        self.backend, self.backend_options = backend_setup(backend, backend_options, conic=conic)
+        self.user_options = dict(backend_options or {})
         self.build_time = 0.0     # seconds spent building the CVXPY expressions (not compiling them)
         self.program = None
 
@@ -264,8 +298,8 @@ class Formulation:
             parts.append(f"CVXPY program: {len(self.program.variables())} variable(s), "
                          f"{len(self.program.constraints)} constraint object(s), data as constants "
                          f"(compiled once; a fixed point updates the compiled data in place); "
-                         f"solver {self.solver}")
+                         f"backend {self.backend}")
         return "\n".join(parts)
 
     def __repr__(self):
-        return f"{type(self).__name__}({self.problem!r}, solver={self.solver!r})"
+        return f"{type(self).__name__}({self.problem!r}, backend={self.backend!r})"

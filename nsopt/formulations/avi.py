@@ -34,8 +34,8 @@ class AVIasQP(Formulation):
     method = "qp"
     title = "AVI(M, q, K = {z : Hz >= k}) with symmetric positive semidefinite M as a QP over K"
 
-    def __init__(self, problem, *, solver=None, solver_options=None, check=True):
-        super().__init__(problem, solver=solver, solver_options=solver_options, conic=False)
+    def __init__(self, problem, *, backend=None, backend_options=None, check=True):
+        super().__init__(problem, backend=backend, backend_options=backend_options, conic=False)
         import cvxpy as cp
 
         if check:

@@ -37,8 +37,8 @@ class _FCBase(Formulation):
 
     head_constraint = None
 
-    def __init__(self, problem, *, solver=None, solver_options=None, scale=True):
-        super().__init__(problem, solver=solver, solver_options=solver_options, conic=True)
+    def __init__(self, problem, *, backend=None, backend_options=None, scale=True):
+        super().__init__(problem, backend=backend, backend_options=backend_options, conic=True)
         self.dim, self.nc = problem.dim, problem.nc
         W = sp.csr_matrix(problem.W) if sp.issparse(problem.W) else np.asarray(problem.W)
         self.W = W
@@ -93,9 +93,9 @@ class FCasSOCP(_FCBase):
     ----------
     problem : FrictionContact
         2D or 3D.
-    solver : str, optional
+    backend : str, optional
         The CVXPY conic backend (default ``"CLARABEL"``; ``"SCS"``, ``"ECOS"`` when installed).
-    solver_options : dict, optional
+    backend_options : dict, optional
         Merged over nsopt's accurate defaults.
     scale : bool, optional
         Per-contact diagonal scaling of the variables (default True): a unit diagonal for ``DWD``.
@@ -118,9 +118,9 @@ class FCasSOCP(_FCBase):
 
     method = "socp-fp"
 
-    def __init__(self, problem, *, solver=None, solver_options=None, scale=True, prox=0.0, linear=None):
+    def __init__(self, problem, *, backend=None, backend_options=None, scale=True, prox=0.0, linear=None):
         t0 = time.perf_counter()
-        super().__init__(problem, solver=solver, solver_options=solver_options, scale=scale)
+        super().__init__(problem, backend=backend, backend_options=backend_options, scale=scale)
         self.prox = float(prox)
         self.cone = None
         self.build(self.linear if linear is None else linear)
@@ -196,7 +196,7 @@ class FCTresca(_FCBase):
     g : (nc,) array_like, optional
         Fixed thresholds: ``nsopt.solve(p, method="socp-tresca", formulation=FCTresca(p, g=...))``
         then solves this one Tresca problem; default None, the Coulomb fixed point.
-    solver, solver_options, scale
+    backend, backend_options, scale
         As :class:`FCasSOCP`.
 
     Examples
@@ -210,9 +210,9 @@ class FCTresca(_FCBase):
 
     method = "socp-tresca"
 
-    def __init__(self, problem, *, g=None, solver=None, solver_options=None, scale=True):
+    def __init__(self, problem, *, g=None, backend=None, backend_options=None, scale=True):
         t0 = time.perf_counter()
-        super().__init__(problem, solver=solver, solver_options=solver_options, scale=scale)
+        super().__init__(problem, backend=backend, backend_options=backend_options, scale=scale)
         nc = self.nc
         self.g_fixed = None if g is None else np.broadcast_to(np.asarray(g, float), (nc,)).copy()
         self.disc = None

@@ -34,7 +34,7 @@ class GFCPrimalSOCP(Formulation):
     Parameters
     ----------
     problem : GlobalFrictionContact
-    solver, solver_options, check
+    backend, backend_options, check
         As :class:`LCPasQP`.
     s : (nc,) array_like, optional
         The frozen shift (default 0).
@@ -52,8 +52,8 @@ class GFCPrimalSOCP(Formulation):
 
     linear_var = None    # the fixed point changes only the cones' heads
 
-    def __init__(self, problem, *, solver=None, solver_options=None, check=True, s=None):
-        super().__init__(problem, solver=solver, solver_options=solver_options, conic=True)
+    def __init__(self, problem, *, backend=None, backend_options=None, check=True, s=None):
+        super().__init__(problem, backend=backend, backend_options=backend_options, conic=True)
         if check:
             why = cached_sym_psd(problem)
             if why:

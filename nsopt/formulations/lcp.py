@@ -17,9 +17,9 @@ from ._base import Formulation, cached_sym_psd, quad_matrix, sym_part
 
 #: The options, errors and examples' import the convex-QP formulations' docstrings share, put where
 #: they say ``{qp_options}`` by :func:`qp_doc`.
-QP_OPTIONS_DOC = """solver : str, optional
+QP_OPTIONS_DOC = """backend : str, optional
     The CVXPY backend (default ``"CLARABEL"``; ``"OSQP"``, ``"SCS"``, ... when installed).
-solver_options : dict, optional
+backend_options : dict, optional
     Merged over nsopt's accurate defaults (:data:`ACCURATE`).
 check : bool, optional
     Check symmetry and positive semidefiniteness first (default True).
@@ -59,8 +59,8 @@ class BoxQP(Formulation):
     >>> from nsopt.formulations import BoxQP
     >>> f = BoxQP(nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-5.0, -6.0]), 0.0, 1.0)
     >>> f
-    BoxQP(LCP(n=2, dense), solver='CLARABEL')
-    >>> _ = f.program.solve(solver=f.solver, **f.solver_options)
+    BoxQP(LCP(n=2, dense), backend='CLARABEL')
+    >>> _ = f.program.solve(solver=f.backend, **f.backend_options)
     >>> lo, up = f.multipliers()
     >>> print(f.z.value.round(6) + 0.0, lo.round(6) + 0.0, up.round(6) + 0.0)
     [1. 1.] [0. 0.] [2. 3.]
@@ -69,8 +69,8 @@ class BoxQP(Formulation):
     method = "qp"
     title = "Box-constrained convex QP"
 
-    def __init__(self, problem, lb, ub, *, solver=None, solver_options=None, check=True):
-        super().__init__(problem, solver=solver, solver_options=solver_options, conic=False)
+    def __init__(self, problem, lb, ub, *, backend=None, backend_options=None, check=True):
+        super().__init__(problem, backend=backend, backend_options=backend_options, conic=False)
         import cvxpy as cp
 
         if check:
@@ -159,8 +159,8 @@ class LCPasQP(BoxQP):
 
     title = "LCP(M, q) with symmetric positive semidefinite M as a convex QP"
 
-    def __init__(self, problem, *, solver=None, solver_options=None, check=True):
-        super().__init__(problem, 0.0, np.inf, solver=solver, solver_options=solver_options, check=check)
+    def __init__(self, problem, *, backend=None, backend_options=None, check=True):
+        super().__init__(problem, 0.0, np.inf, backend=backend, backend_options=backend_options, check=check)
 
     def statement(self):
         return self._statement(

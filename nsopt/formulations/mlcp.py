@@ -28,9 +28,9 @@ class MLCPasQP(BoxQP):
 
     title = "MLCP with symmetric positive semidefinite M as a convex QP with free variables"
 
-    def __init__(self, problem, *, solver=None, solver_options=None, check=True):
+    def __init__(self, problem, *, backend=None, backend_options=None, check=True):
         lb = np.where(problem.is_eq, -np.inf, 0.0)
-        super().__init__(problem, lb, np.inf, solver=solver, solver_options=solver_options, check=check)
+        super().__init__(problem, lb, np.inf, backend=backend, backend_options=backend_options, check=check)
 
     def statement(self):
         p = self.problem

@@ -25,8 +25,8 @@ class RelayAsQP(BoxQP):
 
     title = "Relay(M, q, lb, ub) with symmetric positive semidefinite M as a box-constrained QP"
 
-    def __init__(self, problem, *, solver=None, solver_options=None, check=True):
-        super().__init__(problem, problem.lb, problem.ub, solver=solver, solver_options=solver_options,
+    def __init__(self, problem, *, backend=None, backend_options=None, check=True):
+        super().__init__(problem, problem.lb, problem.ub, backend=backend, backend_options=backend_options,
                          check=check)
 
     def statement(self):

@@ -90,21 +90,32 @@ def block_delassus_for(m: int, n: int):
 
 
 class DelassusFactors:
-    r"""W given by its factors, :math:`W = H\,\mathrm{diag}(m^{-1})\,H^\top`: the rows H (n x nv, CSR)
-    and the diagonal ``minv`` of :math:`M^{-1}` (nv,) from which an assembler built W (the
-    one-step matrix of a Moreau–Jean step on bodies of diagonal mass). A friction-contact problem
-    that knows them (:meth:`~nsopt.problems.FrictionContact.with_delassus_factors`) lets ``nsn-ac``,
-    ``nsn-fb`` and ``prox`` solve their Newton systems in the space of the nv dofs instead of the
-    n contact unknowns; the problem, its error measure and the directions are unchanged.
+    r"""W given by its factors, :math:`W = H^\top\mathrm{diag}(m^{-1})\,H`, with H oriented as in
+    :class:`~nsopt.GlobalFrictionContact` (:math:`Mv = Hr + q`, :math:`u = H^\top v + b`): H is
+    nv x n, one column per contact unknown, and ``minv`` the diagonal of :math:`M^{-1}` (nv,) from
+    which an assembler built W (the one-step matrix of a Moreau–Jean step on bodies of diagonal
+    mass). A friction-contact problem that knows them
+    (:meth:`~nsopt.problems.FrictionContact.with_delassus_factors`) lets ``nsn-ac``, ``nsn-fb`` and
+    ``prox`` solve their Newton systems in the space of the nv dofs instead of the n contact
+    unknowns; the problem, its error measure and the directions are unchanged.
 
     Parameters
     ----------
-    H : (n, nv) array_like or sparse
-        The rows.
+    H : (nv, n) array_like or sparse
+        The factor (GlobalFrictionContact's H).
     minv : (nv,) array_like
         The diagonal of :math:`M^{-1}`, finite and > 0.
     n : int, optional
-        The number of rows H must have (a problem's size).
+        The number of columns H must have (a problem's size).
+
+    Attributes
+    ----------
+    H : (nv, n) sparse matrix
+        The factor (a CSC view of ``rows``' transpose).
+    rows : (n, nv) CSR matrix
+        :math:`H^\top`, the contact rows (the Jacobian of the contacts' velocities), which the
+        Newton systems read.
+    minv : (nv,) ndarray
 
     Raises
     ------
@@ -116,53 +127,66 @@ class DelassusFactors:
     --------
     >>> import numpy as np, nsopt
     >>> from nsopt.problems import DelassusFactors
-    >>> f = DelassusFactors([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]], [0.5, 0.5])
+    >>> f = DelassusFactors([[1.0, 0.0, 1.0], [0.0, 2.0, 1.0]], [0.5, 0.5])
     >>> f.W().toarray()
     array([[0.5, 0. , 0.5],
            [0. , 2. , 1. ],
            [0.5, 1. , 1. ]])
     """
 
-    __slots__ = ("H", "minv")
+    __slots__ = ("minv", "rows")
 
     def __init__(self, H, minv, n: int | None = None):
         from ..exceptions import ProblemError
 
         owner = "DelassusFactors"
         try:
-            H = sp.csr_matrix(H, dtype=float)
+            H = sp.csc_matrix(H, dtype=float)
         except (TypeError, ValueError) as e:
             raise ProblemError("H", f"is not a matrix of numbers ({e})", owner) from None
-        if H.ndim != 2 or (n is not None and H.shape[0] != n):
-            raise ProblemError("H", f"has shape {H.shape}, expected ({n}, nv)", owner)
+        if H.ndim != 2 or (n is not None and H.shape[1] != n):
+            raise ProblemError("H", f"has shape {H.shape}, expected (nv, {n}): GlobalFrictionContact's "
+                               "orientation, one column per contact unknown", owner)
         if not np.all(np.isfinite(H.data)):
             raise ProblemError("H", "has non-finite entries (nan or inf)", owner)
-        H.sum_duplicates()
+        rows = sp.csr_matrix(H.T)
+        rows.sum_duplicates()
         m = np.asarray(minv, dtype=float)
-        if m.shape != (H.shape[1],):
-            raise ProblemError("minv", f"has shape {m.shape}, expected ({H.shape[1]},): one per column of H", owner)
+        if m.shape != (H.shape[0],):
+            raise ProblemError("minv", f"has shape {m.shape}, expected ({H.shape[0]},): one per row of H", owner)
         if not (np.all(np.isfinite(m)) and np.all(m > 0)):
             raise ProblemError("minv", "must be finite and > 0 (the diagonal of M^-1)", owner)
-        self.H, self.minv = H, m
+        self.rows, self.minv = rows, m
 
     @classmethod
-    def trusted(cls, H, minv):
-        """From a canonical CSR ``H`` and a positive ``minv`` an assembler made itself, unchecked."""
+    def trusted(cls, rows, minv):
+        r"""From the contact rows :math:`H^\top` (n x nv, canonical CSR) and a positive ``minv`` that an
+        assembler made itself, unchecked."""
         self = object.__new__(cls)
-        self.H, self.minv = H, minv
+        self.rows, self.minv = rows, minv
         return self
 
+    @property
+    def H(self):
+        r"""The factor H (nv x n), GlobalFrictionContact's orientation: ``rows.T`` (no copy)."""
+        return self.rows.T
+
+    @property
+    def nv(self) -> int:
+        """The number of dofs (rows of H)."""
+        return self.rows.shape[1]
+
     def W(self):
-        """:math:`H\\,\\mathrm{diag}(m^{-1})\\,H^\\top` (CSR), by :func:`delassus`."""
-        return delassus(self.H, 1.0 / self.minv)
+        r""":math:`H^\top\mathrm{diag}(m^{-1})\,H` (CSR), by :func:`delassus` on the rows."""
+        return delassus(self.rows, 1.0 / self.minv)
 
     def check(self, W, rtol: float = 1e-10):
-        """Raise ProblemError unless W equals the factors' product, tested on one random vector:
-        :math:`\\|Wx - H(m^{-1}\\odot H^\\top x)\\| \\le` rtol x (:math:`\\|Wx\\|` + its norm)."""
+        r"""Raise ProblemError unless W equals the factors' product, tested on one random vector:
+        :math:`\|Wx - H^\top(m^{-1}\odot Hx)\| \le` rtol x (:math:`\|Wx\|` + its norm)."""
         from ..exceptions import ProblemError
 
         x = np.random.default_rng(0).standard_normal(W.shape[1])
         a = np.asarray(W @ x).ravel()
-        b = self.H @ (self.minv * (self.H.T @ x))
+        b = self.rows @ (self.minv * (self.rows.T @ x))
         if not np.linalg.norm(a - b) <= rtol * (np.linalg.norm(a) + np.linalg.norm(b)) + 1e-300:
-            raise ProblemError("H", "the factors' product H diag(minv) H^T is not the problem's W", "DelassusFactors")
+            raise ProblemError("H", "the factors' product H^T diag(minv) H is not the problem's W", "DelassusFactors")

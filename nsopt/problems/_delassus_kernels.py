@@ -16,10 +16,11 @@ def block_row_ptr(indptr, counts, m, per):  # pragma: no cover  (compiled)
 
 
 @njit(inline="always")
-def block_delassus(m, n, G, dinv, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover  (compiled)
+def block_delassus(m, n, G, dinv, slot_p, slot_q, run, mirror, inter_a, inter_b, act):  # pragma: no cover  (compiled)
     r"""W of the active interactions in block form (the modeling layer's block plan, ``nsopt.modeling._stepper``):
-    :math:`W_{ab} = \sum_s G_{a,s}D_s^{-1}G_{b,s}^\top`. The (slot p, slot q) pairs ``tp, tq`` of the
-    interactions ``ta, tb`` are sorted by (a, b) and cut into runs of one (a, b) (``run``: the starts);
+    :math:`W_{ab} = \sum_s G_{a,s}D_s^{-1}G_{b,s}^\top`. The pairs of slots ``(slot_p[w], slot_q[w])``
+    (a slot: one (interaction, system) block) of the interactions ``(inter_a[w], inter_b[w])`` are sorted
+    by (a, b) and cut into runs of one (a, b) (``run``: the starts);
     ``mirror[r]`` is the run of (b, a). ``G[p]`` is the block of slot p (m x n), ``dinv[p]`` (n,) the
     inverse diagonal :math:`D_s^{-1}` of its system. Blocks with a <= b are summed, the others are copied
     transposed from their mirror (W is symmetric; the mirror comes first in the (a, b) order).
@@ -36,7 +37,7 @@ def block_delassus(m, n, G, dinv, tp, tq, run, mirror, ta, tb, act):  # pragma: 
     nruns = run.shape[0] - 1
     nblk = np.zeros(nb, dtype=np.int64)
     for r in range(nruns):
-        a, b = ta[run[r]], tb[run[r]]
+        a, b = inter_a[run[r]], inter_b[run[r]]
         if act[a] and act[b]:
             nblk[new[a]] += 1
     indptr = np.zeros(nb * m + 1, dtype=np.int32)
@@ -46,7 +47,7 @@ def block_delassus(m, n, G, dinv, tp, tq, run, mirror, ta, tb, act):  # pragma: 
     pos = np.zeros(nb, dtype=np.int64)
     start = np.zeros(nruns, dtype=np.int64)      # run r's block: data[start[r] + i * row length + k]
     for r in range(nruns):
-        a, b = ta[run[r]], tb[run[r]]
+        a, b = inter_a[run[r]], inter_b[run[r]]
         if not (act[a] and act[b]):
             continue
         A, B = new[a], new[b]
@@ -58,7 +59,7 @@ def block_delassus(m, n, G, dinv, tp, tq, run, mirror, ta, tb, act):  # pragma: 
                 for k in range(m):
                     s = 0.0
                     for w in range(run[r], run[r + 1]):
-                        p, q = tp[w], tq[w]
+                        p, q = slot_p[w], slot_q[w]
                         for j in range(n):
                             s += G[p, i, j] * (G[q, k, j] * dinv[q, j])
                     data[base + i * rowlen + k] = s
@@ -78,6 +79,6 @@ def block_delassus_mn(m: int, n: int):
     """:func:`block_delassus` compiled for blocks of m x n (m, n closure constants: the loops over a
     block unrolled), cached on disk per (m, n)."""
     @njit(cache=True)
-    def f(G, dinv, tp, tq, run, mirror, ta, tb, act):  # pragma: no cover  (compiled)
-        return block_delassus(m, n, G, dinv, tp, tq, run, mirror, ta, tb, act)
+    def f(G, dinv, slot_p, slot_q, run, mirror, inter_a, inter_b, act):  # pragma: no cover  (compiled)
+        return block_delassus(m, n, G, dinv, slot_p, slot_q, run, mirror, inter_a, inter_b, act)
     return f

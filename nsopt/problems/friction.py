@@ -140,19 +140,20 @@ class FrictionContact(Problem):
         return self.cached("diag_blocks", lambda: diag_blocks(self.W, self.nc, self.dim), on=("W",))
 
     def with_delassus_factors(self, H, minv=None, *, check: bool = True) -> "FrictionContact":
-        r"""Record that :math:`W = H\,\mathrm{diag}(m^{-1})\,H^\top` (:class:`DelassusFactors`) as data
+        r"""Record that :math:`W = H^\top\mathrm{diag}(m^{-1})\,H` (:class:`DelassusFactors`: H is nv x n,
+        GlobalFrictionContact's orientation) as data
         derived from W: kept with W's cache (shared by :meth:`replace` while W is kept; not pickled
         or written to files, as the rest of the cache). The sparse Newton methods (``nsn-ac``,
-        ``nsn-fb``, ``prox``) then solve their linear systems in the space of H's columns when it is
-        the smaller (docs: the rigid-bodies guide, "Large scenes"). ``H`` may also be a
+        ``nsn-fb``, ``prox``) then solve their linear systems in the space of the dofs (H's nv rows)
+        when they are fewer than the contact unknowns (docs: the rigid-bodies guide, "Large scenes"). ``H`` may also be a
         :class:`DelassusFactors` (``minv`` then None). ``check``: test the product on one random
         vector (:meth:`DelassusFactors.check`). Returns the problem itself.
 
         >>> import numpy as np, nsopt
-        >>> H, minv = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([1.0, 2.0])
-        >>> p = nsopt.FrictionContact(3, H @ np.diag(minv) @ H.T, [-1.0, 0.0, 0.0], 0.5)
+        >>> H, minv = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]), np.array([1.0, 2.0])
+        >>> p = nsopt.FrictionContact(3, H.T @ np.diag(minv) @ H, [-1.0, 0.0, 0.0], 0.5)
         >>> p.with_delassus_factors(H, minv).delassus_factors.H.shape
-        (3, 2)
+        (2, 3)
         """
         f = H if isinstance(H, DelassusFactors) and minv is None else DelassusFactors(H, minv, self.size)
         if check:

@@ -9,3 +9,9 @@ from .core import Sensitivity, sensitivity
 from .diagnose import Diagnosis, diagnose
 
 __all__ = ["Diagnosis", "Sensitivity", "diagnose", "sensitivity"]
+
+# nsopt.sensitivity is this package, called as its function (nsopt.sensitivity(problem, solution)):
+# its modules stay reachable (import nsopt.sensitivity.core as core)
+from .._callable import make_callable  # noqa: E402
+
+make_callable(__name__, sensitivity)

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import OptionError
+from ..exceptions import OptionError, SolverError
 from ..linalg import solve_or_lstsq
 from ..problems._base import matvec
 from ..result import Status
@@ -48,6 +48,24 @@ _OSQP_PRIMAL_INF, _SCS_PRIMAL_INF = {3, 4}, {-2, -7}
 _TOL_OPTS = {"tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio", "eps_abs", "eps_rel", "abstol",
              "reltol", "feastol"}
 _TIME_KEY = {"CLARABEL": "time_limit", "OSQP": "time_limit", "SCS": "time_limit_secs"}
+
+
+def clarabel_cones(dims) -> list:
+    """Clarabel's cones (its public ``ZeroConeT``, ``NonnegativeConeT``, ``SecondOrderConeT``) of the rows
+    of a program's data for Clarabel, from the documented fields of the ``dims`` that
+    ``cvxpy.Problem.get_problem_data("CLARABEL")`` returns (``zero``, ``nonneg``, ``soc``: the rows come in
+    that order). nsopt's programs have no other cone; one would be refused here rather than mis-read."""
+    import clarabel
+
+    other = [k for k in ("exp", "psd", "p3d", "pnd") if getattr(dims, k, 0)]
+    if other:
+        raise SolverError(f"the direct Clarabel path handles zero, nonnegative and second-order cones; this "
+                          f"program has {other} cones")
+    cones = [clarabel.ZeroConeT(int(dims.zero))] if dims.zero else []
+    if dims.nonneg:
+        cones.append(clarabel.NonnegativeConeT(int(dims.nonneg)))
+    cones += [clarabel.SecondOrderConeT(int(k)) for k in dims.soc]
+    return cones
 
 
 def backend_status(solver: str, raw) -> tuple[Status, str, str | None]:
@@ -113,13 +131,13 @@ class Compiled:
     def __init__(self, form, *, var=None, direct=False, reuse_solver=True, opts=None):
         import cvxpy as cp
 
-        self.form, self.solver = form, form.solver
+        self.form, self.backend = form, form.backend
         self.var = var if var is not None else getattr(form, "linear_var", None)
-        self.direct = bool(direct) and self.solver == "CLARABEL"
+        self.direct = bool(direct) and self.backend == "CLARABEL"
         self.reuse_solver = bool(reuse_solver)
         self.timings = {"build": form.build_time, "compile": 0.0, "cvxpy": 0.0, "solver": 0.0, "solves": 0}
         t0 = time.perf_counter()
-        self.data, self.chain, self.inv = form.program.get_problem_data(self.solver, solver_opts=opts or {})
+        self.data, self.chain, self.inv = form.program.get_problem_data(self.backend, solver_opts=opts or {})
         self.timings["compile"] = time.perf_counter() - t0
         self._clar = None
         self.rebuild = False
@@ -167,8 +185,8 @@ class Compiled:
         """Solve with a new linear term and/or new heads (None: as compiled). Never raises on a
         backend failure: the status says it (NUMERICAL_ERROR), after one retry with relaxed
         tolerances (an interior-point solver may give up at 1e-12: "insufficient progress")."""
-        opts = dict(self.form.solver_options if opts is None else opts)
-        key = _TIME_KEY.get(self.solver)
+        opts = dict(self.form.backend_options if opts is None else opts)
+        key = _TIME_KEY.get(self.backend)
         if time_limit is not None and key and key not in self.form.user_options:
             opts[key] = max(float(time_limit), 1e-3)
         res = self._solve_once(linear, head, opts)
@@ -207,7 +225,6 @@ class Compiled:
 
     def _solve_clarabel(self, linear, head, opts):
         import clarabel
-        from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import dims_to_solver_cones
 
         t0 = time.perf_counter()
         q, b = self._vectors(linear, head)
@@ -215,7 +232,7 @@ class Compiled:
         settings.verbose = False
         for k, v in opts.items():
             if not hasattr(settings, k):
-                raise OptionError(f"unknown Clarabel setting {k!r} in solver_options")
+                raise OptionError(f"unknown Clarabel setting {k!r} in backend_options")
             setattr(settings, k, v)
         if self.reuse_solver and self._clar is not None and self._clar.is_data_update_allowed():
             self._clar.update(q=q, b=b, settings=settings)
@@ -223,7 +240,7 @@ class Compiled:
             if not hasattr(self, "_Pd"):
                 self._Pd = sp.triu(sp.csc_matrix(self.data["P"])).tocsc()
                 self._Ad = sp.csc_matrix(self.data["A"])
-                self._cones = dims_to_solver_cones(self.data["dims"])
+                self._cones = clarabel_cones(self.data["dims"])
             self._clar = clarabel.DefaultSolver(self._Pd, q, self._Ad, b, self._cones, settings)
         sol = self._clar.solve()
         wall = time.perf_counter() - t0
@@ -264,8 +281,8 @@ class Compiled:
             return ConicResult(status=S.NUMERICAL_ERROR, label=f"solver error: {e}", iterations=0,
                                solver_time=float("nan"), wall=time.perf_counter() - t0, path="cvxpy")
         except TypeError as e:      # a backend refusing an unknown setting
-            raise OptionError(f"{self.solver} rejected solver_options {sorted(opts)}: {e}") from e
-        status, label, cert = backend_status(self.solver, raw)
+            raise OptionError(f"{self.backend} rejected backend_options {sorted(opts)}: {e}") from e
+        status, label, cert = backend_status(self.backend, raw)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -281,7 +298,7 @@ class Compiled:
         prog = self.form.program
         st = prog.solver_stats
         inside = float(st.solve_time) if st is not None and st.solve_time is not None else float("nan")
-        if self.solver == "SCS" and st is not None and isinstance(st.extra_stats, dict):
+        if self.backend == "SCS" and st is not None and isinstance(st.extra_stats, dict):
             x = st.extra_stats.get("info", st.extra_stats)
             if isinstance(x, dict) and "solve_time" in x:      # SCS reports setup + solve in ms
                 inside = (x.get("setup_time", 0.0) + x["solve_time"]) / 1e3
@@ -309,7 +326,7 @@ class Compiled:
         else:
             form.build(form.head if head is None else head)
         self.var = form.linear_var if form.linear_var is not None else getattr(form, "v", None)
-        self.data, self.chain, self.inv = form.program.get_problem_data(self.solver, solver_opts=opts)
+        self.data, self.chain, self.inv = form.program.get_problem_data(self.backend, solver_opts=opts)
         res = self._solve_chain(None, None, opts)
         res.wall = time.perf_counter() - t0
         res.path = "rebuilt"
@@ -325,7 +342,7 @@ def info_of(form, comp, t_total) -> dict:
     """``Solution.info`` of a convex method: the formulation object, timings, solver share."""
     t = dict(comp.timings)
     t["total"] = t_total
-    return {"formulation": form, "timings": t, "solver": form.solver, "solver_share": comp.time_share()}
+    return {"formulation": form, "timings": t, "backend": form.backend, "solver_share": comp.time_share()}
 
 
 def reuse(formulation, cls, problem):

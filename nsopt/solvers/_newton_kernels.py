@@ -608,7 +608,7 @@ def dense_views(P, n, nc):
 
 @njit(cache=True)
 def dense_setup(W, dim, mu, rho_auto, rho_n, rho_t, scale_auto, scale, P, Q):
-    """What :class:`nsopt.solvers.newton._Local` computes for a large system, in one call for a small
+    """What :class:`nsopt.solvers.newton._LocalFrictionSystem` computes for a large system, in one call for a small
     dense W, into the packed ``P``, ``Q`` (:func:`dense_layout`): rho (:func:`rho_of_blocks` on W's
     diagonal blocks), the Fischer–Burmeister scale (``scale_auto``: the mean of rho_pgs, else
     ``scale``) per contact and per row, and W's nonzeros by rows (CSR, columns ascending). Returns

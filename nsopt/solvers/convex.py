@@ -24,8 +24,8 @@ Each backend's own status goes through its ``STATUS_MAP`` (as cvxpy's interfaces
 
 Options (``qp``)
 ----------------
-solver : "CLARABEL" (default), "OSQP", "SCS" (any QP-capable CVXPY backend).
-solver_options : dict merged over nsopt's accurate defaults (``nsopt.formulations.ACCURATE``).
+backend : "CLARABEL" (default), "OSQP", "SCS" (any QP-capable CVXPY backend).
+backend_options : dict merged over nsopt's accurate defaults (``nsopt.formulations.ACCURATE``).
 polish : active-set polish after the interior-point solve (default True).
 formulation : an already built ``LCPasQP`` / ``RelayAsQP`` / ``MLCPasQP`` / ``AVIasQP`` of this problem.
 
@@ -34,7 +34,7 @@ more iteration is a second, regularised solve when the first misses ``tol`` (a d
 rank-deficient M). The CVXPY compile is ``Solution.build_time``; ``time_limit`` is passed to the
 backend (Clarabel's ``time_limit``, OSQP's ``time_limit``, SCS' ``time_limit_secs``).
 ``Solution.info`` carries ``formulation``, ``timings`` (build / cvxpy / solver seconds, solves),
-``solver``, ``solver_share``, ``backend_status``.
+``backend``, ``solver_share``, ``backend_status``.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _qp_solve(problem, mon, form, comp, polish, t0, opts=None):
     res = comp.solve(opts=opts, time_limit=mon.time_left())
     info = info_of(form, comp, time.perf_counter() - t0)
     info["backend_status"] = res.label
-    msg = f"{form.solver} status {res.label}"
+    msg = f"{form.backend} status {res.label}"
     if res.certificate is not None:
         what = ("the feasible set is empty" if res.certificate == "primal infeasible" else
                 "the QP is unbounded below, so the problem (symmetric PSD M) has no solution")
@@ -82,7 +82,7 @@ def _qp_solve(problem, mon, form, comp, polish, t0, opts=None):
         if mon.best_x is None:
             mon.start({"z": z0}, p.error(z0))
         st = res.status if res.status not in (S.SOLVED, S.INACCURATE) else S.NUMERICAL_ERROR
-        return None, mon.outcome(status=st, info=info, message=f"{form.solver} returned no solution ({res.label})")
+        return None, mon.outcome(status=st, info=info, message=f"{form.backend} returned no solution ({res.label})")
     z, e, msg = _polished(p, form, res.x, polish, msg)
     if mon.best_x is None:
         mon.start({"z": z}, e)
@@ -114,7 +114,7 @@ def _polished(p, form, z, polish, msg):
 @register(("lcp", "mlcp", "relay", "avi"), "qp",
           "convex QP (symmetric PSD M) by CVXPY + Clarabel/OSQP/SCS, then an active-set polish",
           applies=_psd_applies)
-def qp(problem, mon, *, solver=None, solver_options=None, polish=True, formulation=None):
+def qp(problem, mon, *, backend=None, backend_options=None, polish=True, formulation=None):
     """The convex QP of a symmetric PSD problem (module docstring: options, statuses). The QP itself
     has no starting point: ``history[0]`` is the error of the start (the warm start, else zeros),
     which ends the solve when it already solves; the QP's polished solution is iteration 1.
@@ -131,9 +131,9 @@ def qp(problem, mon, *, solver=None, solver_options=None, polish=True, formulati
     if math.isfinite(e0) and mon.start({"z": z0}, e0):   # (an AVI over an empty K has e0 = inf:
         return mon.outcome(message="the starting point solves the problem")   # the QP certifies it)
     cls = _QP[problem.kind]
-    form = reuse(formulation, cls, problem) or cls(problem, solver=solver, solver_options=solver_options,
+    form = reuse(formulation, cls, problem) or cls(problem, backend=backend, backend_options=backend_options,
                                                    check=False)
-    comp = Compiled(form, var=form.z, opts=form.solver_options)
+    comp = Compiled(form, var=form.z, opts=form.backend_options)
     mon.built()
     mon.budget(5)
     z, out = _qp_solve(problem, mon, form, comp, polish, t0)
@@ -141,8 +141,8 @@ def qp(problem, mon, *, solver=None, solver_options=None, polish=True, formulati
         return out
     # a degenerate, rank-deficient M: Clarabel may stop "almost solved"; a second solve with a
     # stronger static regularisation (Clarabel) or the backend's default tolerances
-    retry = dict(form.solver_options)
-    if form.solver == "CLARABEL":
+    retry = dict(form.backend_options)
+    if form.backend == "CLARABEL":
         retry["static_regularization_constant"] = 1e-7
     else:
         for k in _TOL_OPTS:

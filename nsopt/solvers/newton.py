@@ -145,7 +145,7 @@ def _check_scale(scale):
     if scale == "auto":
         return scale
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not np.isfinite(scale) or scale <= 0:
-        raise OptionError(f"scale must be a positive number or 'auto', got {scale!r}")
+        raise OptionError(f"fb_scale must be a positive number or 'auto', got {scale!r}")
     return float(scale)
 
 
@@ -158,7 +158,7 @@ _SMALL_LAZY = frozenset(("rhoN", "rhoT", "rho_pgs", "gamma_c", "gamma", "csr", "
                          "search_work"))
 
 
-class _Local:
+class _LocalFrictionSystem:
     """One local friction-contact system u = W r + q + sigma (r - rc) and its Newton machinery.
 
     Built once per (W, mu, formulation, rho, scale) and kept in the problem's cache or the caller's
@@ -199,7 +199,7 @@ class _Local:
             Wcsr = pat.W
             self.csr = (pat.Wdata, pat.Windices, pat.Windptr)     # (the pattern's: read only)
             f = problem.delassus_factors
-            if f is not None and f.H.shape[1] < n:      # the Newton systems in the dofs' space (smaller)
+            if f is not None and f.nv < n:      # the Newton systems in the dofs' space (smaller)
                 self.body = problem.cached("newton_body", lambda: BodySystem(f, nc, dim), on=("W",))
         self._Wcsr = Wcsr
         self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
@@ -395,7 +395,7 @@ def _newton_dense(sys, r, mon, line_search, memory, stall, switch, reg, reg_step
 
 
 class _LocalNewton:
-    """A :class:`_Local` system as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = r, with
+    """A :class:`_LocalFrictionSystem` as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = r, with
     u = W r + q (+ the proximal term) kept from the last :meth:`error`."""
 
     polish = None
@@ -441,7 +441,7 @@ class _LocalNewton:
 
 def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0,
                   reg_step=REG_STEP, started=False):
-    """Globalised semismooth Newton on a _Local system under the monitor ``mon``: the one Newton loop
+    """Globalised semismooth Newton on a _LocalFrictionSystem under the monitor ``mon``: the one Newton loop
     (:func:`~nsopt.solvers.newton_loop.newton_loop`; its :meth:`~Monitor.start` unless ``started``).
     Returns (last r, stalled, info); the best iterate is the monitor's. ``stalled``: the best error
     has not halved over the last ``stall`` iterations, or (``stall`` given) over the last CREEP_N
@@ -463,11 +463,11 @@ _KEYED = frozenset((str, float, int))
 
 
 def _local_system(problem, mon, formulation, rho, scale=1.0, dense_max=DENSE_MAX):
-    """The _Local system of ``problem`` (built once per W and mu and these options, and kept: see
+    """The _LocalFrictionSystem of ``problem`` (built once per W and mu and these options, and kept: see
     :meth:`Monitor.state`), reset to its q; a new one's build time is the solve's build_time."""
     # rho "auto" (the default) or a number as it is; anything else (a pair, a list) by its text
     key = ("newton_local", formulation, rho if type(rho) in _KEYED else repr(rho), scale, dense_max)
-    return mon.state(problem, key, _Local, ("W", "mu"), (formulation, rho, scale, dense_max)).reset(problem)
+    return mon.state(problem, key, _LocalFrictionSystem, ("W", "mu"), (formulation, rho, scale, dense_max)).reset(problem)
 
 
 def _local_checked(*, line_search, reg_step, dense_max, **options):
@@ -478,8 +478,8 @@ def _local_checked(*, line_search, reg_step, dense_max, **options):
         raise OptionError(f"reg_step must be a number in [0, 1], got {reg_step!r}")
     options.update(line_search=line_search, reg_step=float(reg_step), dense_max=_check_dense_max(dense_max),
                    reg=_check_reg(options["reg"]))
-    if "scale" in options:
-        options["scale"] = _check_scale(options["scale"])
+    if "fb_scale" in options:
+        options["fb_scale"] = _check_scale(options["fb_scale"])
     return options
 
 
@@ -516,7 +516,7 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         if stalled and not mon.stopped:
             # hybrid: the plain Newton stalled -> proximal regularisation from the best iterate
             k1 = mon.k
-            pinfo = _prox_loop(psys, mon.best_x["r"].copy(), mon, sigma=None, inner_iter=30,
+            pinfo = _prox_loop(psys, mon.best_x["r"].copy(), mon, sigma=None, local_max_iter=30,
                                line_search=line_search, guarded=True)
             info.update(prox_outer=mon.k - k1, prox_newton=pinfo["newton_iterations"])
             msg += f", proximal continuation: error {mon.best_err:.3g}"
@@ -537,7 +537,7 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
 # ============================================================================ global problems
 
 
-class _Global:
+class _GlobalFrictionSystem:
     """Newton on the global system (v, r): F = (M v - H r - q, phi(r, H^T v + b))."""
 
     def __init__(self, problem, formulation, rho):
@@ -590,7 +590,7 @@ class _Global:
 
 
 class _GlobalNewton:
-    r"""A :class:`_Global` system as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = (r, v),
+    r"""A :class:`_GlobalFrictionSystem` as :func:`~nsopt.solvers.newton_loop.newton_loop` reads it: x = (r, v),
     merit :math:`\tfrac12\|\phi\|^2 + \tfrac12\|Mv - Hr - q\|^2`; a failed line search takes a
     projected step on the condensed problem, then v from r."""
 
@@ -646,7 +646,7 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
     _check_line_search(line_search)
     mon.budget(DEFAULT_MAX_ITER)
     key = f"newton_global:{formulation}:{rho!r}"
-    g = mon.state(problem, key, _Global, ("M", "H", "mu"), (formulation, rho)).reset(problem)
+    g = mon.state(problem, key, _GlobalFrictionSystem, ("M", "H", "mu"), (formulation, rho)).reset(problem)
     mon.built()
     r = mon.start_vector("r", problem.size)
     v = mon.start_vector("v", problem.ndof) if (mon.x0 or {}).get("v") is not None else problem.v(r)
@@ -708,14 +708,15 @@ def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybr
 
 @register(("fc2d", "fc3d"), "nsn-fb", "semismooth Newton on the Fischer-Burmeister SOC function (De Saxce)",
           check=_local_checked)
-def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybrid=True, reg_step=REG_STEP,
+def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, fb_scale=1.0, hybrid=True, reg_step=REG_STEP,
            dense_max=DENSE_MAX):
     """Fischer–Burmeister semismooth Newton (SOC Jordan algebra, De Saxcé's modified velocity).
 
     Options as ``nsn-ac`` (no rho; ``reg`` defaults to 0; ``hybrid``: after 100 iterations without
-    halving the error, or 5 steps in a row cut below 2^-10), and ``scale``: the FB function is taken
-    on (r, scale x u) (same zeros): a positive number (default 1) or "auto" (1 / the mean of
+    halving the error, or 5 steps in a row cut below 2^-10), and ``fb_scale``: the FB function is taken
+    on (r, fb_scale x u) (same zeros): a positive number (default 1) or "auto" (1 / the mean of
     lambda_max(W_aa)), which helps when W is far from unit scale (e.g. LMGC_100_PR_PerioBox, W ~ 1e-5).
+    (nsopt 0.1 called it ``scale``, accepted until the next release with a DeprecationWarning.)
 
     {solve_contract}
     >>> p = nsopt.FrictionContact(3, [[1.0, 0.1, 0.0], [0.1, 1.2, 0.0], [0.0, 0.0, 1.2]], [-1.0, -2.0, 0.5], [0.3])
@@ -723,7 +724,7 @@ def nsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0, scale=1.0, hybri
     >>> print(s.status.value, s.r.round(6))
     solved [ 0.971803  0.281969 -0.074092]
     """
-    return _local_solve(problem, mon, "fb", 1.0, line_search, hybrid, reg, scale, dense_max, reg_step)
+    return _local_solve(problem, mon, "fb", 1.0, line_search, hybrid, reg, fb_scale, dense_max, reg_step)
 
 
 @register(("gfc2d", "gfc3d"), "nsn-ac", "Alart-Curnier semismooth Newton on the global sparse system (v, r)")
@@ -754,8 +755,8 @@ def gnsn_fb(problem, mon, *, line_search="nonmonotone", reg=0.0):
     return _global_solve(problem, mon, "fb", rho=1.0, line_search=line_search, reg=_check_reg(reg))
 
 
-def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=10.0, fast=8, guarded=False):
-    """Proximal point iterations on a _Local system, one contract iteration each (the caller has
+def _prox_loop(sys, r, mon, *, sigma, local_max_iter, line_search, shrink=3.0, grow=10.0, fast=8, guarded=False):
+    """Proximal point iterations on a _LocalFrictionSystem, one contract iteration each (the caller has
     started ``mon``). ``sigma`` is divided by ``shrink`` after an inner solve of at most ``fast``
     Newton steps and multiplied by ``grow`` after one that neither converged nor decreased the
     error. ``guarded`` (the continuation of the AC Newton): an inner Newton gives up when it stalls
@@ -775,7 +776,7 @@ def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=
         while not mon.stopped:
             sys.sigma, sys.rc = sig, r.copy()
             itol = max(min(0.1 * err, 1e-2), 0.1 * mon.tol)
-            inner = Monitor(tol=itol, max_iter=inner_iter, time_limit=mon.time_left())
+            inner = Monitor(tol=itol, max_iter=local_max_iter, time_limit=mon.time_left())
             rn, _, _ = _newton_local(sys, r.copy(), inner, line_search=line_search, err_fn=sys.error,
                                      stall=PROX_INNER_STALL if guarded else None)
             if inner.status is not Status.SOLVED:
@@ -810,7 +811,7 @@ def _prox_loop(sys, r, mon, *, sigma, inner_iter, line_search, shrink=3.0, grow=
 
 
 @register("fc3d", "prox", "proximal point outer loop (W + sigma I) with an inner Alart-Curnier Newton")
-def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, line_search="nonmonotone",
+def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", local_max_iter=30, line_search="nonmonotone",
          shrink=3.0, grow=10.0, dense_max=DENSE_MAX):
     """Proximal point method: r_{k+1} solves the problem with W + sigma I, q - sigma r_k (inner nsn-ac),
     from the warm start ``r`` (default 0).
@@ -822,7 +823,7 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
         at most 8 Newton steps, multiplied by ``grow`` (default 10) after one that neither
         converged nor decreased the error.
     inner : the inner Newton, "ac" (Alart–Curnier, default) or "fb" (Fischer–Burmeister).
-    inner_iter : Newton iterations per inner solve (default 30).
+    local_max_iter : Newton iterations per inner solve (default 30; nsopt 0.1: ``inner_iter``).
     max_iter : outer iterations (default 1000). Other options (``rho``, ``line_search``,
         ``dense_max``) as ``nsn-ac``.
 
@@ -844,7 +845,7 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", inner_iter=30, lin
     r = mon.start_vector("r", problem.size)
     if mon.start({"r": r}, sys.error(r, sys.u(r))):
         return mon.solution()
-    info = _prox_loop(sys, r, mon, sigma=sigma, inner_iter=int(inner_iter), line_search=line_search,
+    info = _prox_loop(sys, r, mon, sigma=sigma, local_max_iter=int(local_max_iter), line_search=line_search,
                       shrink=float(shrink), grow=float(grow))
     return mon.solution(message=f"PROX: error {mon.best_err:.3g} after {mon.k} outer / "
                                f"{info['newton_iterations']} Newton iterations", info=info)

@@ -48,7 +48,8 @@ def _fb(z, w, comp):
     return phi, Da, Db
 
 
-def _newton(problem, mon, M, q, comp, *, linear_solver, sigma, beta, rho, p_exp, max_ls, polish_below=1e-4):
+def _newton(problem, mon, M, q, comp, *, linear_solver, armijo, backtrack_factor, descent_coef, descent_exp,
+            max_backtracks, polish_below=1e-4):
     n = q.shape[0]
     sparse = sp.issparse(M)
     if linear_solver == "auto":
@@ -63,7 +64,8 @@ def _newton(problem, mon, M, q, comp, *, linear_solver, sigma, beta, rho, p_exp,
         sparse = True
     mon.budget(100)
     z = mon.start_vector("z", n)
-    system = _FBNewton(problem, M, q, comp, sparse, sigma, beta, rho, p_exp, max_ls, polish_below, mon.tol)
+    system = _FBNewton(problem, M, q, comp, sparse, armijo, backtrack_factor, descent_coef, descent_exp,
+                       max_backtracks, polish_below, mon.tol)
     system.set(z, system.matvec(z) + q)
     newton_loop(system, z, mon)
     return mon.solution(info={"gradient_steps": system.ngrad, "merit": system.psi})
@@ -77,9 +79,11 @@ class _FBNewton:
 
     wscale = 1.0
 
-    def __init__(self, problem, M, q, comp, sparse, sigma, beta, rho, p_exp, max_ls, polish_below, tol):
+    def __init__(self, problem, M, q, comp, sparse, armijo, backtrack_factor, descent_coef, descent_exp,
+                 max_backtracks, polish_below, tol):
         self.p, self.M, self.q, self.comp, self.sparse = problem, M, q, comp, sparse
-        self.sigma, self.beta, self.rho, self.p_exp, self.max_ls = sigma, beta, rho, p_exp, max_ls
+        self.armijo, self.backtrack_factor, self.max_backtracks = armijo, backtrack_factor, max_backtracks
+        self.descent_coef, self.descent_exp = descent_coef, descent_exp
         self.polish_below, self.tol = polish_below, tol
         self.ngrad = 0
         self._why = None
@@ -111,7 +115,7 @@ class _FBNewton:
             H[np.diag_indices(z.shape[0])] += Da
         d = newton_direction(H, -self.phi)
         slope = float(g @ d) if d is not None else 0.0
-        if d is None or slope > -self.rho * float(np.linalg.norm(d)) ** self.p_exp:
+        if d is None or slope > -self.descent_coef * float(np.linalg.norm(d)) ** self.descent_exp:
             d = -g       # singular, or not a sufficient descent direction: the gradient step
             slope = -float(g @ g)
             self.ngrad += 1
@@ -123,15 +127,15 @@ class _FBNewton:
 
     def search(self, z, d, f0, fref, line_search, regularised):
         t = 1.0
-        for _ in range(self.max_ls):
+        for _ in range(self.max_backtracks):
             zt = z + t * d
             wt = self.matvec(zt) + self.q
             phit, Dat, Dbt = _fb(zt, wt, self.comp)
             psit = 0.5 * float(phit @ phit)
-            if psit <= self.psi + self.sigma * t * self.slope:
+            if psit <= self.psi + self.armijo * t * self.slope:
                 self._step = (zt, wt, phit, Dat, Dbt, psit)
                 return True, t, psit
-            t *= self.beta
+            t *= self.backtrack_factor
         return False, 0.0, f0
 
     def move(self, z, t, d):
@@ -207,23 +211,46 @@ def _polish(M, q, z, comp, sparse):
 _DOC_OPTS = """
     Options: the warm start ``z`` (default 0); ``max_iter`` Newton steps (default 100);
     ``linear_solver`` "auto" (sparse LU for sparse M, LAPACK otherwise), "dense" or "sparse";
-    ``sigma`` Armijo constant (1e-4), ``beta`` backtracking factor (0.5), ``max_ls`` backtracking
-    steps (40); a Newton direction d is rejected for the gradient when
-    grad·d > -rho ||d||^p_exp (rho 1e-8, p_exp 2.1).
+    ``armijo`` the Armijo constant c of Psi(z + t d) <= Psi(z) + c t slope (1e-4),
+    ``backtrack_factor`` the factor t is multiplied by after a rejected step (0.5), ``max_backtracks``
+    the most backtracking steps (40); a Newton direction d is rejected for the gradient when
+    grad·d > -descent_coef ||d||^descent_exp (1e-8, 2.1). nsopt 0.1's names ``sigma``, ``beta``,
+    ``max_ls``, ``rho``, ``p_exp`` are accepted until the next release (DeprecationWarning).
 """
 
 
-@register("lcp", "newton-fb", "semismooth Newton on the Fischer-Burmeister function, Armijo line search")
-def lcp_newton_fb(problem, mon, *, linear_solver="auto", sigma=1e-4, beta=0.5, rho=1e-8, p_exp=2.1, max_ls=40):
+def _checked(*, linear_solver, armijo, backtrack_factor, descent_coef, descent_exp, max_backtracks):
+    """newton-fb's options, checked once per distinct values (``OptionError`` naming the bad one)."""
+    def number(name, v, lo, hi):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) or not lo < v < hi:
+            raise OptionError(f"newton-fb: {name} must be a number in ({lo}, {hi}), got {v!r}")
+        return float(v)
+
+    if isinstance(max_backtracks, bool) or not isinstance(max_backtracks, (int, np.integer)) or max_backtracks < 1:
+        raise OptionError(f"newton-fb: max_backtracks must be a positive integer, got {max_backtracks!r}")
+    return {"linear_solver": linear_solver, "armijo": number("armijo", armijo, 0.0, 1.0),
+            "backtrack_factor": number("backtrack_factor", backtrack_factor, 0.0, 1.0),
+            "descent_coef": number("descent_coef", descent_coef, 0.0, np.inf),
+            "descent_exp": number("descent_exp", descent_exp, 0.0, np.inf), "max_backtracks": int(max_backtracks)}
+
+
+@register("lcp", "newton-fb", "semismooth Newton on the Fischer-Burmeister function, Armijo line search",
+          check=_checked)
+def lcp_newton_fb(problem, mon, *, linear_solver="auto", armijo=1e-4, backtrack_factor=0.5, descent_coef=1e-8,
+                  descent_exp=2.1, max_backtracks=40):
     return _newton(problem, mon, problem.M, np.asarray(problem.q, float), None, linear_solver=linear_solver,
-                   sigma=sigma, beta=beta, rho=rho, p_exp=p_exp, max_ls=max_ls)
+                   armijo=armijo, backtrack_factor=backtrack_factor, descent_coef=descent_coef,
+                   descent_exp=descent_exp, max_backtracks=max_backtracks)
 
 
-@register("mlcp", "newton-fb", "semismooth Newton on Fischer-Burmeister (free rows kept as equations)")
-def mlcp_newton_fb(problem, mon, *, linear_solver="auto", sigma=1e-4, beta=0.5, rho=1e-8, p_exp=2.1, max_ls=40):
+@register("mlcp", "newton-fb", "semismooth Newton on Fischer-Burmeister (free rows kept as equations)",
+          check=_checked)
+def mlcp_newton_fb(problem, mon, *, linear_solver="auto", armijo=1e-4, backtrack_factor=0.5, descent_coef=1e-8,
+                   descent_exp=2.1, max_backtracks=40):
     comp = ~np.asarray(problem.is_eq)
     return _newton(problem, mon, problem.M, np.asarray(problem.q, float), comp, linear_solver=linear_solver,
-                   sigma=sigma, beta=beta, rho=rho, p_exp=p_exp, max_ls=max_ls)
+                   armijo=armijo, backtrack_factor=backtrack_factor, descent_coef=descent_coef,
+                   descent_exp=descent_exp, max_backtracks=max_backtracks)
 
 
 lcp_newton_fb.__doc__ = "Fischer–Burmeister semismooth Newton for the LCP (module docstring).\n" + _DOC_OPTS

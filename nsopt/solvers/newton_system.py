@@ -159,7 +159,7 @@ class BodySystem:
     its backward error, SuperLU's threshold pivoting otherwise."""
 
     def __init__(self, factors, nc, dim):
-        H = factors.H
+        H = factors.rows        # (the contact rows H^T of the factors' H: this class's H)
         self.nv = nv = H.shape[1]
         self.mass = 1.0 / factors.minv
         (self.cptr, self.cols, self.Hblk, self.Sptr, Sind, self.dpos, self.soff,

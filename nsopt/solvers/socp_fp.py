@@ -29,7 +29,7 @@ Iteration contract: every fixed-point iteration is one ``mon.step`` (the Newton 
 
 Options
 -------
-solver, solver_options : the conic backend ("CLARABEL" default, "SCS") and its settings, merged over
+backend, backend_options : the conic backend ("CLARABEL" default, "SCS") and its settings, merged over
     ``nsopt.formulations.ACCURATE`` (the fixed point needs images accurate to ~1e-12).
 anderson : Anderson memory (default 5; 0 = plain fixed point).
 safeguard : "residual" (default) or "error": the merit of the Anderson safeguard.
@@ -130,7 +130,7 @@ class FixedPointMap:
         self.err_hint = None
         self.history: list[dict] = []
         self.comp = Compiled(form, var=self._var(), direct=direct, reuse_solver=reuse_solver,
-                             opts=form.solver_options)
+                             opts=form.backend_options)
         self.timings = self.comp.timings
 
     def _var(self):
@@ -142,8 +142,8 @@ class FixedPointMap:
     def opts(self):
         """Solver options of the next solve: with ``inexact``, Clarabel's tolerances follow the
         fixed point's error (1e-3 of it, within [1e-12, 1e-8]) unless the user fixed them."""
-        base = self.form.solver_options
-        keys = _TOL_KEYS.get(self.form.solver)
+        base = self.form.backend_options
+        keys = _TOL_KEYS.get(self.form.backend)
         if not self.inexact or keys is None or any(k in self.form.user_options for k in keys) \
                 or self.err_hint is None:
             return base
@@ -405,21 +405,21 @@ def _run(problem, mon, fmap, t0, fp):
 @register(("fc2d", "fc3d"), "socp-fp",
           "SOCP (CVXPY, compiled once, Clarabel updated in place) + Anderson-accelerated fixed point on "
           "s = mu ||u_T|| (De Saxce), Newton (nsn-ac) polish of the last digits", applies=_psd_w)
-def socp_fp(problem, mon, *, solver=None, solver_options=None, anderson=5, prox=0.0, inexact=False, direct=True,
+def socp_fp(problem, mon, *, backend=None, backend_options=None, anderson=5, prox=0.0, inexact=False, direct=True,
             reuse_solver=True, polish=True, polish_at=1e-6, polish_steps=POLISH_STEPS, safeguard="residual",
             stall_window=STALL_WINDOW, scale=True, formulation=None):
     """De Saxcé's fixed point on SOCPs (module docstring: options)."""
     fp = _fp_options(anderson, safeguard, polish, polish_at, polish_steps, stall_window)
     t0 = time.perf_counter()
     form = reuse(formulation, FCasSOCP, problem) or FCasSOCP(
-        problem, solver=solver, solver_options=solver_options, prox=prox, scale=scale)
+        problem, backend=backend, backend_options=backend_options, prox=prox, scale=scale)
     return _run(problem, mon, SOCPMap(form, direct=direct, reuse_solver=reuse_solver, inexact=inexact), t0, fp)
 
 
 @register(("fc2d", "fc3d"), "socp-tresca",
           "Tresca (cylinder) SOCPs + Anderson-accelerated fixed point on the thresholds g = mu r_N",
           applies=_psd_w)
-def socp_tresca(problem, mon, *, solver=None, solver_options=None, anderson=5, inexact=False, direct=True,
+def socp_tresca(problem, mon, *, backend=None, backend_options=None, anderson=5, inexact=False, direct=True,
                 reuse_solver=True, polish=True, polish_at=1e-6, polish_steps=POLISH_STEPS, safeguard="residual",
                 stall_window=STALL_WINDOW, scale=True, formulation=None):
     """The Tresca fixed point g <- mu r_N (module docstring: options). A ``formulation=FCTresca(p, g=...)``
@@ -427,7 +427,7 @@ def socp_tresca(problem, mon, *, solver=None, solver_options=None, anderson=5, i
     fp = _fp_options(anderson, safeguard, polish, polish_at, polish_steps, stall_window)
     t0 = time.perf_counter()
     form = reuse(formulation, FCTresca, problem) or FCTresca(
-        problem, solver=solver, solver_options=solver_options, scale=scale)
+        problem, backend=backend, backend_options=backend_options, scale=scale)
     fmap = TrescaMap(form, direct=direct, reuse_solver=reuse_solver, inexact=inexact)
     if form.g_fixed is not None:        # a plain Tresca problem: one solve
         mon.built()
@@ -437,21 +437,21 @@ def socp_tresca(problem, mon, *, solver=None, solver_options=None, anderson=5, i
         mon.k = 1
         info = info_of(form, fmap.comp, time.perf_counter() - t0)
         return mon.solution(x={"r": r}, status=res.status, message="Tresca problem with fixed thresholds "
-                           f"({form.solver} status {res.label}); its error is Coulomb's", info=info)
+                           f"({form.backend} status {res.label}); its error is Coulomb's", info=info)
     return _run(problem, mon, fmap, t0, fp)
 
 
 @register(("gfc2d", "gfc3d"), "socp-fp",
           "primal SOCP over v (min 1/2 v'Mv - q'v, H'v + b + s~ in K*; no M inverse) + fixed point on s",
           applies=_psd_m)
-def gfc_socp_fp(problem, mon, *, solver=None, solver_options=None, anderson=5, inexact=False, direct=True,
+def gfc_socp_fp(problem, mon, *, backend=None, backend_options=None, anderson=5, inexact=False, direct=True,
                 reuse_solver=True, polish=True, polish_at=1e-6, polish_steps=POLISH_STEPS, safeguard="residual",
                 stall_window=STALL_WINDOW, formulation=None):
     """The primal fixed point on s for global friction contact (module docstring: options)."""
     fp = _fp_options(anderson, safeguard, polish, polish_at, polish_steps, stall_window)
     t0 = time.perf_counter()
     form = reuse(formulation, GFCPrimalSOCP, problem) or GFCPrimalSOCP(
-        problem, solver=solver, solver_options=solver_options, check=False)
+        problem, backend=backend, backend_options=backend_options, check=False)
     return _run(problem, mon, GFCMap(form, direct=direct, reuse_solver=reuse_solver, inexact=inexact), t0, fp)
 
 

@@ -10,7 +10,7 @@ import sympy.physics.mechanics as me
 
 from ..exceptions import NsoptError, ProblemError
 from ._autodiff import collect_leaves, to_float
-from .linearization import _merge_op
+from .linearization import _kane_constraints, _merge_op
 from .relations import compile_plugin
 
 __all__ = ["LCS", "ContactModel", "lcs"]
@@ -48,15 +48,18 @@ class ContactModel:
 
     def __init__(self, system, gaps, params: dict, inputs=None):
         if isinstance(system, me.KanesMethod):
-            if system._fr is None:
-                raise ProblemError("system", "equations of motion not formed: call kanes_equations() first", "lcs")
+            try:
+                Mq, Fq = system.mass_matrix, system.forcing
+            except ValueError:      # (SymPy's 'Need to compute Fr, Fr* first.')
+                raise ProblemError("system", "equations of motion not formed: call kanes_equations() first",
+                                   "lcs") from None
             q, v = list(system.q), list(system.u)
             kd = system.kindiffdict()
             if any(sm.simplify(kd[x.diff(_t)] - y) != 0 for x, y in zip(q, v)):
                 raise ProblemError("system", "the kinematic equations must be q' = u for an LCS", "lcs")
-            if len(system._qdep) or len(system._udep):
+            q_dep, u_dep = _kane_constraints(system)[:2]
+            if len(q_dep) or len(u_dep):
                 raise ProblemError("system", "dependent coordinates or speeds are not supported", "lcs")
-            Mq, Fq = system.mass_matrix, system.forcing
         elif isinstance(system, me.LagrangesMethod):
             if system.eom is None:
                 raise ProblemError("system", "equations of motion not formed: call form_lagranges_equations() "

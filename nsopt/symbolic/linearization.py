@@ -125,10 +125,10 @@ def _flat(m) -> list:
 
 def _form_from_linearizer(lin) -> _Form:
     terms = {n: [(_flat(getattr(lin, n)), frozenset())] for n in _NAMES}
-    qd, qd_dup = list(lin._qd), list(lin._qd_dup)
-    return _Form(terms, list(lin.q), list(lin.u), _flat(lin.q_i), _flat(lin.q_d), _flat(lin.u_i),
-                 _flat(lin.u_d), _flat(lin.r), _flat(lin.lams), qd, [a != b for a, b in zip(qd, qd_dup)],
-                 list(lin._ud), linearizer=lin)
+    q, u = list(lin.q), list(lin.u)
+    qd = [x.diff(_t) for x in q]         # (SymPy's Linearizer: qd = q', marked where it is also a u)
+    return _Form(terms, q, u, _flat(lin.q_i), _flat(lin.q_d), _flat(lin.u_i), _flat(lin.u_d), _flat(lin.r),
+                 _flat(lin.lams), qd, [x in set(u) for x in qd], [x.diff(_t) for x in u], linearizer=lin)
 
 
 def _dynamic(leaves) -> set:
@@ -141,31 +141,61 @@ def _dynamic(leaves) -> set:
     return out
 
 
+def _kane_constraints(KM):
+    """The dependent coordinates and speeds and the constraints a KanesMethod was built with:
+    (q_dep, u_dep, f_h, f_nh, k_nh). SymPy (1.14) keeps them only in private attributes, read here and
+    nowhere else; a ``System`` (``sympy.physics.mechanics.System``) has them public (``q_dep``,
+    ``u_dep``, ``holonomic_constraints``, ``nonholonomic_constraints``)."""
+    return (list(KM._qdep), list(KM._udep), _flat(KM._f_h), KM._f_nh, KM._k_nh)
+
+
 def _form_kane(KM) -> _Form:
-    """Kane's general form without SymPy's ``to_linearizer`` (whose ``msubs`` rebuild the equations)."""
-    if KM._fr is None or KM._frstar is None:
+    r"""Kane's general form from the KanesMethod's public matrices, without SymPy's ``to_linearizer``
+    (whose ``msubs`` rebuild the equations). With ``mass_matrix`` :math:`= [K_d; K_{dnh}]` and
+    ``forcing`` :math:`= -[f_d; f_{dnh}]` (the dynamic equations, then the differentiated velocity
+    constraints), :math:`F_r + F_r^* = -K_d\dot u + F_{:n_d}`; the Linearizer's split of it into
+    :math:`f_2(q, \dot u) + f_3(q, \dot q, u, r)` is :math:`f_2 = -K_d\dot u` (SymPy's
+    :math:`F_r^*|_{\dot q = u = 0}`: Kane's inertia forces are linear in :math:`\dot u` with coefficients
+    of q, and vanish at rest) and :math:`f_3 = F_{:n_d}` (SymPy's :math:`F_r^*|_{\dot u = 0} + F_r`), and
+    the kinematic equations :math:`K_{k\dot q}\dot q + K_{ku}u + f_k = 0` are ``mass_matrix_kin``
+    :math:`\dot q` ``- forcing_kin``."""
+    try:
+        MM, F = KM.mass_matrix, KM.forcing
+    except ValueError:          # (SymPy's: 'Need to compute Fr, Fr* first.')
         raise ProblemError("system", "equations of motion not formed: call KanesMethod.kanes_equations("
-                           "bodies, loads) first", "linearize")
-    if len(KM._uaux):
+                           "bodies, loads) first", "linearize") from None
+    try:
+        _ = KM.auxiliary_eqs    # (SymPy raises when no auxiliary speed was declared)
+    except ValueError:
+        pass
+    else:
         return _form_from_linearizer(KM.to_linearizer())
-    q, u, qdot, udot = list(KM.q), list(KM.u), list(KM._qdot), list(KM._udot)
-    terms = {"f_0": [(_flat(KM._f_k), frozenset(u)), (_flat(KM._k_kqdot * sm.Matrix(qdot)), frozenset())],
-             "f_1": [(_flat(KM._f_k), frozenset(qdot)), (_flat(KM._k_ku * sm.Matrix(u)), frozenset())],
-             "f_2": [(_flat(KM._frstar), frozenset(qdot + u))],
-             "f_3": [(_flat(KM._frstar), frozenset(udot)), (_flat(KM._fr), frozenset())],
-             "f_4": [([sm.S.Zero] * len(KM._frstar), frozenset())],
-             "f_c": [(_flat(KM._f_h), frozenset())],
-             "f_v": [(_flat(KM._f_nh + KM._k_nh * sm.Matrix(u)) if len(KM._f_nh) and len(KM._k_nh) else [],
-                      frozenset())],
-             "f_a": [(_flat(KM._f_dnh + KM._k_dnh * sm.Matrix(udot)) if len(KM._f_dnh) and len(KM._k_dnh)
-                      else [], frozenset())]}
-    nd, nud = len(KM._qdep), len(KM._udep)
-    r = sorted(_dynamic(collect_leaves(_flat(KM._f_d))) - set(q + qdot + u + udot), key=sm.default_sort_key)
+    q, u = list(KM.q), list(KM.u)
+    qdot, udot = [x.diff(_t) for x in q], [x.diff(_t) for x in u]
+    q_dep, u_dep, f_h, f_nh, k_nh = _kane_constraints(KM)
+    nd = len(u) - len(u_dep)
+    Ud = sm.Matrix(udot)
+    explicit = KM.explicit_kinematics       # (SymPy's Linearizer takes the explicit kinematic equations,
+    KM.explicit_kinematics = True           # solved for q': the public attribute selects them)
+    try:
+        kin, Kq = -KM.forcing_kin, KM.mass_matrix_kin     # K_ku u + f_k, K_kq'
+    finally:
+        KM.explicit_kinematics = explicit
+    f_d = F[:nd, :]
+    terms = {"f_0": [(_flat(kin), frozenset(u)), (_flat(Kq * sm.Matrix(qdot)), frozenset())],
+             "f_1": [(_flat(kin), frozenset(qdot))],
+             "f_2": [(_flat(-MM[:nd, :] * Ud), frozenset())],
+             "f_3": [(_flat(f_d), frozenset())],
+             "f_4": [([sm.S.Zero] * nd, frozenset())],
+             "f_c": [(f_h, frozenset())],
+             "f_v": [(_flat(f_nh + k_nh * sm.Matrix(u)) if len(f_nh) and len(k_nh) else [], frozenset())],
+             "f_a": [(_flat(MM[nd:, :] * Ud - F[nd:, :]) if len(u_dep) else [], frozenset())]}
+    r = sorted(_dynamic(collect_leaves(_flat(f_d))) - set(q + qdot + u + udot), key=sm.default_sort_key)
     for x in r:
         if x.diff(_t) in r:
             raise ProblemError("system", f"derivative of the input {x} is also an input", "linearize")
     qdup = set(qdot) & set(u)
-    return _Form(terms, q, u, q[:len(q) - nd], list(KM._qdep), u[:len(u) - nud], list(KM._udep), r, [],
+    return _Form(terms, q, u, q[:len(q) - len(q_dep)], q_dep, u[:len(u) - len(u_dep)], u_dep, r, [],
                  qdot, [x in qdup for x in qdot], udot)
 
 
@@ -175,10 +205,9 @@ def _lagrange_linearizer(LM, q_ind, qd_ind, q_dep, qd_dep):
                            "LagrangesMethod.form_lagranges_equations() first", "linearize")
     q = list(LM.q)
     if q_ind is None and q_dep is None:
-        if len(LM._hol_coneqs) or len(LM.coneqs):
-            raise ProblemError("q_dep", f"the system has {len(LM._hol_coneqs)} configuration and "
-                               f"{len(LM.coneqs)} velocity constraints: give q_ind, qd_ind, q_dep, qd_dep",
-                               "linearize")
+        if len(LM.coneqs):      # (the velocity form of every constraint, configuration ones differentiated)
+            raise ProblemError("q_dep", f"the system has {len(LM.coneqs)} constraint(s) (LagrangesMethod.coneqs): "
+                               "give q_ind, qd_ind, q_dep, qd_dep", "linearize")
         q_ind = q
     if qd_ind is None and q_ind is not None:
         qd_ind = [x.diff(_t) for x in q_ind]
@@ -207,8 +236,7 @@ def _form_of(system, q_ind, qd_ind, q_dep, qd_dep, *, fast=True) -> _Form:
                           "Linearizer fix them at construction)")
     if isinstance(system, me.KanesMethod):
         if not fast:
-            if system._fr is None or system._frstar is None:
-                _form_kane(system)
+            _form_kane(system)          # (ProblemError when the equations are not formed)
             return _form_from_linearizer(system.to_linearizer())
         return _form_kane(system)
     if isinstance(system, me.Linearizer):
