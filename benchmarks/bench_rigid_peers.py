@@ -12,8 +12,8 @@ Per engine and scene: CPU ms per step (the engine's step alone: nsopt's contact 
 run (during the impacts) and over its last 0.25 s (at rest), the kinetic energy at 2 and 3 s, on the slopes the
 distance slipped down in 2 s (creep at 25°) and the acceleration fitted over 2 s (28°). Prints the machine's load
 before and after, a table, and the ratios of nsopt's time per step to the peers' measured in this run; writes
-OUT/peers.json and the figure (time per step against bodies for every engine, the slip on the 25° slope, the
-penetration at impact and at rest).
+OUT/peers.json and two figures: PLOT (time per step against bodies for every engine, the slip on the 25° slope, the
+penetration at impact and at rest) and PLOT's name with ``_ke`` (the piles' kinetic energy against time).
 
 Friction: nsopt and MuJoCo take μ = 0.5 on every geometry (MuJoCo uses the larger of a pair's); PyBullet multiplies
 the two bodies' lateral frictions, so each gets √0.5. Gravity 9.81 everywhere. nsopt runs ``Scene.run``'s defaults
@@ -197,6 +197,8 @@ def summary(tr, sc):
     for s in (2.0, 3.0):
         if t[-1] >= s - 1e-9:
             out[f"ke_{s:g}s"] = float(ke[np.searchsorted(t, s - 1e-9)])
+    if sc["name"].startswith("cubes"):          # the pile's kinetic energy against time, every 2nd step
+        out["ke_series"] = [t[1::2].tolist(), ke[1::2].tolist()]
     if tr.parts:            # nsopt: where the time goes (wall-time shares applied to the CPU time)
         P = np.array(tr.parts, dtype=float)
         nit, det, step, solve = P[:, 0], P[:, 1], P[:, 2], P[:, 3]
@@ -276,6 +278,30 @@ def plot(res, engines, sizes, path):
     ax[2].set_ylabel("deepest penetration [mm] (1e-6 shown for less)")
     ax[2].set_title("penetration: during impacts (light), at rest (dark)"), ax[2].legend(fontsize=8)
     fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_kinetic_energy(res, engines, sizes, path):
+    """The piles' kinetic energy against time, one panel per pile, one line per engine (log scale, floored at 1e-14)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.0), layout="constrained", squeeze=False)
+    for j, n in enumerate(sizes):
+        a = ax[0, j]
+        for k, e in enumerate(engines):
+            c = res.get(e, {}).get(f"cubes{n}")
+            if c and "ke_series" in c:
+                t, ke = (np.asarray(x) for x in c["ke_series"])
+                a.semilogy(t, np.maximum(ke, 1e-14), color=f"C{k}", lw=1, label=e)
+        a.set_title(f"{n} cubes dropped into the box"), a.set_xlabel("time t [s]")
+        a.grid(alpha=0.3, which="both")
+    ax[0, 0].set_ylabel("kinetic energy [J] (1e-14 shown for less)"), ax[0, 0].legend(fontsize=8)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
     return path
 
 
@@ -333,7 +359,9 @@ def main(argv=None):
             "sizes": args.sizes, "engines": args.engines}
     with open(os.path.join(args.out, "peers.json"), "w") as f:
         json.dump({"meta": meta, "results": res}, f, indent=1)
-    print("figure:", plot(res, args.engines, args.sizes, args.plot or os.path.join(args.out, "rigid_peers.png")))
+    path = args.plot or os.path.join(args.out, "rigid_peers.png")
+    print("figures:", plot(res, args.engines, args.sizes, path),
+          plot_kinetic_energy(res, args.engines, args.sizes, os.path.splitext(path)[0] + "_ke.png"))
 
 
 if __name__ == "__main__":
