@@ -225,7 +225,7 @@ def summary(tr, sc):
 
 def table(res, engines, sizes):
     lines = ["| engine | " + " | ".join(f"{n} cubes ms/step" for n in sizes)
-             + " | drop: deepest at impact / at rest (mm) | 25° slope: slip in 2 s | 28° slope: acceleration error |"
+             + " | drop: deepest at impact / at rest (mm) | 25° slope: slip in 2 s | 28° slope: acceleration error | "
              + " | ".join(f"{n} cubes KE at 2 s / 3 s (J)" for n in sizes) + " |",
              "|---|" + "---:|" * (len(sizes) + 3 + len(sizes))]
     for e in engines:
@@ -239,7 +239,7 @@ def table(res, engines, sizes):
         cells.append(f"{100 * s28['acceleration_error']:+.3g} %" if s28 else "–")
         for n in sizes:
             c = r.get(f"cubes{n}", {})
-            cells.append(f"{c.get('ke_2s', float('nan')):.1e} / {c.get('ke_3s', float('nan')):.1e}" if c else "–")
+            cells.append(" / ".join(f"{c[k]:.1e}" if k in c else "–" for k in ("ke_2s", "ke_3s")) if c else "–")
         lines.append(f"| {e} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -329,6 +329,12 @@ def main(argv=None):
     scenes = [("drop", rs.drop(), 1.0, args.tol), ("slope25", rs.slope(25.0), 2.0, 1e-10),
               ("slope28", rs.slope(28.0), 2.0, 1e-10)] + [(f"cubes{n}", rs.cubes(n), args.T, args.tol) for n in args.sizes]
     res = {e: {} for e in args.engines}
+    meta = {"load_start": load0, "versions": versions, "tol": args.tol, "T": args.T, "sizes": args.sizes,
+            "engines": args.engines}
+
+    def save():                 # after every scene: an interrupted run keeps what it measured
+        with open(os.path.join(args.out, "peers.json"), "w") as f:
+            json.dump({"meta": meta, "results": res}, f, indent=1)
     for key, sc, T, tol in scenes:
         for e in args.engines:
             w0 = time.perf_counter()
@@ -338,6 +344,7 @@ def main(argv=None):
             extra = "".join(f" {k} {s[k]:.3g}" for k in ("slip", "acceleration_error", "ke_2s", "ke_3s") if k in s)
             print(f"{key:9s} {e:17s} {s['ms_per_step']:9.3f} ms/step  pen max {s['pen_max']:.2e} rest "
                   f"{s['pen_rest']:.2e}{extra}  ({s['wall']:.0f} s)", flush=True)
+            save()
     for key, _, _, _ in scenes:
         b = res.get("nsopt", {}).get(key, {}).get("breakdown")
         if b and key.startswith("cubes"):
@@ -355,10 +362,8 @@ def main(argv=None):
             ratios = [res["nsopt"][f"cubes{n}"]["ms_per_step"] / res[e][f"cubes{n}"]["ms_per_step"]
                       for n in args.sizes if f"cubes{n}" in res[e]]
             print(f"nsopt / {e} time per step: " + ", ".join(f"{n} cubes x{r:.2f}" for n, r in zip(args.sizes, ratios)))
-    meta = {"load_start": load0, "load_end": load1, "versions": versions, "tol": args.tol, "T": args.T,
-            "sizes": args.sizes, "engines": args.engines}
-    with open(os.path.join(args.out, "peers.json"), "w") as f:
-        json.dump({"meta": meta, "results": res}, f, indent=1)
+    meta["load_end"] = load1
+    save()
     path = args.plot or os.path.join(args.out, "rigid_peers.png")
     print("figures:", plot(res, args.engines, args.sizes, path),
           plot_kinetic_energy(res, args.engines, args.sizes, os.path.splitext(path)[0] + "_ke.png"))

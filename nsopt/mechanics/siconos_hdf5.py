@@ -423,5 +423,15 @@ def load_siconos_record(path):
             ok = (k < S) & (times[np.minimum(k, S - 1)] == Sv[:, 0])
             nit[k[ok]], err[k[ok]] = Sv[ok, 1].astype(np.int64), Sv[ok, 2]
         status = np.array(["siconos"] * S)
-        settings = {"h": h, "source": "siconos", "t0": float(D[0, 0]) if D.shape[0] else 0.0}
+        t0 = float(D[0, 0]) if D.shape[0] else 0.0
+        if S > 1 and data["dynamic"].dtype.itemsize < 8:
+            # Siconos writes float32: its times t0 + k h come back off by ~1e-8 (0.30000001), so that a run continued
+            # from the record would not take whole steps to a decimal T. h and the start to float32's 7 digits, and
+            # the times t_k = t_first + k h.
+            k = np.rint((times - times[0]) / h)
+            if k[-1] > 0:
+                h = float(f"{(times[-1] - times[0]) / k[-1]:.7g}")
+                times = float(f"{times[0]:.7g}") + k * h
+                t0 = float(f"{t0:.7g}")
+        settings = {"h": h, "source": "siconos", "t0": t0}
         return Record(str(Path(path)), desc, names, settings, (times, q, v, status, nit, err), contacts, offsets)
