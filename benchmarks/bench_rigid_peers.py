@@ -12,8 +12,8 @@ Per engine and scene: CPU ms per step (the engine's step alone: nsopt's contact 
 run (during the impacts) and over its last 0.25 s (at rest), the kinetic energy at 2 and 3 s, on the slopes the
 distance slipped down in 2 s (creep at 25°) and the acceleration fitted over 2 s (28°). Prints the machine's load
 before and after, a table, and the ratios of nsopt's time per step to the peers' measured in this run; writes
-OUT/peers.json and the figure (time per step against bodies for every engine, the slip on the 25° slope, the
-penetration at impact and at rest).
+OUT/peers.json and two figures: PLOT (time per step against bodies for every engine, the slip on the 25° slope, the
+penetration at impact and at rest) and PLOT's name with ``_ke`` (the piles' kinetic energy against time).
 
 Friction: nsopt and MuJoCo take μ = 0.5 on every geometry (MuJoCo uses the larger of a pair's); PyBullet multiplies
 the two bodies' lateral frictions, so each gets √0.5. Gravity 9.81 everywhere. nsopt runs ``Scene.run``'s defaults
@@ -194,6 +194,8 @@ def summary(tr, sc):
     for s in (2.0, 3.0):
         if t[-1] >= s - 1e-9:
             out[f"ke_{s:g}s"] = float(ke[np.searchsorted(t, s - 1e-9)])
+    if sc["name"].startswith("cubes"):          # the pile's kinetic energy against time, every 2nd step
+        out["ke_series"] = [t[1::2].tolist(), ke[1::2].tolist()]
     if tr.parts:            # nsopt: where the time goes (wall-time shares applied to the CPU time)
         P = np.array(tr.parts, dtype=float)
         nit, det, step, solve = P[:, 0], P[:, 1], P[:, 2], P[:, 3]
@@ -220,7 +222,7 @@ def summary(tr, sc):
 
 def table(res, engines, sizes):
     lines = ["| engine | " + " | ".join(f"{n} cubes ms/step" for n in sizes)
-             + " | drop: deepest at impact / at rest (mm) | 25° slope: slip in 2 s | 28° slope: acceleration error |"
+             + " | drop: deepest at impact / at rest (mm) | 25° slope: slip in 2 s | 28° slope: acceleration error | "
              + " | ".join(f"{n} cubes KE at 2 s / 3 s (J)" for n in sizes) + " |",
              "|---|" + "---:|" * (len(sizes) + 3 + len(sizes))]
     for e in engines:
@@ -234,7 +236,7 @@ def table(res, engines, sizes):
         cells.append(f"{100 * s28['acceleration_error']:+.3g} %" if s28 else "–")
         for n in sizes:
             c = r.get(f"cubes{n}", {})
-            cells.append(f"{c.get('ke_2s', float('nan')):.1e} / {c.get('ke_3s', float('nan')):.1e}" if c else "–")
+            cells.append(" / ".join(f"{c[k]:.1e}" if k in c else "–" for k in ("ke_2s", "ke_3s")) if c else "–")
         lines.append(f"| {e} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -273,6 +275,30 @@ def plot(res, engines, sizes, path):
     ax[2].set_ylabel("deepest penetration [mm] (1e-6 shown for less)")
     ax[2].set_title("penetration: during impacts (light), at rest (dark)"), ax[2].legend(fontsize=8)
     fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_kinetic_energy(res, engines, sizes, path):
+    """The piles' kinetic energy against time, one panel per pile, one line per engine (log scale, floored at 1e-14)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.0), layout="constrained", squeeze=False)
+    for j, n in enumerate(sizes):
+        a = ax[0, j]
+        for k, e in enumerate(engines):
+            c = res.get(e, {}).get(f"cubes{n}")
+            if c and "ke_series" in c:
+                t, ke = (np.asarray(x) for x in c["ke_series"])
+                a.semilogy(t, np.maximum(ke, 1e-14), color=f"C{k}", lw=1, label=e)
+        a.set_title(f"{n} cubes dropped into the box"), a.set_xlabel("time t [s]")
+        a.grid(alpha=0.3, which="both")
+    ax[0, 0].set_ylabel("kinetic energy [J] (1e-14 shown for less)"), ax[0, 0].legend(fontsize=8)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
     return path
 
 
@@ -300,6 +326,12 @@ def main(argv=None):
     scenes = [("drop", rs.drop(), 1.0, args.tol), ("slope25", rs.slope(25.0), 2.0, 1e-10),
               ("slope28", rs.slope(28.0), 2.0, 1e-10)] + [(f"cubes{n}", rs.cubes(n), args.T, args.tol) for n in args.sizes]
     res = {e: {} for e in args.engines}
+    meta = {"load_start": load0, "versions": versions, "tol": args.tol, "T": args.T, "sizes": args.sizes,
+            "engines": args.engines}
+
+    def save():                 # after every scene: an interrupted run keeps what it measured
+        with open(os.path.join(args.out, "peers.json"), "w") as f:
+            json.dump({"meta": meta, "results": res}, f, indent=1)
     for key, sc, T, tol in scenes:
         for e in args.engines:
             w0 = time.perf_counter()
@@ -309,6 +341,7 @@ def main(argv=None):
             extra = "".join(f" {k} {s[k]:.3g}" for k in ("slip", "acceleration_error", "ke_2s", "ke_3s") if k in s)
             print(f"{key:9s} {e:17s} {s['ms_per_step']:9.3f} ms/step  pen max {s['pen_max']:.2e} rest "
                   f"{s['pen_rest']:.2e}{extra}  ({s['wall']:.0f} s)", flush=True)
+            save()
     for key, _, _, _ in scenes:
         b = res.get("nsopt", {}).get(key, {}).get("breakdown")
         if b and key.startswith("cubes"):
@@ -326,11 +359,11 @@ def main(argv=None):
             ratios = [res["nsopt"][f"cubes{n}"]["ms_per_step"] / res[e][f"cubes{n}"]["ms_per_step"]
                       for n in args.sizes if f"cubes{n}" in res[e]]
             print(f"nsopt / {e} time per step: " + ", ".join(f"{n} cubes x{r:.2f}" for n, r in zip(args.sizes, ratios)))
-    meta = {"load_start": load0, "load_end": load1, "versions": versions, "tol": args.tol, "T": args.T,
-            "sizes": args.sizes, "engines": args.engines}
-    with open(os.path.join(args.out, "peers.json"), "w") as f:
-        json.dump({"meta": meta, "results": res}, f, indent=1)
-    print("figure:", plot(res, args.engines, args.sizes, args.plot or os.path.join(args.out, "rigid_peers.png")))
+    meta["load_end"] = load1
+    save()
+    path = args.plot or os.path.join(args.out, "rigid_peers.png")
+    print("figures:", plot(res, args.engines, args.sizes, path),
+          plot_kinetic_energy(res, args.engines, args.sizes, os.path.splitext(path)[0] + "_ke.png"))
 
 
 if __name__ == "__main__":

@@ -196,10 +196,20 @@ def push(side=SIDE, mu=0.5, T=2.0, ratio=1.0):
                 forces={"cube": [ratio * mu * GRAVITY, 0.0, 0.0]})
 
 
+def rolling_capsule(omega=20.0, r=0.05, l=0.2, T=3.0):
+    """A capsule of radius r and cylinder l (axis along y, mass 1) lying on the floor and rolling along x without
+    slipping at ``omega`` rad/s (centre speed omega·r): with e = 0 its total energy must stay at its start."""
+    shapes, statics = _ground(20.0)
+    shapes["Cap"] = ("Capsule", (r, l))
+    bodies = [("cap", "Cap", 1.0, capsule_inertia(1.0, r, l), [0, 0, r, 1, 0, 0, 0], [omega * r, 0, 0, 0, omega, 0])]
+    return dict(name="capsule", shapes=shapes, bodies=bodies, statics=statics, joints=[], mu=0.5, e=0.0, T=T,
+                h=5e-3)
+
+
 SCENES = {"cube": cube_drop, "pile10": lambda: pile(10), "pile100": lambda: pile(100),
           "pile1000": lambda: pile(1000), "spheres": spheres, "chain": chain,
           "cubes10": lambda: cubes(10), "cubes100": lambda: cubes(100), "cubes1000": lambda: cubes(1000),
-          "drop": drop, "slope25": lambda: slope(25.0), "slope28": lambda: slope(28.0), "push": push}
+          "drop": drop, "slope25": lambda: slope(25.0), "slope28": lambda: slope(28.0), "push": push, "capsule": rolling_capsule}
 
 
 def arguments(description: str):

@@ -182,6 +182,7 @@ def test_nsopt_reads_and_continues_a_siconos_record(tmp_path):
     rec = mc.load_siconos_record(path)
     assert len(rec) == 60 and rec.names == ["cube", "ball"]
     assert rec.settings["h"] == pytest.approx(5e-3, rel=1e-6)
+    assert rec.t[-1] == pytest.approx(0.3, abs=1e-15)      # Siconos' float32 times, read as the steps they were
     np.testing.assert_allclose(rec.q[-1, 0], last["cube"], atol=1e-6)       # (Siconos writes float32)
     np.testing.assert_allclose(rec.q[-1, 1], last["ball"], atol=1e-6)
     sc = rec.scene(-1)
