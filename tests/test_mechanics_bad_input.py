@@ -323,15 +323,21 @@ def test_tunnelling_can_stop_the_run(tmp_path):
     assert len(mc.load_record(tmp_path / "r.h5")) == 1               # the record keeps the step
 
 
-def test_sinking_through_a_thin_floor_at_an_impact_is_caught():
-    """A 1 cm ball landing at 5.9 m/s on a 5 mm plate: the θ-scheme's sinking h|v|/2 = 2.9 cm carries it through
-    during the impact step, with the contact active; it ends within the margin, below the plate."""
+def _ball_over_a_thin_plate():
+    """A 1 cm ball 0.5 m above a 5 mm plate, falling at 5 m/s."""
     sc = mc.Scene()
     sc.add_primitive_shape("Ball", "Sphere", 0.01)
     sc.add_primitive_shape("Plate", "Box", (2.0, 2.0, 0.005))
     sc.add_Newton_impact_friction_nsl("c", mu=0.0)
     sc.add_object("ball", ["Ball"], translation=[0, 0, 0.5], velocity=[0, 0, -5, 0, 0, 0], mass=0.01)
     sc.add_object("plate", ["Plate"], translation=[0, 0, 0])
+    return sc
+
+
+def test_sinking_through_a_thin_floor_at_an_impact_is_caught():
+    """A 1 cm ball landing at 5.9 m/s on a 5 mm plate: the θ-scheme's sinking h|v|/2 = 2.9 cm carries it through
+    during the impact step, with the contact active; it ends within the margin, below the plate."""
+    sc = _ball_over_a_thin_plate()
     with pytest.warns(mc.TunnellingWarning, match="body 'ball' passed through 'plate'"):
         sc.run(T=0.2, h=0.01, activation="siconos", projection=False)
 
@@ -339,12 +345,7 @@ def test_sinking_through_a_thin_floor_at_an_impact_is_caught():
 def test_the_look_ahead_rule_stops_the_ball_on_the_thin_floor(recwarn):
     """The same landing under the default (look-ahead) rule: the contact is in the step that would carry the
     ball through, the ball ends on the plate's top face, and no TunnellingWarning is given."""
-    sc = mc.Scene()
-    sc.add_primitive_shape("Ball", "Sphere", 0.01)
-    sc.add_primitive_shape("Plate", "Box", (2.0, 2.0, 0.005))
-    sc.add_Newton_impact_friction_nsl("c", mu=0.0)
-    sc.add_object("ball", ["Ball"], translation=[0, 0, 0.5], velocity=[0, 0, -5, 0, 0, 0], mass=0.01)
-    sc.add_object("plate", ["Plate"], translation=[0, 0, 0])
+    sc = _ball_over_a_thin_plate()
     run = sc.run(T=0.2, h=0.01)
     assert not [w for w in recwarn if issubclass(w.category, mc.TunnellingWarning)]
     assert run.q[-1, 0, 2] == pytest.approx(0.0025 + 0.01, abs=1e-6)
