@@ -122,8 +122,9 @@ def reference_entries(kind=None):
     return [e for e in entries if kind is None or e["kind"] == kind]
 
 
-# Property tests: random exploration on a developer's machine, a fixed example set under CI
-# (CI=true), so that a CI run is reproducible and a failure found locally is kept by hypothesis' database.
+# Property tests: a fixed example set (derandomized: the same draws on every run, so that the suite's verdict
+# does not depend on the run), random exploration on request (NSOPT_EXPLORE=1, a developer hunting for cases; a
+# failure found so is kept by hypothesis' database and belongs in an @example).
 # The property tests import hypothesis' names from here (``from conftest import given, settings, st``):
 # without hypothesis (a tool of nsopt[test], e.g. the core with pytest alone) each property test
 # skips naming the extra and the other tests of its module run.
@@ -131,9 +132,9 @@ if not missing("test", ["hypothesis"]):
     from hypothesis import HealthCheck, example, given, settings
     from hypothesis import strategies as st
 
-    settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
-    if os.environ.get("CI"):
-        settings.load_profile("ci")
+    settings.register_profile("fixed", derandomize=True, deadline=None, print_blob=True)
+    settings.register_profile("explore", deadline=None, print_blob=True)
+    settings.load_profile("explore" if os.environ.get("NSOPT_EXPLORE") == "1" else "fixed")
 else:
     class _Absent:
         """Stands for hypothesis' strategies and settings when it is not installed."""
