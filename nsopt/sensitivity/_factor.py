@@ -126,6 +126,8 @@ class Factor:
             return np.zeros(b.shape)
         d = self._d if b.ndim == 1 else self._d[:, None]
         if self._lu is not None:
+            if not self._lu.dense:              # (a sparse K is not equilibrated)
+                return self._lu.solve(b, trans=trans)
             return d * self._lu.solve(b, trans=True) if trans else self._lu.solve(d * b)
         if self._pinv is not None:
             U, s, Vt = self._pinv
