@@ -14,9 +14,8 @@ FACTORISATIONS = {"lu_factor", "lu_solve", "lu", "splu", "spilu", "factorized", 
 
 # (file relative to nsopt/, routine): why it is not a factorisation to move into nsopt.linalg
 ALLOWED = {
-    ("modeling/_check.py", "cholesky"): "a test of positive definiteness of a user's mass matrix, nothing solved",
-    ("formulations/_base.py", "cholesky"): "a test of positive semidefiniteness (M + shift I), nothing solved",
-    ("formulations/_base.py", "splu"): "a sparse positive-definiteness test (symmetric-mode pivots), nothing solved",
+    ("formulations/_base.py", "splu"): "a sparse positive-definiteness test (SuperLU in symmetric mode, diagonal "
+                                       "pivots only: the signs of the pivots), nothing solved",
     ("modeling/newton_euler.py", "inv"): "the batched inverse of 3x3 body inertias, stored as the inverse mass",
     ("symbolic/linearization.py", "inv"): "|M^-1| entrywise, in a bound on the rounding error, not a solve",
     ("symbolic/linearization.py", "lu"): "|L||U| (P, L, U explicit) in the same bound, not a solve",
