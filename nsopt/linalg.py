@@ -1,6 +1,6 @@
 r"""The factorisations of nsopt, in one home: factorising a square matrix (LAPACK's LU for a dense one,
 SuperLU for a sparse one), refactorising matrices of one pattern in a kept order (:class:`StaticLU`, a
-sparse LU without pivoting), iterative refinement and the backward-error check
+sparse LU without pivoting), a Cholesky factor (:func:`cholesky`), iterative refinement and the backward-error check
 (:func:`backward_error`, :func:`solve_checked`), "solve, else least squares" (:func:`solve_or_lstsq`)
 and the refined solves of a final basis (Lemke, enumeration).
 
@@ -35,44 +35,68 @@ def _finite(A) -> bool:
 
 class LU:
     r"""A factorisation of a square matrix K, kept for any number of solves: ``solve(b)`` =
-    :math:`K^{-1}b`, ``solve(b, trans=True)`` = :math:`K^{-	op}b` (b a vector or a matrix, one
-    column per right-hand side). Made by :func:`factorise`: LAPACK's ``getrf`` for a dense K,
-    SuperLU for a sparse one (``perm_c``: the column order it chose, to keep for later matrices of
-    the same pattern)."""
+    :math:`K^{-1}b`, ``solve(b, trans=True)`` = :math:`K^{-\top}b` (b a vector or a matrix, one
+    column per right-hand side). Made by :func:`factorise` (LAPACK's ``getrf`` for a dense K,
+    SuperLU for a sparse one, ``perm_c``: the column order it chose, to keep for later matrices of
+    the same pattern; division for a diagonal K when asked, ``d``: its diagonal) or by
+    :func:`cholesky` (LAPACK's ``potrf``, :math:`K = LL^\top` for a symmetric positive definite K)."""
 
-    __slots__ = ("n", "dense", "_f", "perm_c")
+    __slots__ = ("n", "dense", "_f", "perm_c", "d", "chol")
 
-    def __init__(self, n, dense, f, perm_c=None):
-        self.n, self.dense, self._f, self.perm_c = n, dense, f, perm_c
+    def __init__(self, n, dense, f, perm_c=None, d=None, chol=False):
+        self.n, self.dense, self._f, self.perm_c, self.d, self.chol = n, dense, f, perm_c, d, chol
 
     def solve(self, b, trans=False):
         b = np.asarray(b, dtype=float)
         if self.n == 0:
             return np.zeros(b.shape)
+        if self.d is not None:
+            return b / self.d if b.ndim == 1 else b / self.d[:, None]
+        if self.chol:
+            return sla.cho_solve(self._f, b, check_finite=False)
         if self.dense:
             return sla.lu_solve(self._f, b, trans=1 if trans else 0, check_finite=False)
         return self._f.solve(np.ascontiguousarray(b), trans="T" if trans else "N")
 
     def rcond(self, anorm):
-        """LAPACK's estimate of the reciprocal condition number in the 1-norm (dense; ``anorm`` = the
+        """LAPACK's estimate of the reciprocal condition number in the 1-norm (dense LU; ``anorm`` = the
         1-norm of K)."""
         return float(sla.lapack.dgecon(self._f[0], anorm, norm="1")[0])
 
     @property
     def U_diagonal(self):
         """The pivots (the diagonal of U)."""
+        if self.d is not None:
+            return self.d.copy()
         return np.diag(self._f[0]).copy() if self.dense else self._f.U.diagonal()
 
 
-def factorise(K, *, permc="COLAMD", pivot=1.0):
+def _diagonal_of(K):
+    """K's diagonal when K (ndarray or scipy sparse) has no nonzero off its diagonal, else None."""
+    if sp.issparse(K):
+        C = K.tocoo()
+        if np.any(C.data[C.row != C.col]):
+            return None
+        return np.asarray(K.diagonal(), dtype=float)
+    K = np.asarray(K, dtype=float)
+    d = np.diag(K).copy()
+    return d if not np.any(K - np.diag(d)) else None
+
+
+def factorise(K, *, permc="COLAMD", pivot=1.0, diagonal=False):
     """The :class:`LU` of a square K (ndarray: LAPACK ``getrf``; scipy sparse: SuperLU with the
-    column order ``permc`` and the diagonal pivot threshold ``pivot``), or None when K is singular
-    (an exactly zero pivot) or not finite (LAPACK is never called on non-finite values)."""
+    column order ``permc`` and the diagonal pivot threshold ``pivot``; ``diagonal``: a K with nothing
+    off its diagonal is solved by division), or None when K is singular (an exactly zero pivot) or
+    not finite (LAPACK is never called on non-finite values)."""
     n = K.shape[0]
     if n == 0:
         return LU(0, True, None)
     if not _finite(K):
         return None
+    if diagonal:
+        d = _diagonal_of(K)
+        if d is not None:
+            return None if np.any(d == 0) else LU(n, True, None, d=d)
     if sp.issparse(K):
         try:
             f = splu(K if type(K) is sp.csc_matrix else sp.csc_matrix(K), permc_spec=permc, diag_pivot_thresh=pivot)
@@ -84,6 +108,22 @@ def factorise(K, *, permc="COLAMD", pivot=1.0):
     if info != 0:
         return None
     return LU(n, True, (lu, piv))
+
+
+def cholesky(K):
+    r"""The Cholesky :class:`LU` (:math:`K = LL^\top`, LAPACK ``potrf``) of a dense symmetric K (its lower
+    triangle is read), or None when K is not positive definite or not finite."""
+    K = np.asarray(K.toarray() if sp.issparse(K) else K, dtype=float)
+    n = K.shape[0]
+    if n == 0:
+        return LU(0, True, None, chol=True)
+    if not _finite(K):
+        return None
+    with np.errstate(all="ignore"):
+        L, info = sla.lapack.dpotrf(K, lower=1, clean=1)
+    if info != 0:
+        return None
+    return LU(n, True, (L, True), chol=True)
 
 
 def dense_solve(A, b):

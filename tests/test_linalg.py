@@ -64,3 +64,24 @@ def test_static_lu_falls_back_on_a_zero_pivot_and_solves_otherwise():
     data = A.data.copy()
     data[A.indptr[0] + np.flatnonzero(A.indices[A.indptr[0]:A.indptr[1]] == 0)] = 0.0
     assert lu.solve(data, b) is None
+
+
+def test_diagonal_and_cholesky_factors():
+    """factorise(diagonal=True) divides by a diagonal K (None on a zero); cholesky solves as LAPACK's
+    potrs (many right-hand sides at once) and is None on an indefinite or non-finite K."""
+    from nsopt.linalg import cholesky, factorise
+
+    rng = np.random.default_rng(0)
+    d = np.array([2.0, 4.0, 0.5])
+    f = factorise(np.diag(d), diagonal=True)
+    assert f.d is not None
+    np.testing.assert_array_equal(f.solve(np.ones(3)), 1 / d)
+    np.testing.assert_array_equal(factorise(sp.diags(d, format="csc"), diagonal=True).solve(np.eye(3)), np.diag(1 / d))
+    assert factorise(np.diag([1.0, 0.0]), diagonal=True) is None
+    assert factorise(np.array([[1.0, 2.0], [3.0, 4.0]]), diagonal=True).d is None
+    A = rng.standard_normal((6, 6))
+    M = A @ A.T + np.eye(6)
+    B = rng.standard_normal((6, 4))
+    np.testing.assert_allclose(cholesky(M).solve(B), np.linalg.solve(M, B), rtol=1e-12, atol=1e-12)
+    assert cholesky(-M) is None and cholesky(np.full((2, 2), np.nan)) is None
+    assert cholesky(np.zeros((0, 0))).solve(np.zeros(0)).shape == (0,)

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg  # noqa: F401  (sp.linalg.norm)
 
 from ..exceptions import OptionError
+from ..linalg import cholesky
 from ..registry import renamed
 
 DEFAULT_BACKEND = "CLARABEL"
@@ -164,13 +165,11 @@ def check_symmetric_psd(M, *, sym_tol=SYM_TOL, psd_tol=PSD_TOL, symmetric=True, 
             return f"{name} is not positive semidefinite (smallest eigenvalue {lam:.3e})"
         return None
     Sd = S.toarray() if sp.issparse(S) else S
-    try:
-        np.linalg.cholesky(Sd + shift * np.eye(n))
+    if cholesky(Sd + shift * np.eye(n)) is not None:
         return None
-    except np.linalg.LinAlgError:
-        lam = float(np.linalg.eigvalsh(Sd)[0])
-        return (f"{name} is not positive semidefinite (smallest eigenvalue {lam:.3e} < -{shift:.1e} = "
-                f"-{psd_tol:g} ||{name}||_F)")
+    lam = float(np.linalg.eigvalsh(Sd)[0])
+    return (f"{name} is not positive semidefinite (smallest eigenvalue {lam:.3e} < -{shift:.1e} = "
+            f"-{psd_tol:g} ||{name}||_F)")
 
 
 def cached_sym_psd(problem, field="M", *, symmetric=True, psd_tol=PSD_TOL):

@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 
 from ..exceptions import ModelingError, PluginError, ProblemError
+from ..linalg import cholesky
 from ..problems._base import as_matrix, as_vector, dense
 
 
@@ -169,12 +170,10 @@ def mass_matrix(M, owner, field, *, error=ModelingError) -> np.ndarray:
         i, j = np.unravel_index(int(np.argmax(asym)), asym.shape)
         raise err(owner, field, f"is not symmetric: M[{i}, {j}] = {M[i, j]:.6g} but M[{j}, {i}] = {M[j, i]:.6g} "
                                 "(a mass matrix must be symmetric positive definite)")
-    try:
-        np.linalg.cholesky(M)
-    except np.linalg.LinAlgError:
+    if cholesky(M) is None:
         w = np.linalg.eigvalsh(0.5 * (M + M.T))
         raise err(owner, field, f"is not positive definite (smallest eigenvalue {float(w.min()):.3g}; a mass "
-                                "matrix must be symmetric positive definite)") from None
+                                "matrix must be symmetric positive definite)")
     return M
 
 

@@ -29,7 +29,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._stepper import Factor
+from ._stepper import factor_iteration_matrix
 
 
 @njit(cache=True)
@@ -200,7 +200,7 @@ class _SecondOrder:
         for k in cons:
             ds = S.systems[k]
             f = S.factors[k] if getattr(ds, "K", None) is None and getattr(ds, "C", None) is None else \
-                Factor(ds.mass(None), ds.name or type(ds).__name__)
+                factor_iteration_matrix(ds.mass(None), ds.name or type(ds).__name__)
             self.factors.append((k, f))
         self.diag = all(f.d is not None for _, f in self.factors)
         dinv = np.zeros(nv)

@@ -58,10 +58,10 @@ import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..exceptions import ModelingError, StepFailed
+from ..linalg import factorise
 from ..problems import LCP
 from ..problems._delassus import DelassusFactors, block_delassus_for, delassus
 from ..solve import solve
@@ -236,32 +236,18 @@ class StepRecord:
         return self._minv()
 
 
-class Factor:
-    """A kept factorisation of an iteration matrix: division for a diagonal one, LU otherwise.
-    ``matrix`` is the matrix factored."""
-
-    __slots__ = ("d", "lu", "matrix", "n")
-
-    def __init__(self, W, owner="W"):
-        W = np.asarray(W, dtype=float)
-        self.n = W.shape[0]
-        self.matrix = W
-        off = W - np.diag(np.diag(W))
-        if not np.any(off):
-            d = np.diag(W).copy()
-            if np.any(d == 0):
-                raise ModelingError(owner, "iteration matrix", "is singular (zero on its diagonal)")
-            self.d, self.lu = d, None
-        else:
-            self.d = None
-            self.lu = sla.lu_factor(W, check_finite=False)
-            if np.any(np.diag(self.lu[0]) == 0):
-                raise ModelingError(owner, "iteration matrix", "is singular")
-
-    def solve(self, b):
-        if self.d is not None:
-            return b / self.d if b.ndim == 1 else b / self.d[:, None]
-        return sla.lu_solve(self.lu, b, check_finite=False)
+def factor_iteration_matrix(W, owner="W"):
+    """The kept factorisation (:class:`nsopt.linalg.LU`) of an iteration matrix W: division for a
+    diagonal one (``.d`` its diagonal, else None), LU otherwise; a singular or non-finite W is a
+    :class:`ModelingError`."""
+    W = np.asarray(W, dtype=float)
+    f = factorise(W, diagonal=True)
+    if f is None:
+        diag = not np.any(W - np.diag(np.diag(W)))
+        what = ("is not finite" if not np.all(np.isfinite(W)) else
+                "is singular (zero on its diagonal)" if diag else "is singular")
+        raise ModelingError(owner, "iteration matrix", what)
+    return f
 
 
 def iteration_matrix(ds, h, th, t, q, v):
@@ -377,7 +363,7 @@ class _Systems:
                 f = kept.get(id(ds))
                 if f is None:
                     z = np.zeros(ds.n)
-                    f = Factor(iteration_matrix(ds, h, th, 0.0, np.zeros(qsizes[k]), z)[0], label(ds))
+                    f = factor_iteration_matrix(iteration_matrix(ds, h, th, 0.0, np.zeros(qsizes[k]), z)[0], label(ds))
                 self.factors[k] = f
         self.refresh_diag()
         # the constant members' stacked operators
@@ -458,7 +444,7 @@ class _Systems:
         for k in self.nonconstant:          # their factors first (M̂⁻¹ of the stacked part needs them)
             ds, r, rq = self.systems[k], self.ranges[k], self.qranges[k]
             W, M = iteration_matrix(ds, h, th, t1, q[rq], v[r])
-            f = self.factors[k] = Factor(W, label(ds))
+            f = self.factors[k] = factor_iteration_matrix(W, label(ds))
             R = M @ (v[r] - vk[r]) - h * (1 - th) * Fk[k] - h * th * ds.forces(t1, q[rq], v[r])
             own[k] = v[r] - f.solve(R)
         if own:

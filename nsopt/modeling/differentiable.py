@@ -57,9 +57,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from ..exceptions import ModelingError
+from ..linalg import factorise
 from ..problems import LCP, FrictionContact
 from ..sensitivity import sensitivity
 from ._check import label
@@ -186,7 +186,9 @@ class _Layout:
         self.has_K = any(np.any(k) for k in Ks)
         self.has_C = any(np.any(c) for c in Cs)
         self.Mhat = sp.block_diag(Mh, format="csc")
-        self.lu = spla.splu(self.Mhat)
+        self.lu = factorise(self.Mhat)
+        if self.lu is None:
+            raise ModelingError("simulation", "iteration matrix", "is singular or not finite")
         self._cols, self._Z = {}, {}
 
     def minv(self, x):

@@ -17,13 +17,13 @@ from ..exceptions import ModelingError, StepFailed
 from . import _state
 from ._check import label, scalar, vector
 from ._kernels import STATE_LIMIT as _LIMIT
-from ._stepper import SPARSE_DOFS, Assembly, Factor, MoreauJeanStepper, StepRecord
+from ._stepper import SPARSE_DOFS, Assembly, MoreauJeanStepper, StepRecord, factor_iteration_matrix
 
 #: The activation rules of :class:`MoreauJeanOSI` (``activation=``); None: "lookahead" for the unilateral
 #: contacts of rigid bodies, "siconos" for the others.
 ACTIVATION_RULES = (None, "siconos", "lookahead")
 
-__all__ = ["ACTIVATION_RULES", "SPARSE_DOFS", "Assembly", "EulerMoreauOSI", "Factor", "MoreauJeanOSI", "OneStepIntegrator", "StepRecord"]
+__all__ = ["ACTIVATION_RULES", "SPARSE_DOFS", "Assembly", "EulerMoreauOSI", "MoreauJeanOSI", "OneStepIntegrator", "StepRecord"]
 
 
 class OneStepIntegrator:
@@ -459,7 +459,7 @@ class EulerMoreauStepper:
                         c = self.cols[j]
                         sel = (c >= a) & (c < b)
                         W -= h * gam * Kg[np.ix_(sel, sel)]
-                    self.factors[k] = Factor(W, label(ds))
+                    self.factors[k] = factor_iteration_matrix(W, label(ds))
             # free state: x_free = x - W⁻¹[x - x_k - h(1-θ) f_k - hθ f(x) - h(1-γ) r_k]
             xfree = np.empty(self.nv)
             for k, ds in enumerate(systems):

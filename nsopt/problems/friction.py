@@ -197,28 +197,6 @@ def diag_blocks(W, nc: int, dim: int) -> np.ndarray:
     return np.array(Wd.reshape(nc, dim, nc, dim).diagonal(axis1=0, axis2=2).transpose(2, 0, 1), order="C")
 
 
-def _diagonal_or_none(M):
-    """The diagonal of M when M is diagonal, else None."""
-    if sp.issparse(M):
-        C = sp.coo_matrix(M)
-        if np.all(C.row == C.col) or not np.any(C.data[C.row != C.col]):
-            return np.asarray(M.diagonal(), dtype=float)
-        return None
-    d = np.diag(M)
-    return d.copy() if np.count_nonzero(M - np.diag(d)) == 0 else None
-
-
-class _DiagonalSolve:
-    """Drop-in for a SuperLU object when M is diagonal: ``solve(b) = b / d``."""
-
-    def __init__(self, d):
-        self.d = d
-
-    def solve(self, b):
-        b = np.asarray(b, dtype=float)
-        return b / self.d if b.ndim == 1 else b / self.d[:, None]
-
-
 class GlobalFrictionContact(Problem):
     r"""Global friction-contact problem (Siconos ``GlobalFrictionContactProblem``), Siconos' signs exactly.
 
@@ -299,20 +277,17 @@ class GlobalFrictionContact(Problem):
         return self.b.shape[0]
 
     def factor_M(self):
-        """Sparse LU factorisation of M (SuperLU), computed once; never a dense inverse.
-        A diagonal M (lumped masses, common in DEM) is solved by division."""
+        """The factorisation of M (:func:`nsopt.linalg.factorise`: SuperLU), computed once; never a dense
+        inverse. A diagonal M (lumped masses, common in DEM) is solved by division (``.d``)."""
         def make():
-            from scipy.sparse.linalg import splu
+            from ..linalg import factorise
 
-            d = _diagonal_or_none(self.M)
-            if d is not None:
-                if np.any(d == 0):
-                    raise ProblemError("M", "is singular (zero on the diagonal)", "GlobalFrictionContact")
-                return _DiagonalSolve(d)
-            try:
-                return splu(sp.csc_matrix(self.M))
-            except RuntimeError as e:
-                raise ProblemError("M", f"is singular: {e}", "GlobalFrictionContact") from None
+            Mc = sp.csc_matrix(self.M)
+            lu = factorise(Mc, diagonal=True)
+            if lu is None:
+                raise ProblemError("M", "is singular (zero on the diagonal)" if np.any(Mc.diagonal() == 0)
+                                   else "is singular or not finite", "GlobalFrictionContact")
+            return lu
         return self.cached("splu_M", make, on=("M",))
 
     def v(self, r) -> np.ndarray:
@@ -350,7 +325,7 @@ class GlobalFrictionContact(Problem):
             G = self.H.T                 # W = G M⁻¹ Gᵀ with the rows G = Hᵀ (m x n)
             if not G.shape[0]:
                 W = np.zeros((0, 0))
-            elif isinstance(lu, _DiagonalSolve):
+            elif lu.d is not None:
                 W = delassus(sp.csr_matrix(G) if sp.issparse(G) else np.asarray(G), lu.d)
             elif sp.issparse(G):
                 from scipy.sparse.linalg import spsolve

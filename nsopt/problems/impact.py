@@ -118,29 +118,26 @@ class MultipleImpact(Problem):
         Md = dense(self.M)
         if not np.allclose(Md, Md.T, rtol=1e-12, atol=1e-14 * max(1.0, float(np.max(np.abs(Md), initial=0.0)))):
             raise ProblemError("M", "must be symmetric", OWNER)
-        try:
-            L = np.linalg.cholesky(Md)
-        except np.linalg.LinAlgError:
-            raise ProblemError("M", "must be positive definite (Cholesky failed)", OWNER) from None
+        from ..linalg import cholesky
+
+        L = cholesky(Md)
+        if L is None:
+            raise ProblemError("M", "must be positive definite (Cholesky failed)", OWNER)
         object.__setattr__(self, "_chol", L)
 
     def minv_ht(self) -> np.ndarray:
         """:math:`M^{-1}H^\\top` (n x m, dense), computed once."""
         def make():
-            from scipy.linalg import cho_solve
-
             Ht = dense(self.H).T
-            return cho_solve((self._chol, True), Ht) if Ht.size else np.zeros(Ht.shape)
+            return self._chol.solve(Ht) if Ht.size else np.zeros(Ht.shape)
         return self.cached("minv_ht", make, on=("M", "H"))
 
     def delassus(self) -> np.ndarray:
         """:math:`W = HM^{-1}H^\\top` (m x m, dense, symmetrized): the impulse-to-relative-velocity map
         (:func:`nsopt.problems._delassus.delassus`, M⁻¹ by the Cholesky factor)."""
         def make():
-            from scipy.linalg import cho_solve
-
             L = self._chol
-            return delassus(dense(self.H), lambda X: cho_solve((L, True), X) if X.size else np.zeros(X.shape),
+            return delassus(dense(self.H), lambda X: L.solve(X) if X.size else np.zeros(X.shape),
                             symmetrize=True)
         return self.cached("delassus", make, on=("M", "H"))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..linalg import factorise
 from ..problems import GenericMechanical
 from ..problems._base import matvec
 from ._base import Reduction
@@ -63,8 +64,6 @@ class SubstituteEqualities(Reduction):
 
     def _schur(self, problem):
         def make():
-            from scipy.linalg import lu_factor, lu_solve
-
             blocks = problem.blocks
             if not any(b.kind == "equality" for b in blocks) or all(b.kind == "equality" for b in blocks):
                 return None
@@ -78,29 +77,27 @@ class SubstituteEqualities(Reduction):
             MEE, MEO, MOE, MOO = M[np.ix_(E, E)], M[np.ix_(E, O)], M[np.ix_(O, E)], M[np.ix_(O, O)]
             if np.linalg.cond(MEE) > 1e12:
                 return None
-            lu = lu_factor(MEE)
-            S = MOO - MOE @ lu_solve(lu, MEO)
+            lu = factorise(MEE)
+            if lu is None:
+                return None
+            S = MOO - MOE @ lu.solve(MEO)
             red = GenericMechanical(S, np.zeros(O.size), [b for b in blocks if b.kind != "equality"])
             return red, E, O, lu, MEO, MOE
         return problem.cached("subs_eq_schur", make, on=("M", "blocks"))
 
     def _apply(self, problem):
-        from scipy.linalg import lu_solve
-
         base, E, O, lu, MEO, MOE = self._schur(problem)
         q = np.asarray(problem.q)
         qE = q[E]
-        red = base.replace(q=q[O] - MOE @ lu_solve(lu, qE))
+        red = base.replace(q=q[O] - MOE @ lu.solve(qE))
         return red, (problem, E, O, lu, MEO, qE)
 
     def _invert(self, x, data):
-        from scipy.linalg import lu_solve
-
         problem, E, O, lu, MEO, qE = data
         rO = np.asarray(x["r"], dtype=float)
         r = np.empty(problem.size)
         r[O] = rO
-        r[E] = -lu_solve(lu, qE + matvec(MEO, rO))
+        r[E] = -lu.solve(qE + matvec(MEO, rO))
         return {"r": r}
 
 

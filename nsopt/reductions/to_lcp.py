@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import NsoptWarning, OptionError
+from ..linalg import factorise
 from ._base import Chain, Reduction
 
 DENSIFY_WARN = 2000   # a sparse matrix larger than this is densified with a warning
@@ -286,13 +287,9 @@ class MLCPToLCP(Reduction):
                 use_schur = bool(np.linalg.cond(A) < cond_max)
             except np.linalg.LinAlgError:
                 use_schur = False
-        if use_schur:
-            import scipy.linalg as sla
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", sla.LinAlgWarning)
-                lu = sla.lu_factor(A)
-                AiC, Aia = sla.lu_solve(lu, C), sla.lu_solve(lu, a)
+        lu = factorise(A) if use_schur else None
+        if lu is not None:         # (an exactly singular or non-finite A: the split)
+            AiC, Aia = lu.solve(C), lu.solve(a)
             data.update(how="schur", AiC=AiC, Aia=Aia)
             return B - D @ AiC, b - D @ Aia, data
         data["how"] = "split"

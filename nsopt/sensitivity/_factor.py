@@ -7,7 +7,7 @@ its largest entry: the laws' rows, :math:`dx_i` or :math:`(B\mathcal M\,dx)_i`, 
 of y). A singular value of the equilibrated K below ``RANK_RTOL`` times the largest counts as zero:
 K is then *singular* (the solution is not locally unique, or not differentiable along every
 direction), its rank is the number of the others and its null space N is spanned by their
-complement. Dense K: LU with LAPACK's condition estimate as a screen (an estimated reciprocal
+complement. The factorisations are :func:`nsopt.linalg.factorise`'s. Dense K: LU with LAPACK's condition estimate as a screen (an estimated reciprocal
 condition number above ``n * RANK_RTOL`` proves the ratio above ``RANK_RTOL``), the SVD otherwise. A
 sparse K: SuperLU, singular when its smallest pivot is below ``RANK_RTOL`` times the largest (a
 proxy for the singular values, which a large sparse matrix does not give cheaply); a singular one
@@ -23,8 +23,9 @@ says whether a right-hand side was in the range of K (the linearised system then
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
+
+from ..linalg import factorise
 
 DENSE_MAX = 2000          # a K with at most this many rows is factorised dense when it is dense anyway
 SINGULAR_DENSE_MAX = 3000  # a singular sparse K with at most this many rows: the dense SVD (its null space)
@@ -65,7 +66,7 @@ class Factor:
         self.K = K
         self.singular, self.rank, self.rcond, self.shift = False, self.n, 1.0, 0.0
         self.null = np.zeros((self.n, 0))
-        self._lu = self._splu = self._pinv = None
+        self._lu = self._pinv = None
         self._d = np.ones(self.n)
         if self.n == 0:
             return
@@ -78,20 +79,18 @@ class Factor:
     def _dense(self, Kd):
         self._d = d = row_scales(Kd)
         Ks = Kd * d[:, None]
-        with np.errstate(all="ignore"):
-            lu, piv, info = sla.lapack.dgetrf(Ks)
-        if info == 0:
-            rc, _ = sla.lapack.dgecon(lu, np.linalg.norm(Ks, 1), norm="1")
-            self.rcond = float(rc)
+        lu = factorise(Ks)
+        if lu is not None:
+            self.rcond = lu.rcond(np.linalg.norm(Ks, 1))
             if self.rcond > self.n * RANK_RTOL:          # proves sigma_min / sigma_max > RANK_RTOL
-                self._lu = (lu, piv)
+                self._lu = lu
                 return
         U, s, Vt = np.linalg.svd(Ks)
         keep = s > RANK_RTOL * s[0] if s.size and s[0] > 0 else np.zeros(s.shape, bool)
         self.rank = int(keep.sum())
         self.rcond = float(s[-1] / s[0]) if s.size and s[0] > 0 else 0.0
-        if self.rank == self.n and info == 0:
-            self._lu = (lu, piv)
+        if self.rank == self.n and lu is not None:
+            self._lu = lu
             return
         self.singular = True
         self.null = Vt[self.rank:].T.copy()
@@ -108,16 +107,13 @@ class Factor:
             lu = self._splu_ok(sp.csc_matrix(K + self.shift * B), check=False)
         if lu is None:
             raise np.linalg.LinAlgError("the linearised system is singular and cannot be factorised")
-        self._splu = lu
+        self._lu = lu
 
     def _splu_ok(self, K, check=True):
-        from scipy.sparse.linalg import splu
-
-        try:
-            lu = splu(K, permc_spec="COLAMD")
-        except RuntimeError:
+        lu = factorise(K, permc="COLAMD")
+        if lu is None:
             return None
-        d = np.abs(lu.U.diagonal())
+        d = np.abs(lu.U_diagonal)
         if check:
             if not (d.size and d.min() > RANK_RTOL * d.max()):
                 return None
@@ -130,11 +126,9 @@ class Factor:
             return np.zeros(b.shape)
         d = self._d if b.ndim == 1 else self._d[:, None]
         if self._lu is not None:
-            if trans:
-                return d * sla.lu_solve(self._lu, b, trans=1, check_finite=False)
-            return sla.lu_solve(self._lu, d * b, check_finite=False)
-        if self._splu is not None:
-            return self._splu.solve(np.ascontiguousarray(b), trans="T" if trans else "N")
+            if not self._lu.dense:              # (a sparse K is not equilibrated)
+                return self._lu.solve(b, trans=trans)
+            return d * self._lu.solve(b, trans=True) if trans else self._lu.solve(d * b)
         if self._pinv is not None:
             U, s, Vt = self._pinv
             if trans:

@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import NotApplicable, NsoptWarning, ProblemError
+from ..linalg import cholesky
 from ._kinds import _check, _check_g, check_eps, matrix_direction, variables_of, vector_direction
 
 FIELDS = ("M", "H", "v", "restitution", "stiffness", "elasticity")
@@ -58,8 +59,8 @@ class ImpactSensitivity:
     def __init__(self, problem, eps=0.0):
         self.problem = problem
         self.M, self.Hd = _dense(problem.M), _dense(problem.H)
-        self.Minv = np.linalg.inv(self.M)
-        self.B = self.Minv @ self.Hd.T                     # n x m
+        self.Mf = cholesky(self.M)                          # (M symmetric positive definite: the problem checks it)
+        self.B = self.Mf.solve(self.Hd.T) if self.Hd.size else np.zeros(self.Hd.T.shape)   # M⁻¹Hᵀ, n x m
         self.W = np.einsum("in,ni->i", self.Hd, self.B)    # W_ii
         self.u = self.Hd @ np.asarray(problem.v, float)
         self.e = np.asarray(problem.restitution, float)
@@ -110,7 +111,7 @@ class ImpactSensitivity:
         dW = 2 * np.einsum("in,ni->i", dH, self.B) - np.einsum("ni,nk,ki->i", self.B, dM, self.B)
         dp = de * self.s / self.W - (1 + self.e) * self.ds * du / self.W - self.p * dW / self.W
         a = self.B @ self.p
-        dvp = dv - self.Minv @ (dM @ a) + self.Minv @ (dH.T @ self.p) + self.B @ dp
+        dvp = dv + self.Mf.solve(dH.T @ self.p - dM @ a) + self.B @ dp
         return {"v": dvp, "p": dp}
 
     def vjp(self, **g):
@@ -120,7 +121,7 @@ class ImpactSensitivity:
         gv, gp = g.get("v", np.zeros(n)), g.get("p", np.zeros(m))
         v0 = np.asarray(pb.v, float)
         gamma = gp + self.B.T @ gv                 # cotangent of p
-        beta = self.Minv.T @ gv
+        beta = self.Mf.solve(gv)                   # (M symmetric)
         a = self.B @ self.p
         kap = gamma / self.W
         grad_e = kap * self.s

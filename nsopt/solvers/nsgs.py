@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from .._jit import entry_point
 from ..exceptions import OptionError
-from ..linalg import solve_or_lstsq
+from ..linalg import factorise, solve_or_lstsq
 from ..monitor import plain_schedule
 from ..problems._base import ORDERED_ROWS, affine, nnz
 from ..reductions.friction import GlobalToLocal, SubstituteEqualities
@@ -330,9 +330,11 @@ def _gmp_split(problem):
             extra = None
             if b.kind == "equality":
                 try:
-                    extra = np.linalg.inv(Mkk) if np.linalg.cond(Mkk) < 1e14 else None
+                    lu = factorise(Mkk) if np.linalg.cond(Mkk) < 1e14 else None
                 except np.linalg.LinAlgError:
-                    extra = None
+                    lu = None
+                # the explicit inverse (LU solves of I, as numpy's inv), applied at each sweep
+                extra = lu.solve(np.eye(b.size)) if lu is not None else None
             elif b.kind in ("lcp", "relay"):
                 B = sp.csr_matrix(Mkk)
                 d = np.array(np.diag(Mkk), dtype=np.float64)    # (np.diag is a read-only view)
