@@ -32,6 +32,36 @@ def test_mlcp_generated(n, m, seed):
     np.testing.assert_allclose(s.z, sol["z"], atol=1e-7)
 
 
+def test_badly_scaled_one_unknown():
+    """M = 1.48e-9, q = -1.84e-9 (the psd generator's seed 117, drawn by test_lcp_generated): the unscaled
+    descent test rejected every Newton step for a gradient step of size 1e-18 and ended at max_iter with
+    error 1.0; on the scaled problem it is solved in a few steps."""
+    p, sol = g.lcp(1, seed=117, matrix="psd")
+    assert 1e-9 < p.M[0, 0] < 2e-9
+    s = nsopt.solve(p, method="newton-fb", tol=1e-12)
+    assert s.success and s.nit <= 10, (s.error, s.message, s.nit)
+    np.testing.assert_allclose(s.z, sol["z"], rtol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["newton-fb", "lemke", "pgs"])
+@pytest.mark.parametrize("factor", [1e-12, 1e-6, 1.0, 1e6, 1e12])
+def test_scaled_family(method, factor):
+    """(factor M, factor q) has the solution of (M, q): each method solves it to tol (newton-fb in the
+    Newton steps of the unscaled problem, give or take the stopping test: before the scaling, the factors
+    1e-12 and 1e-6 ended at max_iter with errors 0.73). Siconos' error ||z - max(0, z - w)|| / ||q|| does not
+    see an error of z below tol ||q||: at factor 1e12 (||q|| ~ 1e12) newton-fb's z can be 0.2 away from the
+    solution at an error of 1e-13, so z is compared where the measure constrains it."""
+    p0, sol = g.lcp(8, seed=3, matrix="spd")
+    p = nsopt.LCP(factor * p0.M, factor * p0.q)
+    opts = {"max_iter": 50} if method == "newton-fb" else {}
+    s = nsopt.solve(p, method=method, tol=1e-10, **opts)
+    assert s.success and s.error <= 1e-10, (factor, s.error, s.message)
+    if factor <= 1e6:
+        np.testing.assert_allclose(s.z, sol["z"], rtol=1e-6, atol=1e-8)
+    if method == "newton-fb":
+        assert s.nit <= 2 * nsopt.solve(p0, method=method, tol=1e-10).nit
+
+
 def test_sparse_linear_algebra_matches_dense():
     p, sol = g.lcp(60, seed=8, matrix="p")
     sparse = nsopt.LCP(sp.csr_matrix(np.asarray(p.M)), p.q)

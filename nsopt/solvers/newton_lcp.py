@@ -17,6 +17,14 @@ singular or its solution is not a sufficient descent direction, the gradient ste
 :func:`nsopt.solvers.newton_system.newton_direction` (LAPACK for a dense M, SuperLU for a sparse one). The stopping test is the problem's own error measure
 (``problem.error``); once the error is below 1e-4, each step also tries a direct solve on the
 support {z_i > w_i} (active-set polish), kept when it lowers the error.
+
+Newton runs on :math:`(M/s, q/s)` with :math:`s = \min(1, \max_{ij}|M_{ij}|)` (the same z; w divided by
+s): the descent test :math:`\nabla\Psi\cdot d \le -\rho\|d\|^p` has an absolute threshold, which on
+(1e-9 M, 1e-9 q) rejected every Newton step (:math:`\nabla\Psi\cdot d = -2\Psi \sim 10^{-17}`) for gradient
+steps of length 1e-18; brought to unit scale, the problem takes the steps of (M, q). A matrix above unit
+scale is left as it is (the descent test is then weaker, not stronger; dividing it changes the balance of
+z and w that the FB function sees, and Siconos' Buck converter MLCPs, max|M| = 1e4, no longer converge).
+``info["merit"]`` is :math:`\Psi` of the problem Newton ran on and ``info["scale"]`` is s.
 """
 
 from __future__ import annotations
@@ -64,11 +72,23 @@ def _newton(problem, mon, M, q, comp, *, linear_solver, armijo, backtrack_factor
         sparse = True
     mon.budget(100)
     z = mon.start_vector("z", n)
+    # LCP(M, q) and LCP(M/s, q/s) have the same z (w is divided by s): a problem below unit scale is brought to it
+    # (module docstring); the error stays the problem's own
+    s = _scale(M, q)
+    M, q = M / s, q / s
     system = _FBNewton(problem, M, q, comp, sparse, armijo, backtrack_factor, descent_coef, descent_exp,
                        max_backtracks, polish_below, mon.tol)
     system.set(z, system.matvec(z) + q)
     newton_loop(system, z, mon)
-    return mon.solution(info={"gradient_steps": system.ngrad, "merit": system.psi})
+    return mon.solution(info={"gradient_steps": system.ngrad, "merit": system.psi, "scale": s})
+
+
+def _scale(M, q):
+    """The factor s that Newton divides (M, q) by: min(1, max|M_ij|), or min(1, max|q_i|) for M = 0; 1 for 0."""
+    m = float(abs(M).max()) if M.shape[0] and (not sp.issparse(M) or M.nnz) else 0.0
+    if not (np.isfinite(m) and m > 0.0):
+        m = float(np.max(np.abs(q))) if q.size else 0.0
+    return min(m, 1.0) if np.isfinite(m) and m > 0.0 else 1.0
 
 
 class _FBNewton:
