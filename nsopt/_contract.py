@@ -13,8 +13,7 @@ from ._jit import njit
 RUN, SOLVED, MAX_ITER, NON_FINITE = 0, 1, 2, 3
 
 
-@njit(cache=True)
-def stop_code(err, tol, k, max_iter):
+def stop_rule(err, tol, k, max_iter):
     """The contract's stops, in order: ``err <= tol`` (SOLVED), a non-finite error (NON_FINITE),
     ``k >= max_iter`` iterations (MAX_ITER; ``max_iter < 0``: no budget), else RUN. (The time limit
     and the callback are the monitor's alone.)"""
@@ -25,3 +24,9 @@ def stop_code(err, tol, k, max_iter):
     if max_iter >= 0 and k >= max_iter:
         return MAX_ITER
     return RUN
+
+
+#: the rule compiled, for the kernels that end their chunks with it; Python (the
+#: :class:`~nsopt.monitor.Monitor`) calls :func:`stop_rule` itself, the same source uncompiled: a
+#: compiled call from Python costs as much as a whole re-solve's judgement.
+stop_code = njit(cache=True)(stop_rule)

@@ -63,6 +63,7 @@ from ._contract import NON_FINITE as _NON_FINITE
 from ._contract import RUN as _RUN
 from ._contract import SOLVED as _CODE_SOLVED
 from ._contract import MAX_ITER as _CODE_MAX_ITER
+from ._contract import stop_rule as _stop_rule
 from ._jit import compile_seconds
 from .exceptions import OptionError
 from .problems._base import FLOAT64, all_finite
@@ -217,20 +218,12 @@ class Monitor:
 
     def _judge(self, err, code=None):
         """The contract's stops, in order, then the deadline; ``code``: the rule's value as a kernel
-        computed it for this error (:func:`nsopt._contract.stop_code`, the kernels' one home of the
-        rule, with which they end their chunks), else the same rule here in Python (a compiled call
-        from Python costs 0.2-1 µs, as much as a whole re-solve's judgement; tests/test_stop_rule.py
-        checks that both agree). The message is kept as (format, values) and made when read
+        computed it for this error (:func:`nsopt._contract.stop_code`, the rule compiled, with which
+        kernels end their chunks), else the rule's one source called here uncompiled
+        (:func:`nsopt._contract.stop_rule`). The message is kept as (format, values) and made when read
         (:attr:`message`)."""
         if code is None:
-            if err <= self.tol:
-                code = _CODE_SOLVED
-            elif not math.isfinite(err):
-                code = _NON_FINITE
-            elif self.max_iter is not None and self.k >= self.max_iter:
-                code = _CODE_MAX_ITER
-            else:
-                code = _RUN
+            code = _stop_rule(err, self.tol, self.k, -1 if self.max_iter is None else self.max_iter)
         if code == _RUN:
             if self.deadline is not None and self._late():
                 return self.stop(Status.TIME_LIMIT, ("time limit reached after %d iteration(s) (best error %.3g)",

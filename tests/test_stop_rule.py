@@ -1,5 +1,5 @@
-"""The contract's stopping rule: the kernels' compiled home (nsopt._contract.stop_code) and the Monitor's
-judgement give the same stop for every (error, tol, iterations, budget), nan and inf included, and a kernel's
+"""The contract's stopping rule has one source (nsopt._contract.stop_rule): the kernels call it compiled
+(stop_code), the Monitor uncompiled; both give the same stop for every (error, tol, iterations, budget), nan and inf included, and a kernel's
 code handed to Monitor.record is judged as the Monitor would judge the error itself."""
 
 import math
@@ -30,3 +30,17 @@ def test_monitor_judges_as_the_compiled_rule(err, tol, k, max_iter):
         mon = Monitor(tol, max_iter=max_iter)
         mon.k = k
         assert mon._judge(err, given) is STATUS[code]
+
+
+def test_the_rule_has_one_source():
+    """The compiled rule is the Python rule compiled, and the Monitor's judgement calls that rule instead of
+    writing its comparisons again (the copy this test replaced kept `err <= self.tol` in monitor.py)."""
+    import inspect
+
+    import nsopt._contract as contract
+    import nsopt.monitor as monitor
+
+    assert getattr(contract.stop_code, "py_func", contract.stop_code) is contract.stop_rule
+    judge = inspect.getsource(monitor.Monitor._judge)
+    assert "_stop_rule(" in judge and "self.tol" in judge and "<= self.tol" not in judge
+    assert "isfinite" not in judge
