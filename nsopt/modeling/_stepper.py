@@ -174,13 +174,17 @@ class Assembly:
 
 @dataclass
 class StepRecord:
-    """What a step solved, for ``TimeStepping(..., on_step=f)`` (an adjoint sweep needs it per step).
+    r"""What a step solved, for ``TimeStepping(..., on_step=f)`` (an adjoint sweep needs it per step).
 
     ``k``, ``t``: the step (1-based) and its end time; ``active``: the interactions of the index set
     (in the problem's row order); ``problem``: the one-step problem solved last (W, q; None without
     contact) and ``solution`` its :class:`nsopt.Solution`; ``lam`` the stacked impulses of the active
-    rows; ``vfree`` the free velocity; ``newton``: (iterations, residual, converged). :meth:`rows`
-    gives the active rows H (G0, m x ndof) of that problem and ``iteration_matrix()`` M̂.
+    rows; ``vfree`` the free velocity; ``ydot`` the outputs :math:`\dot y_k` of the active rows that the
+    restitution term of q reads (:math:`q = Hv_{free} + e\odot\dot y_k`); ``newton``: (iterations,
+    residual, converged). :meth:`rows` gives the active rows H (G0, m x ndof) of that problem,
+    ``iteration_matrix()`` M̂ and :meth:`solve_iteration_matrix` :math:`\hat M^{-1}X` with the step's own
+    factors. The adjoint of a differentiable run (:mod:`nsopt.modeling.differentiable`) reads these
+    and nothing else of the step: the step is assembled once, by the run.
 
     Attributes
     ----------
@@ -200,6 +204,9 @@ class StepRecord:
         The free velocity.
     newton : tuple
         (iterations, residual, converged).
+    ydot : numpy.ndarray or None
+        The outputs :math:`\dot y_k` of the active rows at the step's start (None without contact, or
+        from an integrator without a restitution term).
 
     Examples
     --------
@@ -212,8 +219,8 @@ class StepRecord:
     >>> rec = next(r for r in records if r.problem is not None)
     >>> rec.k, round(rec.t, 6), rec.problem, rec.lam.round(5), rec.newton
     (46, 0.46, LCP(n=1, dense), array([6.71985]), (1, 0.0, True))
-    >>> rec.rows(), rec.iteration_matrix().toarray()
-    (array([[1.]]), array([[1.]]))
+    >>> rec.rows(), rec.iteration_matrix().toarray(), rec.ydot.round(5), rec.solve_iteration_matrix(rec.vfree)
+    (array([[1.]]), array([[1.]]), array([-4.24755]), array([-4.41045]))
     """
 
     k: int
@@ -225,6 +232,8 @@ class StepRecord:
     vfree: np.ndarray
     newton: tuple
     _rows: object = None
+    _mhat: object = None
+    ydot: np.ndarray | None = None
     _minv: object = None
 
     def rows(self):
@@ -233,7 +242,11 @@ class StepRecord:
 
     def iteration_matrix(self):
         """M̂ of the step (block diagonal, sparse)."""
-        return self._minv()
+        return self._mhat()
+
+    def solve_iteration_matrix(self, X):
+        r""":math:`\hat M^{-1}X` by the step's factors of M̂ (X: (ndof,) or (ndof, k))."""
+        return self._minv(X)
 
 
 def factor_iteration_matrix(W, owner="W"):
@@ -645,7 +658,7 @@ class MoreauJeanStepper:
         self.key = self.pattern = self.rows = None      # the last problem's key, its G0 pattern, its rows
         self.pending = None
         self.count = sim.k                               # the steps taken to this state
-        self.last = None                                 # (active, λ, vfree, rows) of the last step, for on_step
+        self.last = None                                 # (active, λ, vfree, rows, ẏ_k) of the last step, for on_step
         self._sys_at = None                              # id(system) -> its position (state_of), built when asked
 
     # ------------------------------------------------------------------ facts and layout
@@ -1358,10 +1371,10 @@ class MoreauJeanStepper:
                 vn = vfree + S.minv(p)
                 warm = warm.copy()
                 warm[act_rows] = lam
-                self.last = (idx, lam, vfree, rows_of)
+                self.last = (idx, lam, vfree, rows_of, y1k[act_rows])
             else:
                 p, vn = np.zeros(S.nv), vfree
-                self.last = (idx, None, vfree, None)
+                self.last = (idx, None, vfree, None, None)
             qn, top = S.positions(qk, vk, vn)
             Y0n, Y1n, gapn = np.empty(m), np.empty(m), np.zeros(len(self.gap_at))
             self._outputs(t1, qn, vn, L0, L1, Y0n, Y1n, gapn, None, G0p, used, lam0k, act)
@@ -1753,7 +1766,8 @@ class MoreauJeanStepper:
         top = K.lean_post(buf, out, nd, vfree, lam, rows, Ha, self.sys.d, self.c1, self.c2, self.Hd, self.b_lin, warm)
         if not top <= K.STATE_LIMIT:
             self._blow_up(sim, out[:nd], out[nd:2 * nd])
-        self.last = (self._act if code else None, lam, vfree, Ha)      # (the mask: the index set at first use)
+        ydot = buf[3 * nd + (buf.shape[0] - 3 * nd) // 4 + rows] if code else None          # ẏ_k of the active rows (the restitution's)
+        self.last = (self._act if code else None, lam, vfree, Ha, ydot)  # (the mask: the index set at first use)
         self.pending = (out, warm, self.gap)
         return 1, 0.0, True
 

@@ -536,7 +536,7 @@ class TimeStepping:
                          step=k, time=self.t0 + k * self.h, solution=None)
 
     def _record_of(self, st, nit, res, conv, sol):
-        idx, lam, vfree, rows = st.last if st.last is not None else (None, None, None, None)
+        idx, lam, vfree, rows, ydot = st.last if st.last is not None else (None,) * 5
         if idx is None:
             idx = np.zeros(0, dtype=np.intp)
         elif idx.dtype == np.bool_:
@@ -544,7 +544,7 @@ class TimeStepping:
         inters = [st.inters[j] for j in idx.tolist()]
         problem = self._last[0] if self._last is not None else None
         return StepRecord(self.k, self.t, inters, problem, sol, lam, vfree, (nit, res, conv), rows,
-                          st.iteration_matrix)
+                          st.iteration_matrix, ydot, getattr(getattr(st, "sys", st), "minv", None))
 
     def run(self, *, write_problems=None, overwrite: bool = False, progress: bool | None = None) -> Trajectory:
         """Run to T (from where the simulation is: a second call continues an interrupted run); returns
