@@ -412,9 +412,9 @@ class EulerMoreauStepper:
     def columns(self):
         return [((a, b), (a, b)) for a, b in self.offsets]
 
-    lean = False          # no compiled free flight
+    fused_phases = False          # no compiled free flight
 
-    def fly(self, sim, nmax, rec, j0) -> int:
+    def free_flight(self, sim, nmax, rec, j0) -> int:
         return 0
 
     def commit(self, k):
