@@ -1,7 +1,8 @@
 r"""Derivatives of a Moreau–Jean trajectory with respect to the model's parameters and initial state.
 
-``TimeStepping(..., differentiable=True)`` records, for every step with contact, the index set, the
-one-step problem and its impulses (a :class:`Tape`); the :class:`~nsopt.modeling.Trajectory` then
+``TimeStepping(..., differentiable=True)`` keeps, for every step with contact, what the step emitted
+(its :class:`~nsopt.modeling.StepRecord`: the index set, the rows, the one-step problem and its
+impulses, v_free; a :class:`Tape`); the :class:`~nsopt.modeling.Trajectory` then
 differentiates the whole run (``formulations/sensitivity.md``, "Through time stepping"):
 
 - ``traj.gradient(loss, wrt)`` — reverse mode (an adjoint sweep over the recorded steps) of a loss
@@ -43,9 +44,10 @@ laws (``smoothing=eps``, ``Sensitivity.smoothed``); they are listed as ``degener
 Supported: Lagrangian systems with a constant iteration matrix (``LagrangianLinearTIDS``; a
 ``LagrangianDS`` with a constant M, no F_int or F_gyr), relations ``LagrangianLinearTIR`` (without D)
 and ``LagrangianScleronomousR``, laws ``NewtonImpactNSL`` and ``NewtonImpactFrictionNSL``, problems
-``lcp``, ``fc2d``, ``fc3d``. The replay checks every step against what the run recorded (problem
-matrix and vector, new velocity) and raises :class:`~nsopt.exceptions.ModelingError` naming the step
-where they differ. Every step's matrices are dense (m x m, m x ndof): models of up to a few hundred
+``lcp``, ``fc2d``, ``fc3d``. Nothing of a step is assembled again: the derivative reads each step's
+:class:`~nsopt.modeling.StepRecord` (rows, problem, impulses, v_free, ẏ_k, M̂⁻¹ by the run's factors),
+checks it against the model (q with the laws' restitution now, the new velocity) and raises
+:class:`~nsopt.exceptions.ModelingError` naming the step where they differ. Every step's matrices are dense (m x m, m x ndof): models of up to a few hundred
 degrees of freedom and contacts.
 """
 
