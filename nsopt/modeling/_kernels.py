@@ -2,8 +2,9 @@
 
 The step's formulas that a compiled loop needs are written once here, as small inlined functions
 (:func:`closes` and :func:`reaches`: the index-set rules; :func:`position`: the position update), and
-its phases once, as compiled functions: the index set (:func:`index_set`), the positions
-(:func:`positions`), the linear relations' outputs (:func:`lin_outputs`). The general step calls the
+its phases once, as compiled functions: the index set (:func:`index_set`, Siconos' rule
+:func:`closed_set`), the positions (:func:`positions`), the linear relations' outputs (:func:`lin_row`,
+:func:`lin_outputs`). The general step calls the
 phases; the fused loops of linear time-invariant models (:func:`free_flight`,
 :func:`fused_step_start`, :func:`fused_step_end`) call the same phases inside one compiled call
 (what is fused is the calls, not the formulas).
@@ -40,20 +41,44 @@ def position(qk, vk, v, c1, c2):  # pragma: no cover  (compiled)
     return qk + c1 * vk + c2 * v
 
 
+@njit(inline="always")
+def closed_set(Y0, Y1, first, unil_off, gh, thr, act):  # pragma: no cover  (compiled)
+    """Siconos' index set into ``act`` (one flag per interaction): interaction i is active when
+    ``unil_off[i]`` (not unilateral) or :func:`closes` holds on its first row (``first[i]``); returns
+    its size. The rule of :func:`index_set` for the interactions without look-ahead, and the whole
+    index set of the fused models (no look-ahead, no compliant relation, none removed)."""
+    c = 0
+    for i in range(first.shape[0]):
+        f = first[i]
+        a = unil_off[i] or closes(Y0[f], Y1[f], gh, thr)
+        act[i] = a
+        c += a
+    return c
+
+
+@njit(inline="always")
+def lin_row(indptr, indices, data, b, r, q, v):  # pragma: no cover  (compiled)
+    r"""The outputs of row r of the linear relations, :math:`(Hq + b)_r` and :math:`(Hv)_r` (H in CSR,
+    summed in its storage order as scipy's product)."""
+    s0 = 0.0
+    s1 = 0.0
+    for jj in range(indptr[r], indptr[r + 1]):
+        s0 += data[jj] * q[indices[jj]]
+        s1 += data[jj] * v[indices[jj]]
+    return s0 + b[r], s1
+
+
 @njit(cache=True)
 def index_set(Y0, Y1, first, gap_at, gap, unil_off, alive, gh, thr, act, look, Y1f, c1, c2):  # pragma: no cover
     """The index set into ``act`` (one flag per interaction); returns its size. Interaction i is active
     when ``unil_off[i]`` (not unilateral) or its rule holds on its first row (``first[i]``), and
     ``alive[i]``: :func:`reaches` (with ``Y1f``, ``c1``, ``c2``) where ``look[i]``, :func:`closes` (``gh``)
     elsewhere; the interactions ``gap_at`` (compliant relations) use ``gap`` (y at λ = 0) for y0."""
-    c = 0
+    closed_set(Y0, Y1, first, unil_off, gh, thr, act)
     for i in range(first.shape[0]):
-        f = first[i]
         if look[i]:
-            a = unil_off[i] or reaches(Y0[f], Y1[f], Y1f[f], c1, c2, thr)
-        else:
-            a = unil_off[i] or closes(Y0[f], Y1[f], gh, thr)
-        act[i] = a and alive[i]
+            f = first[i]
+            act[i] = unil_off[i] or reaches(Y0[f], Y1[f], Y1f[f], c1, c2, thr)
     for k in range(gap_at.shape[0]):
         i = gap_at[k]
         f = first[i]
@@ -61,8 +86,10 @@ def index_set(Y0, Y1, first, gap_at, gap, unil_off, alive, gh, thr, act, look, Y
             a = unil_off[i] or reaches(gap[k], Y1[f], Y1f[f], c1, c2, thr)
         else:
             a = unil_off[i] or closes(gap[k], Y1[f], gh, thr)
-        act[i] = a and alive[i]
+        act[i] = a
+    c = 0
     for i in range(first.shape[0]):
+        act[i] = act[i] and alive[i]
         c += act[i]
     return c
 
@@ -81,17 +108,16 @@ def positions(qk, vk, v, c1, c2, out):  # pragma: no cover  (compiled)
 
 
 @njit(cache=True)
-def free_flight(buf, nd, first, unil_off, gap_at, gap, alive, look, gh, thr, Rd, c1, c2, indptr, indices, data, b,
-                all_rows, act, nmax, rec, j0):  # pragma: no cover  (compiled)
+def free_flight(buf, nd, first, unil_off, gh, thr, Rd, c1, c2, indptr, indices, data, b, nmax, rec,
+                j0):  # pragma: no cover  (compiled)
     r"""Advance up to ``nmax`` Moreau–Jean steps while no interaction enters the index set; returns the
     number of steps taken (it stops before a step whose index set is not empty).
 
     ``buf`` is the stacked state (q, v, p, y0, y1, λ0, λ1), nd = len(q), updated in place. Each step is
     the NumPy path's, without impulses: :math:`v_{free} = v - \hat M^{-1}R` (``Rd`` =
     :math:`\hat M^{-1}R`, constant), :math:`q \leftarrow q + c_1 v + c_2 v_{free}` (c1 = h(1-θ),
-    c2 = hθ), :math:`v \leftarrow v_{free}`, the outputs by :func:`lin_outputs` (H in CSR, ``all_rows``
-    = arange(m)), p = λ = 0; the index set by :func:`index_set` (into the scratch ``act``; the arguments
-    of the step's, ``c1``, ``c2`` of its look-ahead rule unused: the fused models have none).
+    c2 = hθ), :math:`v \leftarrow v_{free}`, the outputs by :func:`lin_row` (H in CSR), p = λ = 0; the
+    index set by :func:`closed_set` (the fused models have no look-ahead rule).
     Row j0 + s of ``rec`` records step s. It also stops before a step whose state would not be
     finite or beyond ``STATE_LIMIT`` (the caller's step then raises).
     """
@@ -104,9 +130,10 @@ def free_flight(buf, nd, first, unil_off, gap_at, gap, alive, look, gh, thr, Rd,
         buf[p0 + i] = 0.0
     for i in range(3 * nd + 2 * m, 3 * nd + 4 * m):
         buf[i] = 0.0
-    Y0, Y1 = buf[y0:y0 + m], buf[y1:y1 + m]
+    Y0, Y1, Q, V = buf[y0:y0 + m], buf[y1:y1 + m], buf[q0:q0 + nd], buf[v0:v0 + nd]
+    act = np.empty(first.shape[0], dtype=np.bool_)
     for s in range(nmax):
-        if index_set(Y0, Y1, first, gap_at, gap, unil_off, alive, gh, thr, act, look, Y1, c1, c2):
+        if closed_set(Y0, Y1, first, unil_off, gh, thr, act):
             return s
         for i in range(nd):           # a step whose state would leave STATE_LIMIT is the caller's
             vf = buf[v0 + i] - Rd[i]
@@ -116,18 +143,19 @@ def free_flight(buf, nd, first, unil_off, gap_at, gap, alive, look, gh, thr, Rd,
             vf = buf[v0 + i] - Rd[i]
             buf[q0 + i] = position(buf[q0 + i], buf[v0 + i], vf, c1, c2)
             buf[v0 + i] = vf
-        lin_outputs(indptr, indices, data, b, all_rows, buf[q0:q0 + nd], buf[v0:v0 + nd], Y0, Y1)
+        for r in range(m):
+            Y0[r], Y1[r] = lin_row(indptr, indices, data, b, r, Q, V)
         for i in range(rec.shape[1]):      # (an explicit loop: a slice assignment costs a second of compile)
             rec[j0 + s, i] = buf[i]
     return nmax
 
 
 @njit(cache=True)
-def fused_step_start(buf, nd, first, unil_off, gap_at, gap, alive, look, gh, thr, Rd, vfree, act, last, Ha, e,
-                     rows, qout, warm, wout):  # pragma: no cover  (compiled)
+def fused_step_start(buf, nd, first, unil_off, gh, thr, Rd, vfree, act, last, Ha, e, rows, qout, warm,
+                     wout):  # pragma: no cover  (compiled)
     r"""The start of a step of a linear time-invariant model (the stepper's compiled phases):
-    :math:`v_{free} = v - \hat M^{-1}R` into ``vfree``, the index set into ``act`` (:func:`index_set`,
-    the step's: its look-ahead arguments unused, the fused models have none). Returns 0 when it
+    :math:`v_{free} = v - \hat M^{-1}R` into ``vfree``, the index set into ``act`` (:func:`closed_set`:
+    the fused models have no look-ahead rule). Returns 0 when it
     is empty; 1 when it equals ``last`` (the previous contact step's), with
     :math:`q = H_a v_{free} + e \odot \dot y_k` on its rows (``Ha`` dense, ``rows`` of y) written
     into ``qout`` and the warm starts of those rows (from ``warm``) into ``wout``; 2 for another
@@ -137,7 +165,7 @@ def fused_step_start(buf, nd, first, unil_off, gap_at, gap, alive, look, gh, thr
     for i in range(nd):
         vfree[i] = buf[nd + i] - Rd[i]
     Y0, Y1 = buf[y0:y0 + m], buf[y1:y1 + m]
-    if index_set(Y0, Y1, first, gap_at, gap, unil_off, alive, gh, thr, act, look, Y1, 0.0, 0.0) == 0:
+    if closed_set(Y0, Y1, first, unil_off, gh, thr, act) == 0:
         return 0
     if last.shape[0] != first.shape[0]:
         return 2
@@ -163,10 +191,10 @@ def problem_vector(Ha, vfree, e, buf, nd, rows, out):  # pragma: no cover  (comp
 
 
 @njit(cache=True)
-def fused_step_end(buf, out, nd, vfree, lam, rows, Ha, d, c1, c2, indptr, indices, data, b, all_rows,
+def fused_step_end(buf, out, nd, vfree, lam, rows, Ha, d, c1, c2, indptr, indices, data, b,
                    warm):  # pragma: no cover  (compiled)
     r"""The end of the step: :math:`p = H_a^\top\lambda`, :math:`v = v_{free} + \hat M^{-1}p`,
-    :math:`q` by :func:`position`, the outputs by :func:`lin_outputs` (H in CSR), λ on the active
+    :math:`q` by :func:`position`, the outputs by :func:`lin_row` (H in CSR), λ on the active
     rows: the new stacked state written into ``out`` (``buf``, the old one, is left as it was);
     λ also into the warm starts ``warm`` of those rows. Returns max |q|, |v| (nan when not finite)."""
     m = b.shape[0]
@@ -183,9 +211,9 @@ def fused_step_end(buf, out, nd, vfree, lam, rows, Ha, d, c1, c2, indptr, indice
         for a in (abs(x), abs(vn)):
             if not a <= top:
                 top = a
-    lin_outputs(indptr, indices, data, b, all_rows, out[:nd], out[nd:2 * nd], out[3 * nd:3 * nd + m],
-                out[3 * nd + m:3 * nd + 2 * m])
+    Q, V = out[:nd], out[nd:2 * nd]
     for r in range(m):
+        out[3 * nd + r], out[3 * nd + m + r] = lin_row(indptr, indices, data, b, r, Q, V)
         out[3 * nd + 2 * m + r] = 0.0
         out[3 * nd + 3 * m + r] = 0.0
     for r in range(rows.shape[0]):
@@ -399,10 +427,4 @@ def lin_outputs(indptr, indices, data, b, rows, q, v, y0, y1):  # pragma: no cov
     r"""The outputs of the linear relations: :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv` (H in CSR, summed
     in its storage order as scipy's product) into ``y0[rows]``, ``y1[rows]``."""
     for r in range(rows.shape[0]):
-        s0 = 0.0
-        s1 = 0.0
-        for jj in range(indptr[r], indptr[r + 1]):
-            s0 += data[jj] * q[indices[jj]]
-            s1 += data[jj] * v[indices[jj]]
-        y0[rows[r]] = s0 + b[r]
-        y1[rows[r]] = s1
+        y0[rows[r]], y1[rows[r]] = lin_row(indptr, indices, data, b, r, q, v)

@@ -670,7 +670,7 @@ class MoreauJeanStepper:
         self.key = self.pattern = self.rows = None      # the last problem's key, its G0 pattern, its rows
         self.pending = None
         self.count = sim.k                               # the steps taken to this state
-        self.last = None                                 # (active, λ, vfree, rows, ẏ_k) of the last step, for on_step
+        self.last = None                                 # (active, λ, vfree, rows, where ẏ_k is) of the last step, for on_step
         self._sys_at = None                              # id(system) -> its position (state_of), built when asked
 
     # ------------------------------------------------------------------ facts and layout
@@ -852,7 +852,6 @@ class MoreauJeanStepper:
             if self.lin_rows is None:
                 self.H_lin, self.b_lin = sp.csr_matrix((0, S.nv)), np.zeros(0)
             self.H_lin.sort_indices()
-            self._all_rows = np.arange(self.H_lin.shape[0], dtype=np.intp)
             self.Hd, self._sets = self.H_lin.toarray(), {}
             self.gh = self.gamma * self.h
             self.c1, self.c2 = self.h * (1 - self.theta), self.h * self.theta
@@ -1383,7 +1382,7 @@ class MoreauJeanStepper:
                 vn = vfree + S.minv(p)
                 warm = warm.copy()
                 warm[act_rows] = lam
-                self.last = (idx, lam, vfree, rows_of, y1k[act_rows])
+                self.last = (idx, lam, vfree, rows_of, (y1k, None, act_rows))   # (ẏ_k of the active rows, when asked)
             else:
                 p, vn = np.zeros(S.nv), vfree
                 self.last = (idx, None, vfree, None, None)
@@ -1759,9 +1758,8 @@ class MoreauJeanStepper:
         vfree = np.empty(nd)
         cur = self._cur              # the last contact step's active set: (act, rows, Ha, e, W, inters, laws, key)
         q, w = np.empty(cur[1].shape[0]), np.empty(cur[1].shape[0])
-        code = K.fused_step_start(buf, nd, self.first, self.unil_off, self.gap_at, self.gap, self.alive, self.look,
-                                  self.gh, self.thr, self.Rd, vfree, self._act, cur[0], cur[2], cur[3], cur[1], q,
-                                  self.warm, w)
+        code = K.fused_step_start(buf, nd, self.first, self.unil_off, self.gh, self.thr, self.Rd, vfree, self._act,
+                                  cur[0], cur[2], cur[3], cur[1], q, self.warm, w)
         warm = self.warm
         if code == 0:
             rows, Ha, lam = self._no_rows, self._no_Ha, self._no_lam
@@ -1778,11 +1776,11 @@ class MoreauJeanStepper:
         out = np.empty(buf.shape[0])
         H = self.H_lin
         top = K.fused_step_end(buf, out, nd, vfree, lam, rows, Ha, self.sys.d, self.c1, self.c2, H.indptr, H.indices,
-                               H.data, self.b_lin, self._all_rows, warm)
+                               H.data, self.b_lin, warm)
         if not top <= K.STATE_LIMIT:
             self._blow_up(sim, out[:nd], out[nd:2 * nd])
-        ydot = buf[3 * nd + (buf.shape[0] - 3 * nd) // 4 + rows] if code else None          # ẏ_k of the active rows (the restitution's)
-        self.last = (self._act if code else None, lam, vfree, Ha, ydot)  # (the mask: the index set at first use)
+        # (the mask: the index set at first use; ẏ_k of the active rows, the restitution's, when asked)
+        self.last = (self._act if code else None, lam, vfree, Ha, (buf, 3 * nd + (buf.shape[0] - 3 * nd) // 4, rows))
         self.pending = (out, warm, self.gap)
         return 1, 0.0, True
 
@@ -1818,9 +1816,8 @@ class MoreauJeanStepper:
             return 0
         buf = self.buf.copy()           # a fresh state: what the objects read before stays a snapshot
         H = self.H_lin
-        s = K.free_flight(buf, self.nv, self.first, self.unil_off, self.gap_at, self.gap, self.alive, self.look,
-                          self.gh, self.thr, self.Rd, self.c1, self.c2, H.indptr, H.indices, H.data, self.b_lin,
-                          self._all_rows, np.empty(len(self.inters), dtype=np.bool_), nmax, rec, j0)
+        s = K.free_flight(buf, self.nv, self.first, self.unil_off, self.gh, self.thr, self.Rd, self.c1, self.c2,
+                          H.indptr, H.indices, H.data, self.b_lin, nmax, rec, j0)
         self.pending = (buf, self.warm, self.gap) if s else None
         return s
 

@@ -537,6 +537,9 @@ class TimeStepping:
 
     def _record_of(self, st, nit, res, conv, sol):
         idx, lam, vfree, rows, ydot = st.last if st.last is not None else (None,) * 5
+        if ydot is not None:                 # (the outputs ẏ before the step, their offset in it or None, the active rows)
+            y, off, sel = ydot
+            ydot = y[sel] if off is None else y[off + sel]
         if idx is None:
             idx = np.zeros(0, dtype=np.intp)
         elif idx.dtype == np.bool_:
