@@ -191,18 +191,23 @@ def problem_vector(Ha, vfree, e, buf, nd, rows, out):  # pragma: no cover  (comp
 
 
 @njit(cache=True)
-def fused_step_end(buf, out, nd, vfree, lam, rows, Ha, d, c1, c2, indptr, indices, data, b,
+def fused_step_end(buf, out, nd, vfree, lam, rows, d, c1, c2, indptr, indices, data, b,
                    warm):  # pragma: no cover  (compiled)
-    r"""The end of the step: :math:`p = H_a^\top\lambda`, :math:`v = v_{free} + \hat M^{-1}p`,
+    r"""The end of the step: :math:`p = H_a^\top\lambda` (H_a: the rows ``rows`` of H, in CSR; the sum
+    over the rows in their order, as the dense product's), :math:`v = v_{free} + \hat M^{-1}p`,
     :math:`q` by :func:`position`, the outputs by :func:`lin_row` (H in CSR), λ on the active
     rows: the new stacked state written into ``out`` (``buf``, the old one, is left as it was);
     λ also into the warm starts ``warm`` of those rows. Returns max |q|, |v| (nan when not finite)."""
     m = b.shape[0]
     top = 0.0
     for j in range(nd):
-        s = 0.0
-        for r in range(Ha.shape[0]):
-            s += Ha[r, j] * lam[r]
+        out[2 * nd + j] = 0.0
+    for r in range(rows.shape[0]):
+        k = rows[r]
+        for jj in range(indptr[k], indptr[k + 1]):
+            out[2 * nd + indices[jj]] += data[jj] * lam[r]
+    for j in range(nd):
+        s = out[2 * nd + j]
         vn = vfree[j] + s / d[j]
         out[2 * nd + j] = s
         out[nd + j] = vn

@@ -1775,7 +1775,7 @@ class MoreauJeanStepper:
             warm = warm.copy()
         out = np.empty(buf.shape[0])
         H = self.H_lin
-        top = K.fused_step_end(buf, out, nd, vfree, lam, rows, Ha, self.sys.d, self.c1, self.c2, H.indptr, H.indices,
+        top = K.fused_step_end(buf, out, nd, vfree, lam, rows, self.sys.d, self.c1, self.c2, H.indptr, H.indices,
                                H.data, self.b_lin, warm)
         if not top <= K.STATE_LIMIT:
             self._blow_up(sim, out[:nd], out[nd:2 * nd])
