@@ -391,7 +391,7 @@ def test_the_adjoint_reads_the_step_records_and_assembles_no_step(monkeypatch):
     from nsopt.modeling import _stepper
     from nsopt.modeling import differentiable as D
 
-    traj, ball, ground = ball_run(T=0.8)
+    traj, ball, _ = ball_run(T=0.8)
     rec = traj._sim._tape.records[566]
     assert rec.ydot.shape == (1,) and rec.ydot[0] < 0 and rec.H.shape == (1, 1)
 
