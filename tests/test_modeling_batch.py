@@ -55,7 +55,7 @@ def test_ball_batched_and_compiled_match_the_per_interaction_path():
     sa, ball_a, ground_a = _ball(False)
     sb, ball_b, ground_b = _ball(True)
     ta, tb = sa.run(), sb.run()
-    assert sb._stepper.lean and not sa._stepper.lean and not sa._stepper.batch
+    assert sb._stepper.fused_phases and not sa._stepper.fused_phases and not sa._stepper.batch
     for f in ("q", "v", "p"):
         _close(getattr(ta, f)(ball_a), getattr(tb, f)(ball_b))
     for lev in (0, 1):
@@ -91,11 +91,11 @@ def test_trajectory_recorded_in_chunks_equals_one_block(monkeypatch, batch):
 
 def test_compiled_steps_give_the_numbers_of_the_numpy_step():
     """The fused compiled phases (and the free flight) of a linear time-invariant model against the
-    step's general phases on the same grouped data (the stepper's ``lean`` turned off: a test-only poke)."""
+    step's general phases on the same grouped data (the stepper's ``fused_phases`` turned off: a test-only poke)."""
     sa, ball_a, ground_a = _ball(True)
     sb, ball_b, ground_b = _ball(True)
     ta = sa.run()                        # free flights and contact steps by the fused compiled phases
-    sb._stepper.lean = False
+    sb._stepper.fused_phases = False
     tb = sb.run()                        # every step by the general phases
     assert sum(s is None for s in ta.status) > 300 and sum(s is not None for s in ta.status) > 50
     for f in ("q", "v", "p"):
@@ -125,7 +125,7 @@ def test_linear_features_batched_match():
     sa, dsa, ia = _linear_chain(False)
     sb, dsb, ib = _linear_chain(True)
     ta, tb = sa.run(), sb.run()
-    assert sb._stepper.batch and not sb._stepper.lean     # K, C: the general phases
+    assert sb._stepper.batch and not sb._stepper.fused_phases     # K, C: the general phases
     assert any(s is not None for s in ta.status)
     for x, y in zip(dsa, dsb):
         for f in ("q", "v", "p"):
@@ -231,8 +231,8 @@ def test_sparse_rows_of_mixed_sizes_batched_match(compiled):
     sa, ba, ia = _balls(False)
     sb, bb, ib = _balls(True)
     fast = sb._stepper
-    assert fast.lean
-    fast.lean = compiled                     # the fused compiled phases, or the general ones with sparse rows
+    assert fast.fused_phases
+    fast.fused_phases = compiled                     # the fused compiled phases, or the general ones with sparse rows
     ta, tb = sa.run(), sb.run()
     assert fast.sparse and fast._blocks is None
     assert (fast.pattern is None) == compiled     # the CSR rows of the general phases (pattern kept)
@@ -409,12 +409,12 @@ def test_block_pairs_against_a_direct_enumeration():
                   for _ in range(n_inter)]
         slot_inter = np.repeat(np.arange(n_inter), [len(b) for b in bodies])
         slot_body = np.array([s for b in bodies for s in b], dtype=np.intp)
-        tp, tq, ta, tb, run, mirror = K.block_pairs(slot_inter, slot_body, n_inter, n_body)
+        slot_p, slot_q, inter_a, inter_b, run, mirror = K.block_pairs(slot_inter, slot_body, n_inter, n_body)
         want = sorted((slot_inter[p], slot_inter[q], slot_body[p], p, q) for p in range(len(slot_body))
                       for q in range(len(slot_body)) if slot_body[p] == slot_body[q])
-        got = list(zip(ta.tolist(), tb.tolist(), slot_body[tp].tolist(), tp.tolist(), tq.tolist()))
+        got = list(zip(inter_a.tolist(), inter_b.tolist(), slot_body[slot_p].tolist(), slot_p.tolist(), slot_q.tolist()))
         assert got == [tuple(int(x) for x in w) for w in want], trial
         starts = [k for k in range(len(got)) if k == 0 or got[k][:2] != got[k - 1][:2]]
         assert run.tolist() == starts + [len(got)]
         for r, m in enumerate(mirror.tolist()):
-            assert (ta[run[m]], tb[run[m]]) == (tb[run[r]], ta[run[r]])
+            assert (inter_a[run[m]], inter_b[run[m]]) == (inter_b[run[r]], inter_a[run[r]])

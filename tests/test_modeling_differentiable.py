@@ -379,3 +379,38 @@ def test_weak_requests_are_refused():
     nan_loss = lambda Q, V: (0.0, np.full(Q.shape, np.nan), None)
     with pytest.raises(ModelingError, match="dQ: has non-finite entries .*the loss returned"):
         traj.gradient(nan_loss, wrt=["e"])
+
+
+# ------------------------------------------------------------------------------------ one step, recorded (issue 31 §3)
+def test_the_adjoint_reads_the_step_records_and_assembles_no_step(monkeypatch):
+    """The adjoint consumes what each step emitted (its rows, problem, impulses, v_free, ẏ_k and the
+    run's factors of M̂): with every piece of the step's assembly made to raise after the run (the
+    stepper's contact assembly and free velocity, W's assembly, a relation's rows, a new one-step
+    problem, a new factorisation), the gradient is the same number, and the closed form's. Before,
+    the adjoint re-assembled every step densely (its own rows, W, q and factors of M̂)."""
+    from nsopt.modeling import _stepper
+    from nsopt.modeling import differentiable as D
+
+    traj, ball, _ = ball_run(T=0.8)
+    rec = traj._sim._tape.records[566]
+    assert rec.ydot.shape == (1,) and rec.ydot[0] < 0 and rec.H.shape == (1, 1)
+
+    def boom(*a, **k):
+        raise AssertionError("the adjoint assembled a step")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(_stepper.MoreauJeanStepper, "_contact", boom)
+        mp.setattr(_stepper._Systems, "free_velocity", boom)
+        mp.setattr(_stepper, "delassus", boom)
+        mp.setattr(D._Layout, "G", boom)
+        for name in ("LCP", "FrictionContact", "factorise"):
+            mp.setattr(D, name, boom, raising=False)
+        g = traj.gradient(apex, wrt=["e", "v0", "mass"])
+        dQ, dV = traj.jvp({"e": 1.0})
+    vk = traj.v(ball)[565, 0]
+    assert g["e"] == pytest.approx(0.8 * vk ** 2 / G - 1e-3 * vk / 2, rel=1e-12)
+    _, V = traj.states()
+    assert rel(dQ[APEX_STEP, 0] + V[APEX_STEP, 0] * dV[APEX_STEP, 0] / G, g["e"]) <= MODES_RTOL
+    traj._sim._tape._replay.clear()
+    again = traj.gradient(apex, wrt=["e", "v0", "mass"])
+    assert again["e"] == g["e"] and again["mass"] == g["mass"] and again["v0"][0] == g["v0"][0]

@@ -169,7 +169,7 @@ def test_the_random_models_cover_every_kind():
         seen.add("groups" if stp.groups else "no-groups")
         seen.update(type(i.relation).__name__ for i in inters)
         seen.update(type(ds).__name__ + ("-nonconstant" if not ds.constant_iteration_matrix else "") for ds in model[0])
-        seen.add("lean" if stp.lean else "general")
+        seen.add("fused" if stp.fused_phases else "general")
         lam = np.concatenate([t.lambda_(i, 1)[:, 0] for i in inters])
         if np.any(lam > 0):
             seen.add("contact")
@@ -180,7 +180,7 @@ def test_the_random_models_cover_every_kind():
     collect()
     for want in ("groups", "LagrangianLinearTIR", "LagrangianScleronomousR", "LagrangianRheonomousR",
                  "LagrangianCompliantR", "LagrangianLinearTIDS", "LagrangianDS", "LagrangianDS-nonconstant",
-                 "lean", "general", "contact", "opens"):
+                 "fused", "general", "contact", "opens"):
         assert want in seen, (want, sorted(seen))
 
 

@@ -1,9 +1,13 @@
 """Compiled inner loops of the Moreau–Jean step (:mod:`nsopt.modeling._stepper`).
 
 The step's formulas that a compiled loop needs are written once here, as small inlined functions
-(:func:`closes` and :func:`reaches`: the index-set rules; :func:`position`: the position update), and called both by the
-step's NumPy-level phases (through :func:`index_set`, :func:`positions`) and by the fused loops of
-linear time-invariant models (:func:`free_flight`, :func:`lean_pre`, :func:`lean_post`).
+(:func:`closes` and :func:`reaches`: the index-set rules; :func:`position`: the position update), and
+its phases once, as compiled functions: the index set (:func:`index_set`, Siconos' rule
+:func:`closed_set`), the positions (:func:`positions`), the linear relations' outputs (:func:`lin_row`,
+:func:`lin_outputs`). The general step calls the
+phases; the fused loops of linear time-invariant models (:func:`free_flight`,
+:func:`fused_step_start`, :func:`fused_step_end`) call the same phases inside one compiled call
+(what is fused is the calls, not the formulas).
 """
 
 from __future__ import annotations
@@ -37,20 +41,44 @@ def position(qk, vk, v, c1, c2):  # pragma: no cover  (compiled)
     return qk + c1 * vk + c2 * v
 
 
+@njit(inline="always")
+def closed_set(Y0, Y1, first, unil_off, gh, thr, act):  # pragma: no cover  (compiled)
+    """Siconos' index set into ``act`` (one flag per interaction): interaction i is active when
+    ``unil_off[i]`` (not unilateral) or :func:`closes` holds on its first row (``first[i]``); returns
+    its size. The rule of :func:`index_set` for the interactions without look-ahead, and the whole
+    index set of the fused models (no look-ahead, no compliant relation, none removed)."""
+    c = 0
+    for i in range(first.shape[0]):
+        f = first[i]
+        a = unil_off[i] or closes(Y0[f], Y1[f], gh, thr)
+        act[i] = a
+        c += a
+    return c
+
+
+@njit(inline="always")
+def lin_row(indptr, indices, data, b, r, q, v):  # pragma: no cover  (compiled)
+    r"""The outputs of row r of the linear relations, :math:`(Hq + b)_r` and :math:`(Hv)_r` (H in CSR,
+    summed in its storage order as scipy's product)."""
+    s0 = 0.0
+    s1 = 0.0
+    for jj in range(indptr[r], indptr[r + 1]):
+        s0 += data[jj] * q[indices[jj]]
+        s1 += data[jj] * v[indices[jj]]
+    return s0 + b[r], s1
+
+
 @njit(cache=True)
 def index_set(Y0, Y1, first, gap_at, gap, unil_off, alive, gh, thr, act, look, Y1f, c1, c2):  # pragma: no cover
     """The index set into ``act`` (one flag per interaction); returns its size. Interaction i is active
     when ``unil_off[i]`` (not unilateral) or its rule holds on its first row (``first[i]``), and
     ``alive[i]``: :func:`reaches` (with ``Y1f``, ``c1``, ``c2``) where ``look[i]``, :func:`closes` (``gh``)
     elsewhere; the interactions ``gap_at`` (compliant relations) use ``gap`` (y at λ = 0) for y0."""
-    c = 0
+    closed_set(Y0, Y1, first, unil_off, gh, thr, act)
     for i in range(first.shape[0]):
-        f = first[i]
         if look[i]:
-            a = unil_off[i] or reaches(Y0[f], Y1[f], Y1f[f], c1, c2, thr)
-        else:
-            a = unil_off[i] or closes(Y0[f], Y1[f], gh, thr)
-        act[i] = a and alive[i]
+            f = first[i]
+            act[i] = unil_off[i] or reaches(Y0[f], Y1[f], Y1f[f], c1, c2, thr)
     for k in range(gap_at.shape[0]):
         i = gap_at[k]
         f = first[i]
@@ -58,8 +86,10 @@ def index_set(Y0, Y1, first, gap_at, gap, unil_off, alive, gh, thr, act, look, Y
             a = unil_off[i] or reaches(gap[k], Y1[f], Y1f[f], c1, c2, thr)
         else:
             a = unil_off[i] or closes(gap[k], Y1[f], gh, thr)
-        act[i] = a and alive[i]
+        act[i] = a
+    c = 0
     for i in range(first.shape[0]):
+        act[i] = act[i] and alive[i]
         c += act[i]
     return c
 
@@ -78,7 +108,7 @@ def positions(qk, vk, v, c1, c2, out):  # pragma: no cover  (compiled)
 
 
 @njit(cache=True)
-def free_flight(buf, nd, first, unilateral, gh, thr, Rd, c1, c2, indptr, indices, data, b, nmax, rec,
+def free_flight(buf, nd, first, unil_off, gh, thr, Rd, c1, c2, indptr, indices, data, b, nmax, rec,
                 j0):  # pragma: no cover  (compiled)
     r"""Advance up to ``nmax`` Moreau–Jean steps while no interaction enters the index set; returns the
     number of steps taken (it stops before a step whose index set is not empty).
@@ -86,8 +116,8 @@ def free_flight(buf, nd, first, unilateral, gh, thr, Rd, c1, c2, indptr, indices
     ``buf`` is the stacked state (q, v, p, y0, y1, λ0, λ1), nd = len(q), updated in place. Each step is
     the NumPy path's, without impulses: :math:`v_{free} = v - \hat M^{-1}R` (``Rd`` =
     :math:`\hat M^{-1}R`, constant), :math:`q \leftarrow q + c_1 v + c_2 v_{free}` (c1 = h(1-θ),
-    c2 = hθ), :math:`v \leftarrow v_{free}`, :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv` (H in CSR), p = λ = 0;
-    the index set from :math:`Y_0 + \gamma h Y_1 \le` thr on each interaction's first row (``gh`` = γh).
+    c2 = hθ), :math:`v \leftarrow v_{free}`, the outputs by :func:`lin_row` (H in CSR), p = λ = 0; the
+    index set by :func:`closed_set` (the fused models have no look-ahead rule).
     Row j0 + s of ``rec`` records step s. It also stops before a step whose state would not be
     finite or beyond ``STATE_LIMIT`` (the caller's step then raises).
     """
@@ -100,11 +130,11 @@ def free_flight(buf, nd, first, unilateral, gh, thr, Rd, c1, c2, indptr, indices
         buf[p0 + i] = 0.0
     for i in range(3 * nd + 2 * m, 3 * nd + 4 * m):
         buf[i] = 0.0
+    Y0, Y1, Q, V = buf[y0:y0 + m], buf[y1:y1 + m], buf[q0:q0 + nd], buf[v0:v0 + nd]
+    act = np.empty(first.shape[0], dtype=np.bool_)
     for s in range(nmax):
-        for i in range(first.shape[0]):
-            f = first[i]
-            if not unilateral[i] or closes(buf[y0 + f], buf[y1 + f], gh, thr):
-                return s
+        if closed_set(Y0, Y1, first, unil_off, gh, thr, act):
+            return s
         for i in range(nd):           # a step whose state would leave STATE_LIMIT is the caller's
             vf = buf[v0 + i] - Rd[i]
             if not (abs(vf) <= STATE_LIMIT and abs(position(buf[q0 + i], buf[v0 + i], vf, c1, c2)) <= STATE_LIMIT):
@@ -114,23 +144,18 @@ def free_flight(buf, nd, first, unilateral, gh, thr, Rd, c1, c2, indptr, indices
             buf[q0 + i] = position(buf[q0 + i], buf[v0 + i], vf, c1, c2)
             buf[v0 + i] = vf
         for r in range(m):
-            s0 = 0.0
-            s1 = 0.0
-            for jj in range(indptr[r], indptr[r + 1]):
-                s0 += data[jj] * buf[q0 + indices[jj]]
-                s1 += data[jj] * buf[v0 + indices[jj]]
-            buf[y0 + r] = s0 + b[r]
-            buf[y1 + r] = s1
+            Y0[r], Y1[r] = lin_row(indptr, indices, data, b, r, Q, V)
         for i in range(rec.shape[1]):      # (an explicit loop: a slice assignment costs a second of compile)
             rec[j0 + s, i] = buf[i]
     return nmax
 
 
 @njit(cache=True)
-def lean_pre(buf, nd, first, unil_off, gh, thr, Rd, vfree, act, last, Ha, e, rows, qout, warm,
-             wout):  # pragma: no cover  (compiled)
+def fused_step_start(buf, nd, first, unil_off, gh, thr, Rd, vfree, act, last, Ha, e, rows, qout, warm,
+                     wout):  # pragma: no cover  (compiled)
     r"""The start of a step of a linear time-invariant model (the stepper's compiled phases):
-    :math:`v_{free} = v - \hat M^{-1}R` into ``vfree``, the index set into ``act``. Returns 0 when it
+    :math:`v_{free} = v - \hat M^{-1}R` into ``vfree``, the index set into ``act`` (:func:`closed_set`:
+    the fused models have no look-ahead rule). Returns 0 when it
     is empty; 1 when it equals ``last`` (the previous contact step's), with
     :math:`q = H_a v_{free} + e \odot \dot y_k` on its rows (``Ha`` dense, ``rows`` of y) written
     into ``qout`` and the warm starts of those rows (from ``warm``) into ``wout``; 2 for another
@@ -139,27 +164,22 @@ def lean_pre(buf, nd, first, unil_off, gh, thr, Rd, vfree, act, last, Ha, e, row
     y0, y1 = 3 * nd, 3 * nd + m
     for i in range(nd):
         vfree[i] = buf[nd + i] - Rd[i]
-    c = 0
-    same = last.shape[0] == first.shape[0]
-    for i in range(first.shape[0]):
-        f = first[i]
-        a = unil_off[i] or closes(buf[y0 + f], buf[y1 + f], gh, thr)
-        act[i] = a
-        c += a
-        if same and last[i] != a:
-            same = False
-    if c == 0:
+    Y0, Y1 = buf[y0:y0 + m], buf[y1:y1 + m]
+    if closed_set(Y0, Y1, first, unil_off, gh, thr, act) == 0:
         return 0
-    if not same:
+    if last.shape[0] != first.shape[0]:
         return 2
-    lean_q(Ha, vfree, e, buf, nd, rows, qout)
+    for i in range(first.shape[0]):
+        if last[i] != act[i]:
+            return 2
+    problem_vector(Ha, vfree, e, buf, nd, rows, qout)
     for r in range(rows.shape[0]):
         wout[r] = warm[rows[r]]
     return 1
 
 
 @njit(cache=True)
-def lean_q(Ha, vfree, e, buf, nd, rows, out):  # pragma: no cover  (compiled)
+def problem_vector(Ha, vfree, e, buf, nd, rows, out):  # pragma: no cover  (compiled)
     r""":math:`q = H_a v_{free} + e \odot \dot y_k` on the active rows (H_a dense, ``rows`` of y) into ``out``."""
     m = (buf.shape[0] - 3 * nd) // 4
     y1 = 3 * nd + m
@@ -171,17 +191,23 @@ def lean_q(Ha, vfree, e, buf, nd, rows, out):  # pragma: no cover  (compiled)
 
 
 @njit(cache=True)
-def lean_post(buf, out, nd, vfree, lam, rows, Ha, d, c1, c2, Hd, b, warm):  # pragma: no cover  (compiled)
-    r"""The end of the step: :math:`p = H_a^\top\lambda`, :math:`v = v_{free} + \hat M^{-1}p`,
-    :math:`q` by :func:`position`, :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv`, λ on the active
+def fused_step_end(buf, out, nd, vfree, lam, rows, d, c1, c2, indptr, indices, data, b,
+                   warm):  # pragma: no cover  (compiled)
+    r"""The end of the step: :math:`p = H_a^\top\lambda` (H_a: the rows ``rows`` of H, in CSR; the sum
+    over the rows in their order, as the dense product's), :math:`v = v_{free} + \hat M^{-1}p`,
+    :math:`q` by :func:`position`, the outputs by :func:`lin_row` (H in CSR), λ on the active
     rows: the new stacked state written into ``out`` (``buf``, the old one, is left as it was);
     λ also into the warm starts ``warm`` of those rows. Returns max |q|, |v| (nan when not finite)."""
     m = b.shape[0]
     top = 0.0
     for j in range(nd):
-        s = 0.0
-        for r in range(Ha.shape[0]):
-            s += Ha[r, j] * lam[r]
+        out[2 * nd + j] = 0.0
+    for r in range(rows.shape[0]):
+        k = rows[r]
+        for jj in range(indptr[k], indptr[k + 1]):
+            out[2 * nd + indices[jj]] += data[jj] * lam[r]
+    for j in range(nd):
+        s = out[2 * nd + j]
         vn = vfree[j] + s / d[j]
         out[2 * nd + j] = s
         out[nd + j] = vn
@@ -190,14 +216,9 @@ def lean_post(buf, out, nd, vfree, lam, rows, Ha, d, c1, c2, Hd, b, warm):  # pr
         for a in (abs(x), abs(vn)):
             if not a <= top:
                 top = a
+    Q, V = out[:nd], out[nd:2 * nd]
     for r in range(m):
-        s0 = 0.0
-        s1 = 0.0
-        for j in range(nd):
-            s0 += Hd[r, j] * out[j]
-            s1 += Hd[r, j] * out[nd + j]
-        out[3 * nd + r] = s0 + b[r]
-        out[3 * nd + m + r] = s1
+        out[3 * nd + r], out[3 * nd + m + r] = lin_row(indptr, indices, data, b, r, Q, V)
         out[3 * nd + 2 * m + r] = 0.0
         out[3 * nd + 3 * m + r] = 0.0
     for r in range(rows.shape[0]):
@@ -230,8 +251,8 @@ def slot_blocks(E_val, E_start, nsys, m, n):  # pragma: no cover  (compiled)
 @njit(cache=True)
 def block_pairs(slot_inter, slot_body, n_inter, n_body):  # pragma: no cover  (compiled)
     r"""The (slot p, slot q) pairs on a common system, for the block form of W (:func:`nsopt.problems._delassus.block_delassus_for`): slots are the
-    (interaction, system) blocks in interaction order, at most two per interaction. Returns ``tp, tq``
-    and their interactions ``ta, tb``, sorted by (a, b) and, within one (a, b), by system; ``run``
+    (interaction, system) blocks in interaction order, at most two per interaction. Returns ``slot_p, slot_q``
+    and their interactions ``inter_a, inter_b``, sorted by (a, b) and, within one (a, b), by system; ``run``
     (the starts of the runs of one (a, b), and the end) and ``mirror`` (the run of (b, a) of each run)."""
     S = slot_inter.shape[0]
     bptr = np.zeros(n_body + 1, dtype=np.int64)          # the slots of each system, in slot order
@@ -250,10 +271,10 @@ def block_pairs(slot_inter, slot_body, n_inter, n_body):  # pragma: no cover  (c
     total = 0
     for p in range(S):
         total += bptr[slot_body[p] + 1] - bptr[slot_body[p]]
-    tp = np.empty(total, dtype=np.intp)
-    tq = np.empty(total, dtype=np.intp)
-    ta = np.empty(total, dtype=np.intp)
-    tb = np.empty(total, dtype=np.intp)
+    slot_p = np.empty(total, dtype=np.intp)
+    slot_q = np.empty(total, dtype=np.intp)
+    inter_a = np.empty(total, dtype=np.intp)
+    inter_b = np.empty(total, dtype=np.intp)
     w = 0
     p = 0
     for a in range(n_inter):
@@ -263,7 +284,7 @@ def block_pairs(slot_inter, slot_body, n_inter, n_body):  # pragma: no cover  (c
         if p - p0 == 1:                # one system: its slots, already in interaction order
             s = slot_body[p0]
             for k in range(bptr[s], bptr[s + 1]):
-                tp[w], tq[w], ta[w], tb[w] = p0, by_body[k], a, slot_inter[by_body[k]]
+                slot_p[w], slot_q[w], inter_a[w], inter_b[w] = p0, by_body[k], a, slot_inter[by_body[k]]
                 w += 1
         elif p - p0 == 2:              # two: merge the two systems' slots by interaction, then system
             p1, p2 = p0, p0 + 1
@@ -273,40 +294,40 @@ def block_pairs(slot_inter, slot_body, n_inter, n_body):  # pragma: no cover  (c
             j, e2 = bptr[slot_body[p2]], bptr[slot_body[p2] + 1]
             while i < e1 or j < e2:
                 if j >= e2 or (i < e1 and slot_inter[by_body[i]] <= slot_inter[by_body[j]]):
-                    tp[w], tq[w] = p1, by_body[i]
+                    slot_p[w], slot_q[w] = p1, by_body[i]
                     i += 1
                 else:
-                    tp[w], tq[w] = p2, by_body[j]
+                    slot_p[w], slot_q[w] = p2, by_body[j]
                     j += 1
-                ta[w], tb[w] = a, slot_inter[tq[w]]
+                inter_a[w], inter_b[w] = a, slot_inter[slot_q[w]]
                 w += 1
     nr = 0
     for k in range(total):
-        if k == 0 or ta[k] != ta[k - 1] or tb[k] != tb[k - 1]:
+        if k == 0 or inter_a[k] != inter_a[k - 1] or inter_b[k] != inter_b[k - 1]:
             nr += 1
     run = np.empty(nr + 1, dtype=np.intp)
     rstart = np.zeros(n_inter + 1, dtype=np.int64)      # the runs of each a
     r = 0
     for k in range(total):
-        if k == 0 or ta[k] != ta[k - 1] or tb[k] != tb[k - 1]:
+        if k == 0 or inter_a[k] != inter_a[k - 1] or inter_b[k] != inter_b[k - 1]:
             run[r] = k
-            rstart[ta[k] + 1] += 1
+            rstart[inter_a[k] + 1] += 1
             r += 1
     run[nr] = total
     for a in range(n_inter):
         rstart[a + 1] += rstart[a]
     mirror = np.empty(nr, dtype=np.intp)
     for r in range(nr):
-        a, b = ta[run[r]], tb[run[r]]
+        a, b = inter_a[run[r]], inter_b[run[r]]
         lo, hi = rstart[b], rstart[b + 1]              # the runs of b, sorted by their second interaction
         while lo < hi:
             mid = (lo + hi) // 2
-            if tb[run[mid]] < a:
+            if inter_b[run[mid]] < a:
                 lo = mid + 1
             else:
                 hi = mid
         mirror[r] = lo
-    return tp, tq, ta, tb, run, mirror
+    return slot_p, slot_q, inter_a, inter_b, run, mirror
 
 
 @njit(cache=True)
@@ -411,10 +432,4 @@ def lin_outputs(indptr, indices, data, b, rows, q, v, y0, y1):  # pragma: no cov
     r"""The outputs of the linear relations: :math:`Y_0 = Hq + b`, :math:`Y_1 = Hv` (H in CSR, summed
     in its storage order as scipy's product) into ``y0[rows]``, ``y1[rows]``."""
     for r in range(rows.shape[0]):
-        s0 = 0.0
-        s1 = 0.0
-        for jj in range(indptr[r], indptr[r + 1]):
-            s0 += data[jj] * q[indices[jj]]
-            s1 += data[jj] * v[indices[jj]]
-        y0[rows[r]] = s0 + b[r]
-        y1[rows[r]] = s1
+        y0[rows[r]], y1[rows[r]] = lin_row(indptr, indices, data, b, r, q, v)

@@ -31,8 +31,11 @@ Who evaluates what is decided once per topology, not per step:
 - **W**: by blocks (:func:`~nsopt.problems._delassus.block_delassus_for`) when every interaction has one
   size and every system one size with a diagonal M̂, else from the assembled rows;
 - **linear time-invariant models** (only ``LagrangianLinearTIR`` without D, no K or C, constant F_ext,
-  diagonal M̂): the phases are fused compiled loops (``lean_pre`` / ``lean_post``, and the steps without
-  contact by :func:`~nsopt.modeling._kernels.free_flight`), calling the same compiled formulas.
+  diagonal M̂): the phases are fused into compiled calls (``fused_step_start`` / ``fused_step_end``, and the
+  steps without contact by :func:`~nsopt.modeling._kernels.free_flight`), which call the general step's
+  compiled phases (:func:`~nsopt.modeling._kernels.index_set`, :func:`~nsopt.modeling._kernels.lin_outputs`,
+  :func:`~nsopt.modeling._kernels.position`) and its constant :math:`\hat M^{-1}R`
+  (:meth:`_Systems.constant_residual_shift`).
 
 ``MoreauJeanOSI(batch=False)`` evaluates every system and relation one by one and uses none of the
 grouped or fused forms: the reference the property test (tests/test_modeling_step.py) compares with.
@@ -174,13 +177,17 @@ class Assembly:
 
 @dataclass
 class StepRecord:
-    """What a step solved, for ``TimeStepping(..., on_step=f)`` (an adjoint sweep needs it per step).
+    r"""What a step solved, for ``TimeStepping(..., on_step=f)`` (an adjoint sweep needs it per step).
 
     ``k``, ``t``: the step (1-based) and its end time; ``active``: the interactions of the index set
     (in the problem's row order); ``problem``: the one-step problem solved last (W, q; None without
     contact) and ``solution`` its :class:`nsopt.Solution`; ``lam`` the stacked impulses of the active
-    rows; ``vfree`` the free velocity; ``newton``: (iterations, residual, converged). :meth:`rows`
-    gives the active rows H (G0, m x ndof) of that problem and ``iteration_matrix()`` M̂.
+    rows; ``vfree`` the free velocity; ``ydot`` the outputs :math:`\dot y_k` of the active rows that the
+    restitution term of q reads (:math:`q = Hv_{free} + e\odot\dot y_k`); ``newton``: (iterations,
+    residual, converged). :meth:`rows` gives the active rows H (G0, m x ndof) of that problem,
+    ``iteration_matrix()`` M̂ and :meth:`solve_iteration_matrix` :math:`\hat M^{-1}X` with the step's own
+    factors. The adjoint of a differentiable run (:mod:`nsopt.modeling.differentiable`) reads these
+    and nothing else of the step: the step is assembled once, by the run.
 
     Attributes
     ----------
@@ -200,6 +207,9 @@ class StepRecord:
         The free velocity.
     newton : tuple
         (iterations, residual, converged).
+    ydot : numpy.ndarray or None
+        The outputs :math:`\dot y_k` of the active rows at the step's start (None without contact, or
+        from an integrator without a restitution term).
 
     Examples
     --------
@@ -212,8 +222,8 @@ class StepRecord:
     >>> rec = next(r for r in records if r.problem is not None)
     >>> rec.k, round(rec.t, 6), rec.problem, rec.lam.round(5), rec.newton
     (46, 0.46, LCP(n=1, dense), array([6.71985]), (1, 0.0, True))
-    >>> rec.rows(), rec.iteration_matrix().toarray()
-    (array([[1.]]), array([[1.]]))
+    >>> rec.rows(), rec.iteration_matrix().toarray(), rec.ydot.round(5), rec.solve_iteration_matrix(rec.vfree).round(5)
+    (array([[1.]]), array([[1.]]), array([-4.4145]), array([-4.5126]))
     """
 
     k: int
@@ -225,6 +235,8 @@ class StepRecord:
     vfree: np.ndarray
     newton: tuple
     _rows: object = None
+    _mhat: object = None
+    ydot: np.ndarray | None = None
     _minv: object = None
 
     def rows(self):
@@ -233,7 +245,11 @@ class StepRecord:
 
     def iteration_matrix(self):
         """M̂ of the step (block diagonal, sparse)."""
-        return self._minv()
+        return self._mhat()
+
+    def solve_iteration_matrix(self, X):
+        r""":math:`\hat M^{-1}X` by the step's factors of M̂ (X: (ndof,) or (ndof, k))."""
+        return self._minv(X)
 
 
 def factor_iteration_matrix(W, owner="W"):
@@ -387,7 +403,7 @@ class _Systems:
             self.lag_q, self.lag_v = cat([self.qranges[k] for k in lag]), cat([self.ranges[k] for k in lag])
         ns = set(sizes)
         self.n_uniform = ns.pop() if len(ns) == 1 and (self.nq == self.nv or self.ne is not None) else 0
-        self._dv_ext = None          # M̂⁻¹ h F_ext,θ when F_ext is constant and there is no K, C (at first use)
+        self._Rd = None              # M̂⁻¹R = -M̂⁻¹ h F_ext,θ when F_ext is constant and there is no K, C (at first use)
 
     @classmethod
     def of(cls, systems, h, th, prev, per_system):
@@ -464,9 +480,7 @@ class _Systems:
         elif self.K is None and self.C is None and not self.has_fext:
             vfree = vk.copy() if self.nonconstant else vk
         elif self.K is None and self.C is None and self.const_fext and not self.nonconstant:
-            if self._dv_ext is None:         # v - M̂⁻¹(-F): the same numbers as the general formula
-                self._dv_ext = self.minv(self.Fth)
-            vfree = vk + self._dv_ext
+            vfree = vk - self.constant_residual_shift()
         else:
             fe0 = fe1 = None
             if self.has_fext and not self.const_fext:
@@ -476,6 +490,17 @@ class _Systems:
         for k, vf in own.items():
             vfree[self.ranges[k]] = vf
         return vfree
+
+    def constant_residual_shift(self):
+        r""":math:`\hat M^{-1}R` of a step of constant members without K or C and a constant F_ext,
+        :math:`R = -h[(1-\theta)+\theta]F_{ext}` (:func:`linear_residual`): the same every step, so that
+        :math:`v_{free} = v_k - \hat M^{-1}R` (the general step's and the fused phases' ``Rd``)."""
+        if self._Rd is None:
+            R = np.zeros(self.nv)
+            if self.has_fext:
+                R -= self.Fth
+            self._Rd = self.minv(R)
+        return self._Rd
 
     def positions(self, qk, vk, v):
         r"""The kinematics: :math:`q_{k+1} = q_k + h[(1-\theta)v_k + \theta v_{k+1}]` (:func:`~nsopt.modeling._kernels.position`)
@@ -645,7 +670,7 @@ class MoreauJeanStepper:
         self.key = self.pattern = self.rows = None      # the last problem's key, its G0 pattern, its rows
         self.pending = None
         self.count = sim.k                               # the steps taken to this state
-        self.last = None                                 # (active, λ, vfree, rows) of the last step, for on_step
+        self.last = None                                 # (active, λ, vfree, rows, where ẏ_k is) of the last step, for on_step
         self._sys_at = None                              # id(system) -> its position (state_of), built when asked
 
     # ------------------------------------------------------------------ facts and layout
@@ -818,15 +843,12 @@ class MoreauJeanStepper:
         self._blocks = (self._block_plan() if self.batch and self.sparse and S.all_diag and not S.iterate and not self.D
                         and self.singles is None and self.builtin and not self.gfc else None)
         # the fused compiled phases (nsopt.modeling._kernels) of linear time-invariant models
-        self.lean = (self.batch and not self.lookahead and not self.groups and self.singles is None and not self.D
+        self.fused_phases = (self.batch and not self.lookahead and not self.groups and self.singles is None and not self.D
                      and S.K is None
                      and S.C is None and S.const_fext and S.all_diag and not S.iterate and not self.gfc
                      and S.nq == S.nv)
-        if self.lean:
-            R = np.zeros(S.nv)
-            if S.has_fext:
-                R -= S.Fth
-            self.Rd = S.minv(R)
+        if self.fused_phases:
+            self.Rd = S.constant_residual_shift()
             if self.lin_rows is None:
                 self.H_lin, self.b_lin = sp.csr_matrix((0, S.nv)), np.zeros(0)
             self.H_lin.sort_indices()
@@ -882,11 +904,13 @@ class MoreauJeanStepper:
         for grp in self.groups:
             f = first_of[grp.index]
             fill.append((f, f + 1 if np.all(two[grp.index]) else None))
-        tp, tq, ta, tb, run, mirror = K.block_pairs(slot_inter, slot_body, len(inters), len(S.systems))
+        # the pairs (slot_p, slot_q) of blocks on a common system, of the interactions (inter_a, inter_b)
+        slot_p, slot_q, inter_a, inter_b, run, mirror = K.block_pairs(slot_inter, slot_body, len(inters), len(S.systems))
         dinv = (1.0 / S.d).reshape(len(S.systems), n)[slot_body]
         slot_off = slot_body * n                        # every system has n columns
-        return {"m": m, "G_const": G_const, "fill": fill, "dinv": dinv, "tp": tp, "tq": tq,
-                "ta": ta, "tb": tb, "run": run, "mirror": mirror, "slot_inter": slot_inter, "slot_off": slot_off}
+        return {"m": m, "G_const": G_const, "fill": fill, "dinv": dinv, "slot_p": slot_p, "slot_q": slot_q,
+                "inter_a": inter_a, "inter_b": inter_b, "run": run, "mirror": mirror, "slot_inter": slot_inter,
+                "slot_off": slot_off}
 
     def entry_index(self):
         """(row, column, interaction) of every stacked entry and each row's count, and each group's
@@ -1113,7 +1137,7 @@ class MoreauJeanStepper:
         are appended and what follows from them is rebuilt, without a pass over the others. False when
         the change is another one (a system inserted, a path the fused phases do not take): the caller
         builds a new stepper."""
-        if self.lean or not self.batch:
+        if self.fused_phases or not self.batch:
             return False
         added, removed = [], []
         for what, obj in changes:
@@ -1294,8 +1318,8 @@ class MoreauJeanStepper:
     def step(self, sim):
         """One step from sim.t to sim.t + h (module docstring); the new state is left in
         ``self.pending`` for :meth:`commit`. Returns (Newton iterations, residual, converged)."""
-        if self.lean:
-            return self._step_lean(sim)
+        if self.fused_phases:
+            return self._step_fused(sim)
         S, h = self.sys, self.h
         t0, t1 = sim.t, sim.t + h
         qk, vk, y1k, lam0k = self.q, self.v, self.Y1, self.L0
@@ -1358,10 +1382,10 @@ class MoreauJeanStepper:
                 vn = vfree + S.minv(p)
                 warm = warm.copy()
                 warm[act_rows] = lam
-                self.last = (idx, lam, vfree, rows_of)
+                self.last = (idx, lam, vfree, rows_of, (y1k, None, act_rows))   # (ẏ_k of the active rows, when asked)
             else:
                 p, vn = np.zeros(S.nv), vfree
-                self.last = (idx, None, vfree, None)
+                self.last = (idx, None, vfree, None, None)
             qn, top = S.positions(qk, vk, vn)
             Y0n, Y1n, gapn = np.empty(m), np.empty(m), np.zeros(len(self.gap_at))
             self._outputs(t1, qn, vn, L0, L1, Y0n, Y1n, gapn, None, G0p, used, lam0k, act)
@@ -1678,8 +1702,8 @@ class MoreauJeanStepper:
         :func:`~nsopt.problems._delassus.delassus` grouped by system (the same numbers to rounding)."""
         P = self._blocks
         m, nb = P["m"], int(np.count_nonzero(act))
-        ptr, ind, dat = block_delassus_for(m, G.shape[2])(G, P["dinv"], P["tp"], P["tq"], P["run"], P["mirror"],
-                                                         P["ta"], P["tb"], act)
+        ptr, ind, dat = block_delassus_for(m, G.shape[2])(G, P["dinv"], P["slot_p"], P["slot_q"], P["run"],
+                                                         P["mirror"], P["inter_a"], P["inter_b"], act)
         W = sp.csr_matrix((dat, ind, ptr), shape=(nb * m, nb * m))
         W.has_canonical_format = True    # the blocks of a row come in increasing column, once each
         for a in (W.data, W.indices, W.indptr):
@@ -1724,18 +1748,18 @@ class MoreauJeanStepper:
         return Ha
 
     # ---- linear time-invariant models: the phases by fused compiled loops
-    def _step_lean(self, sim):
+    def _step_fused(self, sim):
         """:meth:`step` for the linear time-invariant models of the module docstring, its phases by the
-        compiled ``lean_pre`` (v_free, the index set, and, when the index set is the last contact
-        step's, q and the warm start) and ``lean_post`` (p, v, q, the outputs), the rows, W and laws of
+        compiled ``fused_step_start`` (v_free, the index set, and, when the index set is the last contact
+        step's, q and the warm start) and ``fused_step_end`` (p, v, q, the outputs), the rows, W and laws of
         each active set kept (dense H). When the index set is the last contact step's (W unchanged),
         the problem is that step's with the new q (``TimeStepping.resolve``)."""
         buf, nd = self.buf, self.nv
         vfree = np.empty(nd)
         cur = self._cur              # the last contact step's active set: (act, rows, Ha, e, W, inters, laws, key)
         q, w = np.empty(cur[1].shape[0]), np.empty(cur[1].shape[0])
-        code = K.lean_pre(buf, nd, self.first, self.unil_off, self.gh, self.thr, self.Rd, vfree, self._act,
-                          cur[0], cur[2], cur[3], cur[1], q, self.warm, w)
+        code = K.fused_step_start(buf, nd, self.first, self.unil_off, self.gh, self.thr, self.Rd, vfree, self._act,
+                                  cur[0], cur[2], cur[3], cur[1], q, self.warm, w)
         warm = self.warm
         if code == 0:
             rows, Ha, lam = self._no_rows, self._no_Ha, self._no_lam
@@ -1747,17 +1771,20 @@ class MoreauJeanStepper:
                 if lam is None:
                     self.key = None      # the simulation's last problem is another one: hand W over again
             if lam is None:
-                lam, rows, Ha = self._lean_solve(sim, vfree)
+                lam, rows, Ha = self._solve_index_set(sim, vfree)
             warm = warm.copy()
         out = np.empty(buf.shape[0])
-        top = K.lean_post(buf, out, nd, vfree, lam, rows, Ha, self.sys.d, self.c1, self.c2, self.Hd, self.b_lin, warm)
+        H = self.H_lin
+        top = K.fused_step_end(buf, out, nd, vfree, lam, rows, self.sys.d, self.c1, self.c2, H.indptr, H.indices,
+                               H.data, self.b_lin, warm)
         if not top <= K.STATE_LIMIT:
             self._blow_up(sim, out[:nd], out[nd:2 * nd])
-        self.last = (self._act if code else None, lam, vfree, Ha)      # (the mask: the index set at first use)
+        # (the mask: the index set at first use; ẏ_k of the active rows, the restitution's, when asked)
+        self.last = (self._act if code else None, lam, vfree, Ha, (buf, 3 * nd + (buf.shape[0] - 3 * nd) // 4, rows))
         self.pending = (out, warm, self.gap)
         return 1, 0.0, True
 
-    def _lean_solve(self, sim, vfree):
+    def _solve_index_set(self, sim, vfree):
         """The OSNS problem of the index set ``self._act`` (a new one, or W to be handed over again)
         through an :class:`Assembly`; returns (λ, rows, H_a)."""
         act = self._act
@@ -1773,7 +1800,7 @@ class MoreauJeanStepper:
                                    self.inter_arr[idx].tolist(), self.law_arr[idx].tolist(), (id(self), key))
         _, rows, Ha, e, W, inters, laws, k = c
         q = np.empty(rows.shape[0])
-        K.lean_q(Ha, vfree, e, self.buf, self.nv, rows, q)
+        K.problem_vector(Ha, vfree, e, self.buf, self.nv, rows, q)
         asm = Assembly(key=k, interactions=inters, q=q, W=None if k == self.key else W, constant=True,
                        H=Ha, vfree=vfree, osi=self, warm=self.warm[rows], laws=laws)
         self._cur = c
@@ -1781,21 +1808,21 @@ class MoreauJeanStepper:
         self.key = k
         return lam, rows, Ha
 
-    def fly(self, sim, nmax, rec, j0) -> int:
+    def free_flight(self, sim, nmax, rec, j0) -> int:
         """Up to ``nmax`` steps without contact by the compiled :func:`~nsopt.modeling._kernels.free_flight`
         (linear time-invariant models), recorded into rows j0.. of ``rec``; the new state pending.
         Returns the steps taken (0: the next step needs :meth:`step`)."""
-        if not self.lean:
+        if not self.fused_phases:
             return 0
         buf = self.buf.copy()           # a fresh state: what the objects read before stays a snapshot
         H = self.H_lin
-        s = K.free_flight(buf, self.nv, self.first, self.unilateral, self.gh, self.thr, self.Rd, self.c1, self.c2,
+        s = K.free_flight(buf, self.nv, self.first, self.unil_off, self.gh, self.thr, self.Rd, self.c1, self.c2,
                           H.indptr, H.indices, H.data, self.b_lin, nmax, rec, j0)
         self.pending = (buf, self.warm, self.gap) if s else None
         return s
 
     def commit(self, k):
-        """Make the pending state (of :meth:`step` or :meth:`fly`) the current one, the state after
+        """Make the pending state (of :meth:`step` or :meth:`free_flight`) the current one, the state after
         step ``k`` (``count``: the simulation reconciles its step count with it after an interrupt)."""
         buf, warm, gap = self.pending
         self.buf, self.warm, self.gap, self.count = buf, warm, gap, k

@@ -1,7 +1,8 @@
 r"""Derivatives of a Moreau–Jean trajectory with respect to the model's parameters and initial state.
 
-``TimeStepping(..., differentiable=True)`` records, for every step with contact, the index set, the
-one-step problem and its impulses (a :class:`Tape`); the :class:`~nsopt.modeling.Trajectory` then
+``TimeStepping(..., differentiable=True)`` keeps, for every step with contact, what the step emitted
+(its :class:`~nsopt.modeling.StepRecord`: the index set, the rows, the one-step problem and its
+impulses, v_free; a :class:`Tape`); the :class:`~nsopt.modeling.Trajectory` then
 differentiates the whole run (``formulations/sensitivity.md``, "Through time stepping"):
 
 - ``traj.gradient(loss, wrt)`` — reverse mode (an adjoint sweep over the recorded steps) of a loss
@@ -43,9 +44,10 @@ laws (``smoothing=eps``, ``Sensitivity.smoothed``); they are listed as ``degener
 Supported: Lagrangian systems with a constant iteration matrix (``LagrangianLinearTIDS``; a
 ``LagrangianDS`` with a constant M, no F_int or F_gyr), relations ``LagrangianLinearTIR`` (without D)
 and ``LagrangianScleronomousR``, laws ``NewtonImpactNSL`` and ``NewtonImpactFrictionNSL``, problems
-``lcp``, ``fc2d``, ``fc3d``. The replay checks every step against what the run recorded (problem
-matrix and vector, new velocity) and raises :class:`~nsopt.exceptions.ModelingError` naming the step
-where they differ. Every step's matrices are dense (m x m, m x ndof): models of up to a few hundred
+``lcp``, ``fc2d``, ``fc3d``. Nothing of a step is assembled again: the derivative reads each step's
+:class:`~nsopt.modeling.StepRecord` (rows, problem, impulses, v_free, ẏ_k, M̂⁻¹ by the run's factors),
+checks it against the model (q with the laws' restitution now, the new velocity) and raises
+:class:`~nsopt.exceptions.ModelingError` naming the step where they differ. Every step's matrices are dense (m x m, m x ndof): models of up to a few hundred
 degrees of freedom and contacts.
 """
 
@@ -59,8 +61,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ModelingError
-from ..linalg import factorise
-from ..problems import LCP, FrictionContact
 from ..sensitivity import sensitivity
 from ._check import label
 from .laws import NewtonImpactFrictionNSL, NewtonImpactNSL
@@ -123,31 +123,42 @@ def check_interaction(inter):
 # ============================================================================ the tape
 @dataclass
 class _Record:
+    """What the adjoint reads of one step with contact, all of it from the run's
+    :class:`~nsopt.modeling.StepRecord`: nothing of the step is assembled again."""
+
     active: list
     lam: np.ndarray
     problem: object
     solution: object
+    H: object                    # the active rows G0 (m x ndof, dense or sparse) of the problem
+    vfree: np.ndarray
+    ydot: np.ndarray             # ẏ_k of the active rows (the restitution term's)
 
 
 class Tape:
     """What ``TimeStepping(..., differentiable=True)`` keeps of each step with contact (the index
-    set in row order, the impulses, the problem and its solution), filled by :meth:`record` from the
-    step records; steps without a problem are free flight."""
+    set in row order, the impulses, the problem and its solution, its rows, v_free and the outputs
+    the restitution read), filled by :meth:`record` from the step records; steps without a problem
+    are free flight. ``minv``: M̂⁻¹ by the run's own factors (constant: the model is checked for it)."""
 
     def __init__(self, sim):
         check_model(sim)
         self.sim = sim
         self.records: dict[int, _Record] = {}
+        self.minv = None
         self._replay = {}
 
     def record(self, rec):
         self._replay.clear()
+        if rec._minv is not None:
+            self.minv = rec._minv
         if rec.problem is None:
             self.records.pop(rec.k, None)
             return
         for inter in rec.active:          # interactions linked during the run
             check_interaction(inter)
-        self.records[rec.k] = _Record(list(rec.active), np.array(rec.lam, dtype=float), rec.problem, rec.solution)
+        self.records[rec.k] = _Record(list(rec.active), np.array(rec.lam, dtype=float), rec.problem, rec.solution,
+                                      rec.rows(), np.array(rec.vfree, dtype=float), np.array(rec.ydot, dtype=float))
 
     def replay(self, traj, smoothing=None) -> _Replay:
         key = (traj._k, smoothing)
@@ -158,10 +169,11 @@ class Tape:
 
 # ============================================================================ the model, stacked
 class _Layout:
-    """The systems stacked in the model's order: offsets, the constant operators (block diagonal),
-    one factorisation of M̂, and per interaction its columns and its rows G0 at a point."""
+    """The systems stacked in the model's order: offsets, the constant operators K, C (block diagonal)
+    that the derivative of v_free needs, M̂⁻¹ by the run's own factors (the step records'), and per
+    interaction its columns and its rows G0 at a point (for their derivatives)."""
 
-    def __init__(self, sim):
+    def __init__(self, sim, minv):
         self.sim = sim
         self.h, self.theta = sim.h, sim.integrator.theta
         self.gamma, self.thr = sim.integrator.gamma, sim.integrator.activation_threshold
@@ -170,8 +182,7 @@ class _Layout:
         self.off = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         self.n = int(self.off[-1])
         self.index = {id(ds): k for k, ds in enumerate(self.systems)}
-        h, th = self.h, self.theta
-        Ms, Ks, Cs, Mh = [], [], [], []
+        Ms, Ks, Cs = [], [], []
         for ds in self.systems:
             M = np.asarray(ds.mass(ds.q0), dtype=float)
             K = getattr(ds, "K", None)
@@ -179,20 +190,17 @@ class _Layout:
             Ms.append(M)
             Ks.append(np.zeros_like(M) if K is None else np.asarray(K, float))
             Cs.append(np.zeros_like(M) if C is None else np.asarray(C, float))
-            Mh.append(M + h * th * Cs[-1] + h * h * th * th * Ks[-1])
         self.M = Ms
         self.K = sp.block_diag(Ks, format="csr")
         self.C = sp.block_diag(Cs, format="csr")
         self.has_K = any(np.any(k) for k in Ks)
         self.has_C = any(np.any(c) for c in Cs)
-        self.Mhat = sp.block_diag(Mh, format="csc")
-        self.lu = factorise(self.Mhat)
-        if self.lu is None:
-            raise ModelingError("simulation", "iteration matrix", "is singular or not finite")
+        self._minv = minv
         self._cols, self._Z = {}, {}
 
     def minv(self, x):
-        return self.lu.solve(np.asarray(x, dtype=float))
+        """M̂⁻¹ x (x: (n,) or (n, k)) by the run's factors."""
+        return self._minv(np.asarray(x, dtype=float))
 
     def dofs(self, ds) -> slice:
         k = self.index.get(id(ds))
@@ -207,19 +215,6 @@ class _Layout:
             self._cols[id(inter)] = c
             self._Z[id(inter)] = np.concatenate([ds.z for ds in inter.systems])
         return c
-
-    @property
-    def constant_forces(self) -> bool:
-        return all(ds._fext is None or ds._fext.constant for ds in self.systems)
-
-    def forces(self, t):
-        """Stacked F_ext(t) (zeros where absent)."""
-        F = np.zeros(self.n)
-        for k, ds in enumerate(self.systems):
-            f = ds.fext(t)
-            if f is not None:
-                F[self.off[k]:self.off[k + 1]] = f
-        return F
 
     # ---- the rows of an interaction (local: m x n_i) at local positions P, and their derivatives
     def G(self, inter, P):
@@ -290,49 +285,35 @@ class _Step:
 
 
 class _Replay:
-    """The run replayed from its recording: states, free velocities, the linearised steps; checked
-    against what the run recorded."""
+    """The run's linearisation from its step records: states, free velocities (the records'; a step
+    without contact: its new velocity), the linearised steps (the records' rows, problems and
+    impulses, with the derivatives of the rows); each record checked against the model's laws and
+    the recorded velocities."""
 
     def __init__(self, tape, traj, smoothing):
         sim = tape.sim
-        L = self.L = _Layout(sim)
+        L = self.L = _Layout(sim, tape.minv if tape.minv is not None else sim._stepper.sys.minv)
         self.tape, self.traj, self.smoothing = tape, traj, smoothing
         N = self.N = traj._k
         if N < 1:
             raise ModelingError(label(sim), "trajectory", "has no step to differentiate: run the simulation first")
         self.Q = np.hstack([traj.q(ds) for ds in L.systems])
         self.V = np.hstack([traj.v(ds) for ds in L.systems])
-        h, th = L.h, L.theta
-        t = traj.t
-        if L.constant_forces:
-            Fbar = np.repeat(L.forces(t[0])[:, None], N, axis=1)                                   # (n, N)
-        else:
-            Fbar = np.array([(1 - th) * L.forces(t[j]) + th * L.forces(t[j + 1]) for j in range(N)]).T
-        Qk, Vk = self.Q[:-1].T, self.V[:-1].T
-        R = -h * Fbar
-        if L.has_C:
-            R = R + h * (L.C @ Vk)
-        if L.has_K:
-            R = R + h * (L.K @ Qk) + h * h * th * (L.K @ Vk)
-        self.Vfree = (Vk - L.minv(R)).T                                   # (N, n)
-        self.Qa = self.Q[:-1] + h * self.V[:-1]                            # the iterate of G0
+        self.Vfree = self.V[1:].copy()                 # (N, n): v_{k+1} = v_free without an impulse
+        self.Qa = self.Q[:-1] + L.h * self.V[:-1]      # the iterate of G0
         self.steps: list[_Step | None] = [None] * N
         self._last_sens = None
-        scale_v = max(1.0, float(np.max(np.abs(self.V))))
-        prev = set()
+        prev = {}
         kind = sim.osns_kind
         for j in range(N):
             rec = tape.records.get(j + 1)
             if rec is None:
-                err = float(np.max(np.abs(self.V[j + 1] - self.Vfree[j]), initial=0.0))
-                if err > CHECK_RTOL * scale_v:
-                    self._mismatch(j + 1, "the velocity after a step without contact", err, scale_v)
-                prev = set()
+                prev = {}
                 continue
-            st = self._linearise(j, rec, prev, kind)
+            self.Vfree[j] = rec.vfree
+            st, prev = self._linearise(j, rec, prev, kind)
             self.steps[j] = st
-            prev = st.index
-        self.t = t
+        self.t = traj.t
 
     def _mismatch(self, k, what, err, scale):
         raise ModelingError(label(self.tape.sim), "differentiable",
@@ -340,79 +321,79 @@ class _Replay:
                             f"scale {scale:.3g}): the model uses something the derivative does not follow")
 
     def _linearise(self, j, rec, prev, kind):
+        """Step j's linearisation from its record ``rec``; ``prev``: the rows of the last step's
+        active interactions (id -> G0 block). Returns (the :class:`_Step`, this step's rows by id)."""
         L = self.L
         n, active = L.n, rec.active
-        rows, cols, blocks = [], [], []
-        c_l, e_l, et_l, yd, yfrom, Gy, mu_of, mus, Ta, Ty = [], [], [], [], [], [], [], [], [], []
-        r0 = 0
+        H = rec.H.toarray() if sp.issparse(rec.H) else np.asarray(rec.H, dtype=float)
+        rows, cols, here = [], [], {}
+        c_l, e_l, et_l, yfrom, Gy, mu_of, Ta, Ty = [], [], [], [], [], [], [], []
+        r0, nmu = 0, 0
         for i, inter in enumerate(active):
             check_interaction(inter)
             cc = L.cols(inter)
             m = inter.size
-            rows.append(slice(r0, r0 + m))
+            rs = slice(r0, r0 + m)
+            rows.append(rs)
             cols.append(cc)
             r0 += m
-            blocks.append(L.G(inter, self.Qa[j, cc]))
+            here[id(inter)] = G = H[rs, cc]           # the record's rows of the interaction
             Ta.append(L.dG_tensor(inter, self.Qa[j, cc]))
             c, er, etr = _law_rows(inter.nslaw)
             c_l.append(c)
             e_l.append(er)
             et_l.append(etr)
-            # ẏ_k: at the end of step j-1 with the G0 that step used (its iterate) when the
-            # interaction was active then, else at q_k (Moreau–Jean's outputs)
+            # ẏ_k: at the end of step j-1 with the G0 that step used (its iterate, its record's rows)
+            # when the interaction was active then, else at q_k (Moreau–Jean's outputs)
             alpha = j > 0 and id(inter) in prev
-            P = self.Qa[j - 1, cc] if alpha else self.Q[j, cc]
-            G = L.G(inter, P)
             yfrom.append(alpha)
-            Gy.append(G)
-            Ty.append(L.dG_tensor(inter, P))
-            yd.append(G @ self.V[j, cc])
+            if alpha:
+                Gy.append(prev[id(inter)])
+                Ty.append(L.dG_tensor(inter, self.Qa[j - 1, cc]))
+            elif Ta[-1] is None:                      # a linear relation: its constant rows
+                Gy.append(G)
+                Ty.append(None)
+            else:
+                Gy.append(L.G(inter, self.Q[j, cc]))
+                Ty.append(L.dG_tensor(inter, self.Q[j, cc]))
             if isinstance(inter.nslaw, NewtonImpactFrictionNSL):
-                mu_of.append(len(mus))
-                mus.append(inter.nslaw.mu)
+                mu_of.append(nmu)
+                nmu += 1
             else:
                 mu_of.append(-1)
         m = r0
-        H = np.zeros((m, n))
-        for rs, cc, G in zip(rows, cols, blocks):
-            H[rs, cc] = G
-        c, ydot = np.concatenate(c_l), np.concatenate(yd)
+        P = rec.problem
+        if H.shape != (m, n) or rec.ydot.shape != (m,):
+            self._mismatch(j + 1, f"rows of the active interactions' size ({m} x {n}; recorded {H.shape})", np.inf, 1.0)
+        c, ydot = np.concatenate(c_l), rec.ydot
         U = L.minv(H.T)
         if U.ndim == 1:
             U = U[:, None]
-        W = H @ U
-        W = 0.5 * (W + W.T)
-        vfree = self.Vfree[j]
-        q = H @ vfree + c * ydot
-        # the replay must be the run's step
-        P = rec.problem
         Wrec = P.M if kind == "lcp" else P.W
-        Wrec = Wrec.toarray() if sp.issparse(Wrec) else np.asarray(Wrec, dtype=float)
-        qrec = np.asarray(P.q, dtype=float)
-        sW = max(1e-300, float(np.max(np.abs(W))))
-        if Wrec.shape != W.shape:
-            self._mismatch(j + 1, f"the problem's size ({Wrec.shape[0]} rows recorded, {m} replayed)", np.inf, 1.0)
-        if np.max(np.abs(W - Wrec)) > CHECK_RTOL * sW:
-            self._mismatch(j + 1, "the problem's matrix W", float(np.max(np.abs(W - Wrec))), sW)
-        sq = max(float(np.max(np.abs(qrec))), float(np.max(np.abs(H @ vfree))), 1e-300)
-        if np.max(np.abs(q - qrec)) > CHECK_RTOL * sq:
-            self._mismatch(j + 1, "the problem's vector q", float(np.max(np.abs(q - qrec))), sq)
+        W = Wrec.toarray() if sp.issparse(Wrec) else np.asarray(Wrec, dtype=float)
+        q = np.asarray(P.q, dtype=float)
+        mus = np.asarray(P.mu, dtype=float) if kind != "lcp" else np.zeros(0)
+        vfree = rec.vfree
+        # the record must be the step of the model being differentiated (its laws now)
+        Hv = H @ vfree
+        sq = max(float(np.max(np.abs(q))), float(np.max(np.abs(Hv))), 1e-300)
+        err = float(np.max(np.abs(Hv + c * ydot - q)))
+        if err > CHECK_RTOL * sq:
+            self._mismatch(j + 1, "the problem's vector q", err, sq)
         lam = rec.lam
         vn = vfree + U @ lam
         sv = max(1.0, float(np.max(np.abs(self.V[j + 1]))))
         if np.max(np.abs(vn - self.V[j + 1])) > CHECK_RTOL * sv:
             self._mismatch(j + 1, "the velocity after the impulses", float(np.max(np.abs(vn - self.V[j + 1]))), sv)
         primal, Wname = ("z", "M") if kind == "lcp" else ("r", "W")
-        mus = np.array(mus, dtype=float)
         last = self._last_sens
         if last is not None and all(a.shape == b.shape and np.allclose(a, b, rtol=REUSE_RTOL, atol=0)
                                     for a, b in zip(last[0], (W, q, mus, lam))):
             s = last[1]                           # the same problem and impulses (at rest): the same derivative
         else:
-            problem = LCP(W, q) if kind == "lcp" else FrictionContact(int(kind[2]), W, q, mus)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")   # an inexact step is reported (failed steps), not warned per step
-                s = sensitivity(problem, lam, singular="min-norm", max_error=np.inf)
+                s = sensitivity(P, lam, singular="min-norm", max_error=np.inf)
             if self.smoothing:
                 s = s.smoothed(self.smoothing)
             s.free_v = _velocity_freedom(s, U)
@@ -421,7 +402,7 @@ class _Replay:
                    yfrom, Gy, Ta, Ty, s, primal, Wname, np.array(mu_of), {id(i) for i in active})
         st.free_v = s.free_v
         st.timing = self._impacts(st, rec)
-        return st
+        return st, here
 
     def _impacts(self, st, rec):
         r"""The contacts that step ``st`` activates with an impulse, approaching at a normal velocity

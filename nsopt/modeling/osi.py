@@ -412,9 +412,9 @@ class EulerMoreauStepper:
     def columns(self):
         return [((a, b), (a, b)) for a, b in self.offsets]
 
-    lean = False          # no compiled free flight
+    fused_phases = False          # no compiled free flight
 
-    def fly(self, sim, nmax, rec, j0) -> int:
+    def free_flight(self, sim, nmax, rec, j0) -> int:
         return 0
 
     def commit(self, k):
@@ -511,7 +511,7 @@ class EulerMoreauStepper:
                     self._cache = key
                 asm = Assembly(key=key, interactions=inters, q=q, W=W, constant=self._const, osi=self, warm=self.warm)
             lam = sim.solve_assembly(asm) if inters else np.zeros(0)
-            self.last = (np.arange(len(inters)), lam, xfree, None)
+            self.last = (np.arange(len(inters)), lam, xfree, None, None)
             # update: r = g_α + B(λ - λ_α) (= Bλ for linear relations), x = x_p + hγ W⁻¹ B λ
             rr = np.zeros(self.nv)
             dl = 0.0

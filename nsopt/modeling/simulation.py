@@ -536,7 +536,10 @@ class TimeStepping:
                          step=k, time=self.t0 + k * self.h, solution=None)
 
     def _record_of(self, st, nit, res, conv, sol):
-        idx, lam, vfree, rows = st.last if st.last is not None else (None, None, None, None)
+        idx, lam, vfree, rows, ydot = st.last if st.last is not None else (None,) * 5
+        if ydot is not None:                 # (the outputs ẏ before the step, their offset in it or None, the active rows)
+            y, off, sel = ydot
+            ydot = y[sel] if off is None else y[off + sel]
         if idx is None:
             idx = np.zeros(0, dtype=np.intp)
         elif idx.dtype == np.bool_:
@@ -544,7 +547,7 @@ class TimeStepping:
         inters = [st.inters[j] for j in idx.tolist()]
         problem = self._last[0] if self._last is not None else None
         return StepRecord(self.k, self.t, inters, problem, sol, lam, vfree, (nit, res, conv), rows,
-                          st.iteration_matrix)
+                          st.iteration_matrix, ydot, getattr(getattr(st, "sys", st), "minv", None))
 
     def run(self, *, write_problems=None, overwrite: bool = False, progress: bool | None = None) -> Trajectory:
         """Run to T (from where the simulation is: a second call continues an interrupted run); returns
@@ -574,11 +577,11 @@ class TimeStepping:
             while self.has_next_step():
                 # after a step that solved a problem the next one usually does too: no free flight tried
                 n = 0
-                if self._last is None and self._stepper.lean and self.on_step is None:
+                if self._last is None and self._stepper.fused_phases and self.on_step is None:
                     st = self._ready()
                     nmax = min(self.n_steps - self.k, max(16, (1 << 21) // max(1, st.buf.shape[0])))
                     rec, j0 = self.trajectory._reserve(self.k + 1, nmax, st)
-                    n = st.fly(self, nmax, rec, j0)
+                    n = st.free_flight(self, nmax, rec, j0)
                     if n:      # steps without contact, taken at once (the compiled free flight)
                         local = None if self._local is None else \
                             self._local.block(st, self.k, st.buf, rec[j0:j0 + n])
@@ -665,7 +668,7 @@ class TimeStepping:
         contacts that persist), so that the next index set and restitution terms use the new data; linked
         interactions get theirs when the next step starts."""
         st = self._ready()
-        if not st.lean and hasattr(st, "refresh_outputs"):
+        if not st.fused_phases and hasattr(st, "refresh_outputs"):
             st.refresh_outputs(self.t)
 
     def write_problems_to(self, folder, *, overwrite: bool = False):
