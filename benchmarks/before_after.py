@@ -20,7 +20,7 @@ Benchmarks and the figures taken from them (times are the scripts' own: CPU or b
   ``nsgs``, the problems solved and the sweeps; the fixed cost of one ``nsopt.solve`` (µs).
 - ``newton``: ``bench_newton.py --no-siconos --profile`` (no profile): per method the total time over the
   fc3d corpus, solved and iterations.
-- ``modeling``: ``bench_modeling_speed.py`` without Siconos' side: the bouncing ball's µs per step (batched
+- ``modeling``: ``bench_modeling_speed.py --quick`` without Siconos' side: the bouncing ball's µs per step (batched
   and one by one) and the spheres' steps per second (lattice, packed, dropped).
 - ``pile``: ``nsopt_rigid.py pile1000`` for ``--pile-steps`` steps from the scene's start (the cubes
   fall, the lowest layer lands after ~60 steps), each tree's default scheme (``Scene.run``'s): CPU ms per
@@ -86,8 +86,8 @@ def _argv(bench, tree, tmp, a):
     if bench == "newton":
         return "bench_newton.py", ["--no-siconos", "--profile"] + (["--methods", "nsn-ac", "--timeout", "20"] if q
                                                                    else ["--timeout", "30"])
-    if bench == "modeling":
-        return "bench_modeling_speed.py", ["--quick"] if q else []
+    if bench == "modeling":      # its --quick settings in both (the full script is ~5 min a run under load)
+        return "bench_modeling_speed.py", ["--quick"]
     if bench == "pile":
         steps = 30 if q else a.pile_steps
         return "nsopt_rigid.py", ["pile1000", str(tmp / "pile"), "--T", f"{steps * 5e-3:.6g}"]
