@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import statistics
@@ -108,7 +109,7 @@ def _campaign_figures(folder, label):
     for (kind, method), rows in sorted(_campaign(folder).items()):
         t = [float(r["time"] or "nan") for r in rows]
         key = f"{label} {kind} {method}"
-        figs[f"{key}: total time s"] = sum(x for x in t if x == x)
+        figs[f"{key}: total time s"] = sum(x for x in t if not math.isnan(x))
         figs[f"{key}: solved"] = sum(r["status"] == "solved" for r in rows)
         figs[f"{key}: iterations"] = sum(float(r["nit"] or 0) for r in rows)
         per.update({f"{key} {Path(r['problem']).name}": x for r, x in zip(rows, t)})
@@ -135,7 +136,7 @@ def _parse(bench, tree, tmp, stdout):
         return _campaign_figures(res / "bench_newton_campaign", "newton")
     if bench == "modeling":
         figs = {}
-        for m in re.finditer(r"^\s+(nsopt(?:, one by one)?[^:]*?)\s*:\s+([\d.]+) µs/step", stdout, re.M):
+        for m in re.finditer(r"^\s+(nsopt(?:, one by one)?[^:]*?)\s*:\s+([\d.]+) µs/step", stdout, re.MULTILINE):
             figs[f"ball {m.group(1).strip()}: µs/step"] = float(m.group(2))
         section = "lattice"
         for line in stdout.splitlines():
@@ -176,7 +177,7 @@ def run_one(bench, tree, a, log=print):
         env = dict(os.environ, PYTHONPATH=tree, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
         load0, t0 = os.getloadavg()[0], time.perf_counter()
         r = subprocess.run([sys.executable, "-c", RUNNER, tree, bench, str(Path(tree) / "benchmarks" / script), *args],
-                           env=env, capture_output=True, text=True, cwd=tree)
+                           env=env, capture_output=True, text=True, cwd=tree, check=False)
         wall, load1 = time.perf_counter() - t0, os.getloadavg()[0]
         if r.returncode:
             raise RuntimeError(f"{bench} on {tree} failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
@@ -197,7 +198,7 @@ def in_turns(trees, repeat, run, start=0):
 
 
 def _fmt(x):
-    if x != x:
+    if math.isnan(x):
         return "-"
     return f"{x:.0f}" if abs(x) >= 1000 or float(x).is_integer() else f"{x:.4g}"
 
@@ -214,16 +215,16 @@ def report(results, loads, log=print):
         n = [f[k] for f, _ in new if k in f]
         mb = statistics.median(b) if b else float("nan")
         mn = statistics.median(n) if n else float("nan")
-        ratio = mn / mb if mb and mb == mb and mn == mn else float("nan")
+        ratio = mn / mb if mb and not math.isnan(mb) and not math.isnan(mn) else float("nan")
         each = " ".join(f"{y / x:.2f}" if x else "-" for x, y in zip(b, n))
         log(f"| {k[:62]:62s} | {_fmt(mb):>10s} | {_fmt(mn):>10s} | {ratio:8.3f} | {each:15s} |")
-        rows.append(dict(figure=k, base=mb, new=mn, ratio=ratio, rounds=each))
+        rows.append({"figure": k, "base": mb, "new": mn, "ratio": ratio, "rounds": each})
     # per problem (campaigns): the median ratio, and the problems slower by more than 15 % in every round
     per = {}
     for (_, pb), (_, pn) in zip(base, new):
         for k, x in pb.items():
             y = pn.get(k)
-            if y is not None and x and x == x and y == y and x > 1e-3:
+            if y is not None and x > 1e-3 and not math.isnan(y):
                 per.setdefault(k, []).append(y / x)
     if per:
         by = {}
@@ -257,7 +258,7 @@ def main(argv=None):
     for k in range(a.repeat):            # a round: every benchmark on both trees, in turns
         figs = {tag: ({}, {}) for tag in trees}
         for i, b in enumerate(a.benches):
-            done = in_turns(trees, 1, lambda tag, tree: run_one(b, tree, a), start=k + i)
+            done = in_turns(trees, 1, lambda tag, tree, b=b: run_one(b, tree, a), start=k + i)
             for tag, [(f, p, _, ld)] in done.items():
                 figs[tag][0].update(f)
                 figs[tag][1].update(p)
@@ -267,7 +268,7 @@ def main(argv=None):
     print(f"\n# finished {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
     rows = report(results, loads)
     if a.json:
-        a.json.write_text(json.dumps(dict(results=results, loads=loads, table=rows), indent=1))
+        a.json.write_text(json.dumps({"results": results, "loads": loads, "table": rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from before_after import in_turns  # noqa: E402
+from before_after import in_turns
 
 CASES = ["stepper", "sens_dense", "sens_sparse", "gfc_local", "nsgs_gmp", "impact_sens", "subst_eq", "mlcp_schur"]
 
@@ -137,11 +137,11 @@ def main(argv=None):
         for name in a.cases:
             xs = {}
 
-            def run(tag, tree):
+            def run(tag, tree, name=name, xs=xs):
                 out = os.path.join(tmp, f"{name}_{tag}.npy")
                 env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()))
                 r = subprocess.run([sys.executable, "-c", src, name, str(a.repeat), out], env=env,
-                                   capture_output=True, text=True)
+                                   capture_output=True, text=True, check=False)
                 if r.returncode:
                     sys.exit(f"{name} ({tag}): {r.stderr[-3000:]}")
                 xs[tag] = np.load(out)
