@@ -25,6 +25,8 @@ Benchmarks and the figures taken from them (times are the scripts' own: CPU or b
 - ``pile``: ``nsopt_rigid.py pile1000`` for ``--pile-steps`` steps from the scene's start (the cubes
   fall, the lowest layer lands after ~60 steps), each tree's default scheme (``Scene.run``'s): CPU ms per
   step (all steps and the steps with contacts), Newton iterations per step with contacts, failed steps.
+- ``newton-corpus`` (only when named): ``newton_before_after.py`` (nsn-ac, nsn-fb and prox on every fc3d
+  problem above 24 unknowns, 30 s each): per method the total CPU time, solved and iterations.
 
 For the campaigns the per-problem ratios new/base are summarised too (their median and the problems more
 than 15 % slower in every round). Printed: per figure base, new (medians over the rounds), new/base, and
@@ -48,6 +50,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHES = ("resolve", "nsgs", "newton", "modeling", "pile")
+OPTIONAL = ("newton-corpus",)          # run only when named in --benches
 
 # The process each benchmark runs in: the tree's script, run as __main__ (``modeling``: Siconos' side off;
 # ``pile``: a 10-cube warm-up run first, in the same process).
@@ -89,6 +92,8 @@ def _argv(bench, tree, tmp, a):
                                                                    else ["--timeout", "30"])
     if bench == "modeling":      # its --quick settings in both (the full script is ~5 min a run under load)
         return "bench_modeling_speed.py", ["--quick"]
+    if bench == "newton-corpus":
+        return "newton_before_after.py", [str(tmp / "corpus.json")]
     if bench == "pile":
         steps = 30 if q else a.pile_steps
         return "nsopt_rigid.py", ["pile1000", str(tmp / "pile"), "--T", f"{steps * 5e-3:.6g}"]
@@ -151,6 +156,16 @@ def _parse(bench, tree, tmp, stdout):
                 # steps/s turned into ms per step: larger is slower, as every other figure here
                 figs[f"spheres {m.group(1)} {section}: ms/step"] = 1e3 / float(m.group(2))
         return figs, {}
+    if bench == "newton-corpus":
+        figs, per = {}, {}
+        for key, (status, _, nit, t) in json.loads((tmp / "corpus.json").read_text()).items():
+            name, method = key.split("|")
+            k = f"corpus fc3d {method}"
+            figs[f"{k}: total time s"] = figs.get(f"{k}: total time s", 0.0) + (t or 0.0)
+            figs[f"{k}: solved"] = figs.get(f"{k}: solved", 0) + (status == "solved")
+            figs[f"{k}: iterations"] = figs.get(f"{k}: iterations", 0) + (nit or 0)
+            per[f"{k} {name}"] = t if t is not None else float("nan")
+        return figs, per
     if bench == "pile":
         with open(tmp / "pile.csv", newline="") as fh:
             rows = list(csv.DictReader(fh))
@@ -246,7 +261,7 @@ def main(argv=None):
     ap.add_argument("--new", default=str(HERE.parent), help="the tree after (default: this one)")
     ap.add_argument("--repeat", type=int, default=2, help="rounds (each runs every benchmark on both trees)")
     ap.add_argument("--quick", action="store_true", help="smaller settings of every benchmark (a smoke run)")
-    ap.add_argument("--benches", nargs="+", default=list(BENCHES), choices=BENCHES)
+    ap.add_argument("--benches", nargs="+", default=list(BENCHES), choices=BENCHES + OPTIONAL)
     ap.add_argument("--pile-steps", type=int, default=100)
     ap.add_argument("--json", type=Path, default=None, help="write every round's figures there")
     a = ap.parse_args(argv)
