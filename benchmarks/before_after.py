@@ -22,9 +22,11 @@ Benchmarks and the figures taken from them (times are the scripts' own: CPU or b
   fc3d corpus, solved and iterations.
 - ``modeling``: ``bench_modeling_speed.py --quick`` without Siconos' side: the bouncing ball's µs per step (batched
   and one by one) and the spheres' steps per second (lattice, packed, dropped).
-- ``pile``: ``nsopt_rigid.py pile1000`` for ``--pile-steps`` steps from the scene's start (the cubes
-  fall, the lowest layer lands after ~60 steps), each tree's default scheme (``Scene.run``'s): CPU ms per
-  step (all steps and the steps with contacts), Newton iterations per step with contacts, failed steps.
+- ``pile``: ``nsopt_rigid.py pile1000 --projection on`` for ``--pile-steps`` steps from the scene's start
+  (the cubes fall, the lowest layer lands after ~60 steps), each tree's ``Scene.run`` scheme (the new tree:
+  look-ahead activation, issue 32), then on a tree that has it ``--activation siconos`` (Siconos' rule, the
+  base's only one: the same scheme on both sides): CPU ms per step (all steps and the steps with
+  contacts), Newton iterations and contacts per step with contacts, failed steps.
 - ``newton-corpus`` (only when named): ``newton_before_after.py`` (nsn-ac, nsn-fb and prox on every fc3d
   problem above 24 unknowns, 30 s each): per method the total CPU time, solved and iterations.
 
@@ -66,9 +68,10 @@ if kind == "modeling":
     bench_modeling_siconos.have_siconos = lambda: False
 if kind == "pile":
     import nsopt_rigid
-    warm = args[1] + "_warm"
-    nsopt_rigid.main(["pile10", warm, "--T", "0.6"])
+    nsopt_rigid.main(["pile10", args[1] + "_warm", "--T", "0.6", "--projection", "on"])
     nsopt_rigid.main(args)
+    if "--activation" in open(nsopt_rigid.__file__).read():        # the rule before look-ahead (issue 32)
+        nsopt_rigid.main([*args[:1], args[1] + "_siconos", *args[2:], "--activation", "siconos"])
 else:
     sys.argv = [script, *args]
     try:
@@ -96,7 +99,7 @@ def _argv(bench, tree, tmp, a):
         return "newton_before_after.py", [str(tmp / "corpus.json")]
     if bench == "pile":
         steps = 30 if q else a.pile_steps
-        return "nsopt_rigid.py", ["pile1000", str(tmp / "pile"), "--T", f"{steps * 5e-3:.6g}"]
+        return "nsopt_rigid.py", ["pile1000", str(tmp / "pile"), "--T", f"{steps * 5e-3:.6g}", "--projection", "on"]
     raise ValueError(bench)
 
 
@@ -119,6 +122,24 @@ def _campaign_figures(folder, label):
         figs[f"{key}: iterations"] = sum(float(r["nit"] or 0) for r in rows)
         per.update({f"{key} {Path(r['problem']).name}": x for r, x in zip(rows, t)})
     return figs, per
+
+
+def _pile(path, label):
+    """Figures of one nsopt_rigid.py run (its CSV)."""
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    hit = [r for r in rows if int(r["osns_size"]) > 0]
+    nan = float("nan")
+
+    def mean(xs):
+        return statistics.mean(xs) if xs else nan
+
+    return {f"{label}: steps": len(rows), f"{label}: CPU ms per step": 1e3 * mean([float(r["step_cpu"]) for r in rows]),
+            f"{label}: steps with contacts": len(hit),
+            f"{label}: CPU ms per step with contacts": 1e3 * mean([float(r["step_cpu"]) for r in hit]),
+            f"{label}: Newton iterations per step with contacts": mean([int(r["nit"]) for r in hit]),
+            f"{label}: contacts per step with contacts": mean([int(r["osns_size"]) // 3 for r in hit]),
+            f"{label}: failed steps": sum(int(r["failed"]) for r in rows)}
 
 
 def _parse(bench, tree, tmp, stdout):
@@ -167,19 +188,11 @@ def _parse(bench, tree, tmp, stdout):
             per[f"{k} {name}"] = t if t is not None else float("nan")
         return figs, per
     if bench == "pile":
-        with open(tmp / "pile.csv", newline="") as fh:
-            rows = list(csv.DictReader(fh))
-        cpu = [float(r["step_cpu"]) for r in rows]
-        hit = [r for r in rows if int(r["osns_size"]) > 0]
-        nit = [int(r["nit"]) for r in hit]
-        return {"pile1000: steps": len(rows), "pile1000: CPU ms per step": 1e3 * statistics.mean(cpu),
-                "pile1000: steps with contacts": len(hit),
-                "pile1000: CPU ms per step with contacts": 1e3 * statistics.mean(float(r["step_cpu"]) for r in hit)
-                if hit else float("nan"),
-                "pile1000: Newton iterations per step with contacts": statistics.mean(nit) if nit else float("nan"),
-                "pile1000: contacts per step with contacts": statistics.mean(int(r["osns_size"]) // 3 for r in hit)
-                if hit else float("nan"),
-                "pile1000: failed steps": sum(int(r["failed"]) for r in rows)}, {}
+        figs = _pile(tmp / "pile.csv", "pile1000")
+        # Siconos' activation rule: the new tree's second run, the base's only rule (issue 32 came after)
+        other = tmp / "pile_siconos.csv"
+        figs.update(_pile(other if other.is_file() else tmp / "pile.csv", "pile1000, Siconos' activation"))
+        return figs, {}
     raise ValueError(bench)
 
 
