@@ -293,6 +293,11 @@ def scene_step(tree):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def _key(entry):
+    """An entry without its line number and value: ``nsopt/x.py name`` (or ``nsopt/x.py`` for a file)."""
+    return re.sub(r":\d+", "", entry).split(" = ")[0].split(": ")[0]
+
+
 COUNTS = {"Newton loops (with a line search)": newton_loops, "factorisation homes": factor_homes,
           "step paths (one-step problem assembled)": step_paths, "method policies": policies,
           "module-level mutable objects": module_state}
@@ -334,6 +339,9 @@ def main(argv=None):
         for tag in trees:
             print(f"\n{k}, {tag} ({len(res[tag][k])}):")
             print("\n".join(f"  {x}" for x in res[tag][k]))
+        names = {tag: {_key(x) for x in res[tag][k]} for tag in trees}
+        print(f"{k}: only in base: {', '.join(sorted(names['base'] - names['new'])) or '-'}; "
+              f"only in new: {', '.join(sorted(names['new'] - names['base'])) or '-'}")
     if not a.no_duplicates:
         for tag in trees:
             d = res[tag]["duplicates"]
