@@ -25,6 +25,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from before_after import in_turns
+
 CASES = ["stepper", "sens_dense", "sens_sparse", "gfc_local", "nsgs_gmp", "impact_sens", "subst_eq", "mlcp_schur"]
 
 WORKER = r'''
@@ -132,17 +135,21 @@ def main(argv=None):
     print(f"{'case':12s} {'base s':>9s} {'new s':>9s} {'new/base':>8s} {'max rel diff':>12s}")
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.cases:
-            times, xs = {}, {}
-            for turn in range(2):                      # in turns: base, new, base, new
-                for tag, tree in (("base", a.base), ("new", a.new)):
-                    out = os.path.join(tmp, f"{name}_{tag}.npy")
-                    env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()))
-                    r = subprocess.run([sys.executable, "-c", src, name, str(a.repeat), out], env=env,
-                                       capture_output=True, text=True)
-                    if r.returncode:
-                        sys.exit(f"{name} ({tag}): {r.stderr[-3000:]}")
-                    times.setdefault(tag, []).extend(json.loads(r.stdout.strip().splitlines()[-1]))
-                    xs[tag] = np.load(out)
+            xs = {}
+
+            def run(tag, tree, name=name, xs=xs):
+                out = os.path.join(tmp, f"{name}_{tag}.npy")
+                env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()))
+                r = subprocess.run([sys.executable, "-c", src, name, str(a.repeat), out], env=env,
+                                   capture_output=True, text=True, check=False)
+                if r.returncode:
+                    sys.exit(f"{name} ({tag}): {r.stderr[-3000:]}")
+                xs[tag] = np.load(out)
+                return json.loads(r.stdout.strip().splitlines()[-1])
+
+            # in turns: base, new, new, base (before_after.in_turns)
+            times = {tag: [t for ts in runs for t in ts]
+                     for tag, runs in in_turns({"base": a.base, "new": a.new}, 2, run).items()}
             tb, tn = statistics.median(times["base"]), statistics.median(times["new"])
             xb, xn = xs["base"], xs["new"]
             diff = float(np.max(np.abs(xb - xn)) / max(float(np.max(np.abs(xb))), 1e-300)) if xb.shape == xn.shape else float("nan")

@@ -5,8 +5,9 @@
 
 Every fc3d problem of ``$NSOPT_DATA/fc3d`` with more than 24 unknowns (the sizes nsn-ac solves with its Python
 Newton loop), tol 1e-8, time limit 30 s; each solve once untimed (numba's compilation), then once timed (CPU).
-Run it on two trees in turn (e.g. a ``git worktree`` of an earlier commit, then this one) on a quiet machine;
-``--compare`` prints both side by side, the ratio of times and the median ratio per method.
+``python benchmarks/before_after.py --base TREE --benches newton-corpus`` runs it on two trees in turns and
+prints the table; ``--compare`` prints two runs' files side by side, the ratio of times and the median ratio
+per method.
 """
 import argparse
 import glob
