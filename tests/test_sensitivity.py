@@ -582,3 +582,24 @@ def test_a_solution_of_another_problem_is_refused():
         nsopt.sensitivity(p, wrong)
     with pytest.warns(nsopt.NsoptWarning, match="the solution's error is"):
         nsopt.sensitivity(p, wrong, max_error=np.inf, singular="min-norm")
+
+
+def test_smoothed_newton_is_the_one_newton_loop(monkeypatch):
+    """Sensitivity.smoothed runs the globalised Newton loop of every Newton method (issue 31 §1: no loop of its own),
+    and reaches the smoothed system's solution (its residual below the loop's tolerance)."""
+    import nsopt.sensitivity.core as core
+    from nsopt.solvers.newton_loop import newton_loop
+
+    calls = []
+
+    def counted(*a, **k):
+        calls.append(1)
+        return newton_loop(*a, **k)
+
+    monkeypatch.setattr(core, "newton_loop", counted)
+    p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-1.0, 0.5])
+    s = nsopt.sensitivity(p, nsopt.solve(p, method="lemke"))
+    sm = s.smoothed(1e-6)
+    assert calls == [1]
+    assert sm.smoothed_residual <= 1e-13
+    assert np.allclose(sm.point()["z"], s.point()["z"], atol=1e-5)

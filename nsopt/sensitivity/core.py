@@ -20,7 +20,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import NotDifferentiable, NsoptWarning, OptionError, ProblemError
+from ..monitor import Monitor
 from ..problems._base import matvec
+from ..solvers.newton_loop import newton_loop
 from . import _laws as L
 from ._factor import CONSISTENT_RTOL, RANK_RTOL, Factor
 from ._jacobian import jacobian_by_vjp
@@ -468,32 +470,11 @@ class Sensitivity:
         eps = check_eps(eps)
         m = self.model
         sx, sy = m.scales()
-        gamma, ea = sx / sy, eps * sx
-        x = m.x.copy()
-        st, phi = L.smoothed_state(m.laws, x, matvec(m.Mext, x) + m.qext, gamma, ea)
-        nrm = float(np.linalg.norm(phi))
-        for _ in range(SMOOTH_NEWTON_ITER):
-            if nrm <= 1e-14 * sx * max(1.0, np.sqrt(x.shape[0])):
-                break
-            try:
-                f = Factor(_k_matrix(st, m.Mext), st.B, _max_abs(m.Mext))
-                dx = f.solve(-phi)
-            except np.linalg.LinAlgError as e:
-                raise ProblemError("eps", f"the smoothed system at eps = {eps:g} cannot be solved ({e})",
-                                   "Sensitivity.smoothed") from None
-            t = 1.0
-            while t > 1e-8:
-                xt = x + t * dx
-                pt = L.smoothed_residual(m.laws, xt, matvec(m.Mext, xt) + m.qext, gamma, ea)
-                nt = float(np.linalg.norm(pt))
-                if nt <= (1 - 1e-4 * t) * nrm:
-                    break
-                t *= 0.5
-            if t <= 1e-8:
-                break
-            x = xt
-            st, phi = L.smoothed_state(m.laws, x, matvec(m.Mext, x) + m.qext, gamma, ea)
-            nrm = float(np.linalg.norm(phi))
+        system = _SmoothedSystem(m, sx / sy, eps * sx, eps)
+        mon = Monitor(1e-14 * sx * max(1.0, np.sqrt(m.x.shape[0])), max_iter=SMOOTH_NEWTON_ITER)
+        x, _, _ = newton_loop(system, m.x.copy(), mon)      # (monotone: the last iterate is the best)
+        st, nrm = system.state(x)
+        ea = system.ea
         s = Sensitivity(m.at(x), st, self.tol, smoothing=ea, rel_eps=eps, singular=self.on_singular)
         s.smoothed_residual = nrm
         s.error = getattr(self, "error", np.nan)
@@ -646,3 +627,67 @@ def variables_for_error(problem, model):
 
 
 __all__ = ["Sensitivity", "outer_on", "sensitivity"]
+
+
+class _SmoothedSystem:
+    r"""The smoothed system :math:`\Phi_\varepsilon(x) = 0` of :meth:`Sensitivity.smoothed` as a system of the one
+    globalised Newton loop (:func:`nsopt.solvers.newton_loop.newton_loop`): the Newton direction from the
+    sensitivity's own factorisation of :math:`K` (:class:`~nsopt.sensitivity._factor.Factor`), a backtracking on
+    :math:`\|\Phi_\varepsilon\|` (:math:`\|\Phi(x + t d)\| \le (1 - 10^{-4} t)\|\Phi(x)\|`, t halved down to
+    1e-8), the error :math:`\|\Phi_\varepsilon\|`; a failed search stops the loop (no fallback)."""
+
+    polish = None
+    wscale = 1.0
+
+    def __init__(self, m, gamma, ea, eps):
+        self.m, self.gamma, self.ea, self.eps = m, gamma, ea, eps
+        self._at = None
+
+    def state(self, x):
+        """(the smoothed laws' state at x, \|Φ_ε(x)\|), kept for the direction at the same x."""
+        if self._at is None or self._at[0] is not x:
+            m = self.m
+            st, phi = L.smoothed_state(m.laws, x, matvec(m.Mext, x) + m.qext, self.gamma, self.ea)
+            self._at = (x, st, phi, float(np.linalg.norm(phi)))
+        return self._at[1], self._at[3]
+
+    def error(self, x):
+        return self.state(x)[1]
+
+    def variables(self, x):
+        return {"x": x}
+
+    def linearise(self, x):
+        return 0.5 * self.state(x)[1] ** 2
+
+    def direction(self, x, shift):
+        st, _ = self.state(x)
+        m = self.m
+        try:
+            return Factor(_k_matrix(st, m.Mext), st.B, _max_abs(m.Mext)).solve(-self._at[2])
+        except np.linalg.LinAlgError as e:
+            raise ProblemError("eps", f"the smoothed system at eps = {self.eps:g} cannot be solved ({e})",
+                               "Sensitivity.smoothed") from None
+
+    def search(self, x, d, f0, fref, line_search, regularised):
+        m, nrm, t = self.m, np.sqrt(2.0 * f0), 1.0
+        while t > 1e-8:
+            xt = x + t * d
+            nt = float(np.linalg.norm(L.smoothed_residual(m.laws, xt, matvec(m.Mext, xt) + m.qext, self.gamma,
+                                                          self.ea)))
+            if nt <= (1 - 1e-4 * t) * nrm:
+                return True, t, 0.5 * nt * nt
+            t *= 0.5
+        return False, 0.0, f0
+
+    @staticmethod
+    def move(x, t, d):
+        return x + t * d
+
+    @staticmethod
+    def fallback(x):
+        return None
+
+    @staticmethod
+    def why(k):
+        return f"the smoothed Newton line search failed after {k} iteration(s)"

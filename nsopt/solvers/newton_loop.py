@@ -24,7 +24,8 @@ system and its merit :math:`f = \tfrac12\|\phi\|^2`):
 A stalled loop returns ``stalled=True``; the caller continues (``nsn-ac``: the proximal continuation,
 :func:`nsopt.solvers.newton._prox_loop`, whose inner solves are this loop again). The loop of a small
 dense W (``newton_dense`` in :mod:`nsopt.solvers._newton_kernels`) is this loop compiled, step for
-step (tests/test_solvers_newton.py compares the two).
+step (tests/test_solvers_newton.py compares the two). The smoothed sensitivity's Newton
+(:meth:`nsopt.sensitivity.Sensitivity.smoothed`) is an instance too.
 """
 
 from __future__ import annotations
