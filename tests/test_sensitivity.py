@@ -587,8 +587,9 @@ def test_a_solution_of_another_problem_is_refused():
 def test_smoothed_newton_is_the_one_newton_loop(monkeypatch):
     """Sensitivity.smoothed runs the globalised Newton loop of every Newton method (issue 31 §1: no loop of its own),
     and reaches the smoothed system's solution (its residual below the loop's tolerance)."""
-    import nsopt.sensitivity.core as core
-    from nsopt.solvers.newton_loop import newton_loop
+    import nsopt.solvers.newton_loop as loop
+
+    newton_loop = loop.newton_loop
 
     calls = []
 
@@ -596,7 +597,7 @@ def test_smoothed_newton_is_the_one_newton_loop(monkeypatch):
         calls.append(1)
         return newton_loop(*a, **k)
 
-    monkeypatch.setattr(core, "newton_loop", counted)
+    monkeypatch.setattr(loop, "newton_loop", counted)
     p = nsopt.LCP([[2.0, 1.0], [1.0, 2.0]], [-1.0, 0.5])
     s = nsopt.sensitivity(p, nsopt.solve(p, method="lemke"))
     sm = s.smoothed(1e-6)

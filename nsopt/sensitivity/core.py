@@ -22,7 +22,6 @@ import scipy.sparse as sp
 from ..exceptions import NotDifferentiable, NsoptWarning, OptionError, ProblemError
 from ..monitor import Monitor
 from ..problems._base import matvec
-from ..solvers.newton_loop import newton_loop
 from . import _laws as L
 from ._factor import CONSISTENT_RTOL, RANK_RTOL, Factor
 from ._jacobian import jacobian_by_vjp
@@ -467,6 +466,8 @@ class Sensitivity:
         >>> float(s.smoothed(1e-8).jvp(q=[0.0, -1.0])["z"][1].round(4))
         0.5
         """
+        from ..solvers.newton_loop import newton_loop    # (here: nsopt.solvers brings the reductions with it)
+
         eps = check_eps(eps)
         m = self.model
         sx, sy = m.scales()
