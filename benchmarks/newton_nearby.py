@@ -7,6 +7,10 @@ For each file and tolerance: the unperturbed solve (cold), then for each seed th
 (``q * (1 + 1e-6 * rng.standard_normal(n))``) solved cold and warm-started from the unperturbed solution;
 prints iterations and times, and the ratios warm/cold and cold(perturbed)/cold(unperturbed) measured in the
 same run (issue 31: a warm start from a nearby solution never costs more than a cold start).
+
+A q moved off the range of a singular W (the default move, not ``--in-range``) has no exact solution: to
+1e-12, nsn-ac's proximal continuation stops ``stalled`` at ~1e-10 (the best error not halved over 100
+iterations) rather than creeping to ``max_iter``; with ``--in-range`` the nearby problems are solved.
 """
 
 from __future__ import annotations
@@ -59,9 +63,9 @@ def main(argv=None):
                 pp = nearby(p, seed, in_range=a.in_range)
                 c, tc = _solve(pp, tol)
                 w, tw = _solve(pp, tol, r0=s0.r)
-                print(f"  seed {seed}: cold {c.status.value} nit {c.nit:4d} {tc * 1e3:7.0f} ms ({tc / t0:6.1f}x unperturbed)"
-                      f" | warm {w.status.value} nit {w.nit:4d} {tw * 1e3:7.0f} ms (warm/cold time {tw / tc:5.2f},"
-                      f" nit {w.nit / max(c.nit, 1):5.2f})")
+                print(f"  seed {seed}: cold {c.status.value} nit {c.nit:4d} error {c.error:.1e} {tc * 1e3:7.0f} ms"
+                      f" ({tc / t0:6.1f}x unperturbed) | warm {w.status.value} nit {w.nit:4d} error {w.error:.1e}"
+                      f" {tw * 1e3:7.0f} ms (warm/cold time {tw / tc:5.2f}, nit {w.nit / max(c.nit, 1):5.2f})")
 
 
 if __name__ == "__main__":
