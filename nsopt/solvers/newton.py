@@ -85,7 +85,7 @@ from ..registry import register
 from ..result import Status
 from . import _gs_kernels as GS
 from . import _newton_kernels as K
-from .newton_loop import CREEP_N, CREEP_T, REG_STEP, newton_loop  # noqa: F401  (CREEP_*: the loop's, named here)
+from .newton_loop import CREEP_N, CREEP_T, REG_STEP, newton_loop, out_of_reach  # noqa: F401  (CREEP_*: the loop's)
 from .newton_system import CONTACTS, BodySystem, ContactSystem, dense_contact_matrix, newton_direction
 
 DEFAULT_MAX_ITER = 1000  # Newton iterations (proximal outer iterations) when max_iter is None
@@ -133,6 +133,14 @@ def _rho_pair(rho):
     if vals.size not in (1, 2) or not np.all(np.isfinite(vals)) or np.any(vals <= 0):
         raise OptionError(f"rho must be a positive number, a pair (rho_N, rho_T), or 'auto', got {rho!r}")
     return float(vals[0]), float(vals[-1])
+
+
+def _with_stop(msg, mon):
+    """The method's message ``msg`` (a str or (format, values)) with the reason the loop stopped, when it stopped
+    on its own (STALLED: :func:`~nsopt.solvers.newton_loop.out_of_reach`, a failed line search)."""
+    if mon.status is not Status.STALLED or not mon.message:
+        return msg
+    return f"{msg[0] % msg[1] if isinstance(msg, tuple) else msg}; {mon.message}"
 
 
 def _check_reg(reg):
@@ -500,9 +508,21 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
                                          stall=STALL[formulation] if hybrid else None, reg=reg,
                                          reg_step=reg_step)
     msg = ("%s Newton: error %.3g after %d iterations", (sys.label, mon.best_err, mon.k))
+    cold = ""
+    if stalled and formulation == "ac" and not sys.small and np.any(r_start) and not mon.stopped:
+        # a warm start that stalls (the previous step's impulses in a hyperstatic pile, a nearby problem's
+        # solution): the Newton from zero, as a cold solve would start, before the continuation from the best
+        # iterate of both; the warm start costs the iterations to its stall, not a whole failed solve
+        k0, e0 = mon.k, mon.best_err
+        _, stalled, cinfo = _newton_local(sys, np.zeros_like(r_start), mon, line_search=line_search,
+                                          err_fn=sys.error, stall=STALL[formulation] if hybrid else None, reg=reg,
+                                          reg_step=reg_step, started=True)
+        info.update(cold_newton=mon.k - k0)
+        cold = f"warm start: error {e0:.3g} after {k0} iterations; stalled, from zero: "
+        msg = f"{cold}{sys.label} Newton: error {mon.best_err:.3g} after {mon.k} iterations"
     if stalled:
         k0, e0 = mon.k, mon.best_err
-        msg = f"{sys.label} Newton: error {e0:.3g} after {k0} iterations; stalled"
+        msg = f"{cold}{sys.label} Newton: error {e0:.3g} after {k0} iterations; stalled"
         psys = sys
         if formulation == "fb":
             # the FB iterates stalled: nsn-ac's Newton (its regularised steps) from the starting point, then,
@@ -526,12 +546,13 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         # product of the same arrays) and its error by the measure's one compiled home (the number
         # problem.error gives), which solve() does not recompute; the
         # kernel computed them when it stopped on its own
+        msg = _with_stop(msg, mon)
         if measured is not None:
             return mon.solution(msg, info, {"r": mon.best_x["r"].copy(), "u": measured[0]}, None, measured[1])
         rb = mon.best_x["r"].copy()
         u = affine(problem.W, rb, problem.q)
         return mon.solution(msg, info, {"r": rb, "u": u}, None, sys.error(rb, u))
-    return mon.solution(msg, info)
+    return mon.solution(_with_stop(msg, mon), info)
 
 
 # ============================================================================ global problems
@@ -664,7 +685,8 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
         x = {"r": rb, "v": v2}
         if e2 <= mon.tol:
             status = Status.SOLVED
-    return mon.solution(message=msg, info={"fallback_steps": info["fallback_steps"]}, x=x, status=status)
+    return mon.solution(message=_with_stop(msg, mon), info={"fallback_steps": info["fallback_steps"]}, x=x,
+                        status=status)
 
 
 # ============================================================================ registered methods
@@ -762,8 +784,9 @@ def _prox_loop(sys, r, mon, *, sigma, local_max_iter, line_search, shrink=3.0, g
     error. ``guarded`` (the continuation of the AC Newton): an inner Newton gives up when it stalls
     (PROX_INNER_STALL, CREEP_N), sigma is multiplied by ``grow`` after any inner solve that did not
     converge and does not shrink back below ``shrink`` x such a sigma (a floor divided by ``shrink``
-    after each fast inner solve that did not halve the error). ``sys.sigma`` / ``sys.rc`` are set
-    here and reset after. Returns an info dict."""
+    after each fast inner solve that did not halve the error). The loop stops (``STALLED``, saying so)
+    when ``tol`` is out of reach at the rate of its best error (:func:`~nsopt.solvers.newton_loop.out_of_reach`
+    over its outer iterations). ``sys.sigma`` / ``sys.rc`` are set here and reset after. Returns an info dict."""
     dW = 1.0 / sys.rho_pgs
     sig = float(sigma) if sigma is not None else 1e-2 * float(np.mean(dW))
     if not (np.isfinite(sig) and sig > 0):
@@ -772,6 +795,7 @@ def _prox_loop(sys, r, mon, *, sigma, local_max_iter, line_search, shrink=3.0, g
     err = sys.error(r, sys.u(r))
     inner_total = 0
     floor = 0.0
+    bests = [err]
     try:
         while not mon.stopped:
             sys.sigma, sys.rc = sig, r.copy()
@@ -804,7 +828,13 @@ def _prox_loop(sys, r, mon, *, sigma, local_max_iter, line_search, shrink=3.0, g
                     sig = max(sig / shrink, 1e-14 * float(np.mean(dW)), floor)
             else:
                 sig *= grow
-            mon.step({"r": r}, err)
+            if mon.step({"r": r}, err):
+                break
+            bests.append(min(bests[-1], err))
+            why = out_of_reach(bests, mon.k, mon.max_iter, mon.tol)
+            if why is not None:
+                mon.stop(Status.STALLED, f"proximal continuation: {why}")
+                break
     finally:
         sys.sigma, sys.rc = 0.0, None
     return {"newton_iterations": inner_total, "sigma": sig}
@@ -847,5 +877,5 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", local_max_iter=30,
         return mon.solution()
     info = _prox_loop(sys, r, mon, sigma=sigma, local_max_iter=int(local_max_iter), line_search=line_search,
                       shrink=float(shrink), grow=float(grow))
-    return mon.solution(message=f"PROX: error {mon.best_err:.3g} after {mon.k} outer / "
-                               f"{info['newton_iterations']} Newton iterations", info=info)
+    return mon.solution(message=_with_stop(f"PROX: error {mon.best_err:.3g} after {mon.k} outer / "
+                                           f"{info['newton_iterations']} Newton iterations", mon), info=info)
