@@ -514,9 +514,9 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         # solution): the Newton from zero, as a cold solve would start, before the continuation from the best
         # iterate of both; the warm start costs the iterations to its stall, not a whole failed solve
         k0, e0 = mon.k, mon.best_err
-        _, stalled, cinfo = _newton_local(sys, np.zeros_like(r_start), mon, line_search=line_search,
-                                          err_fn=sys.error, stall=STALL[formulation] if hybrid else None, reg=reg,
-                                          reg_step=reg_step, started=True)
+        _, stalled, _ = _newton_local(sys, np.zeros_like(r_start), mon, line_search=line_search,
+                                      err_fn=sys.error, stall=STALL[formulation] if hybrid else None, reg=reg,
+                                      reg_step=reg_step, started=True)
         info.update(cold_newton=mon.k - k0)
         cold = f"warm start: error {e0:.3g} after {k0} iterations; stalled, from zero: "
         msg = f"{cold}{sys.label} Newton: error {mon.best_err:.3g} after {mon.k} iterations"
