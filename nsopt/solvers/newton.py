@@ -33,9 +33,9 @@ Methods
     few contacts at the stick/slip or open/closed boundary whose solution lies far along W's null
     space), the method continues with proximal-point iterations (below) from its best iterate. When
     the iterates from a warm start stall, the Newton first runs again from zero (a warm start costs its
-    stall, never a whole failed solve more than a cold start). The continuation (and a Newton loop
-    without a stall test) stops ``stalled`` with its best iterate when ``tol`` is out of reach at the
-    rate its best error fell over the last 100 iterations (more than twice the iterations left:
+    stall, never a whole failed solve more than a cold start). The continuation stops ``stalled``
+    with its best iterate when ``tol`` is out of reach at the rate its best error fell over its last
+    100 iterations (more than twice the iterations left:
     :func:`~nsopt.solvers.newton_loop.out_of_reach`): on a degenerate problem (Capsules-i100-1090 with
     q moved by a relative 1e-6 off the range of its singular W) every method creeps.
 ``nsn-fb`` (fc2d, fc3d, gfc3d)
@@ -719,8 +719,8 @@ def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybr
         for a dense W of at most 24 unknowns, or 5 steps in a row cut below 2^-10 by the line search),
         continue with proximal-point iterations (``prox``: W + sigma I, inner AC Newton) from
         the best iterate (after a Newton from zero when the iterates from a warm start stalled);
-        False: plain Newton until max_iter. Either stops ``stalled`` when tol is out of reach at
-        the observed rate (the module's docstring).
+        False: plain Newton until max_iter. The continuation stops ``stalled`` when tol is out of
+        reach at the observed rate (the module's docstring).
     reg_step : a plain Newton step that the line search cuts below this (default 0.1) is retried
         with the regularised matrix (when ``reg`` > 0).
     dense_max : a dense W with at most this many unknowns (default 240) uses dense LAPACK solves;
