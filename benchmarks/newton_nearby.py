@@ -18,9 +18,9 @@ and from its warm start (the hyperstatic 10-cube pile: a warm start that stalls)
 A q moved off the range of a singular W (the default move, not ``--in-range``) still has a solution (the
 problem is strictly feasible: some r gives W r + q inside the dual cone with a margin, which is Acary, Cadoux,
 Lemaréchal & Malick's condition of existence), but a degenerate one: nsopt's nsn-ac, nsn-fb and prox and Siconos
-4.4's NSGS, NSN_AC, NSN_FB, PROX and ADMM all creep below ~1e-9. To 1e-12, nsn-ac stops ``stalled`` once tol is out
-of reach at the observed rate (:func:`nsopt.solvers.newton_loop.out_of_reach`) instead of creeping to
-``max_iter``; with ``--in-range`` the nearby problems are solved in a few iterations.
+4.4's NSGS, NSN_AC, NSN_FB, PROX and ADMM all creep below ~1e-9 (nsn-ac's proximal continuation halves its
+error every ~200 iterations, with long plateaus; the slow steps of a hyperstatic pile creep alike and converge, so
+a stop on the observed rate would end them too); ``max_iter``; with ``--in-range`` the nearby problems are solved in a few iterations.
 """
 
 from __future__ import annotations

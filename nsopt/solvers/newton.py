@@ -33,11 +33,7 @@ Methods
     few contacts at the stick/slip or open/closed boundary whose solution lies far along W's null
     space), the method continues with proximal-point iterations (below) from its best iterate. When
     the iterates from a warm start stall, the Newton first runs again from zero (a warm start costs its
-    stall, never a whole failed solve more than a cold start). The continuation stops ``stalled``
-    with its best iterate when ``tol`` is out of reach at the rate its best error fell over its last
-    100 iterations (more than twice the iterations left:
-    :func:`~nsopt.solvers.newton_loop.out_of_reach`): on a degenerate problem (Capsules-i100-1090 with
-    q moved by a relative 1e-6 off the range of its singular W) every method creeps.
+    stall, not a whole failed solve, more than a cold start).
 ``nsn-fb`` (fc2d, fc3d, gfc3d)
     The same with the Fischer–Burmeister function of the second-order cone (Jordan algebra,
     Fukushima, Luo & Tseng [3]_) on De Saxcé's modified velocity
@@ -91,7 +87,7 @@ from ..registry import register
 from ..result import Status
 from . import _gs_kernels as GS
 from . import _newton_kernels as K
-from .newton_loop import CREEP_N, CREEP_T, REG_STEP, newton_loop, out_of_reach  # noqa: F401  (CREEP_*: the loop's)
+from .newton_loop import CREEP_N, CREEP_T, REG_STEP, newton_loop  # noqa: F401  (CREEP_*: the loop's, named here)
 from .newton_system import CONTACTS, BodySystem, ContactSystem, dense_contact_matrix, newton_direction
 
 DEFAULT_MAX_ITER = 1000  # Newton iterations (proximal outer iterations) when max_iter is None
@@ -139,14 +135,6 @@ def _rho_pair(rho):
     if vals.size not in (1, 2) or not np.all(np.isfinite(vals)) or np.any(vals <= 0):
         raise OptionError(f"rho must be a positive number, a pair (rho_N, rho_T), or 'auto', got {rho!r}")
     return float(vals[0]), float(vals[-1])
-
-
-def _with_stop(msg, mon):
-    """The method's message ``msg`` (a str or (format, values)) with the reason the loop stopped, when it stopped
-    on its own (STALLED: :func:`~nsopt.solvers.newton_loop.out_of_reach`, a failed line search)."""
-    if mon.status is not Status.STALLED or not mon.message:
-        return msg
-    return f"{msg[0] % msg[1] if isinstance(msg, tuple) else msg}; {mon.message}"
 
 
 def _check_reg(reg):
@@ -552,13 +540,12 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         # product of the same arrays) and its error by the measure's one compiled home (the number
         # problem.error gives), which solve() does not recompute; the
         # kernel computed them when it stopped on its own
-        msg = _with_stop(msg, mon)
         if measured is not None:
             return mon.solution(msg, info, {"r": mon.best_x["r"].copy(), "u": measured[0]}, None, measured[1])
         rb = mon.best_x["r"].copy()
         u = affine(problem.W, rb, problem.q)
         return mon.solution(msg, info, {"r": rb, "u": u}, None, sys.error(rb, u))
-    return mon.solution(_with_stop(msg, mon), info)
+    return mon.solution(msg, info)
 
 
 # ============================================================================ global problems
@@ -691,8 +678,7 @@ def _global_solve(problem, mon, formulation, *, rho, line_search, reg=0.0):
         x = {"r": rb, "v": v2}
         if e2 <= mon.tol:
             status = Status.SOLVED
-    return mon.solution(message=_with_stop(msg, mon), info={"fallback_steps": info["fallback_steps"]}, x=x,
-                        status=status)
+    return mon.solution(message=msg, info={"fallback_steps": info["fallback_steps"]}, x=x, status=status)
 
 
 # ============================================================================ registered methods
@@ -719,8 +705,7 @@ def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybr
         for a dense W of at most 24 unknowns, or 5 steps in a row cut below 2^-10 by the line search),
         continue with proximal-point iterations (``prox``: W + sigma I, inner AC Newton) from
         the best iterate (after a Newton from zero when the iterates from a warm start stalled);
-        False: plain Newton until max_iter. The continuation stops ``stalled`` when tol is out of
-        reach at the observed rate (the module's docstring).
+        False: plain Newton until max_iter.
     reg_step : a plain Newton step that the line search cuts below this (default 0.1) is retried
         with the regularised matrix (when ``reg`` > 0).
     dense_max : a dense W with at most this many unknowns (default 240) uses dense LAPACK solves;
@@ -792,9 +777,8 @@ def _prox_loop(sys, r, mon, *, sigma, local_max_iter, line_search, shrink=3.0, g
     error. ``guarded`` (the continuation of the AC Newton): an inner Newton gives up when it stalls
     (PROX_INNER_STALL, CREEP_N), sigma is multiplied by ``grow`` after any inner solve that did not
     converge and does not shrink back below ``shrink`` x such a sigma (a floor divided by ``shrink``
-    after each fast inner solve that did not halve the error). The loop stops (``STALLED``, saying so)
-    when ``tol`` is out of reach at the rate of its best error (:func:`~nsopt.solvers.newton_loop.out_of_reach`
-    over its outer iterations). ``sys.sigma`` / ``sys.rc`` are set here and reset after. Returns an info dict."""
+    after each fast inner solve that did not halve the error). ``sys.sigma`` / ``sys.rc`` are set
+    here and reset after. Returns an info dict."""
     dW = 1.0 / sys.rho_pgs
     sig = float(sigma) if sigma is not None else 1e-2 * float(np.mean(dW))
     if not (np.isfinite(sig) and sig > 0):
@@ -803,7 +787,6 @@ def _prox_loop(sys, r, mon, *, sigma, local_max_iter, line_search, shrink=3.0, g
     err = sys.error(r, sys.u(r))
     inner_total = 0
     floor = 0.0
-    bests = [err]
     try:
         while not mon.stopped:
             sys.sigma, sys.rc = sig, r.copy()
@@ -836,13 +819,7 @@ def _prox_loop(sys, r, mon, *, sigma, local_max_iter, line_search, shrink=3.0, g
                     sig = max(sig / shrink, 1e-14 * float(np.mean(dW)), floor)
             else:
                 sig *= grow
-            if mon.step({"r": r}, err):
-                break
-            bests.append(min(bests[-1], err))
-            why = out_of_reach(bests, mon.k, mon.max_iter, mon.tol)
-            if why is not None:
-                mon.stop(Status.STALLED, f"proximal continuation: {why}")
-                break
+            mon.step({"r": r}, err)
     finally:
         sys.sigma, sys.rc = 0.0, None
     return {"newton_iterations": inner_total, "sigma": sig}
@@ -885,5 +862,5 @@ def prox(problem, mon, *, rho="auto", sigma=None, inner="ac", local_max_iter=30,
         return mon.solution()
     info = _prox_loop(sys, r, mon, sigma=sigma, local_max_iter=int(local_max_iter), line_search=line_search,
                       shrink=float(shrink), grow=float(grow))
-    return mon.solution(message=_with_stop(f"PROX: error {mon.best_err:.3g} after {mon.k} outer / "
-                                           f"{info['newton_iterations']} Newton iterations", mon), info=info)
+    return mon.solution(message=f"PROX: error {mon.best_err:.3g} after {mon.k} outer / "
+                               f"{info['newton_iterations']} Newton iterations", info=info)

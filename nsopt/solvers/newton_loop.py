@@ -21,13 +21,6 @@ system and its merit :math:`f = \tfrac12\|\phi\|^2`):
    (``CREEP_N`` iterations in a row cut below ``CREEP_T`` without halving it), and every ``switch``
    iterations of slow progress the line search alternates between monotone and non-monotone.
 
-The proximal continuation (:func:`nsopt.solvers.newton._prox_loop`) stops when ``tol`` is out of reach
-(:func:`out_of_reach`): at the rate its best error fell over the last ``RATE_WINDOW`` outer iterations,
-reaching ``tol`` would take more than ``RATE_MARGIN`` x the iterations left. This loop does not apply it:
-a Newton loop's rate picks up near a solution (GMP's tall stack, tests/test_gmp_newton.py, halves its
-error every 32 iterations at 2.5e-3 after 103 iterations, a rate that would need 678 more, and converges
-within its 400).
-
 A stalled loop returns ``stalled=True``; the caller continues (``nsn-ac``: the proximal continuation,
 :func:`nsopt.solvers.newton._prox_loop`, whose inner solves are this loop again). The loop of a small
 dense W (``newton_dense`` in :mod:`nsopt.solvers._newton_kernels`) is this loop compiled, step for
@@ -35,8 +28,6 @@ step (tests/test_solvers_newton.py compares the two).
 """
 
 from __future__ import annotations
-
-import math
 
 from ..result import Status
 
@@ -47,32 +38,6 @@ CREEP_T, CREEP_N = 2.0 ** -10, 5
 # the line search cut below REG_CUT, kept in [reg x REG_RANGE[0], reg x REG_RANGE[1]]
 REG_CUT, REG_RANGE = 0.25, (0.1, 10.0)
 REG_STEP = 0.1   # a plain step cut below this is retried regularised (the option reg_step)
-# the tolerance out of reach (out_of_reach): the best error's rate over the last RATE_WINDOW iterations, projected,
-# needs more than RATE_MARGIN x the iterations left. Siconos' Capsules-i100-1090 with q moved by a relative 1e-6
-# (a solution exists: the problem is strictly feasible; it is degenerate and every method creeps, Siconos' too)
-# crept at a halving per ~200 iterations to max_iter; the pile steps that converge slowly keep a rate that reaches tol.
-RATE_WINDOW, RATE_MARGIN = 100, 2.0
-
-
-def out_of_reach(bests, k, max_iter, tol, window=RATE_WINDOW, margin=RATE_MARGIN):
-    r"""Why ``tol`` is out of reach at the observed rate, or None.
-
-    ``bests``: the best error after each iteration (``bests[-1]`` now, at iteration ``k``). Over the last
-    ``window`` iterations the best error fell from :math:`e_0` to :math:`e`; at that linear rate reaching
-    ``tol`` takes :math:`n = w \log(e/\mathrm{tol}) / \log(e_0/e)` more iterations (infinitely many
-    without progress). Out of reach when :math:`n >` ``margin`` x (``max_iter`` - k): a solve that would
-    end at ``max_iter`` anyway stops now, and one whose rate reaches ``tol`` within the budget (with a
-    margin for a rate that picks up) goes on."""
-    if max_iter is None or len(bests) <= window or not bests[-1] > tol:
-        return None
-    e, e0 = bests[-1], bests[-1 - window]
-    left = max_iter - k
-    need = window * math.log(e / tol) / math.log(e0 / e) if e0 > e > 0 else math.inf
-    if need <= margin * left:
-        return None
-    per_halving = window * math.log(2.0) / math.log(e0 / e) if e0 > e > 0 else math.inf
-    return (f"the error stalls: best {e:.3g} after {k} iterations, halving per {per_halving:.0f} iterations over the "
-            f"last {window}; tol {tol:.3g} would need ~{need:.0f} more, {left} left")
 
 
 def newton_loop(system, x, mon, *, line_search="armijo", memory=5, stall=None, switch=0, reg=0.0,
