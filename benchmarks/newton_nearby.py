@@ -20,7 +20,8 @@ problem is strictly feasible: some r gives W r + q inside the dual cone with a m
 Lemaréchal & Malick's condition of existence), but a degenerate one: nsopt's nsn-ac, nsn-fb and prox and Siconos
 4.4's NSGS, NSN_AC, NSN_FB, PROX and ADMM all creep below ~1e-9 (nsn-ac's proximal continuation halves its
 error every ~200 iterations, with long plateaus; the slow steps of a hyperstatic pile creep alike and converge, so
-a stop on the observed rate would end them too); ``max_iter``; with ``--in-range`` the nearby problems are solved in a few iterations.
+a stop on the observed rate would end them too), to ``max_iter``; with ``--in-range`` the nearby problems are
+solved in a few iterations.
 """
 
 from __future__ import annotations
