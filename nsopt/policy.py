@@ -39,9 +39,7 @@ from the previous step's impulses it converges in a few iterations.
 1. the first method, from the caller's warm start;
 2. the first method again from a cold start, when the warm-started solve did not reach ``tol`` (a previous
    step's impulses can start a Newton method in a region it does not leave: a hyperstatic pile of cubes
-   whose warm-started nsn-ac creeps at 1.4e-9 while the cold start reaches 1e-9), unless that solve restarted
-   from zero itself (``info["cold_newton"]``: nsn-ac after a warm start that stalls), which a second cold
-   solve would repeat;
+   whose warm-started nsn-ac creeps at 1.4e-9 while the cold start reaches 1e-9);
 3. each fallback in order, warm-started from the best iterate so far (when its error is finite; else from
    the caller's warm start);
 
@@ -229,8 +227,6 @@ class MethodPolicy:
                 if sol.success or (sol.status is Status.INFEASIBLE and sol.info.get("certificate")):
                     best.trace = trace
                     return best
-                if start is warm and "cold_newton" in (sol.info or {}):
-                    break           # the warm-started solve restarted from zero itself: no second cold solve
         if best is None:
             raise NotApplicable(f"no method of the policy applies to this {kind} problem: {trace}")
         best.trace = trace

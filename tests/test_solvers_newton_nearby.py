@@ -15,7 +15,6 @@ import pytest
 from conftest import data_dir, load_corpus_file, need_corpus
 
 import nsopt
-from nsopt.policy import POLICY
 from nsopt.result import Status
 from nsopt.solvers.newton import STALL
 
@@ -78,14 +77,3 @@ def test_slow_pile_step_still_converges():
     s = nsopt.solve(p, method="nsn-ac", tol=1e-9)
     assert s.status is Status.SOLVED, (s.status, s.nit, s.message)
     assert p.error(s.r) <= 1e-9
-
-
-def test_policy_does_not_repeat_a_cold_start_the_solve_made(capsules):
-    """The fallback rule's cold retry of a warm-started solve that failed is skipped when that solve restarted
-    from zero itself (nsn-ac after a warm start that stalls): the retry repeated the same cold Newton, doubling
-    the time of a step that does not reach tol (the nearby problem to 1e-12 creeps: a degenerate solution)."""
-    p, s0 = capsules
-    pp = _nearby(p, 0)
-    sol = POLICY.attempt(pp, ("nsn-ac",), nsopt.solve, tol=1e-12, warm=s0.r, options={"max_iter": 150})
-    assert not sol.success and "from zero" in sol.message, sol.message
-    assert [t[0] for t in sol.trace] == ["nsn-ac"], sol.trace
