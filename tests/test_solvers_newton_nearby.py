@@ -2,8 +2,9 @@
 
 Siconos' Capsules-i100-1090 (828 unknowns, singular W) with q moved by a relative 1e-6; a one-step problem of the
 hyperstatic 10-cube pile (``benchmarks/rigid_scenes.py`` cubes10, step 40, tol 1e-9: 54 unknowns, its warm start
-the previous step's impulses, stored in tests/data). Counts, not times (``benchmarks/newton_nearby.py`` measures
-the times).
+the previous step's impulses; ``python benchmarks/newton_nearby.py --capture cubes10 DIR --T 0.3 --tol 1e-9``,
+its solve 3, stored in tests/data/cubes10_step40.npz with W dense). Counts, not times
+(``benchmarks/newton_nearby.py`` measures the times).
 """
 
 from __future__ import annotations
