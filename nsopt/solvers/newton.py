@@ -31,7 +31,9 @@ Methods
     iterations (100 for FB and in the compiled loop of W up to 24 unknowns), or the line search has
     cut 5 steps in a row below 2^-10 without halving it (the iterates creep: on a 1000-cube pile, a
     few contacts at the stick/slip or open/closed boundary whose solution lies far along W's null
-    space), the method continues with proximal-point iterations (below) from its best iterate.
+    space), the method continues with proximal-point iterations (below) from its best iterate. When
+    the iterates from a warm start stall, the Newton first runs again from zero (a warm start costs its
+    stall, not a whole failed solve, more than a cold start).
 ``nsn-fb`` (fc2d, fc3d, gfc3d)
     The same with the Fischer–Burmeister function of the second-order cone (Jordan algebra,
     Fukushima, Luo & Tseng [3]_) on De Saxcé's modified velocity
@@ -500,9 +502,21 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
                                          stall=STALL[formulation] if hybrid else None, reg=reg,
                                          reg_step=reg_step)
     msg = ("%s Newton: error %.3g after %d iterations", (sys.label, mon.best_err, mon.k))
+    cold = ""
+    if stalled and formulation == "ac" and not sys.small and np.any(r_start) and not mon.stopped:
+        # a warm start that stalls (the previous step's impulses in a hyperstatic pile, a nearby problem's
+        # solution): the Newton from zero, as a cold solve would start, before the continuation from the best
+        # iterate of both; the warm start costs the iterations to its stall, not a whole failed solve
+        k0, e0 = mon.k, mon.best_err
+        _, stalled, _ = _newton_local(sys, np.zeros_like(r_start), mon, line_search=line_search,
+                                      err_fn=sys.error, stall=STALL[formulation] if hybrid else None, reg=reg,
+                                      reg_step=reg_step, started=True)
+        info.update(cold_newton=mon.k - k0)
+        cold = f"warm start: error {e0:.3g} after {k0} iterations; stalled, from zero: "
+        msg = f"{cold}{sys.label} Newton: error {mon.best_err:.3g} after {mon.k} iterations"
     if stalled:
         k0, e0 = mon.k, mon.best_err
-        msg = f"{sys.label} Newton: error {e0:.3g} after {k0} iterations; stalled"
+        msg = f"{cold}{sys.label} Newton: error {e0:.3g} after {k0} iterations; stalled"
         psys = sys
         if formulation == "fb":
             # the FB iterates stalled: nsn-ac's Newton (its regularised steps) from the starting point, then,
@@ -690,7 +704,8 @@ def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybr
     hybrid : when the Newton iterates stall (the best error not halved over 30 iterations, 100
         for a dense W of at most 24 unknowns, or 5 steps in a row cut below 2^-10 by the line search),
         continue with proximal-point iterations (``prox``: W + sigma I, inner AC Newton) from
-        the best iterate; False: plain Newton until max_iter.
+        the best iterate (after a Newton from zero when the iterates from a warm start stalled);
+        False: plain Newton until max_iter.
     reg_step : a plain Newton step that the line search cuts below this (default 0.1) is retried
         with the regularised matrix (when ``reg`` > 0).
     dense_max : a dense W with at most this many unknowns (default 240) uses dense LAPACK solves;
