@@ -113,24 +113,6 @@ def test_box_tilted_on_an_edge_measures_its_lifted_corners():
         np.testing.assert_allclose(c.distance[~lifted], 0.0, atol=1e-8)
 
 
-def test_reduced_patch_keeps_the_edge_a_box_rocks_on():
-    """A patch of eight points (the overlap of two squares turned by 45°) on a box rocking about the edge through
-    its two points of largest x (depths 0 and -1e-5 there, the others lifted by 5 % of their distance from it):
-    reduced to four points, both points of that edge are kept (by area alone the deepest, the farthest from it and
-    the two points farthest from their line, lifted, were kept: the other end of the edge sank unseen)."""
-    from nsopt.mechanics.collision import TOUCH, _reduce
-
-    ang = np.deg2rad(22.5 + 45 * np.arange(8))
-    P2 = np.c_[np.cos(ang), np.sin(ang), np.zeros(8)]
-    lift = 0.05 * (P2[:, 0].max() - P2[:, 0])
-    lift[0] = -1e-5                                   # the edge: points 0 (sinking) and 7 (touching)
-    P1 = P2 + lift[:, None] * [0, 0, 1.0]
-    Q1, Q2 = _reduce(P1, P2, np.array([0, 0, 1.0]), 4, TOUCH * 0.05)
-    kept = [int(np.argmin(np.linalg.norm(P1 - q, axis=1))) for q in Q1]
-    assert len(kept) == 4 and {0, 7} <= set(kept)
-    np.testing.assert_allclose(Q2, P2[kept])
-
-
 def test_box_on_box_and_cylinder_on_plane_manifolds():
     # a small box centred on a larger one: the small box's four bottom corners
     cm = mc.CollisionManager(margin=0.05)

@@ -43,8 +43,7 @@ from .shapes import Contactor, HalfSpace
 __all__ = ["CollisionManager", "Contacts", "InterpenetrationError", "TunnellingWarning"]
 
 # a line through a patch point along the normal that passes by a polyhedron's vertex within this fraction of the
-# margin touches it there (CollisionManager._along: coal's normal and patch points carry round-off); points of a
-# patch within it of the deepest's depth touch (kept first when the patch is reduced to max_points: _reduce)
+# margin touches it there (CollisionManager._along: coal's normal and patch points carry round-off)
 TOUCH = 1e-3
 
 
@@ -551,7 +550,7 @@ class CollisionManager:
                     P2 = np.array([p.getPointShape2(r) for r in range(p.size())])
                     if flat:          # each point measured along the normal between the two polyhedra
                         P1, P2 = self._measure(i, j, 0.5 * (P1 + P2), nab, P1, P2)
-                    pts = _reduce(P1, P2, -nab, self.max_points, TOUCH * self.margin)
+                    pts = _reduce(P1, P2, -nab, self.max_points)
         if pts is None:
             pts = (np.asarray(c.getNearestPoint1(), dtype=float)[None], np.asarray(c.getNearestPoint2(), dtype=float)[None])
         if pts[0].shape[0] < self.max_points:
@@ -579,7 +578,7 @@ class CollisionManager:
             return None
         P, Q = P[keep], Q[keep]
         P1, P2 = (P, Q) if e == i else (Q, P)
-        return _reduce(P1, P2, -nab, self.max_points, TOUCH * self.margin)
+        return _reduce(P1, P2, -nab, self.max_points)
 
     def detect(self, Q=None) -> Contacts:
         """Every contact point within the margin, at the poses Q (n, 7) (default: the last :meth:`update`).
@@ -1008,36 +1007,19 @@ def _spans(starts, lengths):
     return np.repeat(np.asarray(starts, dtype=np.int64) - off, lengths) + np.arange(total)
 
 
-def _reduce(P1, P2, n, k, tol=0.0):
-    """At most k points of a contact polygon spanning it, the touching ones first (depth within ``tol`` of the
-    deepest): among those, and then among the others for the slots left, the deepest, the farthest from it, then
-    the ones making the largest triangles with these two on either side (Bullet's manifold reduction in spirit).
-    A box rocking on an edge of another keeps the points of that edge: by area alone the lifted corners of an
-    octagonal patch outrank the far end of the edge, which then sinks unseen until the next narrow phase."""
+def _reduce(P1, P2, n, k):
+    """At most k points of a contact polygon spanning it: the deepest, the farthest from it, then the ones making
+    the largest triangles with these two on either side (Bullet's manifold reduction in spirit)."""
     m = P1.shape[0]
     if m <= k:
         return P1, P2
     depth = (P1 - P2) @ n
-    touch = depth <= depth.min() + tol
-    chosen = []
-    for part in (np.flatnonzero(touch), np.flatnonzero(~touch)):
-        if len(chosen) < k and part.size:
-            chosen += part[_spanning(P1[part], depth[part], n, k - len(chosen))].tolist()
-    return P1[chosen], P2[chosen]
-
-
-def _spanning(P, depth, n, k):
-    """Indices of at most k of the points P spanning them: the deepest, the farthest from it, then the ones making
-    the largest triangles with these two on either side, then the others in order."""
-    m = P.shape[0]
-    if m <= k:
-        return list(range(m))
     chosen = [int(np.argmin(depth))]
     if k >= 2:
-        chosen.append(int(np.argmax(np.linalg.norm(P - P[chosen[0]], axis=1))))
+        chosen.append(int(np.argmax(np.linalg.norm(P1 - P1[chosen[0]], axis=1))))
     if k >= 3:
-        e = P[chosen[1]] - P[chosen[0]]
-        area = np.cross(e, P - P[chosen[0]]) @ n
+        e = P1[chosen[1]] - P1[chosen[0]]
+        area = np.cross(e, P1 - P1[chosen[0]]) @ n
         i2 = int(np.argmax(np.abs(area)))
         chosen.append(i2)
         if k >= 4:
@@ -1047,4 +1029,5 @@ def _spanning(P, depth, n, k):
     rest = [i for i in range(m) if i not in chosen]
     while len(chosen) < k and rest:
         chosen.append(rest.pop(0))
-    return chosen[:k]
+    chosen = chosen[:k]
+    return P1[chosen], P2[chosen]
