@@ -706,10 +706,10 @@ class CollisionManager:
         along n (``farthest``) or nearest, and whether the line meets o at all.
 
         A line through a vertex of o that meets o there only (the far corners of a tilted box over a face: coal's
-        normal and patch points are off by round-off, 1e-9 to 1e-6) misses it by that round-off: the point of the
-        line least outside o (its distances beyond the two faces that bound t equal) is taken when it is within
-        ``TOUCH`` x margin of o (else a line that misses keeps coal's point, which has the deepest point's depth:
-        a far corner 9 mm above the floor measured at gap 0)."""
+        normal and patch points are off by round-off, 1e-9 to 1e-6) misses it by that round-off: where the line
+        crosses the plane of o's face most turned along it (the bottom face's, through that corner) is taken when
+        that point is within ``TOUCH`` x margin of o (else a line that misses keeps coal's point, which has the
+        deepest point's depth: a far corner 9 mm above the floor measured at gap 0)."""
         A, b = self._objects[o].shape.halfspaces()
         R, x = self._obj_R[o], self._obj_x[o]
         p = (P - x) @ R                                   # the points and the direction in the shape's frame
@@ -719,21 +719,18 @@ class CollisionManager:
         slack = (b[None, :] - p @ A.T) / norm[None, :]    # (m, rows): b - A p
         with np.errstate(divide="ignore", invalid="ignore"):
             bound = slack / Ad[None, :]
-        upper = np.where(Ad[None, :] > 1e-12, bound, np.inf)
-        lower = np.where(Ad[None, :] < -1e-12, bound, -np.inf)
-        iu, il = upper.argmin(axis=1), lower.argmax(axis=1)
-        rows = np.arange(p.shape[0])
-        up, lo = upper[rows, iu], lower[rows, il]         # t <= up, t >= lo
+        up = np.where(Ad[None, :] > 1e-12, bound, np.inf).min(axis=1)     # t <= up
+        lo = np.where(Ad[None, :] < -1e-12, bound, -np.inf).max(axis=1)   # t >= lo
         t = up if farthest else lo
         ok = (lo <= up + 1e-9) & (np.abs(Ad) > 1e-12).any()
         near = ~ok & np.isfinite(up) & np.isfinite(lo)
-        if near.any():          # the line passes by a vertex: where it is least outside o, and how far that is
-            a, c = Ad[iu[near]], -Ad[il[near]]
-            t_near = (a * up[near] + c * lo[near]) / (a + c)
-            out = a * c * (lo[near] - up[near]) / (a + c)
+        if near.any():          # the line passes by a vertex: where it crosses the plane of the face turned along it
+            face = int(np.argmax(Ad)) if farthest else int(np.argmin(Ad))
             t = t.copy()
-            t[near] = t_near
-            ok[near] = out <= TOUCH * self.margin
+            t[near] = bound[near, face]
+            Pn = p[near] + t[near][:, None] * d
+            beyond = (Pn @ A.T / norm[None, :] - (b / norm)[None, :]).max(axis=1)     # its distance outside o
+            ok[near] = beyond <= TOUCH * self.margin
         ok &= np.isfinite(t)
         return P + np.where(ok, t, 0.0)[:, None] * n, ok
 
