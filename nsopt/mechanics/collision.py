@@ -42,6 +42,10 @@ from .shapes import Contactor, HalfSpace
 
 __all__ = ["CollisionManager", "Contacts", "InterpenetrationError", "TunnellingWarning"]
 
+# a line through a patch point along the normal that passes by a polyhedron's vertex within this fraction of the
+# margin touches it there (CollisionManager._along: coal's normal and patch points carry round-off)
+TOUCH = 1e-3
+
 
 class TunnellingWarning(NsoptWarning):
     """A body passed through another object, or ended deep inside one, within one time step (it moved farther than
@@ -699,19 +703,34 @@ class CollisionManager:
 
     def _along(self, o, P, n, farthest):
         """Where the lines through the points P (m, 3) along n cross the polyhedral object o: its point farthest
-        along n (``farthest``) or nearest, and whether the line meets o at all."""
+        along n (``farthest``) or nearest, and whether the line meets o at all.
+
+        A line through a vertex of o that meets o there only (the far corners of a tilted box over a face: coal's
+        normal and patch points are off by round-off, 1e-9 to 1e-6) misses it by that round-off: where the line
+        crosses the plane of o's face most turned along it (the bottom face's, through that corner) is taken when
+        that point is within ``TOUCH`` x margin of o (else a line that misses keeps coal's point, which has the
+        deepest point's depth: a far corner 9 mm above the floor measured at gap 0)."""
         A, b = self._objects[o].shape.halfspaces()
         R, x = self._obj_R[o], self._obj_x[o]
         p = (P - x) @ R                                   # the points and the direction in the shape's frame
         d = R.T @ n
-        Ad = A @ d
-        slack = b[None, :] - p @ A.T                      # (m, rows): b - A p
+        norm = np.linalg.norm(A, axis=1)
+        Ad = (A @ d) / norm                               # rows as unit normals: slack = distance to each plane
+        slack = (b[None, :] - p @ A.T) / norm[None, :]    # (m, rows): b - A p
         with np.errstate(divide="ignore", invalid="ignore"):
             bound = slack / Ad[None, :]
         up = np.where(Ad[None, :] > 1e-12, bound, np.inf).min(axis=1)     # t <= up
         lo = np.where(Ad[None, :] < -1e-12, bound, -np.inf).max(axis=1)   # t >= lo
-        ok = (lo <= up + 1e-9) & (np.abs(Ad) > 1e-12).any()
         t = up if farthest else lo
+        ok = (lo <= up + 1e-9) & (np.abs(Ad) > 1e-12).any()
+        near = ~ok & np.isfinite(up) & np.isfinite(lo)
+        if near.any():          # the line passes by a vertex: where it crosses the plane of the face turned along it
+            face = int(np.argmax(Ad)) if farthest else int(np.argmin(Ad))
+            t = t.copy()
+            t[near] = bound[near, face]
+            Pn = p[near] + t[near][:, None] * d
+            beyond = (Pn @ A.T / norm[None, :] - (b / norm)[None, :]).max(axis=1)     # its distance outside o
+            ok[near] = beyond <= TOUCH * self.margin
         ok &= np.isfinite(t)
         return P + np.where(ok, t, 0.0)[:, None] * n, ok
 

@@ -1336,8 +1336,9 @@ class MoreauJeanStepper:
             act = self._index_set()
         if q_it is None and (act.any() or S.iterate):
             q_it = qk + h * vk if S.ne is None else S.positions(qk, vk, vk)[0]
+        warm = self.warm
         for passes in range(ACTIVATION_PASSES):
-            out = self._newton(sim, act, t0, t1, qk, vk, y1k, lam0k, q_it, vfree0, Fk)
+            out = self._newton(sim, act, t0, t1, qk, vk, y1k, lam0k, q_it, vfree0, Fk, warm)
             if not self.lookahead:
                 break
             # a look-ahead contact left out that the step's end puts into penetration: in the index set, the step again
@@ -1349,23 +1350,23 @@ class MoreauJeanStepper:
             if not miss.any():
                 break
             act = act | miss
+            warm = out[-1]      # the pass again from the last one's impulses (the added contacts: their own warm starts)
         (it, res, converged), qn, vn, p, Y0n, Y1n, L0, L1, gapn, warm = out
         if self.projection and (S.ne is not None or self.osi.projection is True):
             qn = self._project(t1, qn, vn, L0, L1, Y0n, Y1n, gapn, act)
         self.pending = (np.concatenate([qn, vn, p, Y0n, Y1n, L0, L1]), warm, gapn)
         return it, res, converged
 
-    def _newton(self, sim, act, t0, t1, qk, vk, y1k, lam0k, q_it, vfree0, Fk):
+    def _newton(self, sim, act, t0, t1, qk, vk, y1k, lam0k, q_it, vfree0, Fk, warm):
         """The step's (Newton) loop on the index set ``act`` from the iterate ``q_it`` (``vfree0``: the free
-        velocity there, when computed): returns ((iterations, residual, converged), q, v, p, Y0, Y1, λ0, λ1,
-        compliant gaps, warm starts) at the step's end."""
+        velocity there, when computed) and the warm starts ``warm`` (stacked rows): returns ((iterations, residual,
+        converged), q, v, p, Y0, Y1, λ0, λ1, compliant gaps, warm starts) at the step's end."""
         S, h = self.sys, self.h
         idx = np.flatnonzero(act)
         v_it = vk
         m = self.mtot
         max_it = sim.newton_max_iter if S.iterate else 1
         it, res, converged = 0, np.inf, False
-        warm = self.warm
         while it < max_it:
             it += 1
             vfree = vfree0 if it == 1 and vfree0 is not None else S.free_velocity(t0, t1, qk, vk, q_it, v_it, Fk)
