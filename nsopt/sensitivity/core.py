@@ -645,7 +645,7 @@ class _SmoothedSystem:
         self._at = None
 
     def state(self, x):
-        """(the smoothed laws' state at x, \|Φ_ε(x)\|), kept for the direction at the same x."""
+        r"""(the smoothed laws' state at x, \|Φ_ε(x)\|), kept for the direction at the same x."""
         if self._at is None or self._at[0] is not x:
             m = self.m
             st, phi = L.smoothed_state(m.laws, x, matvec(m.Mext, x) + m.qext, self.gamma, self.ea)
