@@ -131,7 +131,8 @@ def environment_errors(part):
     for other in PARTS[1:]:
         leaked = sorted(set(EXTRAS[other]) - own - set(missing(other)))
         if leaked:
-            errors.append(f"{', '.join(leaked)} (of nsopt[{other}]) installed: not nsopt[{part}] alone")
+            alone = "the core alone" if part == "core" else f"nsopt[{part}] alone"
+            errors.append(f"{', '.join(leaked)} (of nsopt[{other}]) installed: not {alone}")
     for tool in ("pytest", "xdist", "hypothesis"):
         if missing("test", [tool]):
             errors.append(f"the test runner's {tool} is not installed")
@@ -206,7 +207,7 @@ class PartCheck:
     def check(self):
         """(counts, violations)."""
         bad, own_ran = [], 0
-        counts = dict.fromkeys(["passed", "skipped", "failed", "naming", "modules"], 0)
+        counts = dict.fromkeys(["passed", "skipped", "failed", "naming"], 0)
         for nodeid, (outcome, reason) in self.outcomes.items():
             props = self.props[nodeid]
             counts[outcome] += 1
@@ -222,7 +223,6 @@ class PartCheck:
                 bad.append(f"{nodeid}: needs nsopt[{', '.join(props['absent'])}] (absent) but {outcome}"
                            f"{': ' + reason if reason else ''}, instead of skipping naming it")
         for nodeid, outcome, reason in self.collect:
-            counts["modules"] += outcome == "skipped"
             path = self.root / nodeid.split("::")[0]
             absent = {e for e, m in module_needs(str(path))[0] if not _installed((e, m))} if path.is_file() else set()
             if outcome != "skipped" or not set(SKIP_FOR_EXTRA.findall(reason)) & absent:
@@ -245,5 +245,5 @@ class PartCheck:
         for line in bad:
             tr.write_line(f"VIOLATION {line}")
         tr.write_line(f"parts check ({self.part}): {counts['passed']} passed, {counts['skipped']} skipped "
-                      f"({counts['naming']} naming an absent extra; {counts['modules']} modules skipped), "
+                      f"({counts['naming']} naming an absent extra), "
                       f"{counts['failed']} failed, {len(bad)} violations: {'OK' if not bad else 'FAILED'}")
