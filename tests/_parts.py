@@ -155,6 +155,16 @@ def pytest_configure(config):
         config.pluginmanager.register(PartCheck(part, config.rootpath), "nsopt-part-check")
 
 
+def pytest_ignore_collect(collection_path, config):
+    """With ``--part P`` (not the core), a test module that calls no ``need_extra`` is not collected: none of
+    its tests needs a part (a fixture of conftest.py that needed one would be read too: there is none)."""
+    part = config.getoption("--part", None)
+    if (part and part != "core" and collection_path.suffix == ".py" and collection_path.name.startswith("test_")
+            and "need_extra" not in collection_path.read_text(encoding="utf-8")):
+        return True
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     part = config.getoption("--part", None)
     if not part:

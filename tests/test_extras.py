@@ -144,6 +144,13 @@ def test_each_test_module_declares_its_part_before_importing_it():
             if PART_MODULES.get(head[0]) or (head[0] == "nsopt" and len(head) > 1 and head[1] in _parts.PARTS):
                 importorskip.append(f"{path.name}: importorskip({m.group(1)!r})")
     assert not late and not several and not importorskip, (late, several, importorskip)
+    # .ci/extras collects, for a part, only the test modules that call need_extra: a fixture of conftest.py
+    # needing a part would hide the tests using it there
+    fixtures = [f.name for f in ast.parse((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8")).body
+                if isinstance(f, ast.FunctionDef) and any("fixture" in ast.unparse(d) for d in f.decorator_list)
+                and any(isinstance(n, ast.Call) and _parts._name(n) in ("need_extra", "need_extras_of")
+                        for n in ast.walk(f))]
+    assert not fixtures, fixtures
 
 
 def test_a_module_importing_a_part_before_declaring_it_is_found(tmp_path):
