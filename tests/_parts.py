@@ -24,7 +24,7 @@ import ast
 import inspect
 import re
 import textwrap
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -73,13 +73,13 @@ def needs_of_body(body):
     return certain, maybe, dynamic
 
 
-@lru_cache(maxsize=None)
+@cache
 def module_needs(path):
     """The needs of a test module's top level (its part)."""
     return needs_of_body(ast.parse(Path(path).read_text(encoding="utf-8")).body)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _function_needs(func):
     try:
         src = textwrap.dedent(inspect.getsource(inspect.unwrap(func)))

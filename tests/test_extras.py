@@ -8,6 +8,7 @@ report of issue 31; ``.ci/run`` runs the README's commands, each in its own envi
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -15,8 +16,11 @@ import sys
 import textwrap
 import tomllib
 from pathlib import Path
+from types import SimpleNamespace
 
 from nsopt._extras import EXTRAS
+
+import _parts
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -100,11 +104,6 @@ def test_a_part_without_its_extra_says_which_to_install():
 
 
 # ---------------------------------------------------------------------------- each part alone (.ci/extras)
-import ast  # noqa: E402
-from types import SimpleNamespace  # noqa: E402
-
-import _parts  # noqa: E402
-
 PART_MODULES = {m: e for e in ("symbolic", "mechanics", "studies", "jax") for m in EXTRAS[e]}
 
 
@@ -222,5 +221,5 @@ def test_the_part_check_fails_each_way_a_part_can_leak():
     skipped_module = SimpleNamespace(nodeid="tests/test_symbolic_lcs.py", outcome="skipped", skipped=True,
                                      failed=False, longrepr=("conftest.py", 1, f"Skipped: {skip_sym}"))
     assert verdict("jax", *ok, collect=[skipped_module]) == ([] if _parts.missing("symbolic") else
-                                                            [f"tests/test_symbolic_lcs.py: collection skipped: "
-                                                             f"Skipped: {skip_sym}"])
+                                                            [("tests/test_symbolic_lcs.py: collection skipped: "
+                                                              f"Skipped: {skip_sym}")])
