@@ -20,6 +20,9 @@ os.environ.setdefault("NUMBA_CACHE_DIR", str(CACHE / "numba"))
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(CACHE / "hypothesis"))
 
 from nsopt._extras import missing  # noqa: E402
+# ``--part P``: the tests of one part, in an environment with its extra alone (.ci/extras; tests/_parts.py)
+from _parts import (pytest_addoption, pytest_collection_modifyitems, pytest_configure,  # noqa: E402, F401
+                    pytest_ignore_collect)
 from nsopt.data import ENV, corpus_files, data_dir, has_data  # noqa: E402
 
 REQUIRE = os.environ.get("NSOPT_REQUIRE_DATA") == "1"   # .ci/run sets it: a missing corpus is a failure

@@ -10,10 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsopt import mechanics as mc
-from nsopt import modeling as nm
-from nsopt.exceptions import ModelingError
-from nsopt.modeling.newton_euler import kinetic_energy
+from conftest import need_extra
+
+need_extra("mechanics")
+
+from nsopt import mechanics as mc  # noqa: E402
+from nsopt import modeling as nm  # noqa: E402
+from nsopt.exceptions import ModelingError  # noqa: E402
+from nsopt.modeling.newton_euler import kinetic_energy  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import rigid_scenes as rs  # noqa: E402

@@ -7,7 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("coal")
+from conftest import need_extra
+
+need_extra("mechanics")
 
 from nsopt import mechanics as mc  # noqa: E402
 from nsopt.exceptions import ModelingError  # noqa: E402

@@ -11,6 +11,8 @@ import nsopt
 from nsopt import modeling as nm
 from nsopt.policy import FALLBACK_OPTIONS, POLICY
 
+from conftest import need_extra
+
 
 @pytest.fixture
 def lcp():
@@ -89,7 +91,8 @@ def test_a_step_that_fails_hands_over_by_the_rule():
 
 
 def test_scene_run_takes_the_policy_run_order():
-    mc = pytest.importorskip("nsopt.mechanics")
+    need_extra("mechanics")
+    from nsopt import mechanics as mc
     sc = mc.Scene()
     sc.add_primitive_shape("Ball", "Sphere", 0.1)
     sc.add_primitive_shape("Ground", "Box", (2.0, 2.0, 0.2))

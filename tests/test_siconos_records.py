@@ -11,9 +11,13 @@ import h5py
 import numpy as np
 import pytest
 
-from nsopt import mechanics as mc
-from nsopt.mechanics import siconos_hdf5
-from nsopt.exceptions import FormatError
+from conftest import need_extra
+
+need_extra("mechanics")
+
+from nsopt import mechanics as mc  # noqa: E402
+from nsopt.mechanics import siconos_hdf5  # noqa: E402
+from nsopt.exceptions import FormatError  # noqa: E402
 
 SICONOS_PY = "/usr/bin/python3"
 

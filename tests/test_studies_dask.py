@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import nsopt.studies as st
-
 from conftest import need_extra
 
 need_extra("studies")
+
+import nsopt.studies as st  # noqa: E402
 
 PROBLEMS = ["nsopt:generated/lcp-spd-10", "nsopt:generated/lcp-p-30", "nsopt:generated/relay-20",
             "nsopt:generated/fc3d-5c", "nsopt:generated/fc3d-20c"]
