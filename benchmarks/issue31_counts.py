@@ -24,7 +24,7 @@ The rules (each is a heuristic over the syntax tree; every hit is listed so that
   the tree's ``register(...)`` calls), e.g. ``{"fc3d": ("nsn-ac", "nsgs")}`` or ``{"fc3d": Plan(...)}``.
 - **Module-level mutable object**: a module-level assignment of a dict, list or set (literal,
   comprehension, or ``dict()``/``list()``/``set()``/``defaultdict``/``OrderedDict``/weak dictionaries/
-  ``threading.local``/``bytearray``): the rule of ``/work/notes/module_state.py``.
+  ``threading.local``/``bytearray``): the rule of the review that filed issue 31.
 - ``duplicates --repo TREE/nsopt --most 40 --seconds 120``: its first line (pairs, files read) and the
   lines shared by its rows.
 - One Scene step (3 cubes of side 0.2 resting on a ground box, μ = 0.5, h = 5 ms): ``sys.setprofile``
