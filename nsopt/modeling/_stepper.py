@@ -84,7 +84,7 @@ from .relations import LagrangianLinearTIR, LagrangianScleronomousR
 SPARSE_DOFS = 300        # above this many degrees of freedom, the rows and W are assembled sparse
 LAWS = (NewtonImpactNSL, ComplementarityConditionNSL, NewtonImpactFrictionNSL, EqualityConditionNSL, RelayNSL)
 ACTIVATION_PASSES = 3    # a step is solved again (at most this many times in all) with the look-ahead contacts it missed
-PROJECTION_DENSE = 600   # the position projection's LCPs up to this many rows by dense lemke, newton-fb above
+PROJECTION_DENSE = 300   # the position projection's LCPs up to this many rows by dense lemke, pgs above
 PROJECTION_ROUNDS = 20   # rows added to a projection's active set at most this many times
 PARKED = 4096            # removed interactions whose multipliers and warm starts are kept for a re-link
 _NOZ = np.zeros(0)
@@ -1526,8 +1526,9 @@ class MoreauJeanStepper:
         ones (:math:`y < -`tol) by those whose linearised gap :math:`y + H\Delta` the last :math:`\Delta` left below
         -tol/2 (the KKT conditions of :math:`\min\tfrac12\Delta^\top M\Delta` s.t. :math:`y + H\Delta \ge 0` hold
         once no row is added: a row outside S has :math:`\mu = 0` and a non-negative gap up to tol/2). Each LCP by
-        ``lemke`` (dense) up to ``PROJECTION_DENSE`` rows, ``newton-fb`` above (on the hyperstatic piles' LCPs
-        of 300-430 rows lemke takes 16-36 ms where newton-fb took ~230 ms and missed 1e-12). Returns (Δ, rows of the last LCP),
+        ``lemke`` (dense) up to ``PROJECTION_DENSE`` rows, ``pgs`` above (W is singular on a hyperstatic pile: newton-fb
+        took ~180 Newton directions an LCP and missed 1e-12; a pgs solve that stops short leaves a gap the next round
+        or step projects). Returns (Δ, rows of the last LCP),
         or (None, rows) when a solve does not give a finite μ."""
         S = y < -tol
         HM = (H @ Mi).tocsr()
@@ -1539,7 +1540,7 @@ class MoreauJeanStepper:
             if idx.shape[0] <= PROJECTION_DENSE:
                 res = solve(LCP(W.toarray(), y[idx]), method="lemke", tol=1e-12)
             else:
-                res = solve(LCP(W, y[idx]), method="newton-fb", tol=1e-12, max_iter=200)
+                res = solve(LCP(W, y[idx]), method="pgs", tol=1e-12, max_iter=5000)
             mu = np.asarray(res.z, dtype=float)
             if not np.all(np.isfinite(mu)):
                 return None, idx.shape[0]
