@@ -229,7 +229,7 @@ def test_slider_crank_simulation_matches_handwritten():
     np.testing.assert_allclose(lam_sym, lam_ref, rtol=0, atol=1e-9 * max(1.0, np.abs(lam_ref).max()))
 
 
-def test_modeling_slider_crank_written_symbolically():
+def test_modeling_slider_crank_written_symbolically(monkeypatch):
     """examples/modeling_slider_crank.py (hand-written plug-ins) written with SymPy: the mass, the
     gyroscopic force and the stop derived from x(θ) = l1 cos θ + sqrt(l2² - l1² sin² θ), compiled by
     nsopt.symbolic, reproduce the hand-written simulation step by step."""
@@ -242,6 +242,8 @@ def test_modeling_slider_crank_written_symbolically():
     if not path.exists():
         pytest.skip("no modeling slider-crank example")
     import importlib.util
+
+    monkeypatch.syspath_prepend(str(path.parent))      # the example imports its folder's _plotting
 
     spec = importlib.util.spec_from_file_location("modeling_slider_crank", path)
     ex = importlib.util.module_from_spec(spec)
