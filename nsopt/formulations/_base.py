@@ -183,6 +183,16 @@ def cached_sym_psd(problem, field="M", *, symmetric=True, psd_tol=PSD_TOL):
                           on=(field,))
 
 
+def require_sym_psd(problem, owner):
+    """Raise :class:`~nsopt.exceptions.NotApplicable` (``"<owner>: <why>"``) unless ``problem.M`` is
+    symmetric PSD (:func:`cached_sym_psd`): the convex programs that need it refuse the others."""
+    why = cached_sym_psd(problem)
+    if why:
+        from ..exceptions import NotApplicable
+
+        raise NotApplicable(f"{owner}: {why}")
+
+
 def quad_matrix(S):
     """The matrix given to ``cp.quad_form(x, psd_wrap(.))``: sparse CSC when sparse, else dense."""
     return sp.csc_matrix(S) if sp.issparse(S) else np.asarray(S, dtype=float)
