@@ -105,32 +105,6 @@ def test_compiled_steps_give_the_numbers_of_the_numpy_step():
     _close(ta.lambda_(ground_a), tb.lambda_(ground_b), 1e-14)
 
 
-def test_the_general_dense_step_forms_q_by_the_fused_paths_compiled_function(monkeypatch):
-    """Issue 31 §3: q = H_a v_free + e ẏ_k of the one-step problem has one home, the compiled
-    ``_kernels.step_vector``, which the fused path (``problem_vector``) and the general dense step both call
-    (the general step used NumPy's product, a twin of the fused path's loop); on the ball the two paths then
-    give the same run bit for bit."""
-    from nsopt.modeling import _kernels as K
-
-    sa, ball_a, ground_a = _ball(True)
-    sb, ball_b, ground_b = _ball(True)
-    ta = sa.run()                        # the fused path first (its kernels compiled with the real step_vector)
-    shapes = []
-
-    def spy(Ha, *rest):
-        shapes.append(Ha.shape)
-        return real(Ha, *rest)
-
-    real = K.step_vector
-    monkeypatch.setattr(K, "step_vector", spy)
-    sb._stepper.fused_phases = False
-    tb = sb.run()                        # every step by the general phases (dense H_a: the ball is small)
-    assert not sb._stepper.sparse and len(shapes) == sum(s is not None for s in tb.status) > 50
-    for f in ("q", "v", "p"):
-        assert np.array_equal(getattr(ta, f)(ball_a), getattr(tb, f)(ball_b))
-    assert np.array_equal(ta.lambda_(ground_a), tb.lambda_(ground_b))
-
-
 def _linear_chain(batch, T=0.6):
     """Two LagrangianLinearTIDS with K, C and a time-dependent fext, a spring-less coupling relation
     with b and D, and a ground contact: every linear feature of the batched path."""

@@ -180,21 +180,14 @@ def fused_step_start(buf, nd, first, unil_off, gh, thr, Rd, vfree, act, last, Ha
 
 @njit(cache=True)
 def problem_vector(Ha, vfree, e, buf, nd, rows, out):  # pragma: no cover  (compiled)
-    r""":func:`step_vector` with :math:`\dot y_k` read from the stacked state ``buf`` (the fused path)."""
+    r""":math:`q = H_a v_{free} + e \odot \dot y_k` on the active rows (H_a dense, ``rows`` of y) into ``out``."""
     m = (buf.shape[0] - 3 * nd) // 4
-    step_vector(Ha, vfree, e, buf[3 * nd + m:3 * nd + 2 * m], rows, out)
-
-
-@njit(cache=True)
-def step_vector(Ha, vfree, e, ydot, rows, out):  # pragma: no cover  (compiled)
-    r"""The one-step problem's vector :math:`q = H_a v_{free} + e \odot \dot y_k` on the active rows
-    (H_a dense, the rows ``rows`` of :math:`\dot y_k`; e their restitution coefficients) into ``out``: the
-    one home of this product, for the general dense step and the fused path alike."""
+    y1 = 3 * nd + m
     for r in range(Ha.shape[0]):
         s = 0.0
         for j in range(Ha.shape[1]):
             s += Ha[r, j] * vfree[j]
-        out[r] = s + e[r] * ydot[rows[r]]
+        out[r] = s + e[r] * buf[y1 + rows[r]]
 
 
 @njit(cache=True)

@@ -1609,13 +1609,8 @@ class MoreauJeanStepper:
                     a = self.E_start[j]
                     vals[a:a + G0.size] = np.asarray(G0, dtype=float).ravel()
             Ha = self._rows(act, act_rows, vals, key)
-            if self.sparse:
-                qo = np.asarray(Ha @ vfree).reshape(-1)
-                qo += self.erow[act_rows] * y1k[act_rows]
-            else:           # the fused path's compiled q (one home for the dense product)
-                rows = np.flatnonzero(act_rows)
-                qo = np.empty(rows.shape[0])
-                K.step_vector(Ha, vfree, self.erow[rows], y1k, rows, qo)
+            qo = np.asarray(Ha @ vfree).reshape(-1)
+            qo += self.erow[act_rows] * y1k[act_rows]
             newrow = None
             if single or self.D:
                 newrow = np.cumsum(act_rows) - 1
