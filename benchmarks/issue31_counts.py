@@ -22,9 +22,17 @@ The rules (each is a heuristic over the syntax tree; every hit is listed so that
 - **Method policy**: a module-level assignment whose value holds a dict literal with two or more keys
   that are problem kinds and values whose strings all name registered methods (the second argument of
   the tree's ``register(...)`` calls), e.g. ``{"fc3d": ("nsn-ac", "nsgs")}`` or ``{"fc3d": Plan(...)}``.
-- **Module-level mutable object**: a module-level assignment of a dict, list or set (literal,
-  comprehension, or ``dict()``/``list()``/``set()``/``defaultdict``/``OrderedDict``/weak dictionaries/
-  ``threading.local``/``bytearray``): the rule of the review that filed issue 31.
+- **Module-level mutable object**: a module-level name bound to a dict, list or set (literal,
+  comprehension, or ``dict()``/``list()``/``set()``/``defaultdict``/``OrderedDict``/``deque``/``Counter``/
+  weak dictionaries/``threading.local``/``bytearray``): the rule of the review that filed issue 31; widened
+  (both trees scanned alike) to what that rule missed: a NumPy array with elements (``np.array``/``zeros``/
+  ``ones``/``empty``/``full``/``eye``/... whose literal shape is not empty) left writeable (no
+  ``NAME.setflags(write=False)`` or ``NAME.flags.writeable = False`` in the module), an ``itertools.count()``,
+  an instance of a class of the tree that changes its own attributes outside ``__init__`` (``MethodPolicy``,
+  ``Checked``, ...), a module-level name that a function rebinds (``global NAME``), and a function cached by
+  ``functools.lru_cache``/``cache`` (process-wide state, listed as ``NAME()``). A subscript or attribute
+  target (``mod.TABLE[k] = {...}``) is a change of an existing object, not an object of its own, and is not
+  counted; a ``types.MappingProxyType``, ``frozenset``, tuple or frozen dataclass is immutable and is not.
 - ``duplicates --repo TREE/nsopt --most 40 --seconds 120``: its first line (pairs, files read) and the
   lines shared by its rows.
 - One Scene step (3 cubes of side 0.2 resting on a ground box, μ = 0.5, h = 5 ms): ``sys.setprofile``
@@ -51,7 +59,11 @@ HERE = Path(__file__).resolve().parent
 KINDS = {"lcp", "mlcp", "relay", "avi", "fc2d", "fc3d", "gfc3d", "gmp", "equality", "multiple-impact", "ncp", "vi"}
 MUTABLE_CALLS = {"dict", "list", "set", "collections.defaultdict", "defaultdict", "OrderedDict",
                  "collections.OrderedDict", "weakref.WeakKeyDictionary", "weakref.WeakValueDictionary",
-                 "WeakKeyDictionary", "WeakValueDictionary", "threading.local", "bytearray"}
+                 "WeakKeyDictionary", "WeakValueDictionary", "threading.local", "bytearray", "deque",
+                 "collections.deque", "Counter", "collections.Counter", "itertools.count", "count"}
+ARRAYS = {"array", "asarray", "zeros", "ones", "empty", "full", "eye", "identity", "arange", "linspace",
+          "zeros_like", "ones_like", "empty_like", "full_like"}     # np.<name>(...): a writeable array
+CACHES = {"lru_cache", "functools.lru_cache", "cache", "functools.cache"}
 LINE_SEARCH = ("search", "armijo", "backtrack")     # callees of a line search (searchsorted apart)
 STEP_HOMES = ("nsopt/modeling/", "nsopt/sensitivity/", "nsopt/mechanics/scene.py")  # where steps are made
 DIRECTION = ("solve", "direction", "newton", "lm_step")  # callees that give a Newton direction
@@ -217,13 +229,80 @@ def policies(root):
     return out
 
 
+def _changing_classes(root):
+    """Names of the tree's classes that change their own attributes outside ``__init__``/``__post_init__``
+    (``self.x = ...``, ``self.x[k] = ...``, ``self.x += ...``, ``self.x.append(...)``/``update``/...)."""
+    grow = {"append", "extend", "update", "add", "setdefault", "pop", "popitem", "clear", "insert", "remove",
+            "discard", "move_to_end", "appendleft", "popleft"}
+
+    def on_self(t):
+        while isinstance(t, (ast.Subscript, ast.Attribute)):
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                return True
+            t = t.value
+        return False
+
+    out = set()
+    for _, tree in _sources(root):
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
+                if fn.name in ("__init__", "__post_init__", "__new__", "__setstate__"):
+                    continue
+                for n in ast.walk(fn):
+                    targets = (n.targets if isinstance(n, ast.Assign) else [n.target]
+                               if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else [])
+                    if any(on_self(t) for t in targets) or (
+                            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in grow
+                            and on_self(n.func.value)):
+                        out.add(cls.name)
+    return out
+
+
+def _read_only(tree):
+    """Names a module makes read-only: ``NAME.setflags(write=False)`` or ``NAME.flags.writeable = False``."""
+    out = set()
+    for n in ast.walk(tree):
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "setflags"
+                and isinstance(n.func.value, ast.Name)
+                and any(k.arg == "write" and getattr(k.value, "value", True) is False for k in n.keywords)):
+            out.add(n.func.value.id)
+        if (isinstance(n, ast.Assign) and any(ast.unparse(t).endswith(".flags.writeable") for t in n.targets)
+                and getattr(n.value, "value", True) is False):
+            out |= {ast.unparse(t).split(".")[0] for t in n.targets}
+    return out
+
+
+def _empty_shape(call):
+    """A NumPy constructor whose first argument is a literal shape with a zero in it: no element to change."""
+    if not call.args:
+        return False
+    a = call.args[0]
+    dims = a.elts if isinstance(a, ast.Tuple) else [a]
+    return any(isinstance(d, ast.Constant) and d.value == 0 for d in dims) or (
+        isinstance(a, (ast.List, ast.Tuple)) and not a.elts)
+
+
 def module_state(root):
     out = []
     mut = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+    changing = _changing_classes(root)
     for rel, tree in _sources(root):
+        frozen = _read_only(tree)
         for node, targets, value in _module_assignments(tree):
-            if isinstance(value, mut) or isinstance(value, ast.Call) and ast.unparse(value.func) in MUTABLE_CALLS:
+            targets = [t for t in targets if isinstance(t, ast.Name)]     # mod.TABLE[k] = ...: a change, not an object
+            if not targets:
+                continue
+            call = isinstance(value, ast.Call)
+            func = ast.unparse(value.func) if call else ""
+            array = (call and func.split(".")[-1] in ARRAYS and func.split(".")[0] in ("np", "numpy")
+                     and not _empty_shape(value) and not {t.id for t in targets} <= frozen)
+            if isinstance(value, mut) or call and (func in MUTABLE_CALLS or func in changing) or array:
                 out += [f"{rel}:{node.lineno} {ast.unparse(t)} = {ast.unparse(value)[:50]}" for t in targets]
+        rebound = sorted({name for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names})
+        out += [f"{rel} {name} (rebound by ``global``)" for name in rebound]
+        for fn in (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            if any(ast.unparse(d.func if isinstance(d, ast.Call) else d) in CACHES for d in fn.decorator_list):
+                out.append(f"{rel}:{fn.lineno} {fn.name}() (a {ast.unparse(fn.decorator_list[0])} cache)")
     return out
 
 

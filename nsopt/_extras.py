@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import sys
 from importlib.util import find_spec
+from types import MappingProxyType
 
 from .exceptions import MissingExtra
 
 __all__ = ["EXTRAS", "missing", "require"]
 
 # extra -> the modules it installs that nsopt imports (import names, not distribution names)
-EXTRAS = {
+EXTRAS = MappingProxyType({
     "symbolic": ("sympy", "mpmath"),
     "mechanics": ("coal", "trimesh", "matplotlib", "tqdm"),
     "studies": ("pandas", "pyarrow", "matplotlib", "tqdm", "distributed"),
@@ -28,7 +29,7 @@ EXTRAS = {
     "all": ("sympy", "mpmath", "coal", "trimesh", "matplotlib", "tqdm", "pandas", "pyarrow", "distributed", "jax"),
     # the tools of the test suite (``nsopt[test]`` also installs every extra above)
     "test": ("pytest", "xdist", "hypothesis", "diffcp", "playwright"),
-}
+})
 
 
 def _absent(module: str) -> bool:

@@ -36,6 +36,7 @@ Array([1.33333333, 2.33333333], dtype=float64)
 from __future__ import annotations
 
 from collections import OrderedDict
+from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
@@ -52,11 +53,11 @@ import jax.numpy as jnp  # noqa: E402
 
 FORWARD_MAX = 20_000_000       # "auto": forward mode when the Jacobians have at most this many entries
 MODES = ("auto", "forward", "reverse")
-DIFFERENTIABLE = {"lcp": ("M", "q"), "mlcp": ("M", "q"), "relay": ("M", "q", "lb", "ub"), "equality": ("M", "q"),
+DIFFERENTIABLE = MappingProxyType({"lcp": ("M", "q"), "mlcp": ("M", "q"), "relay": ("M", "q", "lb", "ub"), "equality": ("M", "q"),
                   "avi": ("M", "q", "H", "k"), "fc2d": ("W", "q", "mu"), "fc3d": ("W", "q", "mu"),
                   "gfc2d": ("M", "H", "q", "b", "mu"), "gfc3d": ("M", "H", "q", "b", "mu"), "gmp": ("M", "q"),
-                  "multiple-impact": ("M", "H", "v", "restitution", "stiffness", "elasticity")}
-PIECEWISE_AFFINE = {"lcp", "mlcp", "relay", "equality"}     # second derivative in the right-hand side: 0
+                  "multiple-impact": ("M", "H", "v", "restitution", "stiffness", "elasticity")})
+PIECEWISE_AFFINE = frozenset({"lcp", "mlcp", "relay", "equality"})     # second derivative in the right-hand side: 0
 
 _CACHE: OrderedDict = OrderedDict()     # (problem id, inputs' bytes) -> (problem, variables, Sensitivity); the last few
 _CACHE_SIZE = 8

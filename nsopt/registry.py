@@ -6,7 +6,8 @@ import inspect
 import os
 import sys
 import warnings
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
+from types import MappingProxyType
 
 from ._doc import insert_section
 from .exceptions import MethodNotFound, OptionError
@@ -107,7 +108,7 @@ ALIASES = ("z0", "r0", "v0")    # the per-method initial-guess options of nsopt 
 #: The glossary of option names: each name means one thing in every method that takes it
 #: (:func:`register` refuses a method whose option is not here). The common options first, then the
 #: methods' own, alphabetically. Shown on the docs page of :func:`nsopt.solve` (``{nsopt-options}``).
-OPTIONS: dict[str, str] = {
+OPTIONS: Mapping[str, str] = MappingProxyType({
     # the common options (nsopt.solve's own keywords, handled by the monitor)
     "tol": "target of the problem's Siconos error measure; SOLVED iff error <= tol",
     "max_iter": "the method's budget of main iterations (sweeps, pivots, Newton or outer steps)",
@@ -175,19 +176,19 @@ OPTIONS: dict[str, str] = {
                   "Tol_Ener)",
     "tol_velocity": "threshold below which a relative velocity counts as non-negative when LZB classifies "
                     "contacts (Siconos' Tol_Vel)",
-}
+})
 
 #: Option names of nsopt 0.1 renamed so that a name means one thing everywhere (:data:`OPTIONS`):
 #: old name -> new name. An old name given to a method that takes the new name (and not the old)
 #: still works for one release, with a DeprecationWarning naming the new one (:func:`renamed`).
-RENAMED: dict[str, str] = {
+RENAMED: Mapping[str, str] = MappingProxyType({
     "solver": "backend", "solver_options": "backend_options",       # the convex methods (STYLE §5)
     "max_ls": "max_backtracks",                                     # newton-fb: as gmp's nsn
     "inner_iter": "local_max_iter",                                 # prox: as nsgs
     "sigma": "armijo", "beta": "backtrack_factor",                  # newton-fb's line search
     "rho": "descent_coef", "p_exp": "descent_exp",                  # newton-fb's descent test
     "scale": "fb_scale",                                            # nsn-fb
-}
+})
 
 
 def renamed(options: dict, accepted: Collection[str], where: str, *, warn: bool = True) -> dict:
@@ -214,9 +215,9 @@ def renamed(options: dict, accepted: Collection[str], where: str, *, warn: bool 
 
 
 #: The class of each kind's problem, for the ``problem`` parameter of the registered methods' docstrings.
-_PROBLEM_CLASS = {"lcp": "LCP", "mlcp": "MLCP", "relay": "Relay", "avi": "AVI", "equality": "Equality",
+_PROBLEM_CLASS = MappingProxyType({"lcp": "LCP", "mlcp": "MLCP", "relay": "Relay", "avi": "AVI", "equality": "Equality",
                   "fc2d": "FrictionContact", "fc3d": "FrictionContact", "gfc2d": "GlobalFrictionContact",
-                  "gfc3d": "GlobalFrictionContact", "multiple-impact": "MultipleImpact"}
+                  "gfc3d": "GlobalFrictionContact", "multiple-impact": "MultipleImpact"})
 
 #: The sections every registered method's docstring shares (its parameters, the result and how it is
 #: called), put where its docstring says ``{solve_contract}`` (:func:`nsopt._doc.insert_section`) by

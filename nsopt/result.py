@@ -7,6 +7,7 @@ import enum
 import json
 import math
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -264,10 +265,10 @@ class Solution:
 
 
 # names other libraries (and nsopt 0.1) give to a Solution's attributes
-_SYNONYMS = {"iterations": "nit", "iteration": "nit", "iters": "nit", "iter": "nit", "n_iter": "nit",
+_SYNONYMS = MappingProxyType({"iterations": "nit", "iteration": "nit", "iters": "nit", "iter": "nit", "n_iter": "nit",
              "niter": "nit", "num_iters": "nit", "x": "variables()", "fun": "error", "residual": "error",
              "time": "solve_time", "runtime": "solve_time", "found": "success", "converged": "success",
-             "status_message": "message", "msg": "message", "primal": "variables()"}
+             "status_message": "message", "msg": "message", "primal": "variables()"})
 
 
 def _unknown(name: str) -> str:

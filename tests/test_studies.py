@@ -93,7 +93,7 @@ def test_store_appends_resumes_and_repairs_a_cut_line(tmp_path):
     lines = (tmp_path / "records.jsonl").read_text().splitlines()
     assert [json.loads(x)["problem"] for x in lines] == ["p1", "p2", "p3"]
     csv = pd.read_csv(tmp_path / "results.csv")
-    assert list(csv["problem"]) == ["p1", "p2", "p3"] and list(csv.columns) == rec_mod.COLUMNS
+    assert list(csv["problem"]) == ["p1", "p2", "p3"] and list(csv.columns) == list(rec_mod.COLUMNS)
     pq = pd.read_parquet(tmp_path / "results.parquet")
     assert list(pq["problem"]) == ["p1", "p2", "p3"]
 

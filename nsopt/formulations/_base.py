@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,14 +34,14 @@ DEFAULT_BACKEND = "CLARABEL"
 
 # Settings chosen for accuracy at tol 1e-8 on the problem's own error measure. The user's
 # ``backend_options`` are merged over these (pass {} to keep them, or any key to override).
-ACCURATE = {
-    "CLARABEL": {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12, "tol_ktratio": 1e-10,
-                 "max_iter": 400},
+ACCURATE = MappingProxyType({
+    "CLARABEL": MappingProxyType({"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12,
+                                  "tol_ktratio": 1e-10, "max_iter": 400}),
     # SCS (first order) is not asked for more than 1e-8: the Newton polish supplies the last digits
-    "SCS": {"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iters": 20000},
-    "OSQP": {"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iter": 200000, "polish": False},
-    "ECOS": {"abstol": 1e-11, "reltol": 1e-11, "feastol": 1e-11, "max_iters": 400},
-}
+    "SCS": MappingProxyType({"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iters": 20000}),
+    "OSQP": MappingProxyType({"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iter": 200000, "polish": False}),
+    "ECOS": MappingProxyType({"abstol": 1e-11, "reltol": 1e-11, "feastol": 1e-11, "max_iters": 400}),
+})
 
 # Tolerances of the structure checks (relative to the Frobenius norm of M).
 SYM_TOL = 1e-10     # ||M - M^T||_F <= SYM_TOL * ||M||_F       -> "symmetric"
@@ -180,6 +181,16 @@ def cached_sym_psd(problem, field="M", *, symmetric=True, psd_tol=PSD_TOL):
                                                       psd_tol=psd_tol, name=field if symmetric else
                                                       f"the symmetric part of {field}"),
                           on=(field,))
+
+
+def require_sym_psd(problem, owner):
+    """Raise :class:`~nsopt.exceptions.NotApplicable` (``"<owner>: <why>"``) unless ``problem.M`` is
+    symmetric PSD (:func:`cached_sym_psd`): the convex programs that need it refuse the others."""
+    why = cached_sym_psd(problem)
+    if why:
+        from ..exceptions import NotApplicable
+
+        raise NotApplicable(f"{owner}: {why}")
 
 
 def quad_matrix(S):

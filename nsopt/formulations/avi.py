@@ -7,8 +7,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import NotApplicable
-from ._base import Formulation, cached_sym_psd, quad_matrix, sym_part
+from ._base import Formulation, quad_matrix, require_sym_psd, sym_part
 from .lcp import qp_doc
 
 
@@ -39,9 +38,7 @@ class AVIasQP(Formulation):
         import cvxpy as cp
 
         if check:
-            why = cached_sym_psd(problem)
-            if why:
-                raise NotApplicable(f"AVIasQP: {why}")
+            require_sym_psd(problem, "AVIasQP")
         t0 = time.perf_counter()
         n = problem.size
         self.S = sym_part(problem.M)

@@ -78,6 +78,15 @@ class _FCBase(Formulation):
         """r = D rhat (unscale a solution of the program)."""
         return self.dd * rhat
 
+    def _program(self, P, cons):
+        r"""The program :math:`\min \tfrac12\hat r^\top P\hat r + \ell^\top\hat r` subject to ``cons``
+        (:math:`\ell`: :attr:`linear`), kept in :attr:`program`."""
+        import cvxpy as cp
+
+        obj = 0.5 * cp.quad_form(self.rhat, cp.psd_wrap(quad_matrix(P))) + self.linear @ self.rhat
+        self.program = cp.Problem(cp.Minimize(obj), cons)
+        return self.program
+
 
 class FCasSOCP(_FCBase):
     r"""Coulomb friction contact as the SOCP of a frozen shift s (De Saxcé's bipotential view).
@@ -151,9 +160,7 @@ class FCasSOCP(_FCBase):
             cons.append(self.cone)
         if zero.size:   # mu = 0: the cone degenerates to the half-line r_T = 0, r_N >= 0
             cons += [R[zero, 0] >= 0, R[zero, 1:] == 0]
-        obj = 0.5 * cp.quad_form(self.rhat, cp.psd_wrap(quad_matrix(P))) + self.linear @ self.rhat
-        self.program = cp.Problem(cp.Minimize(obj), cons)
-        return self.program
+        return self._program(P, cons)
 
     def statement(self):
         p = self.problem
@@ -239,9 +246,7 @@ class FCTresca(_FCBase):
         R = cp.reshape(self.rhat, (nc, dim), order="C")
         self.disc = self.head_constraint = cp.SOC(cp.Constant(self.head), R[:, 1:], axis=1)
         cons = [R[:, 0] >= 0, self.disc]
-        obj = 0.5 * cp.quad_form(self.rhat, cp.psd_wrap(quad_matrix(self.P))) + self.linear @ self.rhat
-        self.program = cp.Problem(cp.Minimize(obj), cons)
-        return self.program
+        return self._program(self.P, cons)
 
     def statement(self):
         p = self.problem

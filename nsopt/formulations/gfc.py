@@ -21,8 +21,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import NotApplicable
-from ._base import Formulation, cached_sym_psd, quad_matrix
+from ._base import Formulation, quad_matrix, require_sym_psd
 
 
 class GFCPrimalSOCP(Formulation):
@@ -55,9 +54,7 @@ class GFCPrimalSOCP(Formulation):
     def __init__(self, problem, *, backend=None, backend_options=None, check=True, s=None):
         super().__init__(problem, backend=backend, backend_options=backend_options, conic=True)
         if check:
-            why = cached_sym_psd(problem)
-            if why:
-                raise NotApplicable(f"GFCPrimalSOCP needs a symmetric PSD mass matrix: {why}")
+            require_sym_psd(problem, "GFCPrimalSOCP needs a symmetric PSD mass matrix")
         t0 = time.perf_counter()
         p = problem
         dim, nc = p.dim, p.nc

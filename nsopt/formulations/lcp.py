@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from .._doc import insert_section
-from ._base import Formulation, cached_sym_psd, quad_matrix, sym_part
+from ._base import Formulation, quad_matrix, require_sym_psd, sym_part
 
 #: The options, errors and examples' import the convex-QP formulations' docstrings share, put where
 #: they say ``{qp_options}`` by :func:`qp_doc`.
@@ -74,11 +74,7 @@ class BoxQP(Formulation):
         import cvxpy as cp
 
         if check:
-            why = cached_sym_psd(problem)
-            if why:
-                from ..exceptions import NotApplicable
-
-                raise NotApplicable(f"{type(self).__name__}: {why}")
+            require_sym_psd(problem, type(self).__name__)
         t0 = time.perf_counter()
         n = problem.size
         self.lb = np.broadcast_to(np.asarray(lb, float), (n,)).copy()

@@ -17,6 +17,7 @@ be told apart.)
 from __future__ import annotations
 
 from pathlib import Path
+from types import MappingProxyType
 
 from ..exceptions import FormatError
 from .fclib import _must_exist, fclib_kind, is_hdf5, read_fclib, write_fclib
@@ -31,15 +32,15 @@ __all__ = ["load", "detect_kind", "read_lcp", "read_mlcp", "read_relay", "read_f
 KINDS = ("lcp", "mlcp", "relay", "fc2d", "fc3d", "gfc2d", "gfc3d", "gmp")
 
 # folder names (nsopt's shared corpus and Siconos' numerics/src/<X>/test/data) -> kind hint
-_FOLDER_HINT = {
+_FOLDER_HINT = MappingProxyType({
     "lcp": "lcp", "mlcp": "mlcp", "relay": "relay", "gmp": "gmp", "genericmechanical": "gmp",
     "fc2d": "friction", "fc3d": "friction", "rfc": "friction", "frictioncontact": "friction",
     "vi": "friction", "rollingfrictioncontact": "friction", "gfc2d": "global",
     "gfc3d": "global", "globalfrictioncontact": "global",
     "soclcp": "soclcp", "socp": "soclcp",
-}
+})
 
-_UNSUPPORTED = {"soclcp": "second-order cone complementarity problems (SOCLCP) are not supported"}
+_UNSUPPORTED = MappingProxyType({"soclcp": "second-order cone complementarity problems (SOCLCP) are not supported"})
 
 
 def _name_hint(name: str):

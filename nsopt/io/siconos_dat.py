@@ -29,6 +29,7 @@ Sparse input stays sparse (scipy CSR); values are read exactly as printed. Any i
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
@@ -44,9 +45,9 @@ __all__ = ["read_lcp", "read_mlcp", "read_relay", "read_friction_contact",
            "parse_numerics_matrix"]
 
 # Siconos' SICONOS_NUMERICS_PROBLEM_TYPE ids used in generic-mechanical files
-GMP_TYPES = {0: "lcp", 1: "mlcp", 2: "equality", 3: "fc2d", 4: "fc3d", 5: "ncp", 6: "mcp", 7: "vi",
-             8: "avi", 9: "relay"}
-GMP_IDS = {"lcp": 0, "equality": 2, "fc2d": 3, "fc3d": 4, "relay": 9}
+GMP_TYPES = MappingProxyType({0: "lcp", 1: "mlcp", 2: "equality", 3: "fc2d", 4: "fc3d", 5: "ncp", 6: "mcp", 7: "vi",
+             8: "avi", 9: "relay"})
+GMP_IDS = MappingProxyType({"lcp": 0, "equality": 2, "fc2d": 3, "fc3d": 4, "relay": 9})
 
 _INT_RE = re.compile(r"[+-]?\d+\Z")
 _CS_HEADER = re.compile(r"(triplet:)?\s*(\d+)-by-(\d+),\s*nzmax:\s*(\d+)\s+nnz:\s*(-?\d+)")
@@ -726,10 +727,10 @@ def read_gmp(path, *, _tokens=None) -> GenericMechanical:
     return _build(tk, lambda: GenericMechanical(M, q, blocks))
 
 
-READERS = {"lcp": read_lcp, "mlcp": read_mlcp, "relay": read_relay,
+READERS = MappingProxyType({"lcp": read_lcp, "mlcp": read_mlcp, "relay": read_relay,
            "fc2d": read_friction_contact, "fc3d": read_friction_contact,
            "gfc2d": read_global_friction_contact, "gfc3d": read_global_friction_contact,
-           "gmp": read_gmp}
+           "gmp": read_gmp})
 
 
 def read_siconos_dat(path, kind: str):

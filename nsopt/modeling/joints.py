@@ -38,6 +38,7 @@ __all__ = ["NewtonEulerJointR", "KneeJointR", "PivotJointR", "PrismaticJointR", 
            "knee_rows", "orientation_rows", "relative_position_rows", "pivot_rows", "joint_outputs"]
 
 _IDENTITY = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+_IDENTITY.setflags(write=False)      # shared by every joint without a second body: never written
 
 
 def _owner(cls, name) -> str:

@@ -101,11 +101,35 @@ class Relation:
         self.m, self.n, self.nz = m, n, nz
         self._bind()
 
+    #: the plug-ins of a relation given by functions: (field, shape in the sizes "m", "n", "nz"), in the
+    #: order of the constructor, with their one signature
+    PLUGINS: tuple = ()
+    SIGNATURE = ""
+
+    def _take(self, required, **given):
+        """Keep the plug-ins ``given`` (None where absent), each of ``required`` a callable."""
+        for fld in required:
+            if not callable(given[fld]):
+                raise ModelingError(self._owner, fld, f"must be a plug-in {fld}({self.SIGNATURE})")
+        self._given = given
+
     def _bind(self):
-        raise NotImplementedError
+        """Each plug-in of :attr:`PLUGINS` as an :class:`Operator` of its shape (``self._<field>``)."""
+        size = {"m": self.m, "n": self.n, "nz": self.nz}
+        for field, dims in self.PLUGINS:
+            setattr(self, "_" + field, self._op(self._given[field], field, tuple(size[d] for d in dims),
+                                                self.SIGNATURE))
 
     def _op(self, value, field, shape, sig):
         return None if value is None else Operator(value, self._owner, field, shape, sig)
+
+    def _jacobian(self, key, args, f, x, of, size=None):
+        """∂f/∂x: the plug-in ``key`` at ``args``, checked once against differences of ``f`` at ``x``
+        (``of`` names f in messages), or forward differences of ``f`` where ``key`` was not given."""
+        op = getattr(self, "_" + key)
+        if op is None:
+            return fd_jacobian(f, x, self.m if size is None else size)
+        return self._checked(key, op(*args), f, x, of)
 
     def __repr__(self):
         return f"{self._owner}(m={self.m}, n={self.n})"
@@ -148,22 +172,13 @@ class FirstOrderR(Relation):
     """
 
     kind = "first"
+    PLUGINS = (("h", ("m",)), ("g", ("n",)), ("H0", ("m", "n")), ("H1", ("m", "m")), ("G0", ("n", "n")),
+               ("G1", ("n", "m")))
+    SIGNATURE = "x, t, lam, z"
 
     def __init__(self, h, g, H0=None, H1=None, G0=None, G1=None, *, name=None):
         super().__init__(name)
-        for fld, f in (("h", h), ("g", g)):
-            if not callable(f):
-                raise ModelingError(self._owner, fld, f"must be a plug-in {fld}(x, t, lam, z)")
-        self._given = dict(h=h, g=g, H0=H0, H1=H1, G0=G0, G1=G1)
-
-    def _bind(self):
-        m, n, s, gv = self.m, self.n, "x, t, lam, z", self._given
-        self._h = self._op(gv["h"], "h", (m,), s)
-        self._g = self._op(gv["g"], "g", (n,), s)
-        self._H0 = self._op(gv["H0"], "H0", (m, n), s)
-        self._H1 = self._op(gv["H1"], "H1", (m, m), s)
-        self._G0 = self._op(gv["G0"], "G0", (n, n), s)
-        self._G1 = self._op(gv["G1"], "G1", (n, m), s)
+        self._take(("h", "g"), h=h, g=g, H0=H0, H1=H1, G0=G0, G1=G1)
 
     def output(self, X, t, lam, Z):
         return self._h(X, t, lam, Z)
@@ -175,12 +190,12 @@ class FirstOrderR(Relation):
         """(C, D, K, B) = (∇_X h, ∇_λ h, ∇_X g, ∇_λ g) at the point, finite differences where not given."""
         m, n = self.m, self.n
         out = []
-        for key, op, f, x, size, of in (
-                ("H0", self._H0, lambda x: self._h(x, t, lam, Z), X, m, "h(x, t, lam, z)"),
-                ("H1", self._H1, lambda v: self._h(X, t, v, Z), lam, m, "h(x, t, lam, z)"),
-                ("G0", self._G0, lambda x: self._g(x, t, lam, Z), X, n, "g(x, t, lam, z)"),
-                ("G1", self._G1, lambda v: self._g(X, t, v, Z), lam, n, "g(x, t, lam, z)")):
-            out.append(self._checked(key, op(X, t, lam, Z), f, x, of) if op else fd_jacobian(f, x, size))
+        for key, f, x, size, of in (
+                ("H0", lambda x: self._h(x, t, lam, Z), X, m, "h(x, t, lam, z)"),
+                ("H1", lambda v: self._h(X, t, v, Z), lam, m, "h(x, t, lam, z)"),
+                ("G0", lambda x: self._g(x, t, lam, Z), X, n, "g(x, t, lam, z)"),
+                ("G1", lambda v: self._g(X, t, v, Z), lam, n, "g(x, t, lam, z)")):
+            out.append(self._jacobian(key, (X, t, lam, Z), f, x, of, size))
         return tuple(out)
 
 
@@ -217,6 +232,8 @@ class FirstOrderLinearR(Relation):
     """
 
     kind = "first"
+    PLUGINS = (("C", ("m", "n")), ("B", ("n", "m")), ("D", ("m", "m")), ("F", ("m", "nz")), ("e", ("m",)))
+    SIGNATURE = "t, z"
     linear = True
 
     def __init__(self, C, B, D=None, F=None, e=None, *, name=None):
@@ -226,12 +243,7 @@ class FirstOrderLinearR(Relation):
         self._given = dict(C=C, B=B, D=D, F=F, e=e)
 
     def _bind(self):
-        m, n, nz, gv, s = self.m, self.n, self.nz, self._given, "t, z"
-        self._C = self._op(gv["C"], "C", (m, n), s)
-        self._B = self._op(gv["B"], "B", (n, m), s)
-        self._D = self._op(gv["D"], "D", (m, m), s)
-        self._F = self._op(gv["F"], "F", (m, nz), s)
-        self._e = self._op(gv["e"], "e", (m,), s)
+        super()._bind()
         self.constant = all(o is None or o.constant for o in (self._C, self._B, self._D, self._F, self._e))
 
     def offset(self, t, Z):
@@ -390,17 +402,13 @@ class LagrangianScleronomousR(LagrangianR):
     ('lagrangian', False)
     """
 
+    PLUGINS = (("h", ("m",)), ("G0", ("m", "n")))
+    SIGNATURE = "q, z"
+
     def __init__(self, h, G0=None, *, vectorized=False, name=None):
         super().__init__(name)
-        if not callable(h):
-            raise ModelingError(self._owner, "h", "must be a plug-in h(q, z)")
-        self._given = dict(h=h, G0=G0)
+        self._take(("h",), h=h, G0=G0)
         self.vectorized = bool(vectorized)
-
-    def _bind(self):
-        m, n = self.m, self.n
-        self._h = self._op(self._given["h"], "h", (m,), "q, z")
-        self._G0 = self._op(self._given["G0"], "G0", (m, n), "q, z")
 
     def batch_key(self):
         """Interactions whose relations have equal keys are evaluated by one call of :meth:`h_batch`."""
@@ -436,9 +444,7 @@ class LagrangianScleronomousR(LagrangianR):
     def G0(self, Q, t, lam, Z):
         if self.vectorized:
             return self.G0_batch(Q[None, :], Z[None, :])[0]
-        if self._G0 is not None:
-            return self._checked("G0", self._G0(Q, Z), lambda q: self._h(q, Z), Q, "h(q, z)")
-        return fd_jacobian(lambda q: self._h(q, Z), Q, self.m)
+        return self._jacobian("G0", (Q, Z), lambda q: self._h(q, Z), Q, "h(q, z)")
 
 
 class LagrangianRheonomousR(LagrangianR):
@@ -476,26 +482,18 @@ class LagrangianRheonomousR(LagrangianR):
     """
 
     rheonomous = True
+    PLUGINS = (("h", ("m",)), ("G0", ("m", "n")), ("hdot", ("m",)))
+    SIGNATURE = "q, t, z"
 
     def __init__(self, h, G0=None, hdot=None, *, name=None):
         super().__init__(name)
-        if not callable(h):
-            raise ModelingError(self._owner, "h", "must be a plug-in h(q, t, z)")
-        self._given = dict(h=h, G0=G0, hdot=hdot)
-
-    def _bind(self):
-        m, n, s = self.m, self.n, "q, t, z"
-        self._h = self._op(self._given["h"], "h", (m,), s)
-        self._G0 = self._op(self._given["G0"], "G0", (m, n), s)
-        self._hdot = self._op(self._given["hdot"], "hdot", (m,), s)
+        self._take(("h",), h=h, G0=G0, hdot=hdot)
 
     def h(self, Q, t, lam, Z):
         return self._h(Q, t, Z)
 
     def G0(self, Q, t, lam, Z):
-        if self._G0 is not None:
-            return self._checked("G0", self._G0(Q, t, Z), lambda q: self._h(q, t, Z), Q, "h(q, t, z)")
-        return fd_jacobian(lambda q: self._h(q, t, Z), Q, self.m)
+        return self._jacobian("G0", (Q, t, Z), lambda q: self._h(q, t, Z), Q, "h(q, t, z)")
 
     def hdot(self, Q, t, Z):
         if self._hdot is not None:
@@ -540,31 +538,21 @@ class LagrangianCompliantR(LagrangianR):
     """
 
     compliant = True
+    PLUGINS = (("h", ("m",)), ("G0", ("m", "n")), ("G1", ("m", "m")))
+    SIGNATURE = "q, lam, z"
 
     def __init__(self, h, G0=None, G1=None, *, name=None):
         super().__init__(name)
-        if not callable(h):
-            raise ModelingError(self._owner, "h", "must be a plug-in h(q, lam, z)")
-        self._given = dict(h=h, G0=G0, G1=G1)
-
-    def _bind(self):
-        m, n, s = self.m, self.n, "q, lam, z"
-        self._h = self._op(self._given["h"], "h", (m,), s)
-        self._G0 = self._op(self._given["G0"], "G0", (m, n), s)
-        self._G1 = self._op(self._given["G1"], "G1", (m, m), s)
+        self._take(("h",), h=h, G0=G0, G1=G1)
 
     def h(self, Q, t, lam, Z):
         return self._h(Q, lam, Z)
 
     def G0(self, Q, t, lam, Z):
-        if self._G0 is not None:
-            return self._checked("G0", self._G0(Q, lam, Z), lambda q: self._h(q, lam, Z), Q, "h(q, lam, z)")
-        return fd_jacobian(lambda q: self._h(q, lam, Z), Q, self.m)
+        return self._jacobian("G0", (Q, lam, Z), lambda q: self._h(q, lam, Z), Q, "h(q, lam, z)")
 
     def G1(self, Q, t, lam, Z):
-        if self._G1 is not None:
-            return self._checked("G1", self._G1(Q, lam, Z), lambda v: self._h(Q, v, Z), lam, "h(q, lam, z)")
-        return fd_jacobian(lambda v: self._h(Q, v, Z), lam, self.m)
+        return self._jacobian("G1", (Q, lam, Z), lambda v: self._h(Q, v, Z), lam, "h(q, lam, z)")
 
 
 class LagrangianLinearTIR(LagrangianR):

@@ -12,6 +12,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
@@ -1279,7 +1280,7 @@ def _build_gfc(asm):
     return GlobalFrictionContact(M, H, qg, b, [law.mu for law in _laws(asm)], dim=3)
 
 
-_BUILDERS = {      # the built-in kinds: builder(asm) -> problem
+_BUILDERS = MappingProxyType({      # the built-in kinds: builder(asm) -> problem
     "lcp": lambda asm: LCP(asm.W, asm.q),
     "equality": lambda asm: Equality(asm.W, asm.q),
     "relay": lambda asm: Relay(asm.W, asm.q, np.concatenate([law.lb for law in _laws(asm)]),
@@ -1290,7 +1291,7 @@ _BUILDERS = {      # the built-in kinds: builder(asm) -> problem
     "fc3d": lambda asm: _build_fc(asm, 3),
     "gfc3d": _build_gfc,
     "gmp": lambda asm: GenericMechanical(asm.W, asm.q, [law.gmp_block() for law in _laws(asm)]),
-}
+})
 
 
 def register_osns(kind: str, build, *, holds, methods):

@@ -210,6 +210,13 @@ def all_finite(a: np.ndarray) -> bool:
     return bool(np.isfinite(a).all())
 
 
+def as_square_system(M, q, owner: str):
+    """``M`` checked square (:func:`as_matrix`) and ``q`` a vector of its size (:func:`as_vector`): the
+    ``(M, q)`` of the problems ``Mz + q`` (LCP, MLCP, Relay, AVI, Equality, GenericMechanical)."""
+    M = as_matrix(M, "M", owner, square=True)
+    return M, as_vector(q, "q", owner, size=M.shape[0])
+
+
 def as_bounds(lb, ub, n: int, owner: str):
     """Box bounds lb <= ub (scalars broadcast, +-inf allowed): read-only float arrays of size n.
     The box must meet the reals in every coordinate: lb_i < +inf, ub_i > -inf, lb_i <= ub_i."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import EPS, AffineProblem, affine, as_matrix, as_vector, check_input, norm2
+from ._base import EPS, AffineProblem, affine, as_matrix, as_square_system, as_vector, check_input, norm2
 
 
 class AVI(AffineProblem):
@@ -50,9 +50,8 @@ class AVI(AffineProblem):
     _fields = ("M", "q", "H", "k")
 
     def __init__(self, M, q, H, k):
-        M = as_matrix(M, "M", "AVI", square=True)
+        M, q = as_square_system(M, q, "AVI")
         n = M.shape[0]
-        q = as_vector(q, "q", "AVI", size=n)
         H = as_matrix(H, "H", "AVI", shape=(None, n))
         k = as_vector(k, "k", "AVI", size=H.shape[0])
         self.M, self.q, self.H, self.k = M, q, H, k

@@ -12,8 +12,7 @@ from ._base import (
     Problem,
     affine,
     as_bounds,
-    as_matrix,
-    as_vector,
+    as_square_system,
     check_input,
     dense,
     matvec,
@@ -124,8 +123,7 @@ class GenericMechanical(Problem):
 
     def __init__(self, M, q, blocks):
         owner = "GenericMechanical"
-        M = as_matrix(M, "M", owner, square=True)
-        q = as_vector(q, "q", owner, size=M.shape[0])
+        M, q = as_square_system(M, q, owner)
         out, total = [], 0
         try:
             blocks = list(blocks)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import AffineProblem, affine, as_matrix, as_vector, check_input, norm2
+from ._base import AffineProblem, affine, as_square_system, check_input, norm2
 from ._measures import lcp_error as _lcp_error
 
 
@@ -51,8 +51,7 @@ class LCP(AffineProblem):
     _fields = ("M", "q")
 
     def __init__(self, M, q):
-        M = as_matrix(M, "M", "LCP", square=True)
-        q = as_vector(q, "q", "LCP", size=M.shape[0])
+        M, q = as_square_system(M, q, "LCP")
         self.__dict__.update(M=M, q=q, _store={}, _frozen=True)
 
     def replace(self, **changes):

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import ProblemError
-from ._base import AffineProblem, affine, as_matrix, as_vector, check_input, norm2
+from ._base import AffineProblem, affine, as_matrix, as_square_system, as_vector, check_input, norm2
 
 
 class MLCP(AffineProblem):
@@ -89,9 +89,8 @@ class MLCP(AffineProblem):
         return self
 
     def _init(self, M, q, n, blocks_rows, blocks_is_comp):
-        M = as_matrix(M, "M", "MLCP", square=True)
+        M, q = as_square_system(M, q, "MLCP")
         N = M.shape[0]
-        q = as_vector(q, "q", "MLCP", size=N)
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
             raise ProblemError("n", f"number of equalities must be an integer, got {n!r}", "MLCP")
         n = int(n)

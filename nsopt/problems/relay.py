@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import AffineProblem, affine, as_bounds, as_matrix, as_vector, check_input, norm2
+from ._base import AffineProblem, affine, as_bounds, as_square_system, check_input, norm2
 
 
 class Relay(AffineProblem):
@@ -46,9 +46,8 @@ class Relay(AffineProblem):
     _fields = ("M", "q", "lb", "ub")
 
     def __init__(self, M, q, lb, ub):
-        M = as_matrix(M, "M", "Relay", square=True)
+        M, q = as_square_system(M, q, "Relay")
         n = M.shape[0]
-        q = as_vector(q, "q", "Relay", size=n)
         lb, ub = as_bounds(lb, ub, n, "Relay")
         self.M, self.q, self.lb, self.ub = M, q, lb, ub
         self._freeze()
@@ -92,8 +91,7 @@ class Equality(AffineProblem):
     _fields = ("M", "q")
 
     def __init__(self, M, q):
-        M = as_matrix(M, "M", "Equality", square=True)
-        q = as_vector(q, "q", "Equality", size=M.shape[0])
+        M, q = as_square_system(M, q, "Equality")
         self.M, self.q = M, q
         self._freeze()
 

@@ -32,6 +32,7 @@ equations); a method re-solves the original data on that support (:func:`box_of`
 from __future__ import annotations
 
 import warnings
+from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
@@ -505,4 +506,4 @@ def lcp_size(problem) -> int:
     return problem.size
 
 
-TO_LCP = {"relay": RelayToLCP, "mlcp": MLCPToLCP, "avi": AVIToLCP, "fc2d": FC2DToLCP}
+TO_LCP = MappingProxyType({"relay": RelayToLCP, "mlcp": MLCPToLCP, "avi": AVIToLCP, "fc2d": FC2DToLCP})

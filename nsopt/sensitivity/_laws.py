@@ -19,6 +19,7 @@ are then those of the documented branch (:data:`RULE`), an element of the B-subd
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,8 +28,8 @@ import scipy.sparse as sp
 LOWER, UPPER, FREE = 0, 1, 2
 # contact states
 TAKEOFF, STICK, SLIDE = 0, 1, 2
-STATE_NAMES = {("box", LOWER): "at lower bound", ("box", UPPER): "at upper bound", ("box", FREE): "free",
-               ("fc", TAKEOFF): "take-off", ("fc", STICK): "stick", ("fc", SLIDE): "slide"}
+STATE_NAMES = MappingProxyType({("box", LOWER): "at lower bound", ("box", UPPER): "at upper bound", ("box", FREE): "free",
+               ("fc", TAKEOFF): "take-off", ("fc", STICK): "stick", ("fc", SLIDE): "slide"})
 
 RULE = ("a degenerate box row (at a bound with zero residual: z = w = 0 in an LCP row) is taken at its "
         "bound (dx_i = d bound_i: the row stays inactive, no force appears); a contact with zero force "

@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
+from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,7 +58,7 @@ from ._kinds import model_of
 from ._laws import TOL_DEGENERATE
 from ._pieces import quadratic_program
 
-SELECT_RULES = {"min-norm": "the solution of least norm of the primal variable (z or r): see formulations/select.md"}
+SELECT_RULES = MappingProxyType({"min-norm": "the solution of least norm of the primal variable (z or r): see formulations/select.md"})
 RANK_DENSE_MAX = 5000      # S = L L^T by a dense eigendecomposition up to this size (else Sx = S x̄ itself)
 DESCENT_MAX = 600          # the descent along the solution set (dense SVDs at every step) up to this many unknowns
 CHECK_MAX = 3000           # whether the velocities are unique near a selection: checked up to this many unknowns
@@ -428,9 +429,9 @@ def _room(m, st, d):
     return t
 
 
-_STATE_OF = {"at lower bound": ("box", L.LOWER), "at upper bound": ("box", L.UPPER), "free": ("box", L.FREE),
+_STATE_OF = MappingProxyType({"at lower bound": ("box", L.LOWER), "at upper bound": ("box", L.UPPER), "free": ("box", L.FREE),
              "take-off": ("fc", L.TAKEOFF), "stick": ("fc", L.STICK), "closed": ("fc", L.STICK),
-             "slide": ("fc", L.SLIDE)}
+             "slide": ("fc", L.SLIDE)})
 
 
 def _with_states(m, st, states):

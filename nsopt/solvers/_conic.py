@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,35 +20,35 @@ from ..result import Status
 
 S = Status
 # -------------------------------------------------------------------------- backend status maps
-CLARABEL_STATUS_MAP = {
+CLARABEL_STATUS_MAP = MappingProxyType({
     "Solved": S.SOLVED, "AlmostSolved": S.INACCURATE,
     "PrimalInfeasible": S.INFEASIBLE, "AlmostPrimalInfeasible": S.INFEASIBLE,
     "DualInfeasible": S.INFEASIBLE, "AlmostDualInfeasible": S.INFEASIBLE,
     "MaxIterations": S.MAX_ITER, "MaxTime": S.TIME_LIMIT,
     "NumericalError": S.NUMERICAL_ERROR, "InsufficientProgress": S.NUMERICAL_ERROR,
     "CallbackTerminated": S.CALLBACK_STOP, "Unsolved": S.NUMERICAL_ERROR,
-}
+})
 # OSQP >= 1.0 ``results.info.status_val``
-OSQP_STATUS_MAP = {1: S.SOLVED, 2: S.INACCURATE, 3: S.INFEASIBLE, 4: S.INFEASIBLE, 5: S.INFEASIBLE,
+OSQP_STATUS_MAP = MappingProxyType({1: S.SOLVED, 2: S.INACCURATE, 3: S.INFEASIBLE, 4: S.INFEASIBLE, 5: S.INFEASIBLE,
                    6: S.INFEASIBLE, 7: S.MAX_ITER, 8: S.TIME_LIMIT, 9: S.NUMERICAL_ERROR,
-                   10: S.NUMERICAL_ERROR, 11: S.NUMERICAL_ERROR}
+                   10: S.NUMERICAL_ERROR, 11: S.NUMERICAL_ERROR})
 # SCS 3 ``info["status_val"]``
-SCS_STATUS_MAP = {1: S.SOLVED, 2: S.INACCURATE, -1: S.INFEASIBLE, -6: S.INFEASIBLE, -2: S.INFEASIBLE,
+SCS_STATUS_MAP = MappingProxyType({1: S.SOLVED, 2: S.INACCURATE, -1: S.INFEASIBLE, -6: S.INFEASIBLE, -2: S.INFEASIBLE,
                   -7: S.INFEASIBLE, -3: S.NUMERICAL_ERROR, -4: S.NUMERICAL_ERROR, -5: S.NUMERICAL_ERROR,
-                  0: S.MAX_ITER}
+                  0: S.MAX_ITER})
 # CVXPY's own vocabulary (any other backend)
-CVXPY_STATUS_MAP = {
+CVXPY_STATUS_MAP = MappingProxyType({
     "optimal": S.SOLVED, "optimal_inaccurate": S.INACCURATE,
     "infeasible": S.INFEASIBLE, "infeasible_inaccurate": S.INFEASIBLE,
     "unbounded": S.INFEASIBLE, "unbounded_inaccurate": S.INFEASIBLE,
     "infeasible_or_unbounded": S.INFEASIBLE, "user_limit": S.MAX_ITER, "solver_error": S.NUMERICAL_ERROR,
-}
-_PRIMAL_INF = {"PrimalInfeasible", "AlmostPrimalInfeasible", "infeasible", "infeasible_inaccurate",
-               "primal infeasible", "primal infeasible inaccurate"}
+})
+_PRIMAL_INF = frozenset({"PrimalInfeasible", "AlmostPrimalInfeasible", "infeasible", "infeasible_inaccurate",
+               "primal infeasible", "primal infeasible inaccurate"})
 _OSQP_PRIMAL_INF, _SCS_PRIMAL_INF = {3, 4}, {-2, -7}
-_TOL_OPTS = {"tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio", "eps_abs", "eps_rel", "abstol",
-             "reltol", "feastol"}
-_TIME_KEY = {"CLARABEL": "time_limit", "OSQP": "time_limit", "SCS": "time_limit_secs"}
+_TOL_OPTS = frozenset({"tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio", "eps_abs", "eps_rel", "abstol",
+             "reltol", "feastol"})
+_TIME_KEY = MappingProxyType({"CLARABEL": "time_limit", "OSQP": "time_limit", "SCS": "time_limit_secs"})
 
 
 def clarabel_cones(dims) -> list:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import time
+from types import MappingProxyType
 
 import numpy as np
 
@@ -54,7 +55,7 @@ S = Status
 from ._conic import (CLARABEL_STATUS_MAP, CVXPY_STATUS_MAP, OSQP_STATUS_MAP, SCS_STATUS_MAP,  # noqa: F401
                      _TOL_OPTS, Compiled, avi_polish, backend_status, box_polish, info_of, reuse)
 
-_QP = {"lcp": LCPasQP, "mlcp": MLCPasQP, "relay": RelayAsQP, "avi": AVIasQP}
+_QP = MappingProxyType({"lcp": LCPasQP, "mlcp": MLCPasQP, "relay": RelayAsQP, "avi": AVIasQP})
 
 
 def _psd_applies(problem):

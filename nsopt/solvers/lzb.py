@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from types import MappingProxyType
 
 import numpy as np
 from .._jit import njit
@@ -49,12 +50,12 @@ from ..result import Status
 
 DBL_EPS = float(np.finfo(float).eps)     # Siconos' MACHINE_PREC, the default of its four tolerances
 DEFAULT_MAX_ITER = 10_000_000
-_ERRORS = {
+_ERRORS = MappingProxyType({
     1: "the relative velocity at the primary contact is not negative (PrimConVelocity)",
     2: "a component of the distribution vector is negative (Compute_distributionVector)",
     3: "a starting contact has a non-negative relative velocity (Compute_distributionVector)",
     5: "the potential energy became negative in compression (Compute_energyContact)",
-}
+})
 
 
 @njit(cache=True)

@@ -54,6 +54,7 @@ References
 from __future__ import annotations
 
 import time
+from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
@@ -75,7 +76,7 @@ POLISH_EVERY = 0.25   # a new polish attempt once the error dropped 4x since the
 PLAIN_AFTER = 12      # Anderson without progress for this many iterations -> plain fixed point ...
 PLAIN_SPAN = 25       # ... for this many iterations (a slow drift towards a contact's kink), then again
 SAFEGUARD = 1.0       # an accelerated step whose merit exceeds SAFEGUARD x the previous one is undone
-_TOL_KEYS = {"CLARABEL": ("tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio")}
+_TOL_KEYS = MappingProxyType({"CLARABEL": ("tol_gap_abs", "tol_gap_rel", "tol_feas", "tol_ktratio")})
 
 
 class Anderson:

@@ -36,12 +36,13 @@ References
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 
 import numpy as np
 
 from .._extras import require
 
-MEASURES = {"time": ("time", 1e-6, "time"), "nit": ("nit", 1.0, "iterations (nit)")}
+MEASURES = MappingProxyType({"time": ("time", 1e-6, "time"), "nit": ("nit", 1.0, "iterations (nit)")})
 
 
 def method_label(method: str, options: str | None = None) -> str:
@@ -174,7 +175,7 @@ def draw_profile(panels: list, measure: str = "time"):
 
 
 PANEL = (6.4, 4.4)                               # inches per panel
-MARGINS = dict(left=0.72, right=0.18, bottom=0.55, top=0.36, wspace=0.72, hspace=0.85)   # inches
+MARGINS = MappingProxyType(dict(left=0.72, right=0.18, bottom=0.55, top=0.36, wspace=0.72, hspace=0.85))   # inches
 
 
 def _grid_figure(nrows: int, ncols: int):
@@ -211,12 +212,12 @@ def warm_up_drawing() -> None:
 # The colour of each method family, the same in every figure nsopt draws (time and iteration
 # profiles, error histories, the tutorials): a Siconos solver takes the colour of the nsopt method of
 # the same name. A family not listed gets a fixed colour from its name (the same in every plot).
-METHOD_COLOURS = {
+METHOD_COLOURS = MappingProxyType({
     "nsgs": "#1f77b4", "nsn-ac": "#d62728", "nsn-fb": "#ff7f0e", "prox": "#9467bd",
     "socp-fp": "#2ca02c", "socp-tresca": "#17becf", "lemke": "#8c564b", "qp": "#e377c2",
     "pgs": "#7f7f7f", "psor": "#bcbd22", "enum": "#393b79", "newton-fb": "#ad494a",
     "linear": "#637939", "nsn": "#d62728", "lzb": "#1f77b4", "aclmfp": "#2ca02c",
-}
+})
 _SPARE = ("#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363")
 
 

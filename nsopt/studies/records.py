@@ -25,10 +25,10 @@ from pathlib import Path
 
 from .._extras import require
 
-COLUMNS = ["problem", "problem_hash", "kind", "size", "nc", "method", "source", "options", "tol",
+COLUMNS = ("problem", "problem_hash", "kind", "size", "nc", "method", "source", "options", "tol",
            "max_iter", "timeout", "status", "error", "nit", "time", "build_time",
            "load_time", "warmup_time", "peak_rss_mb", "message", "nsopt_version", "versions", "host",
-           "finished_at", "runs", "info"]
+           "finished_at", "runs", "info")
 STORE = "records.jsonl"
 CSV = "results.csv"
 PARQUET = "results.parquet"
@@ -142,7 +142,7 @@ def to_frame(records):
 
     records = list(records)
     extra = [c for c in dict.fromkeys(k for r in records for k in r) if c not in COLUMNS and c != "history"]
-    cols = COLUMNS + extra
+    cols = [*COLUMNS, *extra]
     if not records:
         return pd.DataFrame({c: [] for c in cols}, columns=cols)
     # row tuples: the same dtypes as a dict of columns, in half the time (one inference pass)

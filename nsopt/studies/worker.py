@@ -51,6 +51,7 @@ import statistics
 import struct
 import sys
 import time
+from types import MappingProxyType
 
 from .records import failure_record, now_utc, task_columns  # noqa: F401  (the records' vocabulary)
 
@@ -163,11 +164,11 @@ def _storage(problem) -> str:
     return "sparse" if any(hasattr(v, "tocsr") for v in vars(problem).values()) else "dense"
 
 
-_TINY = {"lcp": lambda g: g.lcp(6, seed=0)[0], "mlcp": lambda g: g.mlcp(2, 4, seed=0)[0],
+_TINY = MappingProxyType({"lcp": lambda g: g.lcp(6, seed=0)[0], "mlcp": lambda g: g.mlcp(2, 4, seed=0)[0],
          "relay": lambda g: g.relay(4, seed=0)[0],
          "fc2d": lambda g: g.friction_contact(3, dim=2, seed=0)[0],
          "fc3d": lambda g: g.friction_contact(3, dim=3, seed=0)[0],
-         "gfc3d": lambda g: g.global_friction_contact(2, 8, seed=0)[0]}
+         "gfc3d": lambda g: g.global_friction_contact(2, 8, seed=0)[0]})
 
 
 def _warm_key(problem, task) -> tuple:

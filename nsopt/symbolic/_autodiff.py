@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import numpy as np
 import sympy as sm
@@ -88,7 +89,7 @@ def _pow_spread(b, eb, x):
 # "lip1": |f'| <= 1 and |f''| <= 1 everywhere; "ends": on an interval inside one branch, |f'| is largest and
 # f' deviates most from its middle value at an end (|f'| quasi-convex, f' monotone, convex or concave);
 # "trig": as "ends", within a period where the denominator keeps its sign (that of the given function)
-_UNARY = {
+_UNARY = MappingProxyType({
     sm.sin: (math.sin, math.cos, "lip1"),
     sm.cos: (math.cos, lambda x: -math.sin(x), "lip1"),
     sm.tan: (math.tan, lambda x: 1.0 / math.cos(x) ** 2, math.cos),
@@ -110,7 +111,7 @@ _UNARY = {
     sm.sign: (lambda x: float(np.sign(x)), lambda x: 0.0 if x != 0.0 else _NAN, "step"),
     sm.Heaviside: (lambda x: 1.0 if x > 0 else (0.0 if x < 0 else 0.5), lambda x: 0.0 if x != 0.0 else _NAN,
                    "step"),
-}
+})
 
 
 class Evaluator:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import zlib
+from types import MappingProxyType
 
 import numpy as np
 import sympy as sm
@@ -16,10 +18,9 @@ from ._autodiff import collect_leaves
 __all__ = ["relation", "relation_plugins", "compile_plugin", "KINDS"]
 
 _T = sm.Symbol("t")
-_counter = itertools.count()
 
 # kind -> (argument groups of the plug-ins, what the relation derives)
-KINDS = {
+KINDS = MappingProxyType({
     "FirstOrderR": ("x, t, lam, z", "h, g, H0 = dh/dx, H1 = dh/dlam, G0 = dg/dx, G1 = dg/dlam"),
     "FirstOrderLinearR": ("t, z", "C, B, D, F, e (plug-ins of t, z, or constants)"),
     "FirstOrderLinearTIR": ("", "C, B, D, F, e constants"),
@@ -27,7 +28,7 @@ KINDS = {
     "LagrangianRheonomousR": ("q, t, z", "h, G0 = dh/dq, hdot = dh/dt"),
     "LagrangianCompliantR": ("q, lam, z", "h, G0 = dh/dq, G1 = dh/dlam"),
     "LagrangianLinearTIR": ("", "H, b, D, F constants"),
-}
+})
 
 
 class _Kink(ArithmeticError):
@@ -55,7 +56,7 @@ def _kink_delta(x):
     return 0.0
 
 
-_KINKS = {sm.sign: "_kink_sign", sm.Heaviside: "_kink_step", sm.DiracDelta: "_kink_delta"}
+_KINKS = MappingProxyType({sm.sign: "_kink_sign", sm.Heaviside: "_kink_step", sm.DiracDelta: "_kink_delta"})
 
 
 class _Printer(PythonCodePrinter):
@@ -227,8 +228,7 @@ def compile_plugin(expr, args, shape, *, jit: bool = False, name: str = "plug-in
     flat = [e.xreplace(subs) for e in expr]
     reps, reduced = sm.cse(flat, symbols=(sm.Symbol(f"_c{i}") for i in itertools.count()))
     pr = _Printer(derivative)
-    fname = f"_plugin{next(_counter)}"
-    lines = [f"def {fname}({', '.join(names)}):"] + unpack
+    lines = list(unpack)
     try:
         lines += [f"    {s.name} = {pr.doprint(e)}" for s, e in reps]
         lines.append(f"    out = np.empty({len(flat)})")
@@ -238,7 +238,10 @@ def compile_plugin(expr, args, shape, *, jit: bool = False, name: str = "plug-in
         raise ProblemError(name, f"cannot be compiled: the generated code does not support {', '.join(bad)}",
                            "relation") from None
     lines.append(f"    return out.reshape({tuple(shape)!r})")
-    source = "\n".join(lines)
+    # named after its own code (no process-wide counter): the same relation compiles to the same name
+    body = "\n".join(lines)
+    fname = f"_plugin_{zlib.crc32(body.encode()):08x}"
+    source = f"def {fname}({', '.join(names)}):\n{body}"
     ns = {"math": math, "np": np, "_kink_sign": _kink_sign, "_kink_step": _kink_step, "_kink_delta": _kink_delta}
     if jit:
         import numba
