@@ -914,6 +914,7 @@ class SceneModel:
         self._inters = np.empty(0, dtype=object)
         self._groups = [[c.group for c in o["contactors"]] for o in scene.objects if o["mass"] is not None]
         self._static_groups = [[c.group for c in o["contactors"]] for o in scene.objects if o["mass"] is None]
+        self._rows_at = None          # (stepper, its layout, rows): SceneModel._state_rows
 
     def poses(self, run=None) -> np.ndarray:
         """The bodies' poses (n, 7): their current ones in the run ``run`` (a
@@ -921,13 +922,34 @@ class SceneModel:
         else their own (``body.q``: see the class example)."""
         if not self.bodies:
             return np.zeros((0, 7))
-        return np.array([b.q for b in self.bodies] if run is None else [run.state_of(b, "q") for b in self.bodies])
+        if run is None:
+            return np.array([b.q for b in self.bodies])
+        st, rows = self._state_rows(run)
+        return st.q[rows[0]]
 
     def twists(self, run=None) -> np.ndarray:
         """The bodies' twists (n, 6): in the run ``run``, else their own (as :meth:`poses`)."""
         if not self.bodies:
             return np.zeros((0, 6))
-        return np.array([b.v for b in self.bodies] if run is None else [run.state_of(b, "v") for b in self.bodies])
+        if run is None:
+            return np.array([b.v for b in self.bodies])
+        st, rows = self._state_rows(run)
+        return st.v[rows[1]]
+
+    def _state_rows(self, run):
+        """The run's stepper and where the bodies' poses and twists are in its stacked state: index arrays (n, 7)
+        and (n, 6), each body found by :meth:`~nsopt.modeling.TimeStepping.state_of`'s rule, kept while the
+        stepper's layout of the systems is the same (one fancy index a read, not a call per body)."""
+        st = run._stepper
+        S = st.sys
+        held = self._rows_at
+        if held is not None and held[0] is st and held[1] is S and held[2] is S.qoff and held[3] is S.voff:
+            return st, held[4]
+        at = [run._locate(b)[0] for b in self.bodies]
+        rows = (np.array([np.arange(S.qoff[k], S.qoff[k + 1]) for k in at]),
+                np.array([np.arange(S.voff[k], S.voff[k + 1]) for k in at]))
+        self._rows_at = (st, S, S.qoff, S.voff, rows)
+        return st, rows
 
     def _law(self, c: Contacts, k: int):
         g1 = self._groups[c.body1[k]][c.contactor1[k]]
