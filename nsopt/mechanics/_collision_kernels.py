@@ -273,3 +273,23 @@ def persist(A, B, PA, PB, N, obj_R, obj_x, pkey, pid, ploc, persistence, next_id
             next_id += 1
     srt = np.argsort(key, kind="mergesort")
     return dist, loc, ids, new, next_id, key[srt], ids[srt], loc[srt]
+
+
+@njit
+def body_frames(R, Q, body1, body2, pc1, pc2, normal):  # pragma: no cover  (compiled)
+    """The contacts' points and normal in their bodies' frames (the bodies' rotations R (n, 3, 3), poses Q (n, 7)):
+    pc1 in body 1's; pc2 and the normal in body 2's, or as they are for a static body 2 (body2 < 0)."""
+    k = body1.shape[0]
+    rp1, rp2, rn = np.empty((k, 3)), pc2.copy(), normal.copy()
+    for s in range(k):
+        a = body1[s]
+        for i in range(3):
+            rp1[s, i] = (R[a, 0, i] * (pc1[s, 0] - Q[a, 0]) + R[a, 1, i] * (pc1[s, 1] - Q[a, 1])) + \
+                R[a, 2, i] * (pc1[s, 2] - Q[a, 2])
+        b = body2[s]
+        if b >= 0:
+            for i in range(3):
+                rp2[s, i] = (R[b, 0, i] * (pc2[s, 0] - Q[b, 0]) + R[b, 1, i] * (pc2[s, 1] - Q[b, 1])) + \
+                    R[b, 2, i] * (pc2[s, 2] - Q[b, 2])
+                rn[s, i] = (R[b, 0, i] * normal[s, 0] + R[b, 1, i] * normal[s, 1]) + R[b, 2, i] * normal[s, 2]
+    return rp1, rp2, rn

@@ -142,17 +142,10 @@ class Contacts:
         See the example of :class:`CollisionManager`.
         """
         Q = np.asarray(Q, dtype=float)
-        Q1 = Q[self.body1]
-        R1 = rot.rotation_matrix(Q1[:, 3:7])
-        rp1 = np.einsum("kji,kj->ki", R1, self.pc1 - Q1[:, :3])
-        rp2, rn = self.pc2.copy(), self.normal.copy()
-        two = self.body2 >= 0
-        if two.any():
-            Q2 = Q[self.body2[two]]
-            R2 = rot.rotation_matrix(Q2[:, 3:7])
-            rp2[two] = np.einsum("kji,kj->ki", R2, self.pc2[two] - Q2[:, :3])
-            rn[two] = np.einsum("kji,kj->ki", R2, self.normal[two])
-        return rp1, rp2, rn
+        i, f = np.int64, float
+        return kern.body_frames(rot.rotation_matrix(Q[:, 3:7]), Q, np.asarray(self.body1, dtype=i),
+                                np.asarray(self.body2, dtype=i), np.asarray(self.pc1, dtype=f),
+                                np.asarray(self.pc2, dtype=f), np.asarray(self.normal, dtype=f))
 
 
 class _Object:
@@ -240,6 +233,7 @@ class CollisionManager:
         self._group_off: set = set()
         self._previous = None              # (pair keys sorted, ids, body-frame points) of the last detection
         self._codes = None                 # the excluded pairs' and the groups switched off's codes, sorted
+        self._body_R = None                # the bodies' rotations at the poses of the last update()
         self._next_id = 0
         self._obj_R = np.zeros((0, 3, 3))  # each coal object's rotation and position (world frame)
         self._obj_x = np.zeros((0, 3))
@@ -251,6 +245,9 @@ class CollisionManager:
         self._flat_request.setPatchTolerance(max(self.margin, 1e-3))
         self._request = coal.CollisionRequest(coal.CollisionRequestFlag.CONTACT, 1)
         self._request.security_margin = self.margin
+        self._result = coal.CollisionResult()                  # coal's results, cleared and reused by each call
+        self._patch_result = coal.ContactPatchResult(self._patch_request)
+        self._flat_result = coal.ContactPatchResult(self._flat_request)
 
     # ---- building
     def _register(self, contactors, pose, static):
@@ -448,10 +445,11 @@ class CollisionManager:
         if Q.shape != (len(self.bodies), 7):
             raise ModelingError("CollisionManager", "Q", f"has shape {Q.shape}, expected ({len(self.bodies)}, 7)")
         dyn = np.flatnonzero(self._obj_body >= 0)
+        self._body_R = rot.rotation_matrix(Q[:, 3:7])       # the bodies' rotations at Q (for the contacts' frames)
         if not dyn.size:
             return
         b = self._obj_body[dyn]
-        R = rot.rotation_matrix(Q[:, 3:7])[b]
+        R = self._body_R[b]
         self._obj_R[dyn] = R @ self._lR[dyn]
         self._obj_x[dyn] = Q[b, :3] + np.einsum("kij,kj->ki", R, self._lt[dyn])
         self._stale[dyn] = True
@@ -504,8 +502,8 @@ class CollisionManager:
         (r, 3) each, world frame, the normal from i towards j)."""
         coal = self._coal
         a, b = self._objects[i], self._objects[j]
-        req = self._request
-        res = coal.CollisionResult()
+        req, res = self._request, self._result
+        res.clear()
         if not coal.collide(a.obj, b.obj, req, res):
             return None
         c = res.getContact(0)
@@ -513,8 +511,8 @@ class CollisionManager:
         pts = None
         if not (a.shape.curved and b.shape.curved):
             flat = not (a.shape.curved or b.shape.curved)
-            preq = self._flat_request if flat else self._patch_request
-            pres = coal.ContactPatchResult(preq)
+            preq, pres = (self._flat_request, self._flat_result) if flat else (self._patch_request, self._patch_result)
+            pres.set(preq)
             coal.computeContactPatch(a.obj, b.obj, res, preq, pres)
             if pres.numContactPatches():
                 p = pres.getContactPatch(0)
@@ -620,7 +618,7 @@ class CollisionManager:
                 fresh[1].append((Pj - x[j]) @ R[j])
                 fresh[2].append(np.tile(R[i].T @ nab, (r, 1)))
                 counts[k] = r
-        fa, fb, fn = (np.concatenate(f) if f else np.zeros((0, 3)) for f in fresh)
+        fa, fb, fn = map(np.concatenate, fresh) if fresh[0] else (np.zeros((0, 3)),) * 3
         starts, pa, pb, na, kR, kt, A, B, PA, PB, NN = kern.assemble(
             ci, cj, need, pos, relR, relt, counts, fa, fb, fn, cache["start"], cache["pa"], cache["pb"], cache["na"],
             cache["R"], cache["t"], self._obj_R, self._obj_x, *self._owner_arrays[:2])
@@ -735,6 +733,12 @@ class CollisionManager:
             self._sizes = (key, R, w)
         return self._sizes[1], self._sizes[2]
 
+    def fast_bodies(self, Q0, Q1, moved=None):
+        """The bodies (indices) that moved more than half their thickness from poses Q0 to Q1 (:meth:`moved`, or its
+        value ``moved``; :meth:`body_sizes`): those :meth:`swept` sweeps."""
+        _, w = self.body_sizes()
+        return np.flatnonzero((self.moved(Q0, Q1) if moved is None else moved) > 0.5 * w)
+
     def moved(self, Q0, Q1):
         r"""How far each body's points moved from poses Q0 to Q1 at most (n,): :math:`\|\Delta x\| + \theta R`, θ the
         rotation's angle, R the body's radius."""
@@ -788,7 +792,7 @@ class CollisionManager:
         Q0, Q1 = np.asarray(Q0, dtype=float), np.asarray(Q1, dtype=float)
         R, w = self.body_sizes()
         move = self.moved(Q0, Q1)
-        fast = np.flatnonzero(move > 0.5 * w) if fast is None else np.asarray(fast, dtype=np.int64)
+        fast = self.fast_bodies(Q0, Q1, move) if fast is None else np.asarray(fast, dtype=np.int64)
         owner, static, _ = self._owner_arrays
         events = []
         swept = set()
