@@ -8,11 +8,12 @@ changes of one 3-cube Scene step (``issue31_counts.py``'s count).
 ``--base`` is an nsopt tree (``git archive main | tar -x -C /tmp/base_tree``), ``--new`` this one. Per tree and
 pile: a warm-up run of the same scene (numba's kernels loaded or compiled, coal's objects made), then ``Scene.run``
 to ``--T`` (the cubes fall for ~0.3 s, land and settle), ``nsn-ac`` to 1e-6, ``keep_states=False``. Reported per
-step (mean over the run, wall seconds of :attr:`nsopt.mechanics.SceneStep.times`): the whole step ("total"), the
-detection ("detect": the collision detection, the contacts' update and their outputs), the solver alone ("solve")
-and the rest (total - detect - solve: the assembly, the integration, the step's figures and the record). The
-rounds alternate the trees' order (base then new, then new then base), and each figure is the best over rounds
-(the least disturbed by a shared machine's load). The trajectories are compared step by step: the largest
+step, from :attr:`nsopt.mechanics.SceneStep.times`: the median over the run's steps of the wall seconds of the whole
+step ("total"), of the detection ("detect": the collision detection, the contacts' update and their outputs), of
+the solver alone ("solve") and of the rest (total - detect - solve: the assembly, the integration, the step's
+figures and the record) — the median, because a shared machine preempts some steps for milliseconds —, and the
+means over the run of the process's CPU time of a step ("cpu") and of its wall time ("wall"). The rounds
+alternate the trees' order (base then new, then new then base), and each figure is the best over rounds. The trajectories are compared step by step: the largest
 difference of the bodies' poses between the trees over the run (0.0: identical).
 """
 
@@ -48,8 +49,9 @@ def hook(step):
 rs.nsopt_scene(sc).run(T, sc["h"], method="nsn-ac", keep_states=False, on_step=hook)
 np.save(out, np.array(Q))
 tm = np.array(tm)
-print(json.dumps({"steps": len(tm), "total": tm[:, 0].mean(), "detect": tm[:, 1].mean(), "solve": tm[:, 2].mean(),
-                  "rest": (tm[:, 0] - tm[:, 1] - tm[:, 2]).mean(), "cpu": tm[:, 3].mean()}))
+med = np.median
+print(json.dumps({"steps": len(tm), "total": med(tm[:, 0]), "detect": med(tm[:, 1]), "solve": med(tm[:, 2]),
+                  "rest": med(tm[:, 0] - tm[:, 1] - tm[:, 2]), "cpu": tm[:, 3].mean(), "wall": tm[:, 0].mean()}))
 '''
 
 
@@ -80,22 +82,23 @@ def main(argv=None):
                 for tag in (("base", "new") if r % 2 == 0 else ("new", "base")):
                     res = run_tree(trees[tag], n, a.T, os.path.join(tmp, f"{tag}{n}.npy"))
                     b = best.setdefault((tag, n), res)
-                    for k in ("total", "detect", "solve", "rest", "cpu"):
+                    for k in ("total", "detect", "solve", "rest", "cpu", "wall"):
                         b[k] = min(b[k], res[k])
             qb, qn = np.load(os.path.join(tmp, f"base{n}.npy")), np.load(os.path.join(tmp, f"new{n}.npy"))
             diff = float(np.abs(qb - qn).max()) if qb.shape == qn.shape else float("nan")
             best[("diff", n)] = diff
     print(f"load after: {os.getloadavg()}")
-    print(f"\n{a.T:g} s of each pile (h = 5 ms), ms per step, best of {a.repeat} rounds (wall; cpu: process time)\n")
-    print("| cubes | tree | total | detect | solve | rest | cpu | largest pose difference base/new |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"\n{a.T:g} s of each pile (h = 5 ms), ms per step, best of {a.repeat} rounds (medians over the steps of "
+          f"wall times; cpu, wall: means of the process time and of the wall time)\n")
+    cols = ("total", "detect", "solve", "rest", "cpu", "wall")
+    print("| cubes | tree | " + " | ".join(cols) + " | largest pose difference base/new |")
+    print("|---" * (len(cols) + 3) + "|")
     for n in a.sizes:
         for tag in ("base", "new"):
             b = best[(tag, n)]
-            print(f"| {n} | {tag} | {1e3 * b['total']:.3f} | {1e3 * b['detect']:.3f} | {1e3 * b['solve']:.3f} | "
-                  f"{1e3 * b['rest']:.3f} | {1e3 * b['cpu']:.3f} | {best[('diff', n)]:.3g} |")
-        print(f"| {n} | new/base | {best[('new', n)]['total'] / best[('base', n)]['total']:.2f}x | "
-              f"{best[('new', n)]['detect'] / best[('base', n)]['detect']:.2f}x | | | | |")
+            print(f"| {n} | {tag} | " + " | ".join(f"{1e3 * b[k]:.3f}" for k in cols) + f" | {best[('diff', n)]:.3g} |")
+        print(f"| {n} | new/base | " + " | ".join(f"{best[('new', n)][k] / best[('base', n)][k]:.2f}x" for k in cols)
+              + " | |")
     if not a.no_count:
         from issue31_counts import scene_step
         print("\n| one 3-cube Scene step | base | new |\n|---|---|---|")
