@@ -29,6 +29,17 @@ def _member(sorted_codes, code):  # pragma: no cover  (compiled)
 
 
 @njit
+def _push(I, J, p, a, b):  # pragma: no cover  (compiled)
+    """The pair (min, max) of a and b written at row p of (I, J), grown (doubled) when full."""
+    if p == I.shape[0]:
+        I2, J2 = np.empty(2 * p, dtype=np.int64), np.empty(2 * p, dtype=np.int64)
+        I2[:p], J2[:p] = I[:p], J[:p]
+        I, J = I2, J2
+    I[p], J[p] = min(a, b), max(a, b)
+    return I, J
+
+
+@njit
 def allowed(I, J, owner, static, group, nbodies, excluded, groups_off):  # pragma: no cover  (compiled)
     """Which object pairs (I, J) may collide: not two static objects, not two contactors of one body, not an
     excluded pair of bodies (codes a·nbodies + b, a < b, sorted), not a pair of groups switched off (codes
@@ -65,9 +76,8 @@ def broad_phase(obj_R, obj_x, lc, le, inf, hs_n, hs_off, owner, static, group, n
             e[k, i] = _dot3(abs(obj_R[k, i, 0]), abs(obj_R[k, i, 1]), abs(obj_R[k, i, 2]), le[k, 0], le[k, 1], le[k, 2])
     fin = np.flatnonzero(~inf)
     m = fin.shape[0]
-    cap = 16 + 4 * n
-    I = np.empty(cap, dtype=np.int64)
-    J = np.empty(cap, dtype=np.int64)
+    I = np.empty(16 + 4 * n, dtype=np.int64)
+    J = np.empty(16 + 4 * n, dtype=np.int64)
     p = 0
     if m > 1:
         ax = 0
@@ -96,12 +106,7 @@ def broad_phase(obj_R, obj_x, lc, le, inf, hs_n, hs_off, owner, static, group, n
                         ok = False
                         break
                 if ok:
-                    if p == cap:
-                        cap *= 2
-                        I2, J2 = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
-                        I2[:p], J2[:p] = I[:p], J[:p]
-                        I, J = I2, J2
-                    I[p], J[p] = min(a, b), max(a, b)
+                    I, J = _push(I, J, p, a, b)
                     p += 1
     for h in range(n):
         if not inf[h]:
@@ -114,12 +119,7 @@ def broad_phase(obj_R, obj_x, lc, le, inf, hs_n, hs_off, owner, static, group, n
             support = (c[k, 0] * nw[0] + c[k, 1] * nw[1] + c[k, 2] * nw[2]) - (
                 e[k, 0] * abs(nw[0]) + e[k, 1] * abs(nw[1]) + e[k, 2] * abs(nw[2]))
             if support <= off + 1e-12:
-                if p == cap:
-                    cap *= 2
-                    I2, J2 = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
-                    I2[:p], J2[:p] = I[:p], J[:p]
-                    I, J = I2, J2
-                I[p], J[p] = min(k, h), max(k, h)
+                I, J = _push(I, J, p, k, h)
                 p += 1
     keep = allowed(I[:p], J[:p], owner, static, group, nbodies, excluded, groups_off)
     ci, cj = I[:p][keep], J[:p][keep]
