@@ -149,10 +149,11 @@ class Contacts:
 
 
 class _Object:
-    __slots__ = ("owner", "static", "contactor", "index", "obj", "shape")
+    __slots__ = ("owner", "static", "contactor", "index", "obj", "shape", "hs")
 
     def __init__(self, owner, static, contactor, index, obj, shape):
         self.owner, self.static, self.contactor, self.index, self.obj, self.shape = owner, static, contactor, index, obj, shape
+        self.hs = shape.halfspaces()         # {y : A y <= b} of a polyhedron (None: curved), as coal's geometry: fixed
 
 
 class CollisionManager:
@@ -293,7 +294,7 @@ class CollisionManager:
         self._group = np.array([x[6] for x in L], dtype=np.int64)
         self._hs_n, self._hs_off = np.zeros((len(L), 3)), np.zeros(len(L))      # a half-space's plane, its frame
         for h in np.flatnonzero(self._inf).tolist():
-            A, bb = self._objects[h].shape.halfspaces()
+            A, bb = self._objects[h].hs
             self._hs_n[h], self._hs_off[h] = A[0], bb[0]
         self._stale = np.concatenate([self._stale, np.zeros(len(idx), dtype=bool)])
         self._cache = None
@@ -537,7 +538,7 @@ class CollisionManager:
         pairs."""
         for e, f, sign in ((i, j, 1.0), (j, i, -1.0)):
             E = self._objects[e].shape.edge_points(self._obj_R[e].T @ (sign * nab))
-            if E is not None and self._objects[f].shape.halfspaces() is not None:
+            if E is not None and self._objects[f].hs is not None:
                 break
         else:
             return None
@@ -647,7 +648,7 @@ class CollisionManager:
         crosses the plane of o's face most turned along it (the bottom face's, through that corner) is taken when
         that point is within ``TOUCH`` x margin of o (else a line that misses keeps coal's point, which has the
         deepest point's depth: a far corner 9 mm above the floor measured at gap 0)."""
-        A, b = self._objects[o].shape.halfspaces()
+        A, b = self._objects[o].hs
         R, x = self._obj_R[o], self._obj_x[o]
         p = (P - x) @ R                                   # the points and the direction in the shape's frame
         d = R.T @ n

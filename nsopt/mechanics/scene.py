@@ -994,7 +994,8 @@ class SceneModel:
         rows[found] = self._table_rows[pos[found]]
         # vanished points: removed in one pass, their table rows released
         if old_ids.shape[0]:
-            alive = np.isin(old_ids, ids, assume_unique=True)
+            alive = np.zeros(old_ids.shape[0], dtype=bool)      # the old points found again
+            alive[pos[found]] = True
             gone = old_inters[~alive].tolist()
             if gone:
                 self.nsds.remove_interactions(gone)
