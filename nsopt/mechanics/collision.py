@@ -684,7 +684,7 @@ class CollisionManager:
         prev = self._previous
         if prev is None:
             prev = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 6)))
-        dist, loc, ids, new, self._next_id, *previous = kern.persist(A, B, PA, PB, N, self._obj_R, self._obj_x, *prev,
+        dist, _, ids, new, self._next_id, *previous = kern.persist(A, B, PA, PB, N, self._obj_R, self._obj_x, *prev,
                                                                      self.persistence, self._next_id)
         self._previous = tuple(previous)
         return Contacts(body1, body2, static2, contactor[A], contactor[B], PA, PB, N, dist, ids, new)
@@ -912,14 +912,6 @@ def _within(d0, e, rho):
     r = np.sqrt(disc)
     t0, t1 = max((-bq - r) / a, 0.0), min((-bq + r) / a, 1.0)
     return (t0, t1) if t0 <= t1 else None
-
-
-def _spans(starts, lengths):
-    """The concatenated ranges [starts[i], starts[i] + lengths[i])."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    off = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    return np.repeat(np.asarray(starts, dtype=np.int64) - off, lengths) + np.arange(total)
 
 
 def _reduce(P1, P2, n, k):
