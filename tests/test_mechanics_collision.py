@@ -337,3 +337,28 @@ def test_bad_input():
         cm.update(np.zeros((2, 7)))
     with pytest.raises(ModelingError, match="margin"):
         mc.CollisionManager(margin=-1)
+
+
+def test_candidate_pairs_sorted_unique_and_covering_every_contact():
+    """The compiled broad phase returns each pair once, sorted by (i, j), and every pair that coal's narrow phase
+    finds in contact is among them; filters set before more bodies are added still hold after."""
+    rng = np.random.default_rng(5)
+    cm = mc.CollisionManager(margin=0.05)
+    cm.add_static(mc.Contactor(mc.HalfSpace()))
+    cm.add_static(mc.Contactor(mc.Box([8.0, 8.0, 0.5])), pose([0, 0, -0.25]))
+    for b in range(40):
+        cm.add_body(mc.Contactor(mc.Box(rng.uniform(0.3, 1.2, 3)) if b % 2 else mc.Sphere(rng.uniform(0.2, 0.6))))
+    cm.exclude_pair(0, 1)
+    cm.add_body(mc.Contactor(mc.Sphere(0.4)))                      # a body added after the filter was set
+    Q = np.array([pose(rng.uniform([-2, -2, -0.2], [2, 2, 2]), rng.normal(size=4)) for _ in range(41)])
+    Q[1, :3] = Q[0, :3] + [0.1, 0.0, 0.0]                          # bodies 0 and 1 overlap, but are excluded
+    cm.update(Q)
+    i, j = cm.candidate_pairs()
+    key = i * len(cm._objects) + j
+    assert (i < j).all() and (np.diff(key) > 0).all() and i.size > 20
+    c = cm.detect()
+    obj = {(o.owner, o.static): o.index for o in cm._objects}
+    contact = {tuple(sorted((obj[(a, False)], obj[(b, False)] if b >= 0 else obj[(s, True)])))
+               for a, b, s in zip(c.body1.tolist(), c.body2.tolist(), c.static2.tolist())}
+    assert contact <= set(zip(i.tolist(), j.tolist())) and len(contact) > 10
+    assert not ({(0, 1), (1, 0)} & set(zip(c.body1.tolist(), c.body2.tolist())))

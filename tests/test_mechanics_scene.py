@@ -471,3 +471,44 @@ def test_the_problem_writer_is_an_observer_of_a_time_stepping_run(tmp_path):
     assert all((tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes() for n in a)
     with pytest.raises(OutputError):                        # the folder is checked when the writer is made
         ProblemWriter(tmp_path / "a", 1, 150)
+
+
+def _calls_of_a_step(n):
+    """The Python calls into each nsopt module during step 3 of n cubes resting side by side on a slab."""
+    import sys
+
+    sc = mc.Scene(gravity=(0.0, 0.0, -9.81), margin=0.02)
+    sc.add_primitive_shape("Cube", "Box", (0.2, 0.2, 0.2))
+    sc.add_primitive_shape("Ground", "Box", (4.0, 4.0, 0.2))
+    sc.add_Newton_impact_friction_nsl("contact", mu=0.5)
+    sc.add_object("ground", ["Ground"], translation=[0, 0, -0.1])
+    for i in range(n):
+        sc.add_object(f"cube{i}", ["Cube"], mass=1.0, translation=[0.4 * i - 1.0, 0.0, 0.1])
+    calls, seen = {}, [0]
+
+    def count(frame, event, arg):
+        mod = frame.f_globals.get("__name__", "")
+        if event == "call" and mod.startswith("nsopt"):
+            calls[mod] = calls.get(mod, 0) + 1
+
+    def hook(step):
+        seen[0] += 1
+        sys.setprofile(count if seen[0] == 2 else None)
+
+    old = sys.getprofile()
+    try:
+        sc.run(0.02, 5e-3, on_step=hook)
+    finally:
+        sys.setprofile(old)
+    return calls
+
+
+def test_a_step_makes_as_many_python_calls_for_six_bodies_as_for_three():
+    """The Scene's per-step work is array work: reading the bodies' poses and twists, the detection and the step's
+    figures make no Python call per body or per contact (the fixed cost of a small scene, issue 32 §6)."""
+    _calls_of_a_step(3)                     # kernels loaded
+    three, six = _calls_of_a_step(3), _calls_of_a_step(6)
+    for mod in ("nsopt.mechanics.scene", "nsopt.mechanics.collision", "nsopt.modeling.simulation",
+                "nsopt.modeling._stepper"):
+        assert three.get(mod, 0) == six.get(mod, 0), (mod, three.get(mod), six.get(mod))
+    assert sum(three[m] for m in three if m.startswith("nsopt.mechanics")) <= 40

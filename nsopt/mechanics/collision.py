@@ -38,6 +38,7 @@ import numpy as np
 from ..exceptions import ModelingError, NsoptWarning
 from ..modeling import _rotation as rot
 from ..modeling._check import scalar, vector
+from . import _collision_kernels as kern
 from .shapes import Contactor, HalfSpace
 
 __all__ = ["CollisionManager", "Contacts", "InterpenetrationError", "TunnellingWarning"]
@@ -141,24 +142,18 @@ class Contacts:
         See the example of :class:`CollisionManager`.
         """
         Q = np.asarray(Q, dtype=float)
-        Q1 = Q[self.body1]
-        R1 = rot.rotation_matrix(Q1[:, 3:7])
-        rp1 = np.einsum("kji,kj->ki", R1, self.pc1 - Q1[:, :3])
-        rp2, rn = self.pc2.copy(), self.normal.copy()
-        two = self.body2 >= 0
-        if two.any():
-            Q2 = Q[self.body2[two]]
-            R2 = rot.rotation_matrix(Q2[:, 3:7])
-            rp2[two] = np.einsum("kji,kj->ki", R2, self.pc2[two] - Q2[:, :3])
-            rn[two] = np.einsum("kji,kj->ki", R2, self.normal[two])
-        return rp1, rp2, rn
+        i, f = np.int64, float
+        return kern.body_frames(rot.rotation_matrix(Q[:, 3:7]), Q, np.asarray(self.body1, dtype=i),
+                                np.asarray(self.body2, dtype=i), np.asarray(self.pc1, dtype=f),
+                                np.asarray(self.pc2, dtype=f), np.asarray(self.normal, dtype=f))
 
 
 class _Object:
-    __slots__ = ("owner", "static", "contactor", "index", "obj", "shape")
+    __slots__ = ("owner", "static", "contactor", "index", "obj", "shape", "hs")
 
     def __init__(self, owner, static, contactor, index, obj, shape):
         self.owner, self.static, self.contactor, self.index, self.obj, self.shape = owner, static, contactor, index, obj, shape
+        self.hs = shape.halfspaces()         # {y : A y <= b} of a polyhedron (None: curved), as coal's geometry: fixed
 
 
 class CollisionManager:
@@ -238,6 +233,8 @@ class CollisionManager:
         self._excluded: set = set()
         self._group_off: set = set()
         self._previous = None              # (pair keys sorted, ids, body-frame points) of the last detection
+        self._codes = None                 # the excluded pairs' and the groups switched off's codes, sorted
+        self._body_R = None                # the bodies' rotations at the poses of the last update()
         self._next_id = 0
         self._obj_R = np.zeros((0, 3, 3))  # each coal object's rotation and position (world frame)
         self._obj_x = np.zeros((0, 3))
@@ -249,6 +246,9 @@ class CollisionManager:
         self._flat_request.setPatchTolerance(max(self.margin, 1e-3))
         self._request = coal.CollisionRequest(coal.CollisionRequestFlag.CONTACT, 1)
         self._request.security_margin = self.margin
+        self._result = coal.CollisionResult()                  # coal's results, cleared and reused by each call
+        self._patch_result = coal.ContactPatchResult(self._patch_request)
+        self._flat_result = coal.ContactPatchResult(self._flat_request)
 
     # ---- building
     def _register(self, contactors, pose, static):
@@ -292,8 +292,13 @@ class CollisionManager:
         self._radius = np.array([x[5] for x in L])
         self._curved = np.array([o.shape.curved for o in self._objects], dtype=bool)
         self._group = np.array([x[6] for x in L], dtype=np.int64)
+        self._hs_n, self._hs_off = np.zeros((len(L), 3)), np.zeros(len(L))      # a half-space's plane, its frame
+        for h in np.flatnonzero(self._inf).tolist():
+            A, bb = self._objects[h].hs
+            self._hs_n[h], self._hs_off[h] = A[0], bb[0]
         self._stale = np.concatenate([self._stale, np.zeros(len(idx), dtype=bool)])
         self._cache = None
+        self._codes = None
         return contactors, idx
 
     def add_body(self, contactors, pose=(0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)) -> int:
@@ -387,6 +392,7 @@ class CollisionManager:
         0
         """
         self._excluded.add((min(a, b), max(a, b)))
+        self._codes = None
 
     def set_group_pair(self, g1: int, g2: int, collide: bool = True):
         """Whether contactors of groups g1 and g2 collide (all pairs do by default).
@@ -413,6 +419,7 @@ class CollisionManager:
             self._group_off.discard(key)
         else:
             self._group_off.add(key)
+        self._codes = None
 
     # ---- poses
     def _place(self, idx, contactors, pose):
@@ -439,10 +446,11 @@ class CollisionManager:
         if Q.shape != (len(self.bodies), 7):
             raise ModelingError("CollisionManager", "Q", f"has shape {Q.shape}, expected ({len(self.bodies)}, 7)")
         dyn = np.flatnonzero(self._obj_body >= 0)
+        self._body_R = rot.rotation_matrix(Q[:, 3:7])       # the bodies' rotations at Q (for the contacts' frames)
         if not dyn.size:
             return
         b = self._obj_body[dyn]
-        R = rot.rotation_matrix(Q[:, 3:7])[b]
+        R = self._body_R[b]
         self._obj_R[dyn] = R @ self._lR[dyn]
         self._obj_x[dyn] = Q[b, :3] + np.einsum("kij,kj->ki", R, self._lt[dyn])
         self._stale[dyn] = True
@@ -461,78 +469,42 @@ class CollisionManager:
     def candidate_pairs(self):
         """The broad phase: the pairs of objects (i, j), i < j, whose bounding boxes (enlarged by the margin)
         overlap, filters applied (static pairs, a body's own contactors, excluded pairs, groups), as two index
-        arrays. Boxes by sweep and prune along the axis of largest spread (vectorised); half-spaces against every
-        box by its support along their normal.
+        arrays sorted by (i, j). Boxes by sweep and prune along the axis of largest spread; half-spaces against every
+        box by its support along their normal (compiled: :func:`~nsopt.mechanics._collision_kernels.broad_phase`).
 
         Returns
         -------
         i, j : (p,) int ndarray
             The object indices of the candidate pairs.
         """
-        n = len(self._objects)
-        if n < 2:
+        if len(self._objects) < 2:
             e = np.zeros(0, dtype=np.int64)
             return e, e
-        R, x = self._obj_R, self._obj_x
-        c = np.einsum("kij,kj->ki", R, self._lc) + x
-        e = np.einsum("kij,kj->ki", np.abs(R), self._le)
-        fin = np.flatnonzero(~self._inf)
-        I, J = [], []
-        if fin.size > 1:
-            lo, hi = (c - e)[fin], (c + e)[fin]
-            ax = int(np.argmax(np.ptp(c[fin], axis=0)))
-            order = np.argsort(lo[:, ax], kind="stable")
-            los, his = lo[order, ax], hi[order, ax]
-            end = np.searchsorted(los, his, side="right")
-            first = np.arange(fin.size) + 1
-            cnt = np.maximum(end - first, 0)
-            a = np.repeat(np.arange(fin.size), cnt)
-            off = np.concatenate([[0], np.cumsum(cnt)[:-1]]) if cnt.size else np.zeros(0, dtype=np.int64)
-            b = np.arange(int(cnt.sum())) - np.repeat(off, cnt) + np.repeat(first, cnt)
-            oa, ob = order[a], order[b]
-            ok = np.all((lo[oa] <= hi[ob]) & (lo[ob] <= hi[oa]), axis=1)
-            I.append(fin[oa[ok]])
-            J.append(fin[ob[ok]])
-        for h in np.flatnonzero(self._inf).tolist():       # a half-space: {y : n·y <= offset} in its object's frame
-            A, bb = self._objects[h].shape.halfspaces()
-            nw = R[h] @ A[0]
-            off = bb[0] + nw @ x[h]
-            support = c[fin] @ nw - np.abs(e[fin]) @ np.abs(nw)
-            hit = fin[support <= off + 1e-12]
-            I.append(np.minimum(hit, h))
-            J.append(np.maximum(hit, h))
-        if not I:
-            e = np.zeros(0, dtype=np.int64)
-            return e, e
-        I, J = np.concatenate(I), np.concatenate(J)
-        lo_, hi_ = np.minimum(I, J), np.maximum(I, J)
-        keep = self._collide_filter(lo_, hi_)
-        return lo_[keep], hi_[keep]
+        owner, static, _ = self._owner_arrays
+        return kern.broad_phase(self._obj_R, self._obj_x, self._lc, self._le, self._inf, self._hs_n, self._hs_off, owner,
+                                static, self._group, max(len(self.bodies), 1), *self._filter_codes())
+
+    def _filter_codes(self):
+        """The excluded pairs of bodies (a·n + b) and the pairs of groups switched off (g1·2^20 + g2), sorted."""
+        if self._codes is None:
+            nb = max(len(self.bodies), 1)
+            self._codes = (np.array(sorted(a * nb + b for a, b in self._excluded), dtype=np.int64),
+                           np.array(sorted(a * (1 << 20) + b for a, b in self._group_off), dtype=np.int64))
+        return self._codes
 
     def _collide_filter(self, lo_, hi_):
-        """Which object pairs (lo_, hi_) may collide: not two static objects, not two contactors of one body, not an
-        excluded pair of bodies, not a pair of groups switched off."""
+        """Which object pairs (lo_, hi_) may collide (:func:`~nsopt.mechanics._collision_kernels.allowed`)."""
         owner, static, _ = self._owner_arrays
-        keep = ~(static[lo_] & static[hi_])
-        keep &= ~(~static[lo_] & ~static[hi_] & (owner[lo_] == owner[hi_]))
-        if self._excluded:
-            ex = np.array([a * len(self.bodies) + b for a, b in self._excluded], dtype=np.int64)
-            both = ~static[lo_] & ~static[hi_]
-            oa, ob = np.minimum(owner[lo_], owner[hi_]), np.maximum(owner[lo_], owner[hi_])
-            keep &= ~(both & np.isin(oa * len(self.bodies) + ob, ex))
-        if self._group_off:
-            ga, gb = np.minimum(self._group[lo_], self._group[hi_]), np.maximum(self._group[lo_], self._group[hi_])
-            off = np.array([a * (1 << 20) + b for a, b in self._group_off], dtype=np.int64)
-            keep &= ~np.isin(ga * (1 << 20) + gb, off)
-        return keep
+        return kern.allowed(np.asarray(lo_, dtype=np.int64), np.asarray(hi_, dtype=np.int64), owner, static,
+                            self._group, max(len(self.bodies), 1), *self._filter_codes())
 
     def _narrow(self, i, j):
         """coal's narrow phase on objects i < j: None (farther than the margin) or (points on i, points on j
         (r, 3) each, world frame, the normal from i towards j)."""
         coal = self._coal
         a, b = self._objects[i], self._objects[j]
-        req = self._request
-        res = coal.CollisionResult()
+        req, res = self._request, self._result
+        res.clear()
         if not coal.collide(a.obj, b.obj, req, res):
             return None
         c = res.getContact(0)
@@ -540,8 +512,8 @@ class CollisionManager:
         pts = None
         if not (a.shape.curved and b.shape.curved):
             flat = not (a.shape.curved or b.shape.curved)
-            preq = self._flat_request if flat else self._patch_request
-            pres = coal.ContactPatchResult(preq)
+            preq, pres = (self._flat_request, self._flat_result) if flat else (self._patch_request, self._patch_result)
+            pres.set(preq)
             coal.computeContactPatch(a.obj, b.obj, res, preq, pres)
             if pres.numContactPatches():
                 p = pres.getContactPatch(0)
@@ -566,7 +538,7 @@ class CollisionManager:
         pairs."""
         for e, f, sign in ((i, j, 1.0), (j, i, -1.0)):
             E = self._objects[e].shape.edge_points(self._obj_R[e].T @ (sign * nab))
-            if E is not None and self._objects[f].shape.halfspaces() is not None:
+            if E is not None and self._objects[f].hs is not None:
                 break
         else:
             return None
@@ -619,75 +591,41 @@ class CollisionManager:
         if Q is not None:
             self.update(Q)
         ci, cj = self.candidate_pairs()
-        nobj = len(self._objects)
-        key = ci * nobj + cj
-        srt = np.argsort(key, kind="stable")
-        ci, cj, key = ci[srt], cj[srt], key[srt]
-        # the relative pose of the smaller object in the larger one's frame
-        small_j = self._radius[cj] <= self._radius[ci]
-        big, sm = np.where(small_j, ci, cj), np.where(small_j, cj, ci)
-        Rb = self._obj_R[big]
-        relR = np.einsum("kji,kjl->kil", Rb, self._obj_R[sm])
-        relt = np.einsum("kji,kj->ki", Rb, self._obj_x[sm] - self._obj_x[big])
-        rho = np.where(np.isfinite(self._radius[sm]), self._radius[sm], 0.0)
-        need = np.ones(key.shape[0], dtype=bool)
         cache = self._cache
-        pos = np.zeros(key.shape[0], dtype=np.int64)
-        if cache is not None and cache["key"].shape[0] and key.shape[0]:
-            pos = np.minimum(np.searchsorted(cache["key"], key), cache["key"].shape[0] - 1)
-            hit = cache["key"][pos] == key
-            dR = np.linalg.norm(relR - cache["R"][pos], axis=(1, 2)) / np.sqrt(2.0)
-            move = np.linalg.norm(relt - cache["t"][pos], axis=1) + rho * dR
-            need = ~hit | ~(move <= self.reuse)
-            # a curved shape turned: its kept material point is no longer where it touches (a rolling body's lags
-            # behind the contact, and the normal force there drives the rolling): its narrow phase again
-            need |= (self._curved[ci] | self._curved[cj]) & (rho * dR > 1e-9)
+        if cache is None:
+            cache = {"key": np.zeros(0, dtype=np.int64), "R": np.zeros((0, 3, 3)), "t": np.zeros((0, 3)),
+                     "n": np.zeros(0, dtype=np.int64), "start": np.zeros(0, dtype=np.int64), "pa": np.zeros((0, 3)),
+                     "pb": np.zeros((0, 3)), "na": np.zeros((0, 3))}
+        relR, relt, pos, need = kern.reuse_test(ci, cj, self._radius, self._curved, self._obj_R, self._obj_x,
+                                                cache["key"], cache["R"], cache["t"], self.reuse)
         todo = np.flatnonzero(need)
-        self.stats = {"pairs": int(key.shape[0]), "narrow": int(todo.size)}
+        self.stats = {"pairs": int(ci.shape[0]), "narrow": int(todo.size)}
+        counts = np.zeros(ci.shape[0], dtype=np.int64)
+        kept = ~need
+        counts[kept] = cache["n"][pos[kept]]
+        # the narrow phase of the pairs that need it: their points in their objects' frames (pa on i, pb on j) and
+        # the normal in i's frame
+        fresh = ([], [], [])
         if todo.size:
             self._sync(np.unique(np.concatenate([ci[todo], cj[todo]])))
-        # per pair: its points in its objects' frames (pa on i, pb on j) and the normal in i's frame
-        counts = np.zeros(key.shape[0], dtype=np.int64)
-        if cache is not None and key.shape[0]:
-            counts[~need] = cache["n"][pos[~need]]
-        fresh = {}
-        R, x = self._obj_R, self._obj_x
-        for k in todo.tolist():
-            out = self._narrow(int(ci[k]), int(cj[k]))
-            if out is None:
-                continue
-            Pi, Pj, nab = out
-            i, j = ci[k], cj[k]
-            r = Pi.shape[0]
-            fresh[k] = ((Pi - x[i]) @ R[i], (Pj - x[j]) @ R[j], np.tile(R[i].T @ nab, (r, 1)))
-            counts[k] = r
-        starts = np.concatenate([[0], np.cumsum(counts)])
-        total = int(starts[-1])
-        pa, pb, na = np.empty((total, 3)), np.empty((total, 3)), np.empty((total, 3))
-        kept = np.flatnonzero(~need & (counts > 0))
-        if kept.size:
-            dst = _spans(starts[kept], counts[kept])
-            src = _spans(cache["start"][pos[kept]], counts[kept])
-            pa[dst], pb[dst], na[dst] = cache["pa"][src], cache["pb"][src], cache["na"][src]
-        for k, (a, b, nn) in fresh.items():
-            pa[starts[k]:starts[k + 1]], pb[starts[k]:starts[k + 1]], na[starts[k]:starts[k + 1]] = a, b, nn
-        cR, ct = relR.copy(), relt.copy()
-        if cache is not None and key.shape[0]:          # a kept pair keeps the pose of its last narrow phase
-            cR[~need], ct[~need] = cache["R"][pos[~need]], cache["t"][pos[~need]]
-        self._cache = {"key": key, "R": cR, "t": ct, "n": counts, "start": starts[:-1], "pa": pa, "pb": pb, "na": na}
-        # world points of every contact, oriented: body 1 dynamic (the lower index of two), normal from 2 towards 1
-        pi = np.repeat(np.arange(key.shape[0]), counts)
-        I, J = ci[pi], cj[pi]
-        PI = np.einsum("kij,kj->ki", R[I], pa) + x[I]
-        PJ = np.einsum("kij,kj->ki", R[J], pb) + x[J]
-        N = np.einsum("kij,kj->ki", R[I], na)
-        owner, static, _ = self._owner_arrays
-        swap = static[I] | (~static[J] & (owner[J] < owner[I]))
-        A = np.where(swap, J, I)
-        B = np.where(swap, I, J)
-        PA = np.where(swap[:, None], PJ, PI)
-        PB = np.where(swap[:, None], PI, PJ)
-        NN = np.where(swap[:, None], N, -N)
+            R, x = self._obj_R, self._obj_x
+            for k, i, j in zip(todo.tolist(), ci[todo].tolist(), cj[todo].tolist()):
+                out = self._narrow(i, j)
+                if out is None:
+                    continue
+                Pi, Pj, nab = out
+                r = Pi.shape[0]
+                fresh[0].append((Pi - x[i]) @ R[i])
+                fresh[1].append((Pj - x[j]) @ R[j])
+                fresh[2].append(np.tile(R[i].T @ nab, (r, 1)))
+                counts[k] = r
+        fa, fb, fn = map(np.concatenate, fresh) if fresh[0] else (np.zeros((0, 3)),) * 3
+        starts, pa, pb, na, kR, kt, A, B, PA, PB, NN = kern.assemble(
+            ci, cj, need, pos, relR, relt, counts, fa, fb, fn, cache["start"], cache["pa"], cache["pb"], cache["na"],
+            cache["R"], cache["t"], self._obj_R, self._obj_x, *self._owner_arrays[:2])
+        nobj = len(self._objects)
+        self._cache = {"key": ci * nobj + cj, "R": kR, "t": kt, "n": counts, "start": starts[:-1], "pa": pa, "pb": pb,
+                       "na": na}
         return self._persist(A, B, PA, PB, NN)
 
     def _measure(self, i, j, P, n, P1, P2):
@@ -710,7 +648,7 @@ class CollisionManager:
         crosses the plane of o's face most turned along it (the bottom face's, through that corner) is taken when
         that point is within ``TOUCH`` x margin of o (else a line that misses keeps coal's point, which has the
         deepest point's depth: a far corner 9 mm above the floor measured at gap 0)."""
-        A, b = self._objects[o].shape.halfspaces()
+        A, b = self._objects[o].hs
         R, x = self._obj_R[o], self._obj_x[o]
         p = (P - x) @ R                                   # the points and the direction in the shape's frame
         d = R.T @ n
@@ -743,38 +681,12 @@ class CollisionManager:
         body1 = owner[A]
         static2 = np.where(static[B], owner[B], -1)
         body2 = np.where(static[B], -1, owner[B])
-        dist = np.einsum("ki,ki->k", N, PA - PB)
-        # the points in their contactors' frames (fixed in the bodies), to follow them between detections
-        R, x = self._obj_R, self._obj_x
-        loc = np.concatenate([np.einsum("kji,kj->ki", R[A], PA - x[A]), np.einsum("kji,kj->ki", R[B], PB - x[B])], axis=1)
-        key = A * len(self._objects) + B
-        ids = np.full(k, -1, dtype=np.int64)
         prev = self._previous
-        if prev is not None:
-            pkey, pid, ploc = prev                                        # sorted by key
-            lo = np.searchsorted(pkey, key, "left")
-            hi = np.searchsorted(pkey, key, "right")
-            best, best_d = np.full(k, -1), np.full(k, np.inf)
-            for s in range(int((hi - lo).max(initial=0))):                # at most max_points candidates each
-                cand = lo + s
-                ok = cand < hi
-                cand = np.where(ok, cand, 0)
-                d = np.maximum(np.linalg.norm(ploc[cand, :3] - loc[:, :3], axis=1),
-                               np.linalg.norm(ploc[cand, 3:] - loc[:, 3:], axis=1))
-                better = ok & (d < self.persistence) & (d < best_d)
-                best = np.where(better, cand, best)
-                best_d = np.where(better, d, best_d)
-            hit = np.flatnonzero(best >= 0)
-            # a previous point taken twice keeps its id on the closer current point only
-            order = hit[np.lexsort((best_d[hit], best[hit]))]
-            first = np.ones(order.size, dtype=bool)
-            first[1:] = best[order][1:] != best[order][:-1]
-            ids[order[first]] = pid[best[order[first]]]
-        new = ids < 0
-        ids[new] = self._next_id + np.arange(int(new.sum()))
-        self._next_id += int(new.sum())
-        srt = np.argsort(key, kind="stable")
-        self._previous = (key[srt], ids[srt], loc[srt])
+        if prev is None:
+            prev = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 6)))
+        dist, _, ids, new, self._next_id, *previous = kern.persist(A, B, PA, PB, N, self._obj_R, self._obj_x, *prev,
+                                                                     self.persistence, self._next_id)
+        self._previous = tuple(previous)
         return Contacts(body1, body2, static2, contactor[A], contactor[B], PA, PB, N, dist, ids, new)
 
     def check_interpenetration(self, tol: float = 1e-3, Q=None):
@@ -821,6 +733,12 @@ class CollisionManager:
             w = np.array([min(c.shape.thickness() for c in cs) for cs in self.bodies])
             self._sizes = (key, R, w)
         return self._sizes[1], self._sizes[2]
+
+    def fast_bodies(self, Q0, Q1, moved=None):
+        """The bodies (indices) that moved more than half their thickness from poses Q0 to Q1 (:meth:`moved`, or its
+        value ``moved``; :meth:`body_sizes`): those :meth:`swept` sweeps."""
+        _, w = self.body_sizes()
+        return np.flatnonzero((self.moved(Q0, Q1) if moved is None else moved) > 0.5 * w)
 
     def moved(self, Q0, Q1):
         r"""How far each body's points moved from poses Q0 to Q1 at most (n,): :math:`\|\Delta x\| + \theta R`, θ the
@@ -875,7 +793,7 @@ class CollisionManager:
         Q0, Q1 = np.asarray(Q0, dtype=float), np.asarray(Q1, dtype=float)
         R, w = self.body_sizes()
         move = self.moved(Q0, Q1)
-        fast = np.flatnonzero(move > 0.5 * w) if fast is None else np.asarray(fast, dtype=np.int64)
+        fast = self.fast_bodies(Q0, Q1, move) if fast is None else np.asarray(fast, dtype=np.int64)
         owner, static, _ = self._owner_arrays
         events = []
         swept = set()
@@ -994,14 +912,6 @@ def _within(d0, e, rho):
     r = np.sqrt(disc)
     t0, t1 = max((-bq - r) / a, 0.0), min((-bq + r) / a, 1.0)
     return (t0, t1) if t0 <= t1 else None
-
-
-def _spans(starts, lengths):
-    """The concatenated ranges [starts[i], starts[i] + lengths[i])."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    off = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    return np.repeat(np.asarray(starts, dtype=np.int64) - off, lengths) + np.arange(total)
 
 
 def _reduce(P1, P2, n, k):

@@ -52,6 +52,8 @@ import json
 import numbers
 import os
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +66,7 @@ from ..modeling import joints as _joints
 from ..modeling import _rotation as rot
 from ..modeling._check import matrix, scalar, vector
 from ..modeling.newton_euler import ContactTable
+from . import _collision_kernels as kern
 from .collision import CollisionManager, Contacts
 from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere, group_index, quaternion
 
@@ -912,8 +915,10 @@ class SceneModel:
         self.table = ContactTable()
         self._ids = np.zeros(0, dtype=np.int64)          # the linked contacts' ids (sorted), their interactions
         self._inters = np.empty(0, dtype=object)
+        self._table_rows = np.zeros(0, dtype=np.intp)     # their relations' rows in the contact table
         self._groups = [[c.group for c in o["contactors"]] for o in scene.objects if o["mass"] is not None]
         self._static_groups = [[c.group for c in o["contactors"]] for o in scene.objects if o["mass"] is None]
+        self._rows_at = None          # (stepper, its layout, rows): SceneModel._state_rows
 
     def poses(self, run=None) -> np.ndarray:
         """The bodies' poses (n, 7): their current ones in the run ``run`` (a
@@ -921,13 +926,34 @@ class SceneModel:
         else their own (``body.q``: see the class example)."""
         if not self.bodies:
             return np.zeros((0, 7))
-        return np.array([b.q for b in self.bodies] if run is None else [run.state_of(b, "q") for b in self.bodies])
+        if run is None:
+            return np.array([b.q for b in self.bodies])
+        st, rows = self._state_rows(run)
+        return st.q[rows[0]]
 
     def twists(self, run=None) -> np.ndarray:
         """The bodies' twists (n, 6): in the run ``run``, else their own (as :meth:`poses`)."""
         if not self.bodies:
             return np.zeros((0, 6))
-        return np.array([b.v for b in self.bodies] if run is None else [run.state_of(b, "v") for b in self.bodies])
+        if run is None:
+            return np.array([b.v for b in self.bodies])
+        st, rows = self._state_rows(run)
+        return st.v[rows[1]]
+
+    def _state_rows(self, run):
+        """The run's stepper and where the bodies' poses and twists are in its stacked state: index arrays (n, 7)
+        and (n, 6), each body found by :meth:`~nsopt.modeling.TimeStepping.state_of`'s rule, kept while the
+        stepper's layout of the systems is the same (one fancy index a read, not a call per body)."""
+        st = run._stepper
+        S = st.sys
+        held = self._rows_at
+        if held is not None and held[0] is st and held[1] is S and held[2] is S.qoff and held[3] is S.voff:
+            return st, held[4]
+        at = [run._locate(b)[0] for b in self.bodies]
+        rows = (np.array([np.arange(S.qoff[k], S.qoff[k + 1]) for k in at]),
+                np.array([np.arange(S.voff[k], S.voff[k + 1]) for k in at]))
+        self._rows_at = (st, S, S.qoff, S.voff, rows)
+        return st, rows
 
     def _law(self, c: Contacts, k: int):
         g1 = self._groups[c.body1[k]][c.contactor1[k]]
@@ -955,7 +981,8 @@ class SceneModel:
         """
         Q = self.poses() if Q is None else np.asarray(Q, dtype=float)
         c = self.collision.detect(Q)
-        rp1, rp2, rn = c.relative(Q)
+        # c.relative(Q), with the bodies' rotations at Q that the detection computed
+        rp1, rp2, rn = kern.body_frames(self.collision._body_R, Q, c.body1, c.body2, c.pc1, c.pc2, c.normal)
         ids = c.id
         k = len(c)
         old_ids, old_inters = self._ids, self._inters
@@ -963,9 +990,12 @@ class SceneModel:
         found = (old_ids[pos] == ids) if old_ids.shape[0] else np.zeros(k, dtype=bool)
         inters = np.empty(k, dtype=object)
         inters[found] = old_inters[pos[found]]
+        rows = np.empty(k, dtype=np.intp)
+        rows[found] = self._table_rows[pos[found]]
         # vanished points: removed in one pass, their table rows released
         if old_ids.shape[0]:
-            alive = np.isin(old_ids, ids, assume_unique=True)
+            alive = np.zeros(old_ids.shape[0], dtype=bool)      # the old points found again
+            alive[pos[found]] = True
             gone = old_inters[~alive].tolist()
             if gone:
                 self.nsds.remove_interactions(gone)
@@ -985,11 +1015,12 @@ class SceneModel:
                 else:
                     link(inter, bodies[c.body1[j]], bodies[b2])
                 inters[j] = inter
+                rows[j] = rel._row
                 contacts[int(ids[j])] = inter
         if k:
-            self.table.set([i.relation._row for i in inters], rp1, rp2, rn)
+            self.table.set(rows, rp1, rp2, rn)
         order = np.argsort(ids, kind="stable")
-        self._ids, self._inters = ids[order], inters[order]
+        self._ids, self._inters, self._table_rows = ids[order], inters[order], rows[order]
         self.current = inters
         self.last = c
         return self.contacts
@@ -1227,14 +1258,15 @@ class SceneRun:
         on = np.zeros(k, dtype=bool)
         rec = self._solved
         if rec is not None and rec.lam is not None and k:
-            where = {id(i): j for j, i in enumerate(model.current.tolist())}
-            off, h = 0, sim.h
-            for i in rec.active:
-                j = where.get(id(i))
-                if j is not None:
-                    F[j] = rec.lam[off:off + 3] / h
-                    on[j] = True
-                off += i.size
+            where = dict(zip(map(id, model.current.tolist()), range(k)))       # an active contact's row here
+            active = rec.active
+            na = len(active)
+            at = np.fromiter(map(where.get, map(id, active), repeat(-1, na)), dtype=np.intp, count=na)
+            size = np.fromiter(map(attrgetter("size"), active), dtype=np.intp, count=na)
+            off = np.cumsum(size) - size
+            mine = at >= 0
+            F[at[mine]] = rec.lam[off[mine, None] + np.arange(3)] / sim.h
+            on[at[mine]] = True
         if sol is not None:
             self.solution = sol
         m = self._mass
@@ -1262,10 +1294,10 @@ class SceneRun:
         thickness: each body that passed through an object (or ended deep inside one) is a
         :class:`~nsopt.mechanics.TunnellingWarning` naming it, the object and the step, kept in ``tunnelling``."""
         cm = self.model.collision
-        _, w = cm.body_sizes()
-        fast = np.flatnonzero(cm.moved(Q0, Q) > 0.5 * w)
+        fast = cm.fast_bodies(Q0, Q)
         if not fast.size:
             return
+        _, w = cm.body_sizes()
         import warnings
 
         from .collision import TunnellingWarning
