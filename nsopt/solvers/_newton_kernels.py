@@ -967,6 +967,25 @@ def body_pattern(Hptr, Hind, Hdata, nc, dim, nv):
     return cptr, cols, Hblk, Sptr, Sind, dpos, soff, spos
 
 
+@njit(cache=True)
+def body_values(Hptr, Hind, Hdata, cptr, cols, dim, nv, Hblk):
+    """The dense blocks ``Hblk`` of :func:`body_pattern` for new values ``Hdata`` of rows H whose
+    pattern (``Hptr``, ``Hind``) is the one ``cptr`` and ``cols`` were found for (a new step of a
+    pile whose contacts kept their bodies): the same numbers as :func:`body_pattern`'s."""
+    where = np.empty(nv, dtype=np.int64)
+    Hblk[:] = 0.0
+    nc = cptr.shape[0] - 1
+    for a in range(nc):
+        c0 = cptr[a]
+        k = cptr[a + 1] - c0
+        for t in range(k):
+            where[cols[c0 + t]] = t
+        o = dim * c0
+        for l in range(dim):
+            for p in range(Hptr[a * dim + l], Hptr[a * dim + l + 1]):
+                Hblk[o + l * k + where[Hind[p]]] += Hdata[p]
+
+
 @njit(cache=True, error_model="numpy")
 def _solve_small(E, X, dim, piv_tol):
     """X <- E^-1 X in place (E: dim x dim, overwritten; X: dim x k), Gaussian elimination with

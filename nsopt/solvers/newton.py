@@ -166,7 +166,7 @@ class _LocalFrictionSystem:
     Built once per (W, mu, formulation, rho, scale) and kept in the problem's cache or the caller's
     :class:`~nsopt.Workspace`; :meth:`reset` sets the q of the problem being solved."""
 
-    def __init__(self, problem, formulation, rho, fb_scale=1.0, dense_max=DENSE_MAX):
+    def __init__(self, problem, formulation, rho, fb_scale=1.0, dense_max=DENSE_MAX, previous=None):
         self.dim, self.nc = dim, nc = problem.dim, problem.nc
         self.n = n = problem.size
         self.mu = np.ascontiguousarray(problem.mu, dtype=float)
@@ -202,7 +202,9 @@ class _LocalFrictionSystem:
             self.csr = (pat.Wdata, pat.Windices, pat.Windptr)     # (the pattern's: read only)
             f = problem.delassus_factors
             if f is not None and f.nv < n:      # the Newton systems in the dofs' space (smaller)
-                self.body = problem.cached("newton_body", lambda: BodySystem(f, nc, dim), on=("W",))
+                # (the previous system's: its patterns and kept order when they still hold)
+                prev = previous.body if isinstance(previous, _LocalFrictionSystem) else None
+                self.body = problem.cached("newton_body", lambda: BodySystem(f, nc, dim, prev), on=("W",))
         self._Wcsr = Wcsr
         self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
         # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)
@@ -469,7 +471,8 @@ def _local_system(problem, mon, formulation, rho, scale=1.0, dense_max=DENSE_MAX
     :meth:`Monitor.state`), reset to its q; a new one's build time is the solve's build_time."""
     # rho "auto" (the default) or a number as it is; anything else (a pair, a list) by its text
     key = ("newton_local", formulation, rho if type(rho) in _KEYED else repr(rho), scale, dense_max)
-    return mon.state(problem, key, _LocalFrictionSystem, ("W", "mu"), (formulation, rho, scale, dense_max)).reset(problem)
+    return mon.state(problem, key, _LocalFrictionSystem, ("W", "mu"), (formulation, rho, scale, dense_max),
+                     previous=True).reset(problem)
 
 
 def _local_checked(*, line_search, reg_step, dense_max, **options):

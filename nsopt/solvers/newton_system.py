@@ -156,15 +156,34 @@ class BodySystem:
     (SuperLU, minimum degree) gives the order that is kept for the later ones, done by a compiled LU
     without pivoting on the patterns found once (:class:`~nsopt.linalg.StaticLU`; S is
     M plus positive terms for the sticking contacts, dominated by its diagonal blocks), checked by
-    its backward error, SuperLU's threshold pivoting otherwise."""
+    its backward error, SuperLU's threshold pivoting otherwise. Given the ``previous`` system (the
+    last step's of a run), a system whose rows H have its pattern keeps its patterns (only the
+    blocks' values are new), and one whose S has its pattern keeps its order and the LU's patterns
+    (no symbolic analysis, no first SuperLU factorisation): the numeric refactorisation only."""
 
-    def __init__(self, factors, nc, dim):
+    def __init__(self, factors, nc, dim, previous=None):
         H = factors.rows        # (the contact rows H^T of the factors' H: this class's H)
         self.nv = nv = H.shape[1]
         self.mass = 1.0 / factors.minv
-        (self.cptr, self.cols, self.Hblk, self.Sptr, Sind, self.dpos, self.soff,
-         self.spos) = K.body_pattern(H.indptr.astype(np.int64), H.indices.astype(np.int64),
-                                     np.ascontiguousarray(H.data, dtype=float), nc, dim, nv)
+        Hptr, Hind = H.indptr.astype(np.int64), H.indices.astype(np.int64)
+        Hdata = np.ascontiguousarray(H.data, dtype=float)
+        self.order = None           # the kept fill-reducing order and S's pattern in it (first factorisation)
+        self.Hpattern = (Hptr, Hind)
+        same = previous is not None and previous.nv == nv and previous.C.shape == (nc, dim, dim)
+        if same and np.array_equal(previous.Hpattern[0], Hptr) and np.array_equal(previous.Hpattern[1], Hind):
+            # the rows of the previous system's pattern (a pile's next step, its contacts on the same bodies): its
+            # patterns and its kept order, the blocks' new values
+            (self.cptr, self.cols, self.Sptr, Sind, self.dpos, self.soff, self.spos, self.order,
+             self.lu) = (previous.cptr, previous.cols, previous.Sptr, previous.Sind, previous.dpos, previous.soff,
+                         previous.spos, previous.order, previous.lu)
+            self.Hblk = np.empty(previous.Hblk.size)
+            K.body_values(Hptr, Hind, Hdata, self.cptr, self.cols, dim, nv, self.Hblk)
+        else:
+            (self.cptr, self.cols, self.Hblk, self.Sptr, Sind, self.dpos, self.soff,
+             self.spos) = K.body_pattern(Hptr, Hind, Hdata, nc, dim, nv)
+            if (previous is not None and previous.order is not None and previous.nv == nv
+                    and np.array_equal(previous.Sptr, self.Sptr) and np.array_equal(previous.Sind, Sind)):
+                self.order, self.lu = previous.order, previous.lu     # S's pattern unchanged: its order and LU's
         self.gram = K.body_gram(self.Hblk, self.cptr, self.soff, dim)
         self.Sind = Sind
         self.Sptr32 = self.Sptr.astype(np.int32)
@@ -172,7 +191,6 @@ class BodySystem:
         self.rhs = np.empty(nv)
         self.C = np.empty((nc, dim, dim))
         self.g = np.empty(nc * dim)
-        self.order = None           # the kept fill-reducing order and S's pattern in it (first factorisation)
 
     def _keep_order(self, order):
         """S's pattern in the fill-reducing ``order`` (where each entry comes from) and its
