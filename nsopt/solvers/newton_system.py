@@ -173,17 +173,16 @@ class BodySystem:
         if same and np.array_equal(previous.Hpattern[0], Hptr) and np.array_equal(previous.Hpattern[1], Hind):
             # the rows of the previous system's pattern (a pile's next step, its contacts on the same bodies): its
             # patterns and its kept order, the blocks' new values
-            (self.cptr, self.cols, self.Sptr, Sind, self.dpos, self.soff, self.spos, self.order,
-             self.lu) = (previous.cptr, previous.cols, previous.Sptr, previous.Sind, previous.dpos, previous.soff,
-                         previous.spos, previous.order, previous.lu)
+            (self.cptr, self.cols, self.Sptr, Sind, self.dpos, self.soff, self.spos) = (
+                previous.cptr, previous.cols, previous.Sptr, previous.Sind, previous.dpos, previous.soff, previous.spos)
             self.Hblk = np.empty(previous.Hblk.size)
             K.body_values(Hptr, Hind, Hdata, self.cptr, self.cols, dim, nv, self.Hblk)
         else:
             (self.cptr, self.cols, self.Hblk, self.Sptr, Sind, self.dpos, self.soff,
              self.spos) = K.body_pattern(Hptr, Hind, Hdata, nc, dim, nv)
-            if (previous is not None and previous.order is not None and previous.nv == nv
-                    and np.array_equal(previous.Sptr, self.Sptr) and np.array_equal(previous.Sind, Sind)):
-                self.order, self.lu = previous.order, previous.lu     # S's pattern unchanged: its order and LU's
+            same = same and np.array_equal(previous.Sptr, self.Sptr) and np.array_equal(previous.Sind, Sind)
+        if same and previous.order is not None:
+            self.order, self.lu = previous.order, previous.lu     # S's pattern unchanged: its order and LU's
         self.gram = K.body_gram(self.Hblk, self.cptr, self.soff, dim)
         self.Sind = Sind
         self.Sptr32 = self.Sptr.astype(np.int32)
