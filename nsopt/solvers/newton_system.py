@@ -32,6 +32,7 @@ from ..linalg import StaticLU, dense_solve, factorise
 from . import _newton_kernels as K
 
 CONTACTS = object()     # :meth:`BodySystem.solve`: solve this system in the contacts' space instead
+STATIC_TRIES = 3        # ContactSystem: after this many failures in a row of the LU without pivoting, SuperLU only
 
 
 def newton_direction(J, rhs, shifts=(0.0,), *, permc="COLAMD", pivot=1.0):
@@ -94,6 +95,8 @@ class ContactSystem:
             self.indptr32 = self.indptr.astype(np.int32)
             self.permc, self.thresh = "MMD_AT_PLUS_A", 0.01
             self.order = None           # the fill-reducing order of the whole pattern (first factorisation)
+            self.static = None          # the LU without pivoting of the whole pattern in that order
+            self.static_fails = 0       # its failures in a row (STATIC_TRIES: SuperLU's pivoting from then on)
             # work arrays of the reduced system (:meth:`solve`)
             self.newidx = np.empty(n, dtype=np.int64)
             self.Mptr = np.empty(n + 1, dtype=np.int32)
@@ -103,6 +106,31 @@ class ContactSystem:
             self._b = np.empty(n)
             self._state = np.full(1, -1, dtype=np.int64)    # (reduce_csc: the last reduced system's size)
         K.assemble_csr(self.Wdata, self.Windptr, self.dim, A, B, self.wpos, self.dpos, self.indptr, self.data)
+
+    def _keep_static(self):
+        """J's whole pattern in the kept order (where each entry comes from) and its
+        :class:`~nsopt.linalg.StaticLU` (symbolic analysis once per pattern)."""
+        n, order = self.n, self.order
+        where = sp.csr_matrix((np.arange(1, self.indices.size + 1, dtype=float), self.indices, self.indptr32),
+                              shape=(n, n))[order][:, order].tocsc()
+        where.sort_indices()
+        self.take = where.data.astype(np.int64) - 1
+        self.static = StaticLU(where.indptr, where.indices, n)
+        self.static_fails = 0
+
+    def _solve_static(self, shift, phi):
+        """(J + shift I) d = -phi by the LU without pivoting in the kept order (its backward error
+        checked); None when it fails."""
+        data = self.data
+        if shift:
+            data = data.copy()
+            data[self.diag_idx] += shift
+        y = self.static.solve(data[self.take], -phi[self.order])
+        if y is None:
+            return None
+        d = np.empty(self.n)
+        d[self.order] = y
+        return d
 
     def solve(self, A, B, phi, shift=0.0):
         """d with (J + shift I) d = -phi, J = A + B W assembled in :attr:`data`; None if singular.
@@ -128,6 +156,14 @@ class ContactSystem:
                 return None
             self.order = np.argsort(lu.perm_c)
             return lu.solve(-phi, trans=True)
+        if self.static is None:
+            self._keep_static()
+        if self.static_fails < STATIC_TRIES:
+            d = self._solve_static(shift, phi)
+            if d is not None:
+                self.static_fails = 0
+                return d
+            self.static_fails += 1
         d = np.empty(n)
         m = K.reduce_csc(self.indptr, self.indices, self.data, B.shape[1], A, B, self.order, float(shift), phi, d,
                          self.newidx, self.Mptr, self.Mind, self.Mdata, self._b, self.pos,
