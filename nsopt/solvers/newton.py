@@ -197,14 +197,16 @@ class _LocalFrictionSystem:
             self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
                         Wcsr.indptr.astype(np.int64))
         else:
-            self.pat = pat = problem.cached("newton_pattern", lambda: ContactSystem(W, nc, dim), on=("W",))
+            # (the previous system's patterns and kept orders when they still hold)
+            prev = previous if isinstance(previous, _LocalFrictionSystem) else None
+            self.pat = pat = problem.cached("newton_pattern", lambda: ContactSystem(W, nc, dim, prev and prev.pat),
+                                            on=("W",))
             Wcsr = pat.W
             self.csr = (pat.Wdata, pat.Windices, pat.Windptr)     # (the pattern's: read only)
             f = problem.delassus_factors
             if f is not None and f.nv < n:      # the Newton systems in the dofs' space (smaller)
-                # (the previous system's: its patterns and kept order when they still hold)
-                prev = previous.body if isinstance(previous, _LocalFrictionSystem) else None
-                self.body = problem.cached("newton_body", lambda: BodySystem(f, nc, dim, prev), on=("W",))
+                self.body = problem.cached("newton_body", lambda: BodySystem(f, nc, dim, prev and prev.body),
+                                           on=("W",))
         self._Wcsr = Wcsr
         self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
         # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)

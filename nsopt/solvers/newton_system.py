@@ -69,9 +69,11 @@ def dense_contact_matrix(A, B, W):
 
 class ContactSystem:
     """The contacts' Newton system J = A + B W on a fixed CSR pattern (W's block rows plus the diagonal
-    blocks), factorised in the order kept from its first factorisation."""
+    blocks), factorised in the order kept from its first factorisation. Given the ``previous`` system
+    (the last step's of a run) of a W with the same pattern, its patterns, kept order and LU's
+    patterns are kept (the numeric refactorisation only)."""
 
-    def __init__(self, W, nc, dim):
+    def __init__(self, W, nc, dim, previous=None):
         n = nc * dim
         if not (type(W) is sp.csr_matrix and W.dtype == np.float64 and W.has_canonical_format):
             W = sp.csr_matrix(W, dtype=float, copy=True)     # (a problem's W is kept as it is: never written)
@@ -83,9 +85,22 @@ class ContactSystem:
         self.Windptr = W.indptr.astype(np.int64)
         self.n, self.nc, self.dim = n, nc, dim
         self.indptr = None          # J's pattern, made by the first :meth:`assemble`
+        self.previous = None
+        if previous is not None and previous.indptr is None:
+            previous = previous.previous        # (a system never assembled passes on the one it was given)
+        if (previous is not None and previous.n == n and previous.dim == dim
+                and np.array_equal(previous.Windptr, self.Windptr) and np.array_equal(previous.Windices, self.Windices)):
+            self.previous = previous
 
     def assemble(self, A, B):
-        """J = A + B W into :attr:`data` (the pattern made on the first call)."""
+        """J = A + B W into :attr:`data` (the pattern made on the first call, or kept from the previous system)."""
+        if self.indptr is None and self.previous is not None:
+            prev, self.previous = self.previous, None
+            for name in ("indptr", "indices", "wpos", "dpos", "diag_idx", "indptr32", "permc", "thresh", "order",
+                         "static", "take"):
+                setattr(self, name, getattr(prev, name, None))
+            self.static_fails = 0
+            self._work()
         if self.indptr is None:
             n = self.n
             self.indptr, self.indices, self.wpos, self.dpos = K.csr_pattern(self.Windptr, self.Windices, self.nc,
@@ -97,15 +112,20 @@ class ContactSystem:
             self.order = None           # the fill-reducing order of the whole pattern (first factorisation)
             self.static = None          # the LU without pivoting of the whole pattern in that order
             self.static_fails = 0       # its failures in a row (STATIC_TRIES: SuperLU's pivoting from then on)
-            # work arrays of the reduced system (:meth:`solve`)
-            self.newidx = np.empty(n, dtype=np.int64)
-            self.Mptr = np.empty(n + 1, dtype=np.int32)
-            self.Mind = np.empty(self.indices.size, dtype=np.int32)
-            self.Mdata = np.empty(self.indices.size)
-            self.pos = np.empty(n, dtype=np.int32)
-            self._b = np.empty(n)
-            self._state = np.full(1, -1, dtype=np.int64)    # (reduce_csc: the last reduced system's size)
+            self._work()
         K.assemble_csr(self.Wdata, self.Windptr, self.dim, A, B, self.wpos, self.dpos, self.indptr, self.data)
+
+    def _work(self):
+        """J's values and the work arrays of the reduced system (:meth:`solve`)."""
+        n, nnz = self.n, self.indices.size
+        self.data = np.zeros(nnz)
+        self.newidx = np.empty(n, dtype=np.int64)
+        self.Mptr = np.empty(n + 1, dtype=np.int32)
+        self.Mind = np.empty(nnz, dtype=np.int32)
+        self.Mdata = np.empty(nnz)
+        self.pos = np.empty(n, dtype=np.int32)
+        self._b = np.empty(n)
+        self._state = np.full(1, -1, dtype=np.int64)    # (reduce_csc: the last reduced system's size)
 
     def _keep_static(self):
         """J's whole pattern in the kept order (where each entry comes from) and its
