@@ -128,22 +128,28 @@ class ContactSystem:
         self._state = np.full(1, -1, dtype=np.int64)    # (reduce_csc: the last reduced system's size)
 
     def _keep_static(self):
-        """J's whole pattern in the kept order (where each entry comes from) and its
-        :class:`~nsopt.linalg.StaticLU` (symbolic analysis once per pattern)."""
-        n, order = self.n, self.order
-        where = sp.csr_matrix((np.arange(1, self.indices.size + 1, dtype=float), self.indices, self.indptr32),
-                              shape=(n, n))[order][:, order].tocsc()
+        """J's whole pattern, made symmetric (the LU's patterns need it: J's rows are the union of the
+        rows of a contact's block of W, whose transpose may hold more), in the kept order: where each
+        entry comes from (``take``: the place in :attr:`data`, or ``nnz`` for a zero of the symmetric
+        part) and its :class:`~nsopt.linalg.StaticLU` (symbolic analysis once per pattern)."""
+        n, order, nnz = self.n, self.order, self.indices.size
+        ids = sp.csr_matrix((np.arange(1, nnz + 1, dtype=float), self.indices, self.indptr32), shape=(n, n))
+        big = float(nnz + 1)
+        union = abs(ids) + abs(ids.T)
+        union.data[:] = big
+        where = (union + ids).tocsr()[order][:, order].tocsc()      # (big + id on J's entries, big elsewhere)
         where.sort_indices()
-        self.take = where.data.astype(np.int64) - 1
+        take = where.data.astype(np.int64) - nnz - 2
+        take[take < 0] = nnz
+        self.take = take
         self.static = StaticLU(where.indptr, where.indices, n)
         self.static_fails = 0
 
     def _solve_static(self, shift, phi):
         """(J + shift I) d = -phi by the LU without pivoting in the kept order (its backward error
         checked); None when it fails."""
-        data = self.data
+        data = np.append(self.data, 0.0)
         if shift:
-            data = data.copy()
             data[self.diag_idx] += shift
         y = self.static.solve(data[self.take], -phi[self.order])
         if y is None:
