@@ -13,8 +13,10 @@ Methods
     whose zeros are the solutions of Coulomb's law; an element of the generalised Jacobian gives
     the Newton matrix :math:`J = A + B W` (A, B block diagonal, ``dim x dim`` per contact),
     assembled (numba) on a fixed CSR pattern (W's block rows plus the diagonal blocks, built once
-    and cached on the problem) and factorised by SuperLU (minimum-degree ordering of
-    :math:`J^\top + J`, diagonal-preferring pivoting); small dense problems use LAPACK. W is often
+    and cached on the problem, kept from the previous step's problem of a run when W's pattern is
+    the same), ordered by SuperLU's first factorisation (minimum-degree ordering of
+    :math:`J^\top + J`) and refactorised in that order by the LU without pivoting (backward error
+    checked; SuperLU's diagonal-preferring pivoting when it fails); small dense problems use LAPACK. W is often
     singular (more contact unknowns than degrees of freedom) and the plain AC Jacobian with it: a
     plain step that the line search cuts below 0.1 is retried with the regularised matrix
     :math:`A + B(W + \sigma_k I)`, :math:`\sigma_k = c_k\,\bar\lambda \min(e_k, 1)` proportional to
