@@ -542,7 +542,8 @@ class Workspace:
     Entries (made and found by :meth:`Monitor.state`) are keyed by (method key, identity of the
     fields they depend on); an entry whose fields changed is rebuilt, so one workspace can serve a whole simulation whose W changes. Keeps NSGS'
     sweeper (CSC split, diagonal blocks, work arrays), the Newton systems (rho, the pattern of the
-    Newton matrix), Lemke's small-LCP data. A solve with a workspace runs the very code of a solve
+    Newton matrix; a new W of the same pattern keeps the last one's order and factorisation
+    patterns), Lemke's small-LCP data. A solve with a workspace runs the very code of a solve
     without one (the same Solution); it only skips what the workspace already holds.
     Not thread-safe: one per loop.
 
