@@ -152,13 +152,15 @@ class Monitor:
                 return v.copy() if type(v) is np.ndarray and v.dtype is FLOAT64 else np.array(v, dtype=float)
         return np.zeros(size)
 
-    def state(self, problem, key, make, on, args=()):
+    def state(self, problem, key, make, on, args=(), previous=False):
         """What a method built for ``problem`` and may reuse on the next solve: ``make(problem,
         *args)`` computed once per identity of the fields ``on`` (a tuple of field names, the same
         for every use of ``key``; see :meth:`Problem.cached`), kept in the :class:`Workspace` when
         the caller gave one (it then survives new problem objects that share those fields, e.g. made
         by ``replace``), else in the problem's own cache. (One lookup, by identity: a re-solve's
-        per-call cost.) A new one is a one-off build (:meth:`built`)."""
+        per-call cost.) A new one is a one-off build (:meth:`built`). ``previous``: ``make`` also
+        gets the value it replaces (``previous=``, None if none), e.g. to keep what depends on a
+        pattern that did not change."""
         store = problem._store if self.workspace is None else self.workspace._store
         hit = store.get(key)
         if hit is not None:
@@ -166,7 +168,7 @@ class Monitor:
             if had[0] is getattr(problem, on[0]) and (len(on) == 1 or had[1] is getattr(problem, on[1]) and (
                     len(on) == 2 or all(map(operator.is_, had[2:], problem.dependencies(on[2:]))))):
                 return hit[1]
-        value = make(problem, *args)
+        value = make(problem, *args, previous=hit and hit[1]) if previous else make(problem, *args)
         store[key] = (problem.dependencies(on), value)
         self.built()        # (a one-off build: its time is the solve's build_time)
         return value
@@ -540,7 +542,8 @@ class Workspace:
     Entries (made and found by :meth:`Monitor.state`) are keyed by (method key, identity of the
     fields they depend on); an entry whose fields changed is rebuilt, so one workspace can serve a whole simulation whose W changes. Keeps NSGS'
     sweeper (CSC split, diagonal blocks, work arrays), the Newton systems (rho, the pattern of the
-    Newton matrix), Lemke's small-LCP data. A solve with a workspace runs the very code of a solve
+    Newton matrix; a new W of the same pattern keeps the last one's order and factorisation
+    patterns), Lemke's small-LCP data. A solve with a workspace runs the very code of a solve
     without one (the same Solution); it only skips what the workspace already holds.
     Not thread-safe: one per loop.
 

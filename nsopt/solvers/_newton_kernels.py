@@ -967,6 +967,25 @@ def body_pattern(Hptr, Hind, Hdata, nc, dim, nv):
     return cptr, cols, Hblk, Sptr, Sind, dpos, soff, spos
 
 
+@njit(cache=True)
+def body_values(Hptr, Hind, Hdata, cptr, cols, dim, nv, Hblk):
+    """The dense blocks ``Hblk`` of :func:`body_pattern` for new values ``Hdata`` of rows H whose
+    pattern (``Hptr``, ``Hind``) is the one ``cptr`` and ``cols`` were found for (a new step of a
+    pile whose contacts kept their bodies): the same numbers as :func:`body_pattern`'s."""
+    where = np.empty(nv, dtype=np.int64)
+    Hblk[:] = 0.0
+    nc = cptr.shape[0] - 1
+    for a in range(nc):
+        c0 = cptr[a]
+        k = cptr[a + 1] - c0
+        for t in range(k):
+            where[cols[c0 + t]] = t
+        o = dim * c0
+        for l in range(dim):
+            for p in range(Hptr[a * dim + l], Hptr[a * dim + l + 1]):
+                Hblk[o + l * k + where[Hind[p]]] += Hdata[p]
+
+
 @njit(cache=True, error_model="numpy")
 def _solve_small(E, X, dim, piv_tol):
     """X <- E^-1 X in place (E: dim x dim, overwritten; X: dim x k), Gaussian elimination with
@@ -1017,14 +1036,15 @@ def body_gram(Hblk, cptr, soff, dim):
     for a in range(nc):
         c0 = cptr[a]
         k = cptr[a + 1] - c0
-        Hl = Hblk[dim * c0:dim * (c0 + k)].reshape((dim, k))
+        h0 = dim * c0           # (the block row-major at h0: entry (l, i) at h0 + l * k + i)
         o = soff[a]
         for i in range(k):
-            for j in range(k):
+            for j in range(i, k):       # (symmetric: the same products, in the same order, for (j, i))
                 v = 0.0
                 for l in range(dim):
-                    v += Hl[l, i] * Hl[l, j]
+                    v += Hblk[h0 + l * k + i] * Hblk[h0 + l * k + j]
                 gram[o + i * k + j] = v
+                gram[o + j * k + i] = v
     return gram
 
 
@@ -1073,7 +1093,7 @@ def body_system(A, B, shift, phi, Hblk, gram, cptr, cols, soff, spos, dpos, mass
         k = cptr[a + 1] - c0
         if k == 0:
             continue
-        Hl = Hblk[dim * c0:dim * (c0 + k)].reshape((dim, k))
+        h0 = dim * c0           # (contact a's block, row-major: entry (l, i) at h0 + l * k + i)
         so = soff[a]
         c = C[a, 0, 0]
         scalar = True
@@ -1085,7 +1105,7 @@ def body_system(A, B, shift, phi, Hblk, gram, cptr, cols, soff, spos, dpos, mass
             for i in range(k):
                 s = 0.0
                 for l in range(dim):
-                    s += Hl[l, i] * g[a * dim + l]
+                    s += Hblk[h0 + l * k + i] * g[a * dim + l]
                 rhs[cols[c0 + i]] -= s
             if c != 0.0:
                 for t in range(k * k):
@@ -1098,13 +1118,13 @@ def body_system(A, B, shift, phi, Hblk, gram, cptr, cols, soff, spos, dpos, mass
                 cl = C[a, l, m]
                 if cl != 0.0:
                     for j in range(k):
-                        T[l, j] += cl * Hl[m, j]
+                        T[l, j] += cl * Hblk[h0 + m * k + j]
         for i in range(k):
             s = 0.0
             for j in range(k):
                 acc[j] = 0.0
             for l in range(dim):
-                h = Hl[l, i]
+                h = Hblk[h0 + l * k + i]
                 if h != 0.0:
                     s += h * g[a * dim + l]
                     for j in range(k):

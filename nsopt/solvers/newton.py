@@ -13,8 +13,10 @@ Methods
     whose zeros are the solutions of Coulomb's law; an element of the generalised Jacobian gives
     the Newton matrix :math:`J = A + B W` (A, B block diagonal, ``dim x dim`` per contact),
     assembled (numba) on a fixed CSR pattern (W's block rows plus the diagonal blocks, built once
-    and cached on the problem) and factorised by SuperLU (minimum-degree ordering of
-    :math:`J^\top + J`, diagonal-preferring pivoting); small dense problems use LAPACK. W is often
+    and cached on the problem, kept from the previous step's problem of a run when W's pattern is
+    the same), ordered by SuperLU's first factorisation (minimum-degree ordering of
+    :math:`J^\top + J`) and refactorised in that order by the LU without pivoting (backward error
+    checked; SuperLU's diagonal-preferring pivoting when it fails); small dense problems use LAPACK. W is often
     singular (more contact unknowns than degrees of freedom) and the plain AC Jacobian with it: a
     plain step that the line search cuts below 0.1 is retried with the regularised matrix
     :math:`A + B(W + \sigma_k I)`, :math:`\sigma_k = c_k\,\bar\lambda \min(e_k, 1)` proportional to
@@ -166,7 +168,7 @@ class _LocalFrictionSystem:
     Built once per (W, mu, formulation, rho, scale) and kept in the problem's cache or the caller's
     :class:`~nsopt.Workspace`; :meth:`reset` sets the q of the problem being solved."""
 
-    def __init__(self, problem, formulation, rho, fb_scale=1.0, dense_max=DENSE_MAX):
+    def __init__(self, problem, formulation, rho, fb_scale=1.0, dense_max=DENSE_MAX, previous=None):
         self.dim, self.nc = dim, nc = problem.dim, problem.nc
         self.n = n = problem.size
         self.mu = np.ascontiguousarray(problem.mu, dtype=float)
@@ -197,12 +199,16 @@ class _LocalFrictionSystem:
             self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
                         Wcsr.indptr.astype(np.int64))
         else:
-            self.pat = pat = problem.cached("newton_pattern", lambda: ContactSystem(W, nc, dim), on=("W",))
+            # (the previous system's patterns and kept orders when they still hold)
+            prev = previous if isinstance(previous, _LocalFrictionSystem) else None
+            self.pat = pat = problem.cached("newton_pattern", lambda: ContactSystem(W, nc, dim, prev and prev.pat),
+                                            on=("W",))
             Wcsr = pat.W
             self.csr = (pat.Wdata, pat.Windices, pat.Windptr)     # (the pattern's: read only)
             f = problem.delassus_factors
             if f is not None and f.nv < n:      # the Newton systems in the dofs' space (smaller)
-                self.body = problem.cached("newton_body", lambda: BodySystem(f, nc, dim), on=("W",))
+                self.body = problem.cached("newton_body", lambda: BodySystem(f, nc, dim, prev and prev.body),
+                                           on=("W",))
         self._Wcsr = Wcsr
         self.rhoN, self.rhoT, self.rho_pgs = _rho_from_blocks(problem.diag_blocks(), rho, self.mu)
         # FB: phi(r, gamma u), gamma > 0 (same zeros); "auto": gamma = 1 / mean lambda_max(W_aa)
@@ -469,7 +475,8 @@ def _local_system(problem, mon, formulation, rho, scale=1.0, dense_max=DENSE_MAX
     :meth:`Monitor.state`), reset to its q; a new one's build time is the solve's build_time."""
     # rho "auto" (the default) or a number as it is; anything else (a pair, a list) by its text
     key = ("newton_local", formulation, rho if type(rho) in _KEYED else repr(rho), scale, dense_max)
-    return mon.state(problem, key, _LocalFrictionSystem, ("W", "mu"), (formulation, rho, scale, dense_max)).reset(problem)
+    return mon.state(problem, key, _LocalFrictionSystem, ("W", "mu"), (formulation, rho, scale, dense_max),
+                     previous=True).reset(problem)
 
 
 def _local_checked(*, line_search, reg_step, dense_max, **options):

@@ -1,0 +1,134 @@
+"""Refactorising the Newton systems on a fixed pattern (issue 31 §1, issue 32 §6): the contacts' J = A + B W by the LU
+without pivoting in the kept order (SuperLU's pivoting when it fails), and a step's systems keeping the previous
+step's patterns, order and LU patterns when the pattern did not change (numeric refactorisation only), each
+checked against a dense solve."""
+
+import numpy as np
+import scipy.sparse as sp
+
+import nsopt
+from nsopt.problems import DelassusFactors
+from nsopt.solvers import newton_system as NS
+from nsopt.solvers.newton_system import BodySystem, ContactSystem
+from test_delassus_factors import bodies_and_contacts
+
+
+def _moved(H, rng, scale=1e-3):
+    """H with the same pattern and values moved (a pile's next step)."""
+    H = H.copy()
+    H.data = H.data * (1.0 + scale * rng.standard_normal(H.data.size))
+    return H
+
+
+def _ab(nc, dim, rng, open_frac=0.3):
+    A = rng.standard_normal((nc, dim, dim)) + 3 * np.eye(dim)
+    B = rng.standard_normal((nc, dim, dim))
+    op = rng.random(nc) < open_frac
+    A[op], B[op] = np.eye(dim), 0.0
+    return A, B
+
+
+def _dense_direction(A, B, W, phi, shift=0.0):
+    n = phi.size
+    J = sp.block_diag(list(A)).toarray() + shift * np.eye(n) + sp.block_diag(list(B)).toarray() @ W
+    return np.linalg.solve(J, -phi)
+
+
+def test_body_system_keeps_the_previous_patterns_and_order():
+    """A system whose rows have the previous system's pattern shares its patterns, kept order and LU (no
+    symbolic analysis, no ordering factorisation), with its own blocks (equal to a fresh system's); one whose
+    pattern changed builds its own; every direction equals the dense solve (rtol 1e-9)."""
+    rng = np.random.default_rng(1)
+    nc, nb, dim = 40, 12, 3
+    H, minv = bodies_and_contacts(nb, nc, dim, seed=1)
+    first = BodySystem(DelassusFactors(H.T, minv), nc, dim)
+    A, B = _ab(nc, dim, rng)
+    phi = rng.standard_normal(nc * dim)
+    first.solve(A, B, phi)
+    assert first.order is not None
+    H2 = _moved(H, rng)
+    second = BodySystem(DelassusFactors(H2.T, minv), nc, dim, first)
+    fresh = BodySystem(DelassusFactors(H2.T, minv), nc, dim)
+    assert second.order is first.order and second.lu is first.lu and second.spos is first.spos
+    np.testing.assert_array_equal(second.Hblk, fresh.Hblk)
+    np.testing.assert_array_equal(second.gram, fresh.gram)
+    W2 = (H2 @ sp.diags(minv) @ H2.T).toarray()
+    for shift in (0.0, 1e-3):
+        np.testing.assert_allclose(second.solve(A, B, phi, shift), _dense_direction(A, B, W2, phi, shift),
+                                   rtol=1e-9, atol=1e-11)
+    H3, _ = bodies_and_contacts(nb, nc, dim, seed=2)         # other contacts: another pattern
+    third = BodySystem(DelassusFactors(H3.T, minv), nc, dim, second)
+    assert third.order is None and third.spos is not second.spos
+    W3 = (H3 @ sp.diags(minv) @ H3.T).toarray()
+    np.testing.assert_allclose(third.solve(A, B, phi), _dense_direction(A, B, W3, phi), rtol=1e-9, atol=1e-11)
+
+
+def _contact_W(n, seed):
+    W = sp.random(n, n, density=0.05, random_state=seed, format="csr")
+    return (W @ W.T + sp.identity(n)).tocsr()
+
+
+def test_contact_system_refactorises_without_pivoting():
+    """After the first factorisation (which orders J), the contacts' J is refactorised by the LU without pivoting
+    on its whole pattern in the kept order (the direction of the dense solve, rtol 1e-10); a singular J gives
+    None through SuperLU's pivoting, which alone serves after STATIC_TRIES failures in a row; a system of a W
+    with the same pattern keeps the previous one's order and LU."""
+    rng = np.random.default_rng(3)
+    nc, dim = 40, 3
+    n = nc * dim
+    W = _contact_W(n, 5)
+    pat = ContactSystem(W, nc, dim)
+    # sticking-like blocks (B_a near rho I, A_a small: J near rho W, as on a pile) and open contacts
+    A = 0.1 * rng.standard_normal((nc, dim, dim))
+    B = np.eye(dim) + 0.1 * rng.standard_normal((nc, dim, dim))
+    op = rng.random(nc) < 0.3
+    A[op], B[op] = np.eye(dim), 0.0
+    phi = rng.standard_normal(n)
+    pat.assemble(A, B)
+    pat.solve(A, B, phi)            # (the first: SuperLU, the order)
+    for shift in (0.0, 1e-3):
+        np.testing.assert_allclose(pat.solve(A, B, phi, shift), _dense_direction(A, B, W.toarray(), phi, shift),
+                                   rtol=1e-10, atol=1e-12)
+        assert pat.static is not None and pat.static_fails == 0
+    k = np.flatnonzero(B.any(axis=(1, 2)))[0]
+    A0, B0 = A.copy(), B.copy()
+    A0[k], B0[k] = 0.0, 0.0         # a zero block row: J singular
+    pat.assemble(A0, B0)
+    for i in range(NS.STATIC_TRIES + 1):
+        assert pat.solve(A0, B0, phi) is None
+    assert pat.static_fails == NS.STATIC_TRIES
+    W2 = W.copy()
+    W2.data = W2.data * (1.0 + 1e-3 * rng.standard_normal(W2.data.size))
+    nxt = ContactSystem(W2, nc, dim, pat)
+    nxt.assemble(A, B)
+    assert nxt.order is pat.order and nxt.static is pat.static and nxt.static_fails == 0
+    np.testing.assert_allclose(nxt.solve(A, B, phi), _dense_direction(A, B, W2.toarray(), phi), rtol=1e-10,
+                               atol=1e-12)
+    other = ContactSystem(_contact_W(n, 6), nc, dim, nxt)
+    other.assemble(A, B)
+    assert other.order is None
+
+
+def test_a_run_of_steps_with_a_workspace():
+    """One-step problems of one pattern solved in turn with one Workspace (as a simulation does: each step's
+    system gets the previous one's patterns: one symbolic analysis for the run) meet the tolerance (error
+    re-judged by the problem) in the iterations of solves without it (up to 2: directions equal to round-off)."""
+    rng = np.random.default_rng(4)
+    nb, nc = 30, 110                    # 180 dofs, 330 unknowns: the dofs' space, sparse path
+    H, minv = bodies_and_contacts(nb, nc, seed=11)
+    mu = rng.uniform(0.2, 0.8, nc)
+    ws = nsopt.Workspace()
+    bodies = []
+    for step in range(4):
+        H = _moved(H, rng)
+        W = (H @ sp.diags(minv) @ H.T).tocsr()
+        q = rng.standard_normal(3 * nc)
+        q[::3] = -np.abs(q[::3])
+        p = nsopt.FrictionContact(3, W, q, mu).with_delassus_factors(H.T, minv)
+        s = nsopt.solve(p, method="nsn-ac", tol=1e-10, workspace=ws)
+        alone = nsopt.solve(nsopt.FrictionContact(3, W, q, mu).with_delassus_factors(H.T, minv), method="nsn-ac",
+                            tol=1e-10)
+        assert s.status.value == "solved" and p.error(s.r) <= 1e-10
+        assert alone.status.value == "solved" and abs(s.nit - alone.nit) <= 2   # (directions equal to round-off)
+        bodies.append(p._store["newton_body"][1])
+    assert all(b.lu is bodies[0].lu for b in bodies[1:])      # one symbolic analysis for the run
