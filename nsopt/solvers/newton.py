@@ -606,9 +606,11 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
                                          stall=STALL[formulation] if hybrid else None, reg=reg,
                                          reg_step=reg_step)
     polished = []       # the polish's points of lower error that did not reach tol
+    msg = ("%s Newton: error %.3g after %d iterations", (sys.label, mon.best_err, mon.k))
     if stalled and _polish_stalled(sys, mon, polished):
         stalled, measured = False, None
-    msg = ("%s Newton: error %.3g after %d iterations", (sys.label, mon.best_err, mon.k))
+        msg = f"{msg[0] % msg[1]}; stalled, active-set polish: error {mon.best_err:.3g}"
+        info.update(polished=True)
     cold = ""
     if stalled and formulation == "ac" and not sys.small and np.any(r_start) and not mon.stopped:
         # a warm start that stalls (the previous step's impulses in a hyperstatic pile, a nearby problem's
@@ -618,11 +620,13 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         _, stalled, _ = _newton_local(sys, np.zeros_like(r_start), mon, line_search=line_search,
                                       err_fn=sys.error, stall=STALL[formulation] if hybrid else None, reg=reg,
                                       reg_step=reg_step, started=True)
-        if stalled and _polish_stalled(sys, mon, polished):
-            stalled = False
         info.update(cold_newton=mon.k - k0)
         cold = f"warm start: error {e0:.3g} after {k0} iterations; stalled, from zero: "
         msg = f"{cold}{sys.label} Newton: error {mon.best_err:.3g} after {mon.k} iterations"
+        if stalled and _polish_stalled(sys, mon, polished):
+            stalled = False
+            msg += f"; stalled, active-set polish: error {mon.best_err:.3g}"
+            info.update(polished=True)
     if stalled:
         k0, e0 = mon.k, mon.best_err
         msg = f"{cold}{sys.label} Newton: error {e0:.3g} after {k0} iterations; stalled"
