@@ -223,7 +223,8 @@ def solve_or_lstsq(A, b) -> tuple[np.ndarray, bool]:
 
 def min_norm_lstsq(A, b, rcond=None):
     r"""The minimum-norm least-squares solution :math:`x = A^+ b` of a dense A (m x n, any rank: LAPACK's
-    ``gelsd``, the singular values below ``rcond`` times the largest dropped; default ``eps max(m, n)``), or None
+    ``gelsy``, a complete orthogonal factorisation by QR with column pivoting, the trailing part of R below ``rcond``
+    times its largest entry dropped; default ``eps max(m, n)``), or None
     when A or b is not finite or the solve fails (no LAPACK call on non-finite values)."""
     A = np.asarray(A, dtype=float)
     b = np.asarray(b, dtype=float)
@@ -232,7 +233,8 @@ def min_norm_lstsq(A, b, rcond=None):
     if not (all_finite(A.reshape(-1)) and all_finite(b.reshape(-1))):
         return None
     try:
-        x = sla.lstsq(A, b, cond=np.finfo(float).eps * max(A.shape) if rcond is None else rcond, lapack_driver="gelsd", check_finite=False)[0]
+        cond = np.finfo(float).eps * max(A.shape) if rcond is None else rcond
+        x = sla.lstsq(A, b, cond=cond, lapack_driver="gelsy", check_finite=False)[0]
     except (np.linalg.LinAlgError, ValueError):
         return None
     return x if all_finite(x.reshape(-1)) else None

@@ -333,7 +333,7 @@ def _reduced_system(sys, r, u, kind, boundary):
     r"""The linearised equations at r of the active set ``kind`` (per contact: 0 separated, 1 sticking, 2 sliding)
     for :func:`_active_set_polish`: (A, b) with the Gauss–Newton step d of ``A d = b`` (least squares)."""
     dim, nc, mu = sys.dim, sys.nc, sys.mu
-    R, U = r.reshape(nc, dim), u.reshape(nc, dim)
+    R = r.reshape(nc, dim)
     rt = np.sqrt(np.sum(R[:, 1:] ** 2, axis=1))
     base = dim * np.arange(nc)
     sep, stick, slide = kind == 0, kind == 1, kind == 2
@@ -651,7 +651,8 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
     if mon.status is Status.MAX_ITER or polished:
         # the best iterate of a solve that ends without reaching tol: polished, kept when its error (the problem's
         # measure) is lower than the best iterate's and the polish's earlier points'
-        last = _active_set_polish(sys, mon.best_x["r"], mon.best_err, mon.tol) if mon.status is Status.MAX_ITER else None
+        last = (_active_set_polish(sys, mon.best_x["r"], mon.best_err, mon.tol)
+                if mon.status is Status.MAX_ITER else None)
         x, e = min(polished + ([last] if last else []), key=lambda c: c[1], default=(None, mon.best_err))
         if e < mon.best_err:
             info.update(polished=True)
