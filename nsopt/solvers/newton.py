@@ -33,7 +33,14 @@ Methods
     few contacts at the stick/slip or open/closed boundary whose solution lies far along W's null
     space), the method continues with proximal-point iterations (below) from its best iterate. When
     the iterates from a warm start stall, the Newton first runs again from zero (a warm start costs its
-    stall, not a whole failed solve, more than a cold start).
+    stall, not a whole failed solve, more than a cold start). At each stall, and at ``max_iter``, an
+    active-set polish of the best iterate (up to 300 unknowns): each contact classified separated,
+    sticking or sliding, the reduced system (:math:`r = 0`; :math:`u = 0`; :math:`u_N = 0` with
+    :math:`\|r_T\| = \mu r_N` along :math:`r_T`) solved by minimum-norm Gauss–Newton steps, round after
+    round one more sticking contact held on its cone's boundary (the degenerate solutions of a hyperstatic
+    pile: sticking contacts on the boundary, slip velocities ~1e-8, the solution far along W's null space);
+    its point is kept when the problem's error measure of it is lower (a step of the 10-cube pile: 136 ->
+    53 iterations at 1e-9).
 ``nsn-fb`` (fc2d, fc3d, gfc3d)
     The same with the Fischer–Burmeister function of the second-order cone (Jordan algebra,
     Fukushima, Luo & Tseng [3]_) on De Saxcé's modified velocity
@@ -827,8 +834,9 @@ def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybr
     hybrid : when the Newton iterates stall (the best error not halved over 30 iterations, 100
         for a dense W of at most 24 unknowns, or 5 steps in a row cut below 2^-10 by the line search),
         continue with proximal-point iterations (``prox``: W + sigma I, inner AC Newton) from
-        the best iterate (after a Newton from zero when the iterates from a warm start stalled);
-        False: plain Newton until max_iter.
+        the best iterate (after a Newton from zero when the iterates from a warm start stalled), each
+        stall first trying the active-set polish (which also polishes the best iterate at max_iter);
+        False: plain Newton until max_iter (then the polish).
     reg_step : a plain Newton step that the line search cuts below this (default 0.1) is retried
         with the regularised matrix (when ``reg`` > 0).
     dense_max : a dense W with at most this many unknowns (default 240) uses dense LAPACK solves;
