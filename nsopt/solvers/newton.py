@@ -581,11 +581,13 @@ def _local_checked(*, line_search, reg_step, dense_max, **options):
     return options
 
 
-def _polish_stalled(sys, mon, polished):
-    """The active-set polish (:func:`_active_set_polish`) of the best iterate of a stalled Newton: recorded as one
-    iteration when its error reaches tol (True: solved), else a point of lower error kept in ``polished``."""
-    if mon.stopped or mon.best_x is None:
+def _polish_stalled(sys, mon, polished, tried):
+    """The active-set polish (:func:`_active_set_polish`) of the best iterate of a stalled Newton (not one polished
+    before: the best errors in ``tried``): recorded as one iteration when its error reaches tol (True: solved),
+    else a point of lower error kept in ``polished``."""
+    if mon.stopped or mon.best_x is None or mon.best_err in tried:
         return False
+    tried.append(mon.best_err)
     p = _active_set_polish(sys, mon.best_x["r"], mon.best_err, mon.tol)
     if p is None:
         return False
@@ -612,9 +614,9 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         r, stalled, info = _newton_local(sys, r, mon, line_search=line_search, err_fn=sys.error,
                                          stall=STALL[formulation] if hybrid else None, reg=reg,
                                          reg_step=reg_step)
-    polished = []       # the polish's points of lower error that did not reach tol
+    polished, tried = [], []      # the polish's points of lower error that did not reach tol; the errors polished
     msg = ("%s Newton: error %.3g after %d iterations", (sys.label, mon.best_err, mon.k))
-    if stalled and _polish_stalled(sys, mon, polished):
+    if stalled and _polish_stalled(sys, mon, polished, tried):
         stalled, measured = False, None
         msg = f"{msg[0] % msg[1]}; stalled, active-set polish: error {mon.best_err:.3g}"
         info.update(polished=True)
@@ -630,7 +632,7 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         info.update(cold_newton=mon.k - k0)
         cold = f"warm start: error {e0:.3g} after {k0} iterations; stalled, from zero: "
         msg = f"{cold}{sys.label} Newton: error {mon.best_err:.3g} after {mon.k} iterations"
-        if stalled and _polish_stalled(sys, mon, polished):
+        if stalled and _polish_stalled(sys, mon, polished, tried):
             stalled = False
             msg += f"; stalled, active-set polish: error {mon.best_err:.3g}"
             info.update(polished=True)
@@ -659,7 +661,7 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         # the best iterate of a solve that ends without reaching tol: polished, kept when its error (the problem's
         # measure) is lower than the best iterate's and the polish's earlier points'
         last = (_active_set_polish(sys, mon.best_x["r"], mon.best_err, mon.tol)
-                if mon.status is Status.MAX_ITER else None)
+                if mon.status is Status.MAX_ITER and mon.best_err not in tried else None)
         x, e = min(polished + ([last] if last else []), key=lambda c: c[1], default=(None, mon.best_err))
         if e < mon.best_err:
             info.update(polished=True)
