@@ -1,7 +1,8 @@
 r"""The factorisations of nsopt, in one home: factorising a square matrix (LAPACK's LU for a dense one,
 SuperLU for a sparse one), refactorising matrices of one pattern in a kept order (:class:`StaticLU`, a
 sparse LU without pivoting), a Cholesky factor (:func:`cholesky`), iterative refinement and the backward-error check
-(:func:`backward_error`, :func:`solve_checked`), "solve, else least squares" (:func:`solve_or_lstsq`)
+(:func:`backward_error`, :func:`solve_checked`), "solve, else least squares" (:func:`solve_or_lstsq`), the
+minimum-norm least-squares solution of a singular or rectangular system (:func:`min_norm_lstsq`)
 and the refined solves of a final basis (Lemke, enumeration).
 
 No LAPACK routine is called on a matrix or a right-hand side that is not finite, nor on an empty one:
@@ -218,6 +219,25 @@ def solve_or_lstsq(A, b) -> tuple[np.ndarray, bool]:
     if x is not None:
         return x, True
     return np.linalg.lstsq(A, b, rcond=None)[0], False
+
+
+def min_norm_lstsq(A, b, rcond=None):
+    r"""The minimum-norm least-squares solution :math:`x = A^+ b` of a dense A (m x n, any rank: LAPACK's
+    ``gelsy``, a complete orthogonal factorisation by QR with column pivoting, the trailing part of R below ``rcond``
+    times its largest entry dropped; default ``eps max(m, n)``), or None
+    when A or b is not finite or the solve fails (no LAPACK call on non-finite values)."""
+    A = np.asarray(A, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if A.size == 0:
+        return np.zeros(A.shape[1:] + b.shape[1:])
+    if not (all_finite(A.reshape(-1)) and all_finite(b.reshape(-1))):
+        return None
+    try:
+        cond = np.finfo(float).eps * max(A.shape) if rcond is None else rcond
+        x = sla.lstsq(A, b, cond=cond, lapack_driver="gelsy", check_finite=False)[0]
+    except (np.linalg.LinAlgError, ValueError):
+        return None
+    return x if all_finite(x.reshape(-1)) else None
 
 
 def refined_solve(A, b, rounds: int = 3) -> np.ndarray:

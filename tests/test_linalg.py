@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from nsopt.linalg import StaticLU, backward_error, factorise, refined_solve, solve_checked, solve_or_lstsq
+from nsopt.linalg import (StaticLU, backward_error, factorise, min_norm_lstsq, refined_solve, solve_checked,
+                          solve_or_lstsq)
 from nsopt.solvers.newton_system import newton_direction
 
 
@@ -29,6 +30,8 @@ def test_no_lapack_call_on_non_finite_values(capfd, sparse, value):
         assert not np.all(np.isfinite(refined_solve(A, b)))
     x, exact = solve_or_lstsq(np.eye(6), np.full(6, np.nan))       # a non-finite right-hand side
     assert not exact
+    if not sparse:
+        assert min_norm_lstsq(A, b) is None and min_norm_lstsq(np.eye(6), np.full(6, np.nan)) is None
     out, err = capfd.readouterr()
     assert "illegal value" not in out + err and "On entry" not in out + err
 
@@ -85,3 +88,17 @@ def test_diagonal_and_cholesky_factors():
     np.testing.assert_allclose(cholesky(M).solve(B), np.linalg.solve(M, B), rtol=1e-12, atol=1e-12)
     assert cholesky(-M) is None and cholesky(np.full((2, 2), np.nan)) is None
     assert cholesky(np.zeros((0, 0))).solve(np.zeros(0)).shape == (0,)
+
+
+def test_min_norm_lstsq_of_a_singular_and_a_rectangular_system():
+    """The minimum-norm least-squares solution (A^+ b): on a consistent singular system the solution orthogonal
+    to the null space; on an inconsistent overdetermined one the least-squares solution; rcond drops the
+    singular values below it (a null space known to rounding)."""
+    A = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0]])
+    np.testing.assert_allclose(min_norm_lstsq(A, np.array([2.0, 2.0, 4.0])), [1.0, 1.0, 2.0], atol=1e-14)
+    B = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    b = np.array([1.0, 1.0, 3.0])
+    np.testing.assert_allclose(min_norm_lstsq(B, b), np.linalg.lstsq(B, b, rcond=None)[0], atol=1e-14)
+    C = A + np.diag([0.0, 1e-14, 0.0])        # singular to rounding
+    x = min_norm_lstsq(C, np.array([2.0, 2.0, 4.0]), rcond=1e-12)
+    np.testing.assert_allclose(x, [1.0, 1.0, 2.0], atol=1e-12)
