@@ -24,9 +24,14 @@ TABLES = {
     "nsopt.solvers.socp_fp": ["_TOL_KEYS"],
     "nsopt.modeling.simulation": ["_BUILDERS"],
     "nsopt.modeling.joints": ["_IDENTITY"],
+    "nsopt.solvers.newton": ["_LS_CODES"],
 }
 EXTRA_TABLES = {    # parts behind an extra
     "nsopt.jax": ["DIFFERENTIABLE", "PIECEWISE_AFFINE"],
+    "nsopt.mechanics.scene": ["_PRIMITIVES", "_N_PARAMS", "_JOINTS", "_CONTACT_FIELDS"],
+    "nsopt.mechanics.siconos_hdf5": ["_WIDTHS", "_INFO"],
+    "nsopt.mechanics.shapes": ["_Z_TO_Y"],
+    "nsopt.mechanics.viewer": ["PALETTE"],
     "nsopt.studies.profiles": ["MEASURES", "MARGINS", "METHOD_COLOURS"],
     "nsopt.studies.records": ["COLUMNS"],
     "nsopt.studies.worker": ["_TINY"],

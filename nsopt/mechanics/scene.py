@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
@@ -73,10 +74,10 @@ from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpa
 __all__ = ["Scene", "SceneModel", "SceneRun", "SceneStep", "Recorder", "Record", "load_record", "FORMAT", "VERSION"]
 
 FORMAT, VERSION = "nsopt-mechanics", 1
-_PRIMITIVES = {"Sphere": Sphere, "Box": Box, "Capsule": Capsule, "Cylinder": Cylinder, "Cone": Cone}
-_N_PARAMS = {"Sphere": 1, "Box": 3, "Capsule": 2, "Cylinder": 2, "Cone": 2}
-_JOINTS = {"KneeJointR": _joints.KneeJointR, "PivotJointR": _joints.PivotJointR,
-           "PrismaticJointR": _joints.PrismaticJointR, "FixedJointR": _joints.FixedJointR}
+_PRIMITIVES = MappingProxyType({"Sphere": Sphere, "Box": Box, "Capsule": Capsule, "Cylinder": Cylinder, "Cone": Cone})
+_N_PARAMS = MappingProxyType({"Sphere": 1, "Box": 3, "Capsule": 2, "Cylinder": 2, "Cone": 2})
+_JOINTS = MappingProxyType({"KneeJointR": _joints.KneeJointR, "PivotJointR": _joints.PivotJointR,
+                            "PrismaticJointR": _joints.PrismaticJointR, "FixedJointR": _joints.FixedJointR})
 
 
 def _shape_spec(shape: Shape):
@@ -1853,8 +1854,8 @@ def load_record(path) -> Record:
 #: The step datasets of a record: (name, trailing shape (n: the number of bodies), dtype kind).
 _STEP_FIELDS = (("t", (), "f"), ("q", ("n", 7), "f"), ("v", ("n", 6), "f"), ("status", (), "OSU"), ("nit", (), "iu"),
                 ("error", (), "f"))
-_CONTACT_FIELDS = {"body1": (), "body2": (), "static2": (), "id": (), "distance": (), "pc1": (3,), "pc2": (3,),
-                   "normal": (3,), "force": (3,), "active": ()}
+_CONTACT_FIELDS = MappingProxyType({"body1": (), "body2": (), "static2": (), "id": (), "distance": (), "pc1": (3,),
+                                    "pc2": (3,), "normal": (3,), "force": (3,), "active": ()})
 
 
 def _rows_held(d) -> int:

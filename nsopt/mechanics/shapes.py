@@ -21,6 +21,7 @@ __all__ = ["Shape", "Sphere", "Box", "Capsule", "Cylinder", "Cone", "ConvexMesh"
 
 # coal's capsule, cylinder and cone run along z: this turn takes z to y (Bullet's and Siconos' axis)
 _Z_TO_Y = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+_Z_TO_Y.setflags(write=False)
 
 
 #: A convex mesh is refused when its hull is thinner than this times its size (the larger of its extent and its

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
@@ -45,11 +46,11 @@ __all__ = ["SiconosLayout", "load_siconos_record", "SICONOS_GRAVITY"]
 
 #: Siconos' runner applies ``scipy.constants.g`` (``MechanicsHdf5Runner.apply_gravity``).
 SICONOS_GRAVITY = 9.80665
-_WIDTHS = {"static": 9, "dynamic": 9, "velocities": 8, "cf": 26, "solv": 4}
-_INFO = {"dynamic": "time,  ds id  ,  translation ,orientation",
+_WIDTHS = MappingProxyType({"static": 9, "dynamic": 9, "velocities": 8, "cf": 26, "solv": 4})
+_INFO = MappingProxyType({"dynamic": "time,  ds id  ,  translation ,orientation",
          "velocities": "time,  ds id  ,translational velocities ,angular velocities",
          "cf": "time,  mu,  contact point A ,contact point B,  contact normal, relative gap  relative velocity,"
-               "reaction impulse,  interaction id,ds 1 number,  ds 2 number "}
+               "reaction impulse,  interaction id,ds 1 number,  ds 2 number "})
 
 
 def _grow(ds, rows):

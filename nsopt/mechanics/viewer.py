@@ -23,13 +23,12 @@ import numpy as np
 from ..exceptions import ModelingError, OutputError
 from ..io._target import check_file, temporary_beside
 from ..modeling import _rotation as rot
-from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere
+from .shapes import _Z_TO_Y, Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere
 
 __all__ = ["shape_mesh", "html_page", "write_html", "still"]
 
 _VENDOR = Path(__file__).with_name("_vendor") / "three.module.min.js"
-_Z_TO_Y = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
-PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f")
 
 
 def shape_mesh(shape: Shape, extent: float = 10.0):

@@ -82,6 +82,7 @@ References
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
@@ -426,7 +427,7 @@ def _active_set_polish(sys, r, err, tol):
     return best
 
 
-_LS_CODES = {"armijo": 0, "nonmonotone": 1, "none": 2}
+_LS_CODES = MappingProxyType({"armijo": 0, "nonmonotone": 1, "none": 2})
 _FRESH, _RUN, _STOP, _STALLED = K.NEWTON_FRESH, K.NEWTON_RUN, K.NEWTON_STOP, K.NEWTON_STALLED
 _NO_ERRORS = np.zeros(0)
 
