@@ -86,6 +86,7 @@ LAWS = (NewtonImpactNSL, ComplementarityConditionNSL, NewtonImpactFrictionNSL, E
 ACTIVATION_PASSES = 3    # a step is solved again (at most this many times in all) with the look-ahead contacts it missed
 PROJECTION_DENSE = 300   # the position projection's LCPs up to this many rows by dense lemke, pgs above
 PROJECTION_ROUNDS = 20   # rows added to a projection's active set at most this many times
+PROJECTION_SWEEPS = 1000  # pgs sweeps of a projection LCP above PROJECTION_DENSE rows (18e4543's budget)
 PARKED = 4096            # removed interactions whose multipliers and warm starts are kept for a re-link
 _NOZ = np.zeros(0)
 
@@ -1533,6 +1534,7 @@ class MoreauJeanStepper:
         S = y < -tol
         HM = (H @ Mi).tocsr()
         delta = None
+        prev = mu = None
         for _ in range(PROJECTION_ROUNDS):
             idx = np.flatnonzero(S)
             Hs, HMs = H[idx], HM[idx]
@@ -1540,7 +1542,12 @@ class MoreauJeanStepper:
             if idx.shape[0] <= PROJECTION_DENSE:
                 res = solve(LCP(W.toarray(), y[idx]), method="lemke", tol=1e-12)
             else:
-                res = solve(LCP(W, y[idx]), method="pgs", tol=1e-12, max_iter=5000)
+                warm = None
+                if mu is not None and mu.any():       # the last round's μ on its rows (a subset of these)
+                    warm = np.zeros(idx.shape[0])
+                    warm[np.searchsorted(idx, prev)] = mu
+                res = solve(LCP(W, y[idx]), method="pgs", tol=1e-12, max_iter=PROJECTION_SWEEPS, warm_start=warm)
+            prev = idx
             mu = np.asarray(res.z, dtype=float)
             if not np.all(np.isfinite(mu)):
                 return None, idx.shape[0]
