@@ -1527,9 +1527,10 @@ class MoreauJeanStepper:
         ones (:math:`y < -`tol) by those whose linearised gap :math:`y + H\Delta` the last :math:`\Delta` left below
         -tol/2 (the KKT conditions of :math:`\min\tfrac12\Delta^\top M\Delta` s.t. :math:`y + H\Delta \ge 0` hold
         once no row is added: a row outside S has :math:`\mu = 0` and a non-negative gap up to tol/2). Each LCP by
-        ``lemke`` (dense) up to ``PROJECTION_DENSE`` rows, ``pgs`` above (W is singular on a hyperstatic pile: newton-fb
-        took ~180 Newton directions an LCP and missed 1e-12; a pgs solve that stops short leaves a gap the next round
-        or step projects). Returns (Δ, rows of the last LCP),
+        ``lemke`` (dense) up to ``PROJECTION_DENSE`` rows, ``pgs`` above, ``PROJECTION_SWEEPS`` sweeps warm-started
+        from the last round's μ (W is singular on a hyperstatic pile: newton-fb took ~180 Newton directions an LCP and
+        missed 1e-12; pgs stalls there at gaps of 1e-7..1e-5 m, 5000 sweeps doing little better than 1000, and what it
+        leaves the next round or projection projects). Returns (Δ, rows of the last LCP),
         or (None, rows) when a solve does not give a finite μ."""
         S = y < -tol
         HM = (H @ Mi).tocsr()
