@@ -126,6 +126,9 @@ class _CompileClock(event.Listener):
 
 _CLOCK = _CompileClock()
 event.register("numba:compiler_lock", _CLOCK)
+#: The clock itself: ``COMPILE_CLOCK.total`` is :func:`compile_seconds` read without a call (what a
+#: solve's :class:`~nsopt.monitor.Monitor` reads at its start and end: a re-solve's per-call cost).
+COMPILE_CLOCK = _CLOCK
 
 
 def compile_seconds() -> float:

@@ -64,7 +64,7 @@ from ._contract import RUN as _RUN
 from ._contract import SOLVED as _CODE_SOLVED
 from ._contract import MAX_ITER as _CODE_MAX_ITER
 from ._contract import stop_rule as _stop_rule
-from ._jit import compile_seconds
+from ._jit import COMPILE_CLOCK as _COMPILE
 from .exceptions import OptionError
 from .problems._base import FLOAT64, all_finite
 from .registry import Outcome
@@ -122,7 +122,7 @@ class Monitor:
         if options is not None:
             self.options = options
         self._t0 = t0 = time.perf_counter()
-        self._jit = compile_seconds()     # (kernels loaded or compiled from here on: build time)
+        self._jit = _COMPILE.total     # (kernels loaded or compiled from here on: build time)
         if max_iter is not None:
             self.max_iter = max_iter
         if time_limit is not None:
@@ -177,7 +177,7 @@ class Monitor:
         """Mark the end of a one-off build (factorisation, compiled program): its time is reported as
         ``Solution.build_time`` and the deadline moves by as much (a build is not interruptible)."""
         now = time.perf_counter()
-        self._jit = compile_seconds()     # (a kernel loaded or compiled in the build is part of it)
+        self._jit = _COMPILE.total     # (a kernel loaded or compiled in the build is part of it)
         dt = now - self._t0 - self.build_time
         self.build_time += dt
         if self.deadline is not None:
@@ -186,7 +186,7 @@ class Monitor:
     def _compiled(self):
         """Count the time numba spent loading or compiling kernels since the last look as build
         time: ``build_time`` grows and the deadline moves by as much."""
-        j = compile_seconds()
+        j = _COMPILE.total
         if j != self._jit:
             dt, self._jit = j - self._jit, j
             self.build_time += dt
@@ -355,6 +355,10 @@ class Monitor:
                 self.callback(Iterate(self.k, last, {k: np.array(v, dtype=float) for k, v in x.items()}))
             except StopIteration:
                 return self.stop(Status.CALLBACK_STOP, f"stopped by the callback after {self.k} iteration(s)")
+        if code == _CODE_SOLVED:      # (_judge's first stop, inline: the common end of a re-solve)
+            self.status = _SOLVED
+            self._message = (_SOLVED_MESSAGE, (last, self.k))
+            return _SOLVED
         return self._judge(last, code)
 
     def stop(self, status: Status, message="") -> Status:
@@ -404,7 +408,8 @@ class Monitor:
         s.tol = tol
         s.nit = self.k
         s.solve_time = time.perf_counter() - self._t0
-        self._compiled()
+        if _COMPILE.total != self._jit:     # (_compiled: a kernel loaded or compiled during the solve)
+            self._compiled()
         s.info = info
         s.trace = []
         s.options = {} if self.options is None else self.options

@@ -253,3 +253,36 @@ def test_projection_active_set_is_the_full_projection():
         ref = solve(LCP(W, y), method="lemke", tol=1e-13)
         np.testing.assert_allclose(delta, Mi @ H.T @ ref.z, atol=1e-10)
         assert (y + H @ delta).min() >= -1e-12
+
+
+def test_projection_many_penetrating_rows_one_lcp(monkeypatch):
+    """More penetrating rows than PROJECTION_DENSE (pgs' sizes): the projection solves the LCP of every row at
+    once (18e4543's one LCP) instead of growing the active set a layer of contacts a round (on the 1000-cube
+    pile: 3x the pgs LCPs); the same Δ as the LCP over every row."""
+    import scipy.sparse as sp
+
+    from nsopt import LCP, solve
+    from nsopt.modeling import _stepper
+    from nsopt.modeling._stepper import MoreauJeanStepper
+
+    sizes = []
+
+    def exact(problem, method, **kw):      # every LCP recorded, and solved exactly (lemke) for the comparison
+        sizes.append(problem.size)
+        M = problem.M.toarray() if hasattr(problem.M, "toarray") else problem.M
+        return solve(LCP(M, problem.q), method="lemke", tol=1e-13)
+
+    monkeypatch.setattr(_stepper, "PROJECTION_DENSE", 3)
+    monkeypatch.setattr(_stepper, "solve", exact)
+    rng = np.random.default_rng(7)
+    nb, nr = 6, 14
+    for _ in range(10):
+        Mi = sp.diags(rng.uniform(0.5, 2.0, 6 * nb)).tocsr()
+        H = sp.random(nr, 6 * nb, density=0.3, random_state=rng, format="csr")
+        y = rng.normal(size=nr) * 1e-3
+        y[:4] = -np.abs(y[:4]) - 1e-4           # more than PROJECTION_DENSE rows penetrate
+        sizes.clear()
+        delta, n = MoreauJeanStepper._project_rows(H, Mi, y, 1e-12)
+        assert sizes == [nr] and n == nr
+        ref = solve(LCP((H @ Mi @ H.T).toarray(), y), method="lemke", tol=1e-13)
+        np.testing.assert_allclose(delta, Mi @ H.T @ ref.z, atol=1e-10)

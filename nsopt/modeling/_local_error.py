@@ -103,6 +103,11 @@ def lti_step_error(h, th, fext, Kp, Ki, Kx, Cp, Ci, Cx, dinv, X0, X1, nq, nv, vo
                              X1[nq:nq + nv], True, da)
 
 
+#: The estimate of a step whose smooth phase is exact to the θ-scheme's order (constant accelerations at
+#: θ = 1/2): (0, no system).
+NO_ERROR = (0.0, -1)
+
+
 class LocalError:
     """The estimate for one run (its memory, the accelerations and differences of the last step, belongs
     to the run). :meth:`step` estimates the step from the stepper's current and pending states;
@@ -112,27 +117,34 @@ class LocalError:
     def __init__(self, theta: float, h: float):
         self.theta, self.h = float(theta), float(h)
         self._plan = None            # (stepper layout key, _SecondOrder or _FirstOrder or None)
+        self._zero = None            # the stepper's systems on which the estimate is 0 (see _layout)
         self._mem = None             # (step count, a_k, Δa_{k-1}, impulses, state row) after a step
         self._pending = None
 
     def _layout(self, st):
         """What the estimate needs of the stepper's layout (None: a stepper it does not know), rebuilt
-        when the systems change (Moreau–Jean keeps its ``_Systems`` across changes of interactions)."""
+        when the systems change (Moreau–Jean keeps its ``_Systems`` across changes of interactions).
+        ``_zero``: the stepper's systems when the estimate is 0 on them (constant accelerations at
+        θ = 1/2), else None."""
         S = getattr(st, "sys", None)
         key = S if S is not None else (tuple(map(id, getattr(st, "systems", ()))), getattr(st, "nv", None))
         if self._plan is None or not (self._plan[0] is key or (S is None and self._plan[0] == key)):
-            self._plan = (key, _SecondOrder(S) if S is not None else _first_order_plan(st))
+            plan = _SecondOrder(S) if S is not None else _first_order_plan(st)
+            self._plan = (key, plan)
             self._mem = None
+            self._zero = S if S is not None and plan.constant and self.theta == 0.5 else None
         return self._plan[1]
 
     def step(self, st, k: int, t0: float, X0: np.ndarray, X1: np.ndarray):
         """The estimate of step k + 1 (from time t0, state row X0 to X1, the stepper's row layout):
         (the estimate, the index of the system where it is largest, -1 if none)."""
+        if self._zero is not None and self._zero is getattr(st, "sys", None):
+            return NO_ERROR                # (the layout's estimate is 0: a linear time-invariant model's step)
         plan = self._layout(st)
         if plan is None:
             return np.nan, -1
         if plan.constant:                  # constant accelerations: the free flight's formula (0 at θ = 1/2)
-            return (0.0, -1) if self.theta == 0.5 else (float(self.block(st, k, X0, X1[None, :])[0]), -1)
+            return NO_ERROR if self.theta == 0.5 else (float(self.block(st, k, X0, X1[None, :])[0]), -1)
         mem = self._mem
         if mem is not None and mem[0] == k and mem[4] is X0:      # (a state written between steps: afresh)
             a0, dprev, prev_hit = mem[1], mem[2], mem[3]
@@ -157,16 +169,17 @@ class LocalError:
         if self._pending is not None:
             self._mem, self._pending = self._pending, None
 
-    def block(self, st, k: int, X0: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    def block(self, st, k: int, X0: np.ndarray, rows: np.ndarray):
         """The estimates of steps k + 1 .. k + n of constant accelerations (a compiled free flight; ``rows``:
-        their n recorded rows, X0 the state before): :math:`e_v = 0`, :math:`e_q = h^2(\\theta - \\frac12)a`."""
+        their n recorded rows, X0 the state before): :math:`e_v = 0`, :math:`e_q = h^2(\\theta - \\frac12)a`;
+        an array, or the float 0.0 when every one is 0 (θ = 1/2)."""
         plan = self._layout(st)
         n = rows.shape[0]
         if plan is None:
             return np.full(n, np.nan)
         self._mem = None                  # (the next step that is not a free flight starts afresh)
         if self.theta == 0.5:
-            return np.zeros(n)
+            return 0.0
         a = plan.acc(0.0, X0)
         if not np.any(a):
             return np.zeros(n)

@@ -86,6 +86,7 @@ LAWS = (NewtonImpactNSL, ComplementarityConditionNSL, NewtonImpactFrictionNSL, E
 ACTIVATION_PASSES = 3    # a step is solved again (at most this many times in all) with the look-ahead contacts it missed
 PROJECTION_DENSE = 300   # the position projection's LCPs up to this many rows by dense lemke, pgs above
 PROJECTION_ROUNDS = 20   # rows added to a projection's active set at most this many times
+PROJECTION_SWEEPS = 1000  # pgs sweeps of a projection LCP above PROJECTION_DENSE rows (18e4543's budget)
 PARKED = 4096            # removed interactions whose multipliers and warm starts are kept for a re-link
 _NOZ = np.zeros(0)
 
@@ -1334,7 +1335,7 @@ class MoreauJeanStepper:
             act = self._index_set(self._free_rates(t0, qk, vk, vfree0))
         else:
             act = self._index_set()
-        if q_it is None and (act.any() or S.iterate):
+        if q_it is None and (S.iterate or np.count_nonzero(act)):     # (count_nonzero: a step's per-call cost)
             q_it = qk + h * vk if S.ne is None else S.positions(qk, vk, vk)[0]
         warm = self.warm
         for passes in range(ACTIVATION_PASSES):
@@ -1526,13 +1527,21 @@ class MoreauJeanStepper:
         ones (:math:`y < -`tol) by those whose linearised gap :math:`y + H\Delta` the last :math:`\Delta` left below
         -tol/2 (the KKT conditions of :math:`\min\tfrac12\Delta^\top M\Delta` s.t. :math:`y + H\Delta \ge 0` hold
         once no row is added: a row outside S has :math:`\mu = 0` and a non-negative gap up to tol/2). Each LCP by
-        ``lemke`` (dense) up to ``PROJECTION_DENSE`` rows, ``pgs`` above (W is singular on a hyperstatic pile: newton-fb
-        took ~180 Newton directions an LCP and missed 1e-12; a pgs solve that stops short leaves a gap the next round
-        or step projects). Returns (Δ, rows of the last LCP),
+        ``lemke`` (dense) up to ``PROJECTION_DENSE`` rows, ``pgs`` above, ``PROJECTION_SWEEPS`` sweeps warm-started
+        from the last round's μ (W is singular on a hyperstatic pile: newton-fb took ~180 Newton directions an LCP and
+        missed 1e-12; pgs stalls there at gaps of 1e-7..1e-5 m, 5000 sweeps doing little better than 1000, and what it
+        leaves the next round or projection projects). When the penetrating rows alone are more than
+        ``PROJECTION_DENSE``, S is every row from the start (18e4543's one LCP): on a hyperstatic pile the rounds
+        grow S a layer of contacts at a time, each a pgs LCP of 1000 sweeps, where the LCP of all the rows is
+        one (1000-cube pile, Siconos' rule, 120 steps: 418 pgs LCPs and 4.1e8 row-sweeps -> 136 and 1.4e8;
+        18e4543 203 and 2.0e8). Returns (Δ, rows of the last LCP),
         or (None, rows) when a solve does not give a finite μ."""
         S = y < -tol
+        if np.count_nonzero(S) > PROJECTION_DENSE:     # pgs' size: every row at once (see the docstring)
+            S[:] = True
         HM = (H @ Mi).tocsr()
         delta = None
+        prev = mu = None
         for _ in range(PROJECTION_ROUNDS):
             idx = np.flatnonzero(S)
             Hs, HMs = H[idx], HM[idx]
@@ -1540,7 +1549,12 @@ class MoreauJeanStepper:
             if idx.shape[0] <= PROJECTION_DENSE:
                 res = solve(LCP(W.toarray(), y[idx]), method="lemke", tol=1e-12)
             else:
-                res = solve(LCP(W, y[idx]), method="pgs", tol=1e-12, max_iter=5000)
+                warm = None
+                if mu is not None and mu.any():       # the last round's μ on its rows (a subset of these)
+                    warm = np.zeros(idx.shape[0])
+                    warm[np.searchsorted(idx, prev)] = mu
+                res = solve(LCP(W, y[idx]), method="pgs", tol=1e-12, max_iter=PROJECTION_SWEEPS, warm_start=warm)
+            prev = idx
             mu = np.asarray(res.z, dtype=float)
             if not np.all(np.isfinite(mu)):
                 return None, idx.shape[0]

@@ -35,7 +35,7 @@ from ..policy import POLICY
 from ..solve import solve
 from . import _state
 from ._check import label, scalar
-from ._local_error import LocalError
+from ._local_error import NO_ERROR, LocalError
 from .differentiable import Derivatives
 from .interactions import NonSmoothDynamicalSystem
 from .osi import EulerMoreauOSI, MoreauJeanOSI, StepRecord
@@ -448,7 +448,7 @@ class TimeStepping:
         section (a Ctrl-C inside it is delivered at its end, under :meth:`run`); then write or keep
         the step's problem, call ``on_step``, and raise on a failed step with ``on_failure="raise"``.
         ``local``: the step's local error estimate (its value, the system where it is largest), or the
-        estimates of the ``n`` steps of a free flight (an array)."""
+        estimates of the ``n`` steps of a free flight (an array, or one float for all: :meth:`LocalError.block`)."""
         tr = self.trajectory
         k0 = self.k
         self._critical = True
@@ -469,7 +469,7 @@ class TimeStepping:
         if self._interrupted:
             self._interrupted = False
             raise KeyboardInterrupt
-        lerr = self._local_flag(st, k0, local) if local is not None else False
+        lerr = False if local is None or local is NO_ERROR else self._local_flag(st, k0, local)
         if nit is None:
             if lerr and self.on_failure == "raise":
                 self._raise_local(k0, local)
@@ -506,6 +506,10 @@ class TimeStepping:
             if not local[0] > self.local_tol:         # (the common case, without numpy)
                 return False
             errs = np.array([local[0]])
+        elif type(local) is float:                    # every step of a free flight: this estimate (LocalError.block)
+            if not local > self.local_tol:
+                return False
+            errs = np.array([local])
         else:
             errs = np.asarray(local, dtype=float)
         over = np.flatnonzero(errs > self.local_tol)
