@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import llvmlite.binding as _ll
 import numpy as np
+from numba import types
+from numba.extending import get_cython_function_address
 
 from ._jit import njit
 
@@ -140,3 +143,38 @@ def csc_residual(Aptr, Aind, Adata, x, b, res, work):
         rm = max(rm, abs(res[i]))
         den = max(den, work[i])
     return rm / den
+
+
+# LAPACK's dsyevd, called directly (numba's ``np.linalg.eigvalsh`` calls the same routine of SciPy's LAPACK, after a
+# copy, a workspace query and allocations per call): the symbol is bound by name, so the kernels calling it stay in
+# numba's disk cache
+_ll.add_symbol("nsopt_scipy_dsyevd", get_cython_function_address("scipy.linalg.cython_lapack", "dsyevd"))
+_dsyevd = types.ExternalFunction("nsopt_scipy_dsyevd", types.void(*([types.voidptr] * 11)))
+
+#: length of :func:`sym_eig_work`'s real workspace (dsyevd with jobz = 'N' asks for 2 n + 1; the rest is what its
+#: workspace query offers to dsytrd, which runs unblocked for these small n all the same)
+SYM_EIG_LWORK = 256
+
+
+@njit
+def sym_eig_work():
+    """The work arrays of :func:`sym_eigvals`: (chars 'N', 'L'; the integers n, lda, lwork, liwork, info;
+    the real workspace; the integer workspace)."""
+    ch = np.empty(2, dtype=np.uint8)
+    ch[0], ch[1] = ord("N"), ord("L")
+    ints = np.zeros(5, dtype=np.int32)
+    ints[2], ints[3] = SYM_EIG_LWORK, 1
+    return ch, ints, np.empty(SYM_EIG_LWORK), np.empty(8, dtype=np.int32)
+
+
+@njit
+def sym_eigvals(S, w, ch, ints, work, iwork):  # pragma: no cover  (compiled)
+    r"""The eigenvalues (ascending, into ``w``) of the symmetric n x n ``S`` (C-contiguous, its lower triangle read,
+    overwritten) by LAPACK's ``dsyevd`` (jobz = 'N', uplo = 'L'): the routine and the arguments of NumPy's
+    ``eigvalsh``, so the same bits, without its copy, workspace query and allocations. ``ch, ints, work, iwork``:
+    :func:`sym_eig_work`. Returns LAPACK's ``info`` (0: computed)."""
+    n = S.shape[0]
+    ints[0], ints[1], ints[4] = n, n, 0
+    _dsyevd(ch[0:].ctypes, ch[1:].ctypes, ints[0:].ctypes, S.ctypes, ints[1:].ctypes, w.ctypes, work.ctypes,
+            ints[2:].ctypes, iwork.ctypes, ints[3:].ctypes, ints[4:].ctypes)
+    return ints[4]

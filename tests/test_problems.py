@@ -284,10 +284,46 @@ def test_diag_blocks_sparse_equals_dense():
         rows, cols = rng.integers(0, n, 400), rng.integers(0, n, 400)
         W = sp.coo_matrix((rng.standard_normal(400), (rows, cols)), shape=(n, n))   # duplicates kept
         want = diag_blocks(W.toarray(), nc, dim)
-        for Ws in (W, W.tocsr()):
+        C = W.tocsr()
+        order = np.argsort(W.row, kind="stable")          # CSR by hand: rows' entries unsorted, duplicates kept
+        raw = sp.csr_matrix((W.data[order], W.col[order], np.r_[0, np.cumsum(np.bincount(W.row, minlength=n))]),
+                            shape=(n, n))
+        assert not raw.has_canonical_format
+        for Ws in (W, C, sp.csr_array(C), raw):
             got = diag_blocks(Ws, nc, dim)
             np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
             assert got.shape == (nc, dim, dim)
+
+
+def test_rho_eigenvalues_are_numpys_bits():
+    """The split spectral rho (solvers._newton_kernels.rho_of_blocks) takes its eigenvalues from LAPACK's dsyevd
+    called directly (_linalg_kernels.sym_eigvals): the same bits as NumPy's eigvalsh, on which the corpus problems'
+    Newton paths depend (a moved last bit sends RockPile_tob1 elsewhere)."""
+    from nsopt._linalg_kernels import sym_eig_work, sym_eigvals
+    from nsopt.solvers.newton import _rho_from_blocks
+    rng = np.random.default_rng(4)
+    work = sym_eig_work()
+    for k in range(400):
+        n = 2 + k % 2
+        A = rng.standard_normal((n, n)) * 10.0 ** rng.uniform(-8, 8)
+        if k % 7 == 0:
+            A = np.outer(A[0], A[0])                       # rank one: repeated zero eigenvalues
+        S = 0.5 * (A + A.T)
+        w = np.empty(n)
+        assert sym_eigvals(S.copy(), w, *work) == 0
+        assert np.array_equal(w, np.linalg.eigvalsh(S))
+    for dim in (2, 3):
+        D = rng.standard_normal((50, dim, dim))
+        D = D @ D.transpose(0, 2, 1) + 0.1 * rng.standard_normal((50, dim, dim))
+        D[3] = -np.eye(dim)                                 # not positive: the median of the others
+        rhoN, rhoT, rho_pgs = _rho_from_blocks(D, "auto", np.full(50, 0.5))
+        S = 0.5 * (D + D.transpose(0, 2, 1))
+        lmax = np.array([np.linalg.eigvalsh(s)[-1] for s in S])
+        lmax[lmax <= 0] = np.median(lmax[lmax > 0])
+        assert np.array_equal(rho_pgs, 1.0 / lmax)
+        lT = np.array([np.linalg.eigvalsh(s[1:, 1:])[-1] for s in S])
+        assert np.array_equal(rhoT, 1.0 / np.where(lT > 0, lT, lmax))
+        assert np.array_equal(rhoN, 1.0 / np.where(D[:, 0, 0] > 0, D[:, 0, 0], lmax))
 
 
 def test_trust_travels_with_the_argument_not_a_global_list():

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from .._jit import njit
 from ..exceptions import ProblemError
 from ._base import EPS, FLOAT64, Problem, affine, as_matrix, as_vector, check_input, matvec, Checked, kept_norm, norm2
 from ._delassus import DelassusFactors, delassus
@@ -187,6 +188,8 @@ def _none():
 
 def diag_blocks(W, nc: int, dim: int) -> np.ndarray:
     """The diagonal ``dim x dim`` blocks of W (dense or sparse) as an (nc, dim, dim) array."""
+    if isinstance(W, (sp.csr_matrix, sp.csr_array)):
+        return csr_diag_blocks(W.indptr, W.indices, W.data, nc, dim)
     if sp.issparse(W):
         C = W.tocoo()
         bi = C.row // dim
@@ -195,6 +198,19 @@ def diag_blocks(W, nc: int, dim: int) -> np.ndarray:
         return np.bincount(flat, weights=C.data[m], minlength=nc * dim * dim).reshape(nc, dim, dim)
     Wd = np.asarray(W)
     return np.array(Wd.reshape(nc, dim, nc, dim).diagonal(axis1=0, axis2=2).transpose(2, 0, 1), order="C")
+
+
+@njit
+def csr_diag_blocks(indptr, indices, data, nc, dim):  # pragma: no cover  (compiled)
+    """:func:`diag_blocks` of a CSR matrix in one pass over its rows (duplicate entries summed, as SciPy does)."""
+    D = np.zeros((nc, dim, dim))
+    for row in range(nc * dim):
+        a, i = row // dim, row % dim
+        for k in range(indptr[row], indptr[row + 1]):
+            c = indices[k]
+            if c // dim == a:
+                D[a, i, c % dim] += data[k]
+    return D
 
 
 class GlobalFrictionContact(Problem):

@@ -14,6 +14,7 @@ import math
 import numpy as np
 from .._contract import RUN, stop_code
 from .._jit import njit
+from .._linalg_kernels import sym_eig_work, sym_eigvals
 
 from . import _gs_kernels as GS
 from ._gs_kernels import proj_cone
@@ -539,18 +540,22 @@ def rho_of_blocks(D, rho_auto, rho_n, rho_t, rhoN, rhoT, rho_pgs):
     ``rhoN`` = 1 / W_aa[N, N] and ``rhoT`` = 1 / lambda_max of the symmetric part of W_aa[T, T] (each
     falling back on lambda_max(W_aa) when not positive), else ``rho_n`` and ``rho_t``. The one home
     of these numbers (:func:`nsopt.solvers.newton._rho_from_blocks` and :func:`dense_setup`); the
-    eigenvalues by LAPACK as NumPy's ``eigvalsh`` (the same bits: a hard problem such as
-    RockPile_tob1 follows another Newton path when rho moves by 1e-15, and ends elsewhere)."""
+    eigenvalues by LAPACK's ``dsyevd`` as NumPy's ``eigvalsh`` (:func:`nsopt._linalg_kernels.sym_eigvals`: the same
+    bits; a hard problem such as RockPile_tob1 follows another Newton path when rho moves by 1e-15, and ends
+    elsewhere)."""
     nc, dim = D.shape[0], D.shape[1]
     lmax = np.empty(nc)
     S = np.empty((dim, dim))
     T = np.empty((dim - 1, dim - 1)) if dim > 1 else np.empty((1, 1))
+    w = np.empty(dim)
+    ch, ints, work, iwork = sym_eig_work()
     npos = 0
     for a in range(nc):
         for i in range(dim):
             for j in range(dim):
                 S[i, j] = 0.5 * (D[a, i, j] + D[a, j, i])
-        lmax[a] = np.linalg.eigvalsh(S)[dim - 1]
+        sym_eigvals(S, w, ch, ints, work, iwork)
+        lmax[a] = w[dim - 1]
         if lmax[a] > 0.0:
             npos += 1
     if npos < nc:
@@ -584,7 +589,8 @@ def rho_of_blocks(D, rho_auto, rho_n, rho_t, rhoN, rhoT, rho_pgs):
                 for i in range(dim - 1):
                     for j in range(dim - 1):
                         T[i, j] = 0.5 * (D[a, 1 + i, 1 + j] + D[a, 1 + j, 1 + i])
-                e = np.linalg.eigvalsh(T)[dim - 2]
+                sym_eigvals(T, w, ch, ints, work, iwork)
+                e = w[dim - 2]
                 if e > 0.0:
                     lT = e
             rhoT[a] = 1.0 / lT
