@@ -768,6 +768,10 @@ class NewtonEulerR(Relation):
         """y of k relations ``rels`` (of one key) at their stacked positions Q (k, 7·nb): (k, m)."""
         return np.array([r.h(Q[j], None, None, Z[j]) for j, r in enumerate(rels)]).reshape(Q.shape[0], self.m)
 
+    def h_G0_batch(self, Q, Z, rels):
+        """(:meth:`h_batch`, :meth:`G0_batch`): both at once where a relation computes them together."""
+        return self.h_batch(Q, Z, rels), self.G0_batch(Q, Z, rels)
+
     def G0_batch(self, Q, Z, rels):
         """The twist Jacobians of k relations (k, m, 6·nb)."""
         return np.array([r.G0(Q[j], None, None, Z[j]) for j, r in enumerate(rels)]).reshape(Q.shape[0], self.m, self.n)
@@ -995,16 +999,21 @@ class NewtonEuler1DR(NewtonEulerR):
     def batch_key(self):
         return ("ne-contact", self.dim, self.n)
 
-    def h_batch(self, Q, Z, rels):
-        """[distance, 0, 0] of k contacts (k, dim) by one :func:`contact_outputs` call."""
+    def h_G0_batch(self, Q, Z, rels):
+        """([distance, 0, 0] (k, dim), the twist Jacobians (k, dim, 6·nb)) of k contacts by one
+        :func:`contact_outputs` call."""
+        d, H = _contacts_of(Q, rels, self.dim)[:2]
         y = np.zeros((Q.shape[0], self.dim))
-        y[:, 0] = _contacts_of(Q, rels, self.dim)[0]
-        return y
+        y[:, 0] = d
+        return y, (H if Q.shape[1] == 14 else np.ascontiguousarray(H[:, :, :6]))
+
+    def h_batch(self, Q, Z, rels):
+        """[distance, 0, 0] of k contacts (k, dim) (:meth:`h_G0_batch`)."""
+        return self.h_G0_batch(Q, Z, rels)[0]
 
     def G0_batch(self, Q, Z, rels):
-        """The twist Jacobians of k contacts (k, dim, 6·nb) by one :func:`contact_outputs` call."""
-        H = _contacts_of(Q, rels, self.dim)[1]
-        return H if Q.shape[1] == 14 else np.ascontiguousarray(H[:, :, :6])
+        """The twist Jacobians of k contacts (k, dim, 6·nb) (:meth:`h_G0_batch`)."""
+        return self.h_G0_batch(Q, Z, rels)[1]
 
     def jachq(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
         """∇_q of the rows whose twist Jacobian is :meth:`jachqT` (H = jachq · T, with jachq = H Tᵀ·4 on the
