@@ -497,24 +497,36 @@ def fc_projected_sweeps(Wdata, Windices, Windptr, q, mu, dim, rho, r, nsweeps, i
 # ----------------------------------------------------------------------------- small dense systems
 
 
-@njit(cache=True, error_model="numpy")
-def dense_direction(A, B, W, phi, shifts, d):
-    """The Newton direction of a small dense system: J d = -phi with J = A + B W (A, B block
-    diagonal, ``dim x dim`` blocks, W dense), retried with J + s I for the next ``shifts`` when J
-    is singular or d not finite. Returns True with d set, else False."""
+@njit(cache=True)
+def contact_matrix(A, B, W, J):
+    """J = A + B W of a dense W (n, n) into J (n, n), A and B block diagonal ((nc, dim, dim) blocks): the
+    Newton matrix of the friction contacts (:func:`nsopt.solvers.newton_system.dense_contact_matrix`,
+    :func:`dense_direction`). Each entry of B W is summed over the block's columns in order from 0.0, as
+    NumPy's ``einsum`` sums it (the same bits), a row of J at a time."""
     nc, dim = A.shape[0], A.shape[1]
-    n = phi.shape[0]
-    J = np.empty((n, n))
+    n = W.shape[1]
     for a in range(nc):
         for l in range(dim):
             i = a * dim + l
             for j in range(n):
-                s = 0.0
-                for m in range(dim):
-                    s += B[a, l, m] * W[a * dim + m, j]
-                J[i, j] = s
+                J[i, j] = 0.0
+            for m in range(dim):
+                b = B[a, l, m]
+                r = a * dim + m
+                for j in range(n):
+                    J[i, j] += b * W[r, j]
             for m in range(dim):
                 J[i, a * dim + m] += A[a, l, m]
+
+
+@njit(cache=True, error_model="numpy")
+def dense_direction(A, B, W, phi, shifts, d):
+    """The Newton direction of a small dense system: J d = -phi with J = A + B W (A, B block
+    diagonal, ``dim x dim`` blocks, W dense: :func:`contact_matrix`), retried with J + s I for the next
+    ``shifts`` when J is singular or d not finite. Returns True with d set, else False."""
+    n = phi.shape[0]
+    J = np.empty((n, n))
+    contact_matrix(A, B, W, J)
     LU = np.empty((n, n))
     for s in shifts:
         for i in range(n):
