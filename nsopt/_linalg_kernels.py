@@ -10,6 +10,26 @@ from numba.extending import get_cython_function_address
 
 from ._jit import njit
 
+SORT_SMALL = 32     # sort_index: insertion sort up to this many entries
+
+
+@njit(cache=True, inline="always")
+def sort_index(a):
+    """Sort the 1-D array ``a`` of distinct indices in place (a row or column of a sparse pattern): by
+    insertion up to ``SORT_SMALL`` entries (numba's ``sort`` costs ~0.4 us a call, and a pattern's rows
+    have a few to a few tens of entries), by ``sort`` above. Distinct entries: the same order either way."""
+    n = a.shape[0]
+    if n > SORT_SMALL:
+        a.sort()
+        return
+    for i in range(1, n):
+        v = a[i]
+        k = i - 1
+        while k >= 0 and a[k] > v:
+            a[k + 1] = a[k]
+            k -= 1
+        a[k + 1] = v
+
 
 @njit(cache=True)
 def static_lu_symbolic(Aptr, Aind, n):
@@ -55,7 +75,7 @@ def static_lu_symbolic(Aptr, Aind, n):
                 c += 1
                 Lcount[i + 1] += 1
                 i = parent[i]
-        Uind[Uptr[j]:c].sort()
+        sort_index(Uind[Uptr[j]:c])
     for i in range(n):
         Lcount[i + 1] += Lcount[i]
     Lptr = Lcount

@@ -14,7 +14,7 @@ import math
 import numpy as np
 from .._contract import RUN, stop_code
 from .._jit import njit
-from .._linalg_kernels import sym_eig_work, sym_eigvals
+from .._linalg_kernels import sort_index, sym_eig_work, sym_eigvals
 
 from . import _gs_kernels as GS
 from ._gs_kernels import proj_cone
@@ -360,7 +360,7 @@ def csr_pattern(Windptr, Windices, nc, dim):
                     indices[base + c] = j
                     c += 1
         row = indices[base:base + c]
-        row.sort()
+        sort_index(row)
         for k in range(c):
             where[row[k]] = k
         for l in range(1, dim):         # the contact's other rows: the same columns
@@ -917,7 +917,7 @@ def body_pattern(Hptr, Hind, Hdata, nc, dim, nv):
                 c += 1
         k = c - cptr[a]
         row = cols[cptr[a]:c]
-        row.sort()
+        sort_index(row)
         for t in range(k):
             where[row[t]] = t
             ccount[row[t] + 1] += 1
@@ -972,7 +972,7 @@ def body_pattern(Hptr, Hind, Hdata, nc, dim, nv):
         b = Sptr[j]
         c = Sptr[j + 1] - b
         Sind[b:b + c] = tmp[room[j]:room[j] + c]
-        Sind[b:b + c].sort()
+        sort_index(Sind[b:b + c])
         for t in range(c):
             where[Sind[b + t]] = b + t
         dpos[j] = where[j]
