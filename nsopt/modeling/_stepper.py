@@ -1553,15 +1553,20 @@ class MoreauJeanStepper:
         if np.count_nonzero(S) > PROJECTION_DENSE:     # pgs' size: every row at once (see the docstring)
             S[:] = True
         HM = (H @ Mi).tocsr()
-        delta = None
+        # the rounds' products by compiled loops in the order of scipy's (the same numbers): W of the dense LCPs
+        # (K.projection_delassus), Δ and the linearised gaps (K.projection_step)
+        hm = (HM.indptr.astype(np.int64), HM.indices.astype(np.int64), np.ascontiguousarray(HM.data, dtype=float))
+        hr = (H.indptr.astype(np.int64), H.indices.astype(np.int64), np.ascontiguousarray(H.data, dtype=float))
+        delta, gap = np.empty(H.shape[1]), np.empty(H.shape[0])
         prev = mu = None
         for _ in range(PROJECTION_ROUNDS):
             idx = np.flatnonzero(S)
-            Hs, HMs = H[idx], HM[idx]
-            W = (HMs @ Hs.T).tocsr()
             if idx.shape[0] <= PROJECTION_DENSE:
-                res = solve(LCP(W.toarray(), y[idx]), method="lemke", tol=1e-12)
+                W = np.empty((idx.shape[0], idx.shape[0]))
+                K.projection_delassus(*hm, *hr, idx, H.shape[1], W)
+                res = solve(LCP(W, y[idx]), method="lemke", tol=1e-12)
             else:
+                W = (HM[idx] @ H[idx].T).tocsr()
                 warm = None
                 if mu is not None and mu.any():       # the last round's μ on its rows (a subset of these)
                     warm = np.zeros(idx.shape[0])
@@ -1571,8 +1576,8 @@ class MoreauJeanStepper:
             mu = np.asarray(res.z, dtype=float)
             if not np.all(np.isfinite(mu)):
                 return None, idx.shape[0]
-            delta = np.asarray(HMs.T @ mu).reshape(-1)
-            add = ~S & (y + H @ delta < -0.5 * tol)
+            K.projection_step(*hm, *hr, idx, mu, y, delta, gap)
+            add = ~S & (gap < -0.5 * tol)
             if not add.any():
                 break
             S |= add
