@@ -14,7 +14,7 @@ import math
 import numpy as np
 from .._contract import RUN, stop_code
 from .._jit import njit
-from .._linalg_kernels import sort_index, sym_eig_work, sym_eigvals
+from .._linalg_kernels import insertion_sort, sort_index, sym_eig_work, sym_eigvals
 
 from . import _gs_kernels as GS
 from ._gs_kernels import proj_cone
@@ -579,13 +579,7 @@ def rho_of_blocks(D, rho_auto, rho_n, rho_t, rhoN, rhoT, rho_pgs):
                 if lmax[a] > 0.0:
                     pos[k] = lmax[a]
                     k += 1
-            for i in range(1, npos):      # insertion sort, then the median as np.median takes it
-                v = pos[i]
-                j = i - 1
-                while j >= 0 and pos[j] > v:
-                    pos[j + 1] = pos[j]
-                    j -= 1
-                pos[j + 1] = v
+            insertion_sort(pos)         # then the median as np.median takes it
             h = npos // 2
             fill = pos[h] if npos % 2 else 0.5 * (pos[h - 1] + pos[h])
         for a in range(nc):
