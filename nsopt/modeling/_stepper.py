@@ -1552,6 +1552,9 @@ class MoreauJeanStepper:
         S = y < -tol
         if np.count_nonzero(S) > PROJECTION_DENSE:     # pgs' size: every row at once (see the docstring)
             S[:] = True
+        if not (sp.isspmatrix_csr(H) and H.has_canonical_format):      # (the compiled products read CSR rows once each)
+            H = sp.csr_matrix(H, copy=True)
+            H.sum_duplicates()
         HM = (H @ Mi).tocsr()
         # the rounds' products by compiled loops in the order of scipy's (the same numbers): W of the dense LCPs
         # (K.projection_delassus), Δ and the linearised gaps (K.projection_step)
