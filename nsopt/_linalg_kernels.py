@@ -10,6 +10,31 @@ from numba.extending import get_cython_function_address
 
 from ._jit import njit
 
+SORT_SMALL = 32     # sort_index: insertion sort up to this many entries
+
+
+@njit(cache=True, inline="always")
+def insertion_sort(a):
+    """Sort the 1-D array ``a`` in place by insertion (stable; no call, no allocation: for short arrays)."""
+    for i in range(1, a.shape[0]):
+        v = a[i]
+        k = i - 1
+        while k >= 0 and a[k] > v:
+            a[k + 1] = a[k]
+            k -= 1
+        a[k + 1] = v
+
+
+@njit(cache=True, inline="always")
+def sort_index(a):
+    """Sort the 1-D array ``a`` of distinct indices in place (a row or column of a sparse pattern): by
+    insertion up to ``SORT_SMALL`` entries (numba's ``sort`` costs ~0.4 us a call, and a pattern's rows
+    have a few to a few tens of entries), by ``sort`` above. Distinct entries: the same order either way."""
+    if a.shape[0] > SORT_SMALL:
+        a.sort()
+    else:
+        insertion_sort(a)
+
 
 @njit(cache=True)
 def static_lu_symbolic(Aptr, Aind, n):
@@ -55,7 +80,7 @@ def static_lu_symbolic(Aptr, Aind, n):
                 c += 1
                 Lcount[i + 1] += 1
                 i = parent[i]
-        Uind[Uptr[j]:c].sort()
+        sort_index(Uind[Uptr[j]:c])
     for i in range(n):
         Lcount[i + 1] += Lcount[i]
     Lptr = Lcount

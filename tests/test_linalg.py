@@ -102,3 +102,25 @@ def test_min_norm_lstsq_of_a_singular_and_a_rectangular_system():
     C = A + np.diag([0.0, 1e-14, 0.0])        # singular to rounding
     x = min_norm_lstsq(C, np.array([2.0, 2.0, 4.0]), rcond=1e-12)
     np.testing.assert_allclose(x, [1.0, 1.0, 2.0], atol=1e-12)
+
+
+def test_sort_index_is_numpy_sort():
+    """The patterns' row sort (insertion up to SORT_SMALL entries, numba's sort above) orders distinct indices as
+    np.sort does, in place, on a slice of a larger array (the kernels sort a row inside the pattern's index array),
+    for every length through the switch."""
+    from numba import njit
+
+    from nsopt._linalg_kernels import SORT_SMALL, sort_index
+
+    @njit
+    def sort_slice(a, lo, hi):
+        sort_index(a[lo:hi])
+
+    rng = np.random.default_rng(3)
+    for n in range(0, 2 * SORT_SMALL + 3):
+        for dtype in (np.int32, np.int64):
+            a = rng.permutation(10 * n + 5)[:n + 4].astype(dtype)
+            want = a.copy()
+            want[2:2 + n] = np.sort(want[2:2 + n])
+            sort_slice(a, 2, 2 + n)
+            assert a.tolist() == want.tolist()

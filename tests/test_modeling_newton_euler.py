@@ -400,3 +400,28 @@ def test_delassus_of_a_contact_is_the_effective_mass_at_the_point():
         assert W[0, 0] == pytest.approx(1 / m + c @ np.linalg.solve(I, c), rel=1e-12)
         np.testing.assert_allclose(W, W.T, atol=1e-14)
         assert np.linalg.eigvalsh(W).min() > 0
+
+
+@pytest.mark.parametrize("two", [False, True])
+def test_group_outputs_are_contact_outputs(two):
+    """A relation group's h and G0 (one evaluation, ``h_G0_batch``: the contact kernel reading the stacked poses and
+    the contact table's rows as they are) are :func:`contact_outputs`' numbers to the bit, and ``h_batch``,
+    ``G0_batch`` its parts; one body: H of the body's 6 columns, two: 12."""
+    from nsopt.modeling.newton_euler import ContactTable
+
+    rng = np.random.default_rng(4)
+    k = 9
+    table = ContactTable(4)
+    rels = table.relations(k, dim=3)
+    P1, P2, N = rng.normal(size=(k, 3)), rng.normal(size=(k, 3)), rng.normal(size=(k, 3))
+    table.set([r._row for r in rels], P1, P2, N)
+    poses = [np.c_[rng.normal(size=(k, 3)), rot.quat_exp(rng.normal(size=(k, 3)))] for _ in range(2)]
+    Q = np.hstack(poses) if two else poses[0]
+    y, G = rels[0].h_G0_batch(Q, np.zeros((k, 0)), rels)
+    y0, H = contact_outputs(poses[0], poses[1], np.full(k, two), table.data[[r._row for r in rels], 0:3],
+                            table.data[[r._row for r in rels], 3:6], table.data[[r._row for r in rels], 6:9], 3)[:2]
+    assert G.shape == (k, 3, 12 if two else 6)
+    assert G.tobytes() == np.ascontiguousarray(H[:, :, :G.shape[2]]).tobytes()
+    assert y[:, 0].tobytes() == y0.tobytes() and not y[:, 1:].any()
+    assert rels[0].h_batch(Q, None, rels).tobytes() == y.tobytes()
+    assert rels[0].G0_batch(Q, None, rels).tobytes() == G.tobytes()

@@ -289,3 +289,27 @@ def test_compiled_small_loop_is_the_newton_loop(formulation, seed):
         runs.append(np.array(mon.history))
     assert runs[0].shape == runs[1].shape
     np.testing.assert_allclose(runs[0], runs[1], rtol=1e-9 if formulation == "ac" else 1e-4, atol=1e-15)
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_dense_system_makes_w_csr_when_read(dim):
+    """A dense system above the compiled loop's size (the Python path) builds no CSR of W (a 120-unknown system of
+    the 10-cube pile spent half its build on it); pgs and the proximal terms that read it get W's CSR, and the
+    projected sweeps from it are those of W (the same iterate as a sparse W's system)."""
+    from nsopt.solvers.newton import SMALL_DENSE, _LocalFrictionSystem
+
+    nc = SMALL_DENSE // dim + 4
+    p, _ = _fc(nc, dim, 3)
+    sys = _LocalFrictionSystem(p, "ac", "auto")
+    assert sys.dense and not sys.small and "csr" not in sys.__dict__
+    data, ind, ptr = sys.csr
+    np.testing.assert_array_equal(sp.csr_matrix((data, ind, ptr), shape=p.W.shape).toarray(), p.W)
+    assert (sys.Wcsr != sp.csr_matrix(p.W)).nnz == 0
+    ref = _LocalFrictionSystem(FrictionContact(dim, sp.csr_matrix(p.W), p.q, p.mu), "ac", "auto", dense_max=0)
+    r1, r2 = np.zeros(p.size), np.zeros(p.size)
+    sys.pgs(r1, nsweeps=3)
+    ref.pgs(r2, nsweeps=3)
+    np.testing.assert_array_equal(r1, r2)
+    if dim == 3:        # (the proximal method: fc3d)
+        s = nsopt.solve(p, method="prox", tol=TOL)
+        assert s.success and p.error(s.r) <= TOL

@@ -66,7 +66,7 @@ from ..modeling import NonSmoothDynamicalSystem
 from ..modeling import joints as _joints
 from ..modeling import _rotation as rot
 from ..modeling._check import matrix, scalar, vector
-from ..modeling.newton_euler import ContactTable
+from ..modeling.newton_euler import ContactTable, kinetic_energy
 from . import _collision_kernels as kern
 from .collision import CollisionManager, Contacts
 from .shapes import Box, Capsule, Cone, Contactor, ConvexMesh, Cylinder, HalfSpace, Shape, Sphere, group_index, quaternion
@@ -1250,7 +1250,6 @@ class SceneRun:
 
     def _update(self, sol) -> SceneStep:
         """Update: the step's figures, from what the step computed (its impulses, its gaps at q_{k+1})."""
-        from ..modeling.newton_euler import kinetic_energy
         model, sim = self.model, self.sim
         Q, V = model.poses(sim), model.twists(sim)
         c = model.last

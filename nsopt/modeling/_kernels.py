@@ -433,3 +433,48 @@ def lin_outputs(indptr, indices, data, b, rows, q, v, y0, y1):  # pragma: no cov
     in its storage order as scipy's product) into ``y0[rows]``, ``y1[rows]``."""
     for r in range(rows.shape[0]):
         y0[rows[r]], y1[rows[r]] = lin_row(indptr, indices, data, b, r, q, v)
+
+
+
+
+@njit(cache=True)
+def projection_delassus(ptr, ind, hm, Hptr, Hind, Hdat, idx, nv, W):  # pragma: no cover  (compiled)
+    r""":math:`W = (HM^{-1})_S H_S^\top` of the rows S = ``idx`` of a position projection's round
+    (:meth:`~nsopt.modeling._stepper.MoreauJeanStepper._project_rows`), dense into ``W`` (|S| x |S|), from
+    :math:`HM^{-1}` in CSR (``ptr``, ``ind``, ``hm``: scipy's product, in its storage order) and H in CSR
+    (``Hptr``, ``Hind``, ``Hdat``, no duplicates; ``nv`` columns): each entry summed over the row of
+    :math:`HM^{-1}` in that order from 0.0, as scipy's ``HM[S] @ H[S].T`` sums it (the same numbers; an entry
+    absent from H adds ±0.0, which leaves a sum as it is). Column b of W against row ``idx[b]`` of H scattered
+    into a work vector (no dense H)."""
+    m = idx.shape[0]
+    work = np.zeros(nv)
+    for b in range(m):
+        k = idx[b]
+        for p in range(Hptr[k], Hptr[k + 1]):
+            work[Hind[p]] = Hdat[p]
+        for a in range(m):
+            i = idx[a]
+            s = 0.0
+            for p in range(ptr[i], ptr[i + 1]):
+                s += hm[p] * work[ind[p]]
+            W[a, b] = s
+        for p in range(Hptr[k], Hptr[k + 1]):
+            work[Hind[p]] = 0.0
+
+
+@njit(cache=True)
+def projection_step(ptr, ind, hm, Hptr, Hind, Hdat, idx, mu, y, delta, gap):  # pragma: no cover  (compiled)
+    r"""The move of a position projection's round and the linearised gaps it leaves:
+    :math:`\Delta = (HM^{-1})_S^\top\mu` into ``delta`` (as scipy's ``HM[S].T @ mu``: the rows of S in turn, each
+    in its storage order) and :math:`y + H\Delta` into ``gap`` (H in CSR, ``Hptr``, ``Hind``, ``Hdat``: as scipy's
+    ``H @ delta``, each row summed in its storage order from 0.0)."""
+    delta[:] = 0.0
+    for a in range(idx.shape[0]):
+        i = idx[a]
+        for p in range(ptr[i], ptr[i + 1]):
+            delta[ind[p]] += hm[p] * mu[a]
+    for r in range(Hptr.shape[0] - 1):
+        s = 0.0
+        for p in range(Hptr[r], Hptr[r + 1]):
+            s += Hdat[p] * delta[Hind[p]]
+        gap[r] = y[r] + s

@@ -119,6 +119,7 @@ class LocalError:
         self._plan = None            # (stepper layout key, _SecondOrder or _FirstOrder or None)
         self._zero = None            # the stepper's systems on which the estimate is 0 (see _layout)
         self._mem = None             # (step count, a_k, Δa_{k-1}, impulses, state row) after a step
+        self._e = None               # (plan, e_q of its constant accelerations, any nonzero): :meth:`block`
         self._pending = None
 
     def _layout(self, st):
@@ -180,10 +181,17 @@ class LocalError:
         self._mem = None                  # (the next step that is not a free flight starts afresh)
         if self.theta == 0.5:
             return 0.0
-        a = plan.acc(0.0, X0)
-        if not np.any(a):
+        kept = self._e
+        if kept is not None and kept[0] is plan:        # (constant accelerations: e_q once per layout)
+            e, nonzero = kept[1], kept[2]
+        else:
+            a = plan.acc(0.0, X0)
+            nonzero = bool(np.any(a))
+            e = np.abs(self.h * self.h * (self.theta - 0.5) * a)
+            if plan.constant:
+                self._e = (plan, e, nonzero)
+        if not nonzero:
             return np.zeros(n)
-        e = np.abs(self.h * self.h * (self.theta - 0.5) * a)
         Q = np.vstack([plan.positions(X0[None, :]), plan.positions(rows)])
         return np.max(e / (1.0 + np.maximum(np.abs(Q[:-1]), np.abs(Q[1:]))), axis=1)
 
@@ -207,6 +215,7 @@ class _SecondOrder:
             w = 3 if getattr(ds, "kind", None) == "newton_euler" else b - a
             qcol[a:a + w] = np.arange(int(S.qoff[k]), int(S.qoff[k]) + w)
         self.qcol = qcol
+        self._take, self._off = np.where(qcol < 0, 0, qcol), qcol < 0      # (positions)
         cons = [k for k in range(len(S.systems)) if S.constant[k]]
         # constant members: F = F_ext(t) - K q - C v (stacked), a = M⁻¹F with M's own factors (M ≠ M̂ with K, C)
         self.factors = []
@@ -284,8 +293,8 @@ class _SecondOrder:
         return X0[:nq], X1[:nq], self.qcol, X0[nq:nq + nv], X1[nq:nq + nv]
 
     def positions(self, rows):
-        Q = rows[:, :self.nq][:, np.where(self.qcol < 0, 0, self.qcol)]
-        Q[:, self.qcol < 0] = 0.0
+        Q = rows[:, self._take]
+        Q[:, self._off] = 0.0
         return Q
 
 

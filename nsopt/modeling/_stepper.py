@@ -533,20 +533,28 @@ class _Systems:
 class _Group:
     """Interactions whose scleronomous relations share one batched evaluation (``batch_key``)."""
 
-    __slots__ = ("Z", "cols", "entries", "index", "qcols", "rel", "rels", "rows")
+    __slots__ = ("Z", "both", "cols", "entries", "index", "qcols", "rel", "rels", "rows")
 
     def __init__(self, rel):
         self.rel, self.index, self.rels, self.entries = rel, [], [], []
+        self.both = getattr(rel, "h_G0_batch", None)     # h and G0 by one evaluation (rigid contacts, joints)
+
+    def _members(self, sel):
+        if sel is None:
+            return self.Z, self.rels
+        return self.Z[sel], None if self.rels is None else [self.rels[j] for j in sel]
 
     def h(self, Q, sel=None):
-        if sel is None:
-            return self.rel.h_batch(Q, self.Z, self.rels)
-        return self.rel.h_batch(Q, self.Z[sel], None if self.rels is None else [self.rels[j] for j in sel])
+        return self.rel.h_batch(Q, *self._members(sel))
 
     def G0(self, Q, sel=None):
-        if sel is None:
-            return self.rel.G0_batch(Q, self.Z, self.rels)
-        return self.rel.G0_batch(Q, self.Z[sel], None if self.rels is None else [self.rels[j] for j in sel])
+        return self.rel.G0_batch(Q, *self._members(sel))
+
+    def h_G0(self, Q, sel=None):
+        """(h, G0) at Q: one evaluation where the relation has one (``h_G0_batch``)."""
+        if self.both is None:
+            return self.h(Q, sel), self.G0(Q, sel)
+        return self.both(Q, *self._members(sel))
 
 
 class _Singles:
@@ -1036,20 +1044,25 @@ class MoreauJeanStepper:
                 if s.size:
                     Qs = q[grp.qcols[s]]
                     rows = grp.rows.reshape(-1, grp.rel.m)[s].ravel()
-                    Y0[rows] = grp.h(Qs, s).ravel()
-                    K.rows_velocity(grp.G0(Qs, s), v, grp.cols[s], rows, Y1)
+                    y, G = grp.h_G0(Qs, s)
+                    Y0[rows] = y.ravel()
+                    K.rows_velocity(G, v, grp.cols[s], rows, Y1)
                 continue
             Qn = q[grp.qcols]
-            Y0[grp.rows] = grp.h(Qn).ravel()
             on, Gp = (None, None) if G0p is None else G0p.get(gi, (None, None))
-            if Gp is None:
-                G = grp.G0(Qn)
+            off = None if Gp is None else np.flatnonzero(~act[grp.index])
+            if Gp is None or off.size and grp.both is not None:
+                # (h and G0 of every member by one evaluation, the active members' G0 then the problem's)
+                y, G = grp.h_G0(Qn)
+                if Gp is not None:
+                    G[on] = Gp
             else:
+                y = grp.h(Qn)
                 G = np.empty((Qn.shape[0],) + Gp.shape[1:])
                 G[on] = Gp
-                off = np.flatnonzero(~act[grp.index])
                 if off.size:
                     G[off] = grp.G0(Qn[off], off)
+            Y0[grp.rows] = y.ravel()
             K.rows_velocity(G, v, grp.cols, grp.rows, Y1)
         if self.singles is not None:
             self.singles.outputs(t, q, v, L0, L1, Y0, Y1, gap, sel, used, lam0_prev, self.h)
@@ -1539,16 +1552,24 @@ class MoreauJeanStepper:
         S = y < -tol
         if np.count_nonzero(S) > PROJECTION_DENSE:     # pgs' size: every row at once (see the docstring)
             S[:] = True
+        if not (sp.isspmatrix_csr(H) and H.has_canonical_format):      # (the compiled products read CSR rows once each)
+            H = sp.csr_matrix(H, copy=True)
+            H.sum_duplicates()
         HM = (H @ Mi).tocsr()
-        delta = None
+        # the rounds' products by compiled loops in the order of scipy's (the same numbers): W of the dense LCPs
+        # (K.projection_delassus), Δ and the linearised gaps (K.projection_step)
+        hm = (HM.indptr.astype(np.int64), HM.indices.astype(np.int64), np.ascontiguousarray(HM.data, dtype=float))
+        hr = (H.indptr.astype(np.int64), H.indices.astype(np.int64), np.ascontiguousarray(H.data, dtype=float))
+        delta, gap = np.empty(H.shape[1]), np.empty(H.shape[0])
         prev = mu = None
         for _ in range(PROJECTION_ROUNDS):
             idx = np.flatnonzero(S)
-            Hs, HMs = H[idx], HM[idx]
-            W = (HMs @ Hs.T).tocsr()
             if idx.shape[0] <= PROJECTION_DENSE:
-                res = solve(LCP(W.toarray(), y[idx]), method="lemke", tol=1e-12)
+                W = np.empty((idx.shape[0], idx.shape[0]))
+                K.projection_delassus(*hm, *hr, idx, H.shape[1], W)
+                res = solve(LCP(W, y[idx]), method="lemke", tol=1e-12)
             else:
+                W = (HM[idx] @ H[idx].T).tocsr()
                 warm = None
                 if mu is not None and mu.any():       # the last round's μ on its rows (a subset of these)
                     warm = np.zeros(idx.shape[0])
@@ -1558,8 +1579,8 @@ class MoreauJeanStepper:
             mu = np.asarray(res.z, dtype=float)
             if not np.all(np.isfinite(mu)):
                 return None, idx.shape[0]
-            delta = np.asarray(HMs.T @ mu).reshape(-1)
-            add = ~S & (y + H @ delta < -0.5 * tol)
+            K.projection_step(*hm, *hr, idx, mu, y, delta, gap)
+            add = ~S & (gap < -0.5 * tol)
             if not add.any():
                 break
             S |= add

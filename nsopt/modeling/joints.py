@@ -257,6 +257,9 @@ class NewtonEulerJointR(NewtonEulerR):
     def G0_batch(self, Q, Z, rels):
         return self._batch(Q, rels)[1]
 
+    def h_G0_batch(self, Q, Z, rels):
+        return self._batch(Q, rels)
+
 
 class KneeJointR(NewtonEulerJointR):
     """Ball joint (Siconos ``KneeJointR``): the point ``P`` of body 1 stays on the point of body 2 (or of the

@@ -768,6 +768,10 @@ class NewtonEulerR(Relation):
         """y of k relations ``rels`` (of one key) at their stacked positions Q (k, 7·nb): (k, m)."""
         return np.array([r.h(Q[j], None, None, Z[j]) for j, r in enumerate(rels)]).reshape(Q.shape[0], self.m)
 
+    def h_G0_batch(self, Q, Z, rels):
+        """(:meth:`h_batch`, :meth:`G0_batch`): both at once where a relation computes them together."""
+        return self.h_batch(Q, Z, rels), self.G0_batch(Q, Z, rels)
+
     def G0_batch(self, Q, Z, rels):
         """The twist Jacobians of k relations (k, m, 6·nb)."""
         return np.array([r.G0(Q[j], None, None, Z[j]) for j, r in enumerate(rels)]).reshape(Q.shape[0], self.m, self.n)
@@ -995,16 +999,21 @@ class NewtonEuler1DR(NewtonEulerR):
     def batch_key(self):
         return ("ne-contact", self.dim, self.n)
 
-    def h_batch(self, Q, Z, rels):
-        """[distance, 0, 0] of k contacts (k, dim) by one :func:`contact_outputs` call."""
+    def h_G0_batch(self, Q, Z, rels):
+        """([distance, 0, 0] (k, dim), the twist Jacobians (k, dim, 6·nb)) of k contacts by one
+        :func:`contact_outputs` call."""
+        d, H = _contacts_of(Q, rels, self.dim)
         y = np.zeros((Q.shape[0], self.dim))
-        y[:, 0] = _contacts_of(Q, rels, self.dim)[0]
-        return y
+        y[:, 0] = d
+        return y, H
+
+    def h_batch(self, Q, Z, rels):
+        """[distance, 0, 0] of k contacts (k, dim) (:meth:`h_G0_batch`)."""
+        return self.h_G0_batch(Q, Z, rels)[0]
 
     def G0_batch(self, Q, Z, rels):
-        """The twist Jacobians of k contacts (k, dim, 6·nb) by one :func:`contact_outputs` call."""
-        H = _contacts_of(Q, rels, self.dim)[1]
-        return H if Q.shape[1] == 14 else np.ascontiguousarray(H[:, :, :6])
+        """The twist Jacobians of k contacts (k, dim, 6·nb) (:meth:`h_G0_batch`)."""
+        return self.h_G0_batch(Q, Z, rels)[1]
 
     def jachq(self, Q, t=None, lam=None, Z=None) -> np.ndarray:
         """∇_q of the rows whose twist Jacobian is :meth:`jachqT` (H = jachq · T, with jachq = H Tᵀ·4 on the
@@ -1124,14 +1133,18 @@ def _contact_data(rels) -> np.ndarray:
 
 
 def _contacts_of(Q, rels, dim):
-    """:func:`contact_outputs` of the contact relations ``rels`` at their stacked positions Q (k, 7 or 14)."""
+    """(y (k,), H) of the contact relations ``rels`` at their stacked positions Q (k, 7 or 14): the formulas of
+    :func:`contact_outputs`, read from Q and the relations' data (k, 9) as they are (no copies), H (k, dim, 6·nb)
+    of the nb = 1 or 2 bodies of Q's rows."""
     k = Q.shape[0]
     D = _contact_data(rels)
-    P1, P2, N = D[:, 0:3], D[:, 3:6], D[:, 6:9]
-    two = Q.shape[1] == 14
-    Q1 = Q[:, :7]
-    Q2 = Q[:, 7:14] if two else np.zeros((k, 7))
-    return contact_outputs(Q1, Q2, np.full(k, two), P1, P2, N, dim)
+    nb = 2 if Q.shape[1] == 14 else 1
+    y = np.empty(k)
+    H = np.zeros((k, dim, 6 * nb))
+    P = np.empty((3, k, 3))
+    _contact_kernel(np.ascontiguousarray(Q, dtype=float), np.full(k, nb == 2), np.ascontiguousarray(D, dtype=float),
+                    dim, y, H, P[0], P[1], P[2])
+    return y, H
 
 
 def stack_contacts(relations):
@@ -1155,15 +1168,14 @@ def contact_outputs(Q1, Q2, two, rel_pc1, rel_pc2, rel_nc, dim):
     y : (k,) signed distances; H : (k, dim, 12) twist Jacobians (columns 6:12 zero without body 2);
     pc1, pc2, nc : (k, 3) world points and normal.
     """
-    Q1 = np.ascontiguousarray(Q1, dtype=float)
-    Q2 = np.ascontiguousarray(Q2, dtype=float)
-    k = Q1.shape[0]
+    k = len(Q1)
+    Q, D = np.empty((k, 14)), np.empty((k, 9))      # (the kernel's layout: both poses, the three vectors, a row each)
+    Q[:, :7], Q[:, 7:] = Q1, Q2
+    D[:, 0:3], D[:, 3:6], D[:, 6:9] = rel_pc1, rel_pc2, rel_nc
     y = np.empty(k)
     H = np.zeros((k, dim, 12))
     P1, P2, N = np.empty((k, 3)), np.empty((k, 3)), np.empty((k, 3))
-    _contact_kernel(Q1, Q2, np.ascontiguousarray(two, dtype=np.bool_), np.ascontiguousarray(rel_pc1, dtype=float),
-                    np.ascontiguousarray(rel_pc2, dtype=float), np.ascontiguousarray(rel_nc, dtype=float), dim,
-                    y, H, P1, P2, N)
+    _contact_kernel(Q, np.ascontiguousarray(two, dtype=np.bool_), D, dim, y, H, P1, P2, N)
     return y, H, P1, P2, N
 
 
@@ -1200,34 +1212,36 @@ def _ortho(nx, ny, nz, F):  # pragma: no cover  (compiled; same rule as ortho_ba
 
 
 @njit(cache=True)
-def _contact_kernel(Q1, Q2, two, RP1, RP2, RN, dim, y, H, P1, P2, N):  # pragma: no cover  (compiled)
+def _contact_kernel(Q, two, D, dim, y, H, P1, P2, N):  # pragma: no cover  (compiled)
+    """Row j: body 1's pose Q[j, 0:7], body 2's Q[j, 7:14] (where ``two[j]``), the body-frame points and
+    normal D[j, 0:3], D[j, 3:6], D[j, 6:9]; H (k, dim, 6·nb) with nb = 2 when any row has two bodies."""
     R1 = np.empty((3, 3))
     R2 = np.empty((3, 3))
     F = np.empty((3, 3))
     A = np.empty((3, 3))
-    for j in range(Q1.shape[0]):
-        _rot(Q1[j, 3], Q1[j, 4], Q1[j, 5], Q1[j, 6], R1)
+    for j in range(Q.shape[0]):
+        _rot(Q[j, 3], Q[j, 4], Q[j, 5], Q[j, 6], R1)
         for i in range(3):
-            P1[j, i] = Q1[j, i] + R1[i, 0] * RP1[j, 0] + R1[i, 1] * RP1[j, 1] + R1[i, 2] * RP1[j, 2]
+            P1[j, i] = Q[j, i] + R1[i, 0] * D[j, 0] + R1[i, 1] * D[j, 1] + R1[i, 2] * D[j, 2]
         if two[j]:
-            _rot(Q2[j, 3], Q2[j, 4], Q2[j, 5], Q2[j, 6], R2)
+            _rot(Q[j, 10], Q[j, 11], Q[j, 12], Q[j, 13], R2)
             for i in range(3):
-                P2[j, i] = Q2[j, i] + R2[i, 0] * RP2[j, 0] + R2[i, 1] * RP2[j, 1] + R2[i, 2] * RP2[j, 2]
-                N[j, i] = R2[i, 0] * RN[j, 0] + R2[i, 1] * RN[j, 1] + R2[i, 2] * RN[j, 2]
+                P2[j, i] = Q[j, 7 + i] + R2[i, 0] * D[j, 3] + R2[i, 1] * D[j, 4] + R2[i, 2] * D[j, 5]
+                N[j, i] = R2[i, 0] * D[j, 6] + R2[i, 1] * D[j, 7] + R2[i, 2] * D[j, 8]
         else:
             for i in range(3):
-                P2[j, i] = RP2[j, i]
-                N[j, i] = RN[j, i]
+                P2[j, i] = D[j, 3 + i]
+                N[j, i] = D[j, 6 + i]
         y[j] = N[j, 0] * (P1[j, 0] - P2[j, 0]) + N[j, 1] * (P1[j, 1] - P2[j, 1]) + N[j, 2] * (P1[j, 2] - P2[j, 2])
         _ortho(N[j, 0], N[j, 1], N[j, 2], F)
         nb = 2 if two[j] else 1
         for b in range(nb):
             if b == 0:
-                gx, gy, gz = Q1[j, 0] - P1[j, 0], Q1[j, 1] - P1[j, 1], Q1[j, 2] - P1[j, 2]
+                gx, gy, gz = Q[j, 0] - P1[j, 0], Q[j, 1] - P1[j, 1], Q[j, 2] - P1[j, 2]
                 R = R1
                 s = 1.0
             else:
-                gx, gy, gz = Q2[j, 0] - P1[j, 0], Q2[j, 1] - P1[j, 1], Q2[j, 2] - P1[j, 2]
+                gx, gy, gz = Q[j, 7] - P1[j, 0], Q[j, 8] - P1[j, 1], Q[j, 9] - P1[j, 2]
                 R = R2
                 s = -1.0
             # A = [G - P]x R

@@ -14,7 +14,7 @@ import math
 import numpy as np
 from .._contract import RUN, stop_code
 from .._jit import njit
-from .._linalg_kernels import sym_eig_work, sym_eigvals
+from .._linalg_kernels import insertion_sort, sort_index, sym_eig_work, sym_eigvals
 
 from . import _gs_kernels as GS
 from ._gs_kernels import proj_cone
@@ -360,7 +360,7 @@ def csr_pattern(Windptr, Windices, nc, dim):
                     indices[base + c] = j
                     c += 1
         row = indices[base:base + c]
-        row.sort()
+        sort_index(row)
         for k in range(c):
             where[row[k]] = k
         for l in range(1, dim):         # the contact's other rows: the same columns
@@ -497,24 +497,36 @@ def fc_projected_sweeps(Wdata, Windices, Windptr, q, mu, dim, rho, r, nsweeps, i
 # ----------------------------------------------------------------------------- small dense systems
 
 
-@njit(cache=True, error_model="numpy")
-def dense_direction(A, B, W, phi, shifts, d):
-    """The Newton direction of a small dense system: J d = -phi with J = A + B W (A, B block
-    diagonal, ``dim x dim`` blocks, W dense), retried with J + s I for the next ``shifts`` when J
-    is singular or d not finite. Returns True with d set, else False."""
+@njit(cache=True)
+def contact_matrix(A, B, W, J):
+    """J = A + B W of a dense W (n, n) into J (n, n), A and B block diagonal ((nc, dim, dim) blocks): the
+    Newton matrix of the friction contacts (:func:`nsopt.solvers.newton_system.dense_contact_matrix`,
+    :func:`dense_direction`). Each entry of B W is summed over the block's columns in order from 0.0, as
+    NumPy's ``einsum`` sums it (the same bits), a row of J at a time."""
     nc, dim = A.shape[0], A.shape[1]
-    n = phi.shape[0]
-    J = np.empty((n, n))
+    n = W.shape[1]
     for a in range(nc):
         for l in range(dim):
             i = a * dim + l
             for j in range(n):
-                s = 0.0
-                for m in range(dim):
-                    s += B[a, l, m] * W[a * dim + m, j]
-                J[i, j] = s
+                J[i, j] = 0.0
+            for m in range(dim):
+                b = B[a, l, m]
+                r = a * dim + m
+                for j in range(n):
+                    J[i, j] += b * W[r, j]
             for m in range(dim):
                 J[i, a * dim + m] += A[a, l, m]
+
+
+@njit(cache=True, error_model="numpy")
+def dense_direction(A, B, W, phi, shifts, d):
+    """The Newton direction of a small dense system: J d = -phi with J = A + B W (A, B block
+    diagonal, ``dim x dim`` blocks, W dense: :func:`contact_matrix`), retried with J + s I for the next
+    ``shifts`` when J is singular or d not finite. Returns True with d set, else False."""
+    n = phi.shape[0]
+    J = np.empty((n, n))
+    contact_matrix(A, B, W, J)
     LU = np.empty((n, n))
     for s in shifts:
         for i in range(n):
@@ -567,13 +579,7 @@ def rho_of_blocks(D, rho_auto, rho_n, rho_t, rhoN, rhoT, rho_pgs):
                 if lmax[a] > 0.0:
                     pos[k] = lmax[a]
                     k += 1
-            for i in range(1, npos):      # insertion sort, then the median as np.median takes it
-                v = pos[i]
-                j = i - 1
-                while j >= 0 and pos[j] > v:
-                    pos[j + 1] = pos[j]
-                    j -= 1
-                pos[j + 1] = v
+            insertion_sort(pos)         # then the median as np.median takes it
             h = npos // 2
             fill = pos[h] if npos % 2 else 0.5 * (pos[h - 1] + pos[h])
         for a in range(nc):
@@ -905,7 +911,7 @@ def body_pattern(Hptr, Hind, Hdata, nc, dim, nv):
                 c += 1
         k = c - cptr[a]
         row = cols[cptr[a]:c]
-        row.sort()
+        sort_index(row)
         for t in range(k):
             where[row[t]] = t
             ccount[row[t] + 1] += 1
@@ -960,7 +966,7 @@ def body_pattern(Hptr, Hind, Hdata, nc, dim, nv):
         b = Sptr[j]
         c = Sptr[j + 1] - b
         Sind[b:b + c] = tmp[room[j]:room[j] + c]
-        Sind[b:b + c].sort()
+        sort_index(Sind[b:b + c])
         for t in range(c):
             where[Sind[b + t]] = b + t
         dpos[j] = where[j]

@@ -208,9 +208,7 @@ class _LocalFrictionSystem:
             return
         if self.dense:
             self.Wd = np.ascontiguousarray(W, dtype=float)
-            Wcsr = sp.csr_matrix(self.Wd)
-            self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
-                        Wcsr.indptr.astype(np.int64))
+            Wcsr = None         # (W's CSR, read by pgs and the proximal terms only: made when first read)
         else:
             # (the previous system's patterns and kept orders when they still hold)
             prev = previous if isinstance(previous, _LocalFrictionSystem) else None
@@ -245,7 +243,8 @@ class _LocalFrictionSystem:
 
     def __getattr__(self, name):
         # a small system (the compiled loop) makes the Python path's views of its packed arrays when
-        # one is first read (the proximal continuation, the prox method, the error measure in Python)
+        # one is first read (the proximal continuation, the prox method, the error measure in Python);
+        # a dense one makes W's CSR when pgs first reads it
         if name in _SMALL_LAZY and self.__dict__.get("small"):
             n, nc = self.n, self.nc
             self.rhoN, self.rhoT, self.rho_pgs, self.gamma_c, self.gamma = K.dense_views(self.P, n, nc)
@@ -255,6 +254,11 @@ class _LocalFrictionSystem:
             self._Wcsr = None
             self._blocks()
             return self.__dict__[name]
+        if name == "csr" and self.__dict__.get("dense"):
+            Wcsr = sp.csr_matrix(self.Wd)
+            self.csr = (np.ascontiguousarray(Wcsr.data, dtype=float), Wcsr.indices.astype(np.int64),
+                        Wcsr.indptr.astype(np.int64))
+            return self.csr
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property

@@ -62,12 +62,11 @@ def newton_direction(J, rhs, shifts=(0.0,), *, permc="COLAMD", pivot=1.0):
 
 
 def dense_contact_matrix(A, B, W):
-    """J = A + B W of a dense W (A, B: (nc, dim, dim) blocks)."""
-    nc, dim = A.shape[0], A.shape[1]
+    """J = A + B W of a dense W (A, B: (nc, dim, dim) blocks), by :func:`_newton_kernels.contact_matrix`."""
     n = W.shape[0]
-    J = np.einsum("alm,amj->alj", B, W.reshape(nc, dim, n)).reshape(n, n)
-    idx = np.arange(n).reshape(nc, dim)
-    J[idx[:, :, None], idx[:, None, :]] += A
+    J = np.empty((n, n))
+    K.contact_matrix(np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(B, dtype=float),
+                     np.ascontiguousarray(W, dtype=float), J)
     return J
 
 
