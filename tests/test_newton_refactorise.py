@@ -132,3 +132,36 @@ def test_a_run_of_steps_with_a_workspace():
         assert alone.status.value == "solved" and abs(s.nit - alone.nit) <= 2   # (directions equal to round-off)
         bodies.append(p._store["newton_body"][1])
     assert all(b.lu is bodies[0].lu for b in bodies[1:])      # one symbolic analysis for the run
+
+
+def test_body_system_groups_contacts_on_the_same_bodies():
+    """Consecutive contacts between the same two bodies (a pile's 4 contacts of two cubes face to face) form a group
+    of :func:`body_groups`; :func:`body_system` adds a group's terms to S's entries gathered once: the same S and
+    right side, bit for bit, as contact by contact (one contact a group), for general, scalar (C_a = c I) and open
+    (C_a = 0) contacts; and the direction is the dense solve's."""
+    from nsopt.solvers import _newton_kernels as K
+    rng = np.random.default_rng(4)
+    nb, dim = 6, 3
+    pairs = [(0, 1)] * 4 + [(1, 2)] * 3 + [(0, 1)] + [(3, 4)] * 4 + [(5, 5)] * 2 + [(2, 5)]
+    nc = len(pairs)
+    H = np.zeros((6 * nb, nc * dim))
+    for a, (i, j) in enumerate(pairs):
+        for b in {i, j}:
+            H[6 * b:6 * b + 6, a * dim:(a + 1) * dim] = rng.standard_normal((6, dim))
+    minv = rng.random(6 * nb) + 0.5
+    body = BodySystem(DelassusFactors(sp.csc_matrix(H), minv), nc, dim)
+    np.testing.assert_array_equal(np.diff(body.gptr), [4, 3, 1, 4, 2, 1])
+    A, B = _ab(nc, dim, rng)
+    A[5], B[5] = np.zeros((dim, dim)), np.diag([2.0, 2.0, 2.0])      # C_a = c I (shift 1)
+    phi = rng.standard_normal(nc * dim)
+    out = []
+    for gptr in (body.gptr, np.arange(nc + 1, dtype=np.int64)):
+        S, rhs, C, g = np.empty(body.Sdata.size), np.empty(body.nv), np.empty((nc, dim, dim)), np.empty(nc * dim)
+        assert K.body_system(A, B, 1.0, phi, body.Hblk, body.gram, body.cptr, body.cols, body.soff, body.spos,
+                             body.dpos, gptr, body.mass, S, rhs, C, g) == 0
+        out.append((S, rhs))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    W = H.T @ np.diag(minv) @ H
+    np.testing.assert_allclose(body.solve(A, B, phi, 1.0), _dense_direction(A, B, W, phi, 1.0), rtol=1e-9,
+                               atol=1e-11)
