@@ -27,7 +27,8 @@ Methods
     halved after a full step, doubled after a step cut below 1/4, within [reg/10, 10 reg] (on the
     one-step problems of a 1000-cube pile: 45 % fewer iterations than a fixed factor).
     Globalised by a non-monotone Armijo line search on :math:`\tfrac12\|\phi\|^2` against the
-    largest of the last 5 merits (20 for AC from 2000 contacts: on a 1000-cube pile, 35 % fewer iterations)
+    largest of the last 5 merits (for AC from 2000 contacts: of the last 20, at most 1000x the current
+    merit; on a 1000-cube pile, 44 % fewer iterations)
     (switching to monotone Armijo and back when progress is slow); when the line search fails,
     projected Gauss–Seidel sweeps (projected fixed-point steps per contact) are taken instead; a
     singular matrix gets a diagonal shift. Hybrid: when the best error has not halved over 30
@@ -115,16 +116,18 @@ _LS = ("armijo", "nonmonotone", "none")
 # solution lies far away along W's null space; RockPile_tob1 likewise (100 creeping iterations at 3e-8). The
 # FB Newton progresses slowly but surely on the corpus (BoxesStack1, 105 iterations) and keeps 100.
 STALL, STALL_SMALL = {"ac": 30, "fb": 100}, 100
-# the non-monotone line search's memory (Armijo against the largest of the last m merits) of the AC Newton on a
-# system larger than SMALL_DENSE (the compiled loop keeps 5): MEMORY[1] from MEMORY_NC contacts, else MEMORY[0]. On a
-# hyperstatic pile of thousands of contacts the regularised AC steps alternate: a full step that raises the merit
-# 10-300x (a few contacts change state; the shift, proportional to the error, is small after a good step), then one
-# that lowers it 100-1e6x; with m = 5 a raising step is cut whenever the merit 5 steps back was lower, and the
-# iterates creep. With m = 20 the one-step problems of a 1000-cube pile (3900 contacts) take 35 % fewer iterations
-# (250-274: 81 -> 52.8 a solve, 180-319: 61.0 -> 50.8; 10 and 40 do less well, 2 and 3 much worse). On a few hundred
-# contacts a long memory lets the iterates climb back to the start's merits: RockPile_tob1 (463 contacts) took 393
-# iterations instead of 108 with m = 20, a 10-cube pile step stalled at 2e-9: they keep 5
-MEMORY, MEMORY_NC = (5, 20), 2000
+# the non-monotone line search of the AC Newton on a system of at least MEMORY_NC contacts larger than SMALL_DENSE:
+# Armijo against the largest of the last MEMORY[1] merits (MEMORY[0] below, in the compiled loop and for FB), at
+# most RISE x the current merit. On a hyperstatic pile of thousands of contacts the regularised AC steps alternate:
+# a full step that raises the merit 10-1000x (a few contacts change state; the shift, proportional to the error, is
+# small after a good step), then one that lowers it 100-1e6x; with a memory of 5 a raising step is cut whenever the
+# merit 5 steps back was lower, and the iterates creep; a memory of 20 also takes rises of 1e7-1e8 from near a
+# solution, which RISE stops. The one-step problems of a 1000-cube pile (3900 contacts), iterations a solve:
+# 250-274: 81 (5) -> 52.8 (20) -> 45.7 (20, RISE 1e3); 180-319: 61.0 -> 50.8 -> 45.3 (memory 10 and 40, RISE 1e2,
+# 1e4 and 1e5 did less well or no better). On a few hundred contacts a long memory lets the iterates climb back to the
+# start's merits: RockPile_tob1 (463 contacts) took 393 iterations instead of 108 with 20, a 10-cube pile step
+# stalled at 2e-9: they keep 5, without the cap
+MEMORY, MEMORY_NC, RISE = (5, 20), 2000, 1e3
 # the proximal continuation of the AC Newton (guarded): an inner Newton that has not halved its error in
 # PROX_INNER_STALL iterations gives up, and sigma never shrinks back below shrink x a sigma that failed
 PROX_INNER_STALL = 8
@@ -555,7 +558,7 @@ class _LocalNewton:
         return r
 
 
-def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, switch=20, reg=0.0,
+def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, rise=None, stall=None, switch=20, reg=0.0,
                   reg_step=REG_STEP, started=False):
     """Globalised semismooth Newton on a _LocalFrictionSystem under the monitor ``mon``: the one Newton loop
     (:func:`~nsopt.solvers.newton_loop.newton_loop`; its :meth:`~Monitor.start` unless ``started``).
@@ -565,13 +568,15 @@ def _newton_local(sys, r, mon, *, line_search, err_fn, memory=5, stall=None, swi
     SMALL_DENSE) without proximal term runs the compiled form of this loop (:func:`_newton_dense`)."""
     if sys.small and not sys.sigma and err_fn == sys.error:
         return _newton_dense(sys, r, mon, line_search, memory, stall, switch, float(reg), float(reg_step))[:3]
-    return newton_loop(_LocalNewton(sys, err_fn, reg), r, mon, line_search=line_search, memory=memory, stall=stall,
-                       switch=switch, reg=reg, reg_step=reg_step, plain="until_poor", started=started)
+    return newton_loop(_LocalNewton(sys, err_fn, reg), r, mon, line_search=line_search, memory=memory, rise=rise,
+                       stall=stall, switch=switch, reg=reg, reg_step=reg_step, plain="until_poor", started=started)
 
 
-def _memory(sys):
-    """The non-monotone line search's memory of the Newton on ``sys`` (MEMORY, MEMORY_NC)."""
-    return MEMORY[1] if sys.formulation == "ac" and sys.nc >= MEMORY_NC else MEMORY[0]
+def _search_memory(sys):
+    """The non-monotone line search of the Newton on ``sys``: {memory, rise} (MEMORY, MEMORY_NC, RISE)."""
+    if sys.formulation == "ac" and sys.nc >= MEMORY_NC:
+        return {"memory": MEMORY[1], "rise": RISE}
+    return {"memory": MEMORY[0], "rise": None}
 
 
 def _check_dense_max(dense_max):
@@ -636,7 +641,7 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
                                                    reg, reg_step)
     else:
         r, stalled, info = _newton_local(sys, r, mon, line_search=line_search, err_fn=sys.error,
-                                         memory=_memory(sys), stall=STALL[formulation] if hybrid else None,
+                                         **_search_memory(sys), stall=STALL[formulation] if hybrid else None,
                                          reg=reg, reg_step=reg_step)
     polished, tried = [], []      # the polish's points of lower error that did not reach tol; the errors polished
     msg = ("%s Newton: error %.3g after %d iterations", (sys.label, mon.best_err, mon.k))
@@ -651,7 +656,7 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
         # iterate of both; the warm start costs the iterations to its stall, not a whole failed solve
         k0, e0 = mon.k, mon.best_err
         _, stalled, _ = _newton_local(sys, np.zeros_like(r_start), mon, line_search=line_search,
-                                      err_fn=sys.error, memory=_memory(sys),
+                                      err_fn=sys.error, **_search_memory(sys),
                                       stall=STALL[formulation] if hybrid else None, reg=reg, reg_step=reg_step,
                                       started=True)
         info.update(cold_newton=mon.k - k0)
@@ -670,7 +675,7 @@ def _local_solve(problem, mon, formulation, rho, line_search, hybrid, reg, scale
             # if it stalls too, its guarded proximal continuation (see the module's docstring)
             psys = _local_system(problem, mon, "ac", "auto", dense_max=dense_max)
             _, stalled, ainfo = _newton_local(psys, r_start, mon, line_search=line_search,
-                                              err_fn=psys.error, memory=_memory(psys), stall=STALL["ac"], reg=1.0,
+                                              err_fn=psys.error, **_search_memory(psys), stall=STALL["ac"], reg=1.0,
                                               reg_step=reg_step, started=True) if not psys.small else (None, True, {})
             info.update(ac_newton=mon.k - k0)
             msg += f", AC Newton: error {mon.best_err:.3g}"
@@ -851,7 +856,8 @@ def nsn_ac(problem, mon, *, rho="auto", line_search="nonmonotone", reg=1.0, hybr
     -------
     rho : "auto" (per contact: rho_N = 1/W_aa[N,N], rho_T = 1/lambda_max(W_aa[T,T])), a positive
         scalar, or a pair (rho_N, rho_T).
-    line_search : "nonmonotone" (Armijo against the max of the last 5 merits, 20 from 2000 contacts),
+    line_search : "nonmonotone" (Armijo against the max of the last 5 merits; from 2000 contacts, of the
+        last 20, at most 1000x the current merit),
         "armijo", "none".
     reg : regularisation of the Newton matrix, A + B (W + sigma_k I) with
         sigma_k = c_k x mean_a lambda_max(W_aa) x min(error_k, 1) (Levenberg–Marquardt-like: it vanishes
