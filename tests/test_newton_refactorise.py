@@ -163,5 +163,44 @@ def test_body_system_groups_contacts_on_the_same_bodies():
     np.testing.assert_array_equal(out[0][0], out[1][0])
     np.testing.assert_array_equal(out[0][1], out[1][1])
     W = H.T @ np.diag(minv) @ H
-    np.testing.assert_allclose(body.solve(A, B, phi, 1.0), _dense_direction(A, B, W, phi, 1.0), rtol=1e-9,
-                               atol=1e-11)
+    d = body.solve(A, B, phi, 1.0)
+    np.testing.assert_allclose(d, _dense_direction(A, B, W, phi, 1.0), rtol=1e-9, atol=1e-11)
+    # and W d from the dofs' solution (H y), the line search's product
+    np.testing.assert_allclose(body.Wd, W @ d, rtol=1e-9, atol=1e-11)
+
+
+def test_line_search_takes_w_d_from_the_bodies_solve(monkeypatch):
+    """nsn-ac on a problem with Delassus factors: the line search's W d is the bodies' solve's H y (no product by
+    W: one product an iteration, u = W r + q of the error), equal to W d up to the solve's forward error (which
+    grows as the shift vanishes near the solution: 2.5e-8 relative here at 1e-10); a problem without factors
+    multiplies by W in the search too. Both meet the tolerance."""
+    from nsopt.solvers import newton as N
+    rng = np.random.default_rng(6)
+    nc, nb, dim = 60, 14, 3
+    H, minv = bodies_and_contacts(nb, nc, dim, seed=3)
+    W = (H @ sp.diags(minv) @ H.T).tocsr()
+    q = rng.standard_normal(nc * dim)
+    q[::3] = -np.abs(q[::3])
+    plain = nsopt.FrictionContact(dim, W, q, np.full(nc, 0.5))
+    factored = plain.with_delassus_factors(H.T, minv, check=False)
+    products = []
+    matvec = N._LocalFrictionSystem.matvec
+    monkeypatch.setattr(N._LocalFrictionSystem, "matvec", lambda self, x: products.append(1) or matvec(self, x))
+    searched = []
+    search = N._search
+
+    def spy(sys, r, u, d, *args):
+        last = sys.direction_Wd
+        if last is not None and last[0] is d and last[1] is not None:
+            searched.append(np.linalg.norm(last[1] - W @ d) / max(np.linalg.norm(W @ d), 1e-300))
+        return search(sys, r, u, d, *args)
+
+    monkeypatch.setattr(N, "_search", spy)
+    for p in (factored, plain):
+        products.clear(), searched.clear()
+        s = nsopt.solve(p, method="nsn-ac", tol=1e-10, dense_max=0)
+        assert s.success and p.error(s.r) <= 1e-10, s
+        if p is factored:
+            assert searched and max(searched) < 1e-6 and len(products) <= s.nit + 2, (searched, len(products), s.nit)
+        else:
+            assert not searched and len(products) >= 2 * s.nit, (len(products), s.nit)

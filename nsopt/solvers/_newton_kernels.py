@@ -1176,8 +1176,9 @@ def body_system(A, B, shift, phi, Hblk, gram, cptr, cols, soff, spos, dpos, gptr
 
 
 @njit(cache=True, error_model="numpy")
-def body_direction(y, Hblk, cptr, cols, C, g, d):
-    """d = -(g + C H y) (:func:`body_system`), per contact."""
+def body_direction(y, Hblk, cptr, cols, C, g, d, Wd):
+    r"""d = -(g + C H y) (:func:`body_system`), per contact, and ``Wd`` = H y: W d, since
+    :math:`H^\top d = -H^\top g - H^\top C H y = M y` (the line search's W d without a product by W)."""
     nc, dim = C.shape[0], C.shape[1]
     t = np.empty(dim)
     for a in range(nc):
@@ -1189,6 +1190,7 @@ def body_direction(y, Hblk, cptr, cols, C, g, d):
             for i in range(k):
                 s += Hblk[o + l * k + i] * y[cols[c0 + i]]
             t[l] = s
+            Wd[a * dim + l] = s
         for l in range(dim):
             s = g[a * dim + l]
             for m in range(dim):

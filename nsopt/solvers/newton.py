@@ -285,6 +285,7 @@ class _LocalFrictionSystem:
         self.qnorm = problem.qnorm
         self.sigma, self.rc = 0.0, None
         self.reg = 0.0            # Levenberg-Marquardt-like shift of the Newton matrix only: A + B (W + reg I)
+        self.direction_Wd = None  # (d, W d) of the last direction when its solve gave W d (the bodies' space)
         return self
 
     def error(self, r, u):
@@ -320,12 +321,16 @@ class _LocalFrictionSystem:
         pat, body, assembled = self.pat, self.body, False
         for s in shifts:
             d = body.solve(A, self.B, self.phi, s) if body is not None else CONTACTS
+            wd = None
             if d is CONTACTS:
                 if not assembled:
                     pat.assemble(A, self.B)
                     assembled = True
                 d = pat.solve(A, self.B, self.phi, s)
+            elif d is not None:
+                wd = body.Wd
             if d is not None and np.all(np.isfinite(d)):
+                self.direction_Wd = (d, wd)
                 return d
         return None
 
@@ -344,8 +349,10 @@ class _LocalFrictionSystem:
 
 
 def _search(sys, r, u, d, f0, fref, line_search, phi_t):
-    """Backtracking (Armijo against fref) on the merit along d: (accepted, t, merit at t)."""
-    Wd = sys.matvec(d)
+    """Backtracking (Armijo against fref) on the merit along d: (accepted, t, merit at t). W d from the
+    direction's solve in the bodies' space (:class:`~nsopt.solvers.newton_system.BodySystem`), else a product."""
+    last = sys.direction_Wd
+    Wd = last[1] if last is not None and last[0] is d and last[1] is not None else sys.matvec(d)
     if sys.sigma:
         Wd += sys.sigma * d
     if line_search == "none":
