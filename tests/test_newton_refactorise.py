@@ -160,6 +160,10 @@ def test_body_system_groups_contacts_on_the_same_bodies():
         assert K.body_system(A, B, 1.0, phi, body.Hblk, body.gram, body.cptr, body.cols, body.soff, body.spos,
                              body.dpos, gptr, body.mass, S, rhs, C, g) == 0
         out.append((S, rhs))
+        # C_a = E_a^-1 B_a, g_a = E_a^-1 phi_a (E_a = A_a + I), diagonal blocks (open, sticking) without elimination
+        E = A + np.eye(dim)
+        np.testing.assert_allclose(C, np.linalg.solve(E, B), rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(g, np.linalg.solve(E, phi.reshape(nc, dim, 1)).reshape(-1), rtol=1e-13, atol=1e-15)
     np.testing.assert_array_equal(out[0][0], out[1][0])
     np.testing.assert_array_equal(out[0][1], out[1][1])
     W = H.T @ np.diag(minv) @ H

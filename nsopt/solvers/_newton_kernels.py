@@ -1098,6 +1098,29 @@ def body_system(A, B, shift, phi, Hblk, gram, cptr, cols, soff, spos, dpos, gptr
     kmax = 0
     for a in range(nc):
         kmax = max(kmax, cptr[a + 1] - cptr[a])
+        diag = True
+        for i in range(dim):
+            for j in range(dim):
+                if i != j and (A[a, i, j] != 0.0 or B[a, i, j] != 0.0):
+                    diag = False
+        if diag:        # (an open or sticking contact: _solve_small's numbers without its elimination)
+            big = 0.0
+            for i in range(dim):
+                big = max(big, abs(A[a, i, i] + shift))
+            ok = big > 0.0
+            for i in range(dim):
+                if abs(A[a, i, i] + shift) <= 1e-13 * big:
+                    ok = False
+            if not ok:
+                nsing += 1
+                continue
+            for i in range(dim):
+                e = A[a, i, i] + shift
+                for j in range(dim):
+                    C[a, i, j] = 0.0
+                C[a, i, i] = B[a, i, i] / e
+                g[a * dim + i] = phi[a * dim + i] / e
+            continue
         for i in range(dim):
             for j in range(dim):
                 E[i, j] = A[a, i, j]
