@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from nsopt.problems import _measures as M
 from nsopt.problems.cones import fc_error, natural_map_sq, project_coulomb
 from nsopt.solvers import _gs_kernels as K
 from nsopt.solvers import _newton_kernels as NK
@@ -86,6 +87,9 @@ def test_fc_error_twin(dim, nc):
         assert e_nb == pytest.approx(e_np, rel=1e-12, abs=1e-300)
         assert fc_error(r, u, mu, dim, qn) == e_nb          # the Python function: the kernel's number
         s = sum(K.nat_map_sq(dim, mu[a], R[a], U[a], x, px) for a in range(nc))
+        # the sum's term at an offset (no slice: fc_error's loop) is the contact's, bit for bit
+        assert [M.nat_map_sq_at(dim, mu[a], r, u, a * dim, x, px) for a in range(nc)] == \
+            [K.nat_map_sq(dim, mu[a], R[a], U[a], x, px) for a in range(nc)]
         assert s == pytest.approx(_np_natural_map_sq(r, u, mu, dim), rel=1e-12, abs=1e-300)
         assert natural_map_sq(r, u, mu, dim) == pytest.approx(s, rel=1e-15, abs=1e-300)
 

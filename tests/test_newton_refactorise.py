@@ -157,3 +157,79 @@ def test_dense_contact_matrix_is_the_einsum_to_the_bit():
             d = np.empty(n)
             assert K.dense_direction(A, B, W, phi, np.zeros(1), d)
             np.testing.assert_allclose(J @ d, -phi, rtol=1e-6, atol=1e-8 * np.abs(J).max() * np.abs(d).max())
+
+
+def test_body_system_groups_contacts_on_the_same_bodies():
+    """Consecutive contacts between the same two bodies (a pile's 4 contacts of two cubes face to face) form a group
+    of :func:`body_groups`; :func:`body_system` adds a group's terms to S's entries gathered once: the same S and
+    right side, bit for bit, as contact by contact (one contact a group), for general, scalar (C_a = c I) and open
+    (C_a = 0) contacts; and the direction is the dense solve's."""
+    from nsopt.solvers import _newton_kernels as K
+    rng = np.random.default_rng(4)
+    nb, dim = 6, 3
+    pairs = [(0, 1)] * 4 + [(1, 2)] * 3 + [(0, 1)] + [(3, 4)] * 4 + [(5, 5)] * 2 + [(2, 5)]
+    nc = len(pairs)
+    H = np.zeros((6 * nb, nc * dim))
+    for a, (i, j) in enumerate(pairs):
+        for b in {i, j}:
+            H[6 * b:6 * b + 6, a * dim:(a + 1) * dim] = rng.standard_normal((6, dim))
+    minv = rng.random(6 * nb) + 0.5
+    body = BodySystem(DelassusFactors(sp.csc_matrix(H), minv), nc, dim)
+    np.testing.assert_array_equal(np.diff(body.gptr), [4, 3, 1, 4, 2, 1])
+    A, B = _ab(nc, dim, rng)
+    A[5], B[5] = np.zeros((dim, dim)), np.diag([2.0, 2.0, 2.0])      # C_a = c I (shift 1)
+    phi = rng.standard_normal(nc * dim)
+    out = []
+    for gptr in (body.gptr, np.arange(nc + 1, dtype=np.int64)):
+        S, rhs, C, g = np.empty(body.Sdata.size), np.empty(body.nv), np.empty((nc, dim, dim)), np.empty(nc * dim)
+        assert K.body_system(A, B, 1.0, phi, body.Hblk, body.gram, body.cptr, body.cols, body.soff, body.spos,
+                             body.dpos, gptr, body.mass, S, rhs, C, g) == 0
+        out.append((S, rhs))
+        # C_a = E_a^-1 B_a, g_a = E_a^-1 phi_a (E_a = A_a + I), diagonal blocks (open, sticking) without elimination
+        E = A + np.eye(dim)
+        np.testing.assert_allclose(C, np.linalg.solve(E, B), rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(g, np.linalg.solve(E, phi.reshape(nc, dim, 1)).reshape(-1), rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    W = H.T @ np.diag(minv) @ H
+    d = body.solve(A, B, phi, 1.0)
+    np.testing.assert_allclose(d, _dense_direction(A, B, W, phi, 1.0), rtol=1e-9, atol=1e-11)
+    # and W d from the dofs' solution (H y), the line search's product
+    np.testing.assert_allclose(body.Wd, W @ d, rtol=1e-9, atol=1e-11)
+
+
+def test_line_search_takes_w_d_from_the_bodies_solve(monkeypatch):
+    """nsn-ac on a problem with Delassus factors: the line search's W d is the bodies' solve's H y (no product by
+    W: one product an iteration, u = W r + q of the error), equal to W d up to the solve's forward error (which
+    grows as the shift vanishes near the solution: 2.5e-8 relative here at 1e-10); a problem without factors
+    multiplies by W in the search too. Both meet the tolerance."""
+    from nsopt.solvers import newton as N
+    rng = np.random.default_rng(6)
+    nc, nb, dim = 60, 14, 3
+    H, minv = bodies_and_contacts(nb, nc, dim, seed=3)
+    W = (H @ sp.diags(minv) @ H.T).tocsr()
+    q = rng.standard_normal(nc * dim)
+    q[::3] = -np.abs(q[::3])
+    plain = nsopt.FrictionContact(dim, W, q, np.full(nc, 0.5))
+    factored = plain.with_delassus_factors(H.T, minv, check=False)
+    products = []
+    matvec = N._LocalFrictionSystem.matvec
+    monkeypatch.setattr(N._LocalFrictionSystem, "matvec", lambda self, x: products.append(1) or matvec(self, x))
+    searched = []
+    search = N._search
+
+    def spy(sys, r, u, d, *args):
+        last = sys.direction_Wd
+        if last is not None and last[0] is d and last[1] is not None:
+            searched.append(np.linalg.norm(last[1] - W @ d) / max(np.linalg.norm(W @ d), 1e-300))
+        return search(sys, r, u, d, *args)
+
+    monkeypatch.setattr(N, "_search", spy)
+    for p in (factored, plain):
+        products.clear(), searched.clear()
+        s = nsopt.solve(p, method="nsn-ac", tol=1e-10, dense_max=0)
+        assert s.success and p.error(s.r) <= 1e-10, s
+        if p is factored:
+            assert searched and max(searched) < 1e-6 and len(products) <= s.nit + 2, (searched, len(products), s.nit)
+        else:
+            assert not searched and len(products) >= 2 * s.nit, (len(products), s.nit)

@@ -313,3 +313,29 @@ def test_dense_system_makes_w_csr_when_read(dim):
     if dim == 3:        # (the proximal method: fc3d)
         s = nsopt.solve(p, method="prox", tol=TOL)
         assert s.success and p.error(s.r) <= TOL
+
+
+@pytest.mark.parametrize("nc, formulation, memory, rise", [(2000, "ac", 20, 1e3), (1999, "ac", 5, None),
+                                                           (2000, "fb", 5, None)])
+def test_nonmonotone_memory_grows_with_the_contacts(monkeypatch, nc, formulation, memory, rise):
+    """The AC Newton on a system of at least MEMORY_NC contacts searches against the largest of the last 20 merits,
+    at most 1e3 x the current one (the one-step problems of a 1000-cube pile: 44 % fewer iterations than with 5);
+    smaller systems (RockPile_tob1, a 10-cube pile's step) and FB keep 5, uncapped. The solve meets its tolerance."""
+    from nsopt.solvers import newton as N
+    from nsopt.solvers import newton_loop as NL
+    seen = []
+    loop = NL.newton_loop
+
+    def spy(*args, **kw):
+        seen.append((kw["memory"], kw["rise"]))
+        return loop(*args, **kw)
+
+    monkeypatch.setattr(N, "newton_loop", spy)
+    assert N.MEMORY == (5, 20) and N.MEMORY_NC == 2000 and N.RISE == 1e3
+    dim, n = 3, 3 * nc
+    W = (sp.eye(n) + 0.1 * sp.diags(np.ones(n - 3), 3) + 0.1 * sp.diags(np.ones(n - 3), -3)).tocsr()
+    p, _ = generate.friction_contact(nc=nc, dim=dim, seed=np.random.default_rng(7), W=W, mu=0.5)
+    p = FrictionContact(dim, W, p.q, p.mu)
+    s = nsopt.solve(p, method=f"nsn-{formulation}", tol=TOL)
+    assert s.success and p.error(s.r) <= TOL, s
+    assert seen and set(seen) == {(memory, rise)}, seen

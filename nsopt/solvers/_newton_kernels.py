@@ -1060,8 +1060,31 @@ def body_gram(Hblk, cptr, soff, dim):
     return gram
 
 
+@njit(cache=True)
+def body_groups(cptr, cols):
+    """The runs of consecutive contacts on the same columns (a pile's contacts between the same two
+    bodies, 4 for two cubes face to face): group g is contacts ``gptr[g]:gptr[g + 1]``, whose places in
+    S (:func:`body_pattern`'s ``spos``) are the same (:func:`body_system` adds their terms in one pass)."""
+    nc = cptr.shape[0] - 1
+    gptr = np.empty(nc + 1, dtype=np.int64)
+    ng = 0
+    for a in range(nc):
+        same = a > 0 and cptr[a + 1] - cptr[a] == cptr[a] - cptr[a - 1]
+        if same:
+            k = cptr[a + 1] - cptr[a]
+            for t in range(k):
+                if cols[cptr[a] + t] != cols[cptr[a - 1] + t]:
+                    same = False
+                    break
+        if not same:
+            gptr[ng] = a
+            ng += 1
+    gptr[ng] = nc
+    return gptr[:ng + 1].copy()
+
+
 @njit(cache=True, error_model="numpy")
-def body_system(A, B, shift, phi, Hblk, gram, cptr, cols, soff, spos, dpos, mass, Sdata, rhs, C, g):
+def body_system(A, B, shift, phi, Hblk, gram, cptr, cols, soff, spos, dpos, gptr, mass, Sdata, rhs, C, g):
     r"""The Newton system :math:`(A + \mathrm{shift}\,I + BW)\,d = -\phi` with :math:`W = HM^{-1}H^\top`
     (M diagonal: ``mass``) in the space of the dofs: with :math:`E_a = A_a + \mathrm{shift}\,I`,
     :math:`C_a = E_a^{-1}B_a` and :math:`g_a = E_a^{-1}\phi_a` (into ``C``, ``g``),
@@ -1070,8 +1093,10 @@ def body_system(A, B, shift, phi, Hblk, gram, cptr, cols, soff, spos, dpos, mass
 
     (:func:`body_direction`). Fills S's values ``Sdata`` on the pattern of :func:`body_pattern` (H by
     its contacts' dense blocks ``Hblk``; with their Grams ``gram`` for a :math:`C_a` that is a multiple
-    of the identity to 1e-14) and the right side ``rhs``. Returns the number of contacts
-    whose E_a is singular (a pivot at most 1e-13 x its largest entry); S is then not formed."""
+    of the identity to 1e-14) and the right side ``rhs``; the contacts of a group of
+    :func:`body_groups` (``gptr``) add their terms to S's entries gathered once (the same sums, in
+    the same order, as entry by entry). Returns the number of contacts whose E_a is singular (a pivot
+    at most 1e-13 x its largest entry); S is then not formed."""
     nc, dim = A.shape[0], A.shape[1]
     E = np.empty((dim, dim))
     X = np.empty((dim, dim + 1))
@@ -1079,6 +1104,29 @@ def body_system(A, B, shift, phi, Hblk, gram, cptr, cols, soff, spos, dpos, mass
     kmax = 0
     for a in range(nc):
         kmax = max(kmax, cptr[a + 1] - cptr[a])
+        diag = True
+        for i in range(dim):
+            for j in range(dim):
+                if i != j and (A[a, i, j] != 0.0 or B[a, i, j] != 0.0):
+                    diag = False
+        if diag:        # (an open or sticking contact: _solve_small's numbers without its elimination)
+            big = 0.0
+            for i in range(dim):
+                big = max(big, abs(A[a, i, i] + shift))
+            ok = big > 0.0
+            for i in range(dim):
+                if abs(A[a, i, i] + shift) <= 1e-13 * big:
+                    ok = False
+            if not ok:
+                nsing += 1
+                continue
+            for i in range(dim):
+                e = A[a, i, i] + shift
+                for j in range(dim):
+                    C[a, i, j] = 0.0
+                C[a, i, i] = B[a, i, i] / e
+                g[a * dim + i] = phi[a * dim + i] / e
+            continue
         for i in range(dim):
             for j in range(dim):
                 E[i, j] = A[a, i, j]
@@ -1100,57 +1148,66 @@ def body_system(A, B, shift, phi, Hblk, gram, cptr, cols, soff, spos, dpos, mass
         Sdata[dpos[c]] = mass[c]
     T = np.empty((dim, kmax))           # C_a H_a
     acc = np.empty(kmax)
-    for a in range(nc):
-        c0 = cptr[a]
-        k = cptr[a + 1] - c0
+    blk = np.empty(kmax * kmax)         # a group's entries of S
+    for grp in range(gptr.shape[0] - 1):
+        a0, a1 = gptr[grp], gptr[grp + 1]
+        k = cptr[a0 + 1] - cptr[a0]
         if k == 0:
             continue
-        h0 = dim * c0           # (contact a's block, row-major: entry (l, i) at h0 + l * k + i)
-        so = soff[a]
-        c = C[a, 0, 0]
-        scalar = True
-        for l in range(dim):
-            for m in range(dim):
-                if (l != m and C[a, l, m] != 0.0) or (l == m and abs(C[a, l, l] - c) > 1e-14 * abs(c)):
-                    scalar = False
-        if scalar:                      # C_a = c I: c H_a^T H_a
+        sp0 = soff[a0]
+        for t in range(k * k):
+            blk[t] = Sdata[spos[sp0 + t]]
+        for a in range(a0, a1):
+            c0 = cptr[a]
+            h0 = dim * c0           # (contact a's block, row-major: entry (l, i) at h0 + l * k + i)
+            so = soff[a]
+            c = C[a, 0, 0]
+            scalar = True
+            for l in range(dim):
+                for m in range(dim):
+                    if (l != m and C[a, l, m] != 0.0) or (l == m and abs(C[a, l, l] - c) > 1e-14 * abs(c)):
+                        scalar = False
+            if scalar:                      # C_a = c I: c H_a^T H_a
+                for i in range(k):
+                    s = 0.0
+                    for l in range(dim):
+                        s += Hblk[h0 + l * k + i] * g[a * dim + l]
+                    rhs[cols[c0 + i]] -= s
+                if c != 0.0:
+                    for t in range(k * k):
+                        blk[t] += c * gram[so + t]
+                continue
+            for l in range(dim):
+                for j in range(k):
+                    T[l, j] = 0.0
+                for m in range(dim):
+                    cl = C[a, l, m]
+                    if cl != 0.0:
+                        for j in range(k):
+                            T[l, j] += cl * Hblk[h0 + m * k + j]
             for i in range(k):
                 s = 0.0
+                for j in range(k):
+                    acc[j] = 0.0
                 for l in range(dim):
-                    s += Hblk[h0 + l * k + i] * g[a * dim + l]
+                    h = Hblk[h0 + l * k + i]
+                    if h != 0.0:
+                        s += h * g[a * dim + l]
+                        for j in range(k):
+                            acc[j] += h * T[l, j]
                 rhs[cols[c0 + i]] -= s
-            if c != 0.0:
-                for t in range(k * k):
-                    Sdata[spos[so + t]] += c * gram[so + t]
-            continue
-        for l in range(dim):
-            for j in range(k):
-                T[l, j] = 0.0
-            for m in range(dim):
-                cl = C[a, l, m]
-                if cl != 0.0:
-                    for j in range(k):
-                        T[l, j] += cl * Hblk[h0 + m * k + j]
-        for i in range(k):
-            s = 0.0
-            for j in range(k):
-                acc[j] = 0.0
-            for l in range(dim):
-                h = Hblk[h0 + l * k + i]
-                if h != 0.0:
-                    s += h * g[a * dim + l]
-                    for j in range(k):
-                        acc[j] += h * T[l, j]
-            rhs[cols[c0 + i]] -= s
-            base = so + i * k
-            for j in range(k):
-                Sdata[spos[base + j]] += acc[j]
+                base = i * k
+                for j in range(k):
+                    blk[base + j] += acc[j]
+        for t in range(k * k):
+            Sdata[spos[sp0 + t]] = blk[t]
     return 0
 
 
 @njit(cache=True, error_model="numpy")
-def body_direction(y, Hblk, cptr, cols, C, g, d):
-    """d = -(g + C H y) (:func:`body_system`), per contact."""
+def body_direction(y, Hblk, cptr, cols, C, g, d, Wd):
+    r"""d = -(g + C H y) (:func:`body_system`), per contact, and ``Wd`` = H y: W d, since
+    :math:`H^\top d = -H^\top g - H^\top C H y = M y` (the line search's W d without a product by W)."""
     nc, dim = C.shape[0], C.shape[1]
     t = np.empty(dim)
     for a in range(nc):
@@ -1162,6 +1219,7 @@ def body_direction(y, Hblk, cptr, cols, C, g, d):
             for i in range(k):
                 s += Hblk[o + l * k + i] * y[cols[c0 + i]]
             t[l] = s
+            Wd[a * dim + l] = s
         for l in range(dim):
             s = g[a * dim + l]
             for m in range(dim):

@@ -6,7 +6,8 @@ system and its merit :math:`f = \tfrac12\|\phi\|^2`):
 1. ``f0 = system.linearise(x)``: the residual and an element of the generalised Jacobian at x;
 2. the plain Newton direction ``system.direction(x, None)`` (:mod:`nsopt.solvers.newton_system`) and a
    backtracking line search ``system.search(x, d, f0, fref, regularised)`` against
-   :math:`f_\text{ref}` (``f0``, or the largest of the last ``memory`` merits: non-monotone);
+   :math:`f_\text{ref}` (``f0``, or the largest of the last ``memory`` merits: non-monotone, at most
+   ``rise`` x ``f0`` when given);
 3. with ``reg`` > 0, when the plain step is singular or cut below ``reg_step``: the regularised
    direction ``system.direction(x, c_k s \min(e_k, 1))`` (Levenberg–Marquardt-like, ``s`` =
    ``system.wscale``; the system says what it regularises), the better of the two steps kept; once
@@ -41,7 +42,7 @@ REG_CUT, REG_RANGE = 0.25, (0.1, 10.0)
 REG_STEP = 0.1   # a plain step cut below this is retried regularised (the option reg_step)
 
 
-def newton_loop(system, x, mon, *, line_search="armijo", memory=5, stall=None, switch=0, reg=0.0,
+def newton_loop(system, x, mon, *, line_search="armijo", memory=5, rise=None, stall=None, switch=0, reg=0.0,
                 reg_step=REG_STEP, plain="until_poor", adapt=True, started=False):
     """Globalised Newton iterations on ``system`` from ``x`` under the monitor ``mon`` (whose
     :meth:`~nsopt.monitor.Monitor.start` it calls unless ``started``, a continuation of a solve the
@@ -65,6 +66,8 @@ def newton_loop(system, x, mon, *, line_search="armijo", memory=5, stall=None, s
         f0 = system.linearise(x)
         merits.append(f0)
         fref = max(merits[-memory:]) if line_search == "nonmonotone" else f0
+        if rise is not None and fref > rise * f0:
+            fref = rise * f0
         accepted, t, ft, d = False, 0.0, f0, None
         if plain:
             d = system.direction(x, None)

@@ -251,6 +251,7 @@ class BodySystem:
         if same and previous.order is not None:
             self.order, self.lu = previous.order, previous.lu     # S's pattern unchanged: its order and LU's
         self.gram = K.body_gram(self.Hblk, self.cptr, self.soff, dim)
+        self.gptr = K.body_groups(self.cptr, self.cols)
         self.Sind = Sind
         self.Sptr32 = self.Sptr.astype(np.int32)
         self.Sdata = np.empty(Sind.size)
@@ -287,11 +288,12 @@ class BodySystem:
         return y
 
     def solve(self, A, B, phi, shift=0.0):
-        """d with (A + shift I + B W) d = -phi; None when singular; ``CONTACTS`` when a block of
-        A + shift I is singular and the matrix is not shown singular by the rank of W (rows of J
-        with a zero row of A lie in W's row space, of dimension at most the dofs' count)."""
+        """d with (A + shift I + B W) d = -phi (and :attr:`Wd` = W d, from the dofs' solution y: H y);
+        None when singular; ``CONTACTS`` when a block of A + shift I is singular and the matrix is not
+        shown singular by the rank of W (rows of J with a zero row of A lie in W's row space, of
+        dimension at most the dofs' count)."""
         if K.body_system(A, B, float(shift), phi, self.Hblk, self.gram, self.cptr, self.cols, self.soff,
-                         self.spos, self.dpos, self.mass, self.Sdata, self.rhs, self.C, self.g):
+                         self.spos, self.dpos, self.gptr, self.mass, self.Sdata, self.rhs, self.C, self.g):
             if not shift and np.count_nonzero(~A.any(axis=2)) > self.nv:
                 return None
             return CONTACTS
@@ -307,8 +309,8 @@ class BodySystem:
             y = self._solve_kept()
             if y is None:
                 return None
-        d = np.empty(phi.shape[0])
-        K.body_direction(y, self.Hblk, self.cptr, self.cols, self.C, self.g, d)
+        d, self.Wd = np.empty(phi.shape[0]), np.empty(phi.shape[0])
+        K.body_direction(y, self.Hblk, self.cptr, self.cols, self.C, self.g, d, self.Wd)
         return d
 
 
