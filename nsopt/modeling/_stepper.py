@@ -542,7 +542,7 @@ class _Group:
     def _members(self, sel):
         if sel is None:
             return self.Z, self.rels
-        return self.Z[sel], None if self.rels is None else [self.rels[j] for j in sel]
+        return self.Z[sel], None if self.rels is None else list(map(self.rels.__getitem__, sel.tolist()))
 
     def h(self, Q, sel=None):
         return self.rel.h_batch(Q, *self._members(sel))
@@ -1017,10 +1017,12 @@ class MoreauJeanStepper:
         self._outputs(t, self.q, self.v, self.L0, self.L1, self.Y0, self.Y1, self.gap, fresh, None, None, init=True)
 
     def _outputs(self, t, q, v, L0, L1, Y0, Y1, gap, sel=None, G0p=None, used=None, lam0_prev=None, act=None,
-                 init=False):
+                 init=False, keep=None):
         """The outputs at (t, q, v) into Y0, Y1 (all interactions, or those of the mask ``sel``):
         linear rows by the compiled product, groups by their plug-ins (the active members with the G0
-        the problem used, ``G0p``), one-by-one members by their relation."""
+        the problem used, ``G0p``), one-by-one members by their relation. ``keep`` (a dict, with ``G0p``
+        None): the Jacobians at q of each group evaluated by one row-wise formula (``h_G0_batch``: a row's numbers
+        do not depend on the others) put there, ``keep[gi] = (members (None: all), G0)``."""
         if self.lin_rows is not None:
             H = self.H_lin
             if sel is None:
@@ -1047,6 +1049,8 @@ class MoreauJeanStepper:
                     y, G = grp.h_G0(Qs, s)
                     Y0[rows] = y.ravel()
                     K.rows_velocity(G, v, grp.cols[s], rows, Y1)
+                    if keep is not None and grp.both is not None:
+                        keep[gi] = (s, G)
                 continue
             Qn = q[grp.qcols]
             on, Gp = (None, None) if G0p is None else G0p.get(gi, (None, None))
@@ -1056,6 +1060,8 @@ class MoreauJeanStepper:
                 y, G = grp.h_G0(Qn)
                 if Gp is not None:
                     G[on] = Gp
+                elif keep is not None and grp.both is not None:
+                    keep[gi] = (None, G)
             else:
                 y = grp.h(Qn)
                 G = np.empty((Qn.shape[0],) + Gp.shape[1:])
@@ -1125,8 +1131,10 @@ class MoreauJeanStepper:
         """The live interactions' outputs at the current state, recomputed (``TimeStepping.update_outputs``: after
         relation data changed between steps), into a new state array (what was read before stays as it was)."""
         self.buf = self.buf.copy()
+        keep = {}
         self._outputs(t, self.q, self.v, self.L0, self.L1, self.Y0, self.Y1, self.gap,
-                      self.alive if self.n_dead else None)
+                      self.alive if self.n_dead else None, keep=keep)
+        self._Gq = (self.buf, self.groups, keep)     # the groups' Jacobians at q_k, for the coming step (_free_rates)
 
     def release(self):
         """Write the run's state onto the objects (plain copies: :mod:`nsopt.modeling._state`)."""
@@ -1288,10 +1296,19 @@ class MoreauJeanStepper:
             if close is not None:
                 allow[self.lin_rows] = abs(self.H_lin) @ dv
         self._Gk = {}
+        at_q = self.__dict__.get("_Gq")
+        self._Gq = None
+        if at_q is not None and (at_q[0] is not self.buf or at_q[1] is not self.groups or qk is not self.q
+                                 and not np.array_equal(qk, self.q)):
+            at_q = None          # (the state or the layout changed since refresh_outputs)
         for gi, grp in enumerate(self.groups):
             s = np.flatnonzero(sel[grp.index])
             if s.size:
-                G = grp.G0(qk[grp.qcols[s]], s)
+                kept = None if at_q is None else at_q[2].get(gi)
+                if kept is None:
+                    G = grp.G0(qk[grp.qcols[s]], s)
+                else:         # the Jacobians refresh_outputs computed at q_k (the same formula, the same numbers)
+                    G = kept[1][s] if kept[0] is None else kept[1][np.searchsorted(kept[0], s)]
                 rows = grp.rows.reshape(-1, grp.rel.m)[s].ravel()
                 K.rows_velocity(G, vfree, grp.cols[s], rows, Y1f)
                 if close is not None:
