@@ -723,7 +723,7 @@ class MoreauJeanStepper:
     def _primary(self, facts, inters) -> dict:
         """The interactions' data stacked (from their facts): per interaction ``sizes``, ``unilateral``,
         ``const`` (relation constant), ``kind``, ``nloc`` (columns), ``nsys``, ``keys`` (batch key),
-        ``laws``, ``std``, ``compliant``; per stacked row ``erow`` (restitution) and ``b`` (the linear
+        ``laws``, ``relation``, ``std``, ``compliant``; per stacked row ``erow`` (restitution) and ``b`` (the linear
         relations' offset b + FZ); per column ``cols`` and ``qcols`` (global); per entry ``E_val`` (H of
         the linear relations, row-major, zeros for the others); per slot ``body`` (the systems); ``D``:
         {interaction: D}. Appending interactions concatenates these."""
@@ -748,9 +748,11 @@ class MoreauJeanStepper:
         key_arr[:] = keys
         law_arr = np.empty(n_i, dtype=object)
         law_arr[:] = laws
+        rel_arr = np.empty(n_i, dtype=object)
+        rel_arr[:] = [i.relation for i in inters]
         nsys = np.fromiter(map(len, bodies), dtype=np.intp, count=n_i)
         return {"sizes": sizes, "unilateral": np.array(uni, dtype=bool), "const": np.array(const, dtype=bool),
-                "kind": kinds, "nloc": nloc, "qnloc": qnloc, "nsys": nsys, "keys": key_arr, "laws": law_arr, "erow": cat(er),
+                "kind": kinds, "nloc": nloc, "qnloc": qnloc, "nsys": nsys, "keys": key_arr, "laws": law_arr, "relation": rel_arr, "erow": cat(er),
                 "std": np.array(std, dtype=bool),
                 "compliant": np.array([i.relation.compliant for i in inters], dtype=bool),
                 "b": b, "cols": cat(cols, np.intp).astype(np.intp, copy=False),
@@ -797,8 +799,14 @@ class MoreauJeanStepper:
         self._activation_rules(first, nsys, body)
         # groups of scleronomous relations (one evaluation per group)
         nonlin = np.flatnonzero(kinds == 1)
-        ids: dict = {}
-        gid = np.array([ids.setdefault(k, len(ids)) for k in P["keys"][nonlin].tolist()], dtype=np.intp)
+        # each interaction's group: its batch key's number in the order of first appearance, kept for the ones
+        # before an append (_append: the stepper's interactions are a prefix of the new ones)
+        ids, done = self.__dict__.get("_batch_ids") or ({}, np.zeros(0, dtype=np.intp))
+        tail = np.flatnonzero(kinds[done.shape[0]:] == 1) + done.shape[0]
+        gid_all = np.concatenate([done, np.full(n_i - done.shape[0], -1, dtype=np.intp)])
+        gid_all[tail] = [ids.setdefault(k, len(ids)) for k in P["keys"][tail].tolist()]
+        self._batch_ids = (ids, gid_all)
+        gid = gid_all[nonlin]
         order = np.argsort(gid, kind="stable")          # the interactions of each batch key, in order
         cuts = np.searchsorted(gid[order], np.arange(len(ids) + 1))
         self.groups = []
@@ -813,7 +821,7 @@ class MoreauJeanStepper:
             g.Z = (np.zeros((idx.shape[0], 0)) if g.rel.nz == 0 else
                    np.array([self._Z(inters[j]) for j in members]).reshape(idx.shape[0], g.rel.nz))
             g.rows = (first[idx][:, None] + np.arange(g.rel.m)).ravel()
-            g.rels = None if g.rel.vectorized else [inters[j].relation for j in members]
+            g.rels = None if g.rel.vectorized else P["relation"][idx].tolist()
             self.groups.append(g)
         # one by one
         one = np.flatnonzero((kinds == 2) & self.alive)
@@ -1000,10 +1008,11 @@ class MoreauJeanStepper:
             return -1
         return j
 
-    def _fill_new(self, fresh, t):
+    def _fill_new(self, fresh, t, outputs=True):
         """The rows of the interactions ``fresh`` (a mask): multipliers and warm starts from the parked
         ones (re-linked interactions) or zero, outputs at the current state (as the step computes them:
-        y = h(Q, Z) or HQ + b + Dλ₀ + FZ, ẏ = G₀V or HV + Dλ₁)."""
+        y = h(Q, Z) or HQ + b + Dλ₀ + FZ, ẏ = G₀V or HV + Dλ₁), unless not ``outputs`` (the caller's
+        :meth:`refresh_outputs` computes them next)."""
         self._where = {id(i): j for j, i in enumerate(self.inters)}
         idx = np.flatnonzero(fresh)
         if not idx.size:
@@ -1014,7 +1023,9 @@ class MoreauJeanStepper:
             if kept is not None and kept[0] is self.inters[j]:
                 lo, hi = self.bounds[j]
                 L0[lo:hi], L1[lo:hi], warm[lo:hi] = kept[1], kept[2], kept[3]
-        self._outputs(t, self.q, self.v, self.L0, self.L1, self.Y0, self.Y1, self.gap, fresh, None, None, init=True)
+        if outputs:
+            self._outputs(t, self.q, self.v, self.L0, self.L1, self.Y0, self.Y1, self.gap, fresh, None, None,
+                          init=True)
 
     def _outputs(self, t, q, v, L0, L1, Y0, Y1, gap, sel=None, G0p=None, used=None, lam0_prev=None, act=None,
                  init=False, keep=None):
@@ -1152,13 +1163,14 @@ class MoreauJeanStepper:
         type(inter).lambda_.keep(inter, [self.L0[lo:hi].copy(), self.L1[lo:hi].copy()])
 
     # ------------------------------------------------------------------ topology changes
-    def follow(self, changes) -> bool:
+    def follow(self, changes, outputs=True) -> bool:
         """Follow a topology change in place when it removed interactions of this stepper and linked new
         ones (what contact detection does): a removed interaction is released and its rows stay, never
         active, until the next full build (when they make more than a quarter of the rows); the new ones
         are appended and what follows from them is rebuilt, without a pass over the others. False when
         the change is another one (a system inserted, a path the fused phases do not take): the caller
-        builds a new stepper."""
+        builds a new stepper. ``outputs=False``: the new interactions' outputs are left to the caller, who
+        recomputes every output next (:meth:`refresh_outputs`)."""
         if self.fused_phases or not self.batch:
             return False
         added, removed = [], []
@@ -1191,7 +1203,7 @@ class MoreauJeanStepper:
         self.alive[dead] = False
         self.n_dead += len(dead)
         if added:
-            self._append(added, facts)
+            self._append(added, facts, outputs)
         else:
             self.constant_relations = bool(np.all(self.P["const"][self.alive]))
         self.key = self.pattern = self.rows = None
@@ -1215,9 +1227,9 @@ class MoreauJeanStepper:
             if self.alive[j] and id(inter) not in live:
                 self._park(inter, j)
 
-    def _append(self, added, facts):
+    def _append(self, added, facts, outputs=True):
         """Append interactions new to this stepper: the primary data joined, the rest rebuilt, the stacked
-        state extended (their outputs computed at the current state)."""
+        state extended (their outputs computed at the current state, unless not ``outputs``)."""
         n0, m0, base = len(self.inters), self.mtot, self.nq + 2 * self.nv
         self.P = self._joined(self.P, self._primary(facts, added))
         self.inters.extend(added)
@@ -1236,7 +1248,7 @@ class MoreauJeanStepper:
         self.warm[:m0] = warm0
         fresh = np.zeros(len(self.inters), dtype=bool)
         fresh[n0:] = True
-        self._fill_new(fresh, self.sim.t)
+        self._fill_new(fresh, self.sim.t, outputs)
 
     def row_layout(self):
         """(the systems' field widths {q, v, p}, the linked interactions, their first rows, their last rows
