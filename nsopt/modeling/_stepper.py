@@ -723,7 +723,7 @@ class MoreauJeanStepper:
     def _primary(self, facts, inters) -> dict:
         """The interactions' data stacked (from their facts): per interaction ``sizes``, ``unilateral``,
         ``const`` (relation constant), ``kind``, ``nloc`` (columns), ``nsys``, ``keys`` (batch key),
-        ``laws``, ``relation``, ``std``, ``compliant``; per stacked row ``erow`` (restitution) and ``b`` (the linear
+        ``laws``, ``relation``, ``friction`` (a Coulomb law), ``std``, ``compliant``; per stacked row ``erow`` (restitution) and ``b`` (the linear
         relations' offset b + FZ); per column ``cols`` and ``qcols`` (global); per entry ``E_val`` (H of
         the linear relations, row-major, zeros for the others); per slot ``body`` (the systems); ``D``:
         {interaction: D}. Appending interactions concatenates these."""
@@ -750,9 +750,10 @@ class MoreauJeanStepper:
         law_arr[:] = laws
         rel_arr = np.empty(n_i, dtype=object)
         rel_arr[:] = [i.relation for i in inters]
+        fric = np.fromiter((isinstance(law, NewtonImpactFrictionNSL) for law in laws), dtype=bool, count=n_i)
         nsys = np.fromiter(map(len, bodies), dtype=np.intp, count=n_i)
         return {"sizes": sizes, "unilateral": np.array(uni, dtype=bool), "const": np.array(const, dtype=bool),
-                "kind": kinds, "nloc": nloc, "qnloc": qnloc, "nsys": nsys, "keys": key_arr, "laws": law_arr, "relation": rel_arr, "erow": cat(er),
+                "kind": kinds, "nloc": nloc, "qnloc": qnloc, "nsys": nsys, "keys": key_arr, "laws": law_arr, "relation": rel_arr, "friction": fric, "erow": cat(er),
                 "std": np.array(std, dtype=bool),
                 "compliant": np.array([i.relation.compliant for i in inters], dtype=bool),
                 "b": b, "cols": cat(cols, np.intp).astype(np.intp, copy=False),
@@ -1258,9 +1259,14 @@ class MoreauJeanStepper:
                 (self.inter_arr[live].tolist(), self.first[live], (self.first + self.sizes)[live], self.mtot))
 
     def columns(self):
-        """Per system its (q columns, v columns) in the stacked row fields."""
+        """Per system its (q columns, v columns) in the stacked row fields (kept while the systems' layout is the
+        same: a contact's link or removal starts a trajectory segment, not a new layout of the systems)."""
         S = self.sys
-        return [((int(S.qoff[k]), int(S.qoff[k + 1])), (int(S.voff[k]), int(S.voff[k + 1]))) for k in range(len(S.systems))]
+        held = self.__dict__.get("_columns")
+        if held is None or held[0] is not S or held[1] is not S.qoff or held[2] is not S.voff:
+            q, v = S.qoff.tolist(), S.voff.tolist()
+            held = self._columns = (S, S.qoff, S.voff, [((q[k], q[k + 1]), (v[k], v[k + 1])) for k in range(len(S.systems))])
+        return held[3]
 
     # ------------------------------------------------------------------ one step
     def iteration_matrix(self):
@@ -1455,7 +1461,9 @@ class MoreauJeanStepper:
         pr = self.__dict__.get("_proj")
         if pr is None:
             n_i = len(self.inters)
-            ne = np.array([isinstance(ds, NewtonEulerDS) for ds in self.sys.systems], dtype=bool)
+            ne = self.__dict__.get("_ne_systems")        # (the systems do not change with the interactions)
+            if ne is None:
+                ne = self._ne_systems = np.array([isinstance(ds, NewtonEulerDS) for ds in self.sys.systems], dtype=bool)
             all_ne = np.logical_and.reduceat(ne[self.slot_body], np.cumsum(self.nsys) - self.nsys) if n_i else \
                 np.zeros(0, dtype=bool)
             on = self.unilateral & all_ne
@@ -1465,8 +1473,7 @@ class MoreauJeanStepper:
                                     f"{label(self.inters[bad[0]])} is a unilateral interaction on another system "
                                     "(use projection=None: on for rigid bodies only)")
             # the normal rows: the first of a friction contact, every row of the others
-            fric = np.fromiter((type(law) is NewtonImpactFrictionNSL or isinstance(law, NewtonImpactFrictionNSL)
-                                for law in self.law_arr), dtype=bool, count=n_i)
+            fric = self.P["friction"]
             normal = np.repeat(on & ~fric, self.sizes)
             normal[self.first[on & fric]] = True
             pr = self._proj = (on, normal)
