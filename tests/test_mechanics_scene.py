@@ -512,3 +512,26 @@ def test_a_step_makes_as_many_python_calls_for_six_bodies_as_for_three():
                 "nsopt.modeling._stepper"):
         assert three.get(mod, 0) == six.get(mod, 0), (mod, three.get(mod), six.get(mod))
     assert sum(three[m] for m in three if m.startswith("nsopt.mechanics")) <= 40
+
+
+def test_a_step_evaluates_the_contacts_jacobians_at_the_start_once(monkeypatch):
+    """The detection's output refresh computes the contacts' Jacobians at q_k; the step's look-ahead rates take them
+    from there instead of evaluating them again (issue 32 §6: each thing computed once)."""
+    from nsopt.modeling import newton_euler as ne
+
+    sc = cube_on_ground(z=0.5)
+    sc.add_object("cube2", [mc.Contactor(sc.shape("Cube"))], translation=[3, 0, 0.5], mass=1.0)
+    seen, repeated = set(), []
+    real = ne.NewtonEuler1DR.h_G0_batch
+
+    def counted(self, Q, Z, rels):
+        key = (Q.tobytes(), tuple(map(id, rels)))
+        if key in seen:
+            repeated.append(Q.shape[0])
+        seen.add(key)
+        return real(self, Q, Z, rels)
+
+    monkeypatch.setattr(ne.NewtonEuler1DR, "h_G0_batch", counted)
+    run = sc.run(T=0.05, h=0.01, on_step=lambda step: seen.clear())
+    assert len(run) == 5 and set(run.active.tolist()) == {8}
+    assert repeated == []

@@ -149,11 +149,12 @@ class Contacts:
 
 
 class _Object:
-    __slots__ = ("owner", "static", "contactor", "index", "obj", "shape", "hs")
+    __slots__ = ("owner", "static", "contactor", "index", "obj", "shape", "hs", "row_norms")
 
     def __init__(self, owner, static, contactor, index, obj, shape):
         self.owner, self.static, self.contactor, self.index, self.obj, self.shape = owner, static, contactor, index, obj, shape
         self.hs = shape.halfspaces()         # {y : A y <= b} of a polyhedron (None: curved), as coal's geometry: fixed
+        self.row_norms = None if self.hs is None else np.linalg.norm(self.hs[0], axis=1)      # |A_i| (_along)
 
 
 class CollisionManager:
@@ -617,7 +618,7 @@ class CollisionManager:
                 r = Pi.shape[0]
                 fresh[0].append((Pi - x[i]) @ R[i])
                 fresh[1].append((Pj - x[j]) @ R[j])
-                fresh[2].append(np.tile(R[i].T @ nab, (r, 1)))
+                fresh[2].append(np.broadcast_to(R[i].T @ nab, (r, 3)))
                 counts[k] = r
         fa, fb, fn = map(np.concatenate, fresh) if fresh[0] else (np.zeros((0, 3)),) * 3
         starts, pa, pb, na, kR, kt, A, B, PA, PB, NN = kern.assemble(
@@ -652,7 +653,7 @@ class CollisionManager:
         R, x = self._obj_R[o], self._obj_x[o]
         p = (P - x) @ R                                   # the points and the direction in the shape's frame
         d = R.T @ n
-        norm = np.linalg.norm(A, axis=1)
+        norm = self._objects[o].row_norms
         Ad = (A @ d) / norm                               # rows as unit normals: slack = distance to each plane
         slack = (b[None, :] - p @ A.T) / norm[None, :]    # (m, rows): b - A p
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -923,10 +924,13 @@ def _reduce(P1, P2, n, k):
     depth = (P1 - P2) @ n
     chosen = [int(np.argmin(depth))]
     if k >= 2:
-        chosen.append(int(np.argmax(np.linalg.norm(P1 - P1[chosen[0]], axis=1))))
+        d = P1 - P1[chosen[0]]
+        chosen.append(int(np.argmax(np.sqrt(np.add.reduce(d * d, axis=1)))))     # (np.linalg.norm's sum, its order)
     if k >= 3:
         e = P1[chosen[1]] - P1[chosen[0]]
-        area = np.cross(e, P1 - P1[chosen[0]]) @ n
+        b = P1 - P1[chosen[0]]           # e x b by components (np.cross's products and differences, without its checks)
+        area = np.stack([e[1] * b[:, 2] - e[2] * b[:, 1], e[2] * b[:, 0] - e[0] * b[:, 2],
+                         e[0] * b[:, 1] - e[1] * b[:, 0]], axis=1) @ n
         i2 = int(np.argmax(np.abs(area)))
         chosen.append(i2)
         if k >= 4:

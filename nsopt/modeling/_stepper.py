@@ -542,7 +542,7 @@ class _Group:
     def _members(self, sel):
         if sel is None:
             return self.Z, self.rels
-        return self.Z[sel], None if self.rels is None else [self.rels[j] for j in sel]
+        return self.Z[sel], None if self.rels is None else list(map(self.rels.__getitem__, sel.tolist()))
 
     def h(self, Q, sel=None):
         return self.rel.h_batch(Q, *self._members(sel))
@@ -723,7 +723,7 @@ class MoreauJeanStepper:
     def _primary(self, facts, inters) -> dict:
         """The interactions' data stacked (from their facts): per interaction ``sizes``, ``unilateral``,
         ``const`` (relation constant), ``kind``, ``nloc`` (columns), ``nsys``, ``keys`` (batch key),
-        ``laws``, ``std``, ``compliant``; per stacked row ``erow`` (restitution) and ``b`` (the linear
+        ``laws``, ``relation``, ``friction`` (a Coulomb law), ``std``, ``compliant``; per stacked row ``erow`` (restitution) and ``b`` (the linear
         relations' offset b + FZ); per column ``cols`` and ``qcols`` (global); per entry ``E_val`` (H of
         the linear relations, row-major, zeros for the others); per slot ``body`` (the systems); ``D``:
         {interaction: D}. Appending interactions concatenates these."""
@@ -748,9 +748,12 @@ class MoreauJeanStepper:
         key_arr[:] = keys
         law_arr = np.empty(n_i, dtype=object)
         law_arr[:] = laws
+        rel_arr = np.empty(n_i, dtype=object)
+        rel_arr[:] = [i.relation for i in inters]
+        fric = np.fromiter((isinstance(law, NewtonImpactFrictionNSL) for law in laws), dtype=bool, count=n_i)
         nsys = np.fromiter(map(len, bodies), dtype=np.intp, count=n_i)
         return {"sizes": sizes, "unilateral": np.array(uni, dtype=bool), "const": np.array(const, dtype=bool),
-                "kind": kinds, "nloc": nloc, "qnloc": qnloc, "nsys": nsys, "keys": key_arr, "laws": law_arr, "erow": cat(er),
+                "kind": kinds, "nloc": nloc, "qnloc": qnloc, "nsys": nsys, "keys": key_arr, "laws": law_arr, "relation": rel_arr, "friction": fric, "erow": cat(er),
                 "std": np.array(std, dtype=bool),
                 "compliant": np.array([i.relation.compliant for i in inters], dtype=bool),
                 "b": b, "cols": cat(cols, np.intp).astype(np.intp, copy=False),
@@ -797,8 +800,14 @@ class MoreauJeanStepper:
         self._activation_rules(first, nsys, body)
         # groups of scleronomous relations (one evaluation per group)
         nonlin = np.flatnonzero(kinds == 1)
-        ids: dict = {}
-        gid = np.array([ids.setdefault(k, len(ids)) for k in P["keys"][nonlin].tolist()], dtype=np.intp)
+        # each interaction's group: its batch key's number in the order of first appearance, kept for the ones
+        # before an append (_append: the stepper's interactions are a prefix of the new ones)
+        ids, done = self.__dict__.get("_batch_ids") or ({}, np.zeros(0, dtype=np.intp))
+        tail = np.flatnonzero(kinds[done.shape[0]:] == 1) + done.shape[0]
+        gid_all = np.concatenate([done, np.full(n_i - done.shape[0], -1, dtype=np.intp)])
+        gid_all[tail] = [ids.setdefault(k, len(ids)) for k in P["keys"][tail].tolist()]
+        self._batch_ids = (ids, gid_all)
+        gid = gid_all[nonlin]
         order = np.argsort(gid, kind="stable")          # the interactions of each batch key, in order
         cuts = np.searchsorted(gid[order], np.arange(len(ids) + 1))
         self.groups = []
@@ -813,7 +822,7 @@ class MoreauJeanStepper:
             g.Z = (np.zeros((idx.shape[0], 0)) if g.rel.nz == 0 else
                    np.array([self._Z(inters[j]) for j in members]).reshape(idx.shape[0], g.rel.nz))
             g.rows = (first[idx][:, None] + np.arange(g.rel.m)).ravel()
-            g.rels = None if g.rel.vectorized else [inters[j].relation for j in members]
+            g.rels = None if g.rel.vectorized else P["relation"][idx].tolist()
             self.groups.append(g)
         # one by one
         one = np.flatnonzero((kinds == 2) & self.alive)
@@ -1000,10 +1009,11 @@ class MoreauJeanStepper:
             return -1
         return j
 
-    def _fill_new(self, fresh, t):
+    def _fill_new(self, fresh, t, outputs=True):
         """The rows of the interactions ``fresh`` (a mask): multipliers and warm starts from the parked
         ones (re-linked interactions) or zero, outputs at the current state (as the step computes them:
-        y = h(Q, Z) or HQ + b + Dλ₀ + FZ, ẏ = G₀V or HV + Dλ₁)."""
+        y = h(Q, Z) or HQ + b + Dλ₀ + FZ, ẏ = G₀V or HV + Dλ₁), unless not ``outputs`` (the caller's
+        :meth:`refresh_outputs` computes them next)."""
         self._where = {id(i): j for j, i in enumerate(self.inters)}
         idx = np.flatnonzero(fresh)
         if not idx.size:
@@ -1014,13 +1024,17 @@ class MoreauJeanStepper:
             if kept is not None and kept[0] is self.inters[j]:
                 lo, hi = self.bounds[j]
                 L0[lo:hi], L1[lo:hi], warm[lo:hi] = kept[1], kept[2], kept[3]
-        self._outputs(t, self.q, self.v, self.L0, self.L1, self.Y0, self.Y1, self.gap, fresh, None, None, init=True)
+        if outputs:
+            self._outputs(t, self.q, self.v, self.L0, self.L1, self.Y0, self.Y1, self.gap, fresh, None, None,
+                          init=True)
 
     def _outputs(self, t, q, v, L0, L1, Y0, Y1, gap, sel=None, G0p=None, used=None, lam0_prev=None, act=None,
-                 init=False):
+                 init=False, keep=None):
         """The outputs at (t, q, v) into Y0, Y1 (all interactions, or those of the mask ``sel``):
         linear rows by the compiled product, groups by their plug-ins (the active members with the G0
-        the problem used, ``G0p``), one-by-one members by their relation."""
+        the problem used, ``G0p``), one-by-one members by their relation. ``keep`` (a dict, with ``G0p``
+        None): the Jacobians at q of each group evaluated by one row-wise formula (``h_G0_batch``: a row's numbers
+        do not depend on the others) put there, ``keep[gi] = (members (None: all), G0)``."""
         if self.lin_rows is not None:
             H = self.H_lin
             if sel is None:
@@ -1047,6 +1061,8 @@ class MoreauJeanStepper:
                     y, G = grp.h_G0(Qs, s)
                     Y0[rows] = y.ravel()
                     K.rows_velocity(G, v, grp.cols[s], rows, Y1)
+                    if keep is not None and grp.both is not None:
+                        keep[gi] = (s, G)
                 continue
             Qn = q[grp.qcols]
             on, Gp = (None, None) if G0p is None else G0p.get(gi, (None, None))
@@ -1056,6 +1072,8 @@ class MoreauJeanStepper:
                 y, G = grp.h_G0(Qn)
                 if Gp is not None:
                     G[on] = Gp
+                elif keep is not None and grp.both is not None:
+                    keep[gi] = (None, G)
             else:
                 y = grp.h(Qn)
                 G = np.empty((Qn.shape[0],) + Gp.shape[1:])
@@ -1125,8 +1143,10 @@ class MoreauJeanStepper:
         """The live interactions' outputs at the current state, recomputed (``TimeStepping.update_outputs``: after
         relation data changed between steps), into a new state array (what was read before stays as it was)."""
         self.buf = self.buf.copy()
+        keep = {}
         self._outputs(t, self.q, self.v, self.L0, self.L1, self.Y0, self.Y1, self.gap,
-                      self.alive if self.n_dead else None)
+                      self.alive if self.n_dead else None, keep=keep)
+        self._Gq = (self.buf, self.groups, keep)     # the groups' Jacobians at q_k, for the coming step (_free_rates)
 
     def release(self):
         """Write the run's state onto the objects (plain copies: :mod:`nsopt.modeling._state`)."""
@@ -1144,13 +1164,14 @@ class MoreauJeanStepper:
         type(inter).lambda_.keep(inter, [self.L0[lo:hi].copy(), self.L1[lo:hi].copy()])
 
     # ------------------------------------------------------------------ topology changes
-    def follow(self, changes) -> bool:
+    def follow(self, changes, outputs=True) -> bool:
         """Follow a topology change in place when it removed interactions of this stepper and linked new
         ones (what contact detection does): a removed interaction is released and its rows stay, never
         active, until the next full build (when they make more than a quarter of the rows); the new ones
         are appended and what follows from them is rebuilt, without a pass over the others. False when
         the change is another one (a system inserted, a path the fused phases do not take): the caller
-        builds a new stepper."""
+        builds a new stepper. ``outputs=False``: the new interactions' outputs are left to the caller, who
+        recomputes every output next (:meth:`refresh_outputs`)."""
         if self.fused_phases or not self.batch:
             return False
         added, removed = [], []
@@ -1183,7 +1204,7 @@ class MoreauJeanStepper:
         self.alive[dead] = False
         self.n_dead += len(dead)
         if added:
-            self._append(added, facts)
+            self._append(added, facts, outputs)
         else:
             self.constant_relations = bool(np.all(self.P["const"][self.alive]))
         self.key = self.pattern = self.rows = None
@@ -1207,9 +1228,9 @@ class MoreauJeanStepper:
             if self.alive[j] and id(inter) not in live:
                 self._park(inter, j)
 
-    def _append(self, added, facts):
+    def _append(self, added, facts, outputs=True):
         """Append interactions new to this stepper: the primary data joined, the rest rebuilt, the stacked
-        state extended (their outputs computed at the current state)."""
+        state extended (their outputs computed at the current state, unless not ``outputs``)."""
         n0, m0, base = len(self.inters), self.mtot, self.nq + 2 * self.nv
         self.P = self._joined(self.P, self._primary(facts, added))
         self.inters.extend(added)
@@ -1228,7 +1249,7 @@ class MoreauJeanStepper:
         self.warm[:m0] = warm0
         fresh = np.zeros(len(self.inters), dtype=bool)
         fresh[n0:] = True
-        self._fill_new(fresh, self.sim.t)
+        self._fill_new(fresh, self.sim.t, outputs)
 
     def row_layout(self):
         """(the systems' field widths {q, v, p}, the linked interactions, their first rows, their last rows
@@ -1238,9 +1259,14 @@ class MoreauJeanStepper:
                 (self.inter_arr[live].tolist(), self.first[live], (self.first + self.sizes)[live], self.mtot))
 
     def columns(self):
-        """Per system its (q columns, v columns) in the stacked row fields."""
+        """Per system its (q columns, v columns) in the stacked row fields (kept while the systems' layout is the
+        same: a contact's link or removal starts a trajectory segment, not a new layout of the systems)."""
         S = self.sys
-        return [((int(S.qoff[k]), int(S.qoff[k + 1])), (int(S.voff[k]), int(S.voff[k + 1]))) for k in range(len(S.systems))]
+        held = self.__dict__.get("_columns")
+        if held is None or held[0] is not S or held[1] is not S.qoff or held[2] is not S.voff:
+            q, v = S.qoff.tolist(), S.voff.tolist()
+            held = self._columns = (S, S.qoff, S.voff, [((q[k], q[k + 1]), (v[k], v[k + 1])) for k in range(len(S.systems))])
+        return held[3]
 
     # ------------------------------------------------------------------ one step
     def iteration_matrix(self):
@@ -1288,10 +1314,19 @@ class MoreauJeanStepper:
             if close is not None:
                 allow[self.lin_rows] = abs(self.H_lin) @ dv
         self._Gk = {}
+        at_q = self.__dict__.get("_Gq")
+        self._Gq = None
+        if at_q is not None and (at_q[0] is not self.buf or at_q[1] is not self.groups or qk is not self.q
+                                 and not np.array_equal(qk, self.q)):
+            at_q = None          # (the state or the layout changed since refresh_outputs)
         for gi, grp in enumerate(self.groups):
             s = np.flatnonzero(sel[grp.index])
             if s.size:
-                G = grp.G0(qk[grp.qcols[s]], s)
+                kept = None if at_q is None else at_q[2].get(gi)
+                if kept is None:
+                    G = grp.G0(qk[grp.qcols[s]], s)
+                else:         # the Jacobians refresh_outputs computed at q_k (the same formula, the same numbers)
+                    G = kept[1][s] if kept[0] is None else kept[1][np.searchsorted(kept[0], s)]
                 rows = grp.rows.reshape(-1, grp.rel.m)[s].ravel()
                 K.rows_velocity(G, vfree, grp.cols[s], rows, Y1f)
                 if close is not None:
@@ -1426,7 +1461,9 @@ class MoreauJeanStepper:
         pr = self.__dict__.get("_proj")
         if pr is None:
             n_i = len(self.inters)
-            ne = np.array([isinstance(ds, NewtonEulerDS) for ds in self.sys.systems], dtype=bool)
+            ne = self.__dict__.get("_ne_systems")        # (the systems do not change with the interactions)
+            if ne is None:
+                ne = self._ne_systems = np.array([isinstance(ds, NewtonEulerDS) for ds in self.sys.systems], dtype=bool)
             all_ne = np.logical_and.reduceat(ne[self.slot_body], np.cumsum(self.nsys) - self.nsys) if n_i else \
                 np.zeros(0, dtype=bool)
             on = self.unilateral & all_ne
@@ -1436,8 +1473,7 @@ class MoreauJeanStepper:
                                     f"{label(self.inters[bad[0]])} is a unilateral interaction on another system "
                                     "(use projection=None: on for rigid bodies only)")
             # the normal rows: the first of a friction contact, every row of the others
-            fric = np.fromiter((type(law) is NewtonImpactFrictionNSL or isinstance(law, NewtonImpactFrictionNSL)
-                                for law in self.law_arr), dtype=bool, count=n_i)
+            fric = self.P["friction"]
             normal = np.repeat(on & ~fric, self.sizes)
             normal[self.first[on & fric]] = True
             pr = self._proj = (on, normal)

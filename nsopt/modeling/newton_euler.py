@@ -18,6 +18,8 @@ so that :math:`\dot y = H v`, the impulse on the bodies is :math:`H^\top λ` and
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 from numba import njit
 
@@ -1119,17 +1121,29 @@ class ContactTable:
         D[rows, 6:9] = n / np.linalg.norm(n, axis=1, keepdims=True)
 
 
+_TABLE_OF, _ROW_OF = attrgetter("_table"), attrgetter("_row")
+
+
 def _contact_data(rels) -> np.ndarray:
-    """(k, 9) body-frame data of contact relations: one gather when they share a table, else row by row."""
-    t = rels[0]._table if rels else None
-    if t is not None:
-        rows = [r._row if r._table is t else -1 for r in rels]
-        if -1 not in rows:
-            return t.data[rows]
-    for r in rels:
+    """(k, 9) body-frame data of contact relations: the rows of each table gathered at once (one gather when they
+    share a table), the relations holding their own data (released from a table, or never in one) copied."""
+    k = len(rels)
+    tabs = list(map(_TABLE_OF, rels))
+    t = tabs[0] if k else None
+    rows = np.fromiter(map(_ROW_OF, rels), dtype=np.intp, count=k)
+    if t is not None and tabs.count(t) == k:
+        return t.data[rows]
+    D = np.empty((k, 9))
+    own = [j for j, x in enumerate(tabs) if x is None]
+    for j in own:
+        r = rels[j]
         if not r._has_contact:
             r._eval(np.array([0, 0, 0, 1.0, 0, 0, 0]))       # raises: no contact point yet
-    return np.array([r._data() for r in rels]).reshape(len(rels), 9)
+        D[j] = r._own
+    for tb in {id(x): x for x in tabs if x is not None}.values():
+        held = np.fromiter((x is tb for x in tabs), dtype=bool, count=k)
+        D[held] = tb.data[rows[held]]
+    return D
 
 
 def _contacts_of(Q, rels, dim):

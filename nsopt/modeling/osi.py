@@ -402,7 +402,7 @@ class EulerMoreauStepper:
                 type(inter).y.keep(inter, [self.part(2)[lo:hi].copy(), self.part(3)[lo:hi].copy()])
                 type(inter).lambda_.keep(inter, [self.part(4)[lo:hi].copy(), self.part(5)[lo:hi].copy()])
 
-    def follow(self, changes) -> bool:
+    def follow(self, changes, outputs=True) -> bool:
         return False
 
     def row_layout(self):

@@ -410,9 +410,11 @@ class TimeStepping:
     def has_next_step(self) -> bool:
         return self.k < self.n_steps
 
-    def _ready(self):
+    def _ready(self, refresh=False):
         """The stepper for the coming step: the model's topology followed (in place, or a new stepper),
-        the objects bound to this run, nothing half done from an interrupted step."""
+        the objects bound to this run, nothing half done from an interrupted step. ``refresh``: the caller
+        recomputes every output next (:meth:`update_outputs`), so a followed change leaves the new
+        interactions' outputs to it."""
         st = self._stepper
         if st.count != self.k:              # an interrupt after the commit, before the count
             self.k = st.count
@@ -421,7 +423,7 @@ class TimeStepping:
         if nsds._version != st.version:
             changes = nsds.changes_since(st.version)
             self._check_linked(changes)
-            if not (changes and st.follow(changes)):
+            if not (changes and st.follow(changes, outputs=not refresh)):
                 st.park_all()
                 st = self._stepper = self.integrator.start(self, prev=st)
             self.trajectory._seg_key = None          # a new row layout: a new segment
@@ -672,7 +674,7 @@ class TimeStepping:
         between steps after changing relation data in place (a contact detection moving the points of the
         contacts that persist), so that the next index set and restitution terms use the new data; linked
         interactions get theirs when the next step starts."""
-        st = self._ready()
+        st = self._ready(refresh=True)
         if not st.fused_phases and hasattr(st, "refresh_outputs"):
             st.refresh_outputs(self.t)
 
